@@ -1,0 +1,39 @@
+"""Chip descriptions: pydantic models (``chips.schema``) beside the bundled YAML catalog."""
+
+from chips.schema import (
+    CATALOG_DIR,
+    DTYPES,
+    Chip,
+    ChipError,
+    CpuUnit,
+    Domain,
+    Dram,
+    DspUnit,
+    GpuUnit,
+    Link,
+    NpuUnit,
+    Unit,
+    bundled_chips,
+    chip_from_dict,
+    chip_json_schema,
+    load_chip,
+)
+
+__all__ = [
+    "CATALOG_DIR",
+    "DTYPES",
+    "Chip",
+    "ChipError",
+    "CpuUnit",
+    "Domain",
+    "Dram",
+    "DspUnit",
+    "GpuUnit",
+    "Link",
+    "NpuUnit",
+    "Unit",
+    "bundled_chips",
+    "chip_from_dict",
+    "chip_json_schema",
+    "load_chip",
+]

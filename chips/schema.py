@@ -1,0 +1,368 @@
+"""Chip descriptions as data: frozen pydantic models validated from YAML.
+
+A chip is a set of compute units (CPU clusters, GPUs, NPUs, DSPs), each living in one
+memory domain, plus the links (DMA) between domains, the shared DRAM, the per-op-type
+affinity table and power figures. Units of measure live in the field names.
+
+>>> chip = load_chip("rk3588")
+>>> [u.name for u in chip.units][:2]
+['cpu_big', 'cpu_little']
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Annotated, Literal, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+__all__ = [
+    "DTYPES",
+    "Dtype",
+    "ChipError",
+    "Dram",
+    "Domain",
+    "Link",
+    "CpuUnit",
+    "GpuUnit",
+    "NpuUnit",
+    "DspUnit",
+    "Unit",
+    "Chip",
+    "load_chip",
+    "bundled_chips",
+    "chip_json_schema",
+    "CATALOG_DIR",
+]
+
+CATALOG_DIR = Path(__file__).resolve().parent
+
+Dtype = Literal["int4", "int8", "fp16", "bf16", "fp32"]
+#: Dtypes from narrowest to widest: a unit that lacks the requested dtype runs the next wider one.
+DTYPES: tuple[str, ...] = ("int4", "int8", "fp16", "bf16", "fp32")
+
+PositiveFloat = Annotated[float, Field(gt=0)]
+NonNegFloat = Annotated[float, Field(ge=0)]
+PositiveInt = Annotated[int, Field(gt=0)]
+Efficiency = Annotated[float, Field(gt=0, le=1)]
+
+
+class ChipError(ValueError):
+    """A chip description is missing, malformed or inconsistent (bad input, exit code 2)."""
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Dram(_Spec):
+    """The physical DRAM every ``kind: dram`` domain is carved from; its bandwidth is shared."""
+
+    bandwidth_gbps: PositiveFloat = Field(description="Peak bandwidth in GB/s (1e9 bytes/s).")
+    latency_ns: NonNegFloat = Field(description="Access latency added once per op or transfer.")
+    energy_pj_per_byte: NonNegFloat = Field(20.0, description="Energy per byte moved to/from DRAM.")
+    capacity_mib: PositiveFloat | None = None
+
+
+class Domain(_Spec):
+    """A memory domain: where the tensors of the units placed in it live.
+
+    ``kind: dram`` domains are views of the shared DRAM (their traffic competes for
+    :attr:`Dram.bandwidth_gbps`); ``kind: sram`` domains are on-chip buffers with their
+    own bandwidth and capacity.
+    """
+
+    name: str
+    kind: Literal["dram", "sram"] = "dram"
+    bandwidth_gbps: PositiveFloat | None = Field(
+        None, description="Own bandwidth of an sram domain; dram domains use the DRAM's."
+    )
+    capacity_kib: PositiveFloat | None = None
+
+    @model_validator(mode="after")
+    def _sram_has_bandwidth(self) -> Domain:
+        if self.kind == "sram" and self.bandwidth_gbps is None:
+            raise ValueError(f"sram domain {self.name!r} needs bandwidth_gbps")
+        return self
+
+
+class Link(_Spec):
+    """A DMA path between two domains (both directions unless ``bidirectional: false``)."""
+
+    src: str
+    dst: str
+    bandwidth_gbps: PositiveFloat
+    latency_ns: NonNegFloat = Field(description="Set-up latency paid once per transfer.")
+    dma_channels: PositiveInt = 1
+    bidirectional: bool = True
+
+
+class _UnitBase(_Spec):
+    name: str
+    domain: str
+    clock_mhz: PositiveFloat
+    cores: PositiveInt = 1
+    mem_bandwidth_gbps: PositiveFloat | None = Field(
+        None, description="The unit's own port into its domain; None means the domain's."
+    )
+    op_overhead_ns: NonNegFloat = Field(0.0, description="Fixed cost per op (dispatch, launch).")
+    active_w: NonNegFloat = Field(1.0, description="Power while a core runs an op, per core.")
+    idle_w: NonNegFloat = Field(0.05, description="Power while idle, whole unit.")
+    supported_ops: tuple[str, ...] | None = Field(
+        None, description="If set, the only ONNX op types this unit can run."
+    )
+    unsupported_ops: tuple[str, ...] = ()
+    efficiency: dict[str, Efficiency] = Field(
+        default_factory=dict,
+        description="Achieved fraction of peak per ONNX op type (calibration), overrides defaults.",
+    )
+
+    def can_run(self, op_type: str) -> bool:
+        """Whether this unit accepts ``op_type`` at all (dtype aside)."""
+        if op_type in self.unsupported_ops:
+            return False
+        return self.supported_ops is None or op_type in self.supported_ops
+
+    def dtypes(self) -> tuple[str, ...]:
+        """Dtypes this unit computes natively, narrowest first."""
+        raise NotImplementedError
+
+    def dtype_for(self, requested: str) -> str | None:
+        """The dtype the unit runs for ``requested``: itself, else the next wider it supports.
+
+        >>> NpuUnit(name="n", domain="d", clock_mhz=1000, mac_rows=8, mac_cols=8, sram_kib=64,
+        ...         macs_per_pe_per_cycle={"int8": 1.0, "fp16": 0.5}).dtype_for("int4")
+        'int8'
+        """
+        if requested not in DTYPES:
+            raise ValueError(f"unknown dtype {requested!r}; expected one of {DTYPES}")
+        have = self.dtypes()
+        for d in DTYPES[DTYPES.index(requested) :]:
+            if d in have:
+                return d
+        return None
+
+
+class CpuUnit(_UnitBase):
+    """A CPU cluster: ``cores`` identical cores with SIMD, private L1/L2 and a shared L3."""
+
+    kind: Literal["cpu"] = "cpu"
+    flops_per_cycle: dict[Dtype, PositiveFloat] = Field(
+        description="Per core; a MAC counts 2 (e.g. NEON fp32 2x128-bit FMA = 16)."
+    )
+    l1_kib: PositiveFloat = 64
+    l2_kib: PositiveFloat = 512
+    l3_kib: NonNegFloat = 0
+    l1_bandwidth_gbps: PositiveFloat = 100.0
+    l2_bandwidth_gbps: PositiveFloat = 50.0
+    l3_bandwidth_gbps: PositiveFloat = 30.0
+
+    def dtypes(self) -> tuple[str, ...]:
+        return tuple(d for d in DTYPES if d in self.flops_per_cycle)
+
+
+class GpuUnit(_UnitBase):
+    """A GPU: ``compute_units`` shader cores/SMs; one op uses the whole GPU."""
+
+    kind: Literal["gpu"] = "gpu"
+    compute_units: PositiveInt
+    flops_per_cycle: dict[Dtype, PositiveFloat] = Field(description="Per compute unit.")
+    threads_per_cu: PositiveInt = Field(1024, description="Resident threads per CU (waves).")
+    l2_kib: PositiveFloat = 512
+    shared_mem_kib: PositiveFloat = 32
+
+    def dtypes(self) -> tuple[str, ...]:
+        return tuple(d for d in DTYPES if d in self.flops_per_cycle)
+
+
+class NpuUnit(_UnitBase):
+    """An NPU: ``cores`` MAC arrays of ``mac_rows x mac_cols`` processing elements."""
+
+    kind: Literal["npu"] = "npu"
+    mac_rows: PositiveInt
+    mac_cols: PositiveInt
+    macs_per_pe_per_cycle: dict[Dtype, PositiveFloat] = Field(
+        description="MACs per PE per cycle by dtype (int8 1.0, int4 2.0, fp16 0.25 ...)."
+    )
+    vector_ops_per_cycle: PositiveFloat = Field(
+        64, description="Per core, for elementwise/activation/pooling work (post-processing unit)."
+    )
+    sram_kib: PositiveFloat = Field(description="On-core buffer per core for inputs, weights, outputs.")
+
+    def dtypes(self) -> tuple[str, ...]:
+        return tuple(d for d in DTYPES if d in self.macs_per_pe_per_cycle)
+
+
+class DspUnit(_UnitBase):
+    """A DSP: VLIW/SIMD vector lanes; strong at FFT, filters and elementwise, weak at big GEMM."""
+
+    kind: Literal["dsp"] = "dsp"
+    flops_per_cycle: dict[Dtype, PositiveFloat] = Field(description="Per core.")
+    sram_kib: PositiveFloat = 256
+
+    def dtypes(self) -> tuple[str, ...]:
+        return tuple(d for d in DTYPES if d in self.flops_per_cycle)
+
+
+Unit = Annotated[Union[CpuUnit, GpuUnit, NpuUnit, DspUnit], Field(discriminator="kind")]
+UNIT_KINDS: tuple[str, ...] = ("cpu", "gpu", "npu", "dsp")
+
+
+class Chip(_Spec):
+    """A whole SoC."""
+
+    name: str
+    description: str = ""
+    dram: Dram
+    domains: tuple[Domain, ...] = Field(min_length=1)
+    host_domain: str | None = Field(
+        None, description="Where model inputs arrive and outputs are returned (default: first)."
+    )
+    units: tuple[Unit, ...] = Field(min_length=1)
+    links: tuple[Link, ...] = ()
+    affinity: dict[str, tuple[str, ...]] = Field(
+        default_factory=dict,
+        description="ONNX op type -> unit kinds or unit names, most preferred first.",
+    )
+    default_affinity: tuple[str, ...] = Field(
+        ("npu", "gpu", "dsp", "cpu"), description="Preference for op types not in `affinity`."
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Chip:
+        domains = [d.name for d in self.domains]
+        _unique("domains", domains)
+        units = [u.name for u in self.units]
+        _unique("units", units)
+        dom_set = set(domains)
+        for i, u in enumerate(self.units):
+            if u.domain not in dom_set:
+                raise ValueError(f"units.{i}.domain: unknown domain {u.domain!r} (have {domains})")
+        if self.host_domain is not None and self.host_domain not in dom_set:
+            raise ValueError(f"host_domain: unknown domain {self.host_domain!r} (have {domains})")
+        for i, link in enumerate(self.links):
+            for end in ("src", "dst"):
+                if getattr(link, end) not in dom_set:
+                    raise ValueError(
+                        f"links.{i}.{end}: unknown domain {getattr(link, end)!r} (have {domains})"
+                    )
+        targets = set(units) | set(UNIT_KINDS)
+        for op, prefs in self.affinity.items():
+            for p in prefs:
+                if p not in targets:
+                    raise ValueError(f"affinity.{op}: {p!r} is neither a unit nor a unit kind")
+        for p in self.default_affinity:
+            if p not in targets:
+                raise ValueError(f"default_affinity: {p!r} is neither a unit nor a unit kind")
+        used = sorted({u.domain for u in self.units} | {self.host})
+        for a in used:
+            for b in used:
+                if a < b and (self.link_between(a, b) is None or self.link_between(b, a) is None):
+                    missing = (a, b) if self.link_between(a, b) is None else (b, a)
+                    raise ValueError(f"links: no link from domain {missing[0]!r} to {missing[1]!r}")
+        return self
+
+    @property
+    def host(self) -> str:
+        """The domain that holds model inputs and receives outputs."""
+        return self.host_domain if self.host_domain is not None else self.domains[0].name
+
+    def domain(self, name: str) -> Domain:
+        for d in self.domains:
+            if d.name == name:
+                return d
+        raise KeyError(name)
+
+    def unit(self, name: str) -> Unit:
+        for u in self.units:
+            if u.name == name:
+                return u
+        raise KeyError(name)
+
+    def link_between(self, a: str, b: str) -> Link | None:
+        """The link that carries data from domain ``a`` to domain ``b`` (None if none)."""
+        for link in self.links:
+            if (link.src, link.dst) == (a, b) or (link.bidirectional and (link.dst, link.src) == (a, b)):
+                return link
+        return None
+
+    def preference(self, op_type: str) -> tuple[str, ...]:
+        """Unit kinds or names preferred for ``op_type``, best first."""
+        return self.affinity.get(op_type, self.default_affinity)
+
+
+def _unique(field: str, names: list[str]) -> None:
+    seen: set[str] = set()
+    for n in names:
+        if n in seen:
+            raise ValueError(f"{field}: duplicate name {n!r}")
+        seen.add(n)
+
+
+def bundled_chips() -> dict[str, Path]:
+    """The chip descriptions shipped in ``chips/``, by name (file stem)."""
+    return {p.stem: p for p in sorted(CATALOG_DIR.glob("*.yaml"))}
+
+
+def _resolve(ref: str | Path) -> Path:
+    path = Path(ref)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        return path
+    catalog = bundled_chips()
+    if str(ref) in catalog:
+        return catalog[str(ref)]
+    close = difflib.get_close_matches(str(ref), list(catalog), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else f"; bundled chips: {', '.join(catalog)}"
+    raise ChipError(f"{ref}: no such chip file or bundled chip{hint}")
+
+
+def load_chip(ref: str | Path) -> Chip:
+    """Load and validate a chip from a YAML path or a bundled chip name.
+
+    Raises
+    ------
+    ChipError
+        With a one-line message naming the file and the offending field.
+    """
+    path = _resolve(ref)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ChipError(f"{path}: file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ChipError(f"{path}: cannot read ({exc})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ChipError(f"{path}:{where}: YAML syntax error: {problem}") from None
+    if not isinstance(data, dict):
+        raise ChipError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
+    return chip_from_dict(data, source=str(path))
+
+
+def chip_from_dict(data: dict[str, object], source: str = "<chip>") -> Chip:
+    """Validate a chip from plain data; errors name ``source`` and the first bad field."""
+    try:
+        return Chip.model_validate(data)
+    except ValidationError as exc:
+        raise ChipError(f"{source}: {_first_error(exc)}") from None
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"])
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    extra = f" ({len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+    if err["type"] == "extra_forbidden":
+        msg = "unknown key"
+    return f"{loc}: {msg}{extra}" if loc else f"{msg}{extra}"
+
+
+def chip_json_schema() -> dict[str, object]:
+    """JSON Schema of a chip file, for editors and CI validation."""
+    return Chip.model_json_schema()

@@ -1,0 +1,191 @@
+"""What an op costs on a unit: the :class:`OpCost` result, the :class:`CostModel` protocol,
+the registry of one model per unit kind, and the helpers every model shares.
+
+A model's ``estimate`` returns ``None`` when the unit cannot run the op (unsupported op type or
+dtype); an exception from a model is a bug and propagates.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping, Protocol
+
+from chips.schema import Chip, Unit
+from graph_ir.ir import Op
+
+__all__ = [
+    "OpCost",
+    "CostModel",
+    "register_model",
+    "model_for",
+    "requested_dtype",
+    "unit_bandwidth_gbps",
+    "tiling_extra_bytes",
+    "layout_cost",
+    "finish",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class OpCost:
+    """Cost of one op on one core of one unit, uncontended.
+
+    Times are in nanoseconds, traffic in bytes, energy in picojoules.
+    ``latency_ns = max(compute_ns, memory_ns) + overhead_ns``.
+    """
+
+    unit: str
+    dtype: str
+    compute_ns: float
+    memory_ns: float
+    overhead_ns: float
+    dram_read_bytes: int
+    dram_write_bytes: int
+    energy_pj: float
+    note: str = ""
+
+    @property
+    def latency_ns(self) -> float:
+        return max(self.compute_ns, self.memory_ns) + self.overhead_ns
+
+    @property
+    def bound(self) -> str:
+        """Which term sets the latency: ``compute``, ``memory`` or ``overhead``."""
+        if self.overhead_ns >= max(self.compute_ns, self.memory_ns):
+            return "overhead"
+        return "compute" if self.compute_ns >= self.memory_ns else "memory"
+
+    @property
+    def dram_bytes(self) -> int:
+        return self.dram_read_bytes + self.dram_write_bytes
+
+
+class CostModel(Protocol):
+    """One model per unit kind."""
+
+    kind: str
+
+    def estimate(self, op: Op, unit: Unit, chip: Chip, precision: str) -> OpCost | None:
+        """Cost of ``op`` on one core of ``unit`` at ``precision`` (int4..fp32 or ``model``)."""
+        ...
+
+
+_MODELS: dict[str, CostModel] = {}
+
+
+def register_model(model: CostModel) -> CostModel:
+    """Register the cost model for ``model.kind`` (a plugin may add a new kind)."""
+    _MODELS[model.kind] = model
+    return model
+
+
+def model_for(kind: str) -> CostModel:
+    try:
+        return _MODELS[kind]
+    except KeyError:
+        raise KeyError(f"no cost model for unit kind {kind!r}; registered: {sorted(_MODELS)}") from None
+
+
+_ONNX_TO_DTYPE = {"float32": "fp32", "float64": "fp32", "float16": "fp16", "bfloat16": "bf16",
+                  "int8": "int8", "uint8": "int8", "int4": "int4", "uint4": "int4"}  # fmt: skip
+
+
+def requested_dtype(op: Op, precision: str) -> str:
+    """The dtype an op asks for: ``precision`` itself, or for ``model`` the op's own float type."""
+    if precision != "model":
+        return precision
+    for t in op.outputs + op.inputs:
+        if t.dtype in _ONNX_TO_DTYPE:
+            return _ONNX_TO_DTYPE[t.dtype]
+    return "fp32"
+
+
+def unit_bandwidth_gbps(unit: Unit, chip: Chip) -> float:
+    """Bandwidth the unit sees into its domain: its own port capped by the domain's."""
+    dom = chip.domain(unit.domain)
+    domain_bw = chip.dram.bandwidth_gbps if dom.kind == "dram" else float(dom.bandwidth_gbps or 0)
+    return min(unit.mem_bandwidth_gbps or domain_bw, domain_bw)
+
+
+def tiling_extra_bytes(in_bytes: int, weight_bytes: int, out_bytes: int, capacity_bytes: float) -> tuple[int, int]:
+    """Extra DRAM reads when an op's working set does not fit in ``capacity_bytes``.
+
+    Two tilings are considered and the cheaper is kept: weights split in tiles of half the
+    buffer (the input is re-read once per extra tile), or the input split likewise (the weights
+    are re-read). Returns ``(extra_bytes, tiles)``.
+
+    >>> tiling_extra_bytes(100, 100, 100, 1000)
+    (0, 1)
+    >>> tiling_extra_bytes(1000, 4000, 1000, 2000)  # the input stays, weights stream once
+    (0, 1)
+    >>> tiling_extra_bytes(3000, 4000, 1000, 2000)  # 3 input tiles, weights read 3 times
+    (8000, 3)
+    """
+    if in_bytes + weight_bytes + out_bytes <= capacity_bytes or capacity_bytes <= 0:
+        return 0, 1
+    half = capacity_bytes / 2
+    w_tiles = max(1, math.ceil(weight_bytes / half))
+    i_tiles = max(1, math.ceil(in_bytes / half))
+    by_weight = (w_tiles - 1) * in_bytes
+    by_input = (i_tiles - 1) * weight_bytes
+    if by_weight <= by_input:
+        return by_weight, w_tiles
+    return by_input, i_tiles
+
+
+def layout_cost(unit: Unit, dtype: str) -> OpCost:
+    """Views (Reshape, Flatten, ...) cost nothing on any unit."""
+    return OpCost(unit.name, dtype, 0.0, 0.0, 0.0, 0, 0, 0.0, "view")
+
+
+def finish(
+    op: Op,
+    unit: Unit,
+    chip: Chip,
+    dtype: str,
+    compute_ns: float,
+    cache_bytes: int,
+    cache_gbps: float,
+    dram_read_bytes: int,
+    dram_write_bytes: int,
+    note: str = "",
+) -> OpCost:
+    """Assemble an :class:`OpCost` from the compute time and the traffic per memory level.
+
+    ``cache_bytes`` move at ``cache_gbps`` (on-chip), DRAM bytes at the unit's DRAM bandwidth;
+    the overhead is the unit's per-op overhead plus one DRAM latency when DRAM is touched.
+    """
+    bw = unit_bandwidth_gbps(unit, chip)
+    dram = dram_read_bytes + dram_write_bytes
+    memory_ns = dram / bw + (cache_bytes / cache_gbps if cache_gbps > 0 else 0.0)
+    overhead_ns = unit.op_overhead_ns + (chip.dram.latency_ns if dram else 0.0)
+    latency = max(compute_ns, memory_ns) + overhead_ns
+    energy = unit.active_w * latency * 1e3 + dram * chip.dram.energy_pj_per_byte
+    return OpCost(unit.name, dtype, compute_ns, memory_ns, overhead_ns, dram_read_bytes, dram_write_bytes, energy, note)
+
+
+def efficiency(unit: Unit, op: Op, defaults: Mapping[str, float], fallback: float) -> float:
+    """Achieved fraction of peak: the chip's per-op-type override, else the model's default."""
+    if op.op_type in unit.efficiency:
+        return unit.efficiency[op.op_type]
+    return defaults.get(op.category, fallback)
+
+
+def unit_dtype(op: Op, unit: Unit, precision: str) -> str | None:
+    """The dtype ``unit`` runs ``op`` in, or None when it cannot run the op at all.
+
+    Views run anywhere. Ops without a cost formula (``unknown``) run only on CPUs or on units
+    that list them in ``supported_ops``. Otherwise the unit must accept the op type and have
+    the requested dtype or a wider one.
+    """
+    if op.category == "unknown" and unit.kind != "cpu" and op.op_type not in (unit.supported_ops or ()):
+        return None
+    if op.category != "layout" and not unit.can_run(op.op_type):
+        return None
+    return unit.dtype_for(requested_dtype(op, precision))
+
+
+def op_bytes(op: Op, dtype: str) -> tuple[int, int, int]:
+    """(activation input, weight, output) bytes with floats stored as ``dtype``."""
+    return op.input_bytes(dtype), op.weight_bytes(dtype), op.output_bytes(dtype)

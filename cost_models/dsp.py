@@ -1,0 +1,47 @@
+"""DSP cost model: vector lanes that excel at FFTs, filters and elementwise work and are weak
+at large matrix products; operands stream through the local SRAM."""
+
+from __future__ import annotations
+
+from chips.schema import Chip, DspUnit, Unit
+from cost_models.base import (
+    OpCost,
+    efficiency,
+    finish,
+    layout_cost,
+    op_bytes,
+    register_model,
+    tiling_extra_bytes,
+    unit_dtype,
+)
+from graph_ir.ir import Op
+
+__all__ = ["DspModel", "DEFAULT_EFFICIENCY"]
+
+DEFAULT_EFFICIENCY = {
+    "signal": 0.8, "elementwise": 0.7, "activation": 0.6, "pool": 0.5, "reduce": 0.6,
+    "norm": 0.5, "softmax": 0.5, "conv": 0.2, "matmul": 0.15, "rnn": 0.15, "data": 1.0,
+    "unknown": 1.0,
+}  # fmt: skip
+
+
+class DspModel:
+    kind = "dsp"
+
+    def estimate(self, op: Op, unit: Unit, chip: Chip, precision: str) -> OpCost | None:
+        assert isinstance(unit, DspUnit)
+        dtype = unit_dtype(op, unit, precision)
+        if dtype is None:
+            return None
+        if op.category == "layout":
+            return layout_cost(unit, dtype)
+        in_b, w_b, out_b = op_bytes(op, dtype)
+        eff = efficiency(unit, op, DEFAULT_EFFICIENCY, 0.3)
+        peak = unit.flops_per_cycle[dtype] * unit.clock_mhz * 1e-3
+        compute_ns = op.flops / (peak * eff) if op.flops else 0.0
+        extra, tiles = tiling_extra_bytes(in_b, w_b, out_b, unit.sram_kib * 1024)
+        note = f"{dtype}" + (f", {tiles} SRAM tiles" if tiles > 1 else "")
+        return finish(op, unit, chip, dtype, compute_ns, 0, 0.0, in_b + w_b + extra, out_b, note)
+
+
+register_model(DspModel())

@@ -1,0 +1,165 @@
+"""Graph IR: tensors, ops and the model graph (a networkx DiGraph of ops).
+
+Nodes of :attr:`ModelGraph.g` are ONNX node names with the attribute ``op`` (an :class:`Op`);
+an edge ``u -> v`` carries ``tensors`` (names of the tensors ``u`` produces that ``v`` reads).
+
+>>> t = Tensor("x", (1, 3, 4, 4), "float32")
+>>> t.elements, t.nbytes
+(48, 192)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+import networkx as nx
+
+__all__ = [
+    "DTYPE_BYTES",
+    "FLOAT_DTYPES",
+    "PRECISION_BYTES",
+    "ModelError",
+    "Tensor",
+    "Op",
+    "ModelGraph",
+    "deployed_bytes",
+]
+
+#: Bytes per element of the ONNX element types hwsim meets (numpy names).
+DTYPE_BYTES: Mapping[str, int] = MappingProxyType(
+    {
+        "float32": 4, "float16": 2, "bfloat16": 2, "float64": 8,
+        "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 4,
+        "int64": 8, "uint64": 8, "bool": 1, "int4": 1, "uint4": 1,
+        "float8e4m3fn": 1, "float8e5m2": 1, "string": 8, "complex64": 8, "complex128": 16,
+    }
+)  # fmt: skip
+FLOAT_DTYPES = frozenset({"float32", "float16", "bfloat16", "float64"})
+#: Bytes per element at a deployment precision (int4 packs two per byte).
+PRECISION_BYTES: Mapping[str, float] = MappingProxyType(
+    {"int4": 0.5, "int8": 1.0, "fp16": 2.0, "bf16": 2.0, "fp32": 4.0}
+)
+
+
+class ModelError(ValueError):
+    """An ONNX model cannot be read or understood (bad input, exit code 2)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tensor:
+    """A tensor with a fully static shape."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    is_weight: bool = False
+
+    @property
+    def elements(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes in the model's own dtype."""
+        return self.elements * DTYPE_BYTES.get(self.dtype, 4)
+
+
+def deployed_bytes(tensor: Tensor, precision: str | None) -> int:
+    """Bytes of ``tensor`` when floats are deployed at ``precision`` (None: the model's dtype).
+
+    >>> deployed_bytes(Tensor("w", (64, 64), "float32"), "int8")
+    4096
+    >>> deployed_bytes(Tensor("i", (10,), "int64"), "int8")
+    80
+    """
+    if precision is None or tensor.dtype not in FLOAT_DTYPES:
+        return tensor.nbytes
+    return int(-(-tensor.elements * PRECISION_BYTES[precision] // 1))
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """One ONNX node with what it costs in the abstract.
+
+    ``category`` tells cost models which handler family applies: ``conv``, ``matmul``,
+    ``elementwise``, ``activation``, ``pool``, ``reduce``, ``norm``, ``softmax``, ``data``
+    (copies: Concat, Slice, Transpose, ...), ``layout`` (views: Reshape, Flatten; free),
+    ``signal`` (DFT, STFT), ``rnn`` or ``unknown`` (no formula: costed as a memory copy).
+    """
+
+    name: str
+    op_type: str
+    category: str
+    inputs: tuple[Tensor, ...]
+    outputs: tuple[Tensor, ...]
+    attrs: Mapping[str, object] = field(default_factory=dict)
+    macs: int = 0
+    flops: int = 0
+
+    @property
+    def activations(self) -> tuple[Tensor, ...]:
+        """Inputs that are not weights."""
+        return tuple(t for t in self.inputs if not t.is_weight)
+
+    @property
+    def weights(self) -> tuple[Tensor, ...]:
+        return tuple(t for t in self.inputs if t.is_weight)
+
+    def input_bytes(self, precision: str | None = None) -> int:
+        return sum(deployed_bytes(t, precision) for t in self.activations)
+
+    def weight_bytes(self, precision: str | None = None) -> int:
+        return sum(deployed_bytes(t, precision) for t in self.weights)
+
+    def output_bytes(self, precision: str | None = None) -> int:
+        return sum(deployed_bytes(t, precision) for t in self.outputs)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelGraph:
+    """A model as a DAG of ops.
+
+    Attributes
+    ----------
+    g : networkx.DiGraph
+        Nodes are op names with attribute ``op``; edges carry ``tensors`` (tuple of names).
+    inputs, outputs : tuple of Tensor
+        Graph inputs (not weights) and graph outputs.
+    producer : mapping
+        Tensor name -> name of the op producing it (graph inputs and weights absent).
+    order : tuple of str
+        Op names in a deterministic topological order (the ONNX file's order where valid).
+    """
+
+    name: str
+    g: nx.DiGraph
+    inputs: tuple[Tensor, ...]
+    outputs: tuple[Tensor, ...]
+    producer: Mapping[str, str]
+    order: tuple[str, ...]
+
+    def op(self, name: str) -> Op:
+        result: Op = self.g.nodes[name]["op"]
+        return result
+
+    def ops(self) -> list[Op]:
+        """Ops in a deterministic topological order."""
+        nodes = self.g.nodes
+        return [nodes[n]["op"] for n in self.order]
+
+    @property
+    def unknown_ops(self) -> tuple[str, ...]:
+        """Sorted op types that have no cost formula."""
+        return tuple(sorted({o.op_type for o in self.ops() if o.category == "unknown"}))
+
+    @property
+    def total_macs(self) -> int:
+        return sum(o.macs for o in self.ops())
+
+    def __len__(self) -> int:
+        return int(self.g.number_of_nodes())

@@ -1,0 +1,262 @@
+"""Read an ONNX file into a :class:`~graph_ir.ir.ModelGraph`.
+
+Weights are never loaded: only shapes matter, so "weightless" files whose initializers are
+stored as absent external data work. Shapes come from ONNX shape inference with data
+propagation; every tensor must end with a static shape, and a dynamic graph-input dimension
+can be pinned with ``input_shapes``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import networkx as nx
+import onnx
+from google.protobuf.message import DecodeError
+from onnx import helper, shape_inference
+
+from graph_ir.ir import ModelError, ModelGraph, Op, Tensor
+from graph_ir.op_metrics import metrics
+
+__all__ = ["load_onnx", "from_model_proto", "parse_input_shape"]
+
+
+def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
+    """Parse ``NAME=1x3x640x640`` (``NAME`` may itself contain ``=``; the last one splits).
+
+    >>> parse_input_shape("images=1x3x640x640")
+    ('images', (1, 3, 640, 640))
+    """
+    name, sep, dims = text.rpartition("=")
+    try:
+        shape = tuple(int(d) for d in dims.lower().split("x"))
+    except ValueError:
+        shape = ()
+    if not sep or not name or not shape or any(d <= 0 for d in shape):
+        raise ModelError(f"--input-shape {text!r}: expected NAME=D1xD2x... with positive integers")
+    return name, shape
+
+
+def load_onnx(path: str | Path, input_shapes: Mapping[str, Sequence[int]] | None = None) -> ModelGraph:
+    """Load ``path`` without its weights, infer shapes and build the graph IR.
+
+    Raises
+    ------
+    ModelError
+        One line naming the file and the node or input at fault.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ModelError(f"{path}: file not found")
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except (DecodeError, ValueError, RuntimeError, OSError) as exc:
+        raise ModelError(f"{path}: not a valid ONNX file ({type(exc).__name__}: {exc})") from None
+    if model.ir_version <= 0 or not model.graph.node:
+        raise ModelError(f"{path}: not an ONNX model (no graph nodes; truncated or another format?)")
+    return from_model_proto(model, source=str(path), name=path.stem, input_shapes=input_shapes)
+
+
+def from_model_proto(
+    model: onnx.ModelProto,
+    source: str = "<model>",
+    name: str = "model",
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+) -> ModelGraph:
+    """Build the graph IR from an in-memory ONNX model (see :func:`load_onnx`)."""
+    model_copy = onnx.ModelProto()
+    model_copy.CopyFrom(model)
+    graph = model_copy.graph
+    init_names = {t.name for t in graph.initializer}
+    _pin_inputs(graph, init_names, input_shapes or {}, source)
+    _name_nodes(graph)
+    _sort_nodes(graph, source)
+    try:
+        inferred = shape_inference.infer_shapes(model_copy, check_type=False, strict_mode=True, data_prop=True)
+    except (shape_inference.InferenceError, onnx.checker.ValidationError, RuntimeError) as exc:
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelError(f"{source}: shape inference failed: {msg}") from None
+    return _build(inferred.graph, source, name)
+
+
+def _pin_inputs(
+    graph: onnx.GraphProto, init_names: set[str], input_shapes: Mapping[str, Sequence[int]], source: str
+) -> None:
+    real_inputs = [i for i in graph.input if i.name not in init_names]
+    names = [i.name for i in real_inputs]
+    for key in input_shapes:
+        if key not in names:
+            raise ModelError(f"{source}: --input-shape names {key!r}, but the model's inputs are {names}")
+    for vi in real_inputs:
+        tt = vi.type.tensor_type
+        if vi.name in input_shapes:
+            dims = list(input_shapes[vi.name])
+            if tt.HasField("shape") and len(tt.shape.dim) not in (0, len(dims)):
+                raise ModelError(
+                    f"{source}: --input-shape {vi.name}: rank {len(dims)} but the input has rank "
+                    f"{len(tt.shape.dim)}"
+                )
+            tt.shape.Clear()
+            for d in dims:
+                tt.shape.dim.add().dim_value = int(d)
+            continue
+        if not tt.HasField("shape"):
+            raise ModelError(
+                f"{source}: input {vi.name!r} has no shape; pin it with --input-shape {vi.name}=1x..."
+            )
+        dims_txt = [str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?") for d in tt.shape.dim]
+        if any(not d.HasField("dim_value") or d.dim_value <= 0 for d in tt.shape.dim):
+            example = "x".join(d if d.isdigit() else "1" for d in dims_txt)
+            raise ModelError(
+                f"{source}: input {vi.name!r} has a dynamic shape [{', '.join(dims_txt)}]; "
+                f"pin it with --input-shape {vi.name}={example}"
+            )
+
+
+def _name_nodes(graph: onnx.GraphProto) -> None:
+    seen: set[str] = set()
+    for i, node in enumerate(graph.node):
+        base = node.name or f"{node.op_type}_{i}"
+        name, k = base, 1
+        while name in seen:
+            name, k = f"{base}_{k}", k + 1
+        node.name = name
+        seen.add(name)
+
+
+def _sort_nodes(graph: onnx.GraphProto, source: str) -> None:
+    """Order nodes topologically (shape inference needs it) and reject cycles."""
+    produced = {o: i for i, n in enumerate(graph.node) for o in n.output if o}
+    dep = nx.DiGraph()
+    dep.add_nodes_from(range(len(graph.node)))
+    for i, node in enumerate(graph.node):
+        for t in node.input:
+            if t in produced and produced[t] != i:
+                dep.add_edge(produced[t], i)
+            elif t in produced:
+                raise ModelError(f"{source}: node {node.name!r} reads its own output {t!r} (cycle)")
+    try:
+        cycle = nx.find_cycle(dep)
+    except nx.NetworkXNoCycle:
+        cycle = []
+    if cycle:
+        names = [graph.node[u].name for u, _ in cycle]
+        raise ModelError(f"{source}: the graph has a cycle through nodes {' -> '.join(names)}")
+    order = list(nx.lexicographical_topological_sort(dep))
+    if order != list(range(len(graph.node))):
+        nodes = [graph.node[i] for i in order]
+        copies = [onnx.NodeProto() for _ in nodes]
+        for c, n in zip(copies, nodes):
+            c.CopyFrom(n)
+        del graph.node[:]
+        graph.node.extend(copies)
+
+
+def _tensor_type(vi: onnx.ValueInfoProto) -> tuple[tuple[int, ...] | None, str]:
+    tt = vi.type.tensor_type
+    dtype = _dtype_name(tt.elem_type)
+    if not tt.HasField("shape"):
+        return None, dtype
+    dims = []
+    for d in tt.shape.dim:
+        if not d.HasField("dim_value") or d.dim_value < 0:
+            return None, dtype
+        dims.append(int(d.dim_value))
+    return tuple(dims), dtype
+
+
+def _dtype_name(elem_type: int) -> str:
+    if elem_type == 0:
+        return "float32"
+    try:
+        return str(helper.tensor_dtype_to_np_dtype(elem_type).name)
+    except (KeyError, TypeError, ValueError):
+        return str(onnx.TensorProto.DataType.Name(elem_type)).lower()
+
+
+def _attrs(node: onnx.NodeProto) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for a in node.attribute:
+        if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
+            out[a.name] = "<subgraph>"
+            continue
+        v = helper.get_attribute_value(a)
+        if isinstance(v, bytes):
+            v = v.decode("utf-8", "replace")
+        elif isinstance(v, list):
+            v = tuple(x.decode("utf-8", "replace") if isinstance(x, bytes) else x for x in v)
+        elif not isinstance(v, (int, float, str)):
+            v = type(v).__name__  # tensors, sparse tensors, type protos: keep the name only
+        out[a.name] = v
+    return out
+
+
+def _build(graph: onnx.GraphProto, source: str, name: str) -> ModelGraph:
+    tensors: dict[str, Tensor] = {}
+    for init in graph.initializer:
+        tensors[init.name] = Tensor(init.name, tuple(int(d) for d in init.dims), _dtype_name(init.data_type), True)
+    for vi in list(graph.input) + list(graph.value_info) + list(graph.output):
+        if vi.name in tensors:
+            continue
+        shape, dtype = _tensor_type(vi)
+        if shape is not None:
+            tensors[vi.name] = Tensor(vi.name, shape, dtype)
+
+    # Constant nodes are weights, not ops.
+    for node in graph.node:
+        if node.op_type == "Constant" and node.output:
+            shape, dtype = (tensors[node.output[0]].shape, tensors[node.output[0]].dtype) if node.output[0] in tensors else ((), "float32")
+            tensors[node.output[0]] = Tensor(node.output[0], shape, dtype, True)
+
+    g = nx.DiGraph()
+    producer: dict[str, str] = {}
+    order: list[str] = []
+    for node in graph.node:
+        if node.op_type == "Constant":
+            continue
+        ins = []
+        for t in node.input:
+            if not t:
+                continue  # omitted optional input
+            if t not in tensors:
+                raise ModelError(f"{source}: node {node.name!r} ({node.op_type}): input {t!r} has no static shape")
+            ins.append(tensors[t])
+        outs = []
+        for t in node.output:
+            if not t:
+                continue
+            if t not in tensors:
+                raise ModelError(
+                    f"{source}: node {node.name!r} ({node.op_type}): output {t!r} has no static shape "
+                    f"after shape inference (a dynamic dimension? pin inputs with --input-shape)"
+                )
+            outs.append(tensors[t])
+            producer[t] = node.name
+        attrs = _attrs(node)
+        m = metrics(node.op_type, ins, outs, attrs)
+        op = Op(node.name, node.op_type, m.category, tuple(ins), tuple(outs), attrs, m.macs, m.flops)
+        g.add_node(node.name, op=op)
+        order.append(node.name)
+        for t in ins:
+            src = producer.get(t.name)
+            if src is not None and src != node.name:
+                if g.has_edge(src, node.name):
+                    g.edges[src, node.name]["tensors"] += (t.name,)
+                else:
+                    g.add_edge(src, node.name, tensors=(t.name,))
+
+    init_names = {t.name for t in graph.initializer}
+    inputs = []
+    for vi in graph.input:
+        if vi.name in init_names:
+            continue
+        if vi.name not in tensors:
+            raise ModelError(f"{source}: input {vi.name!r} has no static shape")
+        inputs.append(tensors[vi.name])
+    outputs = []
+    for vi in graph.output:
+        if vi.name not in tensors:
+            raise ModelError(f"{source}: output {vi.name!r} has no static shape after shape inference")
+        outputs.append(tensors[vi.name])
+    return ModelGraph(name, g, tuple(inputs), tuple(outputs), producer, tuple(order))

@@ -1,0 +1,274 @@
+"""MACs, FLOPs and category of each ONNX op type, from the op's own formula.
+
+Handlers are registered by ONNX op_type. An op type without a handler gets the category
+``unknown``: cost models charge it as a memory-bound copy and the run reports it by name.
+
+>>> from graph_ir.ir import Tensor
+>>> x = Tensor("x", (1, 64, 56, 56), "float32")
+>>> w = Tensor("w", (64, 64, 3, 3), "float32", is_weight=True)
+>>> y = Tensor("y", (1, 64, 56, 56), "float32")
+>>> metrics("Conv", (x, w), (y,), {})
+Metrics(category='conv', macs=115605504, flops=231211008)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+from graph_ir.ir import Tensor
+
+__all__ = ["Metrics", "metrics", "register", "registered_op_types"]
+
+
+@dataclass(frozen=True, slots=True)
+class Metrics:
+    category: str
+    macs: int = 0
+    flops: int = 0
+
+
+Handler = Callable[[Sequence[Tensor], Sequence[Tensor], Mapping[str, object]], Metrics]
+_REGISTRY: dict[str, Handler] = {}
+
+
+def register(*op_types: str) -> Callable[[Handler], Handler]:
+    """Register a handler for one or more ONNX op types."""
+
+    def deco(fn: Handler) -> Handler:
+        for t in op_types:
+            _REGISTRY[t] = fn
+        return fn
+
+    return deco
+
+
+def registered_op_types() -> tuple[str, ...]:
+    return tuple(sorted(_REGISTRY))
+
+
+def metrics(
+    op_type: str, inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]
+) -> Metrics:
+    """Category, MACs and FLOPs of one op (``unknown`` when no handler is registered)."""
+    handler = _REGISTRY.get(op_type)
+    if handler is None:
+        return Metrics("unknown")
+    return handler(inputs, outputs, attrs)
+
+
+def _out(outputs: Sequence[Tensor]) -> int:
+    return sum(t.elements for t in outputs)
+
+
+def _ints(attrs: Mapping[str, object], key: str) -> tuple[int, ...]:
+    v = attrs.get(key)
+    return tuple(int(x) for x in v) if isinstance(v, (list, tuple)) else ()
+
+
+# ---------------------------------------------------------------- GEMM family
+@register("Conv", "ConvInteger", "QLinearConv")
+def _conv(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
+    widx = 3 if len(inputs) >= 8 else 1  # QLinearConv: x, xs, xz, w, ...
+    w = inputs[widx]
+    per_out = 1
+    for d in w.shape[1:]:  # Cin/group * kh * kw
+        per_out *= d
+    macs = outputs[0].elements * per_out
+    return Metrics("conv", macs, 2 * macs)
+
+
+@register("ConvTranspose")
+def _conv_t(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
+    x, w = inputs[0], inputs[1]
+    per_in = 1
+    for d in w.shape[1:]:  # Cout/group * kh * kw
+        per_in *= d
+    macs = x.elements * per_in
+    return Metrics("conv", macs, 2 * macs)
+
+
+@register("Gemm")
+def _gemm(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
+    a = inputs[0]
+    k = a.shape[0] if attrs.get("transA", 0) else a.shape[-1]
+    macs = outputs[0].elements * k
+    return Metrics("matmul", macs, 2 * macs + outputs[0].elements)
+
+
+@register("MatMul", "MatMulInteger", "QLinearMatMul")
+def _matmul(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
+    a = inputs[0]
+    k = a.shape[-1] if a.shape else 1
+    macs = outputs[0].elements * k
+    return Metrics("matmul", macs, 2 * macs)
+
+
+@register("Einsum")
+def _einsum(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
+    eq = str(attrs.get("equation", "")).replace(" ", "")
+    lhs = eq.split("->")[0].split(",")
+    sizes: dict[str, int] = {}
+    for term, t in zip(lhs, inputs):
+        if "..." in term:
+            return Metrics("matmul", _out(outputs), 2 * _out(outputs))
+        for letter, dim in zip(term, t.shape):
+            sizes[letter] = dim
+    macs = math.prod(sizes.values()) if sizes else 0
+    return Metrics("matmul", macs, 2 * macs)
+
+
+# ---------------------------------------------------------------- elementwise
+_BINARY = (
+    "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Mean", "Sum", "Mod", "Equal", "Less",
+    "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Where", "BitShift",
+)  # fmt: skip
+
+
+@register(*_BINARY)
+def _binary(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
+    n = _out(outputs) * max(1, len(inputs) - 1)
+    return Metrics("elementwise", 0, n)
+
+
+#: FLOPs per element of unary ops (transcendentals are a few FLOPs on SIMD hardware).
+_UNARY_FLOPS = {
+    "Relu": 1, "Clip": 2, "LeakyRelu": 2, "PRelu": 2, "Neg": 1, "Abs": 1, "Sign": 1,
+    "Floor": 1, "Ceil": 1, "Round": 1, "Not": 1, "IsNaN": 1, "IsInf": 1, "Cast": 1,
+    "Reciprocal": 1, "Sqrt": 4, "Exp": 8, "Log": 8, "Sigmoid": 8, "Tanh": 8, "Erf": 8,
+    "Gelu": 12, "HardSigmoid": 3, "HardSwish": 4, "Softplus": 10, "Softsign": 3, "Elu": 8,
+    "Selu": 8, "Celu": 8, "ThresholdedRelu": 1, "Sin": 8, "Cos": 8, "Tan": 8, "Asin": 8,
+    "Acos": 8, "Atan": 8, "Sinh": 8, "Cosh": 8, "Mish": 16, "Swish": 9,
+    "QuantizeLinear": 3, "DequantizeLinear": 2, "DynamicQuantizeLinear": 4,
+}  # fmt: skip
+
+
+def _unary_for(k: int) -> Handler:
+    def handler(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
+        return Metrics("activation", 0, k * _out(outputs))
+
+    return handler
+
+
+for _t, _k in _UNARY_FLOPS.items():
+    _REGISTRY[_t] = _unary_for(_k)
+
+
+# ---------------------------------------------------------------- pooling / reductions
+@register("MaxPool", "AveragePool", "LpPool")
+def _pool(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
+    k = math.prod(_ints(attrs, "kernel_shape")) or 1
+    return Metrics("pool", 0, outputs[0].elements * k)
+
+
+@register("GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool")
+def _gpool(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
+    return Metrics("pool", 0, inputs[0].elements)
+
+
+@register(
+    "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+    "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin", "CumSum",
+)
+def _reduce(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
+    return Metrics("reduce", 0, inputs[0].elements)
+
+
+@register("TopK")
+def _topk(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
+    k = max(2, outputs[0].shape[int(attrs.get("axis", -1))] if outputs[0].shape else 2)  # type: ignore[call-overload]
+    return Metrics("reduce", 0, int(inputs[0].elements * math.log2(k)))
+
+
+@register("Softmax", "LogSoftmax", "Hardmax")
+def _softmax(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
+    return Metrics("softmax", 0, 5 * _out(outputs))
+
+
+@register(
+    "LayerNormalization", "InstanceNormalization", "GroupNormalization",
+    "LpNormalization", "MeanVarianceNormalization", "SimplifiedLayerNormalization",
+)
+def _norm(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
+    return Metrics("norm", 0, 8 * outputs[0].elements)
+
+
+@register("BatchNormalization")
+def _bn(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
+    return Metrics("norm", 0, 2 * outputs[0].elements)
+
+
+# ---------------------------------------------------------------- data movement and views
+@register(
+    "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout", "Shape", "Size",
+    "Constant", "EyeLike",
+)
+def _layout(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
+    return Metrics("layout")
+
+
+@register(
+    "Transpose", "Concat", "Split", "Slice", "Gather", "GatherElements", "GatherND", "Pad",
+    "Tile", "Expand", "DepthToSpace", "SpaceToDepth", "ScatterND", "ScatterElements",
+    "ConstantOfShape", "Range", "NonZero", "Trilu", "OneHot", "ReverseSequence", "Compress",
+)
+def _data(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
+    return Metrics("data")
+
+
+@register("Resize", "Upsample")
+def _resize(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
+    mode = str(attrs.get("mode", "nearest"))
+    per = 1 if mode == "nearest" else (4 if mode == "linear" else 16)
+    return Metrics("data" if per == 1 else "elementwise", 0, per * _out(outputs))
+
+
+# ---------------------------------------------------------------- signal processing
+def _fft_flops(n: int) -> int:
+    """Radix-2 style complex FFT cost: 5 N log2 N real FLOPs."""
+    return int(5 * n * math.log2(max(n, 2)))
+
+
+@register("DFT")
+def _dft(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
+    x, y = inputs[0], outputs[0]
+    axis = int(attrs.get("axis", 1))  # type: ignore[call-overload]
+    n = x.shape[axis] if -len(x.shape) <= axis < len(x.shape) else x.shape[1]
+    transforms = max(1, x.elements // max(1, n * x.shape[-1]))
+    return Metrics("signal", 0, transforms * _fft_flops(n))
+
+
+@register("STFT")
+def _stft(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
+    y = outputs[0]  # [batch, frames, bins, 2]
+    batch, frames, bins = y.shape[0], y.shape[1], y.shape[2]
+    n = 2 * (bins - 1) if attrs.get("onesided", 1) else bins
+    n = max(n, 2)
+    return Metrics("signal", 0, batch * frames * (_fft_flops(n) + n))  # FFT + window multiply
+
+
+@register("MelWeightMatrix", "HannWindow", "HammingWindow", "BlackmanWindow")
+def _window(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
+    return Metrics("signal", 0, 4 * _out(outputs))
+
+
+# ---------------------------------------------------------------- recurrent
+def _rnn(gates: int) -> Handler:
+    def handler(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
+        x, w, r = inputs[0], inputs[1], inputs[2]
+        seq, batch = x.shape[0], x.shape[1]
+        if attrs.get("layout", 0):
+            batch, seq = x.shape[0], x.shape[1]
+        directions, gh, in_size = w.shape[0], w.shape[1], w.shape[2]
+        hidden = r.shape[2]
+        macs = seq * batch * directions * gh * (in_size + hidden)
+        elementwise = seq * batch * directions * hidden * 10 * gates
+        return Metrics("rnn", macs, 2 * macs + elementwise)
+
+    return handler
+
+
+_REGISTRY["LSTM"] = _rnn(4)
+_REGISTRY["GRU"] = _rnn(3)
+_REGISTRY["RNN"] = _rnn(1)

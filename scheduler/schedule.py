@@ -1,0 +1,128 @@
+"""The Schedule type: which unit and core runs each op, in which order, and the transfers
+that placement implies."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from chips.schema import Chip
+from cost_models.table import CostTable
+from graph_ir.ir import ModelGraph, Tensor, deployed_bytes
+
+__all__ = [
+    "Placement",
+    "Transfer",
+    "Schedule",
+    "implied_transfers",
+    "transfer_ns",
+    "tensor_bytes",
+    "ScheduleError",
+]
+
+
+class ScheduleError(ValueError):
+    """A schedule is inconsistent with its graph or chip (a bug in a policy, or bad input)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where and (as the policy estimated) when one op runs; times in ns."""
+
+    op: str
+    unit: str
+    core: int
+    est_start_ns: float
+    est_finish_ns: float
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Transfer:
+    """One DMA transfer of a tensor from its producer's domain to a consumer's domain.
+
+    ``producer`` is the op that writes the tensor ("" for a graph input); ``consumers`` are
+    the ops in ``dst_domain`` that wait for it ("" stands for the graph output's return).
+    """
+
+    tensor: str
+    src_domain: str
+    dst_domain: str
+    bytes: int
+    producer: str
+    consumers: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """A placement of every op plus the per-core order and the implied transfers."""
+
+    policy: str
+    placements: Mapping[str, Placement]
+    core_order: Mapping[tuple[str, int], tuple[str, ...]]
+    transfers: tuple[Transfer, ...]
+    est_makespan_ns: float
+
+    def unit_of(self, op: str) -> str:
+        return self.placements[op].unit
+
+
+def tensor_bytes(tensor: Tensor, dtype: str | None) -> int:
+    """Bytes of ``tensor`` with floats stored as ``dtype`` (None: the model's own dtype)."""
+    return deployed_bytes(tensor, dtype)
+
+
+def transfer_ns(chip: Chip, src: str, dst: str, nbytes: int) -> float:
+    """Uncontended time to move ``nbytes`` from domain ``src`` to ``dst`` (0 within a domain)."""
+    if src == dst:
+        return 0.0
+    link = chip.link_between(src, dst)
+    if link is None:
+        raise ScheduleError(f"no link between domains {src!r} and {dst!r}")
+    return nbytes / link.bandwidth_gbps + link.latency_ns
+
+
+def _dtype(table: CostTable, op: str, unit: str) -> str | None:
+    return table.costs[op][unit].dtype
+
+
+def implied_transfers(
+    graph: ModelGraph, chip: Chip, table: CostTable, unit_of: Mapping[str, str]
+) -> tuple[Transfer, ...]:
+    """Transfers a placement implies: one per (tensor, destination domain).
+
+    Graph inputs start in the chip's host domain; graph outputs return to it. A tensor is
+    stored in the dtype its producer ran in (graph inputs in the table's precision).
+    """
+    domain_of = {op: chip.unit(u).domain for op, u in unit_of.items()}
+    host = chip.host
+    default_dtype = None if table.precision == "model" else table.precision
+    wanted: dict[tuple[str, str], list[str]] = {}
+    origin: dict[str, tuple[str, str, Tensor, str | None]] = {}
+
+    for t in graph.inputs:
+        origin[t.name] = ("", host, t, default_dtype)
+    for name in graph.order:
+        op = graph.op(name)
+        dt = _dtype(table, name, unit_of[name])
+        for t in op.outputs:
+            origin[t.name] = (name, domain_of[name], t, dt)
+    for name in graph.order:
+        op = graph.op(name)
+        dst = domain_of[name]
+        seen: set[str] = set()
+        for t in op.activations:
+            if t.name in seen or t.name not in origin:
+                continue
+            seen.add(t.name)
+            if origin[t.name][1] != dst:
+                wanted.setdefault((t.name, dst), []).append(name)
+    for t in graph.outputs:
+        if t.name in origin and origin[t.name][1] != host:
+            wanted.setdefault((t.name, host), []).append("")
+
+    transfers = []
+    for (tensor, dst), consumers in wanted.items():
+        producer, src, t, dt = origin[tensor]
+        transfers.append(Transfer(tensor, src, dst, tensor_bytes(t, dt), producer, tuple(consumers)))
+    return tuple(transfers)
