@@ -1,0 +1,3 @@
+from hwsim.cli import main
+
+raise SystemExit(main())

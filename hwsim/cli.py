@@ -1,0 +1,137 @@
+"""Command line: ``hwsim run``, ``hwsim chips``, ``hwsim schema``.
+
+Exit codes: 0 success, 1 simulation or internal failure, 2 bad input or usage. Bad input
+gets one line naming the file and the field or node (``--debug`` shows the traceback) and
+nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import traceback
+from pathlib import Path
+from typing import Sequence
+
+__all__ = ["main", "build_parser"]
+
+log = logging.getLogger("hwsim")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from cost_models.table import PRECISIONS
+    from scheduler import POLICIES
+
+    p = argparse.ArgumentParser(
+        prog="hwsim",
+        description="Simulate an ONNX model on a heterogeneous SoC described in YAML.",
+    )
+    p.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    r = sub.add_parser("run", help="simulate MODEL on CHIP and write reports")
+    r.add_argument("chip", help="chip YAML file or bundled chip name (see `hwsim chips`)")
+    r.add_argument("model", help="ONNX model file (weights may be absent)")
+    r.add_argument("--out", type=Path, help="report folder (default: reports/<chip>-<model>/)")
+    r.add_argument(
+        "--precision", choices=PRECISIONS, default="int8",
+        help="deployment precision of float tensors; 'model' keeps the file's dtypes (default: int8)",
+    )  # fmt: skip
+    r.add_argument("--policy", choices=sorted(POLICIES), default="affinity-locality", help="scheduling policy")
+    r.add_argument(
+        "--input-shape", action="append", default=[], metavar="NAME=D1xD2x...",
+        help="pin a graph input's shape (repeatable), e.g. images=1x3x640x640",
+    )  # fmt: skip
+    r.add_argument("--json", action="store_true", help="print summary.json to stdout instead of the summary")
+    r.add_argument("--no-plots", action="store_true", help="skip the PNG plots (faster)")
+    r.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+    c = sub.add_parser("chips", help="list the bundled chips")
+    c.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    s = sub.add_parser("schema", help="print the JSON Schema of chip files")
+    s.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    return p
+
+
+def _cmd_chips() -> int:
+    from chips.schema import bundled_chips, load_chip
+
+    for name, path in bundled_chips().items():
+        chip = load_chip(path)
+        kinds = ", ".join(f"{u.name} ({u.kind} x{u.cores})" for u in chip.units)
+        print(f"{name:<18} {chip.description}")
+        print(f"{'':<18} units: {kinds}; DRAM {chip.dram.bandwidth_gbps:g} GB/s")
+    return 0
+
+
+def _cmd_schema() -> int:
+    from chips.schema import chip_json_schema
+
+    print(json.dumps(chip_json_schema(), indent=2))
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from chips.schema import load_chip
+    from cost_models.table import UnplaceableError
+    from graph_ir.onnx_import import load_onnx, parse_input_shape
+    from hwsim.pipeline import run_graph
+    from hwsim.report import check_out_dir, format_summary, summary, write_reports
+
+    shapes = dict(parse_input_shape(s) for s in args.input_shape)
+    chip = load_chip(args.chip)
+    graph = load_onnx(args.model, shapes)
+    out = args.out if args.out is not None else Path("reports") / f"{chip.name}-{graph.name}"
+    check_out_dir(out)
+    try:
+        result = run_graph(graph, chip, args.precision, args.policy)
+    except UnplaceableError as exc:
+        raise UnplaceableError(f"{args.model}: {exc}") from None
+    if graph.unknown_ops:
+        log.warning("no cost formula for op types %s: costed as memory copies", ", ".join(graph.unknown_ops))
+    write_reports(result, out, plots=not args.no_plots)
+    if args.json:
+        print(json.dumps(summary(result), indent=2))
+    else:
+        print(format_summary(result, out))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code."""
+    from chips.schema import ChipError
+    from cost_models.table import UnplaceableError
+    from graph_ir.ir import ModelError
+    from hwsim.report import ReportError
+
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: usage errors exit 2, --help exits 0
+        return int(exc.code) if isinstance(exc.code, int) else 2
+    logging.basicConfig(
+        level=logging.DEBUG if args.debug else logging.INFO,
+        format="hwsim: %(levelname)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        if args.command == "chips":
+            return _cmd_chips()
+        if args.command == "schema":
+            return _cmd_schema()
+        return _cmd_run(args)
+    except (ChipError, ModelError, UnplaceableError, ReportError) as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"hwsim: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("hwsim: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # the CLI's last line of defence: one line, exit 1
+        if args.debug:
+            traceback.print_exc()
+        print(f"hwsim: internal error: {type(exc).__name__}: {exc} (rerun with --debug)", file=sys.stderr)
+        return 1

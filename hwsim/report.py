@@ -1,0 +1,201 @@
+"""Reports: summary.json, trace.json, PNG plots, critical_path.txt and traffic.csv, written
+atomically into one folder, plus the short summary printed on the terminal."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hwsim.pipeline import RunResult
+from scheduler.bounds import lower_bound_ns
+
+__all__ = ["summary", "format_summary", "write_reports", "check_out_dir", "ReportError", "REPORT_FILES"]
+
+REPORT_FILES = (
+    "summary.json",
+    "trace.json",
+    "critical_path.txt",
+    "traffic.csv",
+    "heatmap.png",
+    "gantt.png",
+    "traffic.png",
+    "bandwidth.png",
+)
+
+
+class ReportError(ValueError):
+    """The output folder cannot be used (bad input, exit code 2)."""
+
+
+def check_out_dir(out_dir: Path) -> None:
+    """Refuse to replace anything but an empty folder or an earlier hwsim report folder.
+
+    Raises
+    ------
+    ReportError
+        When ``out_dir`` is a file, or a folder holding files hwsim did not write.
+    """
+    if not out_dir.exists():
+        return
+    if not out_dir.is_dir():
+        raise ReportError(f"{out_dir}: --out exists and is not a folder")
+    foreign = sorted(p.name for p in out_dir.iterdir() if p.name not in REPORT_FILES)
+    if foreign:
+        raise ReportError(
+            f"{out_dir}: --out holds files hwsim did not write ({', '.join(foreign[:3])}); "
+            f"choose an empty or new folder"
+        )
+
+
+def _r(x: float, nd: int = 6) -> float:
+    return round(float(x), nd)
+
+
+def summary(result: RunResult) -> dict[str, Any]:
+    """The ``summary.json`` content (plain JSON types, deterministic)."""
+    a = result.analysis
+    g = result.graph
+    placed: dict[str, int] = {}
+    for p in result.schedule.placements.values():
+        placed[p.unit] = placed.get(p.unit, 0) + 1
+    fallbacks = sorted(
+        {
+            f"{c.dtype}<-{result.precision}:{u}"
+            for row in result.table.costs.values()
+            for u, c in row.items()
+            if result.precision != "model" and c.dtype != result.precision
+        }
+    )
+    return {
+        "chip": result.chip.name,
+        "model": g.name,
+        "precision": result.precision,
+        "policy": result.schedule.policy,
+        "latency_ms": _r(a.latency_ms),
+        "energy_mj": _r(a.energy_mj),
+        "dram_energy_mj": _r(a.dram_energy_mj),
+        "dram_bytes": a.dram_bytes,
+        "ops": len(g),
+        "total_macs": g.total_macs,
+        "units": {
+            u.unit: {
+                "kind": u.kind,
+                "cores": u.cores,
+                "ops": u.ops,
+                "busy_ms": _r(u.busy_ms),
+                "active_ms": _r(u.active_ms),
+                "utilization": _r(u.utilization),
+                "energy_mj": _r(u.energy_mj),
+            }
+            for u in a.units
+        },
+        "ops_per_unit": dict(sorted(placed.items())),
+        "critical_path": list(a.critical_path),
+        "critical_path_ms": _r(a.critical_path_ms),
+        "traffic": [
+            {"src_domain": t.src_domain, "dst_domain": t.dst_domain, "bytes": t.bytes, "transfers": t.transfers}
+            for t in a.traffic
+        ],
+        "cross_domain_bytes": sum(t.bytes for t in a.traffic),
+        "unknown_ops": list(g.unknown_ops),
+        "dtype_fallbacks": fallbacks,
+        "scheduler_estimate_ms": _r(result.schedule.est_makespan_ns / 1e6),
+        "lower_bound_ms": _r(lower_bound_ns(g, result.table, result.chip) / 1e6),
+    }
+
+
+def _mb(n: float) -> str:
+    return f"{n / 1e6:.2f} MB" if n >= 1e5 else f"{n / 1e3:.1f} KB"
+
+
+def format_summary(result: RunResult, out_dir: Path | None = None) -> str:
+    """A short human summary for the terminal."""
+    a = result.analysis
+    g = result.graph
+    lines = [
+        f"hwsim: {g.name} on {result.chip.name} ({result.precision}, {result.schedule.policy})",
+        f"  latency       {a.latency_ms:.3f} ms    energy {a.energy_mj:.2f} mJ    "
+        f"{len(g)} ops, {g.total_macs / 1e9:.2f} GMAC",
+        "  unit            busy      util   ops",
+    ]
+    for u in a.units:
+        lines.append(f"    {u.unit:<12}{u.busy_ms:8.3f} ms {u.utilization:6.1%} {u.ops:5d}")
+    path = a.critical_path
+    head = " -> ".join(path[:4]) + (f" -> ... ({len(path) - 4} more)" if len(path) > 4 else "")
+    lines.append(f"  critical path {a.critical_path_ms:.3f} ms over {len(path)} ops: {head}")
+    total = sum(t.bytes for t in a.traffic)
+    n = sum(t.transfers for t in a.traffic)
+    parts = ", ".join(f"{t.src_domain}->{t.dst_domain} {_mb(t.bytes)}" for t in a.traffic)
+    lines.append(f"  cross-domain  {_mb(total)} in {n} transfers" + (f" ({parts})" if parts else ""))
+    if g.unknown_ops:
+        lines.append(f"  unknown ops   {', '.join(g.unknown_ops)} (costed as memory copies)")
+    if out_dir is not None:
+        lines.append(f"  reports       {out_dir}/")
+    return "\n".join(lines)
+
+
+def _critical_path_txt(result: RunResult) -> str:
+    recs = {r.op: r for r in result.trace.ops}
+    out = io.StringIO()
+    a = result.analysis
+    out.write(f"# critical path of {result.graph.name} on {result.chip.name}: {a.critical_path_ms:.6f} ms, ")
+    out.write(f"{len(a.critical_path)} ops (latency {a.latency_ms:.6f} ms)\n")
+    out.write("# start_ms\tduration_ms\tunit\top_type\tnode\n")
+    for name in a.critical_path:
+        r = recs[name]
+        out.write(f"{r.start_ps / 1e9:.6f}\t{r.duration_ps / 1e9:.6f}\t{r.unit}.{r.core}\t{r.op_type}\t{name}\n")
+    return out.getvalue()
+
+
+def _traffic_csv(result: RunResult) -> str:
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(["src_domain", "dst_domain", "bytes", "transfers"])
+    for t in result.analysis.traffic:
+        w.writerow([t.src_domain, t.dst_domain, t.bytes, t.transfers])
+    return out.getvalue()
+
+
+def write_reports(result: RunResult, out_dir: Path, plots: bool = True) -> list[Path]:
+    """Write every report file into ``out_dir``, atomically.
+
+    Files are produced in a temporary folder beside ``out_dir`` and moved into place only
+    when all are written; on any failure nothing of this run is left behind and an earlier
+    ``out_dir`` stays as it was.
+    """
+    from hwsim.chrome_trace import chrome_trace
+
+    out_dir = Path(out_dir)
+    check_out_dir(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        (tmp / "summary.json").write_text(json.dumps(summary(result), indent=2) + "\n", encoding="utf-8")
+        (tmp / "trace.json").write_text(json.dumps(chrome_trace(result), separators=(",", ":")), encoding="utf-8")
+        (tmp / "critical_path.txt").write_text(_critical_path_txt(result), encoding="utf-8")
+        (tmp / "traffic.csv").write_text(_traffic_csv(result), encoding="utf-8")
+        if plots:
+            from hwsim.plots import bandwidth_png, gantt_png, heatmap_png, traffic_png
+
+            heatmap_png(result, tmp / "heatmap.png")
+            gantt_png(result, tmp / "gantt.png")
+            traffic_png(result, tmp / "traffic.png")
+            bandwidth_png(result, tmp / "bandwidth.png")
+        os.chmod(tmp, 0o755)
+        backup = None
+        if out_dir.exists():
+            backup = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
+            out_dir.rename(backup)
+        tmp.rename(out_dir)
+        if backup is not None:
+            shutil.rmtree(backup, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return sorted(out_dir.iterdir())

@@ -1,0 +1,120 @@
+"""Shared builders for tests: tiny chips, tiny graphs, random chips for hypothesis."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import networkx as nx
+from hypothesis import strategies as st
+
+from chips import Chip, chip_from_dict
+from cost_models.table import CostTable
+from graph_ir.ir import ModelGraph, Op, Tensor
+from graph_ir.op_metrics import metrics
+from scheduler.schedule import Placement, Schedule, implied_transfers
+
+
+def two_cpu_chip(dram_gbps: float = 10.0, port_gbps: float = 10.0, channels: int = 1) -> dict[str, Any]:
+    """Two one-core CPUs in one DRAM domain, a third in another domain behind one link."""
+    cpu = {
+        "kind": "cpu", "clock_mhz": 1000, "cores": 1, "flops_per_cycle": {"int8": 64, "fp32": 16},
+        "l1_kib": 1, "l2_kib": 2, "l3_kib": 0, "mem_bandwidth_gbps": port_gbps, "op_overhead_ns": 100,
+    }  # fmt: skip
+    return {
+        "name": "toy",
+        "dram": {"bandwidth_gbps": dram_gbps, "latency_ns": 0},
+        "domains": [{"name": "a"}, {"name": "b"}],
+        "units": [
+            {"name": "cpu0", "domain": "a", **cpu},
+            {"name": "cpu1", "domain": "a", **cpu},
+            {"name": "cpu2", "domain": "b", **cpu},
+        ],
+        "links": [{"src": "a", "dst": "b", "bandwidth_gbps": 5.0, "latency_ns": 50, "dma_channels": channels}],
+    }
+
+
+def graph_from_ops(name: str, inputs: list[Tensor], ops: list[tuple[str, str, list[Tensor], list[Tensor]]]) -> ModelGraph:
+    """Build a ModelGraph from (name, op_type, inputs, outputs) in topological order."""
+    g = nx.DiGraph()
+    producer: dict[str, str] = {}
+    order = []
+    consumed: set[str] = set()
+    for op_name, op_type, ins, outs in ops:
+        m = metrics(op_type, ins, outs, {})
+        g.add_node(op_name, op=Op(op_name, op_type, m.category, tuple(ins), tuple(outs), {}, m.macs, m.flops))
+        order.append(op_name)
+        for t in ins:
+            consumed.add(t.name)
+            src = producer.get(t.name)
+            if src is not None:
+                if g.has_edge(src, op_name):
+                    g.edges[src, op_name]["tensors"] += (t.name,)
+                else:
+                    g.add_edge(src, op_name, tensors=(t.name,))
+        for t in outs:
+            producer[t.name] = op_name
+    outputs = tuple(t for _, _, _, outs in ops for t in outs if t.name not in consumed)
+    return ModelGraph(name, g, tuple(inputs), outputs, producer, tuple(order))
+
+
+def fixed_schedule(
+    graph: ModelGraph, chip: Chip, table: CostTable, where: dict[str, tuple[str, int]]
+) -> Schedule:
+    """A schedule placing each op on (unit, core), per-core order = topological order."""
+    order: dict[tuple[str, int], list[str]] = {}
+    for n in graph.order:
+        order.setdefault(where[n], []).append(n)
+    placements = {n: Placement(n, u, c, 0.0, 0.0, "fixed") for n, (u, c) in where.items()}
+    unit_of = {n: u for n, (u, _) in where.items()}
+    transfers = implied_transfers(graph, chip, table, unit_of)
+    return Schedule("fixed", placements, {k: tuple(v) for k, v in order.items()}, transfers, 0.0)
+
+
+@st.composite
+def random_chips(draw: st.DrawFn) -> Chip:
+    """Random but valid chips: 1-3 domains, 1-4 units of any kind, a link between every pair."""
+    n_dom = draw(st.integers(1, 3))
+    domains = []
+    for i in range(n_dom):
+        if draw(st.booleans()):
+            domains.append({"name": f"d{i}", "kind": "dram"})
+        else:
+            domains.append({"name": f"d{i}", "kind": "sram", "bandwidth_gbps": draw(st.floats(5, 200))})
+    units = []
+    n_units = draw(st.integers(1, 4))
+    for i in range(n_units):
+        kind = "cpu" if i == 0 else draw(st.sampled_from(["cpu", "gpu", "npu", "dsp"]))
+        base: dict[str, Any] = {
+            "name": f"u{i}", "kind": kind, "domain": f"d{draw(st.integers(0, n_dom - 1))}",
+            "clock_mhz": draw(st.floats(200, 3000)), "op_overhead_ns": draw(st.floats(0, 5000)),
+        }  # fmt: skip
+        if kind == "cpu":
+            base |= {"cores": draw(st.integers(1, 4)), "flops_per_cycle": {"int8": 32, "fp32": 8}}
+        elif kind == "gpu":
+            base |= {"compute_units": draw(st.integers(1, 16)), "flops_per_cycle": {"fp16": 128, "fp32": 64}}
+        elif kind == "npu":
+            base |= {
+                "cores": draw(st.integers(1, 3)), "mac_rows": draw(st.sampled_from([8, 16, 32])),
+                "mac_cols": draw(st.sampled_from([8, 16, 32])), "macs_per_pe_per_cycle": {"int8": 1.0},
+                "sram_kib": draw(st.floats(16, 1024)),
+            }  # fmt: skip
+        else:
+            base |= {"flops_per_cycle": {"int8": 64, "fp32": 16}, "sram_kib": 128}
+        units.append(base)
+    links = [
+        {
+            "src": f"d{a}", "dst": f"d{b}", "bandwidth_gbps": draw(st.floats(0.5, 50)),
+            "latency_ns": draw(st.floats(0, 20000)), "dma_channels": draw(st.integers(1, 3)),
+        }  # fmt: skip
+        for a in range(n_dom)
+        for b in range(a + 1, n_dom)
+    ]
+    return chip_from_dict(
+        {
+            "name": "random",
+            "dram": {"bandwidth_gbps": draw(st.floats(2, 100)), "latency_ns": draw(st.floats(0, 200))},
+            "domains": domains,
+            "units": units,
+            "links": links,
+        }
+    )
