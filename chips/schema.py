@@ -13,28 +13,28 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal, cast
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 __all__ = [
+    "CATALOG_DIR",
     "DTYPES",
-    "Dtype",
-    "ChipError",
-    "Dram",
-    "Domain",
-    "Link",
-    "CpuUnit",
-    "GpuUnit",
-    "NpuUnit",
-    "DspUnit",
-    "Unit",
     "Chip",
-    "load_chip",
+    "ChipError",
+    "CpuUnit",
+    "Domain",
+    "Dram",
+    "DspUnit",
+    "Dtype",
+    "GpuUnit",
+    "Link",
+    "NpuUnit",
+    "Unit",
     "bundled_chips",
     "chip_json_schema",
-    "CATALOG_DIR",
+    "load_chip",
 ]
 
 CATALOG_DIR = Path(__file__).resolve().parent
@@ -129,7 +129,7 @@ class _UnitBase(_Spec):
         """Dtypes this unit computes natively, narrowest first."""
         raise NotImplementedError
 
-    def dtype_for(self, requested: str) -> str | None:
+    def dtype_for(self, requested: str) -> Dtype | None:
         """The dtype the unit runs for ``requested``: itself, else the next wider it supports.
 
         >>> NpuUnit(name="n", domain="d", clock_mhz=1000, mac_rows=8, mac_cols=8, sram_kib=64,
@@ -141,7 +141,7 @@ class _UnitBase(_Spec):
         have = self.dtypes()
         for d in DTYPES[DTYPES.index(requested) :]:
             if d in have:
-                return d
+                return cast(Dtype, d)
         return None
 
 
@@ -206,7 +206,7 @@ class DspUnit(_UnitBase):
         return tuple(d for d in DTYPES if d in self.flops_per_cycle)
 
 
-Unit = Annotated[Union[CpuUnit, GpuUnit, NpuUnit, DspUnit], Field(discriminator="kind")]
+Unit = Annotated[CpuUnit | GpuUnit | NpuUnit | DspUnit, Field(discriminator="kind")]
 UNIT_KINDS: tuple[str, ...] = ("cpu", "gpu", "npu", "dsp")
 
 

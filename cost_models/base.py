@@ -8,22 +8,23 @@ dtype); an exception from a model is a bug and propagates.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping, Protocol
+from typing import Protocol
 
-from chips.schema import Chip, Unit
+from chips.schema import Chip, Dtype, Unit
 from graph_ir.ir import Op
 
 __all__ = [
-    "OpCost",
     "CostModel",
-    "register_model",
-    "model_for",
-    "requested_dtype",
-    "unit_bandwidth_gbps",
-    "tiling_extra_bytes",
-    "layout_cost",
+    "OpCost",
     "finish",
+    "layout_cost",
+    "model_for",
+    "register_model",
+    "requested_dtype",
+    "tiling_extra_bytes",
+    "unit_bandwidth_gbps",
 ]
 
 
@@ -172,7 +173,7 @@ def efficiency(unit: Unit, op: Op, defaults: Mapping[str, float], fallback: floa
     return defaults.get(op.category, fallback)
 
 
-def unit_dtype(op: Op, unit: Unit, precision: str) -> str | None:
+def unit_dtype(op: Op, unit: Unit, precision: str) -> Dtype | None:
     """The dtype ``unit`` runs ``op`` in, or None when it cannot run the op at all.
 
     Views run anywhere. Ops without a cost formula (``unknown``) run only on CPUs or on units

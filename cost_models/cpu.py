@@ -20,7 +20,7 @@ from cost_models.base import (
 )
 from graph_ir.ir import Op
 
-__all__ = ["CpuModel", "DEFAULT_EFFICIENCY"]
+__all__ = ["DEFAULT_EFFICIENCY", "CpuModel"]
 
 #: Fraction of SIMD peak reached per op category (hand-written NEON/AVX kernels, one thread).
 DEFAULT_EFFICIENCY = {

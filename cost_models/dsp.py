@@ -16,7 +16,7 @@ from cost_models.base import (
 )
 from graph_ir.ir import Op
 
-__all__ = ["DspModel", "DEFAULT_EFFICIENCY"]
+__all__ = ["DEFAULT_EFFICIENCY", "DspModel"]
 
 DEFAULT_EFFICIENCY = {
     "signal": 0.8, "elementwise": 0.7, "activation": 0.6, "pool": 0.5, "reduce": 0.6,

@@ -22,7 +22,7 @@ from cost_models.base import (
 )
 from graph_ir.ir import Op
 
-__all__ = ["GpuModel", "DEFAULT_EFFICIENCY", "wave_utilization"]
+__all__ = ["DEFAULT_EFFICIENCY", "GpuModel", "wave_utilization"]
 
 DEFAULT_EFFICIENCY = {
     "conv": 0.6, "matmul": 0.7, "rnn": 0.25, "elementwise": 0.5, "activation": 0.5,

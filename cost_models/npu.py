@@ -25,7 +25,7 @@ from cost_models.base import (
 )
 from graph_ir.ir import Op
 
-__all__ = ["NpuModel", "gemm_of", "array_cycles"]
+__all__ = ["NpuModel", "array_cycles", "gemm_of"]
 
 #: Fraction of the vector unit's peak per category (MAC-array ops are set by the geometry).
 DEFAULT_EFFICIENCY = {

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from chips.schema import Chip
 from cost_models.base import OpCost, model_for
 from graph_ir.ir import ModelGraph, Op
 
-__all__ = ["CostTable", "UnplaceableError", "PRECISIONS", "estimate", "cost_table"]
+__all__ = ["PRECISIONS", "CostTable", "UnplaceableError", "cost_table", "estimate"]
 
 PRECISIONS = ("int4", "int8", "fp16", "bf16", "fp32", "model")
 

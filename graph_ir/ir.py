@@ -10,9 +10,9 @@ an edge ``u -> v`` carries ``tensors`` (names of the tensors ``u`` produces that
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
 
 import networkx as nx
 
@@ -21,9 +21,9 @@ __all__ = [
     "FLOAT_DTYPES",
     "PRECISION_BYTES",
     "ModelError",
-    "Tensor",
-    "Op",
     "ModelGraph",
+    "Op",
+    "Tensor",
     "deployed_bytes",
 ]
 

@@ -8,8 +8,8 @@ can be pinned with ``input_shapes``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import networkx as nx
 import onnx
@@ -19,7 +19,7 @@ from onnx import helper, shape_inference
 from graph_ir.ir import ModelError, ModelGraph, Op, Tensor
 from graph_ir.op_metrics import metrics
 
-__all__ = ["load_onnx", "from_model_proto", "parse_input_shape"]
+__all__ = ["from_model_proto", "load_onnx", "parse_input_shape"]
 
 
 def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:

@@ -14,8 +14,8 @@ Metrics(category='conv', macs=115605504, flops=231211008)
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
 
 from graph_ir.ir import Tensor
 
@@ -232,7 +232,7 @@ def _fft_flops(n: int) -> int:
 
 @register("DFT")
 def _dft(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
-    x, y = inputs[0], outputs[0]
+    x = inputs[0]
     axis = int(attrs.get("axis", 1))  # type: ignore[call-overload]
     n = x.shape[axis] if -len(x.shape) <= axis < len(x.shape) else x.shape[1]
     transforms = max(1, x.elements // max(1, n * x.shape[-1]))

@@ -50,6 +50,7 @@ def random_dag(
                     extra.append(cand)
         c, h = first.shape[1], first.shape[2]
         attrs: dict[str, object] = {}
+        out_shape: tuple[int, ...]
         if op_type == "Conv":
             cout = rng.choice((16, 32, 64, 128))
             k = rng.choice((1, 3))

@@ -14,7 +14,7 @@ from chips.schema import Chip
 from graph_ir.ir import ModelGraph
 from hwsim.engine import Trace
 
-__all__ = ["UnitUsage", "TrafficRow", "Analysis", "analyze", "busy_union_ps"]
+__all__ = ["Analysis", "TrafficRow", "UnitUsage", "analyze", "busy_union_ps"]
 
 PS_PER_MS = 1e9
 

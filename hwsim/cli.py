@@ -12,10 +12,10 @@ import json
 import logging
 import sys
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
-__all__ = ["main", "build_parser"]
+__all__ = ["build_parser", "main"]
 
 log = logging.getLogger("hwsim")
 
@@ -130,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("hwsim: interrupted", file=sys.stderr)
         return 130
-    except Exception as exc:  # the CLI's last line of defence: one line, exit 1
+    except Exception as exc:  # noqa: BLE001 - the CLI's last line of defence: one line, exit 1
         if args.debug:
             traceback.print_exc()
         print(f"hwsim: internal error: {type(exc).__name__}: {exc} (rerun with --debug)", file=sys.stderr)

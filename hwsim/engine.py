@@ -25,7 +25,7 @@ from cost_models.table import CostTable
 from graph_ir.ir import ModelGraph
 from scheduler.schedule import Schedule
 
-__all__ = ["OpRecord", "TransferRecord", "Trace", "SimulationError", "simulate", "PS_PER_NS"]
+__all__ = ["PS_PER_NS", "OpRecord", "SimulationError", "Trace", "TransferRecord", "simulate"]
 
 PS_PER_NS = 1000
 

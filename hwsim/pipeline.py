@@ -5,9 +5,9 @@ Each step is a plain function a test can call alone; :func:`run` chains them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from chips.schema import Chip, load_chip
 from cost_models.table import CostTable, cost_table

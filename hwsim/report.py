@@ -15,7 +15,7 @@ from typing import Any
 from hwsim.pipeline import RunResult
 from scheduler.bounds import lower_bound_ns
 
-__all__ = ["summary", "format_summary", "write_reports", "check_out_dir", "ReportError", "REPORT_FILES"]
+__all__ = ["REPORT_FILES", "ReportError", "check_out_dir", "format_summary", "summary", "write_reports"]
 
 REPORT_FILES = (
     "summary.json",
@@ -120,8 +120,10 @@ def format_summary(result: RunResult, out_dir: Path | None = None) -> str:
     g = result.graph
     lines = [
         f"hwsim: {g.name} on {result.chip.name} ({result.precision}, {result.schedule.policy})",
-        f"  latency       {a.latency_ms:.3f} ms    energy {a.energy_mj:.2f} mJ    "
-        f"{len(g)} ops, {g.total_macs / 1e9:.2f} GMAC",
+        (
+            f"  latency       {a.latency_ms:.3f} ms    energy {a.energy_mj:.2f} mJ    "
+            f"{len(g)} ops, {g.total_macs / 1e9:.2f} GMAC"
+        ),
         "  unit            busy      util   ops",
     ]
     for u in a.units:

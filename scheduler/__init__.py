@@ -5,14 +5,21 @@ Policies are registered by name; each is ``policy(graph, chip, table) -> Schedul
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from chips.schema import Chip
 from cost_models.table import CostTable
 from graph_ir.ir import ModelGraph
 from scheduler.affinity_locality import affinity_locality, affinity_rank
 from scheduler.baselines import eft, single_unit
-from scheduler.schedule import Placement, Schedule, ScheduleError, Transfer, implied_transfers, transfer_ns
+from scheduler.schedule import (
+    Placement,
+    Schedule,
+    ScheduleError,
+    Transfer,
+    implied_transfers,
+    transfer_ns,
+)
 
 __all__ = [
     "POLICIES",

@@ -15,7 +15,7 @@ from graph_ir.ir import ModelGraph
 from scheduler.list_scheduler import Candidate, Chooser, list_schedule
 from scheduler.schedule import Schedule
 
-__all__ = ["affinity_locality", "affinity_rank", "DEFAULT_SLACK"]
+__all__ = ["DEFAULT_SLACK", "affinity_locality", "affinity_rank"]
 
 DEFAULT_SLACK = 0.1
 

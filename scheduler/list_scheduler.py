@@ -10,8 +10,8 @@ A tensor moved to a domain once serves every later consumer there.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping
 
 from chips.schema import Chip
 from cost_models.table import CostTable
@@ -100,9 +100,9 @@ def list_schedule(
     # Where each tensor is (domain -> time it is there) and how big it is.
     present: dict[str, dict[str, float]] = {}
     size: dict[str, int] = {}
-    for t in graph.inputs:
-        present[t.name] = {host: 0.0}
-        size[t.name] = tensor_bytes(t, default_dtype)
+    for tin in graph.inputs:
+        present[tin.name] = {host: 0.0}
+        size[tin.name] = tensor_bytes(tin, default_dtype)
     placements: dict[str, Placement] = {}
     link_ns: dict[tuple[str, str, int], float] = {}
 
@@ -149,15 +149,15 @@ def list_schedule(
         core_ops[(chosen.unit, chosen.core)].append(name)
         placements[name] = Placement(name, chosen.unit, chosen.core, chosen.start_ns, chosen.finish_ns, reason)
         dt = row[chosen.unit].dtype
-        for t in op.outputs:
-            present[t.name] = {dom: chosen.finish_ns}
-            size[t.name] = tensor_bytes(t, dt)
+        for tout in op.outputs:
+            present[tout.name] = {dom: chosen.finish_ns}
+            size[tout.name] = tensor_bytes(tout, dt)
 
     unit_of = {n: p.unit for n, p in placements.items()}
     transfers = implied_transfers(graph, chip, table, unit_of)
     makespan = max((p.est_finish_ns for p in placements.values()), default=0.0)
-    for t in graph.outputs:
-        if t.name in present and host not in present[t.name]:
-            makespan = max(makespan, arrival(t.name, host))
+    for tout in graph.outputs:
+        if tout.name in present and host not in present[tout.name]:
+            makespan = max(makespan, arrival(tout.name, host))
     order = {k: tuple(v) for k, v in core_ops.items()}
     return Schedule(policy, placements, order, transfers, makespan)

@@ -3,8 +3,8 @@ that placement implies."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from chips.schema import Chip
 from cost_models.table import CostTable
@@ -12,12 +12,12 @@ from graph_ir.ir import ModelGraph, Tensor, deployed_bytes
 
 __all__ = [
     "Placement",
-    "Transfer",
     "Schedule",
-    "implied_transfers",
-    "transfer_ns",
-    "tensor_bytes",
     "ScheduleError",
+    "Transfer",
+    "implied_transfers",
+    "tensor_bytes",
+    "transfer_ns",
 ]
 
 

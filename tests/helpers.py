@@ -105,7 +105,7 @@ def random_chips(draw: st.DrawFn) -> Chip:
         {
             "src": f"d{a}", "dst": f"d{b}", "bandwidth_gbps": draw(st.floats(0.5, 50)),
             "latency_ns": draw(st.floats(0, 20000)), "dma_channels": draw(st.integers(1, 3)),
-        }  # fmt: skip
+        }
         for a in range(n_dom)
         for b in range(a + 1, n_dom)
     ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 from hypothesis import HealthCheck, given, settings
@@ -54,7 +55,7 @@ def test_simulation_invariants(graph, chip, policy):
         by_core.setdefault((r.unit, r.core), []).append(r)
     for rs in by_core.values():
         rs.sort(key=lambda r: (r.start_ps, r.end_ps))
-        for a, b in zip(rs, rs[1:]):
+        for a, b in itertools.pairwise(rs):
             assert b.start_ps >= a.end_ps
 
     # lower bounds

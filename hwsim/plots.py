@@ -1,0 +1,365 @@
+"""PNG figures of a simulated run: utilization heatmap, Gantt chart, traffic matrix, bandwidth.
+
+Matplotlib's object API only (``Figure`` with an Agg canvas): no pyplot, no global state, so
+the functions are safe to call from threads and from library code. Every function takes a
+:class:`~hwsim.pipeline.RunResult` and a path and writes one PNG; all handle a run with no
+transfers, a run of zero length (a graph of views) and units that never ran anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from matplotlib import colormaps
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import to_rgba
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from hwsim.chrome_trace import dma_track, link_key
+from hwsim.pipeline import RunResult
+
+__all__ = [
+    "utilization_bins",
+    "heatmap_png",
+    "gantt_png",
+    "traffic_png",
+    "bandwidth_png",
+    "CATEGORY_COLORS",
+    "GANTT_MAX_OPS",
+]
+
+PS_PER_MS = 1e9
+_GBPS_PER_BYTES_PER_PS = 1000.0
+#: Above this many ops the Gantt chart merges bars closer than a pixel (and says so).
+GANTT_MAX_OPS = 20_000
+_GANTT_WIDTH_PX = 1800
+
+#: One fixed colour per op category (see :class:`graph_ir.ir.Op`), stable across figures.
+CATEGORY_COLORS: dict[str, str] = {
+    "conv": "#1f77b4",
+    "matmul": "#ff7f0e",
+    "elementwise": "#2ca02c",
+    "activation": "#98df8a",
+    "pool": "#9467bd",
+    "reduce": "#8c564b",
+    "norm": "#e377c2",
+    "softmax": "#bcbd22",
+    "data": "#17becf",
+    "layout": "#c7c7c7",
+    "signal": "#aec7e8",
+    "rnn": "#ffbb78",
+    "unknown": "#7f7f7f",
+}
+_DMA_COLOR = "#555555"
+_CRITICAL_COLOR = "#d62728"
+
+
+def _title(result: RunResult, what: str) -> str:
+    return f"{result.chip.name} / {result.graph.name}: {what} (latency {result.analysis.latency_ms:.3f} ms)"
+
+
+def _save(fig: Figure, path: Path, dpi: int = 110) -> None:
+    FigureCanvasAgg(fig)
+    fig.savefig(Path(path), dpi=dpi, format="png")
+
+
+def utilization_bins(
+    result: RunResult, bins: int = 100
+) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Busy fraction of every unit in ``bins`` equal slices of the run, computed exactly.
+
+    Each cell is the core-time that ops of the unit overlap the bin, over the bin's width
+    times the unit's cores. A row's mean is therefore the unit's utilization in
+    ``result.analysis``.
+
+    Parameters
+    ----------
+    result : RunResult
+    bins : int
+        Number of time bins over ``[0, makespan]`` (at least 1).
+
+    Returns
+    -------
+    unit_names : list of str
+        The chip's units, in its order (one row each).
+    utilization : numpy.ndarray
+        Shape ``(units, bins)``, values in [0, 1]; all zeros for a run of zero length.
+    bin_edges_ms : numpy.ndarray
+        Shape ``(bins + 1,)``, milliseconds.
+    """
+    if bins < 1:
+        raise ValueError(f"bins must be at least 1, got {bins}")
+    makespan = result.trace.makespan_ps
+    edges_ps = np.linspace(0.0, float(makespan), bins + 1)
+    names = [u.name for u in result.chip.units]
+    util = np.zeros((len(names), bins))
+    if makespan > 0:
+        width = makespan / bins
+        for row, u in enumerate(result.chip.units):
+            recs = [r for r in result.trace.ops if r.unit == u.name and r.end_ps > r.start_ps]
+            if not recs:
+                continue
+            start = np.array([r.start_ps for r in recs], dtype=np.float64)
+            dur = np.array([r.end_ps - r.start_ps for r in recs], dtype=np.float64)
+            # busy core-time before each edge, summed over ops
+            before = np.clip(edges_ps[None, :] - start[:, None], 0.0, dur[:, None]).sum(axis=0)
+            util[row] = np.diff(before) / (width * u.cores)
+        np.clip(util, 0.0, 1.0, out=util)
+    return names, util, edges_ps / PS_PER_MS
+
+
+def heatmap_png(result: RunResult, path: Path, bins: int = 100) -> None:
+    """Units x time heatmap of utilization (0..1), with each unit's overall utilization."""
+    names, util, edges_ms = utilization_bins(result, bins)
+    usage = {u.unit: u for u in result.analysis.units}
+    labels = [
+        f"{n} ({usage[n].kind}, {usage[n].cores}c)  {100 * usage[n].utilization:.0f}%" for n in names
+    ]
+    right = float(edges_ms[-1]) if edges_ms[-1] > 0 else 1.0
+    fig = Figure(figsize=(12, 1.4 + 0.5 * len(names)), layout="constrained")
+    ax = fig.add_subplot()
+    image = ax.imshow(
+        util, aspect="auto", interpolation="nearest", cmap="viridis", vmin=0.0, vmax=1.0,
+        extent=(0.0, right, len(names) - 0.5, -0.5),
+    )  # fmt: skip
+    ax.set_yticks(range(len(names)), labels)
+    ax.set_xlabel("time (ms)" if edges_ms[-1] > 0 else "time (ms): zero-length run")
+    ax.set_title(_title(result, f"unit utilization, {bins} bins"), fontsize=10)
+    fig.colorbar(image, ax=ax, label="utilization (busy cores / cores)", pad=0.01)
+    _save(fig, path)
+
+
+def _critical_transfers(result: RunResult) -> set[int]:
+    """Indices into ``trace.transfers`` of the transfers on the critical path."""
+    path = result.analysis.critical_path
+    if not path:
+        return set()
+    index = {(x.tensor, x.dst_domain): i for i, x in enumerate(result.trace.transfers)}
+    xs = result.trace.transfers
+    domain_of = {u.name: u.domain for u in result.chip.units}
+    unit_of = result.schedule.placements
+    picked: set[int] = set()
+
+    def longest(candidates: list[int]) -> None:
+        if candidates:
+            picked.add(max(candidates, key=lambda i: (xs[i].end_ps - xs[i].start_ps, -i)))
+
+    first_dom = domain_of[unit_of[path[0]].unit]
+    graph = result.graph
+    longest([
+        index[(t.name, first_dom)] for t in graph.op(path[0]).activations
+        if t.name not in graph.producer and (t.name, first_dom) in index
+    ])  # fmt: skip
+    for p, c in zip(path, path[1:]):
+        dom = domain_of[unit_of[c].unit]
+        tensors = graph.g.edges[p, c]["tensors"]
+        longest([index[(t, dom)] for t in tensors if (t, dom) in index])
+    outputs = {o.name for o in graph.outputs}
+    longest([
+        index[(t.name, result.chip.host)] for t in graph.op(path[-1]).outputs
+        if t.name in outputs and (t.name, result.chip.host) in index
+    ])  # fmt: skip
+    return picked
+
+
+def _merge(bars: list[tuple[float, float]], gap: float) -> list[tuple[float, float]]:
+    """Merge ``(start, width)`` bars (sorted by start) separated by less than ``gap``."""
+    out: list[list[float]] = []
+    for s, w in bars:
+        if out and s - (out[-1][0] + out[-1][1]) < gap:
+            out[-1][1] = max(out[-1][1], s + w - out[-1][0])
+        else:
+            out.append([s, w])
+    return [(s, w) for s, w in out]
+
+
+def gantt_png(result: RunResult, path: Path, max_ops: int = GANTT_MAX_OPS) -> None:
+    """Gantt chart: one row per core and per DMA channel, ops coloured by category.
+
+    Critical-path ops and transfers are marked by a red strip along the top of their row. Above ``max_ops`` ops, bars of one
+    colour closer than about a pixel are merged, and the title says so.
+    """
+    chip, trace, graph = result.chip, result.trace, result.graph
+    rows: list[str] = []
+    row_of: dict[tuple[str, int], int] = {}
+    group_ends: list[int] = []
+    for u in chip.units:
+        for c in range(u.cores):
+            row_of[(u.name, c)] = len(rows)
+            rows.append(f"{u.name}/{c}")
+        group_ends.append(len(rows))
+    for link in chip.links:
+        for ch in range(link.dma_channels):
+            row_of[(link_key(link), ch)] = len(rows)
+            rows.append(f"DMA {link_key(link)} ch{ch}")
+    group_ends.append(len(rows))
+
+    makespan_ms = trace.makespan_ps / PS_PER_MS
+    right = makespan_ms if makespan_ms > 0 else 1.0
+    downsample = len(trace.ops) > max_ops
+    gap = right / _GANTT_WIDTH_PX if downsample else 0.0
+    # (row, category) -> bars in ms
+    groups: dict[tuple[int, str], list[tuple[float, float]]] = {}
+    critical: dict[int, list[tuple[float, float]]] = {}
+    on_path = set(result.analysis.critical_path)
+    categories: list[str] = []
+    for r in trace.ops:
+        cat = graph.op(r.op).category
+        if cat not in categories:
+            categories.append(cat)
+        bar = (r.start_ps / PS_PER_MS, (r.end_ps - r.start_ps) / PS_PER_MS)
+        row = row_of[(r.unit, r.core)]
+        groups.setdefault((row, cat), []).append(bar)
+        if r.op in on_path:
+            critical.setdefault(row, []).append(bar)
+    crit_x = _critical_transfers(result)
+    for i, x in enumerate(trace.transfers):
+        bar = (x.start_ps / PS_PER_MS, (x.end_ps - x.start_ps) / PS_PER_MS)
+        row = row_of[dma_track(chip, x)]
+        groups.setdefault((row, "dma"), []).append(bar)
+        if i in crit_x:
+            critical.setdefault(row, []).append(bar)
+
+    fig = Figure(figsize=(14, 1.6 + 0.28 * len(rows)), layout="constrained")
+    ax = fig.add_subplot()
+    n_bars = 0
+    height = 0.7
+    for (row, cat), bars in sorted(groups.items()):
+        bars.sort()
+        if downsample:
+            bars = _merge(bars, gap)
+        n_bars += len(bars)
+        color = _DMA_COLOR if cat == "dma" else CATEGORY_COLORS.get(cat, CATEGORY_COLORS["unknown"])
+        ax.broken_barh(bars, (row - height / 2, height), facecolors=color, edgecolors="white",
+                       linewidth=0 if downsample else 0.3)  # fmt: skip
+    for row, bars in sorted(critical.items()):  # a red strip over the row's critical bars
+        ax.broken_barh(
+            sorted(bars), (row - 0.47, 0.1), facecolors=_CRITICAL_COLOR, linewidth=0
+        )
+    for end in group_ends[:-1]:
+        ax.axhline(end - 0.5, color="#bbbbbb", linewidth=0.6)
+    ax.set_yticks(range(len(rows)), rows, fontsize=8)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.set_xlim(0.0, right)
+    ax.set_xlabel("time (ms)" if makespan_ms > 0 else "time (ms): zero-length run")
+    ax.grid(axis="x", color="#e5e5e5", linewidth=0.6)
+    ax.set_axisbelow(True)
+    what = f"schedule, {len(trace.ops)} ops, {len(trace.transfers)} transfers"
+    what += f"; critical path {len(on_path)} ops, {result.analysis.critical_path_ms:.3f} ms"
+    if downsample:
+        what += f"; DOWN-SAMPLED: bars < 1/{_GANTT_WIDTH_PX} of the run merged into {n_bars}"
+    ax.set_title(_title(result, what), fontsize=10)
+    handles = [Patch(facecolor=CATEGORY_COLORS.get(c, CATEGORY_COLORS["unknown"]), label=c) for c in categories]
+    if trace.transfers:
+        handles.append(Patch(facecolor=_DMA_COLOR, label="DMA transfer"))
+    handles.append(Patch(facecolor=_CRITICAL_COLOR, label="critical path"))
+    fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
+    _save(fig, path)
+
+
+def _human_bytes(n: float) -> str:
+    """Decimal units, as bandwidths are quoted.
+
+    >>> _human_bytes(0), _human_bytes(1536), _human_bytes(1868800)
+    ('0', '1.5 KB', '1.87 MB')
+    """
+    if n == 0:
+        return "0"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n:.0f} B"
+
+
+def traffic_png(result: RunResult, path: Path) -> None:
+    """Source x destination domain matrix of DMA bytes (every domain, zero rows included)."""
+    domains = [d.name for d in result.chip.domains]
+    pos = {d: i for i, d in enumerate(domains)}
+    nbytes = np.zeros((len(domains), len(domains)))
+    count = np.zeros((len(domains), len(domains)), dtype=np.int64)
+    for row in result.analysis.traffic:
+        nbytes[pos[row.src_domain], pos[row.dst_domain]] += row.bytes
+        count[pos[row.src_domain], pos[row.dst_domain]] += row.transfers
+    side = 2.2 + 1.1 * len(domains)
+    fig = Figure(figsize=(side + 1.8, side), layout="constrained")
+    ax = fig.add_subplot()
+    vmax = float(nbytes.max()) if nbytes.max() > 0 else 1.0
+    unit, scale = next((u, k) for u, k in (("MB", 1e6), ("KB", 1e3), ("B", 1.0)) if vmax >= k or k == 1.0)
+    image = ax.imshow(nbytes / scale, cmap="Blues", vmin=0.0, vmax=vmax / scale)
+    cmap = colormaps["Blues"]
+    for i in range(len(domains)):
+        for j in range(len(domains)):
+            shade = to_rgba(cmap(nbytes[i, j] / vmax))
+            light = 0.299 * shade[0] + 0.587 * shade[1] + 0.114 * shade[2] < 0.5
+            text = _human_bytes(nbytes[i, j])
+            if count[i, j]:
+                text += f"\n{count[i, j]} transfer{'s' if count[i, j] > 1 else ''}"
+            ax.text(j, i, text, ha="center", va="center", fontsize=9,
+                    color="white" if light else "black")  # fmt: skip
+    ax.set_xticks(range(len(domains)), domains)
+    ax.set_yticks(range(len(domains)), domains)
+    ax.set_xlabel("destination domain")
+    ax.set_ylabel("source domain")
+    total = _human_bytes(nbytes.sum())
+    ax.set_title(
+        f"{result.chip.name} / {result.graph.name}: DMA traffic\n"
+        f"{total} in {int(count.sum())} transfers (latency {result.analysis.latency_ms:.3f} ms)",
+        fontsize=10,
+    )
+    fig.colorbar(image, ax=ax, label=unit, shrink=0.8)
+    _save(fig, path)
+
+
+def _steps(
+    samples: Sequence[tuple[int, str, float]], memory: str, makespan_ps: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Step function (time ps, GB/s) of one memory from 0 to the end of the run."""
+    t, v = [0], [0.0]
+    for time_ps, m, bpps in samples:
+        if m != memory:
+            continue
+        if time_ps == t[-1]:
+            v[-1] = bpps * _GBPS_PER_BYTES_PER_PS
+        else:
+            t.append(time_ps)
+            v.append(bpps * _GBPS_PER_BYTES_PER_PS)
+    if makespan_ps > t[-1]:
+        t.append(makespan_ps)
+        v.append(v[-1])
+    return np.array(t, dtype=np.float64), np.array(v)
+
+
+def bandwidth_png(result: RunResult, path: Path) -> None:
+    """Bandwidth in use over time per memory (step plot), with its capacity as a dashed line."""
+    trace = result.trace
+    memories = sorted(trace.memory_capacity_bytes_per_ps)
+    fig = Figure(figsize=(12, 1.2 + 2.2 * len(memories)), layout="constrained")
+    axes: list[Axes] = []
+    if not memories:
+        ax = fig.add_subplot()
+        ax.text(0.5, 0.5, "no memory bandwidth recorded", ha="center", va="center")
+        axes.append(ax)
+    right = trace.makespan_ps / PS_PER_MS if trace.makespan_ps > 0 else 1.0
+    for k, m in enumerate(memories):
+        ax = fig.add_subplot(len(memories), 1, k + 1, sharex=axes[0] if axes else None)
+        axes.append(ax)
+        t, v = _steps(trace.bandwidth_samples, m, trace.makespan_ps)
+        cap = trace.memory_capacity_bytes_per_ps[m] * _GBPS_PER_BYTES_PER_PS
+        mean = float(np.sum(np.diff(t) * v[:-1]) / trace.makespan_ps) if trace.makespan_ps else 0.0
+        ax.fill_between(t / PS_PER_MS, v, step="post", alpha=0.35, color="#1f77b4", linewidth=0)
+        ax.step(t / PS_PER_MS, v, where="post", color="#1f77b4", linewidth=0.8,
+                label=f"in use (mean {mean:.2f} GB/s, {100 * mean / cap:.0f}% of capacity)")  # fmt: skip
+        ax.axhline(cap, color=_CRITICAL_COLOR, linestyle="--", linewidth=1.0,
+                   label=f"capacity {cap:g} GB/s")  # fmt: skip
+        ax.set_ylim(0.0, cap * 1.3)
+        ax.set_xlim(0.0, right)
+        ax.set_ylabel(f"{m} (GB/s)")
+        ax.legend(loc="upper right", fontsize=8, ncols=2, framealpha=0.9)
+        ax.grid(color="#e5e5e5", linewidth=0.6)
+    axes[-1].set_xlabel("time (ms)" if trace.makespan_ps > 0 else "time (ms): zero-length run")
+    axes[0].set_title(_title(result, "memory bandwidth in use"), fontsize=10)
+    _save(fig, path)
