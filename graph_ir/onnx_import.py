@@ -14,7 +14,7 @@ from pathlib import Path
 import networkx as nx
 import onnx
 from google.protobuf.message import DecodeError
-from onnx import helper, shape_inference
+from onnx import helper, numpy_helper, shape_inference
 
 from graph_ir.ir import ModelError, ModelGraph, Op, Tensor
 from graph_ir.op_metrics import metrics
@@ -77,7 +77,8 @@ def from_model_proto(
     except (shape_inference.InferenceError, onnx.checker.ValidationError, RuntimeError) as exc:
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelError(f"{source}: shape inference failed: {msg}") from None
-    return _build(inferred.graph, source, name)
+    opset = next((o.version for o in model_copy.opset_import if o.domain in ("", "ai.onnx")), 0)
+    return _build(inferred.graph, source, name, opset)
 
 
 def _pin_inputs(
@@ -192,7 +193,24 @@ def _attrs(node: onnx.NodeProto) -> dict[str, object]:
     return out
 
 
-def _build(graph: onnx.GraphProto, source: str, name: str) -> ModelGraph:
+def _input_axis(graph: onnx.GraphProto, node: onnx.NodeProto, index: int, default: int) -> int:
+    """Value of an axis given as a constant input (opset 20 DFT), else ``default``."""
+    if len(node.input) <= index or not node.input[index]:
+        return default
+    for init in graph.initializer:
+        if init.name == node.input[index] and init.data_location != onnx.TensorProto.EXTERNAL:
+            values = numpy_helper.to_array(init).reshape(-1)
+            return int(values[0]) if values.size else default
+    for c in graph.node:
+        if c.op_type == "Constant" and c.output and c.output[0] == node.input[index]:
+            for a in c.attribute:
+                if a.name == "value":
+                    values = numpy_helper.to_array(a.t).reshape(-1)
+                    return int(values[0]) if values.size else default
+    return default
+
+
+def _build(graph: onnx.GraphProto, source: str, name: str, opset: int = 0) -> ModelGraph:
     tensors: dict[str, Tensor] = {}
     for init in graph.initializer:
         tensors[init.name] = Tensor(init.name, tuple(int(d) for d in init.dims), _dtype_name(init.data_type), True)
@@ -234,6 +252,8 @@ def _build(graph: onnx.GraphProto, source: str, name: str) -> ModelGraph:
             outs.append(tensors[t])
             producer[t] = node.name
         attrs = _attrs(node)
+        if node.op_type == "DFT" and opset >= 20:
+            attrs["axis"] = _input_axis(graph, node, 2, -2)
         m = metrics(node.op_type, ins, outs, attrs)
         op = Op(node.name, node.op_type, m.category, tuple(ins), tuple(outs), attrs, m.macs, m.flops)
         g.add_node(node.name, op=op)
@@ -242,7 +262,8 @@ def _build(graph: onnx.GraphProto, source: str, name: str) -> ModelGraph:
             src = producer.get(t.name)
             if src is not None and src != node.name:
                 if g.has_edge(src, node.name):
-                    g.edges[src, node.name]["tensors"] += (t.name,)
+                    if t.name not in g.edges[src, node.name]["tensors"]:
+                        g.edges[src, node.name]["tensors"] += (t.name,)
                 else:
                     g.add_edge(src, node.name, tensors=(t.name,))
 

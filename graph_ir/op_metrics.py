@@ -232,10 +232,16 @@ def _fft_flops(n: int) -> int:
 
 @register("DFT")
 def _dft(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
-    x = inputs[0]
+    x, y = inputs[0], outputs[0]
     axis = int(attrs.get("axis", 1))  # type: ignore[call-overload]
-    n = x.shape[axis] if -len(x.shape) <= axis < len(x.shape) else x.shape[1]
-    transforms = max(1, x.elements // max(1, n * x.shape[-1]))
+    if not -len(x.shape) <= axis < len(x.shape):
+        axis = 1
+    length_in = x.shape[axis]
+    # The transform length is the output's (dft_length zero-pads or crops the input);
+    # a one-sided output holds n // 2 + 1 bins.
+    m = y.shape[axis]
+    n = 2 * (m - 1) if attrs.get("onesided", 0) and m > 1 else m
+    transforms = max(1, x.elements // max(1, length_in * x.shape[-1]))
     return Metrics("signal", 0, transforms * _fft_flops(n))
 
 

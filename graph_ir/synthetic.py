@@ -87,7 +87,8 @@ def random_dag(
             src = producer.get(t.name)
             if src is not None:
                 if g.has_edge(src, name):
-                    g.edges[src, name]["tensors"] += (t.name,)
+                    if t.name not in g.edges[src, name]["tensors"]:
+                        g.edges[src, name]["tensors"] += (t.name,)
                 else:
                     g.add_edge(src, name, tensors=(t.name,))
         producer[y.name] = name

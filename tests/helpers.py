@@ -48,7 +48,8 @@ def graph_from_ops(name: str, inputs: list[Tensor], ops: list[tuple[str, str, li
             src = producer.get(t.name)
             if src is not None:
                 if g.has_edge(src, op_name):
-                    g.edges[src, op_name]["tensors"] += (t.name,)
+                    if t.name not in g.edges[src, op_name]["tensors"]:
+                        g.edges[src, op_name]["tensors"] += (t.name,)
                 else:
                     g.add_edge(src, op_name, tensors=(t.name,))
         for t in outs:
