@@ -33,7 +33,7 @@ from chips.schema import Chip, Link
 from hwsim.engine import PS_PER_NS, OpRecord, TransferRecord
 from hwsim.pipeline import RunResult
 
-__all__ = ["chrome_trace", "dma_track", "link_key", "busy_core_steps"]
+__all__ = ["busy_core_steps", "chrome_trace", "dma_track", "link_key"]
 
 #: Order of events that share a timestamp: slices first, then flows, then counters.
 _RANK = {"X": 0, "s": 1, "f": 2, "C": 3}
@@ -120,12 +120,22 @@ def chrome_trace(result: RunResult) -> dict[str, Any]:
 
     def name_process(pid: int, name: str) -> None:
         meta.append({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": name}})
-        meta.append({"name": "process_sort_index", "ph": "M", "pid": pid, "args": {"sort_index": pid}})
+        meta.append(
+            {"name": "process_sort_index", "ph": "M", "pid": pid, "args": {"sort_index": pid}}
+        )
 
     def name_thread(pid: int, tid: int, name: str) -> None:
-        meta.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": name}})
         meta.append(
-            {"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid, "args": {"sort_index": tid}}
+            {"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": name}}
+        )
+        meta.append(
+            {
+                "name": "thread_sort_index",
+                "ph": "M",
+                "pid": pid,
+                "tid": tid,
+                "args": {"sort_index": tid},
+            }
         )
 
     # ---- tracks: pids from 1 (some importers treat pid 0 specially), tid = core + 1
@@ -152,27 +162,59 @@ def chrome_trace(result: RunResult) -> dict[str, Any]:
         s, e = _ns(r.start_ps), _ns(r.end_ps)
         op_slice[r.op] = (pid, tid, s, e)
         args = {
-            "node": r.op, "op_type": r.op_type, "unit": r.unit, "core": r.core,
-            "dram_bytes": r.dram_bytes, "reason": placements[r.op].reason,
-        }  # fmt: skip
-        add({"name": r.op, "cat": r.op_type, "ph": "X", "ts": _us(s), "dur": _us(e - s),
-             "pid": pid, "tid": tid, "args": args}, e)  # fmt: skip
+            "node": r.op,
+            "op_type": r.op_type,
+            "unit": r.unit,
+            "core": r.core,
+            "dram_bytes": r.dram_bytes,
+            "reason": placements[r.op].reason,
+        }
+        add(
+            {
+                "name": r.op,
+                "cat": r.op_type,
+                "ph": "X",
+                "ts": _us(s),
+                "dur": _us(e - s),
+                "pid": pid,
+                "tid": tid,
+                "args": args,
+            },
+            e,
+        )
 
     # ---- transfers
     xfer_slice: list[tuple[int, int, int]] = []  # (tid, start_ns, end_ns), in trace order
     for x in trace.transfers:
-        link, ch = dma_track(chip, x)
-        tid = dma_tid[(link, ch)]
+        track, ch = dma_track(chip, x)
+        tid = dma_tid[(track, ch)]
         s, e = _ns(x.start_ps), _ns(x.end_ps)
         xfer_slice.append((tid, s, e))
         args = {
-            "tensor": x.tensor, "bytes": x.bytes, "src": x.src_domain, "dst": x.dst_domain,
-            "producer": x.producer, "consumers": list(x.consumers),
-            "queued_us": x.queued_ps / 1e6, "wait_us": (x.start_ps - x.queued_ps) / 1e6,
-            "link": link, "channel": ch,
-        }  # fmt: skip
-        add({"name": x.tensor, "cat": "dma", "ph": "X", "ts": _us(s), "dur": _us(e - s),
-             "pid": dma_pid, "tid": tid, "args": args}, e)  # fmt: skip
+            "tensor": x.tensor,
+            "bytes": x.bytes,
+            "src": x.src_domain,
+            "dst": x.dst_domain,
+            "producer": x.producer,
+            "consumers": list(x.consumers),
+            "queued_us": x.queued_ps / 1e6,
+            "wait_us": (x.start_ps - x.queued_ps) / 1e6,
+            "link": track,
+            "channel": ch,
+        }
+        add(
+            {
+                "name": x.tensor,
+                "cat": "dma",
+                "ph": "X",
+                "ts": _us(s),
+                "dur": _us(e - s),
+                "pid": dma_pid,
+                "tid": tid,
+                "args": args,
+            },
+            e,
+        )
 
     # ---- flows
     next_id = 1
@@ -181,17 +223,25 @@ def chrome_trace(result: RunResult) -> dict[str, Any]:
         nonlocal next_id
         base = {"name": name, "cat": "dependency", "id": next_id}
         add({**base, "ph": "s", "ts": _inside_end(src[2], src[3]), "pid": src[0], "tid": src[1]})
-        add({**base, "ph": "f", "bp": "e", "ts": _inside_start(dst[2], dst[3]),
-             "pid": dst[0], "tid": dst[1]})  # fmt: skip
+        add(
+            {
+                **base,
+                "ph": "f",
+                "bp": "e",
+                "ts": _inside_start(dst[2], dst[3]),
+                "pid": dst[0],
+                "tid": dst[1],
+            }
+        )
         next_id += 1
 
     for x, (tid, s, e) in zip(trace.transfers, xfer_slice):
         here = (dma_pid, tid, s, e)
         if x.producer:
             flow(x.tensor, op_slice[x.producer], here)
-        for c in x.consumers:
-            if c:
-                flow(x.tensor, here, op_slice[c])
+        for consumer in x.consumers:
+            if consumer:  # "" is the return of a graph output to the host
+                flow(x.tensor, here, op_slice[consumer])
     domain_of = {u.name: u.domain for u in chip.units}
     for p in graph.order:
         for c in graph.g.successors(p):
@@ -206,19 +256,41 @@ def chrome_trace(result: RunResult) -> dict[str, Any]:
         if not steps or steps[0][0] > 0:
             steps.insert(0, (0, 0))
         for t, busy in steps:
-            add({"name": "busy cores", "ph": "C", "ts": _us(_ns(t)), "pid": pid,
-                 "args": {"cores": busy}})  # fmt: skip
+            add(
+                {
+                    "name": "busy cores",
+                    "ph": "C",
+                    "ts": _us(_ns(t)),
+                    "pid": pid,
+                    "args": {"cores": busy},
+                }
+            )
     memories = sorted(trace.memory_capacity_bytes_per_ps)
     counter_name = {
         m: f"{m} bandwidth (of {trace.memory_capacity_bytes_per_ps[m] * _GBPS_PER_BYTES_PER_PS:g} GB/s)"
         for m in memories
     }
     for m in memories:
-        add({"name": counter_name[m], "ph": "C", "ts": 0.0, "pid": memory_pid, "args": {"GB/s": 0.0}})
+        add(
+            {
+                "name": counter_name[m],
+                "ph": "C",
+                "ts": 0.0,
+                "pid": memory_pid,
+                "args": {"GB/s": 0.0},
+            }
+        )
     for t, m, bpps in trace.bandwidth_samples:
         gbps = round(max(0.0, float(bpps)) * _GBPS_PER_BYTES_PER_PS, 9)
-        add({"name": counter_name.get(m, f"{m} bandwidth"), "ph": "C", "ts": _us(_ns(t)),
-             "pid": memory_pid, "args": {"GB/s": gbps}})  # fmt: skip
+        add(
+            {
+                "name": counter_name.get(m, f"{m} bandwidth"),
+                "ph": "C",
+                "ts": _us(_ns(t)),
+                "pid": memory_pid,
+                "args": {"GB/s": gbps},
+            }
+        )
 
     timed.sort(key=lambda kv: kv[0])  # stable: ties keep construction order
     a = result.analysis
@@ -237,4 +309,8 @@ def chrome_trace(result: RunResult) -> dict[str, Any]:
             m: trace.memory_capacity_bytes_per_ps[m] * _GBPS_PER_BYTES_PER_PS for m in memories
         },
     }
-    return {"traceEvents": meta + [e for _, e in timed], "displayTimeUnit": "ns", "otherData": other}
+    return {
+        "traceEvents": meta + [e for _, e in timed],
+        "displayTimeUnit": "ns",
+        "otherData": other,
+    }

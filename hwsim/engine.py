@@ -66,10 +66,6 @@ class TransferRecord:
     start_ps: int
     end_ps: int
 
-    @property
-    def link(self) -> str:
-        return f"{self.src_domain}->{self.dst_domain}"
-
 
 @dataclass(frozen=True, slots=True)
 class Trace:

@@ -9,6 +9,7 @@ transfers, a run of zero length (a graph of views) and units that never ran anyt
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -23,13 +24,13 @@ from hwsim.chrome_trace import dma_track, link_key
 from hwsim.pipeline import RunResult
 
 __all__ = [
-    "utilization_bins",
-    "heatmap_png",
-    "gantt_png",
-    "traffic_png",
-    "bandwidth_png",
     "CATEGORY_COLORS",
     "GANTT_MAX_OPS",
+    "bandwidth_png",
+    "gantt_png",
+    "heatmap_png",
+    "traffic_png",
+    "utilization_bins",
 ]
 
 PS_PER_MS = 1e9
@@ -37,6 +38,9 @@ _GBPS_PER_BYTES_PER_PS = 1000.0
 #: Above this many ops the Gantt chart merges bars closer than a pixel (and says so).
 GANTT_MAX_OPS = 20_000
 _GANTT_WIDTH_PX = 1800
+#: Above this many steps a bandwidth curve is drawn as its mean over equal bins (and says so).
+_BANDWIDTH_MAX_STEPS = 20_000
+_BANDWIDTH_BINS = 2000
 
 #: One fixed colour per op category (see :class:`graph_ir.ir.Op`), stable across figures.
 CATEGORY_COLORS: dict[str, str] = {
@@ -117,15 +121,21 @@ def heatmap_png(result: RunResult, path: Path, bins: int = 100) -> None:
     names, util, edges_ms = utilization_bins(result, bins)
     usage = {u.unit: u for u in result.analysis.units}
     labels = [
-        f"{n} ({usage[n].kind}, {usage[n].cores}c)  {100 * usage[n].utilization:.0f}%" for n in names
+        f"{n} ({usage[n].kind}, {usage[n].cores}c)  {100 * usage[n].utilization:.0f}%"
+        for n in names
     ]
     right = float(edges_ms[-1]) if edges_ms[-1] > 0 else 1.0
     fig = Figure(figsize=(12, 1.4 + 0.5 * len(names)), layout="constrained")
     ax = fig.add_subplot()
     image = ax.imshow(
-        util, aspect="auto", interpolation="nearest", cmap="viridis", vmin=0.0, vmax=1.0,
+        util,
+        aspect="auto",
+        interpolation="nearest",
+        cmap="viridis",
+        vmin=0.0,
+        vmax=1.0,
         extent=(0.0, right, len(names) - 0.5, -0.5),
-    )  # fmt: skip
+    )
     ax.set_yticks(range(len(names)), labels)
     ax.set_xlabel("time (ms)" if edges_ms[-1] > 0 else "time (ms): zero-length run")
     ax.set_title(_title(result, f"unit utilization, {bins} bins"), fontsize=10)
@@ -150,38 +160,57 @@ def _critical_transfers(result: RunResult) -> set[int]:
 
     first_dom = domain_of[unit_of[path[0]].unit]
     graph = result.graph
-    longest([
-        index[(t.name, first_dom)] for t in graph.op(path[0]).activations
-        if t.name not in graph.producer and (t.name, first_dom) in index
-    ])  # fmt: skip
-    for p, c in zip(path, path[1:]):
+    longest(
+        [
+            index[(t.name, first_dom)]
+            for t in graph.op(path[0]).activations
+            if t.name not in graph.producer and (t.name, first_dom) in index
+        ]
+    )
+    for p, c in pairwise(path):
         dom = domain_of[unit_of[c].unit]
         tensors = graph.g.edges[p, c]["tensors"]
         longest([index[(t, dom)] for t in tensors if (t, dom) in index])
     outputs = {o.name for o in graph.outputs}
-    longest([
-        index[(t.name, result.chip.host)] for t in graph.op(path[-1]).outputs
-        if t.name in outputs and (t.name, result.chip.host) in index
-    ])  # fmt: skip
+    longest(
+        [
+            index[(t.name, result.chip.host)]
+            for t in graph.op(path[-1]).outputs
+            if t.name in outputs and (t.name, result.chip.host) in index
+        ]
+    )
     return picked
 
 
-def _merge(bars: list[tuple[float, float]], gap: float) -> list[tuple[float, float]]:
-    """Merge ``(start, width)`` bars (sorted by start) separated by less than ``gap``."""
-    out: list[list[float]] = []
-    for s, w in bars:
+_Bar = tuple[float, float, str]  # start, width (ms), colour key
+
+
+def _merge(bars: Sequence[_Bar], gap: float) -> list[_Bar]:
+    """Merge bars (sorted by start) separated by less than ``gap``; a merged bar takes the
+    colour key that covers most of it.
+
+    >>> _merge([(0.0, 1.0, "conv"), (1.05, 2.0, "add"), (5.0, 0.5, "conv")], 0.1)
+    [(0.0, 3.05, 'add'), (5.0, 0.5, 'conv')]
+    """
+    out: list[_Bar] = []
+    share: dict[str, float] = {}
+    for s, w, key in bars:
         if out and s - (out[-1][0] + out[-1][1]) < gap:
-            out[-1][1] = max(out[-1][1], s + w - out[-1][0])
+            s0, w0, _ = out[-1]
+            share[key] = share.get(key, 0.0) + w
+            out[-1] = (s0, max(w0, s + w - s0), max(share, key=lambda k: (share[k], k)))
         else:
-            out.append([s, w])
-    return [(s, w) for s, w in out]
+            share = {key: w}
+            out.append((s, w, key))
+    return out
 
 
 def gantt_png(result: RunResult, path: Path, max_ops: int = GANTT_MAX_OPS) -> None:
     """Gantt chart: one row per core and per DMA channel, ops coloured by category.
 
-    Critical-path ops and transfers are marked by a red strip along the top of their row. Above ``max_ops`` ops, bars of one
-    colour closer than about a pixel are merged, and the title says so.
+    Critical-path ops and transfers are marked by a red strip along the top of their row.
+    Above ``max_ops`` ops, bars of a row closer than about a pixel are merged (coloured by
+    the category covering most of them), and the title says so.
     """
     chip, trace, graph = result.chip, result.trace, result.graph
     rows: list[str] = []
@@ -196,51 +225,58 @@ def gantt_png(result: RunResult, path: Path, max_ops: int = GANTT_MAX_OPS) -> No
         for ch in range(link.dma_channels):
             row_of[(link_key(link), ch)] = len(rows)
             rows.append(f"DMA {link_key(link)} ch{ch}")
-    group_ends.append(len(rows))
 
     makespan_ms = trace.makespan_ps / PS_PER_MS
     right = makespan_ms if makespan_ms > 0 else 1.0
     downsample = len(trace.ops) > max_ops
-    gap = right / _GANTT_WIDTH_PX if downsample else 0.0
-    # (row, category) -> bars in ms
-    groups: dict[tuple[int, str], list[tuple[float, float]]] = {}
-    critical: dict[int, list[tuple[float, float]]] = {}
     on_path = set(result.analysis.critical_path)
+    crit_x = _critical_transfers(result)
+    per_row: list[list[_Bar]] = [[] for _ in rows]
+    critical: list[list[_Bar]] = [[] for _ in rows]
     categories: list[str] = []
     for r in trace.ops:
         cat = graph.op(r.op).category
         if cat not in categories:
             categories.append(cat)
-        bar = (r.start_ps / PS_PER_MS, (r.end_ps - r.start_ps) / PS_PER_MS)
+        bar = (r.start_ps / PS_PER_MS, (r.end_ps - r.start_ps) / PS_PER_MS, cat)
         row = row_of[(r.unit, r.core)]
-        groups.setdefault((row, cat), []).append(bar)
+        per_row[row].append(bar)
         if r.op in on_path:
-            critical.setdefault(row, []).append(bar)
-    crit_x = _critical_transfers(result)
+            critical[row].append(bar)
     for i, x in enumerate(trace.transfers):
-        bar = (x.start_ps / PS_PER_MS, (x.end_ps - x.start_ps) / PS_PER_MS)
+        bar = (x.start_ps / PS_PER_MS, (x.end_ps - x.start_ps) / PS_PER_MS, "dma")
         row = row_of[dma_track(chip, x)]
-        groups.setdefault((row, "dma"), []).append(bar)
+        per_row[row].append(bar)
         if i in crit_x:
-            critical.setdefault(row, []).append(bar)
+            critical[row].append(bar)
+    for bars in per_row + critical:
+        bars.sort()
+        if downsample:
+            bars[:] = _merge(bars, right / _GANTT_WIDTH_PX)
 
     fig = Figure(figsize=(14, 1.6 + 0.28 * len(rows)), layout="constrained")
     ax = fig.add_subplot()
-    n_bars = 0
     height = 0.7
-    for (row, cat), bars in sorted(groups.items()):
-        bars.sort()
-        if downsample:
-            bars = _merge(bars, gap)
-        n_bars += len(bars)
-        color = _DMA_COLOR if cat == "dma" else CATEGORY_COLORS.get(cat, CATEGORY_COLORS["unknown"])
-        ax.broken_barh(bars, (row - height / 2, height), facecolors=color, edgecolors="white",
-                       linewidth=0 if downsample else 0.3)  # fmt: skip
-    for row, bars in sorted(critical.items()):  # a red strip over the row's critical bars
-        ax.broken_barh(
-            sorted(bars), (row - 0.47, 0.1), facecolors=_CRITICAL_COLOR, linewidth=0
-        )
-    for end in group_ends[:-1]:
+    for row, bars in enumerate(per_row):
+        by_key: dict[str, list[tuple[float, float]]] = {}
+        for s, w, key in bars:
+            by_key.setdefault(key, []).append((s, w))
+        for key, spans in sorted(by_key.items()):
+            color = (
+                _DMA_COLOR if key == "dma" else CATEGORY_COLORS.get(key, CATEGORY_COLORS["unknown"])
+            )
+            ax.broken_barh(
+                spans,
+                (row - height / 2, height),
+                facecolors=color,
+                edgecolors="white",
+                linewidth=0 if downsample else 0.3,
+            )
+    for row, bars in enumerate(critical):  # a red strip over the row's critical bars
+        if bars:
+            spans = [(s, w) for s, w, _ in bars]
+            ax.broken_barh(spans, (row - 0.47, 0.1), facecolors=_CRITICAL_COLOR, linewidth=0)
+    for end in group_ends:
         ax.axhline(end - 0.5, color="#bbbbbb", linewidth=0.6)
     ax.set_yticks(range(len(rows)), rows, fontsize=8)
     ax.set_ylim(len(rows) - 0.5, -0.5)
@@ -251,9 +287,15 @@ def gantt_png(result: RunResult, path: Path, max_ops: int = GANTT_MAX_OPS) -> No
     what = f"schedule, {len(trace.ops)} ops, {len(trace.transfers)} transfers"
     what += f"; critical path {len(on_path)} ops, {result.analysis.critical_path_ms:.3f} ms"
     if downsample:
-        what += f"; DOWN-SAMPLED: bars < 1/{_GANTT_WIDTH_PX} of the run merged into {n_bars}"
+        n_bars = sum(len(bars) for bars in per_row)
+        what += f"\nDOWN-SAMPLED: bars closer than 1/{_GANTT_WIDTH_PX} of the run merged, {n_bars} drawn"
     ax.set_title(_title(result, what), fontsize=10)
-    handles = [Patch(facecolor=CATEGORY_COLORS.get(c, CATEGORY_COLORS["unknown"]), label=c) for c in categories]
+    order = list(CATEGORY_COLORS)
+    categories.sort(key=lambda c: (order.index(c) if c in order else len(order), c))
+    handles = [
+        Patch(facecolor=CATEGORY_COLORS.get(c, CATEGORY_COLORS["unknown"]), label=c)
+        for c in categories
+    ]
     if trace.transfers:
         handles.append(Patch(facecolor=_DMA_COLOR, label="DMA transfer"))
     handles.append(Patch(facecolor=_CRITICAL_COLOR, label="critical path"))
@@ -264,7 +306,7 @@ def gantt_png(result: RunResult, path: Path, max_ops: int = GANTT_MAX_OPS) -> No
 def _human_bytes(n: float) -> str:
     """Decimal units, as bandwidths are quoted.
 
-    >>> _human_bytes(0), _human_bytes(1536), _human_bytes(1868800)
+    >>> _human_bytes(0), _human_bytes(1500), _human_bytes(1868800)
     ('0', '1.5 KB', '1.87 MB')
     """
     if n == 0:
@@ -288,7 +330,9 @@ def traffic_png(result: RunResult, path: Path) -> None:
     fig = Figure(figsize=(side + 1.8, side), layout="constrained")
     ax = fig.add_subplot()
     vmax = float(nbytes.max()) if nbytes.max() > 0 else 1.0
-    unit, scale = next((u, k) for u, k in (("MB", 1e6), ("KB", 1e3), ("B", 1.0)) if vmax >= k or k == 1.0)
+    unit, scale = next(
+        (u, k) for u, k in (("MB", 1e6), ("KB", 1e3), ("bytes", 1.0)) if vmax >= k or k == 1.0
+    )
     image = ax.imshow(nbytes / scale, cmap="Blues", vmin=0.0, vmax=vmax / scale)
     cmap = colormaps["Blues"]
     for i in range(len(domains)):
@@ -298,13 +342,20 @@ def traffic_png(result: RunResult, path: Path) -> None:
             text = _human_bytes(nbytes[i, j])
             if count[i, j]:
                 text += f"\n{count[i, j]} transfer{'s' if count[i, j] > 1 else ''}"
-            ax.text(j, i, text, ha="center", va="center", fontsize=9,
-                    color="white" if light else "black")  # fmt: skip
+            ax.text(
+                j,
+                i,
+                text,
+                ha="center",
+                va="center",
+                fontsize=9,
+                color="white" if light else "black",
+            )
     ax.set_xticks(range(len(domains)), domains)
     ax.set_yticks(range(len(domains)), domains)
     ax.set_xlabel("destination domain")
     ax.set_ylabel("source domain")
-    total = _human_bytes(nbytes.sum())
+    total = _human_bytes(nbytes.sum()) if nbytes.sum() else "no bytes"
     ax.set_title(
         f"{result.chip.name} / {result.graph.name}: DMA traffic\n"
         f"{total} in {int(count.sum())} transfers (latency {result.analysis.latency_ms:.3f} ms)",
@@ -348,13 +399,31 @@ def bandwidth_png(result: RunResult, path: Path) -> None:
         ax = fig.add_subplot(len(memories), 1, k + 1, sharex=axes[0] if axes else None)
         axes.append(ax)
         t, v = _steps(trace.bandwidth_samples, m, trace.makespan_ps)
+        averaged = len(t) > _BANDWIDTH_MAX_STEPS
+        if averaged:  # exact mean over equal bins: the integral of a step function is linear
+            integral = np.concatenate(([0.0], np.cumsum(np.diff(t) * v[:-1])))
+            edges = np.linspace(0.0, t[-1], _BANDWIDTH_BINS + 1)
+            v = np.append(np.diff(np.interp(edges, t, integral)) / np.diff(edges), 0.0)
+            t = edges
         cap = trace.memory_capacity_bytes_per_ps[m] * _GBPS_PER_BYTES_PER_PS
         mean = float(np.sum(np.diff(t) * v[:-1]) / trace.makespan_ps) if trace.makespan_ps else 0.0
         ax.fill_between(t / PS_PER_MS, v, step="post", alpha=0.35, color="#1f77b4", linewidth=0)
-        ax.step(t / PS_PER_MS, v, where="post", color="#1f77b4", linewidth=0.8,
-                label=f"in use (mean {mean:.2f} GB/s, {100 * mean / cap:.0f}% of capacity)")  # fmt: skip
-        ax.axhline(cap, color=_CRITICAL_COLOR, linestyle="--", linewidth=1.0,
-                   label=f"capacity {cap:g} GB/s")  # fmt: skip
+        ax.step(
+            t / PS_PER_MS,
+            v,
+            where="post",
+            color="#1f77b4",
+            linewidth=0.8,
+            label=f"in use{f' (mean over {_BANDWIDTH_BINS} bins)' if averaged else ''}: "
+            f"mean {mean:.2f} GB/s, {100 * mean / cap:.0f}% of capacity",
+        )
+        ax.axhline(
+            cap,
+            color=_CRITICAL_COLOR,
+            linestyle="--",
+            linewidth=1.0,
+            label=f"capacity {cap:g} GB/s",
+        )
         ax.set_ylim(0.0, cap * 1.3)
         ax.set_xlim(0.0, right)
         ax.set_ylabel(f"{m} (GB/s)")
