@@ -190,3 +190,26 @@ def unit_dtype(op: Op, unit: Unit, precision: str) -> Dtype | None:
 def op_bytes(op: Op, dtype: str) -> tuple[int, int, int]:
     """(activation input, weight, output) bytes with floats stored as ``dtype``."""
     return op.input_bytes(dtype), op.weight_bytes(dtype), op.output_bytes(dtype)
+
+
+class UnitModel:
+    """Shared front half of the built-in models: eligibility, dtype choice, free views.
+
+    Subclasses set ``kind`` and implement :meth:`cost` for ops the unit can run.
+    """
+
+    kind: str = ""
+
+    def estimate(self, op: Op, unit: Unit, chip: Chip, precision: str) -> OpCost | None:
+        dtype = unit_dtype(op, unit, precision)
+        if dtype is None:
+            return None
+        if op.category == "layout":
+            return layout_cost(unit, dtype)
+        return self.cost(op, unit, chip, dtype, *op_bytes(op, dtype))
+
+    def cost(
+        self, op: Op, unit: Unit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int
+    ) -> OpCost:
+        """Cost of an op the unit runs in ``dtype``; bytes of inputs, weights and outputs."""
+        raise NotImplementedError

@@ -7,16 +7,14 @@ with the tiling of :func:`~cost_models.base.tiling_extra_bytes`.
 
 from __future__ import annotations
 
-from chips.schema import Chip, CpuUnit, Unit
+from chips.schema import Chip, CpuUnit, Dtype, Unit
 from cost_models.base import (
     OpCost,
+    UnitModel,
     efficiency,
     finish,
-    layout_cost,
-    op_bytes,
     register_model,
     tiling_extra_bytes,
-    unit_dtype,
 )
 from graph_ir.ir import Op
 
@@ -34,17 +32,13 @@ HALF_EFFICIENCY_FLOPS = 20_000.0
 DEPTHWISE_FACTOR = 0.35
 
 
-class CpuModel:
+class CpuModel(UnitModel):
     kind = "cpu"
 
-    def estimate(self, op: Op, unit: Unit, chip: Chip, precision: str) -> OpCost | None:
+    def cost(
+        self, op: Op, unit: Unit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int
+    ) -> OpCost:
         assert isinstance(unit, CpuUnit)
-        dtype = unit_dtype(op, unit, precision)
-        if dtype is None:
-            return None
-        if op.category == "layout":
-            return layout_cost(unit, dtype)
-        in_b, w_b, out_b = op_bytes(op, dtype)
         flops = op.flops
         eff = efficiency(unit, op, DEFAULT_EFFICIENCY, 0.3)
         if op.category == "conv" and _is_depthwise(op):

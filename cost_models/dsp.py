@@ -3,16 +3,14 @@ at large matrix products; operands stream through the local SRAM."""
 
 from __future__ import annotations
 
-from chips.schema import Chip, DspUnit, Unit
+from chips.schema import Chip, DspUnit, Dtype, Unit
 from cost_models.base import (
     OpCost,
+    UnitModel,
     efficiency,
     finish,
-    layout_cost,
-    op_bytes,
     register_model,
     tiling_extra_bytes,
-    unit_dtype,
 )
 from graph_ir.ir import Op
 
@@ -25,17 +23,13 @@ DEFAULT_EFFICIENCY = {
 }  # fmt: skip
 
 
-class DspModel:
+class DspModel(UnitModel):
     kind = "dsp"
 
-    def estimate(self, op: Op, unit: Unit, chip: Chip, precision: str) -> OpCost | None:
+    def cost(
+        self, op: Op, unit: Unit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int
+    ) -> OpCost:
         assert isinstance(unit, DspUnit)
-        dtype = unit_dtype(op, unit, precision)
-        if dtype is None:
-            return None
-        if op.category == "layout":
-            return layout_cost(unit, dtype)
-        in_b, w_b, out_b = op_bytes(op, dtype)
         eff = efficiency(unit, op, DEFAULT_EFFICIENCY, 0.3)
         peak = unit.flops_per_cycle[dtype] * unit.clock_mhz * 1e-3
         compute_ns = op.flops / (peak * eff) if op.flops else 0.0

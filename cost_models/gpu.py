@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import math
 
-from chips.schema import Chip, GpuUnit, Unit
+from chips.schema import Chip, Dtype, GpuUnit, Unit
 from cost_models.base import (
     OpCost,
+    UnitModel,
     efficiency,
     finish,
-    layout_cost,
-    op_bytes,
     register_model,
     tiling_extra_bytes,
-    unit_dtype,
 )
 from graph_ir.ir import Op
 
@@ -44,17 +42,13 @@ def wave_utilization(threads: int, compute_units: int, threads_per_cu: int) -> f
     return max(threads, 1) / (waves * slots)
 
 
-class GpuModel:
+class GpuModel(UnitModel):
     kind = "gpu"
 
-    def estimate(self, op: Op, unit: Unit, chip: Chip, precision: str) -> OpCost | None:
+    def cost(
+        self, op: Op, unit: Unit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int
+    ) -> OpCost:
         assert isinstance(unit, GpuUnit)
-        dtype = unit_dtype(op, unit, precision)
-        if dtype is None:
-            return None
-        if op.category == "layout":
-            return layout_cost(unit, dtype)
-        in_b, w_b, out_b = op_bytes(op, dtype)
         threads = sum(t.elements for t in op.outputs)
         util = wave_utilization(threads, unit.compute_units, unit.threads_per_cu)
         eff = efficiency(unit, op, DEFAULT_EFFICIENCY, 0.3) * util

@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import math
 
-from chips.schema import Chip, NpuUnit, Unit
+from chips.schema import Chip, Dtype, NpuUnit, Unit
 from cost_models.base import (
     OpCost,
+    UnitModel,
     efficiency,
     finish,
-    layout_cost,
-    op_bytes,
     register_model,
     tiling_extra_bytes,
-    unit_dtype,
 )
 from graph_ir.ir import Op
 
@@ -92,17 +90,13 @@ def array_cycles(gemm: tuple[int, int, int, int], rows: int, cols: int) -> int:
     return batch * folds * (m + rows + cols - 1)
 
 
-class NpuModel:
+class NpuModel(UnitModel):
     kind = "npu"
 
-    def estimate(self, op: Op, unit: Unit, chip: Chip, precision: str) -> OpCost | None:
+    def cost(
+        self, op: Op, unit: Unit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int
+    ) -> OpCost:
         assert isinstance(unit, NpuUnit)
-        dtype = unit_dtype(op, unit, precision)
-        if dtype is None:
-            return None
-        if op.category == "layout":
-            return layout_cost(unit, dtype)
-        in_b, w_b, out_b = op_bytes(op, dtype)
         clock_ghz = unit.clock_mhz * 1e-3
         gemm = gemm_of(op)
         if gemm is not None:
