@@ -18,6 +18,7 @@ from chips.schema import (
     chip_json_schema,
     load_chip,
 )
+from chips.variants import override, restrict
 
 __all__ = [
     "CATALOG_DIR",
@@ -36,4 +37,6 @@ __all__ = [
     "chip_from_dict",
     "chip_json_schema",
     "load_chip",
+    "override",
+    "restrict",
 ]

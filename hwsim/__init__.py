@@ -7,5 +7,5 @@
 
 from hwsim.pipeline import RunResult, run, run_graph
 
-__all__ = ["RunResult", "run", "run_graph", "__version__"]
+__all__ = ["RunResult", "__version__", "run", "run_graph"]
 __version__ = "0.1.0"

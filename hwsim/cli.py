@@ -44,6 +44,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--input-shape", action="append", default=[], metavar="NAME=D1xD2x...",
         help="pin a graph input's shape (repeatable), e.g. images=1x3x640x640",
     )  # fmt: skip
+    r.add_argument(
+        "--units", metavar="UNIT[:CORES],...",
+        help="simulate only these units of the chip, e.g. npu:1 for one NPU core",
+    )  # fmt: skip
+    r.add_argument(
+        "--set", action="append", default=[], metavar="TARGET.FIELD=VALUE", dest="overrides",
+        help="override a chip field without editing the YAML (repeatable), e.g. npu.clock_mhz=600",
+    )  # fmt: skip
     r.add_argument("--json", action="store_true", help="print summary.json to stdout instead of the summary")
     r.add_argument("--no-plots", action="store_true", help="skip the PNG plots (faster)")
     r.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
@@ -75,6 +83,7 @@ def _cmd_schema() -> int:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from chips.schema import load_chip
+    from chips.variants import override, restrict
     from cost_models.table import UnplaceableError
     from graph_ir.onnx_import import load_onnx, parse_input_shape
     from hwsim.pipeline import run_graph
@@ -82,6 +91,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     shapes = dict(parse_input_shape(s) for s in args.input_shape)
     chip = load_chip(args.chip)
+    if args.overrides:
+        chip = override(chip, args.overrides)
+    if args.units:
+        chip = restrict(chip, args.units)
     graph = load_onnx(args.model, shapes)
     out = args.out if args.out is not None else Path("reports") / f"{chip.name}-{graph.name}"
     check_out_dir(out)

@@ -74,6 +74,7 @@ def summary(result: RunResult) -> dict[str, Any]:
     )
     return {
         "chip": result.chip.name,
+        "chip_description": result.chip.description,
         "model": g.name,
         "precision": result.precision,
         "policy": result.schedule.policy,

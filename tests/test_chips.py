@@ -393,3 +393,37 @@ class TestLoadChipErrors:
         message = str(info.value)
         assert message.startswith("zzzz_no_such_chip:")
         assert all(name in message for name in bundled_chips())
+
+
+class TestVariants:
+    def test_restrict_keeps_named_units_and_cores(self):
+        from chips import restrict
+
+        chip = restrict(load_chip("rk3588"), "npu:1, cpu_big")
+        assert [(u.name, u.cores) for u in chip.units] == [("npu", 1), ("cpu_big", 4)]
+        assert "--units" in chip.description
+        assert all(p in ("npu", "cpu") for prefs in chip.affinity.values() for p in prefs)
+
+    @pytest.mark.parametrize(
+        ("spec", "expect"),
+        [("tpu", "no unit 'tpu'"), ("npu:4", "has 3 cores"), ("npu:x", "has 3 cores"), (",", "names no unit")],
+    )
+    def test_restrict_errors(self, spec, expect):
+        from chips import restrict
+
+        with pytest.raises(ChipError, match=expect):
+            restrict(load_chip("rk3588"), spec)
+
+    def test_override_changes_and_validates(self):
+        from chips import override
+
+        chip = override(load_chip("rk3588"), ["npu.clock_mhz=600", "dram.bandwidth_gbps=20"])
+        assert chip.unit("npu").clock_mhz == 600 and chip.dram.bandwidth_gbps == 20
+        with pytest.raises(ChipError, match="dram.bandwidth_gbps"):
+            override(load_chip("rk3588"), ["dram.bandwidth_gbps=-1"])
+        with pytest.raises(ChipError, match="unknown key"):
+            override(load_chip("rk3588"), ["npu.clok_mhz=600"])
+        with pytest.raises(ChipError, match="no unit or domain named 'tpu'"):
+            override(load_chip("rk3588"), ["tpu.clock_mhz=1"])
+        with pytest.raises(ChipError, match="TARGET.FIELD=VALUE"):
+            override(load_chip("rk3588"), ["clock_mhz"])

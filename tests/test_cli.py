@@ -45,6 +45,21 @@ class TestRun:
         assert s["chip"] == "rk3588"
         assert not (tmp_path / "r" / "heatmap.png").exists()
 
+    def test_units_and_set_change_the_simulated_chip(self, tmp_path, capsys):
+        base = ["run", "rk3588", str(RESNET), "--no-plots", "--json"]
+        assert main([*base, "--out", str(tmp_path / "a")]) == 0
+        full = json.loads(capsys.readouterr().out)
+        assert main([*base, "--out", str(tmp_path / "b"), "--units", "npu:1,cpu_big"]) == 0
+        one = json.loads(capsys.readouterr().out)
+        assert set(one["units"]) == {"npu", "cpu_big"} and one["units"]["npu"]["cores"] == 1
+        assert "--units npu:1,cpu_big" in one["chip_description"]
+        assert main([*base, "--out", str(tmp_path / "c"), "--set", "npu.clock_mhz=500"]) == 0
+        slow = json.loads(capsys.readouterr().out)
+        assert slow["latency_ms"] > full["latency_ms"]
+        assert main([*base, "--out", str(tmp_path / "d"), "--set", "npu.clock_mhz=-5"]) == 2
+        assert "npu.clock_mhz" in _one_line_error(capsys)
+        assert not (tmp_path / "d").exists()
+
     def test_rerun_replaces_an_earlier_report(self, tmp_path):
         out = tmp_path / "r"
         assert main(["run", "rk3588", str(RESNET), "--out", str(out), "--no-plots"]) == 0

@@ -1,0 +1,86 @@
+"""Chip variants without editing YAML: keep only some units (``--units``) and override fields
+(``--set``). Every variant is validated like a chip file.
+
+>>> from chips.schema import load_chip
+>>> chip = restrict(load_chip("rk3588"), "npu:1")
+>>> [(u.name, u.cores) for u in chip.units]
+[('npu', 1)]
+>>> override(load_chip("rk3588"), ["npu.clock_mhz=600"]).unit("npu").clock_mhz
+600.0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import yaml
+
+from chips.schema import Chip, ChipError, chip_from_dict
+
+__all__ = ["override", "restrict"]
+
+
+def restrict(chip: Chip, spec: str) -> Chip:
+    """Keep only the units named in ``spec`` (``"npu:1,cpu_big"``; ``:N`` keeps N cores).
+
+    Raises
+    ------
+    ChipError
+        For an unknown unit, a bad core count, or a result that is no longer a valid chip.
+    """
+    data = chip.model_dump()
+    by_name = {u["name"]: u for u in data["units"]}
+    kept = []
+    for item in (s.strip() for s in spec.split(",")):
+        if not item:
+            continue
+        name, _, cores = item.partition(":")
+        if name not in by_name:
+            raise ChipError(f"--units {spec}: chip {chip.name!r} has no unit {name!r} (units: {', '.join(by_name)})")
+        unit = dict(by_name[name])
+        if cores:
+            if not cores.isdigit() or not 1 <= int(cores) <= unit["cores"]:
+                raise ChipError(f"--units {spec}: {name} has {unit['cores']} cores; asked for {cores!r}")
+            unit["cores"] = int(cores)
+        kept.append(unit)
+    if not kept:
+        raise ChipError(f"--units {spec!r}: names no unit")
+    data["units"] = kept
+    data["description"] = f"{data['description']} [--units {spec}]".strip()
+    names = {u["name"] for u in kept}
+    data["affinity"] = {
+        op: [p for p in prefs if p in names or p in {u["kind"] for u in kept}]
+        for op, prefs in data["affinity"].items()
+    }
+    data["default_affinity"] = [p for p in data["default_affinity"] if p in names or p in {u["kind"] for u in kept}]
+    return chip_from_dict(data, source=f"{chip.name} with --units {spec}")
+
+
+def override(chip: Chip, assignments: Sequence[str]) -> Chip:
+    """Apply ``TARGET.FIELD=VALUE`` assignments; TARGET is a unit, else a domain, or ``dram``.
+
+    VALUE is read as YAML (``600``, ``[int8, fp16]``, ``{int8: 2}``).
+    """
+    data = chip.model_dump()
+    for a in assignments:
+        key, sep, raw = a.partition("=")
+        target, dot, field = key.partition(".")
+        if not sep or not dot or not field:
+            raise ChipError(f"--set {a!r}: expected TARGET.FIELD=VALUE, e.g. npu.clock_mhz=600")
+        try:
+            value = yaml.safe_load(raw)
+        except yaml.YAMLError:
+            raise ChipError(f"--set {a!r}: the value is not valid YAML") from None
+        holder: dict[str, Any] | None = None
+        if target == "dram":
+            holder = data["dram"]
+        else:  # a unit first: domains often share their unit's name
+            matches = [i for group in ("units", "domains") for i in data[group] if i["name"] == target]
+            holder = matches[0] if matches else None
+        if holder is None:
+            names = [u["name"] for u in data["units"]] + [d["name"] for d in data["domains"]]
+            raise ChipError(f"--set {a!r}: no unit or domain named {target!r}, nor 'dram' (have {', '.join(names)})")
+        holder[field] = value
+    data["description"] = f"{data['description']} [--set {' '.join(assignments)}]".strip()
+    return chip_from_dict(data, source=f"{chip.name} with --set {' '.join(assignments)}")
