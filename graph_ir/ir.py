@@ -24,6 +24,7 @@ __all__ = [
     "ModelGraph",
     "Op",
     "Tensor",
+    "add_data_edge",
     "deployed_bytes",
 ]
 
@@ -80,6 +81,22 @@ def deployed_bytes(tensor: Tensor, precision: str | None) -> int:
     if precision is None or tensor.dtype not in FLOAT_DTYPES:
         return tensor.nbytes
     return int(-(-tensor.elements * PRECISION_BYTES[precision] // 1))
+
+
+def add_data_edge(g: nx.DiGraph, src: str, dst: str, tensor: str) -> None:
+    """Record that ``dst`` reads ``tensor`` produced by ``src`` (each tensor once per edge).
+
+    >>> g = nx.DiGraph()
+    >>> for _ in range(2):
+    ...     add_data_edge(g, "a", "b", "t")
+    >>> g.edges["a", "b"]["tensors"]
+    ('t',)
+    """
+    if g.has_edge(src, dst):
+        if tensor not in g.edges[src, dst]["tensors"]:
+            g.edges[src, dst]["tensors"] += (tensor,)
+    else:
+        g.add_edge(src, dst, tensors=(tensor,))
 
 
 @dataclass(frozen=True, slots=True)

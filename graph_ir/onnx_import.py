@@ -16,7 +16,7 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import helper, numpy_helper, shape_inference
 
-from graph_ir.ir import ModelError, ModelGraph, Op, Tensor
+from graph_ir.ir import ModelError, ModelGraph, Op, Tensor, add_data_edge
 from graph_ir.op_metrics import metrics
 
 __all__ = ["from_model_proto", "load_onnx", "parse_input_shape"]
@@ -261,11 +261,7 @@ def _build(graph: onnx.GraphProto, source: str, name: str, opset: int = 0) -> Mo
         for t in ins:
             src = producer.get(t.name)
             if src is not None and src != node.name:
-                if g.has_edge(src, node.name):
-                    if t.name not in g.edges[src, node.name]["tensors"]:
-                        g.edges[src, node.name]["tensors"] += (t.name,)
-                else:
-                    g.add_edge(src, node.name, tensors=(t.name,))
+                add_data_edge(g, src, node.name, t.name)
 
     init_names = {t.name for t in graph.initializer}
     inputs = []

@@ -11,7 +11,7 @@ import random
 
 import networkx as nx
 
-from graph_ir.ir import ModelGraph, Op, Tensor
+from graph_ir.ir import ModelGraph, Op, Tensor, add_data_edge
 from graph_ir.op_metrics import metrics
 
 __all__ = ["random_dag"]
@@ -86,11 +86,7 @@ def random_dag(
         for t in ins:
             src = producer.get(t.name)
             if src is not None:
-                if g.has_edge(src, name):
-                    if t.name not in g.edges[src, name]["tensors"]:
-                        g.edges[src, name]["tensors"] += (t.name,)
-                else:
-                    g.add_edge(src, name, tensors=(t.name,))
+                add_data_edge(g, src, name, t.name)
         producer[y.name] = name
         outs.append(y)
     consumed = {t for _, _, d in g.edges(data=True) for t in d["tensors"]}

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from chips import Chip, chip_from_dict
 from cost_models.table import CostTable
-from graph_ir.ir import ModelGraph, Op, Tensor
+from graph_ir.ir import ModelGraph, Op, Tensor, add_data_edge
 from graph_ir.op_metrics import metrics
 from scheduler.schedule import Placement, Schedule, implied_transfers
 
@@ -47,11 +47,7 @@ def graph_from_ops(name: str, inputs: list[Tensor], ops: list[tuple[str, str, li
             consumed.add(t.name)
             src = producer.get(t.name)
             if src is not None:
-                if g.has_edge(src, op_name):
-                    if t.name not in g.edges[src, op_name]["tensors"]:
-                        g.edges[src, op_name]["tensors"] += (t.name,)
-                else:
-                    g.add_edge(src, op_name, tensors=(t.name,))
+                add_data_edge(g, src, op_name, t.name)
         for t in outs:
             producer[t.name] = op_name
     outputs = tuple(t for _, _, _, outs in ops for t in outs if t.name not in consumed)
