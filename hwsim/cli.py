@@ -8,16 +8,28 @@ nothing is written.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 
 __all__ = ["build_parser", "main"]
 
 log = logging.getLogger("hwsim")
+
+#: Subcommands that live in modules of their own: command name -> module. Each module has
+#: ``add_parser(sub)`` (adds its subparser to the ``add_subparsers`` object), ``main(args) -> int``
+#: and ``INPUT_ERRORS``, the exception types that mean bad input (one line, exit 2). Modules keep
+#: heavy imports inside ``main`` so that ``hwsim --help`` stays fast.
+COMMAND_MODULES: dict[str, str] = {}
+
+
+def _command_module(name: str) -> ModuleType:
+    return importlib.import_module(COMMAND_MODULES[name])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,6 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     s = sub.add_parser("schema", help="print the JSON Schema of chip files")
     s.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    for name in COMMAND_MODULES:
+        _command_module(name).add_parser(sub)
     return p
 
 
@@ -129,13 +143,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="hwsim: %(levelname)s: %(message)s",
         stream=sys.stderr,
     )
+    input_errors: tuple[type[BaseException], ...] = (ChipError, ModelError, UnplaceableError, ReportError)
+    for name in COMMAND_MODULES:
+        input_errors += tuple(_command_module(name).INPUT_ERRORS)
     try:
+        if args.command in COMMAND_MODULES:
+            return int(_command_module(args.command).main(args))
         if args.command == "chips":
             return _cmd_chips()
         if args.command == "schema":
             return _cmd_schema()
         return _cmd_run(args)
-    except (ChipError, ModelError, UnplaceableError, ReportError) as exc:
+    except input_errors as exc:
         if args.debug:
             traceback.print_exc()
         print(f"hwsim: error: {exc}", file=sys.stderr)
