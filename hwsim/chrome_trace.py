@@ -6,11 +6,18 @@ Layout of the trace:
 - one process ``DMA`` with one thread per (link, channel); both directions of a bidirectional
   link share its channels, as they do in the engine, so a track is named ``cpu<->npu ch0``;
 - one process ``memory`` holding a bandwidth counter (GB/s) per memory (the shared DRAM and
-  every SRAM domain); every unit process also holds a ``busy cores`` counter;
+  every SRAM domain); every unit process also holds a ``busy cores`` counter and a
+  ``utilization`` counter (busy cores over cores, in percent);
 - one complete event (``"ph": "X"``) per op and per DMA transfer;
 - flow arrows (``"ph": "s"`` / ``"ph": "f"``, category ``dependency``) for every data
   dependency that crosses units: producer -> consumer when both units share a memory domain,
   otherwise producer -> transfer and transfer -> each consumer.
+
+Slices on one track either nest or follow each other, as Perfetto's JSON importer requires: a
+slice that would partly overlap another on its track (the engine does not make such slices
+today; this keeps any future ones loadable) moves to an extra track of the same process,
+named ``... (overlap N)``, and flow arrows bound to it move with it. :func:`check_trace` checks
+a trace object against these rules and the others the importer relies on.
 
 Times are microseconds (the format's unit) rounded to whole nanoseconds: viewers round to
 nanoseconds themselves, and rounding the start and the duration of a slice separately could
@@ -26,14 +33,22 @@ a shorter slice), so both viewers bind it to the right slice.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from chips.schema import Chip, Link
 from hwsim.engine import PS_PER_NS, OpRecord, TransferRecord
 from hwsim.pipeline import RunResult
 
-__all__ = ["busy_core_steps", "chrome_trace", "dma_track", "link_key"]
+__all__ = [
+    "busy_core_steps",
+    "check_trace",
+    "chrome_trace",
+    "dma_track",
+    "link_key",
+    "separate_overlaps",
+]
 
 #: Order of events that share a timestamp: slices first, then flows, then counters.
 _RANK = {"X": 0, "s": 1, "f": 2, "C": 3}
@@ -265,6 +280,15 @@ def chrome_trace(result: RunResult) -> dict[str, Any]:
                     "args": {"cores": busy},
                 }
             )
+            add(
+                {
+                    "name": "utilization",
+                    "ph": "C",
+                    "ts": _us(_ns(t)),
+                    "pid": pid,
+                    "args": {"%": round(100.0 * busy / u.cores, 6)},
+                }
+            )
     memories = sorted(trace.memory_capacity_bytes_per_ps)
     counter_name = {
         m: f"{m} bandwidth (of {trace.memory_capacity_bytes_per_ps[m] * _GBPS_PER_BYTES_PER_PS:g} GB/s)"
@@ -310,7 +334,246 @@ def chrome_trace(result: RunResult) -> dict[str, Any]:
         },
     }
     return {
-        "traceEvents": meta + [e for _, e in timed],
+        "traceEvents": separate_overlaps(meta + [e for _, e in timed]),
         "displayTimeUnit": "ns",
         "otherData": other,
     }
+
+
+# ---------------------------------------------------------------- Perfetto validity
+
+#: Two times (us) closer than this are equal: 0.1 ns, below the trace's 1 ns resolution, so
+#: float round-off of ``ts + dur`` never reads as an overlap.
+_EPS_US = 1e-4
+
+
+def _lanes(slices: list[Event]) -> list[int]:
+    """Lane of each slice (0 = its own track) so that slices in one lane nest or follow each other.
+
+    Greedy in ``(ts, -dur)`` order: each slice goes to the first lane where it fits inside
+    the innermost open slice or after all of them.
+    """
+    order = sorted(range(len(slices)), key=lambda i: (slices[i]["ts"], -slices[i]["dur"], i))
+    stacks: list[list[float]] = []  # per lane: end times of the open slices, outermost first
+    lane_of = [0] * len(slices)
+    for i in order:
+        ts, end = slices[i]["ts"], slices[i]["ts"] + slices[i]["dur"]
+        for lane, stack in enumerate(stacks):
+            while stack and stack[-1] <= ts + _EPS_US:
+                stack.pop()
+            if not stack or end <= stack[-1] + _EPS_US:
+                stack.append(end)
+                lane_of[i] = lane
+                break
+        else:
+            stacks.append([end])
+            lane_of[i] = len(stacks) - 1
+    return lane_of
+
+
+def separate_overlaps(events: list[Event]) -> list[Event]:
+    """Move complete events that partly overlap others on their track to extra tracks.
+
+    Each extra track gets a new ``tid`` in the same process, a ``thread_name`` of
+    ``"<track name> (overlap N)"`` and a sort index just after its track. A flow event
+    (``s``/``f``) moves with the innermost slice that encloses its timestamp. Events are not
+    changed in place; a trace without such overlaps comes back equal.
+
+    >>> ev = [{"ph": "X", "name": n, "ts": t, "dur": 2.0, "pid": 1, "tid": 1} for n, t in [("a", 0.0), ("b", 1.0)]]
+    >>> [(e["name"], e["tid"]) for e in separate_overlaps(ev) if e["ph"] == "X"]
+    [('a', 1), ('b', 2)]
+    """
+    tracks: dict[tuple[int, int], list[int]] = {}
+    for i, e in enumerate(events):
+        if e.get("ph") == "X":
+            tracks.setdefault((e["pid"], e.get("tid", 0)), []).append(i)
+    moved: dict[int, int] = {}  # event index -> new tid
+    new_threads: list[tuple[int, int, int, int]] = []  # pid, old tid, lane, new tid
+    used_tids: dict[int, set[int]] = {}
+    for e in events:
+        if "pid" in e and "tid" in e:
+            used_tids.setdefault(e["pid"], set()).add(e["tid"])
+    for (pid, tid), idx in sorted(tracks.items()):
+        lanes = _lanes([events[i] for i in idx])
+        if not any(lanes):
+            continue
+        tid_of_lane = {0: tid}
+        for lane in sorted(set(lanes) - {0}):
+            new = max(used_tids[pid]) + 1
+            used_tids[pid].add(new)
+            tid_of_lane[lane] = new
+            new_threads.append((pid, tid, lane, new))
+        for i, lane in zip(idx, lanes):
+            if lane:
+                moved[i] = tid_of_lane[lane]
+    if not moved:
+        return list(events)
+    out = [dict(e, tid=moved[i]) if i in moved else e for i, e in enumerate(events)]
+    for i, e in enumerate(events):  # flows follow their enclosing slice
+        if e.get("ph") in ("s", "f") and (e["pid"], e.get("tid", 0)) in tracks:
+            inside = [
+                j
+                for j in tracks[(e["pid"], e.get("tid", 0))]
+                if events[j]["ts"] <= e["ts"] <= events[j]["ts"] + events[j]["dur"]
+            ]
+            if inside:
+                j = min(inside, key=lambda j: events[j]["dur"])
+                if j in moved:
+                    out[i] = dict(e, tid=moved[j])
+    names = {
+        (e["pid"], e["tid"]): e["args"]["name"]
+        for e in events
+        if e.get("ph") == "M" and e.get("name") == "thread_name"
+    }
+    sort_index = {
+        (e["pid"], e["tid"]): e["args"]["sort_index"]
+        for e in events
+        if e.get("ph") == "M" and e.get("name") == "thread_sort_index"
+    }
+    meta: list[Event] = []
+    for pid, tid, lane, new in new_threads:
+        base = names.get((pid, tid), f"thread {tid}")
+        meta.append(
+            {
+                "name": "thread_name",
+                "ph": "M",
+                "pid": pid,
+                "tid": new,
+                "args": {"name": f"{base} (overlap {lane})"},
+            }
+        )
+        meta.append(
+            {
+                "name": "thread_sort_index",
+                "ph": "M",
+                "pid": pid,
+                "tid": new,
+                "args": {"sort_index": sort_index.get((pid, tid), tid) * 1000 + lane},
+            }
+        )
+    n_meta = sum(1 for e in out if e.get("ph") == "M")
+    if any(e.get("ph") == "M" for e in out[n_meta:]):  # metadata not leading: append at the end
+        return out + meta
+    return out[:n_meta] + meta + out[n_meta:]
+
+
+def _number(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def check_trace(trace: Mapping[str, Any] | list[Event]) -> list[str]:
+    """Problems that would make Perfetto's JSON importer drop or misplace events.
+
+    Checks, for any Trace Event Format object (not only hwsim's):
+
+    - every event has a ``ph``, an integer ``pid`` and, except metadata, a finite ``ts >= 0``;
+      complete events (``X``) a finite ``dur >= 0``;
+    - every process that holds an event is named (``process_name``), and so is every thread
+      that holds a slice, a begin/end pair or a flow (``thread_name``);
+    - complete events on one track (pid, tid) nest or follow each other: none starts inside
+      another and ends after it (up to 0.1 ns of round-off);
+    - begin (``B``) and end (``E``) events balance on every track and never end before they begin;
+    - counters (``C``) carry only finite numbers in ``args``;
+    - every flow start (``s``) has a finish (``f``) with the same ``cat`` and ``id``, not earlier.
+
+    Parameters
+    ----------
+    trace : dict or list
+        ``{"traceEvents": [...], ...}`` or the bare event list.
+
+    Returns
+    -------
+    list of str
+        One line per problem; empty when the trace is valid.
+
+    >>> check_trace([{"ph": "X", "name": "a", "ts": 0, "dur": 2, "pid": 1, "tid": 1},
+    ...              {"ph": "X", "name": "b", "ts": 1, "dur": 2, "pid": 1, "tid": 1}])[-1]
+    "pid 1 tid 1: slice 'b' [1, 3] us partly overlaps 'a' [0, 2] us"
+    """
+    events = trace if isinstance(trace, list) else trace.get("traceEvents")
+    if not isinstance(events, list):
+        return ["no traceEvents list"]
+    problems: list[str] = []
+    processes: set[int] = set()
+    threads: set[tuple[int, int]] = set()
+    used_pids: set[int] = set()
+    used_threads: set[tuple[int, int]] = set()
+    slices: dict[tuple[int, int], list[Event]] = {}
+    begins: dict[tuple[int, int], list[float]] = {}
+    flows: dict[tuple[str, object], list[float]] = {}
+    finishes: dict[tuple[str, object], list[float]] = {}
+    for k, e in enumerate(events):
+        ph, pid = e.get("ph"), e.get("pid")
+        if not isinstance(ph, str) or not isinstance(pid, int):
+            problems.append(f"event {k}: needs a string 'ph' and an integer 'pid'")
+            continue
+        tid = e.get("tid", 0)
+        if ph == "M":
+            if e.get("name") == "process_name":
+                processes.add(pid)
+            elif e.get("name") == "thread_name":
+                threads.add((pid, tid))
+            continue
+        used_pids.add(pid)
+        ts = e.get("ts")
+        if not _number(ts) or ts < 0:
+            problems.append(f"event {k} ({e.get('name')!r}): ts {ts!r} is not a finite time >= 0")
+            continue
+        if ph == "X":
+            dur = e.get("dur")
+            if not _number(dur) or dur < 0:
+                problems.append(
+                    f"event {k} ({e.get('name')!r}): dur {dur!r} is not a finite duration >= 0"
+                )
+                continue
+            slices.setdefault((pid, tid), []).append(e)
+            used_threads.add((pid, tid))
+        elif ph in ("B", "E"):
+            used_threads.add((pid, tid))
+            stack = begins.setdefault((pid, tid), [])
+            if ph == "B":
+                stack.append(ts)
+            elif not stack:
+                problems.append(f"pid {pid} tid {tid}: end event at {ts} us without a begin")
+            elif stack.pop() > ts + _EPS_US:
+                problems.append(f"pid {pid} tid {tid}: end event at {ts} us before its begin")
+        elif ph == "C":
+            args = e.get("args")
+            if not isinstance(args, dict) or not args or not all(_number(v) for v in args.values()):
+                problems.append(
+                    f"counter {e.get('name')!r} at {ts} us: args must be finite numbers"
+                )
+        elif ph in ("s", "f"):
+            used_threads.add((pid, tid))
+            key = (str(e.get("cat", "")), e.get("id"))
+            (flows if ph == "s" else finishes).setdefault(key, []).append(ts)
+    for pid in sorted(used_pids - processes):
+        problems.append(f"pid {pid}: no process_name metadata")
+    for pid, tid in sorted(used_threads - threads):
+        problems.append(f"pid {pid} tid {tid}: no thread_name metadata")
+    for (pid, tid), stack in sorted(begins.items()):
+        if stack:
+            problems.append(f"pid {pid} tid {tid}: {len(stack)} begin event(s) never end")
+    for key, starts in flows.items():
+        ends = finishes.get(key, [])
+        if len(ends) < len(starts):
+            problems.append(
+                f"flow {key[0]!r} id {key[1]!r}: {len(starts)} start(s), {len(ends)} finish(es)"
+            )
+        elif min(ends) < min(starts) - _EPS_US:
+            problems.append(f"flow {key[0]!r} id {key[1]!r}: finishes before it starts")
+    for (pid, tid), evs in sorted(slices.items()):
+        evs.sort(key=lambda e: (e["ts"], -e["dur"]))
+        open_: list[Event] = []
+        for e in evs:
+            while open_ and open_[-1]["ts"] + open_[-1]["dur"] <= e["ts"] + _EPS_US:
+                open_.pop()
+            if open_ and e["ts"] + e["dur"] > open_[-1]["ts"] + open_[-1]["dur"] + _EPS_US:
+                o = open_[-1]
+                problems.append(
+                    f"pid {pid} tid {tid}: slice {e.get('name')!r} [{e['ts']:g}, {e['ts'] + e['dur']:g}] us "
+                    f"partly overlaps {o.get('name')!r} [{o['ts']:g}, {o['ts'] + o['dur']:g}] us"
+                )
+                continue
+            open_.append(e)
+    return problems

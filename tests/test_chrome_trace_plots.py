@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import struct
 from collections.abc import Callable
+from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -17,12 +18,14 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
 from chips import load_chip
 from graph_ir import from_model_proto
 from hwsim import plots
-from hwsim.chrome_trace import busy_core_steps, chrome_trace
+from hwsim.chrome_trace import busy_core_steps, check_trace, chrome_trace, separate_overlaps
 from hwsim.pipeline import RunResult, run, run_graph
 
 YOLO = Path(__file__).resolve().parents[1] / "examples" / "models" / "yolov8n.onnx"
@@ -369,3 +372,149 @@ def test_utilization_bins_matches_a_brute_force_count(results: dict[str, RunResu
 def test_utilization_bins_rejects_no_bins(results: dict[str, RunResult]) -> None:
     with pytest.raises(ValueError, match="bins"):
         plots.utilization_bins(results["cross"], 0)
+
+
+# ---------------------------------------------------------------- Perfetto validity
+
+
+@pytest.mark.parametrize("name", RUNS)
+def test_check_trace_accepts_every_fixture_run(results: dict[str, RunResult], name: str) -> None:
+    assert check_trace(chrome_trace(results[name])) == []
+
+
+@pytest.mark.parametrize("chip", ["edge8", "jetson_orin_nano"])
+def test_check_trace_accepts_real_runs_on_other_chips(chip: str) -> None:
+    r = run(chip, YOLO.with_name("audio_kws.onnx"))
+    assert r.trace.transfers or chip == "jetson_orin_nano"
+    assert check_trace(chrome_trace(r)) == []
+
+
+def _named(*events: dict[str, Any]) -> list[dict[str, Any]]:
+    meta = [
+        {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "p"}},
+        {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "t"}},
+    ]
+    return meta + list(events)
+
+
+def _x(name: str, ts: float, dur: float, tid: int = 1) -> dict[str, Any]:
+    return {"ph": "X", "name": name, "ts": ts, "dur": dur, "pid": 1, "tid": tid}
+
+
+@pytest.mark.parametrize(
+    ("events", "needle"),
+    [
+        (_named(_x("a", 0, 2), _x("b", 1, 2)), "partly overlaps 'a'"),
+        (
+            _named(_x("a", 0, 4), _x("b", 1, 2), _x("c", 2.5, 2)),
+            "'c' [2.5, 4.5] us partly overlaps 'b'",
+        ),
+        (_named(_x("a", 0, 1, tid=2)), "tid 2: no thread_name"),
+        (_named(_x("a", 0, 1))[1:], "pid 1: no process_name"),
+        (_named(_x("a", 0, -1)), "dur -1"),
+        (_named(_x("a", -5, 1)), "ts -5"),
+        (_named({"ph": "B", "name": "a", "ts": 1, "pid": 1, "tid": 1}), "never end"),
+        (_named({"ph": "E", "ts": 1, "pid": 1, "tid": 1}), "without a begin"),
+        (
+            _named({"ph": "C", "name": "bw", "ts": 1, "pid": 1, "args": {"GB/s": float("nan")}}),
+            "finite numbers",
+        ),
+        (
+            _named({"ph": "s", "cat": "d", "id": 7, "ts": 1, "pid": 1, "tid": 1}),
+            "1 start(s), 0 finish",
+        ),
+        ({"traceEvents": "nope"}, "no traceEvents"),
+    ],
+)
+def test_check_trace_finds_each_problem(events: Any, needle: str) -> None:
+    problems = check_trace(events)
+    assert len(problems) == 1 and needle in problems[0], problems
+
+
+def test_check_trace_allows_nesting_touching_and_round_off() -> None:
+    events = _named(
+        _x("a", 0, 4),
+        _x("b", 1, 2),
+        _x("c", 1.5, 0.5),
+        _x("d", 4.00000001, 1),
+        _x("e", 0.3, 0.1 + 0.2),
+    )
+    assert check_trace(events) == []
+
+
+def test_overlapping_engine_slices_move_to_their_own_track(results: dict[str, RunResult]) -> None:
+    r = results["yolo"]
+    recs = list(r.trace.ops)
+    by_core = [
+        i for i, x in enumerate(recs) if x.unit == "npu" and x.core == 0 and x.duration_ps > 10_000
+    ]
+    a, b = recs[by_core[0]], recs[by_core[1]]
+    # pull b back so it starts in the middle of a and ends after it
+    shift = b.start_ps - (a.start_ps + a.duration_ps // 2)
+    recs[by_core[1]] = replace(
+        b, start_ps=b.start_ps - shift, end_ps=max(b.end_ps - shift, a.end_ps + 1000)
+    )
+    broken = replace(r, trace=replace(r.trace, ops=tuple(recs)))
+    trace = chrome_trace(broken)
+    assert check_trace(trace) == []
+    events = trace["traceEvents"]
+    slice_b = next(e for e in events if e["ph"] == "X" and e["name"] == b.op)
+    slice_a = next(e for e in events if e["ph"] == "X" and e["name"] == a.op)
+    assert slice_b["pid"] == slice_a["pid"] and slice_b["tid"] != slice_a["tid"]
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    assert names[(slice_b["pid"], slice_b["tid"])] == "npu core 0 (overlap 1)"
+    back = [dict(e, tid=slice_a["tid"]) if e is slice_b else e for e in events]
+    assert any(b.op in p and "partly overlaps" in p for p in check_trace(back))
+    tracks = _slices(events)
+    for e in events:  # every flow still sits inside exactly one slice of its track
+        if e["ph"] in "sf":
+            _bound(tracks, e)
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 3), st.integers(0, 40), st.integers(0, 15)),
+        max_size=25,
+    )
+)
+@settings(max_examples=60, deadline=None)
+def test_separate_overlaps_always_gives_a_valid_trace(spans: list[tuple[int, int, int]]) -> None:
+    events = [
+        {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "p"}},
+        *(
+            {"ph": "M", "name": "thread_name", "pid": 1, "tid": t, "args": {"name": f"t{t}"}}
+            for t in (1, 2, 3)
+        ),
+        *(_x(f"s{i}", ts / 4, dur / 4, tid) for i, (tid, ts, dur) in enumerate(spans)),
+    ]
+    out = separate_overlaps(events)
+    assert check_trace(out) == []
+    key = lambda e: (e["name"], e.get("ts"), e.get("dur"))
+    assert sorted(map(key, (e for e in out if e["ph"] == "X"))) == sorted(map(key, events[4:]))
+    for e in out:  # a moved slice stays in its process and names its original track
+        if e["ph"] == "X" and e["tid"] > 3:
+            name = next(
+                m["args"]["name"]
+                for m in out
+                if m["name"] == "thread_name" and m["tid"] == e["tid"]
+            )
+            original = next(s for s in events[4:] if s["name"] == e["name"])
+            assert name.startswith(f"t{original['tid']} (overlap ")
+    if check_trace(events) == []:
+        assert out == events
+
+
+@pytest.mark.parametrize("name", RUNS)
+def test_utilization_counters_follow_busy_cores(results: dict[str, RunResult], name: str) -> None:
+    r = results[name]
+    events = chrome_trace(r)["traceEvents"]
+    cores = {i + 1: u.cores for i, u in enumerate(r.chip.units)}
+    busy = [
+        (e["pid"], e["ts"], e["args"]["cores"]) for e in events if e.get("name") == "busy cores"
+    ]
+    util = [(e["pid"], e["ts"], e["args"]["%"]) for e in events if e.get("name") == "utilization"]
+    assert len(busy) == len(util) > 0
+    for (pid, ts, n), (pid2, ts2, pct) in zip(busy, util):
+        assert (pid, ts) == (pid2, ts2)
+        assert pct == pytest.approx(100.0 * n / cores[pid])
+        assert 0.0 <= pct <= 100.0
