@@ -45,6 +45,9 @@ class OpCost:
     dram_write_bytes: int
     energy_pj: float
     note: str = ""
+    #: SRAM/cache tiles the working set is cut into (1: it fits); the engine runs a tiled op
+    #: as double-buffered load/compute/store phases (see ``hwsim.engine``).
+    tiles: int = 1
 
     @property
     def latency_ns(self) -> float:
@@ -151,6 +154,7 @@ def finish(
     dram_read_bytes: int,
     dram_write_bytes: int,
     note: str = "",
+    tiles: int = 1,
 ) -> OpCost:
     """Assemble an :class:`OpCost` from the compute time and the traffic per memory level.
 
@@ -163,7 +167,9 @@ def finish(
     overhead_ns = unit.op_overhead_ns + (chip.dram.latency_ns if dram else 0.0)
     latency = max(compute_ns, memory_ns) + overhead_ns
     energy = unit.active_w * latency * 1e3 + dram * chip.dram.energy_pj_per_byte
-    return OpCost(unit.name, dtype, compute_ns, memory_ns, overhead_ns, dram_read_bytes, dram_write_bytes, energy, note)
+    return OpCost(
+        unit.name, dtype, compute_ns, memory_ns, overhead_ns, dram_read_bytes, dram_write_bytes, energy, note, tiles
+    )
 
 
 def efficiency(unit: Unit, op: Op, defaults: Mapping[str, float], fallback: float) -> float:

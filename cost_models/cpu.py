@@ -58,7 +58,7 @@ class CpuModel(UnitModel):
         llc = levels[-1][0] * 1024
         extra, tiles = tiling_extra_bytes(in_b, w_b, out_b, llc)
         note = f"{dtype}, spills LLC" + (f", {tiles} tiles" if tiles > 1 else "")
-        return finish(op, unit, chip, dtype, compute_ns, 0, 0.0, in_b + w_b + extra, out_b, note)
+        return finish(op, unit, chip, dtype, compute_ns, 0, 0.0, in_b + w_b + extra, out_b, note, tiles)
 
 
 def _is_depthwise(op: Op) -> bool:

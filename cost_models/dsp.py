@@ -35,7 +35,7 @@ class DspModel(UnitModel):
         compute_ns = op.flops / (peak * eff) if op.flops else 0.0
         extra, tiles = tiling_extra_bytes(in_b, w_b, out_b, unit.sram_kib * 1024)
         note = f"{dtype}" + (f", {tiles} SRAM tiles" if tiles > 1 else "")
-        return finish(op, unit, chip, dtype, compute_ns, 0, 0.0, in_b + w_b + extra, out_b, note)
+        return finish(op, unit, chip, dtype, compute_ns, 0, 0.0, in_b + w_b + extra, out_b, note, tiles)
 
 
 register_model(DspModel())

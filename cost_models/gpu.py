@@ -56,7 +56,7 @@ class GpuModel(UnitModel):
         compute_ns = op.flops / (peak * eff) if op.flops else 0.0
         extra, tiles = tiling_extra_bytes(in_b, w_b, out_b, unit.l2_kib * 1024)
         note = f"{dtype}, waves {util:.0%} full" + (f", {tiles} L2 tiles" if tiles > 1 else "")
-        return finish(op, unit, chip, dtype, compute_ns, 0, 0.0, in_b + w_b + extra, out_b, note)
+        return finish(op, unit, chip, dtype, compute_ns, 0, 0.0, in_b + w_b + extra, out_b, note, tiles)
 
 
 register_model(GpuModel())

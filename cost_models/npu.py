@@ -114,7 +114,7 @@ class NpuModel(UnitModel):
         extra, tiles = tiling_extra_bytes(in_b, w_b, out_b, unit.sram_kib * 1024)
         if tiles > 1:
             note += f", {tiles} SRAM tiles (+{extra} B)"
-        return finish(op, unit, chip, dtype, compute_ns, 0, 0.0, in_b + w_b + extra, out_b, note)
+        return finish(op, unit, chip, dtype, compute_ns, 0, 0.0, in_b + w_b + extra, out_b, note, tiles)
 
 
 register_model(NpuModel())
