@@ -1,5 +1,5 @@
-"""Reports: summary.json, trace.json, PNG plots, critical_path.txt and traffic.csv, written
-atomically into one folder, plus the short summary printed on the terminal."""
+"""Reports: summary.json, trace.json, PNG plots, critical_path.txt, traffic.csv and report.html,
+written atomically into one folder, plus the short summary printed on the terminal."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ REPORT_FILES = (
     "gantt.png",
     "traffic.png",
     "bandwidth.png",
+    "report.html",
 )
 
 
@@ -190,6 +191,10 @@ def write_reports(result: RunResult, out_dir: Path, plots: bool = True) -> list[
             gantt_png(result, tmp / "gantt.png")
             traffic_png(result, tmp / "traffic.png")
             bandwidth_png(result, tmp / "bandwidth.png")
+        from hwsim.html_report import FIGURES, html_report
+
+        images = {n: (tmp / n).read_bytes() for n in FIGURES if (tmp / n).exists()}
+        (tmp / "report.html").write_text(html_report(result, summary(result), images), encoding="utf-8")
         os.chmod(tmp, 0o755)
         backup = None
         if out_dir.exists():
