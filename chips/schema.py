@@ -114,10 +114,34 @@ class _UnitBase(_Spec):
         None, description="If set, the only ONNX op types this unit can run."
     )
     unsupported_ops: tuple[str, ...] = ()
+    fuses: tuple[str, ...] | None = Field(
+        None,
+        description=(
+            "Elementwise/activation op types this unit fuses into the conv/matmul before them "
+            "(no DRAM round trip for the intermediate); None means the default of the unit's kind."
+        ),
+    )
     efficiency: dict[str, Efficiency] = Field(
         default_factory=dict,
         description="Achieved fraction of peak per ONNX op type (calibration), overrides defaults.",
     )
+    split_ops: tuple[str, ...] = Field(
+        (),
+        description=(
+            "ONNX op types one op of which may be split across several cores of this unit "
+            "(each core computes a slice of the output rows; weights are read by every core)."
+        ),
+    )
+    split_overhead_ns: NonNegFloat = Field(
+        0.0, description="Extra cost of running one op split across cores (partition, sync)."
+    )
+
+    @model_validator(mode="after")
+    def _splittable_ops_run_here(self) -> _UnitBase:
+        for op_type in self.split_ops:
+            if not self.can_run(op_type):
+                raise ValueError(f"split_ops: {op_type!r} is not an op type unit {self.name!r} runs")
+        return self
 
     def can_run(self, op_type: str) -> bool:
         """Whether this unit accepts ``op_type`` at all (dtype aside)."""
@@ -190,6 +214,15 @@ class NpuUnit(_UnitBase):
         64, description="Per core, for elementwise/activation/pooling work (post-processing unit)."
     )
     sram_kib: PositiveFloat = Field(description="On-core buffer per core for inputs, weights, outputs.")
+    dataflow: Literal["ws", "os", "is"] = Field(
+        "ws",
+        description=(
+            "What stays in the PEs while the other operands stream past: ws (weight-stationary: "
+            "the reduction folds onto the rows, output channels onto the columns, pixels/tokens "
+            "stream), os (output-stationary: pixels/tokens x output channels stay, the reduction "
+            "streams), is (input-stationary: reduction x pixels/tokens stay, output channels stream)."
+        ),
+    )
 
     def dtypes(self) -> tuple[str, ...]:
         return tuple(d for d in DTYPES if d in self.macs_per_pe_per_cycle)

@@ -35,6 +35,9 @@ class Placement:
     est_start_ns: float
     est_finish_ns: float
     reason: str = ""
+    #: Cores of ``unit`` the op runs on, split (``core`` first). None: the engine decides (it
+    #: splits an op whose type the unit lists in ``split_ops`` over cores that are idle).
+    cores: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
