@@ -34,7 +34,7 @@ from graph_ir import (
     parse_input_shape,
     registered_op_types,
 )
-from graph_ir.synthetic import random_dag
+from graph_ir.synthetic import layered_dag, random_dag, transformer_dag
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "examples" / "models"
 ALL_MODELS = sorted(p.stem for p in MODELS_DIR.glob("*.onnx"))
@@ -730,3 +730,63 @@ class TestRandomDag:
             assert all(d > 0 for t in op.outputs for d in t.shape)
         if n:
             assert nx.is_weakly_connected(g)
+
+
+def _check_consistent(graph: Any, n: int) -> None:
+    """Shared invariants of the synthetic generators: size, order, edges, outputs."""
+    g = graph.g
+    assert len(graph) == n
+    assert nx.is_directed_acyclic_graph(g)
+    pos = {name: i for i, name in enumerate(graph.order)}
+    assert set(pos) == set(g.nodes)
+    for u, v, tensors in g.edges(data="tensors"):
+        assert pos[u] < pos[v]
+        assert all(graph.producer[t] == u for t in tensors)
+        assert set(tensors) <= {t.name for t in graph.op(v).inputs}
+    consumed = {t for _, _, ts in g.edges(data="tensors") for t in ts}
+    produced = {t.name for op in graph.ops() for t in op.outputs}
+    # every produced tensor nobody reads is a graph output, and only those
+    assert {t.name for t in graph.outputs} == produced - consumed
+
+
+class TestLayeredDag:
+    def test_empty(self) -> None:
+        assert len(layered_dag(0)) == 0
+
+    @settings(max_examples=25, deadline=None)
+    @given(n=st.integers(min_value=1, max_value=300), seed=st.integers(min_value=0, max_value=2**32 - 1))
+    def test_consistent_with_bounded_fan_in(self, n: int, seed: int) -> None:
+        graph = layered_dag(n, seed=seed)
+        _check_consistent(graph, n)
+        assert all(graph.g.in_degree(v) <= 3 for v in graph.g)
+        # ops without a producer upstream read the graph input (the first layer's branches)
+        for op in graph.ops():
+            assert graph.g.in_degree(op.name) > 0 or graph.inputs[0] in op.inputs
+
+    def test_wide_and_deterministic(self) -> None:
+        a, b = layered_dag(400, seed=5), layered_dag(400, seed=5)
+        assert a.order == b.order
+        # layers of 8: the longest chain is far shorter than the graph
+        assert len(nx.dag_longest_path(a.g)) < 400 / 3
+        assert max(d for _, d in a.g.out_degree()) >= 2
+
+
+class TestTransformerDag:
+    def test_empty(self) -> None:
+        assert len(transformer_dag(0)) == 0
+
+    @settings(max_examples=20, deadline=None)
+    @given(n=st.integers(min_value=1, max_value=250), heads=st.sampled_from([1, 2, 4, 8]))
+    def test_consistent(self, n: int, heads: int) -> None:
+        _check_consistent(transformer_dag(n, heads=heads), n)
+
+    def test_heads_fan_out_and_in(self) -> None:
+        heads = 4
+        graph = transformer_dag(11 + 6 * heads, heads=heads)  # exactly one block
+        g = graph.g
+        concat = next(n for n in graph.order if graph.op(n).op_type == "Concat")
+        assert g.in_degree(concat) == heads
+        q_proj = next(n for n in graph.order if graph.op(n).op_type == "MatMul")
+        assert g.out_degree(q_proj) == heads  # one Slice per head
+        assert len(graph.outputs) == 1
+        assert graph.total_macs > 0
