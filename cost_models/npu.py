@@ -1,16 +1,23 @@
-"""NPU cost model: convolutions and matrix products on a MAC array of ``rows x cols``.
+"""NPU cost model: convolutions and matrix products on a systolic MAC array of ``rows x cols``.
 
-A conv or matmul is lowered to a GEMM ``(M x K) . (K x N)`` the way a weight-stationary
-array sees it: K (reduction) folds onto the rows, N (output channels) onto the columns, and M
-(output pixels / tokens) streams through. Every fold pays the array's fill and drain, and a
-dimension that does not fill the array leaves PEs idle (tile quantization). Other ops run on
-the per-core vector unit. Operands stream through the core's SRAM; a working set that does
-not fit is tiled and re-read from DRAM.
+A conv or matmul is lowered to a GEMM ``(M x K) . (K x N)`` (M output pixels or tokens, N
+output channels, K the reduction ``C_in x kernel window``) and mapped onto the array by the
+unit's dataflow, the way SCALE-Sim v3 counts it (:func:`array_cycles`): two GEMM dimensions are
+folded onto the array's rows and columns, the third streams through; every fold pays the fill,
+the skew and the drain of the array, and a dimension that does not fill the array leaves PEs
+idle (tile quantization). Other ops run on the per-core vector unit.
+
+Operands stream through the core's SRAM in tiles no larger than half the buffer, so the next
+tile can load while the current one computes (double buffering, :func:`sram_plan`; the engine
+runs the tiles, see :attr:`~cost_models.base.OpCost.tiles`). When even one array fold cannot be
+held twice, loads and compute serialise. A working set larger than the SRAM is re-read from
+DRAM (:func:`~cost_models.base.tiling_extra_bytes`).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 
 from chips.schema import Chip, Dtype, NpuUnit, Unit
 from cost_models.base import (
@@ -21,9 +28,9 @@ from cost_models.base import (
     register_model,
     tiling_extra_bytes,
 )
-from graph_ir.ir import Op
+from graph_ir.ir import PRECISION_BYTES, Op
 
-__all__ = ["NpuModel", "array_cycles", "gemm_of"]
+__all__ = ["DATAFLOWS", "NpuModel", "SramPlan", "array_cycles", "array_folds", "gemm_of", "sram_plan"]
 
 #: Fraction of the vector unit's peak per category (MAC-array ops are set by the geometry).
 DEFAULT_EFFICIENCY = {
@@ -31,6 +38,8 @@ DEFAULT_EFFICIENCY = {
     "softmax": 0.4, "signal": 0.2, "data": 1.0, "unknown": 1.0, "rnn": 0.3,
 }  # fmt: skip
 
+#: Dataflows of a systolic array: weight-, output- and input-stationary.
+DATAFLOWS = ("ws", "os", "is")
 
 
 def gemm_of(op: Op) -> tuple[int, int, int, int] | None:
@@ -76,21 +85,103 @@ def gemm_of(op: Op) -> tuple[int, int, int, int] | None:
     return None
 
 
-def array_cycles(gemm: tuple[int, int, int, int], rows: int, cols: int) -> int:
-    """Weight-stationary cycles: one fold per ``rows x cols`` weight tile, each streaming M
-    rows of input plus ``rows + cols - 1`` cycles of fill and drain.
+def array_folds(gemm: tuple[int, int, int, int], rows: int, cols: int, dataflow: str = "ws") -> tuple[int, int]:
+    """How a GEMM maps onto the array: ``(folds, cycles_per_fold)`` per batch element.
 
-    >>> array_cycles((1, 100, 32, 32), 32, 32)
-    163
+    ``ws`` keeps a ``rows x cols`` tile of weights (K x N) in the PEs and streams the M rows of
+    input through; ``os`` keeps an M x N tile of outputs and streams K; ``is`` keeps a K x M tile
+    of inputs and streams N. A fold of ``ws`` or ``is`` first loads its stationary tile (``rows``
+    cycles), then streams, then pays the skew across the rows and the drain across the columns
+    (``rows - 1 + cols - 1``); ``os`` has no load phase: its operands skew in while they stream.
+
+    >>> array_folds((1, 100, 64, 64), 32, 32, "ws")  # 2 x 2 weight tiles, 100 rows streamed
+    (4, 194)
+    >>> array_folds((1, 100, 64, 64), 32, 32, "os")  # 4 x 2 output tiles, K = 64 streamed
+    (8, 126)
+    """
+    _, m, n, k = gemm
+    if dataflow == "ws":
+        return math.ceil(k / rows) * math.ceil(n / cols), m + 2 * rows + cols - 2
+    if dataflow == "os":
+        return math.ceil(m / rows) * math.ceil(n / cols), k + rows + cols - 2
+    if dataflow == "is":
+        return math.ceil(k / rows) * math.ceil(m / cols), n + 2 * rows + cols - 2
+    raise ValueError(f"unknown dataflow {dataflow!r}; expected one of {DATAFLOWS}")
+
+
+def array_cycles(gemm: tuple[int, int, int, int], rows: int, cols: int, dataflow: str = "ws") -> int:
+    """Stall-free cycles of a ``(batch, M, N, K)`` GEMM on a ``rows x cols`` systolic array.
+
+    Folds run back to back (``batch x folds x cycles_per_fold`` from :func:`array_folds`);
+    the last cycle is the one the final output leaves the array, counted from 0 as SCALE-Sim
+    v3 does (its ``Total Cycles - Stall Cycles``), which this matches exactly on the
+    reference layers in ``tests/data/scalesim/``.
+
+    >>> array_cycles((1, 256, 256, 256), 16, 16, "os")  # SCALE-Sim v3: 73215
+    73215
+    >>> array_cycles((1, 256, 256, 256), 16, 16, "ws")  # SCALE-Sim v3: 77311
+    77311
     >>> array_cycles((1, 100, 33, 32), 32, 32)  # one extra column: a second fold
-    326
+    387
     """
     batch, m, n, k = gemm
-    folds = math.ceil(k / rows) * math.ceil(n / cols)
-    return batch * folds * (m + rows + cols - 1)
+    if min(batch, m, n, k) <= 0:
+        return 0
+    folds, per_fold = array_folds(gemm, rows, cols, dataflow)
+    return batch * folds * per_fold - 1
+
+
+@dataclass(frozen=True, slots=True)
+class SramPlan:
+    """How an op's operands move between DRAM and one core's SRAM.
+
+    Attributes
+    ----------
+    tiles : int
+        Tiles the working set is cut into, each at most half the buffer so that the next one
+        loads while the current one computes (1: the whole working set fits in half the SRAM).
+    double_buffered : bool
+        Whether two of the smallest tiles the core can work on (one array fold's operands)
+        fit the buffer; if not, loads and compute take turns.
+    dram_read_bytes, dram_write_bytes : int
+        DRAM traffic, re-reads of a working set larger than the SRAM included.
+    """
+
+    tiles: int
+    double_buffered: bool
+    dram_read_bytes: int
+    dram_write_bytes: int
+
+
+def sram_plan(in_bytes: int, weight_bytes: int, out_bytes: int, capacity_bytes: float,
+              min_tile_bytes: float) -> SramPlan:
+    """Tile an op's operands (bytes of inputs, weights, outputs) through ``capacity_bytes`` of SRAM.
+
+    ``min_tile_bytes`` is the smallest piece of work the core can start on (one array fold:
+    its stationary ``rows x cols`` tile and an array-wide slice of each streamed operand).
+
+    >>> sram_plan(1000, 1000, 1000, 64 * 1024, 3 * 1024)  # fits in half the buffer
+    SramPlan(tiles=1, double_buffered=True, dram_read_bytes=2000, dram_write_bytes=1000)
+    >>> sram_plan(300_000, 60_000, 300_000, 384 * 1024, 3 * 1024)  # 4 half-buffer tiles
+    SramPlan(tiles=4, double_buffered=True, dram_read_bytes=360000, dram_write_bytes=300000)
+    >>> sram_plan(1000, 1000, 1000, 1500, 1000).double_buffered  # a fold fits only once
+    False
+    """
+    extra, reread_tiles = tiling_extra_bytes(in_bytes, weight_bytes, out_bytes, capacity_bytes)
+    total = in_bytes + weight_bytes + out_bytes
+    half = capacity_bytes / 2
+    tiles = max(reread_tiles, math.ceil(total / half) if half > 0 and total > 0 else 1)
+    return SramPlan(tiles, 2 * min_tile_bytes <= capacity_bytes, in_bytes + weight_bytes + extra, out_bytes)
 
 
 class NpuModel(UnitModel):
+    """Systolic MAC array for conv/matmul, vector unit for the rest, SRAM-tiled operands.
+
+    A tiled op reports its tile count (:attr:`OpCost.tiles`); the engine overlaps tile
+    ``i + 1``'s load with tile ``i``'s compute. When the SRAM cannot hold one array fold twice
+    there is no such overlap and the shorter of compute and memory time is added as overhead.
+    """
+
     kind = "npu"
 
     def cost(
@@ -99,22 +190,38 @@ class NpuModel(UnitModel):
         assert isinstance(unit, NpuUnit)
         clock_ghz = unit.clock_mhz * 1e-3
         gemm = gemm_of(op)
+        rows, cols = unit.mac_rows, unit.mac_cols
         if gemm is not None:
-            cycles = array_cycles(gemm, unit.mac_rows, unit.mac_cols)
+            cycles = array_cycles(gemm, rows, cols, unit.dataflow)
             rate = unit.macs_per_pe_per_cycle[dtype] * unit.efficiency.get(op.op_type, 1.0)
             compute_ns = cycles / rate / clock_ghz
-            util = op.macs / (cycles * unit.mac_rows * unit.mac_cols) if cycles else 0.0
-            note = f"{dtype}, array {util:.0%} busy (B,M,N,K={gemm})"
+            util = op.macs / (cycles * rows * cols) if cycles > 0 else 0.0
+            min_tile = 3 * rows * cols * PRECISION_BYTES[dtype]
+            note = f"{dtype}, {unit.dataflow} array {util:.0%} busy (B,M,N,K={gemm})"
         else:
             eff = efficiency(unit, op, DEFAULT_EFFICIENCY, 0.5)
             work = op.flops if op.category != "rnn" else op.macs * 2
-            lanes = unit.vector_ops_per_cycle if op.category != "rnn" else unit.mac_rows * unit.mac_cols
+            lanes = unit.vector_ops_per_cycle if op.category != "rnn" else rows * cols
             compute_ns = work / (lanes * clock_ghz * eff) if work else 0.0
+            min_tile = 3 * lanes * PRECISION_BYTES[dtype]
             note = f"{dtype}, vector unit"
-        extra, tiles = tiling_extra_bytes(in_b, w_b, out_b, unit.sram_kib * 1024)
-        if tiles > 1:
-            note += f", {tiles} SRAM tiles (+{extra} B)"
-        return finish(op, unit, chip, dtype, compute_ns, 0, 0.0, in_b + w_b + extra, out_b, note, tiles)
+        plan = sram_plan(in_b, w_b, out_b, unit.sram_kib * 1024, min_tile)
+        extra = plan.dram_read_bytes - in_b - w_b
+        if plan.tiles > 1:
+            note += f", {plan.tiles} SRAM tiles" + (f" (+{extra} B re-read)" if extra else "")
+        tiles = plan.tiles if plan.double_buffered else 1
+        cost = finish(op, unit, chip, dtype, compute_ns, 0, 0.0, plan.dram_read_bytes, plan.dram_write_bytes,
+                      note, tiles)
+        if plan.double_buffered:
+            return cost
+        # loads and compute take turns: the shorter of the two adds to the longer
+        serial_ns = min(cost.compute_ns, cost.memory_ns)
+        return replace(
+            cost,
+            overhead_ns=cost.overhead_ns + serial_ns,
+            energy_pj=cost.energy_pj + unit.active_w * serial_ns * 1e3,
+            note=cost.note + ", single-buffered",
+        )
 
 
 register_model(NpuModel())
