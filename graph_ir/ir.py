@@ -159,15 +159,21 @@ class ModelGraph:
     outputs: tuple[Tensor, ...]
     producer: Mapping[str, str]
     order: tuple[str, ...]
+    _ops: dict[str, Op] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Index of the ops by name: `op()` is called a few times per op by every stage, and a
+        # plain dict is several times faster than networkx's node views (the graph is not
+        # mutated once a ModelGraph wraps it).
+        object.__setattr__(self, "_ops", {n: d["op"] for n, d in self.g.nodes(data=True)})
 
     def op(self, name: str) -> Op:
-        result: Op = self.g.nodes[name]["op"]
-        return result
+        return self._ops[name]
 
     def ops(self) -> list[Op]:
         """Ops in a deterministic topological order."""
-        nodes = self.g.nodes
-        return [nodes[n]["op"] for n in self.order]
+        ops = self._ops
+        return [ops[n] for n in self.order]
 
     @property
     def unknown_ops(self) -> tuple[str, ...]:
