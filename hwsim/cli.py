@@ -25,7 +25,10 @@ log = logging.getLogger("hwsim")
 #: ``add_parser(sub)`` (adds its subparser to the ``add_subparsers`` object), ``main(args) -> int``
 #: and ``INPUT_ERRORS``, the exception types that mean bad input (one line, exit 2). Modules keep
 #: heavy imports inside ``main`` so that ``hwsim --help`` stays fast.
-COMMAND_MODULES: dict[str, str] = {}
+COMMAND_MODULES: dict[str, str] = {
+    "compare": "hwsim.cmd_compare",
+    "sensitivity": "hwsim.cmd_sensitivity",
+}
 
 
 def _command_module(name: str) -> ModuleType:

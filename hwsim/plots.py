@@ -8,9 +8,10 @@ transfers, a run of zero length (a graph of views) and units that never ran anyt
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from matplotlib import colormaps
@@ -27,8 +28,10 @@ __all__ = [
     "CATEGORY_COLORS",
     "GANTT_MAX_OPS",
     "bandwidth_png",
+    "compare_png",
     "gantt_png",
     "heatmap_png",
+    "sensitivity_png",
     "traffic_png",
     "utilization_bins",
 ]
@@ -431,4 +434,140 @@ def bandwidth_png(result: RunResult, path: Path) -> None:
         ax.grid(color="#e5e5e5", linewidth=0.6)
     axes[-1].set_xlabel("time (ms)" if trace.makespan_ps > 0 else "time (ms): zero-length run")
     axes[0].set_title(_title(result, "memory bandwidth in use"), fontsize=10)
+    _save(fig, path)
+
+
+def _grouped_bars(
+    ax: Axes,
+    groups: Sequence[str],
+    series: Sequence[tuple[str, Sequence[float | None]]],
+    ylabel: str,
+) -> None:
+    """Bars grouped by ``groups``, one bar per series in each group (``None``: no bar)."""
+    n = max(1, len(series))
+    width = 0.8 / n
+    x = np.arange(len(groups), dtype=np.float64)
+    cmap = colormaps["tab10"]
+    for k, (label, values) in enumerate(series):
+        xs = [x[i] + (k - (n - 1) / 2) * width for i, v in enumerate(values) if v is not None]
+        hs = [float(v) for v in values if v is not None]
+        bars = ax.bar(xs, hs, width * 0.95, color=cmap(k % 10), label=label)
+        if len(groups) * n <= 24:
+            ax.bar_label(bars, fmt="%.3g", fontsize=7, padding=1)
+    ax.set_xticks(x, groups, fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.grid(axis="y", color="#e5e5e5", linewidth=0.6)
+    ax.set_axisbelow(True)
+    ax.margins(y=0.15)
+
+
+def compare_png(data: Mapping[str, Any], path: Path) -> None:
+    """Grouped bars of runs side by side (the content of ``compare.json``).
+
+    Four panels: time (latency and critical path, ms), energy (mJ), traffic (cross-domain
+    and DRAM bytes, MB) and utilization per unit (%); one colour per run throughout.
+    """
+    runs = list(data["runs"])
+    units: dict[str, None] = {}
+    for r in runs:
+        units.update(dict.fromkeys(r["utilization"]))
+    fig = Figure(
+        figsize=(max(10.0, 4 + 1.2 * len(units) + 0.6 * len(runs)), 7.5), layout="constrained"
+    )
+    axes = fig.subplots(2, 2, gridspec_kw={"width_ratios": [1, max(1.0, len(units) / 2)]})
+    _grouped_bars(
+        axes[0, 0],
+        ["latency", "critical path"],
+        [(r["label"], [r["latency_ms"], r["critical_path_ms"]]) for r in runs],
+        "ms",
+    )
+    _grouped_bars(axes[0, 1], list(units), [(r["label"], [
+        None if r["utilization"].get(u) is None else 100 * r["utilization"][u] for u in units
+    ]) for r in runs], "utilization (%)")  # fmt: skip
+    axes[0, 1].set_ylim(0, 110)
+    _grouped_bars(axes[1, 0], ["energy"], [(r["label"], [r["energy_mj"]]) for r in runs], "mJ")
+    _grouped_bars(
+        axes[1, 1],
+        ["cross-domain DMA", "DRAM"],
+        [
+            (
+                r["label"],
+                [
+                    r["cross_domain_bytes"] / 1e6,
+                    None if r["dram_bytes"] is None else r["dram_bytes"] / 1e6,
+                ],
+            )
+            for r in runs
+        ],
+        "MB moved",
+    )
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside right upper", fontsize=8, frameon=False)
+    models = sorted({str(r["model"]) for r in runs})
+    fig.suptitle(
+        f"{', '.join(models)}: {len(runs)} runs compared (fastest {data['fastest']})", fontsize=11
+    )
+    _save(fig, path)
+
+
+def sensitivity_png(data: Mapping[str, Any], path: Path) -> None:
+    """Latency against each parameter's factor, and each parameter's elasticity.
+
+    ``data`` is the content of ``sensitivity.json``. Left: latency (ms) over the factor
+    (log-2 axis), one line per parameter, invalid points left out. Right: elasticities as
+    horizontal bars, largest magnitude on top, the bottleneck in red.
+    """
+    params = list(data["parameters"])
+    fig = Figure(figsize=(13, max(4.5, 1.5 + 0.32 * len(params))), layout="constrained")
+    left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.6, 1]})
+    cmap = colormaps["tab20"]
+    for k, p in enumerate(params):
+        pts = [(q["factor"], q["latency_ms"]) for q in p["points"] if q["latency_ms"] is not None]
+        if pts:
+            xs, ys = zip(*pts)
+            left.plot(
+                xs,
+                ys,
+                marker="o",
+                markersize=3.5,
+                linewidth=1.2,
+                color=cmap(k % 20),
+                label=p["name"],
+            )
+    left.set_xscale("log", base=2)
+    factors = [float(f) for f in data["factors"]]
+    left.set_xticks(factors, [f"{f:.3g}x" for f in factors])
+    left.axvline(1.0, color="#999999", linewidth=0.8, linestyle=":")
+    left.set_xlabel("parameter / its value in the chip file")
+    left.set_ylabel("latency (ms)")
+    left.grid(color="#e5e5e5", linewidth=0.6)
+    left.legend(fontsize=7, loc="best", ncols=1 + len(params) // 12)
+    ranked = sorted(
+        (p for p in params if p["elasticity"] is not None),
+        key=lambda p: abs(p["elasticity"]),
+        reverse=True,
+    )
+    bottleneck = (data.get("bottleneck") or {}).get("parameter")
+    names = [p["name"] for p in ranked]
+    values = [p["elasticity"] for p in ranked]
+    colors = [_CRITICAL_COLOR if n == bottleneck else "#1f77b4" for n in names]
+    right.barh(range(len(names)), values, color=colors)
+    right.set_yticks(range(len(names)), names, fontsize=8)
+    right.set_ylim(len(names) - 0.5 if names else 0.5, -0.5)
+    right.axvline(0.0, color="#555555", linewidth=0.8)
+    right.set_xlabel("elasticity d log latency / d log parameter")
+    right.grid(axis="x", color="#e5e5e5", linewidth=0.6)
+    if not names:
+        right.text(
+            0.5,
+            0.5,
+            "no elasticity could be computed",
+            ha="center",
+            va="center",
+            transform=right.transAxes,
+        )
+    title = f"{data['model']} on {data['chip']}: latency {data['base_latency_ms']:.3f} ms as is"
+    if bottleneck:
+        title += f"; bottleneck {bottleneck}"
+    fig.suptitle(title, fontsize=11)
     _save(fig, path)

@@ -479,7 +479,7 @@ def test_overlapping_engine_slices_move_to_their_own_track(results: dict[str, Ru
 )
 @settings(max_examples=60, deadline=None)
 def test_separate_overlaps_always_gives_a_valid_trace(spans: list[tuple[int, int, int]]) -> None:
-    events = [
+    events: list[dict[str, Any]] = [
         {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "p"}},
         *(
             {"ph": "M", "name": "thread_name", "pid": 1, "tid": t, "args": {"name": f"t{t}"}}
