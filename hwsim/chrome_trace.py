@@ -34,10 +34,11 @@ a shorter slice), so both viewers bind it to the right slice.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from chips.schema import Chip, Link
+from hwsim.analysis import power_timeline
 from hwsim.engine import PS_PER_NS, OpRecord, TransferRecord
 from hwsim.pipeline import RunResult
 
@@ -51,7 +52,7 @@ __all__ = [
 ]
 
 #: Order of events that share a timestamp: slices first, then flows, then counters.
-_RANK = {"X": 0, "s": 1, "f": 2, "C": 3}
+_RANK = {"E": -1, "X": 0, "B": 0, "s": 1, "f": 2, "C": 3}
 _GBPS_PER_BYTES_PER_PS = 1000.0  # 1 byte/ps = 1e12 B/s = 1000 GB/s
 
 Event = dict[str, Any]
@@ -80,14 +81,40 @@ def busy_core_steps(ops: Iterable[OpRecord]) -> list[tuple[int, int]]:
     """
     delta: dict[int, int] = {}
     for r in ops:
-        delta[r.start_ps] = delta.get(r.start_ps, 0) + 1
-        delta[r.end_ps] = delta.get(r.end_ps, 0) - 1
+        n = len(r.all_cores)  # an op split across cores keeps each of them busy
+        delta[r.start_ps] = delta.get(r.start_ps, 0) + n
+        delta[r.end_ps] = delta.get(r.end_ps, 0) - n
     steps, busy = [], 0
     for t in sorted(delta):
         if delta[t]:
             busy += delta[t]
             steps.append((t, busy))
     return steps
+
+
+def _shards_and_phases(r: OpRecord, pid: int, cores: int, add: Callable[[Event, float], None]) -> None:
+    """Begin/end slices for an op split across cores (one per extra core, on that core's track)
+    and for a tiled op's phases: computes on each core's ``tiles`` track, loads and stores on its
+    ``load/store`` track, so the overlap of tile i + 1's load with tile i's compute shows."""
+
+    def span(name: str, tid: int, start_ps: int, end_ps: int, args: dict[str, Any]) -> None:
+        s, e = _ns(start_ps), _ns(end_ps)
+        if e > s:  # a begin/end pair of zero length would sort end-first
+            common = {"name": name, "cat": "tile" if "tiles" in args else "shard", "pid": pid, "tid": tid}
+            add({**common, "ph": "B", "ts": _us(s), "args": args}, e)
+            add({**common, "ph": "E", "ts": _us(e)}, e)
+
+    for i, c in enumerate(r.cores[1:], start=1):
+        span(f"{r.op} [shard {i}]", c + 1, r.start_ps, r.end_ps, {"node": r.op, "shard": i, "of": len(r.cores)})
+    for c in r.all_cores:
+        for ph in r.phases:
+            args: dict[str, Any] = {"node": r.op, "tiles": ph.tiles}
+            if ph.kind == "compute":
+                span(f"compute {ph.tiles}", cores + c + 1, ph.start_ps, ph.end_ps, args)
+            else:
+                memory_only = ph.tiles.startswith(("load", "store"))
+                name = ph.tiles if memory_only else f"load/store while computing {ph.tiles}"
+                span(name, 2 * cores + c + 1, ph.start_ps, ph.end_ps, {**args, "bytes": ph.bytes})
 
 
 def _ns(ps: int) -> int:
@@ -160,6 +187,10 @@ def chrome_trace(result: RunResult) -> dict[str, Any]:
         name_process(pid, f"{u.name} ({u.kind}, {u.cores} core{'s' if u.cores > 1 else ''})")
         for c in range(u.cores):
             name_thread(pid, c + 1, f"{u.name} core {c}")
+        if any(r.phases for r in trace.ops if r.unit == u.name):  # tiled ops: their phases
+            for c in range(u.cores):
+                name_thread(pid, u.cores + c + 1, f"{u.name} core {c} tiles")
+                name_thread(pid, 2 * u.cores + c + 1, f"{u.name} core {c} load/store")
     dma_pid = len(chip.units) + 1
     memory_pid = dma_pid + 1
     name_process(dma_pid, "DMA")
@@ -197,6 +228,7 @@ def chrome_trace(result: RunResult) -> dict[str, Any]:
             },
             e,
         )
+        _shards_and_phases(r, pid, chip.unit(r.unit).cores, add)
 
     # ---- transfers
     xfer_slice: list[tuple[int, int, int]] = []  # (tid, start_ns, end_ns), in trace order
@@ -315,6 +347,9 @@ def chrome_trace(result: RunResult) -> dict[str, Any]:
                 "args": {"GB/s": gbps},
             }
         )
+
+    for t, watts in power_timeline(chip, trace):
+        add({"name": "chip power (W)", "ph": "C", "ts": _us(_ns(t)), "pid": memory_pid, "args": {"W": round(watts, 9)}})
 
     timed.sort(key=lambda kv: kv[0])  # stable: ties keep construction order
     a = result.analysis

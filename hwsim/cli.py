@@ -35,6 +35,16 @@ def _command_module(name: str) -> ModuleType:
     return importlib.import_module(COMMAND_MODULES[name])
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     from cost_models.table import PRECISIONS
     from scheduler import POLICIES
@@ -67,6 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--set", action="append", default=[], metavar="TARGET.FIELD=VALUE", dest="overrides",
         help="override a chip field without editing the YAML (repeatable), e.g. npu.clock_mhz=600",
     )  # fmt: skip
+    r.add_argument(
+        "--frames", type=_positive_int, default=1, metavar="N",
+        help="stream N inputs through the schedule: throughput, initiation interval, per-frame latency",
+    )  # fmt: skip
+    r.add_argument("--no-double-buffer", action="store_true", help="tiled ops load, compute, store in turn")
+    r.add_argument("--no-split", action="store_true", help="never split an op across the cores of a unit")
     r.add_argument("--json", action="store_true", help="print summary.json to stdout instead of the summary")
     r.add_argument("--no-plots", action="store_true", help="skip the PNG plots (faster)")
     r.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
@@ -103,6 +119,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from chips.variants import override, restrict
     from cost_models.table import UnplaceableError
     from graph_ir.onnx_import import load_onnx, parse_input_shape
+    from hwsim.engine import EngineOptions
     from hwsim.pipeline import run_graph
     from hwsim.report import check_out_dir, format_summary, summary, write_reports
 
@@ -116,7 +133,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     out = args.out if args.out is not None else Path("reports") / f"{chip.name}-{graph.name}"
     check_out_dir(out)
     try:
-        result = run_graph(graph, chip, args.precision, args.policy)
+        options = EngineOptions(double_buffer=not args.no_double_buffer, split=not args.no_split)
+        result = run_graph(graph, chip, args.precision, args.policy, frames=args.frames, options=options)
     except UnplaceableError as exc:
         raise UnplaceableError(f"{args.model}: {exc}") from None
     if graph.unknown_ops:

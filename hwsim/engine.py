@@ -11,7 +11,32 @@ Resources:
 - bandwidth of each memory (the shared DRAM, or an SRAM domain's own) is shared max-min fairly
   by everything streaming through it at the same moment: the memory phase of ops and DMA
   transfers (a DRAM-to-DRAM copy reads and writes, so it counts twice). Each stream is also
-  capped at its own uncontended rate, so an op alone takes exactly its cost-model latency.
+  capped at its own uncontended rate, so contention only ever slows things down.
+
+An op runs as its fixed overhead followed by one or more *blocks*; a block lasts
+``max(compute, memory)`` uncontended, its bytes streamed evenly over it, and waits for its
+bytes under contention. An op whose working set fits (``OpCost.tiles == 1``) is one block:
+``latency = overhead + max(compute, memory)``, exactly its cost-model latency. A tiled op
+(``tiles = T > 1``) is double-buffered: tile ``i + 1`` loads while tile ``i`` computes and tile
+``i - 1`` is stored, with the first load and the last store exposed. With ``c = compute / T``,
+``L = read bytes / T`` and ``S = write bytes / T`` (in ns at the op's bandwidth)::
+
+    latency = overhead + L + max(c, L) + (T - 2) * max(c, L + S) + max(c, S) + S     (T >= 2)
+
+(the ``T - 2`` steady tiles are simulated as one block). Without double buffering
+(:class:`EngineOptions`), every tile loads, computes and stores in turn:
+``overhead + T * (L + c + S)``. :func:`op_time_ns` gives these uncontended times.
+
+An op whose type its unit lists in ``split_ops`` may run split across ``k`` cores of the unit
+(:mod:`hwsim.splitting`): ``k`` identical shards, each costed as an op of its own, plus the
+unit's ``split_overhead_ns``. ``Placement.cores`` fixes ``k``; when it is None the engine splits
+an op over the cores of its unit that are idle and have nothing ready to run, choosing the
+``k`` with the shortest uncontended time. A core is never shared: a unit runs at most
+``cores`` ops or shards at once.
+
+``frames = N`` streams ``N`` copies of the graph through the same schedule (all inputs present at
+time 0; every core runs its ops frame after frame), so frame ``i + 1`` starts on a unit as soon
+as the unit is done with frame ``i``.
 """
 
 from __future__ import annotations
@@ -21,11 +46,23 @@ import math
 from dataclasses import dataclass, field
 
 from chips.schema import Chip
+from cost_models.base import OpCost
 from cost_models.table import CostTable
 from graph_ir.ir import ModelGraph
 from scheduler.schedule import Schedule
 
-__all__ = ["PS_PER_NS", "OpRecord", "SimulationError", "Trace", "TransferRecord", "simulate"]
+__all__ = [
+    "PS_PER_NS",
+    "EngineOptions",
+    "OpPhase",
+    "OpRecord",
+    "SimulationError",
+    "Trace",
+    "TransferRecord",
+    "op_blocks",
+    "op_time_ns",
+    "simulate",
+]
 
 PS_PER_NS = 1000
 
@@ -35,8 +72,37 @@ class SimulationError(RuntimeError):
 
 
 @dataclass(frozen=True, slots=True)
+class EngineOptions:
+    """What the engine models beyond the schedule.
+
+    ``double_buffer``: tiled ops overlap tile loads with compute (else load, compute, store
+    per tile in turn). ``split``: ops the unit can split run over its idle cores when their
+    placement does not fix the number of cores (``Placement.cores is None``).
+    """
+
+    double_buffer: bool = True
+    split: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class OpPhase:
+    """One phase of a tiled op: ``kind`` is ``compute`` or ``memory``; ``tiles`` names them
+    (``"0"``, ``"1-6"``); ``bytes`` streamed (memory phases)."""
+
+    kind: str
+    tiles: str
+    start_ps: int
+    end_ps: int
+    bytes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class OpRecord:
-    """One op as it ran: ``start_ps`` includes its fixed overhead; DRAM bytes it moved."""
+    """One op as it ran: ``start_ps`` includes its fixed overhead; DRAM bytes it moved.
+
+    ``cores`` lists every core it occupied when split (``core`` first; empty: just ``core``);
+    ``phases`` are the load/compute phases of a tiled op; ``frame`` its input frame.
+    """
 
     op: str
     op_type: str
@@ -45,10 +111,19 @@ class OpRecord:
     start_ps: int
     end_ps: int
     dram_bytes: int
+    frame: int = 0
+    cores: tuple[int, ...] = ()
+    tiles: int = 1
+    phases: tuple[OpPhase, ...] = ()
 
     @property
     def duration_ps(self) -> int:
         return self.end_ps - self.start_ps
+
+    @property
+    def all_cores(self) -> tuple[int, ...]:
+        """Every core the op occupied."""
+        return self.cores or (self.core,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +140,7 @@ class TransferRecord:
     queued_ps: int
     start_ps: int
     end_ps: int
+    frame: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,10 +153,75 @@ class Trace:
     transfers: tuple[TransferRecord, ...]
     bandwidth_samples: tuple[tuple[int, str, float], ...]
     memory_capacity_bytes_per_ps: dict[str, float] = field(default_factory=dict)
+    frames: int = 1
 
     @property
     def makespan_ns(self) -> float:
         return self.makespan_ps / PS_PER_NS
+
+
+@dataclass(frozen=True, slots=True)
+class _Block:
+    """A stretch of an op: ``dur_ns`` uncontended, ``bytes`` streamed evenly over it."""
+
+    dur_ns: float
+    bytes: int
+    compute_ns: float
+    tiles: str
+
+
+def _part(total: int, parts: int, i: int) -> int:
+    """Bytes of part ``i`` when ``total`` is cut in ``parts`` near-equal integer parts."""
+    return total * (i + 1) // parts - total * i // parts
+
+
+def op_blocks(cost: OpCost, double_buffer: bool = True, shards: int = 1) -> list[_Block]:
+    """The blocks an op runs as after its overhead (see the module docstring).
+
+    ``shards`` identical shards run side by side: their bytes add up, their times do not.
+    """
+    t = cost.tiles
+    if t <= 1 or cost.dram_bytes <= 0:
+        body = max(cost.compute_ns, cost.memory_ns)
+        return [_Block(body, cost.dram_bytes * shards, cost.compute_ns, "")]
+    ns_per_byte = cost.memory_ns / cost.dram_bytes
+    r, w = cost.dram_read_bytes, cost.dram_write_bytes
+    c = cost.compute_ns / t
+    blocks: list[_Block] = []
+
+    def add(compute_ns: float, nbytes: int, tiles: str) -> None:
+        dur = max(compute_ns, nbytes * ns_per_byte)
+        if dur > 0 or nbytes > 0:
+            blocks.append(_Block(dur, nbytes * shards, compute_ns, tiles))
+
+    if not double_buffer:
+        for i in range(t):
+            add(0.0, _part(r, t, i), f"load {i}")
+            add(c, 0, f"{i}")
+            add(0.0, _part(w, t, i), f"store {i}")
+        return blocks
+    add(0.0, _part(r, t, 0), "load 0")
+    add(c, _part(r, t, 1), "0")
+    if t > 2:
+        steady = sum(_part(r, t, i) for i in range(2, t)) + sum(
+            _part(w, t, i) for i in range(t - 2)
+        )
+        add(c * (t - 2), steady, f"1-{t - 2}" if t > 3 else "1")
+    add(c, _part(w, t, t - 2), f"{t - 1}")
+    add(0.0, _part(w, t, t - 1), f"store {t - 1}")
+    return blocks
+
+
+def op_time_ns(cost: OpCost, double_buffer: bool = True) -> float:
+    """Uncontended time of an op in the engine: overhead plus its blocks (ns).
+
+    >>> c = OpCost("u", "int8", 400.0, 200.0, 100.0, 1000, 0, 0.0)
+    >>> op_time_ns(c)  # untiled: max(compute, memory) + overhead
+    500.0
+    >>> op_time_ns(OpCost("u", "int8", 400.0, 200.0, 100.0, 1000, 0, 0.0, tiles=4))
+    550.0
+    """
+    return cost.overhead_ns + sum(b.dur_ns for b in op_blocks(cost, double_buffer))
 
 
 @dataclass(slots=True)
@@ -91,7 +232,7 @@ class _Flow:
     remaining: float
     cap: float
     uses: dict[str, float]  # memory -> bytes of that memory's bandwidth per byte of the flow
-    owner: tuple[str, int]  # ("op", index) or ("xfer", index)
+    owner: tuple[str, int]  # ("op", instance) or ("xfer", instance)
     rate: float = 0.0
     end_ps: int = 0
 
@@ -99,7 +240,7 @@ class _Flow:
 def _allocate(flows: list[_Flow], capacity: dict[str, float]) -> None:
     """Max-min fair rates (progressive filling) under per-flow caps and memory capacities."""
     residual = dict(capacity)
-    active = [f for f in flows]
+    active = list(flows)
     for f in flows:
         f.rate = 0.0
     while active:
@@ -119,14 +260,29 @@ def _allocate(flows: list[_Flow], capacity: dict[str, float]) -> None:
         active = [f for f in active if f.cap - f.rate > 1e-15 and not (saturated & f.uses.keys())]
 
 
-def simulate(graph: ModelGraph, chip: Chip, table: CostTable, schedule: Schedule) -> Trace:
-    """Run ``schedule`` and return the :class:`Trace`.
+def simulate(
+    graph: ModelGraph,
+    chip: Chip,
+    table: CostTable,
+    schedule: Schedule,
+    options: EngineOptions | None = None,
+    frames: int = 1,
+) -> Trace:
+    """Run ``schedule`` (``frames`` times over, pipelined) and return the :class:`Trace`.
 
     Raises
     ------
     SimulationError
-        If some op can never start (the schedule's per-core order contradicts the graph).
+        If some op can never start (the schedule's per-core order contradicts the graph), or a
+        placement asks for more cores than its unit has or splits an op the unit cannot split.
+    ValueError
+        If ``frames < 1``.
     """
+    from hwsim.splitting import shard_cost
+
+    opts = options if options is not None else EngineOptions()
+    if frames < 1:
+        raise ValueError(f"frames must be at least 1, got {frames}")
     units = {u.name: u for u in chip.units}
     domains = {d.name: d for d in chip.domains}
 
@@ -138,59 +294,99 @@ def simulate(graph: ModelGraph, chip: Chip, table: CostTable, schedule: Schedule
         if d.kind == "sram":
             capacity[d.name] = float(d.bandwidth_gbps or 0) / PS_PER_NS
 
-    # ---- static structure
+    # ---- static structure (per frame); an op instance is frame * n_ops + op index
     op_names = list(graph.order)
+    n_ops = len(op_names)
     op_index = {n: i for i, n in enumerate(op_names)}
     place = schedule.placements
-    op_domain = [units[place[n].unit].domain for n in op_names]
-    # (tensor, domain) -> op indices waiting for it
-    waiting: dict[tuple[str, str], list[int]] = {}
-    pending = [0] * len(op_names)
+    op_unit = [place[n].unit for n in op_names]
+    op_core = [place[n].core for n in op_names]
+    op_mem = [memory_of(units[u].domain) for u in op_unit]
+    op_domain = [units[u].domain for u in op_unit]
+    op_cost = [table.costs[n][op_unit[i]] for i, n in enumerate(op_names)]
+    fixed_k: list[int | None] = []
+    for i, n in enumerate(op_names):
+        k = place[n].cores
+        u = units[op_unit[i]]
+        if k is not None and not 1 <= k <= u.cores:
+            raise SimulationError(
+                f"op {n!r} asks for {k} cores of unit {u.name!r}, which has {u.cores}"
+            )
+        if k is not None and k > 1 and graph.op(n).op_type not in u.split_ops:
+            raise SimulationError(
+                f"op {n!r} ({graph.op(n).op_type}) cannot be split on unit {u.name!r}"
+            )
+        fixed_k.append(k)
+    splittable = [
+        units[op_unit[i]].cores > 1 and graph.op(n).op_type in units[op_unit[i]].split_ops
+        for i, n in enumerate(op_names)
+    ]
+    waiting: dict[tuple[str, str], list[int]] = {}  # (tensor, domain) -> op indices waiting for it
+    pending_static = [0] * n_ops
     for i, n in enumerate(op_names):
         keys = {(t.name, op_domain[i]) for t in graph.op(n).activations}
-        pending[i] = len(keys)
-        for k in keys:
-            waiting.setdefault(k, []).append(i)
+        pending_static[i] = len(keys)
+        for key in keys:
+            waiting.setdefault(key, []).append(i)
     transfers = list(schedule.transfers)
-    # (tensor, src domain) -> transfers to start once it is there
-    outgoing: dict[tuple[str, str], list[int]] = {}
+    n_x = len(transfers)
+    outgoing: dict[tuple[str, str], list[int]] = {}  # (tensor, src domain) -> transfers to start
     for j, tr in enumerate(transfers):
         outgoing.setdefault((tr.tensor, tr.src_domain), []).append(j)
 
-    link_key: dict[int, str] = {}
+    link_key: list[str] = []
+    link_latency_ps: list[int] = []
+    link_rate: list[float] = []
+    x_uses: list[dict[str, float]] = []
     link_channels: dict[str, int] = {}
-    link_obj = {}
-    for j, tr in enumerate(transfers):
+    for tr in transfers:
         link = chip.link_between(tr.src_domain, tr.dst_domain)
         if link is None:
-            raise SimulationError(f"no link from {tr.src_domain!r} to {tr.dst_domain!r} for tensor {tr.tensor!r}")
-        key = f"{link.src}<->{link.dst}" if link.bidirectional else f"{link.src}->{link.dst}"
-        link_key[j] = key
-        link_channels[key] = link.dma_channels
-        link_obj[j] = link
+            raise SimulationError(
+                f"no link from {tr.src_domain!r} to {tr.dst_domain!r} for tensor {tr.tensor!r}"
+            )
+        pool = f"{link.src}<->{link.dst}" if link.bidirectional else f"{link.src}->{link.dst}"
+        link_key.append(pool)
+        link_channels[pool] = link.dma_channels
+        link_latency_ps.append(math.ceil(link.latency_ns * PS_PER_NS))
+        link_rate.append(link.bandwidth_gbps / PS_PER_NS)
+        uses: dict[str, float] = {}
+        for end in (tr.src_domain, tr.dst_domain):
+            uses[memory_of(end)] = uses.get(memory_of(end), 0.0) + 1.0
+        x_uses.append(uses)
     channel_free: dict[str, list[int]] = {k: list(range(n)) for k, n in link_channels.items()}
     link_queue: dict[str, list[int]] = {k: [] for k in link_channels}
 
     cores = [(u, c) for u in units for c in range(units[u].cores)]
-    queue = {k: list(schedule.core_order.get(k, ())) for k in cores}
+    unit_cores = {u: [(u, c) for c in range(units[u].cores)] for u in units}
+    queue = {k: [op_index[n] for n in schedule.core_order.get(k, ())] for k in cores}
     head = {k: 0 for k in cores}
     busy: dict[tuple[str, int], bool] = {k: False for k in cores}
 
     # ---- dynamic state
+    total = n_ops * frames
     seq = 0
     heap: list[tuple[int, int, str, int]] = []
     flows: list[_Flow] = []
     now = 0
-    op_start = [-1] * len(op_names)
-    op_end = [-1] * len(op_names)
-    op_dram = [0] * len(op_names)
-    x_queued = [-1] * len(transfers)
-    x_start = [-1] * len(transfers)
-    x_end = [-1] * len(transfers)
-    x_channel = [-1] * len(transfers)
+    pending = pending_static * frames
+    op_start = [-1] * total
+    op_end = [-1] * total
+    op_tiles = [1] * total
+    op_cores: list[tuple[int, ...]] = [()] * total
+    op_blk: list[list[_Block]] = [[] for _ in range(total)]
+    op_blk_at = [0] * total
+    blk_start = [0] * total
+    op_phases: list[list[OpPhase]] = [[] for _ in range(total)]
+    op_dram = [0] * total
+    x_queued = [-1] * (n_x * frames)
+    x_start = [-1] * (n_x * frames)
+    x_end = [-1] * (n_x * frames)
+    x_channel = [-1] * (n_x * frames)
     samples: list[tuple[int, str, float]] = []
     last_use: dict[str, float] = {m: 0.0 for m in capacity}
-    present: set[tuple[str, str]] = set()
+    present: set[tuple[int, str, str]] = set()
+    shard_memo: dict[tuple[int, int], OpCost | None] = {}
 
     def push(t: int, kind: str, idx: int) -> None:
         nonlocal seq
@@ -202,76 +398,166 @@ def simulate(graph: ModelGraph, chip: Chip, table: CostTable, schedule: Schedule
         seq += 1
         flows.append(_Flow(seq, nbytes, cap, uses, owner))
 
-    def arrive(tensor: str, domain: str) -> None:
-        key = (tensor, domain)
+    def arrive(frame: int, tensor: str, domain: str) -> None:
+        key = (frame, tensor, domain)
         if key in present:
             return
         present.add(key)
-        for i in waiting.get(key, ()):
-            pending[i] -= 1
-        for j in outgoing.get(key, ()):
-            x_queued[j] = now
-            link_queue[link_key[j]].append(j)
+        base = frame * n_ops
+        for i in waiting.get((tensor, domain), ()):
+            pending[base + i] -= 1
+        for j in outgoing.get((tensor, domain), ()):
+            xi = frame * n_x + j
+            x_queued[xi] = now
+            link_queue[link_key[j]].append(xi)
+
+    def cost_for(i: int, k: int) -> OpCost | None:
+        if k == 1:
+            return op_cost[i]
+        key = (i, k)
+        if key not in shard_memo:
+            shard_memo[key] = shard_cost(
+                graph.op(op_names[i]), units[op_unit[i]], chip, table.precision, k
+            )
+        return shard_memo[key]
+
+    def best_k(i: int, most: int) -> int:
+        best, best_t = 1, op_time_ns(op_cost[i], opts.double_buffer)
+        for k in range(2, most + 1):
+            c = cost_for(i, k)
+            if c is not None:
+                t = op_time_ns(c, opts.double_buffer)
+                if t < best_t:
+                    best, best_t = k, t
+        return best
+
+    def head_inst(k: tuple[str, int]) -> int:
+        q = queue[k]
+        h = head[k]
+        if not q or h >= len(q) * frames:
+            return -1
+        return (h // len(q)) * n_ops + q[h % len(q)]
+
+    def launch(k: tuple[str, int], inst: int, shards: int, helpers: list[tuple[str, int]]) -> None:
+        i = inst % n_ops
+        cost = cost_for(i, shards)
+        assert cost is not None
+        busy[k] = True
+        head[k] += 1
+        for h in helpers:
+            busy[h] = True
+        op_start[inst] = now
+        op_tiles[inst] = cost.tiles
+        op_cores[inst] = (k[1], *(h[1] for h in helpers)) if helpers else ()
+        op_blk[inst] = op_blocks(cost, opts.double_buffer, shards)
+        op_dram[inst] = sum(b.bytes for b in op_blk[inst])
+        push(now + math.ceil(cost.overhead_ns * PS_PER_NS), "op_body", inst)
 
     def start_ops() -> None:
+        # pass 1: ops whose placement fixes k > 1 cores take idle cores first
         for k in cores:
-            if busy[k] or head[k] >= len(queue[k]):
+            if busy[k]:
                 continue
-            i = op_index[queue[k][head[k]]]
-            if pending[i] > 0:
+            inst = head_inst(k)
+            if inst < 0 or pending[inst] > 0:
                 continue
-            busy[k] = True
-            head[k] += 1
-            op_start[i] = now
-            cost = table.costs[op_names[i]][k[0]]
-            push(now + math.ceil(cost.overhead_ns * PS_PER_NS), "op_body", i)
+            want = fixed_k[inst % n_ops]
+            if want is None or want <= 1:
+                continue
+            idle = [c for c in unit_cores[k[0]] if c != k and not busy[c]]
+            if len(idle) >= want - 1:
+                launch(k, inst, want, idle[: want - 1])
+        # pass 2: everything else; unfixed splittable ops borrow idle cores with nothing ready
+        for k in cores:
+            if busy[k]:
+                continue
+            inst = head_inst(k)
+            if inst < 0 or pending[inst] > 0:
+                continue
+            i = inst % n_ops
+            want = fixed_k[i]
+            if want is not None and want > 1:
+                continue
+            helpers: list[tuple[str, int]] = []
+            if want is None and opts.split and splittable[i]:
+                spare = []
+                for c in unit_cores[k[0]]:
+                    if c == k or busy[c]:
+                        continue
+                    other = head_inst(c)
+                    if other < 0 or pending[other] > 0:
+                        spare.append(c)
+                if spare:
+                    helpers = spare[: best_k(i, 1 + len(spare)) - 1]
+            launch(k, inst, 1 + len(helpers), helpers)
 
     def start_transfers() -> None:
         for key, q in link_queue.items():
             while q and channel_free[key]:
-                j = q.pop(0)
-                x_channel[j] = channel_free[key].pop(0)
-                x_start[j] = now
-                push(now + math.ceil(link_obj[j].latency_ns * PS_PER_NS), "xfer_body", j)
+                xi = q.pop(0)
+                x_channel[xi] = channel_free[key].pop(0)
+                x_start[xi] = now
+                push(now + link_latency_ps[xi % n_x], "xfer_body", xi)
 
-    def finish_op(i: int) -> None:
-        op_end[i] = now
-        name = op_names[i]
-        k = (place[name].unit, place[name].core)
-        busy[k] = False
-        for t in graph.op(name).outputs:
-            arrive(t.name, op_domain[i])
+    def finish_op(inst: int) -> None:
+        op_end[inst] = now
+        i = inst % n_ops
+        unit = op_unit[i]
+        for c in op_cores[inst] or (op_core[i],):
+            busy[(unit, c)] = False
+        frame = inst // n_ops
+        for t in graph.op(op_names[i]).outputs:
+            arrive(frame, t.name, op_domain[i])
 
-    def finish_transfer(j: int) -> None:
-        x_end[j] = now
-        channel_free[link_key[j]].append(x_channel[j])
+    def finish_transfer(xi: int) -> None:
+        x_end[xi] = now
+        j = xi % n_x
+        channel_free[link_key[j]].append(x_channel[xi])
         channel_free[link_key[j]].sort()
-        arrive(transfers[j].tensor, transfers[j].dst_domain)
+        arrive(xi // n_x, transfers[j].tensor, transfers[j].dst_domain)
+
+    def start_block(inst: int) -> bool:
+        """Start the op's next block (or finish the op); True when a flow was added."""
+        blocks = op_blk[inst]
+        at = op_blk_at[inst]
+        if at >= len(blocks):
+            finish_op(inst)
+            return False
+        b = blocks[at]
+        blk_start[inst] = now
+        if b.bytes > 0 and b.dur_ns > 0:
+            add_flow(
+                b.bytes, b.bytes / (b.dur_ns * PS_PER_NS), {op_mem[inst % n_ops]: 1.0}, ("op", inst)
+            )
+            return True
+        push(now + math.ceil(b.dur_ns * PS_PER_NS), "block_done", inst)
+        return False
+
+    def end_block(inst: int) -> bool:
+        blocks = op_blk[inst]
+        b = blocks[op_blk_at[inst]]
+        if len(blocks) > 1:  # tiled: keep the phases for the trace
+            s = blk_start[inst]
+            if b.compute_ns > 0:
+                end = min(now, s + math.ceil(b.compute_ns * PS_PER_NS))
+                op_phases[inst].append(OpPhase("compute", b.tiles, s, end))
+            if b.bytes > 0:
+                op_phases[inst].append(OpPhase("memory", b.tiles, s, now, b.bytes))
+        op_blk_at[inst] += 1
+        return start_block(inst)
 
     def handle(kind: str, idx: int) -> bool:
         """Process a heap event; True when the set of flows changed."""
         if kind == "op_body":
-            name = op_names[idx]
-            cost = table.costs[name][place[name].unit]
-            body_ns = max(cost.compute_ns, cost.memory_ns)
-            op_dram[idx] = cost.dram_bytes
-            if cost.dram_bytes > 0 and body_ns > 0:
-                mem = memory_of(op_domain[idx])
-                add_flow(cost.dram_bytes, cost.dram_bytes / (body_ns * PS_PER_NS), {mem: 1.0}, ("op", idx))
-                return True
-            push(now + math.ceil(body_ns * PS_PER_NS), "op_done", idx)
-        elif kind == "op_done":
-            finish_op(idx)
-        elif kind == "xfer_body":
-            tr = transfers[idx]
-            if tr.bytes <= 0:
+            return start_block(idx)
+        if kind == "block_done":
+            return end_block(idx)
+        if kind == "xfer_body":
+            j = idx % n_x
+            if transfers[j].bytes <= 0:
                 finish_transfer(idx)
                 return False
-            uses: dict[str, float] = {}
-            for d in (tr.src_domain, tr.dst_domain):
-                m = memory_of(d)
-                uses[m] = uses.get(m, 0.0) + 1.0
-            add_flow(tr.bytes, link_obj[idx].bandwidth_gbps / PS_PER_NS, uses, ("xfer", idx))
+            add_flow(transfers[j].bytes, link_rate[j], x_uses[j], ("xfer", idx))
             return True
         return False
 
@@ -287,8 +573,9 @@ def simulate(graph: ModelGraph, chip: Chip, table: CostTable, schedule: Schedule
                 samples.append((now, m, u))
                 last_use[m] = u
 
-    for t in graph.inputs:
-        arrive(t.name, chip.host)
+    for frame in range(frames):
+        for t in graph.inputs:
+            arrive(frame, t.name, chip.host)
 
     while True:
         start_ops()
@@ -313,7 +600,7 @@ def simulate(graph: ModelGraph, chip: Chip, table: CostTable, schedule: Schedule
             for f in done:
                 kind, idx = f.owner
                 if kind == "op":
-                    finish_op(idx)
+                    end_block(idx)
                 else:
                     finish_transfer(idx)
         while heap and heap[0][0] <= now:
@@ -322,35 +609,38 @@ def simulate(graph: ModelGraph, chip: Chip, table: CostTable, schedule: Schedule
         if changed:
             reallocate()
 
-    stuck = [op_names[i] for i in range(len(op_names)) if op_end[i] < 0]
+    stuck = [op_names[x % n_ops] for x in range(total) if op_end[x] < 0]
     if stuck:
         raise SimulationError(
             f"{len(stuck)} ops never ran (schedule order deadlocks), first: {stuck[:3]}"
         )
-    undelivered = [transfers[j].tensor for j in range(len(transfers)) if x_end[j] < 0]
+    undelivered = [transfers[x % n_x].tensor for x in range(n_x * frames) if x_end[x] < 0]
     if undelivered:
         raise SimulationError(f"transfers never completed: {undelivered[:3]}")
 
-    op_records = tuple(
-        sorted(
-            (
-                OpRecord(n, graph.op(n).op_type, place[n].unit, place[n].core, op_start[i], op_end[i], op_dram[i])
-                for i, n in enumerate(op_names)
-            ),
-            key=lambda r: (r.start_ps, r.unit, r.core, op_index[r.op]),
-        )
-    )
+    op_records = []
+    for inst in range(total):
+        i = inst % n_ops
+        n = op_names[i]
+        op_records.append(
+            OpRecord(
+                n, graph.op(n).op_type, op_unit[i], op_core[i], op_start[inst], op_end[inst], op_dram[inst],
+                inst // n_ops, op_cores[inst], op_tiles[inst], tuple(op_phases[inst]),
+            )
+        )  # fmt: skip
+    op_records.sort(key=lambda r: (r.start_ps, r.unit, r.core, r.frame, op_index[r.op]))
     x_records = tuple(
         sorted(
             (
                 TransferRecord(
-                    tr.tensor, tr.src_domain, tr.dst_domain, x_channel[j], tr.bytes, tr.producer,
-                    tr.consumers, x_queued[j], x_start[j], x_end[j],
+                    transfers[xi % n_x].tensor, transfers[xi % n_x].src_domain, transfers[xi % n_x].dst_domain,
+                    x_channel[xi], transfers[xi % n_x].bytes, transfers[xi % n_x].producer,
+                    transfers[xi % n_x].consumers, x_queued[xi], x_start[xi], x_end[xi], xi // n_x,
                 )
-                for j, tr in enumerate(transfers)
+                for xi in range(n_x * frames)
             ),
-            key=lambda r: (r.start_ps, r.src_domain, r.dst_domain, r.tensor),
+            key=lambda r: (r.start_ps, r.frame, r.src_domain, r.dst_domain, r.tensor),
         )
-    )
+    )  # fmt: skip
     makespan = max([r.end_ps for r in op_records] + [r.end_ps for r in x_records] + [0])
-    return Trace(makespan, op_records, x_records, tuple(samples), dict(capacity))
+    return Trace(makespan, tuple(op_records), x_records, tuple(samples), dict(capacity), frames)

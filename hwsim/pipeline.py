@@ -14,7 +14,8 @@ from cost_models.table import CostTable, cost_table
 from graph_ir.ir import ModelGraph
 from graph_ir.onnx_import import load_onnx
 from hwsim.analysis import Analysis, analyze
-from hwsim.engine import Trace, simulate
+from hwsim.engine import EngineOptions, Trace, simulate
+from hwsim.pipelining import FrameStats, frame_stats
 from scheduler import Schedule, schedule
 
 __all__ = ["RunResult", "run", "run_graph"]
@@ -31,14 +32,34 @@ class RunResult:
     schedule: Schedule
     trace: Trace
     analysis: Analysis
+    #: Frames streamed through the schedule (``frames`` of :func:`run_graph`): throughput,
+    #: initiation interval, per-frame latency; and the trace of that stream (None: one frame,
+    #: which is ``trace`` itself).
+    stream: FrameStats | None = None
+    stream_trace: Trace | None = None
 
 
-def run_graph(graph: ModelGraph, chip: Chip, precision: str = "int8", policy: str = "affinity-locality") -> RunResult:
-    """Cost, schedule, simulate and analyze an already loaded graph on a chip."""
+def run_graph(
+    graph: ModelGraph,
+    chip: Chip,
+    precision: str = "int8",
+    policy: str = "affinity-locality",
+    frames: int = 1,
+    options: EngineOptions | None = None,
+) -> RunResult:
+    """Cost, schedule, simulate and analyze an already loaded graph on a chip.
+
+    ``frames > 1`` also streams that many inputs through the schedule (``stream``); ``options``
+    switch engine features (double buffering, op splitting) for what-if runs.
+    """
     table = cost_table(graph, chip, precision)
     sched = schedule(graph, chip, table, policy)
-    trace = simulate(graph, chip, table, sched)
-    return RunResult(graph, chip, precision, table, sched, trace, analyze(graph, chip, trace))
+    trace = simulate(graph, chip, table, sched, options)
+    stream_trace = simulate(graph, chip, table, sched, options, frames) if frames > 1 else None
+    stream = frame_stats(chip, stream_trace if stream_trace is not None else trace)
+    return RunResult(
+        graph, chip, precision, table, sched, trace, analyze(graph, chip, trace), stream, stream_trace
+    )
 
 
 def run(

@@ -112,8 +112,9 @@ def utilization_bins(
                 continue
             start = np.array([r.start_ps for r in recs], dtype=np.float64)
             dur = np.array([r.end_ps - r.start_ps for r in recs], dtype=np.float64)
+            ncores = np.array([len(r.all_cores) for r in recs], dtype=np.float64)  # split ops
             # busy core-time before each edge, summed over ops
-            before = np.clip(edges_ps[None, :] - start[:, None], 0.0, dur[:, None]).sum(axis=0)
+            before = (np.clip(edges_ps[None, :] - start[:, None], 0.0, dur[:, None]) * ncores[:, None]).sum(axis=0)
             util[row] = np.diff(before) / (width * u.cores)
         np.clip(util, 0.0, 1.0, out=util)
     return names, util, edges_ps / PS_PER_MS
@@ -242,10 +243,11 @@ def gantt_png(result: RunResult, path: Path, max_ops: int = GANTT_MAX_OPS) -> No
         if cat not in categories:
             categories.append(cat)
         bar = (r.start_ps / PS_PER_MS, (r.end_ps - r.start_ps) / PS_PER_MS, cat)
-        row = row_of[(r.unit, r.core)]
-        per_row[row].append(bar)
-        if r.op in on_path:
-            critical[row].append(bar)
+        for core in r.all_cores:  # an op split across cores fills each of their rows
+            row = row_of[(r.unit, core)]
+            per_row[row].append(bar)
+            if r.op in on_path:
+                critical[row].append(bar)
     for i, x in enumerate(trace.transfers):
         bar = (x.start_ps / PS_PER_MS, (x.end_ps - x.start_ps) / PS_PER_MS, "dma")
         row = row_of[dma_track(chip, x)]

@@ -109,6 +109,27 @@ def summary(result: RunResult) -> dict[str, Any]:
         "dtype_fallbacks": fallbacks,
         "scheduler_estimate_ms": _r(result.schedule.est_makespan_ns / 1e6),
         "lower_bound_ms": _r(lower_bound_ns(g, result.table, result.chip) / 1e6),
+        **_stream_fields(result),
+    }
+
+
+def _stream_fields(result: RunResult) -> dict[str, Any]:
+    """Frames streamed through the schedule (one unless ``--frames``), see ``hwsim.pipelining``."""
+    s = result.stream
+    if s is None:
+        return {}
+    return {
+        "frames": s.frames,
+        "throughput_fps": _r(s.throughput_fps, 3),
+        "initiation_interval_ms": _r(s.initiation_interval_ms),
+        "frame_latency_ms": [_r(x) for x in s.frame_latency_ms],
+        "frame_latency_mean_ms": _r(sum(s.frame_latency_ms) / s.frames),
+        "frame_latency_max_ms": _r(max(s.frame_latency_ms)),
+        "bottleneck_unit": s.bottleneck_unit,
+        "bottleneck_busy_ms_per_frame": _r(s.bottleneck_busy_ms),
+        "energy_per_frame_mj": _r(s.energy_per_frame_mj),
+        "split_ops": sum(1 for r in result.trace.ops if r.cores),
+        "tiled_ops": sum(1 for r in result.trace.ops if r.tiles > 1),
     }
 
 
@@ -137,6 +158,13 @@ def format_summary(result: RunResult, out_dir: Path | None = None) -> str:
     n = sum(t.transfers for t in a.traffic)
     parts = ", ".join(f"{t.src_domain}->{t.dst_domain} {_mb(t.bytes)}" for t in a.traffic)
     lines.append(f"  cross-domain  {_mb(total)} in {n} transfers" + (f" ({parts})" if parts else ""))
+    s = result.stream
+    if s is not None and s.frames > 1:
+        lines.append(
+            f"  {s.frames} frames    {s.throughput_fps:.1f} frames/s, II {s.initiation_interval_ms:.3f} ms, "
+            f"latency {sum(s.frame_latency_ms) / s.frames:.3f} ms mean / {max(s.frame_latency_ms):.3f} max, "
+            f"{s.energy_per_frame_mj:.2f} mJ/frame, bottleneck {s.bottleneck_unit}"
+        )
     if g.unknown_ops:
         lines.append(f"  unknown ops   {', '.join(g.unknown_ops)} (costed as memory copies)")
     if out_dir is not None:

@@ -362,7 +362,7 @@ def test_utilization_bins_matches_a_brute_force_count(results: dict[str, RunResu
     npu = names.index("npu")
     lo, hi = edges[3] * 1e9, edges[4] * 1e9
     busy = sum(
-        max(0.0, min(rec.end_ps, hi) - max(rec.start_ps, lo))
+        max(0.0, min(rec.end_ps, hi) - max(rec.start_ps, lo)) * len(rec.all_cores)  # split ops
         for rec in r.trace.ops
         if rec.unit == "npu"
     )
