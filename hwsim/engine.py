@@ -362,6 +362,12 @@ def simulate(
     queue = {k: [op_index[n] for n in schedule.core_order.get(k, ())] for k in cores}
     head = {k: 0 for k in cores}
     busy: dict[tuple[str, int], bool] = {k: False for k in cores}
+    # cores whose head op may have become startable since they were last looked at: a core
+    # that could not start stays put until it frees, its head's inputs arrive, or a core of its
+    # unit frees (an op waiting for several cores); so no event scans every core
+    core_rank = {k: r for r, k in enumerate(cores)}
+    op_core_key = [(op_unit[i], op_core[i]) for i in range(n_ops)]
+    to_check: set[tuple[str, int]] = set(cores)
 
     # ---- dynamic state
     total = n_ops * frames
@@ -406,6 +412,8 @@ def simulate(
         base = frame * n_ops
         for i in waiting.get((tensor, domain), ()):
             pending[base + i] -= 1
+            if pending[base + i] == 0:
+                to_check.add(op_core_key[i])
         for j in outgoing.get((tensor, domain), ()):
             xi = frame * n_x + j
             x_queued[xi] = now
@@ -454,8 +462,12 @@ def simulate(
         push(now + math.ceil(cost.overhead_ns * PS_PER_NS), "op_body", inst)
 
     def start_ops() -> None:
+        if not to_check:
+            return
+        candidates = sorted(to_check, key=core_rank.__getitem__)
+        to_check.clear()
         # pass 1: ops whose placement fixes k > 1 cores take idle cores first
-        for k in cores:
+        for k in candidates:
             if busy[k]:
                 continue
             inst = head_inst(k)
@@ -468,7 +480,7 @@ def simulate(
             if len(idle) >= want - 1:
                 launch(k, inst, want, idle[: want - 1])
         # pass 2: everything else; unfixed splittable ops borrow idle cores with nothing ready
-        for k in cores:
+        for k in candidates:
             if busy[k]:
                 continue
             inst = head_inst(k)
@@ -505,6 +517,7 @@ def simulate(
         unit = op_unit[i]
         for c in op_cores[inst] or (op_core[i],):
             busy[(unit, c)] = False
+        to_check.update(unit_cores[unit])
         frame = inst // n_ops
         for t in graph.op(op_names[i]).outputs:
             arrive(frame, t.name, op_domain[i])
