@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from chips.schema import Chip, load_chip
+from cost_models.fusion import FusedPair, fuse
 from cost_models.table import CostTable, cost_table
 from graph_ir.ir import ModelGraph
 from graph_ir.onnx_import import load_onnx
@@ -37,6 +38,8 @@ class RunResult:
     #: which is ``trace`` itself).
     stream: FrameStats | None = None
     stream_trace: Trace | None = None
+    #: Ops run fused into the conv/matmul before them (``table`` already has their fused costs).
+    fused: tuple[FusedPair, ...] = ()
 
 
 def run_graph(
@@ -46,19 +49,24 @@ def run_graph(
     policy: str = "affinity-locality",
     frames: int = 1,
     options: EngineOptions | None = None,
+    fuse_ops: bool = True,
 ) -> RunResult:
     """Cost, schedule, simulate and analyze an already loaded graph on a chip.
 
     ``frames > 1`` also streams that many inputs through the schedule (``stream``); ``options``
-    switch engine features (double buffering, op splitting) for what-if runs.
+    switch engine features (double buffering, op splitting) for what-if runs. ``fuse_ops``
+    applies :func:`cost_models.fusion.fuse` to the placed ops between scheduling and simulation.
     """
     table = cost_table(graph, chip, precision)
     sched = schedule(graph, chip, table, policy)
+    fusion = fuse(graph, chip, table, {n: p.unit for n, p in sched.placements.items()}) if fuse_ops else None
+    table = fusion.table if fusion is not None else table
     trace = simulate(graph, chip, table, sched, options)
     stream_trace = simulate(graph, chip, table, sched, options, frames) if frames > 1 else None
     stream = frame_stats(chip, stream_trace if stream_trace is not None else trace)
     return RunResult(
-        graph, chip, precision, table, sched, trace, analyze(graph, chip, trace), stream, stream_trace
+        graph, chip, precision, table, sched, trace, analyze(graph, chip, trace), stream, stream_trace,
+        fusion.pairs if fusion is not None else (),
     )
 
 

@@ -107,6 +107,7 @@ def summary(result: RunResult) -> dict[str, Any]:
         "cross_domain_bytes": sum(t.bytes for t in a.traffic),
         "unknown_ops": list(g.unknown_ops),
         "dtype_fallbacks": fallbacks,
+        "fused_ops": [[f.producer, f.consumer] for f in result.fused],
         "scheduler_estimate_ms": _r(result.schedule.est_makespan_ns / 1e6),
         "lower_bound_ms": _r(lower_bound_ns(g, result.table, result.chip) / 1e6),
         **_stream_fields(result),

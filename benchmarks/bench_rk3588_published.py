@@ -1,0 +1,90 @@
+"""RK3588 single NPU core at int8 against published rknn_model_zoo / go-rknnlite figures.
+
+Run: ``python benchmarks/bench_rk3588_published.py [--write]``. Simulates each model of
+``examples/models/`` that has a published figure on ``chips/rk3588.yaml`` restricted to one NPU
+core (``--units npu:1``: rknn runs these models wholly on the NPU, core mask 1), with fusion on
+and off, and prints model / predicted ms / published ms / error plus the median error;
+``--write`` also replaces the table in ``docs/fidelity_npu.md`` between its ``rk3588`` markers.
+Simulated times, not wall times: the figures do not depend on the machine.
+
+Published figures (copied from the hwsim reference set, ``published/rk3588_npu_measured.csv``):
+rknn_model_zoo v2.3.2 README (airockchip/rknn_model_zoo, commit bad6c73), FPS of inference only,
+single core, max NPU clock; mobilenet_v1 is the p50 latency of swdee/go-rknnlite's example
+(RKNN API 1.6.0, Rock 5B).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from pathlib import Path
+
+from chips import load_chip
+from chips.variants import restrict
+from graph_ir import load_onnx
+from hwsim.pipeline import run_graph
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "fidelity_npu.md"
+START, END = "<!-- rk3588:start -->", "<!-- rk3588:end -->"
+
+#: model -> (published ms, source)
+PUBLISHED = {
+    "mobilenetv2": (1000 / 450.7, "rknn_model_zoo v2.3.2, 450.7 FPS (calibration anchor)"),
+    "resnet50_v2": (1000 / 110.1, "rknn_model_zoo v2.3.2, 110.1 FPS"),
+    "yolov5n": (1000 / 82.5, "rknn_model_zoo v2.3.2, 82.5 FPS"),
+    "yolov5s": (1000 / 48.4, "rknn_model_zoo v2.3.2, 48.4 FPS"),
+    "yolov5s_relu": (1000 / 66.1, "rknn_model_zoo v2.3.2, 66.1 FPS"),
+    "yolov5m": (1000 / 20.9, "rknn_model_zoo v2.3.2, 20.9 FPS"),
+    "mobilenetv1": (1.94, "go-rknnlite, p50 1.94 ms"),
+}
+
+
+def table() -> str:
+    chip = restrict(load_chip("rk3588"), "npu:1")
+    lines = [
+        "| model | GMAC | hwsim ms (fused) | hwsim ms (no fusion) | published ms | error (fused) | fused pairs | source |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    errors, held_out = [], []
+    for name, (ms_pub, source) in PUBLISHED.items():
+        graph = load_onnx(ROOT / "examples" / "models" / f"{name}.onnx")
+        fused = run_graph(graph, chip, "int8")
+        plain = run_graph(graph, chip, "int8", fuse_ops=False)
+        err = fused.analysis.latency_ms / ms_pub - 1
+        errors.append(err)
+        if "anchor" not in source:
+            held_out.append(err)
+        lines.append(
+            f"| {name} | {graph.total_macs / 1e9:.2f} | {fused.analysis.latency_ms:.2f} | "
+            f"{plain.analysis.latency_ms:.2f} | {ms_pub:.2f} | {err:+.1%} | {len(fused.fused)} | {source} |"
+        )
+    lines += [
+        "",
+        (
+            f"Median error {statistics.median(errors):+.1%} over {len(errors)} models "
+            f"({statistics.median(held_out):+.1%} over the {len(held_out)} held out from calibration); "
+            f"median absolute error {statistics.median(abs(e) for e in errors):.1%}."
+        ),
+    ]
+    return "\n".join(lines)
+
+
+def write_doc(text: str) -> None:
+    doc = DOC.read_text(encoding="utf-8")
+    a, b = doc.index(START) + len(START), doc.index(END)
+    DOC.write_text(doc[:a] + "\n" + text + "\n" + doc[b:], encoding="utf-8")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--write", action="store_true", help=f"replace the table in {DOC.relative_to(ROOT)}")
+    args = ap.parse_args()
+    text = table()
+    print(text)
+    if args.write:
+        write_doc(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,230 @@
+"""Weightless builders for the rknn_model_zoo architectures hwsim is compared with on RK3588.
+
+ResNet50-v2 (the ONNX model zoo's ``resnet50-v2-7``: MXNet Gluon pre-activation bottlenecks,
+BatchNormalization nodes kept as in that file), YOLOv5 n/s/m (ultralytics v6.0+ ``yolov5*.yaml``
+at 640x640, SiLU as Sigmoid*Mul) and ``yolov5s_relu`` (the same with ReLU, as rknn_model_zoo
+ships it), both ending at the three Detect 1x1 convs as rknn_model_zoo's export does (box
+decoding runs on the CPU, outside the model), and MobileNetV1 1.0/224 (ReLU6 as Clip).
+Built with the helpers of ``make_models.py``; MAC counts match the published figures within 1%
+(:data:`PUBLISHED_GMACS`, checked by ``python examples/zoo_rknn.py --macs``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import onnx
+from onnx import TensorProto
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+if TYPE_CHECKING:
+    from make_models import GraphBuilder
+
+
+def _mm() -> Any:
+    """``make_models``, imported late: its ``MODELS`` takes in this module's, so importing it
+    at the top would be circular."""
+    import make_models
+
+    return make_models
+
+
+def conv(g: GraphBuilder, x: str, cin: int, cout: int, k: int, path: str, **kw: Any) -> str:
+    """``make_models.conv`` (Conv with BatchNorm folded into weight + bias)."""
+    return str(_mm().conv(g, x, cin, cout, k, path, **kw))
+
+
+def relu6(g: GraphBuilder, x: str, path: str) -> str:
+    return str(_mm().relu6(g, x, path))
+
+__all__ = ["MODELS", "PUBLISHED_GMACS"]
+
+#: Published multiply-accumulates (G) of each architecture.
+PUBLISHED_GMACS = {
+    "resnet50_v2": 4.10,    # ResNet-50 (He et al. 2016, v2 keeps the conv shapes): 4.1 GMACs at 224
+    "mobilenetv1": 0.569,   # Howard et al. 2017, table 8: 569 M mult-adds (1.0, 224)
+    "yolov5n": 2.25,        # ultralytics yolov5 README: 4.5 GFLOPs at 640 (FLOPs = 2 x MACs)
+    "yolov5s": 8.25,        # 16.5 GFLOPs
+    "yolov5s_relu": 8.25,   # same convs as yolov5s, ReLU instead of SiLU
+    "yolov5m": 24.5,        # 49.0 GFLOPs
+}  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------
+# ResNet50-v2 (Gluon resnet50_v2, as exported to the ONNX model zoo)
+# --------------------------------------------------------------------------------------------
+def _bn(g: GraphBuilder, x: str, c: int, path: str) -> str:
+    p = path.strip("/").replace("/", ".")
+    ins = [x] + [g.weight(f"{p}.{n}", [c]) for n in ("gamma", "beta", "running_mean", "running_var")]
+    return g.op("BatchNormalization", ins, f"{path}/BatchNormalization", epsilon=1e-5, momentum=0.9)
+
+
+def build_resnet50_v2() -> onnx.ModelProto:
+    g = _mm().GraphBuilder("resnet50_v2")
+    x = g.input("data", TensorProto.FLOAT, [1, 3, 224, 224])
+    x = _bn(g, x, 3, "/features/bn_data")
+    x = conv(g, x, 3, 64, 7, "/features/conv0", s=2, pad=3, bias=False)
+    x = _bn(g, x, 64, "/features/bn0")
+    x = g.op("Relu", [x], "/features/relu0/Relu")
+    x = g.op("MaxPool", [x], "/features/pool0/MaxPool", kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2])
+    cin = 64
+    for si, (blocks, cout) in enumerate(zip([3, 4, 6, 3], [256, 512, 1024, 2048], strict=True), start=1):
+        for bi in range(blocks):
+            s = 2 if (si > 1 and bi == 0) else 1
+            base = f"/features/stage{si}/unit{bi}"
+            mid = cout // 4
+            pre = g.op("Relu", [_bn(g, x, cin, f"{base}/bn1")], f"{base}/relu1/Relu")
+            idt = x if (s == 1 and cin == cout) else conv(g, pre, cin, cout, 1, f"{base}/downsample", s=s,
+                                                           pad=0, bias=False)
+            y = conv(g, pre, cin, mid, 1, f"{base}/conv1", pad=0, bias=False)
+            y = g.op("Relu", [_bn(g, y, mid, f"{base}/bn2")], f"{base}/relu2/Relu")
+            y = conv(g, y, mid, mid, 3, f"{base}/conv2", s=s, bias=False)
+            y = g.op("Relu", [_bn(g, y, mid, f"{base}/bn3")], f"{base}/relu3/Relu")
+            y = conv(g, y, mid, cout, 1, f"{base}/conv3", pad=0, bias=False)
+            x = g.op("Add", [y, idt], f"{base}/Add")
+            cin = cout
+    x = g.op("Relu", [_bn(g, x, cin, "/features/bn_final")], "/features/relu_final/Relu")
+    x = g.op("GlobalAveragePool", [x], "/features/pool1/GlobalAveragePool")
+    x = g.op("Flatten", [x], "/Flatten", axis=1)
+    x = g.op("Gemm", [x, g.weight("output.weight", [1000, 2048]), g.weight("output.bias", [1000])],
+             "/output/Gemm", alpha=1.0, beta=1.0, transB=1)
+    g.output(x, "resnetv24_dense0_fwd", TensorProto.FLOAT, [1, 1000])
+    return g.model("ResNet50-v2 (Gluon pre-activation bottlenecks as in the ONNX model zoo's "
+                   "resnet50-v2-7, BatchNormalization kept), weightless.")
+
+
+# --------------------------------------------------------------------------------------------
+# MobileNetV1 1.0 / 224
+# --------------------------------------------------------------------------------------------
+def build_mobilenetv1() -> onnx.ModelProto:
+    g = _mm().GraphBuilder("mobilenetv1")
+    x = g.input("input", TensorProto.FLOAT, [1, 3, 224, 224])
+    x = relu6(g, conv(g, x, 3, 32, 3, "/Conv2d_0", s=2), "/Conv2d_0/Relu6")
+    cin = 32
+    plan = [(64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2), *[(512, 1)] * 5, (1024, 2), (1024, 1)]
+    for i, (cout, s) in enumerate(plan, start=1):
+        base = f"/Conv2d_{i}"
+        x = relu6(g, conv(g, x, cin, cin, 3, f"{base}_depthwise", s=s, groups=cin), f"{base}_depthwise/Relu6")
+        x = relu6(g, conv(g, x, cin, cout, 1, f"{base}_pointwise", pad=0), f"{base}_pointwise/Relu6")
+        cin = cout
+    x = g.op("GlobalAveragePool", [x], "/AvgPool/GlobalAveragePool")
+    x = g.op("Flatten", [x], "/Flatten", axis=1)
+    x = g.op("Gemm", [x, g.weight("Logits.weight", [1000, 1024]), g.weight("Logits.bias", [1000])],
+             "/Logits/Gemm", alpha=1.0, beta=1.0, transB=1)
+    g.output(x, "output", TensorProto.FLOAT, [1, 1000])
+    return g.model("MobileNetV1 1.0 @224 (ReLU6 as Clip, BatchNorm folded), weightless.")
+
+
+# --------------------------------------------------------------------------------------------
+# YOLOv5 v6.0+ (n, s, m), SiLU or ReLU, Detect convs as outputs (rknn_model_zoo export)
+# --------------------------------------------------------------------------------------------
+def _div8(c: float) -> int:
+    return int(-(-c // 8) * 8)
+
+
+def _yconv(g: GraphBuilder, x: str, cin: int, cout: int, k: int, path: str, act: str, s: int = 1,
+           pad: int | None = None) -> str:
+    y = conv(g, x, cin, cout, k, f"{path}/conv", s=s, pad=pad)
+    if act == "relu":
+        return g.op("Relu", [y], f"{path}/act/Relu")
+    sg = g.op("Sigmoid", [y], f"{path}/act/Sigmoid")
+    return g.op("Mul", [y, sg], f"{path}/act/Mul")
+
+
+def _c3(g: GraphBuilder, x: str, c1: int, c2: int, n: int, shortcut: bool, path: str, act: str) -> str:
+    c_ = c2 // 2
+    a = _yconv(g, x, c1, c_, 1, f"{path}/cv1", act)
+    b = _yconv(g, x, c1, c_, 1, f"{path}/cv2", act)
+    for i in range(n):
+        h = _yconv(g, a, c_, c_, 1, f"{path}/m/m.{i}/cv1", act)
+        h = _yconv(g, h, c_, c_, 3, f"{path}/m/m.{i}/cv2", act)
+        a = g.op("Add", [a, h], f"{path}/m/m.{i}/Add") if shortcut else h
+    cat = g.op("Concat", [a, b], f"{path}/Concat", axis=1)
+    return _yconv(g, cat, 2 * c_, c2, 1, f"{path}/cv3", act)
+
+
+def _sppf(g: GraphBuilder, x: str, c1: int, c2: int, path: str, act: str) -> str:
+    c_ = c1 // 2
+    y = [_yconv(g, x, c1, c_, 1, f"{path}/cv1", act)]
+    for i in range(3):
+        y.append(g.op("MaxPool", [y[-1]], f"{path}/m/MaxPool" + (f"_{i}" if i else ""), ceil_mode=0,
+                      dilations=[1, 1], kernel_shape=[5, 5], pads=[2, 2, 2, 2], strides=[1, 1]))
+    return _yconv(g, g.op("Concat", y, f"{path}/Concat", axis=1), 4 * c_, c2, 1, f"{path}/cv2", act)
+
+
+def _up(g: GraphBuilder, x: str, path: str) -> str:
+    return g.op("Resize", [x, "", g.f32([1.0, 1.0, 2.0, 2.0], "const_resize_scales_x2")], f"{path}/Resize",
+                coordinate_transformation_mode="asymmetric", mode="nearest", nearest_mode="floor")
+
+
+def build_yolov5(name: str, depth: float, width: float, act: str = "silu") -> onnx.ModelProto:
+    """ultralytics yolov5 v6.0+ (``yolov5{n,s,m}.yaml``) at 640x640, 80 classes, 3 anchors."""
+    g = _mm().GraphBuilder(name)
+
+    def ch(c: int) -> int:
+        return _div8(c * width)
+
+    def rep(n: int) -> int:
+        return max(round(n * depth), 1)
+
+    x = g.input("images", TensorProto.FLOAT, [1, 3, 640, 640])
+    o: dict[int, str] = {}
+    o[0] = _yconv(g, x, 3, ch(64), 6, "/model.0", act, s=2, pad=2)
+    o[1] = _yconv(g, o[0], ch(64), ch(128), 3, "/model.1", act, s=2)
+    o[2] = _c3(g, o[1], ch(128), ch(128), rep(3), True, "/model.2", act)
+    o[3] = _yconv(g, o[2], ch(128), ch(256), 3, "/model.3", act, s=2)
+    o[4] = _c3(g, o[3], ch(256), ch(256), rep(6), True, "/model.4", act)
+    o[5] = _yconv(g, o[4], ch(256), ch(512), 3, "/model.5", act, s=2)
+    o[6] = _c3(g, o[5], ch(512), ch(512), rep(9), True, "/model.6", act)
+    o[7] = _yconv(g, o[6], ch(512), ch(1024), 3, "/model.7", act, s=2)
+    o[8] = _c3(g, o[7], ch(1024), ch(1024), rep(3), True, "/model.8", act)
+    o[9] = _sppf(g, o[8], ch(1024), ch(1024), "/model.9", act)
+    o[10] = _yconv(g, o[9], ch(1024), ch(512), 1, "/model.10", act)
+    o[11] = _up(g, o[10], "/model.11")
+    o[12] = g.op("Concat", [o[11], o[6]], "/model.12/Concat", axis=1)
+    o[13] = _c3(g, o[12], 2 * ch(512), ch(512), rep(3), False, "/model.13", act)
+    o[14] = _yconv(g, o[13], ch(512), ch(256), 1, "/model.14", act)
+    o[15] = _up(g, o[14], "/model.15")
+    o[16] = g.op("Concat", [o[15], o[4]], "/model.16/Concat", axis=1)
+    o[17] = _c3(g, o[16], 2 * ch(256), ch(256), rep(3), False, "/model.17", act)
+    o[18] = _yconv(g, o[17], ch(256), ch(256), 3, "/model.18", act, s=2)
+    o[19] = g.op("Concat", [o[18], o[14]], "/model.19/Concat", axis=1)
+    o[20] = _c3(g, o[19], 2 * ch(256), ch(512), rep(3), False, "/model.20", act)
+    o[21] = _yconv(g, o[20], ch(512), ch(512), 3, "/model.21", act, s=2)
+    o[22] = g.op("Concat", [o[21], o[10]], "/model.22/Concat", axis=1)
+    o[23] = _c3(g, o[22], 2 * ch(512), ch(1024), rep(3), False, "/model.23", act)
+    for i, (src, c, hw) in enumerate(((o[17], ch(256), 80), (o[20], ch(512), 40), (o[23], ch(1024), 20))):
+        y = conv(g, src, c, 255, 1, f"/model.24/m.{i}", pad=0)
+        g.output(y, f"output{i}", TensorProto.FLOAT, [1, 255, hw, hw])
+    kind = "ReLU" if act == "relu" else "SiLU as Sigmoid*Mul"
+    return g.model(f"YOLOv5 v6.0+ (depth {depth}, width {width}) at 640x640, {kind}, BatchNorm folded, "
+                   "the three Detect convs as outputs (rknn_model_zoo export), weightless.")
+
+
+MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
+    "resnet50_v2": build_resnet50_v2,
+    "mobilenetv1": build_mobilenetv1,
+    "yolov5n": lambda: build_yolov5("yolov5n", 0.33, 0.25),
+    "yolov5s": lambda: build_yolov5("yolov5s", 0.33, 0.50),
+    "yolov5s_relu": lambda: build_yolov5("yolov5s_relu", 0.33, 0.50, act="relu"),
+    "yolov5m": lambda: build_yolov5("yolov5m", 0.67, 0.75),
+}
+
+
+def main() -> int:
+    """``--macs``: print each model's MACs against :data:`PUBLISHED_GMACS`; exit 1 beyond 1%."""
+    ok = True
+    for name, build in MODELS.items():
+        gmacs = sum(_mm().count_macs(build()).values()) / 1e9
+        err = gmacs / PUBLISHED_GMACS[name] - 1
+        ok &= abs(err) <= 0.01
+        print(f"{name:14s} {gmacs:7.3f} GMAC  published {PUBLISHED_GMACS[name]:6.3f}  {err:+.2%}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__" and "--macs" in sys.argv:
+    raise SystemExit(main())
