@@ -119,11 +119,23 @@ def _slices(events: list[dict[str, Any]]) -> dict[tuple[int, int], list[dict[str
 def _bound(
     tracks: dict[tuple[int, int], list[dict[str, Any]]], ev: dict[str, Any]
 ) -> dict[str, Any]:
-    """The one slice on the flow event's track that encloses its timestamp."""
+    """The one slice on the flow event's track that encloses its timestamp.
+
+    Compared in whole nanoseconds, as viewers import them (so float round-off of ``ts + dur``
+    cannot put a flow inside the slice that ends where it sits); a zero-length slice (a view
+    op) encloses only its own instant.
+    """
+
+    def ns(us: float) -> int:
+        return round(us * 1000)
+
+    t = ns(ev["ts"])
     inside = [
-        x for x in tracks.get((ev["pid"], ev["tid"]), []) if x["ts"] < ev["ts"] < x["ts"] + x["dur"]
+        x
+        for x in tracks.get((ev["pid"], ev["tid"]), [])
+        if ns(x["ts"]) < t < ns(x["ts"] + x["dur"]) or ns(x["ts"]) == t == ns(x["ts"] + x["dur"])
     ]
-    assert len(inside) == 1, ev
+    assert len(inside) == 1, (ev, inside)
     return inside[0]
 
 
