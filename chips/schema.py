@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 __all__ = [
     "CATALOG_DIR",
     "DTYPES",
+    "Calibration",
     "Chip",
     "ChipError",
     "CpuUnit",
@@ -32,6 +33,7 @@ __all__ = [
     "Link",
     "NpuUnit",
     "Unit",
+    "UnitCalibration",
     "bundled_chips",
     "chip_json_schema",
     "load_chip",
@@ -262,6 +264,11 @@ class Chip(_Spec):
     default_affinity: tuple[str, ...] = Field(
         ("npu", "gpu", "dsp", "cpu"), description="Preference for op types not in `affinity`."
     )
+    calibration: str | None = Field(
+        None,
+        description="A calibration file (written by `hwsim validate --calibrate`), relative to this "
+        "file; its per-unit `efficiency` and `op_overhead_ns` replace the unit's at load time.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> Chip:
@@ -375,7 +382,53 @@ def load_chip(ref: str | Path) -> Chip:
         raise ChipError(f"{path}:{where}: YAML syntax error: {problem}") from None
     if not isinstance(data, dict):
         raise ChipError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
+    if isinstance(data.get("calibration"), str):
+        data = _with_calibration(data, path)
     return chip_from_dict(data, source=str(path))
+
+
+class UnitCalibration(_Spec):
+    """What a calibration measured for one unit."""
+
+    efficiency: dict[str, Efficiency] = Field(default_factory=dict)
+    op_overhead_ns: NonNegFloat | None = None
+
+
+class Calibration(_Spec):
+    """A calibration file: measured corrections per unit name, merged into a chip at load."""
+
+    chip: str = Field(description="Name of the chip it was measured for.")
+    units: dict[str, UnitCalibration]
+
+
+def _with_calibration(data: dict[str, object], chip_path: Path) -> dict[str, object]:
+    """``data`` with its ``calibration`` file resolved (relative to ``chip_path``) and merged."""
+    cal_path = (chip_path.parent / str(data["calibration"])).resolve()
+    try:
+        raw = yaml.safe_load(cal_path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ChipError(f"{chip_path}: calibration: cannot read {cal_path} ({exc.strerror or exc})") from None
+    except yaml.YAMLError as exc:
+        raise ChipError(f"{cal_path}: YAML syntax error: {str(exc).splitlines()[0]}") from None
+    try:
+        cal = Calibration.model_validate(raw)
+    except ValidationError as exc:
+        raise ChipError(f"{cal_path}: {_first_error(exc)}") from None
+    units = data.get("units")
+    names = [u.get("name") for u in units if isinstance(u, dict)] if isinstance(units, list) else []
+    for name in cal.units:
+        if name not in names:
+            raise ChipError(f"{cal_path}: units.{name}: the chip has no such unit (units: {names})")
+    merged = []
+    for u in units if isinstance(units, list) else []:
+        c = cal.units.get(str(u.get("name"))) if isinstance(u, dict) else None
+        if c is not None:
+            u = dict(u)
+            u["efficiency"] = {**dict(u.get("efficiency") or {}), **c.efficiency}
+            if c.op_overhead_ns is not None:
+                u["op_overhead_ns"] = c.op_overhead_ns
+        merged.append(u)
+    return {**data, "units": merged, "calibration": str(cal_path)}
 
 
 def chip_from_dict(data: dict[str, object], source: str = "<chip>") -> Chip:

@@ -630,6 +630,7 @@ MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     "lstm_gru": build_lstm_gru,
 }
 MODELS |= __import__("zoo_rknn").MODELS  # RKNN model-zoo architectures (examples/zoo_rknn.py)
+MODELS |= __import__("zoo_extra").MODELS  # CPU-validation architectures (examples/zoo_extra.py)
 # models that --check also executes with onnxruntime (random weights)
 ORT_RUN = ["resnet18", "mobilenetv2", "yolov8n", "audio_kws", "lstm_gru", "bert_base", "vit_b16"]
 # published multiply-accumulate counts (GMACs) for a +-tolerance sanity check

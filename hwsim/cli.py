@@ -28,6 +28,8 @@ log = logging.getLogger("hwsim")
 COMMAND_MODULES: dict[str, str] = {
     "compare": "hwsim.cmd_compare",
     "sensitivity": "hwsim.cmd_sensitivity",
+    "fingerprint": "hwsim.cmd_fingerprint",
+    "validate": "hwsim.cmd_validate",
 }
 
 

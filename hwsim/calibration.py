@@ -1,0 +1,113 @@
+"""Fit a chip's CPU efficiencies and per-op overhead to measured per-node profiles, and write
+them as a calibration file a chip YAML includes with ``calibration: FILE``.
+
+What is fit, on what:
+
+- ``op_overhead_ns``: the median kernel time of the dispatch-bound kernels (roofline under
+  2 % of the kernel time and kernel under 20 µs), pooled over all the models given. Kernels
+  onnxruntime inserts (NCHWc reorders, reshapes around Gemm, fused Gelu) are not fit: their
+  time is reported by ``validate`` and left as error. (The gap between a timed run and the sum
+  of its profiled kernels is not used either: on a shared machine it is mostly noise.)
+- ``efficiency[op_type]``: the median over that op type's kernels of roofline time over
+  measured time less the overhead (a median, not a time-weighted ratio: robust to the bursts
+  of a shared machine). Capped at 1 by the chip schema; an op type that still runs faster than
+  its roofline is reported (the fingerprint's peak or bandwidth is too low for it).
+
+Fused nodes are not fit (their kernel time belongs to the node they are fused into).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from chips.schema import Chip, chip_from_dict
+from hwsim.validate import Validation
+
+__all__ = ["CalibrationFit", "apply", "fit", "write_calibration"]
+
+#: A kernel counts as dispatch-bound when its roofline is under this fraction of its time...
+TINY_ROOF_FRACTION = 0.02
+#: ...and it takes less than this many nanoseconds.
+TINY_KERNEL_NS = 20_000.0
+#: Efficiencies below this are clipped (an op type this slow is a missing kernel, not a factor).
+MIN_EFFICIENCY = 0.002
+
+
+@dataclass(frozen=True, slots=True)
+class CalibrationFit:
+    """Fitted values for one CPU unit and what they were fit on."""
+
+    unit: str
+    op_overhead_ns: float
+    efficiency: dict[str, float]
+    kernels: dict[str, int]
+    faster_than_roofline: tuple[str, ...]
+    models: tuple[str, ...]
+
+
+def fit(validations: Sequence[Validation], unit: str) -> CalibrationFit:
+    """Fit overhead and per-op-type efficiencies to the kernels of ``validations``.
+
+    Raises
+    ------
+    ValueError
+        When there is nothing to fit (no kernel measured).
+    """
+    kernels = [n for v in validations for n in v.nodes if not n.fused and n.measured_ns > 0]
+    if not kernels:
+        raise ValueError("calibration: no measured kernels to fit")
+    tiny = [n.measured_ns - n.roof_ns for n in kernels
+            if n.roof_ns < TINY_ROOF_FRACTION * n.measured_ns and n.measured_ns < TINY_KERNEL_NS]  # fmt: skip
+    kernel_overhead = statistics.median(tiny) if tiny else 0.0
+    overhead = kernel_overhead
+    ratios: dict[str, list[float]] = {}
+    for n in kernels:
+        if n.roof_ns <= 0:
+            continue  # views: overhead only
+        ratios.setdefault(n.op_type, []).append(n.roof_ns / max(n.measured_ns - overhead, 0.05 * n.measured_ns))
+    count = {t: len(r) for t, r in ratios.items()}
+    eff: dict[str, float] = {}
+    faster: list[str] = []
+    for t in sorted(ratios):
+        e = statistics.median(ratios[t])
+        if e > 1.0:
+            faster.append(t)
+        eff[t] = round(min(1.0, max(MIN_EFFICIENCY, e)), 4)
+    return CalibrationFit(unit, round(overhead, 1), eff, count, tuple(faster), tuple(v.model for v in validations))
+
+
+def apply(chip: Chip, fit_: CalibrationFit) -> Chip:
+    """``chip`` with the fitted values merged into its unit (as loading the file would)."""
+    data = chip.model_dump()
+    for u in data["units"]:
+        if u["name"] == fit_.unit:
+            u["efficiency"] = {**u["efficiency"], **fit_.efficiency}
+            u["op_overhead_ns"] = fit_.op_overhead_ns
+    return chip_from_dict(data, source=f"{chip.name} (calibrated)")
+
+
+def write_calibration(fit_: CalibrationFit, chip_name: str, out: Path) -> None:
+    """Write the calibration YAML atomically (validated against the schema first)."""
+    from chips.schema import Calibration
+
+    data = {"chip": chip_name,
+            "units": {fit_.unit: {"op_overhead_ns": fit_.op_overhead_ns, "efficiency": fit_.efficiency}}}  # fmt: skip
+    Calibration.model_validate(data)
+    head = [
+        f"# Written by `hwsim validate --calibrate` on {_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds')}",
+        f"# fit on {len(fit_.models)} models: {', '.join(fit_.models)}",
+        "# kernels per op type: " + ", ".join(f"{t} {n}" for t, n in sorted(fit_.kernels.items())),
+    ]
+    if fit_.faster_than_roofline:
+        head.append("# faster than their roofline (capped at 1): " + ", ".join(fit_.faster_than_roofline))
+    head.append(f"# include it from the chip YAML with:  calibration: {out.name}")
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text("\n".join(head) + "\n" + yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    os.replace(tmp, out)

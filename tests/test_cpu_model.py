@@ -1,0 +1,137 @@
+"""CPU cost model (calibrated efficiencies, shape factors, Gather) and the chip side of
+calibration files (``calibration:`` in a chip YAML)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chips.schema import ChipError, chip_from_dict, load_chip
+from cost_models.cpu import DEPTHWISE_FACTOR, HALF_EFFICIENCY_FLOPS, shape_factor
+from cost_models.table import estimate
+from graph_ir.ir import Op, Tensor
+from graph_ir.op_metrics import metrics
+
+
+def host_chip(**unit: Any) -> dict[str, Any]:
+    """A one-CPU chip shaped like a `hwsim fingerprint` file (plausible made-up numbers)."""
+    cpu = {"name": "cpu", "kind": "cpu", "domain": "cpu", "cores": 2, "clock_mhz": 2600,
+           "flops_per_cycle": {"fp32": 60.0}, "l1_kib": 48, "l2_kib": 2048, "l3_kib": 32768,
+           "l1_bandwidth_gbps": 200, "l2_bandwidth_gbps": 130, "l3_bandwidth_gbps": 38,
+           "op_overhead_ns": 2000.0, **unit}  # fmt: skip
+    return {"name": "host", "dram": {"bandwidth_gbps": 8.0, "latency_ns": 300},
+            "domains": [{"name": "cpu"}], "units": [cpu], "default_affinity": ["cpu"]}  # fmt: skip
+
+
+def make_op(op_type: str, ins: list[Tensor], outs: list[Tensor], **attrs: Any) -> Op:
+    m = metrics(op_type, ins, outs, attrs)
+    return Op("op", op_type, m.category, tuple(ins), tuple(outs), attrs, m.macs, m.flops)
+
+
+def relu(n: int) -> Op:
+    return make_op("Relu", [Tensor("x", (1, n), "float32")], [Tensor("y", (1, n), "float32")])
+
+
+class TestCalibratedEfficiency:
+    def test_scales_a_memory_bound_op(self) -> None:
+        op = relu(1 << 20)  # 8 MiB in + out: memory bound from L3
+        plain = estimate(op, chip_from_dict(host_chip()), "cpu", "fp32")
+        half = estimate(op, chip_from_dict(host_chip(efficiency={"Relu": 0.5})), "cpu", "fp32")
+        assert plain is not None and half is not None
+        assert plain.bound == "memory"
+        assert half.memory_ns == pytest.approx(2 * plain.memory_ns)
+        assert half.energy_pj > plain.energy_pj
+        assert "calibrated 0.5" in half.note
+
+    def test_other_op_types_untouched(self) -> None:
+        op = relu(4096)
+        plain = estimate(op, chip_from_dict(host_chip()), "cpu", "fp32")
+        other = estimate(op, chip_from_dict(host_chip(efficiency={"Conv": 0.1})), "cpu", "fp32")
+        assert plain == other
+
+    @settings(max_examples=25, deadline=None)
+    @given(effs=st.tuples(st.floats(0.01, 1.0), st.floats(0.01, 1.0)).map(sorted),
+           n=st.integers(1, 1 << 22), op_type=st.sampled_from(["Relu", "MatMul"]))  # fmt: skip
+    def test_higher_efficiency_never_slower(self, effs: list[float], n: int, op_type: str) -> None:
+        if op_type == "Relu":
+            op = relu(n)
+        else:
+            k = max(1, int(n ** (1 / 3)))
+            op = make_op("MatMul", [Tensor("a", (k, k), "float32"), Tensor("b", (k, k), "float32", True)],
+                         [Tensor("y", (k, k), "float32")])  # fmt: skip
+        lo, hi = (estimate(op, chip_from_dict(host_chip(efficiency={op_type: e})), "cpu", "fp32") for e in effs)
+        assert lo is not None and hi is not None
+        assert hi.latency_ns <= lo.latency_ns * (1 + 1e-9)
+
+
+class TestShapes:
+    def test_depthwise_conv_is_less_efficient(self) -> None:
+        x, y = Tensor("x", (1, 32, 56, 56), "float32"), Tensor("y", (1, 32, 56, 56), "float32")
+        dw = make_op("Conv", [x, Tensor("w", (32, 1, 3, 3), "float32", True)], [y], group=32, kernel_shape=(3, 3),
+                     pads=(1, 1, 1, 1))  # fmt: skip
+        full = make_op("Conv", [x, Tensor("w", (32, 32, 3, 3), "float32", True)], [y], kernel_shape=(3, 3),
+                       pads=(1, 1, 1, 1))  # fmt: skip
+        assert shape_factor(dw) == pytest.approx(dw.flops / (dw.flops + HALF_EFFICIENCY_FLOPS) * DEPTHWISE_FACTOR)
+        assert shape_factor(full) == pytest.approx(full.flops / (full.flops + HALF_EFFICIENCY_FLOPS))
+
+    def test_gather_reads_rows_not_the_table(self) -> None:
+        table = Tensor("emb", (30522, 768), "float32", True)  # 94 MB
+        ids = Tensor("ids", (1, 128), "int64")
+        out = Tensor("y", (1, 128, 768), "float32")
+        cost = estimate(make_op("Gather", [table, ids], [out], axis=0), chip_from_dict(host_chip()), "cpu", "fp32")
+        assert cost is not None
+        assert cost.dram_read_bytes <= out.nbytes
+        assert cost.latency_ns < 200_000
+
+
+class TestCalibrationFile:
+    def write(self, tmp_path: Path, cal: Any, chip: dict[str, Any] | None = None) -> Path:
+        data = chip or host_chip(efficiency={"Relu": 0.9, "Add": 0.7})
+        data = {**data, "calibration": "cal/host_calibration.yaml"}
+        (tmp_path / "cal").mkdir()
+        (tmp_path / "cal" / "host_calibration.yaml").write_text(yaml.safe_dump(cal))
+        path = tmp_path / "host.yaml"
+        path.write_text(yaml.safe_dump(data))
+        return path
+
+    def test_merges_into_the_unit(self, tmp_path: Path) -> None:
+        cal = {"chip": "host", "units": {"cpu": {"op_overhead_ns": 3500.0, "efficiency": {"Conv": 0.8, "Relu": 0.4}}}}
+        chip = load_chip(self.write(tmp_path, cal))
+        unit = chip.unit("cpu")
+        assert unit.op_overhead_ns == 3500.0
+        assert unit.efficiency == {"Relu": 0.4, "Add": 0.7, "Conv": 0.8}  # calibration wins, the rest stays
+        assert chip.calibration == str((tmp_path / "cal" / "host_calibration.yaml").resolve())
+
+    def test_changes_the_estimate(self, tmp_path: Path) -> None:
+        cal = {"chip": "host", "units": {"cpu": {"efficiency": {"Relu": 0.25}}}}
+        chip = load_chip(self.write(tmp_path, cal))
+        op = relu(1 << 20)
+        before, after = estimate(op, chip_from_dict(host_chip()), "cpu", "fp32"), estimate(op, chip, "cpu", "fp32")
+        assert before is not None and after is not None
+        assert after.latency_ns > 2 * before.latency_ns
+
+    @pytest.mark.parametrize(
+        ("cal", "message"),
+        [
+            ({"chip": "host", "units": {"npu": {"efficiency": {"Conv": 0.5}}}}, "units.npu: the chip has no such unit"),
+            ({"chip": "host", "units": {"cpu": {"efficiency": {"Conv": 1.5}}}}, "units.cpu.efficiency.Conv"),
+            ({"chip": "host", "units": {"cpu": {"speed": 2}}}, "units.cpu.speed: unknown key"),
+            ({"units": {}}, "chip: Field required"),
+        ],
+    )
+    def test_bad_calibration_names_file_and_field(self, tmp_path: Path, cal: Any, message: str) -> None:
+        with pytest.raises(ChipError) as err:
+            load_chip(self.write(tmp_path, cal))
+        assert "host_calibration.yaml" in str(err.value)
+        assert message in str(err.value)
+
+    def test_missing_calibration_file(self, tmp_path: Path) -> None:
+        path = tmp_path / "host.yaml"
+        path.write_text(yaml.safe_dump({**host_chip(), "calibration": "nope.yaml"}))
+        with pytest.raises(ChipError, match=r"host.yaml: calibration: cannot read .*nope.yaml"):
+            load_chip(path)
