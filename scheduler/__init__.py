@@ -1,6 +1,8 @@
 """Schedulers: map the graph's ops onto the chip's units and order them.
 
-Policies are registered by name; each is ``policy(graph, chip, table) -> Schedule``.
+Policies are registered by name; each is ``policy(graph, chip, table) -> Schedule``. The
+abstract problem they share with task-graph files is in :mod:`scheduler.problem`; the policies
+themselves (one per module) in :mod:`scheduler.policies`.
 """
 
 from __future__ import annotations
@@ -10,8 +12,11 @@ from collections.abc import Callable
 from chips.schema import Chip
 from cost_models.table import CostTable
 from graph_ir.ir import ModelGraph
-from scheduler.affinity_locality import affinity_locality, affinity_rank
-from scheduler.baselines import eft, single_unit
+from scheduler.affinity_locality import affinity_locality as affinity_list
+from scheduler.affinity_locality import affinity_rank
+from scheduler.baselines import eft
+from scheduler.baselines import single_unit as single_unit_list
+from scheduler.onnx_policies import graph_policy
 from scheduler.schedule import (
     Placement,
     Schedule,
@@ -38,9 +43,21 @@ __all__ = [
 Policy = Callable[[ModelGraph, Chip, CostTable], Schedule]
 
 POLICIES: dict[str, Policy] = {
-    "affinity-locality": affinity_locality,
+    # The engine's default stays the one-pass affinity list scheduler until the search below
+    # is never worse through the engine (see docs/scheduling.md); task graphs use the search.
+    "affinity-locality": affinity_list,
+    "search": graph_policy("affinity-locality"),
+    "heft": graph_policy("heft"),
+    "peft": graph_policy("peft"),
+    "cpop": graph_policy("cpop"),
+    "single-unit": graph_policy("single-unit"),
+    "ort-greedy": graph_policy("ort-greedy"),
+    "best": graph_policy("best"),
+    "exact": graph_policy("exact"),
+    # The earlier one-pass policies, kept for comparison.
     "eft": eft,
-    "single-unit": single_unit,
+    "affinity-list": affinity_list,
+    "single-unit-list": single_unit_list,
 }
 
 

@@ -1,0 +1,63 @@
+"""Why each task went where: affinity, locality or a faster finish (one line per task)."""
+
+from __future__ import annotations
+
+from scheduler.problem import Problem, Solution
+
+__all__ = ["explain"]
+
+
+def _fmt(t: float) -> str:
+    return f"{t:.6g}"
+
+
+def explain(problem: Problem, sol: Solution, time_unit: str = "") -> list[str]:
+    """A human-readable reason for each task's unit, judged against the final schedule.
+
+    For each other unit able to run the task, its finish there is estimated with every other
+    task left in place (inputs' arrival plus run time, queueing ignored).
+    """
+    aff = problem.affinity
+    has_aff = bool(aff.any())
+    ex, ps, pl = problem.exec_list, problem.pair_scale, problem.pair_lat
+    out: list[str] = []
+    for i in range(problem.n):
+        u = sol.unit[i]
+        name = problem.units[u]
+
+        def alone(v: int, i: int = i) -> float:
+            ready = 0.0
+            for j, vol in problem.preds[i]:
+                uj = sol.unit[j]
+                ready = max(ready, sol.finish_ns[j] + (vol * ps[uj][v] + pl[uj][v] if vol and uj != v else 0.0))
+            return ready + ex[i][v]
+
+        others = [v for v in problem.capable[i] if v != u]
+        if not others:
+            out.append(f"only {name} can run it")
+            continue
+        here = alone(u)
+        rival = min(others, key=lambda v: (alone(v), v))
+        there = alone(rival)
+        kind = problem.kinds[i] or "this task"
+        if has_aff:
+            pref = min(problem.capable[i], key=lambda v: (aff[i, v], v))
+            if pref == u:
+                out.append(f"affinity: {name} is preferred for {kind}; the schedule is no longer with it")
+                continue
+        saved = [
+            (vol * ps[sol.unit[j]][rival] + pl[sol.unit[j]][rival], problem.tasks[j])
+            for j, vol in problem.preds[i]
+            if sol.unit[j] == u and vol
+        ]
+        if saved and max(saved)[0] > 0 and here <= there + max(saved)[0]:
+            c, prod = max(saved)
+            out.append(f"locality: stays on {name} with its producer {prod}, saving a {_fmt(c)}{time_unit} transfer")
+        elif here <= there:
+            out.append(f"faster finish: {name} finishes at {_fmt(here)}{time_unit}, {problem.units[rival]} at {_fmt(there)}{time_unit}")
+        else:
+            out.append(
+                f"global: {problem.units[rival]} alone would finish it earlier ({_fmt(there)} vs {_fmt(here)}{time_unit}) "
+                "but would delay other tasks"
+            )
+    return out

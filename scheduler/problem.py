@@ -1,0 +1,256 @@
+"""The abstract scheduling problem shared by task-graph files and ONNX models, and its evaluator.
+
+A :class:`Problem` is a DAG of tasks (in topological order) and a set of units, each with one
+or more identical cores. ``exec_ns[i, u]`` is task ``i``'s run time on one core of unit ``u``
+(``inf``: the unit cannot run it). An edge carries a ``volume``; it costs
+``volume * comm_scale[a, b] + comm_lat[a, b]`` when its producer runs in domain ``a`` and its
+consumer in a different domain ``b`` (nothing within a domain). A task-graph file gives every
+unit its own domain, ``comm_scale = 1`` and ``comm_lat = 0``, so ``volume`` is the edge's
+``comm`` time. Tasks are non-preemptive, a core runs one task at a time, transfers do not
+contend.
+
+:func:`evaluate` turns an assignment (task -> unit) and a priority order into exact start and
+finish times: each task, in order, takes the earliest idle gap (or the end) of the unit's
+core that lets it start first once its inputs have arrived.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from bisect import bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = [
+    "Problem",
+    "Solution",
+    "Timeline",
+    "evaluate",
+    "make_problem",
+    "priority_order",
+    "solution_from_times",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """A task DAG on heterogeneous units (see the module docstring).
+
+    Attributes
+    ----------
+    tasks : task names, in a topological order.
+    kinds : per task, an operator type (ONNX ``op_type``; "" for task-graph files).
+    units : unit names; ``cores[u]`` identical cores each.
+    exec_ns : (n_tasks, n_units) run time on one core, ``inf`` where the unit cannot run it.
+    preds, succs : per task, ``(other task index, volume)`` pairs.
+    unit_domain : domain index of each unit.
+    comm_scale, comm_lat : (n_domains, n_domains) time per unit of volume and fixed latency.
+    affinity : (n_tasks, n_units) preference rank of each unit for the task (0 = most preferred).
+    """
+
+    tasks: tuple[str, ...]
+    kinds: tuple[str, ...]
+    units: tuple[str, ...]
+    cores: tuple[int, ...]
+    exec_ns: np.ndarray
+    preds: tuple[tuple[tuple[int, float], ...], ...]
+    succs: tuple[tuple[tuple[int, float], ...], ...]
+    unit_domain: tuple[int, ...]
+    comm_scale: np.ndarray
+    comm_lat: np.ndarray
+    affinity: np.ndarray
+    # Derived, for the inner loops: per unit pair (scale, latency) as plain floats.
+    pair_scale: tuple[tuple[float, ...], ...] = field(repr=False, default=())
+    pair_lat: tuple[tuple[float, ...], ...] = field(repr=False, default=())
+    capable: tuple[tuple[int, ...], ...] = field(repr=False, default=())
+    exec_list: tuple[tuple[float, ...], ...] = field(repr=False, default=())
+
+    @property
+    def n(self) -> int:
+        return len(self.tasks)
+
+    @property
+    def n_units(self) -> int:
+        return len(self.units)
+
+    def comm(self, volume: float, u: int, v: int) -> float:
+        """Time for an edge of ``volume`` from unit ``u`` to unit ``v``."""
+        if volume == 0.0:
+            return 0.0
+        return volume * self.pair_scale[u][v] + self.pair_lat[u][v]
+
+    def n_edges(self) -> int:
+        return sum(len(p) for p in self.preds)
+
+
+def make_problem(
+    tasks: Sequence[str],
+    units: Sequence[str],
+    exec_ns: np.ndarray,
+    edges: Sequence[tuple[int, int, float]],
+    *,
+    kinds: Sequence[str] | None = None,
+    cores: Sequence[int] | None = None,
+    unit_domain: Sequence[int] | None = None,
+    comm_scale: np.ndarray | None = None,
+    comm_lat: np.ndarray | None = None,
+    affinity: np.ndarray | None = None,
+) -> Problem:
+    """Build a :class:`Problem`; ``tasks`` must be in topological order (edges go forward).
+
+    Defaults describe a task-graph file: one core per unit, one domain per unit,
+    ``comm_scale = 1`` and ``comm_lat = 0`` across domains, no affinity.
+    """
+    n, m = len(tasks), len(units)
+    exec_arr = np.asarray(exec_ns, dtype=float).reshape(n, m)
+    preds: list[list[tuple[int, float]]] = [[] for _ in range(n)]
+    succs: list[list[tuple[int, float]]] = [[] for _ in range(n)]
+    for s, d, vol in edges:
+        if not s < d:
+            raise ValueError(f"edge {tasks[s]!r} -> {tasks[d]!r} goes backwards in the task order")
+        preds[d].append((s, float(vol)))
+        succs[s].append((d, float(vol)))
+    dom = tuple(unit_domain) if unit_domain is not None else tuple(range(m))
+    nd = max(dom) + 1 if dom else 0
+    if comm_scale is None:
+        comm_scale = np.ones((nd, nd)) - np.eye(nd)
+    if comm_lat is None:
+        comm_lat = np.zeros((nd, nd))
+    scale = np.asarray(comm_scale, dtype=float)
+    lat = np.asarray(comm_lat, dtype=float)
+    pair_scale = tuple(
+        tuple(0.0 if dom[u] == dom[v] else float(scale[dom[u], dom[v]]) for v in range(m)) for u in range(m)
+    )
+    pair_lat = tuple(
+        tuple(0.0 if dom[u] == dom[v] else float(lat[dom[u], dom[v]]) for v in range(m)) for u in range(m)
+    )
+    capable = tuple(tuple(int(u) for u in np.flatnonzero(np.isfinite(exec_arr[i]))) for i in range(n))
+    return Problem(
+        tasks=tuple(tasks),
+        kinds=tuple(kinds) if kinds is not None else ("",) * n,
+        units=tuple(units),
+        cores=tuple(cores) if cores is not None else (1,) * m,
+        exec_ns=exec_arr,
+        preds=tuple(tuple(p) for p in preds),
+        succs=tuple(tuple(s) for s in succs),
+        unit_domain=dom,
+        comm_scale=scale,
+        comm_lat=lat,
+        affinity=np.asarray(affinity, dtype=int) if affinity is not None else np.zeros((n, m), dtype=int),
+        pair_scale=pair_scale,
+        pair_lat=pair_lat,
+        capable=capable,
+        exec_list=tuple(tuple(float(x) for x in row) for row in exec_arr),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Solution:
+    """Where and when each task runs: ``unit[i]``, ``core[i]``, ``start_ns[i]``, ``finish_ns[i]``."""
+
+    unit: tuple[int, ...]
+    core: tuple[int, ...]
+    start_ns: tuple[float, ...]
+    finish_ns: tuple[float, ...]
+    makespan_ns: float
+
+    def order(self) -> list[int]:
+        """Tasks by start time (ties: task index), a valid priority order for :func:`evaluate`."""
+        return sorted(range(len(self.unit)), key=lambda i: (self.start_ns[i], self.finish_ns[i], i))
+
+
+class Timeline:
+    """Busy intervals per (unit, core), with insertion into idle gaps."""
+
+    __slots__ = ("_finish", "_insertion", "_start")
+
+    def __init__(self, cores: Sequence[int], insertion: bool = True) -> None:
+        self._start: list[list[list[float]]] = [[[] for _ in range(c)] for c in cores]
+        self._finish: list[list[list[float]]] = [[[] for _ in range(c)] for c in cores]
+        self._insertion = insertion
+
+    def earliest(self, unit: int, ready: float, duration: float) -> tuple[float, int]:
+        """Earliest start >= ``ready`` of a task of ``duration`` on ``unit``, and the core."""
+        best, best_core = math.inf, 0
+        for c, (starts, finishes) in enumerate(zip(self._start[unit], self._finish[unit], strict=True)):
+            if not finishes:
+                t = ready
+            elif not self._insertion:
+                t = max(ready, finishes[-1])
+            else:
+                k = bisect_right(finishes, ready)
+                t = ready
+                while k < len(starts):
+                    if t + duration <= starts[k]:
+                        break
+                    t = max(t, finishes[k])
+                    k += 1
+            if t < best:
+                best, best_core = t, c
+                if t == ready:
+                    break
+        return best, best_core
+
+    def insert(self, unit: int, core: int, start: float, finish: float) -> None:
+        starts, finishes = self._start[unit][core], self._finish[unit][core]
+        k = bisect_right(starts, start)
+        if k < len(starts) and starts[k] == start:
+            k += 1
+        starts.insert(k, start)
+        finishes.insert(k, finish)
+
+
+def evaluate(problem: Problem, assign: Sequence[int], order: Sequence[int], insertion: bool = True) -> Solution:
+    """Exact start/finish times for ``assign`` (task -> unit), tasks placed in ``order``.
+
+    ``order`` must list every task after its predecessors.
+    """
+    n = problem.n
+    start = [0.0] * n
+    finish = [0.0] * n
+    core = [0] * n
+    tl = Timeline(problem.cores, insertion)
+    preds, ex, ps, pl = problem.preds, problem.exec_list, problem.pair_scale, problem.pair_lat
+    makespan = 0.0
+    for i in order:
+        u = assign[i]
+        ready = 0.0
+        for j, vol in preds[i]:
+            uj = assign[j]
+            t = finish[j] + (vol * ps[uj][u] + pl[uj][u] if vol and uj != u else 0.0)
+            ready = max(ready, t)
+        w = ex[i][u]
+        s, c = tl.earliest(u, ready, w)
+        tl.insert(u, c, s, s + w)
+        start[i], finish[i], core[i] = s, s + w, c
+        makespan = max(makespan, s + w)
+    return Solution(tuple(assign), tuple(core), tuple(start), tuple(finish), makespan)
+
+
+def solution_from_times(problem: Problem, assign: Sequence[int], start: Sequence[float]) -> Solution:
+    """Rebuild a solution from given start times (re-timed by :func:`evaluate` in start order)."""
+    order = sorted(range(problem.n), key=lambda i: (start[i], i))
+    return evaluate(problem, assign, order)
+
+
+def priority_order(problem: Problem, priority: Sequence[float]) -> list[int]:
+    """A topological order that always takes the ready task of highest ``priority``.
+
+    Ties go to the lower task index, so the order is deterministic.
+    """
+    n = problem.n
+    missing = [len(p) for p in problem.preds]
+    heap = [(-priority[i], i) for i in range(n) if missing[i] == 0]
+    heapq.heapify(heap)
+    out: list[int] = []
+    while heap:
+        _, i = heapq.heappop(heap)
+        out.append(i)
+        for j, _vol in problem.succs[i]:
+            missing[j] -= 1
+            if missing[j] == 0:
+                heapq.heappush(heap, (-priority[j], j))
+    return out

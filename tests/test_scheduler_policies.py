@@ -1,0 +1,143 @@
+"""Scheduling policies on abstract task graphs: validity, bounds, exact <= heuristics, best, determinism."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scheduler.bounds import problem_bounds
+from scheduler.exact import exact
+from scheduler.generators import random_problem
+from scheduler.policies import CHEAP_POLICIES, TASK_POLICIES, DeadlineError, solve
+from scheduler.problem import Problem, Solution, evaluate, make_problem
+from scheduler.search import affinity_locality
+
+EPS = 1e-7
+
+
+def check_valid(p: Problem, s: Solution) -> None:
+    """Each task once on a unit that can run it, precedence + transfers respected, no overlap."""
+    assert len(s.unit) == p.n
+    for i in range(p.n):
+        u = s.unit[i]
+        assert math.isfinite(p.exec_ns[i, u]), f"{p.tasks[i]} on a unit that cannot run it"
+        assert 0 <= s.core[i] < p.cores[u]
+        assert s.finish_ns[i] == pytest.approx(s.start_ns[i] + p.exec_ns[i, u])
+        assert s.start_ns[i] >= -EPS
+        for j, vol in p.preds[i]:
+            arrive = s.finish_ns[j] + p.comm(vol, s.unit[j], u)
+            assert s.start_ns[i] >= arrive - EPS, f"{p.tasks[i]} starts before {p.tasks[j]}'s data arrives"
+    slots: dict[tuple[int, int], list[tuple[float, float]]] = {}
+    for i in range(p.n):
+        if p.exec_ns[i, s.unit[i]] > 0:
+            slots.setdefault((s.unit[i], s.core[i]), []).append((s.start_ns[i], s.finish_ns[i]))
+    for iv in slots.values():
+        iv.sort()
+        for (_, f0), (s1, _) in itertools.pairwise(iv):
+            assert s1 >= f0 - EPS, "two tasks overlap on one core"
+    assert s.makespan_ns == pytest.approx(max(s.finish_ns, default=0.0))
+
+
+problems = st.builds(
+    random_problem,
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(1, 14),
+    n_units=st.integers(1, 5),
+    ccr=st.sampled_from([0.0, 0.5, 1.0, 5.0]),
+    kind=st.sampled_from(["related", "unrelated"]),
+)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(p=problems)
+def test_every_cheap_policy_is_valid_and_above_the_bounds(p):
+    lb = problem_bounds(p)
+    results = {}
+    for name, fn in CHEAP_POLICIES.items():
+        s = fn(p)
+        check_valid(p, s)
+        assert s.makespan_ns >= lb.best_ns - EPS, name
+        results[name] = s.makespan_ns
+    best = solve(p, "best").solution
+    check_valid(p, best)
+    assert best.makespan_ns <= min(results.values()) + EPS
+    # The default seeds with HEFT and PEFT and only accepts improvements.
+    assert results["affinity-locality"] <= min(results["heft"], results["peft"]) + EPS
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(1, 7),
+    n_units=st.integers(1, 3),
+    ccr=st.sampled_from([0.5, 5.0]),
+    kind=st.sampled_from(["related", "unrelated"]),
+)
+def test_exact_is_at_most_every_heuristic(seed, n, n_units, ccr, kind):
+    p = random_problem(seed, n, n_units, ccr, kind)
+    r = solve(p, "exact", exact_time_limit_s=20.0)
+    check_valid(p, r.solution)
+    assert r.proven
+    for name, fn in CHEAP_POLICIES.items():
+        assert r.solution.makespan_ns <= fn(p).makespan_ns + EPS, name
+    assert r.lower_bound_ns <= r.solution.makespan_ns + EPS
+
+
+@settings(max_examples=4, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(5, 15))
+def test_default_is_deterministic(seed, n):
+    a = random_problem(seed, n, 4, 1.0, "unrelated")
+    b = random_problem(seed, n, 4, 1.0, "unrelated")
+    assert affinity_locality(a) == affinity_locality(b)
+
+
+def test_exact_beats_heft_on_a_known_instance():
+    # Two parallel tasks and a join; HEFT splits them and pays the transfer, one unit is optimal.
+    p = make_problem(
+        ["a", "b", "c"], ["u0", "u1"], [[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]], [(0, 2, 10.0), (1, 2, 10.0)]
+    )
+    r = exact(p, CHEAP_POLICIES["heft"](p), problem_bounds(p).best_ns)
+    assert r.proven
+    assert r.solution.makespan_ns == pytest.approx(3.0)
+    assert solve(p).solution.makespan_ns == pytest.approx(3.0)
+
+
+def test_evaluate_fills_idle_gaps():
+    # b must wait for a's transfer on u1; c (independent) fits into u1's idle time before b.
+    p = make_problem(["a", "b", "c"], ["u0", "u1"], [[2.0, 9.0], [9.0, 1.0], [9.0, 1.0]], [(0, 1, 3.0)])
+    s = evaluate(p, [0, 1, 1], [0, 1, 2])
+    assert s.start_ns == (0.0, 5.0, 0.0)
+    no_gap = evaluate(p, [0, 1, 1], [0, 1, 2], insertion=False)
+    assert no_gap.start_ns[2] == 6.0
+
+
+def test_empty_problem():
+    p = make_problem([], ["u0"], [[]], [])
+    for name in TASK_POLICIES:
+        assert solve(p, name).solution.makespan_ns == 0.0
+
+
+def test_deadlines_report_slack_and_fail_when_missed():
+    p = make_problem(["a", "b"], ["u0"], [[2.0], [3.0]], [])
+    r = solve(p, deadlines={0: 2.0, 1: 10.0})
+    # The deadline-first retiming runs "a" first so it meets its deadline exactly.
+    assert r.slack_ns[0] == pytest.approx(0.0)
+    assert r.slack_ns[1] == pytest.approx(5.0)
+    with pytest.raises(DeadlineError, match="'b'"):
+        solve(p, deadlines={0: 2.0, 1: 4.0})
+
+
+def test_reasons_name_affinity_locality_or_speed():
+    p = random_problem(3, 12, 4, 1.0, "unrelated")
+    r = solve(p)
+    assert len(r.reasons) == p.n
+    assert all(any(w in x for w in ("faster", "locality", "global", "only", "affinity")) for x in r.reasons)
+
+
+def test_unknown_policy():
+    with pytest.raises(ValueError, match="unknown policy"):
+        solve(random_problem(0, 3, 2, 1.0), "nope")
