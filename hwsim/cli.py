@@ -83,6 +83,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--frames", type=_positive_int, default=1, metavar="N",
         help="stream N inputs through the schedule: throughput, initiation interval, per-frame latency",
     )  # fmt: skip
+    r.add_argument(
+        "--in-flight", type=_positive_int, metavar="K",
+        help="with --frames: admit a frame when the one K frames earlier is done (default: all at once)",
+    )  # fmt: skip
     r.add_argument("--no-double-buffer", action="store_true", help="tiled ops load, compute, store in turn")
     r.add_argument("--no-split", action="store_true", help="never split an op across the cores of a unit")
     r.add_argument("--json", action="store_true", help="print summary.json to stdout instead of the summary")
@@ -136,7 +140,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     check_out_dir(out)
     try:
         options = EngineOptions(double_buffer=not args.no_double_buffer, split=not args.no_split)
-        result = run_graph(graph, chip, args.precision, args.policy, frames=args.frames, options=options)
+        result = run_graph(
+            graph, chip, args.precision, args.policy, frames=args.frames, options=options, in_flight=args.in_flight
+        )
     except UnplaceableError as exc:
         raise UnplaceableError(f"{args.model}: {exc}") from None
     if graph.unknown_ops:

@@ -34,9 +34,10 @@ an op over the cores of its unit that are idle and have nothing ready to run, ch
 ``k`` with the shortest uncontended time. A core is never shared: a unit runs at most
 ``cores`` ops or shards at once.
 
-``frames = N`` streams ``N`` copies of the graph through the same schedule (all inputs present at
-time 0; every core runs its ops frame after frame), so frame ``i + 1`` starts on a unit as soon
-as the unit is done with frame ``i``.
+``frames = N`` streams ``N`` copies of the graph through the same schedule (every core runs its
+ops frame after frame), so frame ``i + 1`` starts on a unit as soon as the unit is done with
+frame ``i``. All inputs are there at time 0, or, with ``in_flight = K``, frame ``i`` is admitted
+when frame ``i - K`` completes.
 """
 
 from __future__ import annotations
@@ -154,6 +155,9 @@ class Trace:
     bandwidth_samples: tuple[tuple[int, str, float], ...]
     memory_capacity_bytes_per_ps: dict[str, float] = field(default_factory=dict)
     frames: int = 1
+    #: When each frame's inputs were admitted (``in_flight`` runs only; empty: all at time 0).
+    frame_admit_ps: tuple[int, ...] = ()
+    in_flight: int | None = None
 
     @property
     def makespan_ns(self) -> float:
@@ -267,8 +271,13 @@ def simulate(
     schedule: Schedule,
     options: EngineOptions | None = None,
     frames: int = 1,
+    in_flight: int | None = None,
 ) -> Trace:
     """Run ``schedule`` (``frames`` times over, pipelined) and return the :class:`Trace`.
+
+    ``in_flight = K`` admits frame ``i``'s inputs only when frame ``i - K`` has completed (at
+    most K frames in the system; the trace keeps the admission times); None: every frame's
+    inputs are there at time 0.
 
     Raises
     ------
@@ -276,13 +285,15 @@ def simulate(
         If some op can never start (the schedule's per-core order contradicts the graph), or a
         placement asks for more cores than its unit has or splits an op the unit cannot split.
     ValueError
-        If ``frames < 1``.
+        If ``frames < 1`` or ``in_flight < 1``.
     """
     from hwsim.splitting import shard_cost
 
     opts = options if options is not None else EngineOptions()
     if frames < 1:
         raise ValueError(f"frames must be at least 1, got {frames}")
+    if in_flight is not None and in_flight < 1:
+        raise ValueError(f"in_flight must be at least 1, got {in_flight}")
     units = {u.name: u for u in chip.units}
     domains = {d.name: d for d in chip.domains}
 
@@ -521,6 +532,7 @@ def simulate(
         frame = inst // n_ops
         for t in graph.op(op_names[i]).outputs:
             arrive(frame, t.name, op_domain[i])
+        frame_done(frame)
 
     def finish_transfer(xi: int) -> None:
         x_end[xi] = now
@@ -528,6 +540,17 @@ def simulate(
         channel_free[link_key[j]].append(x_channel[xi])
         channel_free[link_key[j]].sort()
         arrive(xi // n_x, transfers[j].tensor, transfers[j].dst_domain)
+        frame_done(xi // n_x)
+
+    def admit(frame: int) -> None:
+        admitted[frame] = now
+        for t in graph.inputs:
+            arrive(frame, t.name, chip.host)
+
+    def frame_done(frame: int) -> None:
+        left[frame] -= 1
+        if left[frame] == 0 and in_flight is not None and frame + in_flight < frames:
+            admit(frame + in_flight)
 
     def start_block(inst: int) -> bool:
         """Start the op's next block (or finish the op); True when a flow was added."""
@@ -586,9 +609,11 @@ def simulate(
                 samples.append((now, m, u))
                 last_use[m] = u
 
-    for frame in range(frames):
-        for t in graph.inputs:
-            arrive(frame, t.name, chip.host)
+    admitted = [-1] * frames
+    left = [n_ops + n_x] * frames  # ops and transfers of each frame still to finish
+    window = frames if in_flight is None or n_ops + n_x == 0 else min(in_flight, frames)
+    for frame in range(window):
+        admit(frame)
 
     while True:
         start_ops()
@@ -656,4 +681,14 @@ def simulate(
         )
     )  # fmt: skip
     makespan = max([r.end_ps for r in op_records] + [r.end_ps for r in x_records] + [0])
-    return Trace(makespan, tuple(op_records), x_records, tuple(samples), dict(capacity), frames)
+    admissions = tuple(admitted) if in_flight is not None else ()
+    return Trace(
+        makespan,
+        tuple(op_records),
+        x_records,
+        tuple(samples),
+        dict(capacity),
+        frames,
+        admissions,
+        in_flight,
+    )

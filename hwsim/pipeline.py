@@ -49,12 +49,14 @@ def run_graph(
     policy: str = "affinity-locality",
     frames: int = 1,
     options: EngineOptions | None = None,
+    in_flight: int | None = None,
     fuse_ops: bool = True,
 ) -> RunResult:
     """Cost, schedule, simulate and analyze an already loaded graph on a chip.
 
-    ``frames > 1`` also streams that many inputs through the schedule (``stream``); ``options``
-    switch engine features (double buffering, op splitting) for what-if runs. ``fuse_ops``
+    ``frames > 1`` also streams that many inputs through the schedule (``stream``), at most
+    ``in_flight`` at a time if given; ``options`` switch engine features (double buffering, op
+    splitting) for what-if runs. ``fuse_ops``
     applies :func:`cost_models.fusion.fuse` to the placed ops between scheduling and simulation.
     """
     table = cost_table(graph, chip, precision)
@@ -62,7 +64,7 @@ def run_graph(
     fusion = fuse(graph, chip, table, {n: p.unit for n, p in sched.placements.items()}) if fuse_ops else None
     table = fusion.table if fusion is not None else table
     trace = simulate(graph, chip, table, sched, options)
-    stream_trace = simulate(graph, chip, table, sched, options, frames) if frames > 1 else None
+    stream_trace = simulate(graph, chip, table, sched, options, frames, in_flight) if frames > 1 else None
     stream = frame_stats(chip, stream_trace if stream_trace is not None else trace)
     return RunResult(
         graph, chip, precision, table, sched, trace, analyze(graph, chip, trace), stream, stream_trace,

@@ -4,9 +4,11 @@
 (all inputs present at time 0, every core working frame after frame), so different units work
 on different frames at once. From such a trace:
 
-- frame ``i`` *completes* when its last op or transfer ends, and *starts* when its first op
-  starts (its input may have been copied in earlier, while the units were busy with earlier
-  frames); its latency is the difference;
+- frame ``i`` *completes* when its last op or transfer ends, and *starts* when its inputs were
+  admitted (runs with ``in_flight``), else when its first op starts (all inputs are there at
+  time 0 then, and a frame's early ops may run well before its units are free for the rest:
+  with every input present at once, later frames queue and latency grows); its latency is the
+  difference;
 - the initiation interval (II) is the mean gap between consecutive completions over the steady
   part: the first gap (pipeline fill) is left out when there are 3 frames or more, and one frame
   alone has II = its latency; throughput is ``1 / II``;
@@ -32,6 +34,7 @@ class FrameStats:
     """What a stream of ``frames`` inputs achieved. Times in ms, energy in mJ."""
 
     frames: int
+    in_flight: int | None
     makespan_ms: float
     frame_start_ms: tuple[float, ...]
     frame_end_ms: tuple[float, ...]
@@ -64,6 +67,8 @@ def frame_stats(chip: Chip, trace: Trace) -> FrameStats:
     for x in trace.transfers:
         end[x.frame] = max(end[x.frame], x.end_ps)
     start = [min(s, e) for s, e in zip(start, end)]
+    if trace.frame_admit_ps:
+        start = list(trace.frame_admit_ps)
     latency = [e - s for s, e in zip(start, end)]
     if n == 1:
         ii_ps = float(latency[0])
@@ -77,6 +82,7 @@ def frame_stats(chip: Chip, trace: Trace) -> FrameStats:
     energy_pj = _energy_pj(chip, trace)
     return FrameStats(
         frames=n,
+        in_flight=trace.in_flight,
         makespan_ms=trace.makespan_ps / PS_PER_MS,
         frame_start_ms=tuple(s / PS_PER_MS for s in start),
         frame_end_ms=tuple(e / PS_PER_MS for e in end),

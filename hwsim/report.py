@@ -121,6 +121,7 @@ def _stream_fields(result: RunResult) -> dict[str, Any]:
         return {}
     return {
         "frames": s.frames,
+        "in_flight": s.in_flight,
         "throughput_fps": _r(s.throughput_fps, 3),
         "initiation_interval_ms": _r(s.initiation_interval_ms),
         "frame_latency_ms": [_r(x) for x in s.frame_latency_ms],

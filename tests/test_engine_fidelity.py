@@ -431,3 +431,58 @@ class TestChromeTrace:
         power = [e for e in events if e["ph"] == "C" and e["name"] == "chip power (W)"]
         assert power and power[-1]["args"]["W"] == 0.0
         assert max(e["args"]["W"] for e in power) >= 3 * 1.0  # three NPU cores at 1 W each
+
+
+class TestInFlight:
+    def _run(self, frames: int, in_flight: int | None):
+        chip = chip_from_dict(two_cpu_chip())
+        g = _chain(2)
+        table = _table({"op0": _cost("cpu0", 300.0), "op1": _cost("cpu1", 150.0)})
+        s = fixed_schedule(g, chip, table, {"op0": ("cpu0", 0), "op1": ("cpu1", 0)})
+        return chip, simulate(g, chip, table, s, frames=frames, in_flight=in_flight)
+
+    def test_one_in_flight_runs_frames_one_after_another(self):
+        chip, trace = self._run(3, 1)
+        stats = frame_stats(chip, trace)
+        assert trace.frame_admit_ps == (0, 650_000, 1_300_000)
+        assert stats.frame_latency_ms == pytest.approx((650e-6,) * 3)
+        assert stats.initiation_interval_ms == pytest.approx(650e-6) and stats.in_flight == 1
+
+    def test_two_in_flight_latency_counts_from_admission(self):
+        chip, trace = self._run(4, 2)
+        stats = frame_stats(chip, trace)
+        # frames 2 and 3 are admitted when frames 0 and 1 end (650 and 1050 ns); cpu0 paces at 400
+        assert trace.frame_admit_ps == (0, 0, 650_000, 1_050_000)
+        assert stats.frame_end_ms == pytest.approx(
+            tuple((400 * (i + 1) + 250) * 1e-6 for i in range(4))
+        )
+        assert stats.frame_latency_ms == pytest.approx((650e-6, 1050e-6, 800e-6, 800e-6))
+
+    def test_in_flight_must_be_positive(self):
+        with pytest.raises(ValueError, match="in_flight"):
+            self._run(2, 0)
+
+    def test_cli_in_flight(self, tmp_path):
+        model = tmp_path / "m.onnx"
+        _tiny_onnx(model)
+        out = tmp_path / "r"
+        assert (
+            main(
+                [
+                    "run",
+                    "rk3588",
+                    str(model),
+                    "--out",
+                    str(out),
+                    "--no-plots",
+                    "--frames",
+                    "3",
+                    "--in-flight",
+                    "1",
+                ]
+            )
+            == 0
+        )
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["in_flight"] == 1
+        assert summary["frame_latency_ms"] == pytest.approx([summary["latency_ms"]] * 3, rel=1e-6)

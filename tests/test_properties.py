@@ -175,12 +175,19 @@ seeds = st.integers(0, 2**31 - 1)
 
 
 @ENGINE_SETTINGS
-@given(graph=graphs, chip=splitting_chips(), seed=seeds, frames=st.integers(1, 3), double_buffer=st.booleans())
-def test_engine_cores_bytes_and_bandwidth(graph, chip, seed, frames, double_buffer):
+@given(
+    graph=graphs,
+    chip=splitting_chips(),
+    seed=seeds,
+    frames=st.integers(1, 3),
+    in_flight=st.none() | st.integers(1, 2),
+    double_buffer=st.booleans(),
+)
+def test_engine_cores_bytes_and_bandwidth(graph, chip, seed, frames, in_flight, double_buffer):
     table = cost_table(graph, chip, "int8")
     sched = fixed_schedule(graph, chip, table, _random_placement(graph, chip, table, seed))
     options = EngineOptions(double_buffer=double_buffer)
-    trace = simulate(graph, chip, table, sched, options, frames)
+    trace = simulate(graph, chip, table, sched, options, frames, in_flight)
     units = {u.name: u for u in chip.units}
     memory = {d.name: ("dram" if d.kind == "dram" else d.name) for d in chip.domains}
 
@@ -251,7 +258,15 @@ def test_engine_cores_bytes_and_bandwidth(graph, chip, seed, frames, double_buff
     dram_slack_pj = 2 * trace.memory_capacity_bytes_per_ps["dram"] * streams * chip.dram.energy_pj_per_byte
     assert integral == pytest.approx(stats.energy_mj * 1e9, rel=1e-9, abs=dram_slack_pj + 1e-3)
     assert stats.initiation_interval_ms > 0 or trace.makespan_ps == 0
-    assert simulate(graph, chip, table, sched, options, frames) == trace
+    assert simulate(graph, chip, table, sched, options, frames, in_flight) == trace
+
+    # at most in_flight frames in the system: frame f waits for frame f - in_flight to end
+    if in_flight is not None and graph.order:
+        ends = frame_stats(chip, trace).frame_end_ms
+        for f in range(frames):
+            admit = trace.frame_admit_ps[f]
+            assert admit == 0 if f < in_flight else admit == round(ends[f - in_flight] * 1e9)
+            assert all(r.start_ps >= admit for r in trace.ops if r.frame == f)
 
 
 def busy_core_steps_of(trace, unit: str) -> list[tuple[int, int]]:
