@@ -21,6 +21,7 @@ __all__ = [
     "finish",
     "layout_cost",
     "model_for",
+    "pipeline_tiles",
     "register_model",
     "requested_dtype",
     "tiling_extra_bytes",
@@ -136,6 +137,29 @@ def tiling_extra_bytes(in_bytes: int, weight_bytes: int, out_bytes: int, capacit
     if by_weight <= by_input:
         return by_weight, w_tiles
     return by_input, i_tiles
+
+
+#: Granularity (bytes) at which a unit without an array geometry streams a tiled working set:
+#: a DMA descriptor / prefetch stream of one 4 KiB page (assumption).
+STREAM_CHUNK_BYTES = 4096
+
+
+def pipeline_tiles(total_bytes: int, chunk_bytes: float, at_least: int = 1) -> int:
+    """Tiles a double-buffered op is pipelined in: as fine as ``chunk_bytes`` allows.
+
+    Capacity only says how many tiles are *needed* (``at_least``); smaller tiles always fit,
+    and with a load overlapping each compute the finest tiling exposes the least (one chunk's
+    load before the first compute and one chunk's store after the last). So a bigger buffer
+    never makes a tiled op slower: it only saves re-reads, or lets the op fit (1 tile).
+
+    >>> pipeline_tiles(1_000_000, 4096, at_least=3)
+    245
+    >>> pipeline_tiles(0, 4096, at_least=2), pipeline_tiles(10_000, 4096, at_least=1)
+    (1, 1)
+    """
+    if at_least <= 1 or total_bytes <= 0:
+        return 1
+    return max(at_least, math.ceil(total_bytes / max(chunk_bytes, 1.0)))
 
 
 def layout_cost(unit: Unit, dtype: str) -> OpCost:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from chips.schema import Chip, DspUnit, Dtype, Unit
 from cost_models.base import (
+    STREAM_CHUNK_BYTES,
     OpCost,
     UnitModel,
     efficiency,
     finish,
+    pipeline_tiles,
     register_model,
     tiling_extra_bytes,
 )
@@ -33,7 +35,9 @@ class DspModel(UnitModel):
         eff = efficiency(unit, op, DEFAULT_EFFICIENCY, 0.3)
         peak = unit.flops_per_cycle[dtype] * unit.clock_mhz * 1e-3
         compute_ns = op.flops / (peak * eff) if op.flops else 0.0
-        extra, tiles = tiling_extra_bytes(in_b, w_b, out_b, unit.sram_kib * 1024)
+        extra, needed = tiling_extra_bytes(in_b, w_b, out_b, unit.sram_kib * 1024)
+        spills = in_b + w_b + out_b > unit.sram_kib * 1024
+        tiles = pipeline_tiles(in_b + w_b + extra + out_b, STREAM_CHUNK_BYTES, max(needed, 2) if spills else 1)
         note = f"{dtype}" + (f", {tiles} SRAM tiles" if tiles > 1 else "")
         return finish(op, unit, chip, dtype, compute_ns, 0, 0.0, in_b + w_b + extra, out_b, note, tiles)
 

@@ -11,10 +11,12 @@ import math
 
 from chips.schema import Chip, Dtype, GpuUnit, Unit
 from cost_models.base import (
+    STREAM_CHUNK_BYTES,
     OpCost,
     UnitModel,
     efficiency,
     finish,
+    pipeline_tiles,
     register_model,
     tiling_extra_bytes,
 )
@@ -54,7 +56,9 @@ class GpuModel(UnitModel):
         eff = efficiency(unit, op, DEFAULT_EFFICIENCY, 0.3) * util
         peak = unit.compute_units * unit.flops_per_cycle[dtype] * unit.clock_mhz * 1e-3  # FLOP/ns
         compute_ns = op.flops / (peak * eff) if op.flops else 0.0
-        extra, tiles = tiling_extra_bytes(in_b, w_b, out_b, unit.l2_kib * 1024)
+        extra, needed = tiling_extra_bytes(in_b, w_b, out_b, unit.l2_kib * 1024)
+        spills = in_b + w_b + out_b > unit.l2_kib * 1024
+        tiles = pipeline_tiles(in_b + w_b + extra + out_b, STREAM_CHUNK_BYTES, max(needed, 2) if spills else 1)
         note = f"{dtype}, waves {util:.0%} full" + (f", {tiles} L2 tiles" if tiles > 1 else "")
         return finish(op, unit, chip, dtype, compute_ns, 0, 0.0, in_b + w_b + extra, out_b, note, tiles)
 

@@ -25,6 +25,7 @@ from cost_models.base import (
     UnitModel,
     efficiency,
     finish,
+    pipeline_tiles,
     register_model,
     tiling_extra_bytes,
 )
@@ -138,8 +139,9 @@ class SramPlan:
     Attributes
     ----------
     tiles : int
-        Tiles the working set is cut into, each at most half the buffer so that the next one
-        loads while the current one computes (1: the whole working set fits in half the SRAM).
+        Tiles the op is pipelined in (1: the whole working set fits in half the SRAM). A working
+        set that does not fit is streamed one array fold's operands at a time (the smallest
+        piece the core can start on), the next fold loading while the current one computes.
     double_buffered : bool
         Whether two of the smallest tiles the core can work on (one array fold's operands)
         fit the buffer; if not, loads and compute take turns.
@@ -162,15 +164,17 @@ def sram_plan(in_bytes: int, weight_bytes: int, out_bytes: int, capacity_bytes: 
 
     >>> sram_plan(1000, 1000, 1000, 64 * 1024, 3 * 1024)  # fits in half the buffer
     SramPlan(tiles=1, double_buffered=True, dram_read_bytes=2000, dram_write_bytes=1000)
-    >>> sram_plan(300_000, 60_000, 300_000, 384 * 1024, 3 * 1024)  # 4 half-buffer tiles
-    SramPlan(tiles=4, double_buffered=True, dram_read_bytes=360000, dram_write_bytes=300000)
+    >>> sram_plan(300_000, 60_000, 300_000, 384 * 1024, 3 * 1024)  # streamed fold by fold
+    SramPlan(tiles=215, double_buffered=True, dram_read_bytes=360000, dram_write_bytes=300000)
     >>> sram_plan(1000, 1000, 1000, 1500, 1000).double_buffered  # a fold fits only once
     False
     """
     extra, reread_tiles = tiling_extra_bytes(in_bytes, weight_bytes, out_bytes, capacity_bytes)
     total = in_bytes + weight_bytes + out_bytes
     half = capacity_bytes / 2
-    tiles = max(reread_tiles, math.ceil(total / half) if half > 0 and total > 0 else 1)
+    needed = max(reread_tiles, math.ceil(total / half) if half > 0 and total > 0 else 1)
+    # Pipelined fold by fold: a bigger SRAM saves re-reads but never coarsens the pipeline.
+    tiles = pipeline_tiles(total + extra, min_tile_bytes, needed)
     return SramPlan(tiles, 2 * min_tile_bytes <= capacity_bytes, in_bytes + weight_bytes + extra, out_bytes)
 
 
