@@ -28,6 +28,7 @@ log = logging.getLogger("hwsim")
 COMMAND_MODULES: dict[str, str] = {
     "compare": "hwsim.cmd_compare",
     "sensitivity": "hwsim.cmd_sensitivity",
+    "schedule": "hwsim.cmd_schedule",
     "fingerprint": "hwsim.cmd_fingerprint",
     "validate": "hwsim.cmd_validate",
 }
@@ -45,6 +46,17 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+def _deadline(text: str) -> tuple[str, float]:
+    name, sep, ms = text.rpartition("=")
+    try:
+        value = float(ms)
+    except ValueError:
+        value = -1.0
+    if not sep or not name or not value >= 0.0:
+        raise argparse.ArgumentTypeError(f"expected NAME=MS with MS a non-negative number, got {text!r}")
+    return name, value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -87,6 +99,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--in-flight", type=_positive_int, metavar="K",
         help="with --frames: admit a frame when the one K frames earlier is done (default: all at once)",
     )  # fmt: skip
+    r.add_argument(
+        "--objective", choices=("latency", "energy"), default="latency",
+        help="minimize latency, or energy within --latency-budget-ms (default: latency)",
+    )  # fmt: skip
+    r.add_argument("--latency-budget-ms", type=float, metavar="MS", help="with --objective energy: latency limit")
+    r.add_argument(
+        "--deadline", action="append", default=[], type=_deadline, metavar="NAME=MS",
+        help="finish graph output or node NAME within MS ms (repeatable); served first, slack reported, exit 1 if missed",
+    )  # fmt: skip
     r.add_argument("--no-double-buffer", action="store_true", help="tiled ops load, compute, store in turn")
     r.add_argument("--no-split", action="store_true", help="never split an op across the cores of a unit")
     r.add_argument("--json", action="store_true", help="print summary.json to stdout instead of the summary")
@@ -127,7 +148,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from graph_ir.onnx_import import load_onnx, parse_input_shape
     from hwsim.engine import EngineOptions
     from hwsim.pipeline import run_graph
+    from hwsim.policy_check import BudgetError, resolve_deadlines
     from hwsim.report import check_out_dir, format_summary, summary, write_reports
+
+    if args.objective == "energy" and (args.latency_budget_ms is None or not args.latency_budget_ms > 0):
+        print("hwsim: error: --objective energy needs --latency-budget-ms MS (a positive number)", file=sys.stderr)
+        return 2
 
     shapes = dict(parse_input_shape(s) for s in args.input_shape)
     chip = load_chip(args.chip)
@@ -138,13 +164,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
     graph = load_onnx(args.model, shapes)
     out = args.out if args.out is not None else Path("reports") / f"{chip.name}-{graph.name}"
     check_out_dir(out)
+    deadlines = resolve_deadlines(graph, args.deadline, str(args.model))
     try:
         options = EngineOptions(double_buffer=not args.no_double_buffer, split=not args.no_split)
         result = run_graph(
-            graph, chip, args.precision, args.policy, frames=args.frames, options=options, in_flight=args.in_flight
-        )
+            graph, chip, args.precision, args.policy, frames=args.frames, options=options, in_flight=args.in_flight,
+            objective=args.objective, latency_budget_ms=args.latency_budget_ms, deadlines=deadlines,
+        )  # fmt: skip
     except UnplaceableError as exc:
         raise UnplaceableError(f"{args.model}: {exc}") from None
+    except BudgetError as exc:
+        print(f"hwsim: error: {args.model} on {chip.name}: {exc}", file=sys.stderr)
+        return 1
     if graph.unknown_ops:
         log.warning("no cost formula for op types %s: costed as memory copies", ", ".join(graph.unknown_ops))
     write_reports(result, out, plots=not args.no_plots)
@@ -152,6 +183,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(json.dumps(summary(result), indent=2))
     else:
         print(format_summary(result, out))
+    missed = result.choice.missed if result.choice is not None else ()
+    if missed:
+        worst = min(missed, key=lambda d: d.slack_ms)
+        print(
+            f"hwsim: deadline missed: {args.model}: {worst.name} finishes at {worst.finish_ms:.6g} ms, "
+            f"{-worst.slack_ms:.6g} ms after its deadline of {worst.deadline_ms:g} ms "
+            f"({len(missed)} deadline(s) missed; reports in {out}/ marked deadline_missed)",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

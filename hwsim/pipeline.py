@@ -10,14 +10,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from chips.schema import Chip, load_chip
-from cost_models.fusion import FusedPair, fuse
+from cost_models.fusion import FusedPair
 from cost_models.table import CostTable, cost_table
 from graph_ir.ir import ModelGraph
 from graph_ir.onnx_import import load_onnx
 from hwsim.analysis import Analysis, analyze
 from hwsim.engine import EngineOptions, Trace, simulate
 from hwsim.pipelining import FrameStats, frame_stats
-from scheduler import Schedule, schedule
+from hwsim.policy_check import Deadline, ScheduleChoice, choose_schedule
+from scheduler import Schedule
 
 __all__ = ["RunResult", "run", "run_graph"]
 
@@ -40,6 +41,8 @@ class RunResult:
     stream_trace: Trace | None = None
     #: Ops run fused into the conv/matmul before them (``table`` already has their fused costs).
     fused: tuple[FusedPair, ...] = ()
+    #: How the schedule was chosen: candidates checked through the engine, energy mode, deadlines.
+    choice: ScheduleChoice | None = None
 
 
 def run_graph(
@@ -51,6 +54,9 @@ def run_graph(
     options: EngineOptions | None = None,
     in_flight: int | None = None,
     fuse_ops: bool = True,
+    objective: str = "latency",
+    latency_budget_ms: float | None = None,
+    deadlines: Sequence[Deadline] = (),
 ) -> RunResult:
     """Cost, schedule, simulate and analyze an already loaded graph on a chip.
 
@@ -58,17 +64,22 @@ def run_graph(
     ``in_flight`` at a time if given; ``options`` switch engine features (double buffering, op
     splitting) for what-if runs. ``fuse_ops``
     applies :func:`cost_models.fusion.fuse` to the placed ops between scheduling and simulation.
+    The schedule comes from :func:`hwsim.policy_check.choose_schedule`: the default policy is
+    checked through the engine against HEFT, the best single unit and affinity-list on graphs of
+    up to 5k ops; ``objective="energy"`` minimizes energy within ``latency_budget_ms``;
+    ``deadlines`` (from :func:`hwsim.policy_check.resolve_deadlines`) are served first.
     """
     table = cost_table(graph, chip, precision)
-    sched = schedule(graph, chip, table, policy)
-    fusion = fuse(graph, chip, table, {n: p.unit for n, p in sched.placements.items()}) if fuse_ops else None
-    table = fusion.table if fusion is not None else table
-    trace = simulate(graph, chip, table, sched, options)
+    chosen = choose_schedule(
+        graph, chip, table, policy, options=options, fuse_ops=fuse_ops, objective=objective,
+        latency_budget_ms=latency_budget_ms, deadlines=deadlines,
+    )  # fmt: skip
+    sched, table, trace = chosen.schedule, chosen.table, chosen.trace
     stream_trace = simulate(graph, chip, table, sched, options, frames, in_flight) if frames > 1 else None
     stream = frame_stats(chip, stream_trace if stream_trace is not None else trace)
     return RunResult(
         graph, chip, precision, table, sched, trace, analyze(graph, chip, trace), stream, stream_trace,
-        fusion.pairs if fusion is not None else (),
+        chosen.fused, chosen.choice,
     )
 
 

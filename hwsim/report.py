@@ -111,7 +111,62 @@ def summary(result: RunResult) -> dict[str, Any]:
         "scheduler_estimate_ms": _r(result.schedule.est_makespan_ns / 1e6),
         "lower_bound_ms": _r(lower_bound_ns(g, result.table, result.chip) / 1e6),
         **_stream_fields(result),
+        **_choice_fields(result),
     }
+
+
+def _choice_fields(result: RunResult) -> dict[str, Any]:
+    """How the schedule was chosen (see ``hwsim.policy_check``): engine check, energy mode, deadlines."""
+    c = result.choice
+    if c is None:
+        return {}
+    out: dict[str, Any] = {}
+    if c.checked:
+        out["policy_check"] = {k.name: _r(k.latency_ms) for k in c.candidates}
+        out["policy_check_winner"] = c.winner
+    if c.objective == "energy" and c.latency_optimal is not None and c.chosen is not None:
+        out["objective"] = "energy"
+        out["latency_budget_ms"] = c.latency_budget_ms
+        out["energy_mode"] = {
+            "chosen": {"schedule": c.chosen.name, "latency_ms": _r(c.chosen.latency_ms), "energy_mj": _r(c.chosen.energy_mj)},
+            "latency_optimal": {
+                "schedule": c.latency_optimal.name,
+                "latency_ms": _r(c.latency_optimal.latency_ms),
+                "energy_mj": _r(c.latency_optimal.energy_mj),
+            },
+            "tried": {k.name: {"latency_ms": _r(k.latency_ms), "energy_mj": _r(k.energy_mj)} for k in c.energy_candidates},
+        }
+    if c.deadlines:
+        out["deadlines"] = [
+            {"name": d.name, "node": d.node, "deadline_ms": d.deadline_ms, "finish_ms": _r(d.finish_ms),
+             "slack_ms": _r(d.slack_ms), "met": d.met}
+            for d in c.deadlines
+        ]  # fmt: skip
+        out["deadline_missed"] = bool(c.missed)
+    return out
+
+
+def _choice_lines(result: RunResult) -> list[str]:
+    c = result.choice
+    if c is None:
+        return []
+    lines = []
+    if c.checked:
+        cands = ", ".join(f"{k.name} {k.latency_ms:.3f}" for k in c.candidates)
+        lines.append(f"  policy check  kept {c.winner} (simulated ms: {cands})")
+    if c.objective == "energy" and c.latency_optimal is not None and c.chosen is not None:
+        lo, ch = c.latency_optimal, c.chosen
+        lines.append(
+            f"  energy mode   {ch.energy_mj:.3f} mJ at {ch.latency_ms:.3f} ms (budget {c.latency_budget_ms:g} ms); "
+            f"latency-optimal {lo.energy_mj:.3f} mJ at {lo.latency_ms:.3f} ms"
+        )
+    for d in c.deadlines:
+        state = "met" if d.met else "MISSED"
+        lines.append(
+            f"  deadline      {d.name} <= {d.deadline_ms:g} ms: finishes {d.finish_ms:.3f} ms, "
+            f"slack {d.slack_ms:.3f} ms ({state})"
+        )
+    return lines
 
 
 def _stream_fields(result: RunResult) -> dict[str, Any]:
@@ -167,6 +222,7 @@ def format_summary(result: RunResult, out_dir: Path | None = None) -> str:
             f"latency {sum(s.frame_latency_ms) / s.frames:.3f} ms mean / {max(s.frame_latency_ms):.3f} max, "
             f"{s.energy_per_frame_mj:.2f} mJ/frame, bottleneck {s.bottleneck_unit}"
         )
+    lines += _choice_lines(result)
     if g.unknown_ops:
         lines.append(f"  unknown ops   {', '.join(g.unknown_ops)} (costed as memory copies)")
     if out_dir is not None:

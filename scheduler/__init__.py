@@ -43,10 +43,9 @@ __all__ = [
 Policy = Callable[[ModelGraph, Chip, CostTable], Schedule]
 
 POLICIES: dict[str, Policy] = {
-    # The engine's default stays the one-pass affinity list scheduler until the search below
-    # is never worse through the engine (see docs/scheduling.md); task graphs use the search.
-    "affinity-locality": affinity_list,
-    "search": graph_policy("affinity-locality"),
+    # The default: seeds plus local search on the abstract problem (hwsim.pipeline also checks
+    # it through the engine against HEFT, the best single unit and affinity-list).
+    "affinity-locality": graph_policy("affinity-locality"),
     "heft": graph_policy("heft"),
     "peft": graph_policy("peft"),
     "cpop": graph_policy("cpop"),
@@ -54,7 +53,7 @@ POLICIES: dict[str, Policy] = {
     "ort-greedy": graph_policy("ort-greedy"),
     "best": graph_policy("best"),
     "exact": graph_policy("exact"),
-    # The earlier one-pass policies, kept for comparison.
+    # The earlier one-pass policies, kept for comparison (affinity-list was the default).
     "eft": eft,
     "affinity-list": affinity_list,
     "single-unit-list": single_unit_list,

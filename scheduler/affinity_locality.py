@@ -1,4 +1,4 @@
-"""The default policy: affinity plus locality.
+"""The one-pass ``affinity-list`` policy (the default before the search): affinity plus locality.
 
 Each op goes to the unit its type prefers (the chip's affinity table) unless another unit
 finishes it clearly earlier, either because it is much faster or because the preferred unit
@@ -75,4 +75,4 @@ def affinity_locality(
     graph: ModelGraph, chip: Chip, table: CostTable, slack: float = DEFAULT_SLACK
 ) -> Schedule:
     """Schedule with the affinity-plus-locality rule (see the module docstring)."""
-    return list_schedule(graph, chip, table, make_chooser(chip, slack), "affinity-locality")
+    return list_schedule(graph, chip, table, make_chooser(chip, slack), "affinity-list")

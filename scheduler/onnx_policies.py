@@ -10,7 +10,8 @@ contention and DMA channels, which the engine adds.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -18,14 +19,23 @@ from chips.schema import Chip
 from cost_models.table import CostTable
 from graph_ir.ir import ModelGraph
 from scheduler.affinity_locality import affinity_rank
+from scheduler.energy import EnergyModel, min_energy
 from scheduler.exact import exact
 from scheduler.explain import explain
 from scheduler.ort_greedy import ort_greedy
-from scheduler.policies import CHEAP_POLICIES, _best
-from scheduler.problem import Problem, Solution, make_problem
+from scheduler.policies import CHEAP_POLICIES, _best, _deadline_first
+from scheduler.problem import Problem, Solution, make_problem, solution_from_times
 from scheduler.schedule import Placement, Schedule, implied_transfers, tensor_bytes
 
-__all__ = ["graph_policy", "problem_from_graph", "schedule_from_solution"]
+__all__ = [
+    "deadline_schedule",
+    "energy_model",
+    "energy_schedule",
+    "graph_policy",
+    "problem_from_graph",
+    "schedule_from_solution",
+    "solution_from_schedule",
+]
 
 #: ort-greedy's unit order: accelerators first, CPUs take the rest.
 ORT_KIND_ORDER = ("npu", "gpu", "dsp", "cpu")
@@ -46,14 +56,17 @@ def problem_from_graph(graph: ModelGraph, chip: Chip, table: CostTable) -> Probl
     if io:
         ex[0, host_units] = 0.0
         ex[n - 1, host_units] = 0.0
+    ranks: dict[str, list[int]] = {}
     for name in graph.order:
         i = index[name]
         row = table.costs[name]
         op_type = graph.op(name).op_type
+        if op_type not in ranks:
+            ranks[op_type] = [affinity_rank(chip, op_type, uname) for uname in units]
+        aff[i] = ranks[op_type]
         for u, uname in enumerate(units):
             if uname in row:
                 ex[i, u] = row[uname].latency_ns
-            aff[i, u] = affinity_rank(chip, op_type, uname)
     size: dict[str, int] = {}
     default_dtype = None if table.precision == "model" else table.precision
     for name in graph.order:
@@ -71,13 +84,11 @@ def problem_from_graph(graph: ModelGraph, chip: Chip, table: CostTable) -> Probl
             vol = float(sum(size[t.name] for t in graph.op(name).activations if t.name not in graph.producer))
             if vol:
                 edges.append((0, index[name], vol))
-        consumed = {t.name for name in graph.order for t in graph.op(name).activations}
         for t in graph.outputs:
             if t.name in graph.producer:
-                # A tensor moved once serves every consumer in a domain: when ops also read the
-                # output, its trip home is usually made anyway (approximation: count it once).
-                vol = 0.0 if t.name in consumed else float(size[t.name])
-                edges.append((index[graph.producer[t.name]], n - 1, vol))
+                # Every output returns home (the engine moves it once per destination domain, and
+                # transfers here do not contend, so an edge per consumer times the same arrival).
+                edges.append((index[graph.producer[t.name]], n - 1, float(size[t.name])))
         edges = _merge(edges)
     nd = len(doms)
     scale = np.zeros((nd, nd))
@@ -169,3 +180,60 @@ def graph_policy(name: str) -> Callable[[ModelGraph, Chip, CostTable], Schedule]
 
 #: ``exact`` on a model gives up after this long and keeps the best schedule found.
 EXACT_TIME_LIMIT_S = 10.0
+
+
+def solution_from_schedule(problem: Problem, sched: Schedule) -> Solution:
+    """``sched`` on ``problem``: its units, re-timed in the order of its estimated starts."""
+    index = {name: i for i, name in enumerate(problem.tasks)}
+    host = [u for u in range(problem.n_units) if math.isfinite(problem.exec_ns[0, u])] if problem.n else []
+    assign = [host[0] if host else 0] * problem.n
+    start = [0.0] * problem.n
+    for name, p in sched.placements.items():
+        i = index[name]
+        assign[i] = problem.units.index(p.unit)
+        start[i] = p.est_start_ns
+    if problem.tasks and problem.tasks[-1] == OUTPUTS:
+        start[-1] = math.inf
+    return solution_from_times(problem, assign, start)
+
+
+def energy_model(chip: Chip, table: CostTable, problem: Problem) -> EnergyModel:
+    """Energy figures of ``problem`` (built by :func:`problem_from_graph` from ``table``).
+
+    A task's energy is its cost entry's ``energy_pj`` (active power and its DRAM traffic); a
+    tensor crossing domains is written to and read back from DRAM (2 x ``energy_pj_per_byte``).
+    """
+    tp = np.full((problem.n, problem.n_units), np.inf)
+    for i, name in enumerate(problem.tasks):
+        if name in (INPUTS, OUTPUTS):
+            tp[i] = np.where(np.isfinite(problem.exec_ns[i]), 0.0, np.inf)
+            continue
+        row = table.costs[name]
+        for u, uname in enumerate(problem.units):
+            if uname in row:
+                tp[i, u] = row[uname].energy_pj
+    idle = tuple(chip.unit(u).idle_w for u in problem.units)
+    return EnergyModel(tp, idle, 2.0 * chip.dram.energy_pj_per_byte)
+
+
+def energy_schedule(
+    graph: ModelGraph, chip: Chip, table: CostTable, start: Schedule, latency_budget_ns: float, policy: str
+) -> Schedule:
+    """The least-energy schedule the search finds from ``start`` with an estimated makespan
+    within ``latency_budget_ns`` (``start`` itself re-timed when nothing cheaper fits)."""
+    problem = problem_from_graph(graph, chip, table)
+    sol = solution_from_schedule(problem, start)
+    best = min_energy(problem, energy_model(chip, table, problem), sol, latency_budget_ns)
+    return schedule_from_solution(graph, chip, table, problem, best, policy)
+
+
+def deadline_schedule(
+    graph: ModelGraph, chip: Chip, table: CostTable, sched: Schedule, deadlines_ns: Mapping[str, float]
+) -> Schedule:
+    """``sched`` with the same units, re-ordered so that ops with a deadline (node name -> ns)
+    and their ancestors run first, earliest deadline first."""
+    problem = problem_from_graph(graph, chip, table)
+    index = {name: i for i, name in enumerate(problem.tasks)}
+    sol = solution_from_schedule(problem, sched)
+    alt = _deadline_first(problem, {index[k]: v for k, v in deadlines_ns.items()}, sol)
+    return schedule_from_solution(graph, chip, table, problem, alt, sched.policy)

@@ -127,7 +127,8 @@ def make_problem(
     pair_lat = tuple(
         tuple(0.0 if dom[u] == dom[v] else float(lat[dom[u], dom[v]]) for v in range(m)) for u in range(m)
     )
-    capable = tuple(tuple(int(u) for u in np.flatnonzero(np.isfinite(exec_arr[i]))) for i in range(n))
+    finite = np.isfinite(exec_arr).tolist()
+    capable = tuple(tuple(u for u, ok in enumerate(row) if ok) for row in finite)
     return Problem(
         tasks=tuple(tasks),
         kinds=tuple(kinds) if kinds is not None else ("",) * n,

@@ -16,10 +16,10 @@ __all__ = ["downward_rank", "mean_comm", "mean_exec", "optimistic_cost_table", "
 def mean_exec(problem: Problem) -> list[float]:
     """Mean run time of each task over the units that can run it (ns)."""
     ex = problem.exec_ns
-    out = []
-    for i, caps in enumerate(problem.capable):
-        out.append(float(ex[i, list(caps)].mean()) if caps else 0.0)
-    return out
+    ok = np.isfinite(ex)
+    count = ok.sum(axis=1)
+    total = np.where(ok, ex, 0.0).sum(axis=1)
+    return [float(x) for x in np.where(count > 0, total / np.maximum(count, 1), 0.0)]
 
 
 def mean_comm(problem: Problem) -> tuple[float, float]:

@@ -9,8 +9,9 @@
 3. Affinity: a task is moved to the unit its operator type prefers when that costs nothing.
 
 The effort is a count of schedule evaluations that shrinks with the graph
-(``work_budget // (tasks + edges)``), so the result is deterministic and a 100k-task graph gets
-only the seeds.
+(``work_budget // (tasks + edges)``, and only ``LARGE_WORK_BUDGET // (tasks + edges)`` above
+``SMALL``), so the result is deterministic: a 10k-op graph gets a handful of evaluations, a
+graph above ``HUGE`` only the HEFT seed.
 """
 
 from __future__ import annotations
@@ -35,6 +36,11 @@ DEFAULT_WORK_BUDGET = 600_000
 MAX_EVALUATIONS = 4000
 #: Seeds beyond HEFT and PEFT are tried only below this size (tasks + edges).
 SMALL = 20_000
+#: Above ``SMALL`` the search gets ``LARGE_WORK_BUDGET // size`` evaluations (each one re-times
+#: the whole graph; ~0.1 s at 10k ops), so a 10k-op model is scheduled in a few seconds.
+LARGE_WORK_BUDGET = 150_000
+#: Above this size (tasks + edges) only HEFT seeds the search (PEFT's look-ahead table is m^2 per edge).
+HUGE = 100_000
 
 
 def placement_rank(problem: Problem, assign: Sequence[int]) -> list[float]:
@@ -63,7 +69,9 @@ def _key(sol: Solution) -> tuple[float, float]:
 
 def _seeds(problem: Problem) -> list[Solution]:
     size = problem.n + problem.n_edges()
-    out = [heft(problem), peft(problem)]
+    out = [heft(problem)]
+    if size <= HUGE:
+        out.append(peft(problem))
     if size <= SMALL:
         out.append(cpop(problem))
         for w in (0.0, 2.0):
@@ -163,7 +171,7 @@ def affinity_locality(problem: Problem, work_budget: int = DEFAULT_WORK_BUDGET) 
     if problem.n == 0:
         return Solution((), (), (), (), 0.0)
     size = problem.n + problem.n_edges()
-    budget = min(MAX_EVALUATIONS, work_budget // size)
+    budget = min(MAX_EVALUATIONS, (work_budget if size <= SMALL else min(work_budget, LARGE_WORK_BUDGET)) // size)
     seeds = sorted(_seeds(problem), key=_key)
     best = seeds[0]
     # Descend from the best distinct seeds, then kick the best and descend again (iterated
@@ -175,7 +183,7 @@ def affinity_locality(problem: Problem, work_budget: int = DEFAULT_WORK_BUDGET) 
             distinct.append(s)
     spent = 0
     share = budget // 6
-    for s in distinct[:3]:
+    for s in distinct[:3] if budget > 0 else ():
         cand, used = _local_search(problem, s, min(share, budget - spent))
         spent += used
         if _key(cand) < _key(best):

@@ -141,3 +141,55 @@ def test_reasons_name_affinity_locality_or_speed():
 def test_unknown_policy():
     with pytest.raises(ValueError, match="unknown policy"):
         solve(random_problem(0, 3, 2, 1.0), "nope")
+
+
+# --- Energy-aware mode (scheduler.energy) -------------------------------------------------------
+
+
+def _energy_model(p: Problem, seed: int):
+    import numpy as np
+
+    from scheduler.energy import EnergyModel
+
+    # Power per unit drawn from the seed; a task's energy is its run time times its unit's power.
+    rng = np.random.default_rng(seed)
+    power = rng.uniform(0.2, 5.0, p.n_units)
+    return EnergyModel(p.exec_ns * power[None, :] * 1e3, tuple(rng.uniform(0.0, 0.3, p.n_units)), 0.5)
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(2, 14),
+    n_units=st.integers(2, 4),
+    slack=st.sampled_from([0.0, 0.2, 1.0, 10.0]),
+)
+def test_min_energy_meets_the_budget_and_never_costs_more(seed, n, n_units, slack):
+    from scheduler.energy import min_energy, schedule_energy_pj
+
+    p = random_problem(seed, n, n_units, 1.0, "unrelated")
+    model = _energy_model(p, seed)
+    fast = affinity_locality(p)
+    budget = fast.makespan_ns * (1 + slack)
+    s = min_energy(p, model, fast, budget)
+    check_valid(p, s)
+    assert s.makespan_ns <= budget + EPS
+    assert schedule_energy_pj(p, model, s) <= schedule_energy_pj(p, model, fast) + EPS
+    if slack == 0.0:
+        assert s.makespan_ns == pytest.approx(fast.makespan_ns)
+    # A budget below the start schedule's makespan returns the start unchanged.
+    assert min_energy(p, model, fast, fast.makespan_ns * 0.5) is fast
+
+
+def test_min_energy_moves_work_to_the_frugal_unit_when_time_allows():
+    from scheduler.energy import EnergyModel, min_energy, schedule_energy_pj
+
+    # Two independent tasks: u0 is fast and hungry, u1 slow and frugal.
+    p = make_problem(["a", "b"], ["u0", "u1"], [[1.0, 2.0], [1.0, 2.0]], [])
+    model = EnergyModel(p.exec_ns * [[10.0, 1.0]] * 1e3, (0.0, 0.0))
+    start = evaluate(p, [0, 0], [0, 1])  # both on u0: 2 ns, 20 pJ x 1e3
+    tight = min_energy(p, model, start, 2.0)
+    assert sorted(tight.unit) == [0, 1] and tight.makespan_ns == pytest.approx(2.0)
+    loose = min_energy(p, model, start, 4.0)
+    assert loose.unit == (1, 1)
+    assert schedule_energy_pj(p, model, loose) < schedule_energy_pj(p, model, tight) < schedule_energy_pj(p, model, start)

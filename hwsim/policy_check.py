@@ -1,0 +1,324 @@
+"""Choosing the schedule a run simulates: the default checked through the engine, energy mode, deadlines.
+
+The default policy's search works on an abstract problem that leaves out DRAM contention and
+DMA channels. On graphs of at most :data:`CHECK_MAX_OPS` ops, :func:`choose_schedule` therefore
+also schedules the graph with HEFT, the best single unit and the one-pass ``affinity-list``,
+simulates every candidate with the engine (fusion applied as in the real run) and keeps the
+fastest, ties going to the search. Larger graphs get the search alone.
+
+``objective="energy"`` then looks for the least energy with a simulated latency within
+``latency_budget_ms``: the energy search of :mod:`scheduler.energy` from the latency-optimal
+schedule at a few estimated budgets, and every simulated candidate, each checked with the
+engine; the latency-optimal schedule stays when nothing cheaper fits. A budget below the
+fastest simulated latency raises :class:`BudgetError`.
+
+Deadlines (node name -> ms, see :func:`resolve_deadlines`) re-order every candidate so that the
+constrained ops and their ancestors run first (earliest deadline first); the schedule kept is
+the fastest one meeting every deadline, else the one with the largest worst slack.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from chips.schema import Chip
+from cost_models.fusion import FusedPair, fuse
+from cost_models.table import CostTable
+from graph_ir.ir import ModelError, ModelGraph
+from hwsim.analysis import analyze
+from hwsim.engine import EngineOptions, Trace, simulate
+from scheduler import POLICIES, Schedule
+
+__all__ = [
+    "CHECKED_AGAINST",
+    "CHECK_MAX_OPS",
+    "DEFAULT_POLICY",
+    "BudgetError",
+    "Candidate",
+    "Chosen",
+    "Deadline",
+    "DeadlineResult",
+    "ScheduleChoice",
+    "choose_schedule",
+    "resolve_deadlines",
+]
+
+#: The policy whose schedule is checked against the others through the engine.
+DEFAULT_POLICY = "affinity-locality"
+#: The policies the default is checked against.
+CHECKED_AGAINST = ("heft", "single-unit", "affinity-list")
+#: Graphs with more ops than this get the default's search alone (each check is a full simulation).
+CHECK_MAX_OPS = 5000
+#: Fractions of the latency headroom given to the energy search as its estimated budget.
+ENERGY_HEADROOM = (1.0, 0.5, 0.2)
+
+
+class BudgetError(RuntimeError):
+    """No schedule found meets the latency budget (a run failure, exit code 1)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One simulated schedule: simulated latency (ms) and energy (mJ; 0 when not computed)."""
+
+    name: str
+    latency_ms: float
+    energy_mj: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Deadline:
+    """A deadline as given (``name``: a graph output or node) and the node it constrains."""
+
+    name: str
+    node: str
+    deadline_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class DeadlineResult:
+    """One deadline: the constrained node, its simulated finish and the slack (negative: missed)."""
+
+    name: str
+    node: str
+    deadline_ms: float
+    finish_ms: float
+
+    @property
+    def slack_ms(self) -> float:
+        return self.deadline_ms - self.finish_ms
+
+    @property
+    def met(self) -> bool:
+        return self.slack_ms >= 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleChoice:
+    """How the simulated schedule was chosen.
+
+    ``candidates`` are the latency candidates simulated (one when nothing was checked),
+    ``winner`` the one kept for latency. With ``objective == "energy"``: ``energy_candidates``
+    are the schedules tried for energy, ``latency_optimal`` the winner's figures and ``chosen``
+    the schedule kept.
+    """
+
+    policy: str
+    winner: str
+    candidates: tuple[Candidate, ...]
+    objective: str = "latency"
+    latency_budget_ms: float | None = None
+    latency_optimal: Candidate | None = None
+    chosen: Candidate | None = None
+    energy_candidates: tuple[Candidate, ...] = ()
+    deadlines: tuple[DeadlineResult, ...] = ()
+
+    @property
+    def checked(self) -> bool:
+        return len(self.candidates) > 1
+
+    @property
+    def missed(self) -> tuple[DeadlineResult, ...]:
+        return tuple(d for d in self.deadlines if not d.met)
+
+
+@dataclass(frozen=True, slots=True)
+class Chosen:
+    """The schedule to report, the cost table it ran with (fused), its fused pairs and trace."""
+
+    schedule: Schedule
+    table: CostTable
+    fused: tuple[FusedPair, ...]
+    trace: Trace
+    choice: ScheduleChoice
+
+
+def resolve_deadlines(
+    graph: ModelGraph, deadlines_ms: Sequence[tuple[str, float]], source: str = ""
+) -> tuple[Deadline, ...]:
+    """Resolve each ``(NAME, ms)``: NAME is a graph output tensor (its producer is constrained) or a node.
+
+    Raises
+    ------
+    ModelError
+        A NAME that is neither a graph output nor a node, or a negative deadline.
+    """
+    outputs = {t.name for t in graph.outputs}
+    nodes = set(graph.order)
+    out: list[Deadline] = []
+    where = f"{source}: " if source else ""
+    for name, ms in deadlines_ms:
+        if not ms >= 0.0:
+            raise ModelError(f"{where}--deadline {name}: deadline must be a non-negative number of ms, got {ms}")
+        if name in outputs and name in graph.producer:
+            node = graph.producer[name]
+        elif name in nodes:
+            node = name
+        else:
+            raise ModelError(f"{where}--deadline {name!r}: no graph output or node of that name")
+        out.append(Deadline(name, node, float(ms)))
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class _Sim:
+    name: str
+    schedule: Schedule
+    table: CostTable
+    fused: tuple[FusedPair, ...]
+    trace: Trace
+    finish_ms: Mapping[str, float]
+
+    @property
+    def latency_ms(self) -> float:
+        return self.trace.makespan_ps / 1e9
+
+
+def _simulate(
+    name: str,
+    graph: ModelGraph,
+    chip: Chip,
+    table: CostTable,
+    sched: Schedule,
+    options: EngineOptions | None,
+    fuse_ops: bool,
+    nodes: Sequence[str],
+) -> _Sim:
+    fusion = fuse(graph, chip, table, {n: p.unit for n, p in sched.placements.items()}) if fuse_ops else None
+    t = fusion.table if fusion is not None else table
+    trace = simulate(graph, chip, t, sched, options)
+    want = set(nodes)
+    finish = {r.op: r.end_ps / 1e9 for r in trace.ops if r.op in want and r.frame == 0}
+    return _Sim(name, sched, t, fusion.pairs if fusion is not None else (), trace, finish)
+
+
+def _worst_slack(sim: _Sim, deadlines: Mapping[str, float]) -> float:
+    return min((ms - sim.finish_ms.get(node, 0.0) for node, ms in deadlines.items()), default=0.0)
+
+
+def _energy_mj(graph: ModelGraph, chip: Chip, sim: _Sim) -> float:
+    return analyze(graph, chip, sim.trace).energy_mj
+
+
+def choose_schedule(
+    graph: ModelGraph,
+    chip: Chip,
+    table: CostTable,
+    policy: str = DEFAULT_POLICY,
+    *,
+    options: EngineOptions | None = None,
+    fuse_ops: bool = True,
+    objective: str = "latency",
+    latency_budget_ms: float | None = None,
+    deadlines: Sequence[Deadline] = (),
+) -> Chosen:
+    """Schedule, check and simulate ``graph`` (see the module docstring).
+
+    ``deadlines`` come from :func:`resolve_deadlines`.
+
+    Raises
+    ------
+    ValueError
+        Unknown policy or objective, or ``objective="energy"`` without a budget.
+    BudgetError
+        ``objective="energy"`` and even the fastest schedule is slower than the budget.
+    """
+    from scheduler.onnx_policies import deadline_schedule
+
+    if objective not in ("latency", "energy"):
+        raise ValueError(f"unknown objective {objective!r}; have latency, energy")
+    if objective == "energy" and latency_budget_ms is None:
+        raise ValueError("objective 'energy' needs a latency budget")
+    if policy not in POLICIES:
+        raise ValueError(f"unknown policy {policy!r}; registered: {', '.join(POLICIES)}")
+    dl: dict[str, float] = {}
+    for d in deadlines:
+        dl[d.node] = min(d.deadline_ms, dl.get(d.node, d.deadline_ms))
+    nodes = tuple(dl)
+    names = [policy]
+    if policy == DEFAULT_POLICY and len(graph) <= CHECK_MAX_OPS:
+        names += [p for p in CHECKED_AGAINST if p in POLICIES]
+
+    def sim(name: str, sched: Schedule) -> _Sim:
+        return _simulate(name, graph, chip, table, sched, options, fuse_ops, nodes)
+
+    sims: list[_Sim] = []
+    for name in names:
+        sched = POLICIES[name](graph, chip, table)
+        s = sim(name, sched)
+        if dl:
+            s2 = sim(name, deadline_schedule(graph, chip, table, sched, {k: v * 1e6 for k, v in dl.items()}))
+            if (_worst_slack(s2, dl), -s2.latency_ms) > (_worst_slack(s, dl), -s.latency_ms):
+                s = s2
+        sims.append(s)
+    if dl:
+        meeting = [s for s in sims if _worst_slack(s, dl) >= 0.0]
+        pool = meeting or [max(sims, key=lambda s: _worst_slack(s, dl))]
+    else:
+        pool = sims
+    best = pool[0]
+    for s in pool[1:]:
+        if s.latency_ms < best.latency_ms:
+            best = s
+    candidates = tuple(Candidate(s.name, s.latency_ms) for s in sims)
+    choice = ScheduleChoice(policy, best.name, candidates)
+    kept = best
+    if objective == "energy":
+        assert latency_budget_ms is not None
+        kept, choice = _energy(graph, chip, table, policy, best, sims, choice, latency_budget_ms, sim, dl)
+    sched = kept.schedule
+    if sched.policy != policy:
+        sched = replace(sched, policy=policy)
+    results = tuple(DeadlineResult(d.name, d.node, d.deadline_ms, kept.finish_ms.get(d.node, 0.0)) for d in deadlines)
+    return Chosen(sched, kept.table, kept.fused, kept.trace, replace(choice, deadlines=results))
+
+
+def _energy(
+    graph: ModelGraph,
+    chip: Chip,
+    table: CostTable,
+    policy: str,
+    best: _Sim,
+    sims: Sequence[_Sim],
+    choice: ScheduleChoice,
+    budget_ms: float,
+    sim: Callable[[str, Schedule], _Sim],
+    dl: Mapping[str, float],
+) -> tuple[_Sim, ScheduleChoice]:
+    from scheduler.onnx_policies import energy_schedule
+
+    if best.latency_ms > budget_ms:
+        raise BudgetError(
+            f"no schedule meets the latency budget of {budget_ms:g} ms: the fastest found "
+            f"({best.name}) takes {best.latency_ms:.6g} ms"
+        )
+    opt = Candidate(best.name, best.latency_ms, _energy_mj(graph, chip, best))
+    tried: list[tuple[_Sim, Candidate]] = [(best, opt)]
+    for s in sims:
+        if s is not best and s.latency_ms <= budget_ms:
+            tried.append((s, Candidate(s.name, s.latency_ms, _energy_mj(graph, chip, s))))
+    est = best.schedule.est_makespan_ns
+    ratio = budget_ms / best.latency_ms if best.latency_ms > 0 else 1.0
+    seen: set[tuple[tuple[str, str], ...]] = {tuple(sorted((n, p.unit) for n, p in best.schedule.placements.items()))}
+    for k in ENERGY_HEADROOM:
+        sched = energy_schedule(graph, chip, table, best.schedule, est * (1.0 + (ratio - 1.0) * k), "energy")
+        key = tuple(sorted((n, p.unit) for n, p in sched.placements.items()))
+        if key in seen:
+            continue
+        seen.add(key)
+        s = sim(f"energy@{k:g}", sched)
+        tried.append((s, Candidate(s.name, s.latency_ms, _energy_mj(graph, chip, s))))
+    floor = _worst_slack(best, dl)
+    ok = [(s, c) for s, c in tried if c.latency_ms <= budget_ms and (not dl or _worst_slack(s, dl) >= min(0.0, floor))]
+    kept, chosen = min(ok, key=lambda sc: (sc[1].energy_mj, sc[1].latency_ms))
+    if chosen.energy_mj >= opt.energy_mj:
+        kept, chosen = best, opt
+    return kept, replace(
+        choice,
+        objective="energy",
+        latency_budget_ms=budget_ms,
+        latency_optimal=opt,
+        chosen=chosen,
+        energy_candidates=tuple(c for _, c in tried),
+    )
