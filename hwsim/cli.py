@@ -16,6 +16,7 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import NoReturn
 
 __all__ = ["build_parser", "main"]
 
@@ -59,11 +60,21 @@ def _deadline(text: str) -> tuple[str, float]:
     return name, value
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with usage errors on one line (``hwsim run: error: ...``), exit 2.
+
+    Subparsers are made with the same class, so every subcommand behaves alike.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from cost_models.table import PRECISIONS
     from scheduler import POLICIES
 
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="hwsim",
         description="Simulate an ONNX model on a heterogeneous SoC described in YAML.",
     )

@@ -194,3 +194,18 @@ class TestOtherCommands:
         assert main(["schema"]) == 0
         schema = json.loads(capsys.readouterr().out)
         assert schema["title"] == "Chip" and "units" in schema["properties"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "rk3588", "m.onnx", "--policy", "nope"],
+        ["run", "rk3588"],
+        ["nope"],
+        ["run", "rk3588", "m.onnx", "--precision", "int3"],
+    ],
+)
+def test_usage_errors_are_one_line(argv, capsys):
+    assert main(argv) == 2
+    err = _one_line_error(capsys)
+    assert "error:" in err and "--help" in err
