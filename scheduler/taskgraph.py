@@ -211,14 +211,15 @@ def parse_stg(text: str, n_units: int = DEFAULT_STG_UNITS, src: str = "<stg>") -
 
 
 def load_task_graph(path: str | Path, n_units: int | None = None) -> TaskGraph:
-    """Load a JSON task graph, or an STG file (``.stg`` or not JSON) with ``n_units`` units."""
+    """Load a JSON task graph (``.json``, or text starting with ``{``), or an STG file with ``n_units`` units."""
     p = Path(path)
     src = str(p)
     try:
         text = p.read_text()
     except OSError as exc:
         raise TaskGraphError(f"{src}: cannot read: {exc.strerror}") from None
-    if p.suffix.lower() == ".stg" or not text.lstrip().startswith("{"):
+    is_json = p.suffix.lower() == ".json" or text.lstrip().startswith("{")
+    if p.suffix.lower() == ".stg" or not is_json:
         return parse_stg(text, n_units if n_units is not None else DEFAULT_STG_UNITS, src)
     if n_units is not None:
         raise TaskGraphError(f"{src}: --units applies only to STG files (JSON files list their units)")

@@ -122,3 +122,11 @@ def test_cli_units_only_for_stg(tmp_path, capsys):
 def test_cli_missing_file(tmp_path, capsys):
     assert main(["schedule", str(tmp_path / "nope.json")]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_cli_malformed_json_file_is_a_json_error(tmp_path, capsys):
+    path = tmp_path / "g.json"
+    path.write_text("units: [a]\n")  # YAML, not JSON: must not be read as STG
+    assert main(["schedule", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and f"{path}: invalid JSON at line 1" in err
