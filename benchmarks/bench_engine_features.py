@@ -17,9 +17,12 @@ from chips.variants import restrict
 from graph_ir import load_onnx
 from hwsim.engine import EngineOptions, op_time_ns, simulate
 from hwsim.pipeline import run_graph
+from hwsim.pipelining import frame_stats
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ("yolov8n", "resnet18", "mobilenetv2", "bert_base")
+#: Models the schedule spreads over CPU, GPU and NPU (streaming tables only).
+EXTRA_MODELS = ("distilbert", "vit_b16", "audio_kws")
 
 
 def _model(name: str):
@@ -48,24 +51,44 @@ def split_table() -> None:
         )
 
 
+def _busiest_core_ms(trace, frames: int) -> tuple[str, float]:
+    """The core with the most busy time per frame (a lower bound on II for a fixed placement)."""
+    busy: dict[str, int] = {}
+    for r in trace.ops:
+        for c in r.all_cores:
+            key = f"{r.unit}/{c}"
+            busy[key] = busy.get(key, 0) + r.end_ps - r.start_ps
+    core = max(busy, key=lambda k: (busy[k], k))
+    return core, busy[core] / frames / 1e9
+
+
 def frames_table(frames: int) -> None:
     chip = load_chip("rk3588")
     print(
-        f"| model | 1 frame | {frames} frames at once: throughput, II | bottleneck (busy/core/frame) "
-        "| frame latency, --in-flight 2: mean / max | energy/frame |"
+        f"| model (units used) | 1 frame | {frames} frames at once, II: frame-major / interleaved "
+        "| throughput (interleaved) | busiest core (busy/frame) "
+        "| --in-flight 2, II / latency mean: frame-major / interleaved | energy/frame |"
     )
-    print("|---|---:|---:|---|---:|---:|")
-    for name in MODELS:
+    print("|---|---:|---:|---:|---|---:|---:|")
+    for name in MODELS + EXTRA_MODELS:
         g = _model(name)
-        r = run_graph(g, chip, frames=frames)
-        s = r.stream
-        w = run_graph(g, chip, frames=frames, in_flight=2).stream
-        assert s is not None and w is not None
+        r = run_graph(g, chip)
+        used = sorted({p.unit for p in r.schedule.placements.values()})
+        row = {}
+        for order in ("frame-major", "interleaved"):
+            opts = EngineOptions(frame_order=order)
+            s = frame_stats(chip, simulate(g, chip, r.table, r.schedule, opts, frames))
+            w = frame_stats(chip, simulate(g, chip, r.table, r.schedule, opts, frames, in_flight=2))
+            row[order] = (s, w)
+        (fm, fmw), (il, ilw) = row["frame-major"], row["interleaved"]
+        core, core_ms = _busiest_core_ms(simulate(g, chip, r.table, r.schedule, frames=frames), frames)
         print(
-            f"| {name} | {r.analysis.latency_ms:.3f} ms | {s.throughput_fps:.1f} fps, {s.initiation_interval_ms:.3f} ms "
-            f"| {s.bottleneck_unit} ({s.bottleneck_busy_ms:.3f} ms) "
-            f"| {sum(w.frame_latency_ms) / w.frames:.3f} / {max(w.frame_latency_ms):.3f} ms "
-            f"| {s.energy_per_frame_mj:.2f} mJ |"
+            f"| {name} ({', '.join(used)}) | {r.analysis.latency_ms:.3f} ms "
+            f"| {fm.initiation_interval_ms:.3f} / {il.initiation_interval_ms:.3f} ms "
+            f"| {il.throughput_fps:.1f} fps | {core} ({core_ms:.3f} ms) "
+            f"| {fmw.initiation_interval_ms:.3f} / {sum(fmw.frame_latency_ms) / frames:.3f} ms; "
+            f"{ilw.initiation_interval_ms:.3f} / {sum(ilw.frame_latency_ms) / frames:.3f} ms "
+            f"| {il.energy_per_frame_mj:.2f} mJ |"
         )
 
 
@@ -95,35 +118,46 @@ def double_buffer_table() -> None:
 
 def speed_table(repeat: int) -> None:
     chip = load_chip("rk3588")
-    print("| model | ops | simulate, 1 frame | simulate, 8 frames |")
-    print("|---|---:|---:|---:|")
+    print("| model | ops | simulate, 1 frame | 8 frames, frame-major | 8 frames, interleaved |")
+    print("|---|---:|---:|---:|---:|")
     for name in MODELS:
         g = _model(name)
         r = run_graph(g, chip)
         times = {}
-        for frames in (1, 8):
+        for frames, order in ((1, "interleaved"), (8, "frame-major"), (8, "interleaved")):
             ts = []
             for _ in range(repeat):
                 t0 = time.perf_counter()
-                simulate(g, chip, r.table, r.schedule, frames=frames)
+                simulate(g, chip, r.table, r.schedule, EngineOptions(frame_order=order), frames=frames)
                 ts.append(time.perf_counter() - t0)
-            times[frames] = statistics.median(ts)
-        print(f"| {name} | {len(g)} | {times[1]:.3f} s | {times[8]:.3f} s |")
+            times[frames, order] = statistics.median(ts)
+        print(
+            f"| {name} | {len(g)} | {times[1, 'interleaved']:.3f} s | {times[8, 'frame-major']:.3f} s "
+            f"| {times[8, 'interleaved']:.3f} s |"
+        )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--frames", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument(
+        "--tables", default="split,frames,double-buffer,speed", help="comma-separated tables to print"
+    )
     args = ap.parse_args()
-    print("## Splitting ops across the RK3588 NPU's cores\n")
-    split_table()
-    print(f"\n## Streaming {args.frames} frames (rk3588)\n")
-    frames_table(args.frames)
-    print("\n## Double buffering of tiled ops (rk3588)\n")
-    double_buffer_table()
-    print(f"\n## Simulation wall time (median of {args.repeat})\n")
-    speed_table(args.repeat)
+    tables = set(args.tables.split(","))
+    if "split" in tables:
+        print("## Splitting ops across the RK3588 NPU's cores\n")
+        split_table()
+    if "frames" in tables:
+        print(f"\n## Streaming {args.frames} frames (rk3588)\n")
+        frames_table(args.frames)
+    if "double-buffer" in tables:
+        print("\n## Double buffering of tiled ops (rk3588)\n")
+        double_buffer_table()
+    if "speed" in tables:
+        print(f"\n## Simulation wall time (median of {args.repeat})\n")
+        speed_table(args.repeat)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,13 @@ Layout of the trace:
   dependency that crosses units: producer -> consumer when both units share a memory domain,
   otherwise producer -> transfer and transfer -> each consumer.
 
+With several frames (``hwsim run --frames N``, :attr:`RunResult.stream_trace`) the trace is the
+whole stream: every op and transfer is named with its frame (``conv1 [f2]``), carries
+``args.frame`` and a colour per frame (``cname``, cycling through :data:`FRAME_COLORS`), and the
+dependency flows link the ops and transfers of the same frame, so Perfetto shows frames
+overlapping on the units. ``otherData`` keeps the single-frame latency and adds the stream's
+``frames``, ``frame_order`` and ``initiation_interval_ms``.
+
 Slices on one track either nest or follow each other, as Perfetto's JSON importer requires: a
 slice that would partly overlap another on its track (the engine does not make such slices
 today; this keeps any future ones loadable) moves to an extra track of the same process,
@@ -43,6 +50,7 @@ from hwsim.engine import PS_PER_NS, OpRecord, TransferRecord
 from hwsim.pipeline import RunResult
 
 __all__ = [
+    "FRAME_COLORS",
     "busy_core_steps",
     "check_trace",
     "chrome_trace",
@@ -56,6 +64,18 @@ _RANK = {"E": -1, "X": 0, "B": 0, "s": 1, "f": 2, "C": 3}
 _GBPS_PER_BYTES_PER_PS = 1000.0  # 1 byte/ps = 1e12 B/s = 1000 GB/s
 
 Event = dict[str, Any]
+
+#: Reserved colour names of the Trace Event Format (``cname``) given to frames in turn.
+FRAME_COLORS = (
+    "rail_response",
+    "thread_state_iowait",
+    "good",
+    "terrible",
+    "rail_animation",
+    "yellow",
+    "olive",
+    "rail_load",
+)
 
 
 def link_key(link: Link) -> str:
@@ -92,7 +112,10 @@ def busy_core_steps(ops: Iterable[OpRecord]) -> list[tuple[int, int]]:
     return steps
 
 
-def _shards_and_phases(r: OpRecord, pid: int, cores: int, add: Callable[[Event, float], None]) -> None:
+def _shards_and_phases(
+    r: OpRecord, pid: int, cores: int, add: Callable[[Event, float], None], suffix: str = "",
+    extra: Mapping[str, Any] | None = None,
+) -> None:
     """Begin/end slices for an op split across cores (one per extra core, on that core's track)
     and for a tiled op's phases: computes on each core's ``tiles`` track, loads and stores on its
     ``load/store`` track, so the overlap of tile i + 1's load with tile i's compute shows."""
@@ -100,8 +123,8 @@ def _shards_and_phases(r: OpRecord, pid: int, cores: int, add: Callable[[Event, 
     def span(name: str, tid: int, start_ps: int, end_ps: int, args: dict[str, Any]) -> None:
         s, e = _ns(start_ps), _ns(end_ps)
         if e > s:  # a begin/end pair of zero length would sort end-first
-            common = {"name": name, "cat": "tile" if "tiles" in args else "shard", "pid": pid, "tid": tid}
-            add({**common, "ph": "B", "ts": _us(s), "args": args}, e)
+            common = {"name": name + suffix, "cat": "tile" if "tiles" in args else "shard", "pid": pid, "tid": tid, **(extra or {})}
+            add({**common, "ph": "B", "ts": _us(s), "args": {**args, **(_frame_args(r) if suffix else {})}}, e)
             add({**common, "ph": "E", "ts": _us(e)}, e)
 
     for i, c in enumerate(r.cores[1:], start=1):
@@ -115,6 +138,10 @@ def _shards_and_phases(r: OpRecord, pid: int, cores: int, add: Callable[[Event, 
                 memory_only = ph.tiles.startswith(("load", "store"))
                 name = ph.tiles if memory_only else f"load/store while computing {ph.tiles}"
                 span(name, 2 * cores + c + 1, ph.start_ps, ph.end_ps, {**args, "bytes": ph.bytes})
+
+
+def _frame_args(r: OpRecord | TransferRecord) -> dict[str, Any]:
+    return {"frame": r.frame}
 
 
 def _ns(ps: int) -> int:
@@ -151,7 +178,16 @@ def chrome_trace(result: RunResult) -> dict[str, Any]:
         plain ``str``/``int``/``float``/``list``/``dict`` values, in a deterministic order:
         metadata first, then events by time.
     """
-    chip, trace, graph = result.chip, result.trace, result.graph
+    chip, graph = result.chip, result.graph
+    trace = result.stream_trace if result.stream_trace is not None else result.trace
+    multi = trace.frames > 1
+
+    def suffix(frame: int) -> str:
+        return f" [f{frame}]" if multi else ""
+
+    def colour(frame: int) -> dict[str, Any]:
+        return {"cname": FRAME_COLORS[frame % len(FRAME_COLORS)]} if multi else {}
+
     placements = result.schedule.placements
     meta: list[Event] = []
     timed: list[tuple[tuple[float, int, int, int, float], Event]] = []
@@ -202,22 +238,24 @@ def chrome_trace(result: RunResult) -> dict[str, Any]:
     name_process(memory_pid, "memory")
 
     # ---- ops
-    op_slice: dict[str, tuple[int, int, int, int]] = {}  # op -> (pid, tid, start_ns, end_ns)
+    op_slice: dict[tuple[str, int], tuple[int, int, int, int]] = {}  # (op, frame) -> (pid, tid, start_ns, end_ns)
     for r in trace.ops:
         pid, tid = unit_pid[r.unit], r.core + 1
         s, e = _ns(r.start_ps), _ns(r.end_ps)
-        op_slice[r.op] = (pid, tid, s, e)
-        args = {
+        op_slice[(r.op, r.frame)] = (pid, tid, s, e)
+        args: dict[str, Any] = {
             "node": r.op,
             "op_type": r.op_type,
             "unit": r.unit,
             "core": r.core,
             "dram_bytes": r.dram_bytes,
             "reason": placements[r.op].reason,
+            **(_frame_args(r) if multi else {}),
         }
         add(
             {
-                "name": r.op,
+                "name": r.op + suffix(r.frame),
+                **colour(r.frame),
                 "cat": r.op_type,
                 "ph": "X",
                 "ts": _us(s),
@@ -228,7 +266,7 @@ def chrome_trace(result: RunResult) -> dict[str, Any]:
             },
             e,
         )
-        _shards_and_phases(r, pid, chip.unit(r.unit).cores, add)
+        _shards_and_phases(r, pid, chip.unit(r.unit).cores, add, suffix(r.frame), colour(r.frame))
 
     # ---- transfers
     xfer_slice: list[tuple[int, int, int]] = []  # (tid, start_ns, end_ns), in trace order
@@ -248,10 +286,12 @@ def chrome_trace(result: RunResult) -> dict[str, Any]:
             "wait_us": (x.start_ps - x.queued_ps) / 1e6,
             "link": track,
             "channel": ch,
+            **(_frame_args(x) if multi else {}),
         }
         add(
             {
-                "name": x.tensor,
+                "name": x.tensor + suffix(x.frame),
+                **colour(x.frame),
                 "cat": "dma",
                 "ph": "X",
                 "ts": _us(s),
@@ -285,16 +325,18 @@ def chrome_trace(result: RunResult) -> dict[str, Any]:
     for x, (tid, s, e) in zip(trace.transfers, xfer_slice):
         here = (dma_pid, tid, s, e)
         if x.producer:
-            flow(x.tensor, op_slice[x.producer], here)
+            flow(x.tensor + suffix(x.frame), op_slice[(x.producer, x.frame)], here)
         for consumer in x.consumers:
             if consumer:  # "" is the return of a graph output to the host
-                flow(x.tensor, here, op_slice[consumer])
+                flow(x.tensor + suffix(x.frame), here, op_slice[(consumer, x.frame)])
     domain_of = {u.name: u.domain for u in chip.units}
-    for p in graph.order:
-        for c in graph.g.successors(p):
-            up, uc = placements[p].unit, placements[c].unit
-            if up != uc and domain_of[up] == domain_of[uc]:
-                flow(", ".join(graph.g.edges[p, c]["tensors"]), op_slice[p], op_slice[c])
+    for frame in range(trace.frames):
+        for p in graph.order:
+            for c in graph.g.successors(p):
+                up, uc = placements[p].unit, placements[c].unit
+                if up != uc and domain_of[up] == domain_of[uc]:
+                    name = ", ".join(graph.g.edges[p, c]["tensors"]) + suffix(frame)
+                    flow(name, op_slice[(p, frame)], op_slice[(c, frame)])
 
     # ---- counters
     for u in chip.units:
@@ -368,6 +410,11 @@ def chrome_trace(result: RunResult) -> dict[str, Any]:
             m: trace.memory_capacity_bytes_per_ps[m] * _GBPS_PER_BYTES_PER_PS for m in memories
         },
     }
+    if multi:
+        other["frames"] = trace.frames
+        other["frame_order"] = trace.frame_order
+        if result.stream is not None:
+            other["initiation_interval_ms"] = result.stream.initiation_interval_ms
     return {
         "traceEvents": separate_overlaps(meta + [e for _, e in timed]),
         "displayTimeUnit": "ns",

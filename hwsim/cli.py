@@ -111,6 +111,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --frames: admit a frame when the one K frames earlier is done (default: all at once)",
     )  # fmt: skip
     r.add_argument(
+        "--frame-order", choices=("interleaved", "frame-major"), default="interleaved",
+        help="with --frames: a core runs a later frame's op while an earlier frame's next op waits "
+        "(interleaved, default), or finishes each frame's ops before the next frame's (frame-major)",
+    )  # fmt: skip
+    r.add_argument(
         "--objective", choices=("latency", "energy"), default="latency",
         help="minimize latency, or energy within --latency-budget-ms (default: latency)",
     )  # fmt: skip
@@ -177,7 +182,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     check_out_dir(out)
     deadlines = resolve_deadlines(graph, args.deadline, str(args.model))
     try:
-        options = EngineOptions(double_buffer=not args.no_double_buffer, split=not args.no_split)
+        options = EngineOptions(
+            double_buffer=not args.no_double_buffer, split=not args.no_split, frame_order=args.frame_order
+        )
         result = run_graph(
             graph, chip, args.precision, args.policy, frames=args.frames, options=options, in_flight=args.in_flight,
             objective=args.objective, latency_budget_ms=args.latency_budget_ms, deadlines=deadlines,

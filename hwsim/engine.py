@@ -34,10 +34,19 @@ an op over the cores of its unit that are idle and have nothing ready to run, ch
 ``k`` with the shortest uncontended time. A core is never shared: a unit runs at most
 ``cores`` ops or shards at once.
 
-``frames = N`` streams ``N`` copies of the graph through the same schedule (every core runs its
-ops frame after frame), so frame ``i + 1`` starts on a unit as soon as the unit is done with
-frame ``i``. All inputs are there at time 0, or, with ``in_flight = K``, frame ``i`` is admitted
-when frame ``i - K`` completes.
+``frames = N`` streams ``N`` copies of the graph through the same schedule; every core runs each
+frame's ops in the schedule's order for it. ``EngineOptions.frame_order`` says how a core mixes
+frames:
+
+- ``"interleaved"`` (default): dynamic dispatch. Each time a core is free it runs, among the
+  frames admitted and not yet done on it, the next op of the *oldest* frame whose next op is
+  ready; so frame ``i + 1``'s op runs before frame ``i``'s later ops while those wait for
+  inputs from other cores (a chain alternating between cores pipelines);
+- ``"frame-major"``: the core runs all of frame ``i``'s ops before any of frame ``i + 1``'s,
+  waiting when the next one is not ready.
+
+All inputs are there at time 0, or, with ``in_flight = K``, frame ``i`` is admitted when frame
+``i - K`` completes; a core never runs an op of a frame not yet admitted (interleaved).
 """
 
 from __future__ import annotations
@@ -53,6 +62,7 @@ from graph_ir.ir import ModelGraph
 from scheduler.schedule import Schedule
 
 __all__ = [
+    "FRAME_ORDERS",
     "PS_PER_NS",
     "EngineOptions",
     "OpPhase",
@@ -66,6 +76,8 @@ __all__ = [
 ]
 
 PS_PER_NS = 1000
+#: How a core orders the ops of several frames (:class:`EngineOptions`), the default first.
+FRAME_ORDERS = ("interleaved", "frame-major")
 
 
 class SimulationError(RuntimeError):
@@ -78,11 +90,13 @@ class EngineOptions:
 
     ``double_buffer``: tiled ops overlap tile loads with compute (else load, compute, store
     per tile in turn). ``split``: ops the unit can split run over its idle cores when their
-    placement does not fix the number of cores (``Placement.cores is None``).
+    placement does not fix the number of cores (``Placement.cores is None``). ``frame_order``
+    (one of :data:`FRAME_ORDERS`): how a core mixes the ops of several frames (module docstring).
     """
 
     double_buffer: bool = True
     split: bool = True
+    frame_order: str = "interleaved"
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +172,8 @@ class Trace:
     #: When each frame's inputs were admitted (``in_flight`` runs only; empty: all at time 0).
     frame_admit_ps: tuple[int, ...] = ()
     in_flight: int | None = None
+    #: How cores ordered the frames' ops (:data:`FRAME_ORDERS`).
+    frame_order: str = "interleaved"
 
     @property
     def makespan_ns(self) -> float:
@@ -284,7 +300,7 @@ def simulate(
         If some op can never start (the schedule's per-core order contradicts the graph), or a
         placement asks for more cores than its unit has or splits an op the unit cannot split.
     ValueError
-        If ``frames < 1`` or ``in_flight < 1``.
+        If ``frames < 1``, ``in_flight < 1`` or the frame order is not one of :data:`FRAME_ORDERS`.
     """
     from hwsim.splitting import shard_cost
 
@@ -293,6 +309,8 @@ def simulate(
         raise ValueError(f"frames must be at least 1, got {frames}")
     if in_flight is not None and in_flight < 1:
         raise ValueError(f"in_flight must be at least 1, got {in_flight}")
+    if opts.frame_order not in FRAME_ORDERS:
+        raise ValueError(f"frame_order must be one of {', '.join(FRAME_ORDERS)}, got {opts.frame_order!r}")
     units = {u.name: u for u in chip.units}
     domains = {d.name: d for d in chip.domains}
 
@@ -449,19 +467,51 @@ def simulate(
                     best, best_t = k, t
         return best
 
-    def head_inst(k: tuple[str, int]) -> int:
+    def ready_frame_major(k: tuple[str, int]) -> int:
+        """The core's next op instance if its inputs are there, else -1."""
         q = queue[k]
         h = head[k]
         if not q or h >= len(q) * frames:
             return -1
-        return (h // len(q)) * n_ops + q[h % len(q)]
+        inst = (h // len(q)) * n_ops + q[h % len(q)]
+        return inst if pending[inst] == 0 else -1
+
+    # interleaved: per core, the position of each frame's next op in the core's order, and the
+    # oldest frame not yet done on the core (frames below it are never looked at again)
+    fpos = {k: [0] * frames for k in cores}
+    admitted = [-1] * frames  # admission time of each frame (-1: not yet)
+    last_admitted = -1
+    oldest = {k: 0 for k in cores}
+
+    def ready_interleaved(k: tuple[str, int]) -> int:
+        """The oldest admitted frame's next op on the core whose inputs are there, else -1."""
+        q = queue[k]
+        n = len(q)
+        pos = fpos[k]
+        f = oldest[k]
+        while f < frames and pos[f] >= n:
+            f += 1
+        oldest[k] = f
+        for g in range(f, last_admitted + 1):
+            p = pos[g]
+            if p < n and admitted[g] >= 0:
+                inst = g * n_ops + q[p]
+                if pending[inst] == 0:
+                    return inst
+        return -1
+
+    interleaved = frames > 1 and opts.frame_order == "interleaved"
+    ready = ready_interleaved if interleaved else ready_frame_major
 
     def launch(k: tuple[str, int], inst: int, shards: int, helpers: list[tuple[str, int]]) -> None:
         i = inst % n_ops
         cost = cost_for(i, shards)
         assert cost is not None
         busy[k] = True
-        head[k] += 1
+        if interleaved:
+            fpos[k][inst // n_ops] += 1
+        else:
+            head[k] += 1
         for h in helpers:
             busy[h] = True
         op_start[inst] = now
@@ -480,8 +530,8 @@ def simulate(
         for k in candidates:
             if busy[k]:
                 continue
-            inst = head_inst(k)
-            if inst < 0 or pending[inst] > 0:
+            inst = ready(k)
+            if inst < 0:
                 continue
             want = fixed_k[inst % n_ops]
             if want is None or want <= 1:
@@ -493,8 +543,8 @@ def simulate(
         for k in candidates:
             if busy[k]:
                 continue
-            inst = head_inst(k)
-            if inst < 0 or pending[inst] > 0:
+            inst = ready(k)
+            if inst < 0:
                 continue
             i = inst % n_ops
             want = fixed_k[i]
@@ -506,8 +556,7 @@ def simulate(
                 for c in unit_cores[k[0]]:
                     if c == k or busy[c]:
                         continue
-                    other = head_inst(c)
-                    if other < 0 or pending[other] > 0:
+                    if ready(c) < 0:
                         spare.append(c)
                 if spare:
                     helpers = spare[: best_k(i, 1 + len(spare)) - 1]
@@ -542,7 +591,9 @@ def simulate(
         frame_done(xi // n_x)
 
     def admit(frame: int) -> None:
+        nonlocal last_admitted
         admitted[frame] = now
+        last_admitted = max(last_admitted, frame)
         for t in graph.inputs:
             arrive(frame, t.name, chip.host)
 
@@ -608,7 +659,6 @@ def simulate(
                 samples.append((now, m, u))
                 last_use[m] = u
 
-    admitted = [-1] * frames
     left = [n_ops + n_x] * frames  # ops and transfers of each frame still to finish
     window = frames if in_flight is None or n_ops + n_x == 0 else min(in_flight, frames)
     for frame in range(window):
@@ -690,4 +740,5 @@ def simulate(
         frames,
         admissions,
         in_flight,
+        opts.frame_order,
     )

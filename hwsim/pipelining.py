@@ -1,8 +1,9 @@
 """Several input frames streamed through one schedule: throughput, initiation interval, latency.
 
-:func:`hwsim.engine.simulate` with ``frames = N`` runs ``N`` copies of the graph back to back
-(all inputs present at time 0, every core working frame after frame), so different units work
-on different frames at once. From such a trace:
+:func:`hwsim.engine.simulate` with ``frames = N`` runs ``N`` copies of the graph through one
+schedule (all inputs present at time 0 unless ``in_flight``; each core interleaves the frames'
+ops, or runs them frame after frame, see ``EngineOptions.frame_order``), so different units, and
+different cores of one unit, work on different frames at once. From such a trace:
 
 - frame ``i`` *completes* when its last op or transfer ends, and *starts* when its inputs were
   admitted (runs with ``in_flight``), else when its first op starts (all inputs are there at
@@ -46,6 +47,8 @@ class FrameStats:
     unit_busy_per_frame_ms: dict[str, float]
     energy_mj: float
     energy_per_frame_mj: float
+    #: How cores ordered the frames' ops (:data:`hwsim.engine.FRAME_ORDERS`).
+    frame_order: str = "interleaved"
 
 
 def frame_stats(chip: Chip, trace: Trace) -> FrameStats:
@@ -94,6 +97,7 @@ def frame_stats(chip: Chip, trace: Trace) -> FrameStats:
         unit_busy_per_frame_ms=busy,
         energy_mj=energy_pj / 1e9,
         energy_per_frame_mj=energy_pj / 1e9 / n,
+        frame_order=trace.frame_order,
     )
 
 

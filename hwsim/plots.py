@@ -213,10 +213,15 @@ def gantt_png(result: RunResult, path: Path, max_ops: int = GANTT_MAX_OPS) -> No
     """Gantt chart: one row per core and per DMA channel, ops coloured by category.
 
     Critical-path ops and transfers are marked by a red strip along the top of their row.
+    With several frames (``result.stream_trace``) the chart shows the whole stream, ops and
+    transfers coloured by frame (colours cycle after 10), without the critical-path strip.
     Above ``max_ops`` ops, bars of a row closer than about a pixel are merged (coloured by
-    the category covering most of them), and the title says so.
+    the category or frame covering most of them), and the title says so.
     """
-    chip, trace, graph = result.chip, result.trace, result.graph
+    chip, graph = result.chip, result.graph
+    trace = result.stream_trace if result.stream_trace is not None else result.trace
+    multi = trace.frames > 1
+    frame_colors = [colormaps["tab10"](i) for i in range(10)]
     rows: list[str] = []
     row_of: dict[tuple[str, int], int] = {}
     group_ends: list[int] = []
@@ -233,13 +238,13 @@ def gantt_png(result: RunResult, path: Path, max_ops: int = GANTT_MAX_OPS) -> No
     makespan_ms = trace.makespan_ps / PS_PER_MS
     right = makespan_ms if makespan_ms > 0 else 1.0
     downsample = len(trace.ops) > max_ops
-    on_path = set(result.analysis.critical_path)
-    crit_x = _critical_transfers(result)
+    on_path = set() if multi else set(result.analysis.critical_path)
+    crit_x = set() if multi else _critical_transfers(result)
     per_row: list[list[_Bar]] = [[] for _ in rows]
     critical: list[list[_Bar]] = [[] for _ in rows]
     categories: list[str] = []
     for r in trace.ops:
-        cat = graph.op(r.op).category
+        cat = f"frame {r.frame}" if multi else graph.op(r.op).category
         if cat not in categories:
             categories.append(cat)
         bar = (r.start_ps / PS_PER_MS, (r.end_ps - r.start_ps) / PS_PER_MS, cat)
@@ -249,7 +254,7 @@ def gantt_png(result: RunResult, path: Path, max_ops: int = GANTT_MAX_OPS) -> No
             if r.op in on_path:
                 critical[row].append(bar)
     for i, x in enumerate(trace.transfers):
-        bar = (x.start_ps / PS_PER_MS, (x.end_ps - x.start_ps) / PS_PER_MS, "dma")
+        bar = (x.start_ps / PS_PER_MS, (x.end_ps - x.start_ps) / PS_PER_MS, f"frame {x.frame}" if multi else "dma")
         row = row_of[dma_track(chip, x)]
         per_row[row].append(bar)
         if i in crit_x:
@@ -267,9 +272,11 @@ def gantt_png(result: RunResult, path: Path, max_ops: int = GANTT_MAX_OPS) -> No
         for s, w, key in bars:
             by_key.setdefault(key, []).append((s, w))
         for key, spans in sorted(by_key.items()):
-            color = (
+            color: Any = (
                 _DMA_COLOR if key == "dma" else CATEGORY_COLORS.get(key, CATEGORY_COLORS["unknown"])
             )
+            if multi:
+                color = frame_colors[int(key.split()[1]) % len(frame_colors)]
             ax.broken_barh(
                 spans,
                 (row - height / 2, height),
@@ -290,20 +297,28 @@ def gantt_png(result: RunResult, path: Path, max_ops: int = GANTT_MAX_OPS) -> No
     ax.grid(axis="x", color="#e5e5e5", linewidth=0.6)
     ax.set_axisbelow(True)
     what = f"schedule, {len(trace.ops)} ops, {len(trace.transfers)} transfers"
-    what += f"; critical path {len(on_path)} ops, {result.analysis.critical_path_ms:.3f} ms"
+    if multi:
+        ii = f", II {result.stream.initiation_interval_ms:.3f} ms" if result.stream is not None else ""
+        what += f"; {trace.frames} frames ({trace.frame_order}){ii}, coloured by frame"
+    else:
+        what += f"; critical path {len(on_path)} ops, {result.analysis.critical_path_ms:.3f} ms"
     if downsample:
         n_bars = sum(len(bars) for bars in per_row)
         what += f"\nDOWN-SAMPLED: bars closer than 1/{_GANTT_WIDTH_PX} of the run merged, {n_bars} drawn"
     ax.set_title(_title(result, what), fontsize=10)
     order = list(CATEGORY_COLORS)
     categories.sort(key=lambda c: (order.index(c) if c in order else len(order), c))
-    handles = [
-        Patch(facecolor=CATEGORY_COLORS.get(c, CATEGORY_COLORS["unknown"]), label=c)
-        for c in categories
-    ]
-    if trace.transfers:
-        handles.append(Patch(facecolor=_DMA_COLOR, label="DMA transfer"))
-    handles.append(Patch(facecolor=_CRITICAL_COLOR, label="critical path"))
+    if multi:
+        shown = sorted(range(min(trace.frames, len(frame_colors))))
+        handles = [Patch(facecolor=frame_colors[f], label=f"frame {f}" + ("+10k" if trace.frames > 10 else "")) for f in shown]
+    else:
+        handles = [
+            Patch(facecolor=CATEGORY_COLORS.get(c, CATEGORY_COLORS["unknown"]), label=c)
+            for c in categories
+        ]
+        if trace.transfers:
+            handles.append(Patch(facecolor=_DMA_COLOR, label="DMA transfer"))
+        handles.append(Patch(facecolor=_CRITICAL_COLOR, label="critical path"))
     fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
     _save(fig, path)
 

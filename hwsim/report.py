@@ -177,6 +177,7 @@ def _stream_fields(result: RunResult) -> dict[str, Any]:
     return {
         "frames": s.frames,
         "in_flight": s.in_flight,
+        "frame_order": s.frame_order,
         "throughput_fps": _r(s.throughput_fps, 3),
         "initiation_interval_ms": _r(s.initiation_interval_ms),
         "frame_latency_ms": [_r(x) for x in s.frame_latency_ms],
@@ -218,7 +219,7 @@ def format_summary(result: RunResult, out_dir: Path | None = None) -> str:
     s = result.stream
     if s is not None and s.frames > 1:
         lines.append(
-            f"  {s.frames} frames    {s.throughput_fps:.1f} frames/s, II {s.initiation_interval_ms:.3f} ms, "
+            f"  {s.frames} frames    {s.throughput_fps:.1f} frames/s, II {s.initiation_interval_ms:.3f} ms ({s.frame_order}), "
             f"latency {sum(s.frame_latency_ms) / s.frames:.3f} ms mean / {max(s.frame_latency_ms):.3f} max, "
             f"{s.energy_per_frame_mj:.2f} mJ/frame, bottleneck {s.bottleneck_unit}"
         )

@@ -486,3 +486,93 @@ class TestInFlight:
         summary = json.loads((out / "summary.json").read_text())
         assert summary["in_flight"] == 1
         assert summary["frame_latency_ms"] == pytest.approx([summary["latency_ms"]] * 3, rel=1e-6)
+
+
+class TestInterleavedFrames:
+    """A chain alternating between two cores: op0, op2 on cpu0, op1, op3 on cpu1, 200 ns each."""
+
+    def _run(self, order: str, frames: int = 4, in_flight: int | None = None):
+        chip = chip_from_dict(two_cpu_chip())
+        g = _chain(4)
+        table = _table({f"op{i}": _cost(f"cpu{i % 2}", 100.0) for i in range(4)})
+        s = fixed_schedule(g, chip, table, {f"op{i}": (f"cpu{i % 2}", 0) for i in range(4)})
+        return chip, simulate(g, chip, table, s, EngineOptions(frame_order=order), frames, in_flight)
+
+    def test_frame_major_overlaps_only_the_ends_of_frames(self):
+        chip, trace = self._run("frame-major")
+        stats = frame_stats(chip, trace)
+        # cpu0 starts op0 of frame i + 1 only after op2 of frame i (at 600 ns): 600 ns per frame
+        assert stats.frame_end_ms == pytest.approx((800e-6, 1400e-6, 2000e-6, 2600e-6))
+        assert stats.initiation_interval_ms == pytest.approx(600e-6)
+        assert trace.frame_order == "frame-major" and stats.frame_order == "frame-major"
+
+    def test_interleaved_reaches_the_busiest_core_bound(self):
+        chip, trace = self._run("interleaved")
+        stats = frame_stats(chip, trace)
+        # by hand: cpu0 runs op0 f0, op0 f1 (op2 f0 waits for op1 f0), op2 f0, op2 f1, op0 f2, op0 f3, ...
+        assert stats.frame_end_ms == pytest.approx((800e-6, 1000e-6, 1600e-6, 1800e-6))
+        assert stats.initiation_interval_ms == pytest.approx(400e-6)  # 2 ops x 200 ns per core
+        cpu0 = [(r.op, r.frame, r.start_ps // 1000) for r in sorted(trace.ops, key=lambda r: r.start_ps) if r.unit == "cpu0"]
+        assert cpu0 == [
+            ("op0", 0, 0), ("op0", 1, 200), ("op2", 0, 400), ("op2", 1, 600),
+            ("op0", 2, 800), ("op0", 3, 1000), ("op2", 2, 1200), ("op2", 3, 1400),
+        ]  # fmt: skip
+        assert trace.frame_order == "interleaved"
+
+    def test_in_flight_bounds_the_interleaving(self):
+        chip, trace = self._run("interleaved", in_flight=2)
+        stats = frame_stats(chip, trace)
+        assert trace.frame_admit_ps == (0, 0, 800_000, 1_000_000)
+        assert stats.frame_latency_ms == pytest.approx((800e-6, 1000e-6, 800e-6, 800e-6))
+        _, one = self._run("interleaved", in_flight=1)  # one frame at a time: nothing to interleave
+        _, major = self._run("frame-major", in_flight=1)
+        assert [(r.op, r.frame, r.start_ps) for r in one.ops] == [(r.op, r.frame, r.start_ps) for r in major.ops]
+
+    def test_one_frame_is_the_same_in_both_orders_and_runs_are_deterministic(self):
+        _, a = self._run("interleaved", frames=1)
+        _, b = self._run("frame-major", frames=1)
+        assert a.ops == b.ops and a.makespan_ps == b.makespan_ps == 800_000
+        assert self._run("interleaved")[1] == self._run("interleaved")[1]
+
+    def test_unknown_order_is_refused(self):
+        with pytest.raises(ValueError, match="frame_order"):
+            self._run("zigzag")
+
+
+class TestStreamReports:
+    def test_frames_trace_and_gantt_show_every_frame(self, tmp_path):
+        from hwsim.chrome_trace import check_trace
+
+        model = tmp_path / "m.onnx"
+        _tiny_onnx(model)
+        out = tmp_path / "r"
+        assert main(["run", "rk3588", str(model), "--out", str(out), "--frames", "3"]) == 0
+        ct = json.loads((out / "trace.json").read_text())
+        assert check_trace(ct) == []
+        ops = [e for e in ct["traceEvents"] if e["ph"] == "X" and e.get("cat") not in ("dma",) and "node" in e.get("args", {})]
+        assert sorted((e["args"]["node"], e["args"]["frame"]) for e in ops) == [
+            (n, f) for n in ("conv", "relu") for f in range(3)
+        ]
+        assert {e["name"] for e in ops} >= {"conv [f0]", "relu [f2]"}
+        assert len({e["cname"] for e in ops}) == 3  # a colour per frame
+        xfers = [e for e in ct["traceEvents"] if e["ph"] == "X" and e.get("cat") == "dma"]
+        assert sorted({e["args"]["frame"] for e in xfers}) == [0, 1, 2]
+        assert ct["otherData"]["frames"] == 3 and ct["otherData"]["frame_order"] == "interleaved"
+        assert (out / "gantt.png").stat().st_size > 0
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["frame_order"] == "interleaved" and summary["frames"] == 3
+        # the one-frame run keeps its own trace: no frame labels, no colours
+        assert main(["run", "rk3588", str(model), "--out", str(tmp_path / "one"), "--no-plots"]) == 0
+        one = json.loads((tmp_path / "one" / "trace.json").read_text())
+        assert check_trace(one) == [] and "frames" not in one["otherData"]
+        assert not any("cname" in e or "[f0]" in e.get("name", "") for e in one["traceEvents"])
+
+    def test_frame_order_flag(self, tmp_path, capsys):
+        model = tmp_path / "m.onnx"
+        _tiny_onnx(model)
+        args = ["run", "rk3588", str(model), "--no-plots", "--frames", "2", "--out"]
+        assert main([*args, str(tmp_path / "a"), "--frame-order", "frame-major"]) == 0
+        assert "(frame-major)" in capsys.readouterr().out
+        assert json.loads((tmp_path / "a" / "summary.json").read_text())["frame_order"] == "frame-major"
+        assert main([*args, str(tmp_path / "b"), "--frame-order", "zigzag"]) == 2
+        assert "--frame-order" in capsys.readouterr().err and not (tmp_path / "b").exists()

@@ -15,7 +15,7 @@ from chips import Chip
 from cost_models import cost_table
 from graph_ir.synthetic import random_dag
 from hwsim.analysis import power_timeline
-from hwsim.engine import PS_PER_NS, EngineOptions, simulate
+from hwsim.engine import FRAME_ORDERS, PS_PER_NS, EngineOptions, simulate
 from hwsim.pipeline import run_graph
 from hwsim.pipelining import frame_stats
 from hwsim.report import summary
@@ -182,17 +182,27 @@ seeds = st.integers(0, 2**31 - 1)
     frames=st.integers(1, 3),
     in_flight=st.none() | st.integers(1, 2),
     double_buffer=st.booleans(),
+    frame_order=st.sampled_from(FRAME_ORDERS),
 )
-def test_engine_cores_bytes_and_bandwidth(graph, chip, seed, frames, in_flight, double_buffer):
+def test_engine_cores_bytes_and_bandwidth(graph, chip, seed, frames, in_flight, double_buffer, frame_order):
     table = cost_table(graph, chip, "int8")
     sched = fixed_schedule(graph, chip, table, _random_placement(graph, chip, table, seed))
-    options = EngineOptions(double_buffer=double_buffer)
+    options = EngineOptions(double_buffer=double_buffer, frame_order=frame_order)
     trace = simulate(graph, chip, table, sched, options, frames, in_flight)
     units = {u.name: u for u in chip.units}
     memory = {d.name: ("dram" if d.kind == "dram" else d.name) for d in chip.domains}
 
     # every op once per frame
     assert sorted((r.frame, r.op) for r in trace.ops) == sorted((f, n) for f in range(frames) for n in graph.order)
+
+    # each core runs each frame's ops in the schedule's order; frame-major: frame after frame
+    for key, order in sched.core_order.items():
+        pos = {op: i for i, op in enumerate(order)}  # ties (zero-length ops) in the core's order
+        ran = sorted((r.start_ps, r.end_ps, r.frame, pos[r.op], r.op) for r in trace.ops if (r.unit, r.core) == key)
+        for f in range(frames):
+            assert [op for *_, g, _, op in ran if g == f] == list(order)
+        if frame_order == "frame-major":
+            assert [g for *_, g, _, _ in ran] == sorted(g for *_, g, _, _ in ran)
 
     # a core runs one op or shard at a time; a unit never more than it has cores
     by_core: dict[tuple[str, int], list[tuple[int, int]]] = {}
