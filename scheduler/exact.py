@@ -3,9 +3,20 @@
 Variables: ``x[i, k]`` (task ``i`` on core slot ``k``), start times ``s[i]``, the makespan ``C``;
 per edge with a transfer cost, "different domain" indicators; per pair of tasks that no path
 orders, an order bit ``z`` and a "same slot" indicator ``q`` with big-M disjunctions. The best
-heuristic schedule caps ``C`` (and sets big-M) so the solver only searches for better ones, and
-is the answer if the solver finds nothing better in time. The result says whether it is proven
-optimal and, if not, the gap to the solver's bound.
+heuristic schedule caps ``C`` so the solver only searches for better ones, and is the answer if
+the solver finds nothing better in time. The result says whether it is proven optimal and, if
+not, the gap to the solver's bound.
+
+Tightening (each is valid for every schedule no longer than the incumbent ``U``):
+
+- time windows: with ``head[i]`` the longest chain of fastest run times before ``i`` and
+  ``tail[i]`` the one after it, ``head[i] <= s[i] <= U - tail[i] - fastest[i]`` and
+  ``C >= s[i] + dur[i] + tail[i]``;
+- big-M per ordered pair from the windows (``U - tail[i] - head[j]``, not ``U``); a pair whose
+  windows cannot overlap needs no disjunction, and an order the windows forbid is fixed;
+- per core slot, the work placed on it is at most ``C``;
+- identical cores of one unit are interchangeable: the ``t``-th task able to run on a unit may
+  only use its cores ``0..t`` (symmetry breaking).
 """
 
 from __future__ import annotations
@@ -47,6 +58,19 @@ def _reach(problem: Problem) -> list[set[int]]:
     return desc
 
 
+def _windows(problem: Problem) -> tuple[list[float], list[float], list[float]]:
+    """Per task: fastest run time, longest fastest chain before it (head) and after it (tail), ns."""
+    n = problem.n
+    fast = [min((problem.exec_list[i][u] for u in problem.capable[i]), default=0.0) for i in range(n)]
+    head = [0.0] * n
+    for i in range(n):
+        head[i] = max((head[j] + fast[j] for j, _ in problem.preds[i]), default=0.0)
+    tail = [0.0] * n
+    for i in range(n - 1, -1, -1):
+        tail[i] = max((fast[j] + tail[j] for j, _ in problem.succs[i]), default=0.0)
+    return fast, head, tail
+
+
 def exact(
     problem: Problem,
     incumbent: Solution,
@@ -61,7 +85,8 @@ def exact(
     if n == 0:
         return ExactResult(incumbent, 0.0, True)
     ub = incumbent.makespan_ns
-    lb = lower_bound_ns
+    fast, head, tail = _windows(problem)
+    lb = max(lower_bound_ns, max(h + f + t for h, f, t in zip(head, fast, tail, strict=True)))
     if ub <= lb * (1 + 1e-9):
         return ExactResult(incumbent, ub, True)
     slots = [(u, c) for u in range(problem.n_units) for c in range(problem.cores[u])]
@@ -75,11 +100,16 @@ def exact(
         return len(var) - 1
 
     x: dict[tuple[int, int], int] = {}
+    seen = [0] * problem.n_units  # tasks so far able to run on each unit (symmetry breaking)
     for i in range(n):
-        for k, (u, _c) in enumerate(slots):
-            if math.isfinite(ex[i, u]):
+        for k, (u, c) in enumerate(slots):
+            if math.isfinite(ex[i, u]) and c <= seen[u]:
                 x[i, k] = new(0, 1, 1)
-    s = [new(0, ub - float(np.min(ex[i, list(problem.capable[i])])), 0) for i in range(n)]
+        for u in problem.capable[i]:
+            seen[u] += 1
+    # Latest start: the incumbent's makespan less the task's fastest run and the tail after it.
+    latest = [max(head[i], ub - tail[i] - fast[i]) for i in range(n)]
+    s = [new(head[i], latest[i], 0) for i in range(n)]
     cmax = new(lb, ub, 0)
     cost[cmax] = 1.0
     rows: list[tuple[dict[int, float], float, float]] = []
@@ -90,11 +120,17 @@ def exact(
 
     for i in range(n):
         rows.append(({x[i, k]: 1.0 for k in slots_of[i]}, 1.0, 1.0))
-        # C >= s_i + dur_i
+        # C >= s_i + dur_i + tail_i
         row = {cmax: 1.0, s[i]: -1.0}
         for v, w in dur(i).items():
             row[v] = -w
-        rows.append((row, 0.0, math.inf))
+        rows.append((row, tail[i], math.inf))
+    # The work on one core slot fits in the makespan.
+    for k, (u, _c) in enumerate(slots):
+        row = {x[i, k]: float(ex[i, u]) for i in range(n) if (i, k) in x}
+        if row:
+            row[cmax] = -1.0
+            rows.append((row, -math.inf, 0.0))
     domains = sorted(set(problem.unit_domain))
     nd = len(domains)
     dom_slots = {d: [k for k, (u, _c) in enumerate(slots) if problem.unit_domain[u] == d] for d in domains}
@@ -137,7 +173,6 @@ def exact(
                         rows.append((r, -1.0, math.inf))
             rows.append((row, 0.0, math.inf))
     desc = _reach(problem)
-    big = ub
     for i in range(n):
         for j in range(i + 1, n):
             if j in desc[i]:
@@ -145,20 +180,31 @@ def exact(
             shared = [k for k in slots_of[i] if (j, k) in x]
             if not shared:
                 continue
-            z = new(0, 1, 1)  # 1: i before j
+            # Big-M per order from the windows: i's end minus j's start can be at most m_ij.
+            m_ij = ub - tail[i] - head[j]
+            m_ji = ub - tail[j] - head[i]
+            i_first = head[i] + fast[i] + fast[j] + tail[j] <= ub  # i then j on one core fits
+            j_first = head[j] + fast[j] + fast[i] + tail[i] <= ub
+            if not i_first and not j_first:
+                for k in shared:  # they cannot share a core
+                    rows.append(({x[i, k]: 1.0, x[j, k]: 1.0}, -math.inf, 1.0))
+                continue
+            if m_ij <= 0 or m_ji <= 0:
+                continue  # the windows already order them
+            z = new(0 if j_first else 1, 1 if i_first else 0, 1)  # 1: i before j
             q = new(0, 1, 0)  # 1: same slot
             for k in shared:
                 rows.append(({q: 1.0, x[i, k]: -1.0, x[j, k]: -1.0}, -1.0, math.inf))
             # s_j >= s_i + dur_i - M(1 - z) - M(1 - q)  ->  s_j - s_i - dur_i - M z - M q >= -2M
-            r1 = {s[j]: 1.0, s[i]: -1.0, z: -big, q: -big}
+            r1 = {s[j]: 1.0, s[i]: -1.0, z: -m_ij, q: -m_ij}
             for v, w in dur(i).items():
                 r1[v] = r1.get(v, 0.0) - w
-            rows.append((r1, -2 * big, math.inf))
+            rows.append((r1, -2 * m_ij, math.inf))
             # s_i >= s_j + dur_j - M z - M(1 - q)  ->  s_i - s_j - dur_j + M z - M q >= -M
-            r2 = {s[i]: 1.0, s[j]: -1.0, z: big, q: -big}
+            r2 = {s[i]: 1.0, s[j]: -1.0, z: m_ji, q: -m_ji}
             for v, w2 in dur(j).items():
                 r2[v] = r2.get(v, 0.0) - w2
-            rows.append((r2, -big, math.inf))
+            rows.append((r2, -m_ji, math.inf))
     data: list[float] = []
     ri: list[int] = []
     ci: list[int] = []

@@ -3,15 +3,22 @@
 1. Seeds: HEFT, PEFT (look-ahead), CPOP, upward ranks with communication weighted 0x and 2x,
    and the best single unit (all locality, no parallelism).
 2. Local search from the best seeds: move one task, or a task together with its
-   heaviest-communicating neighbour (locality), to another unit; re-time the whole schedule
-   exactly (tasks by upward rank computed for the *actual* placement, idle gaps filled) and keep
-   the move if the makespan (then the sum of finish times) drops.
-3. Affinity: a task is moved to the unit its operator type prefers when that costs nothing.
+   heaviest-communicating neighbour (locality), to another unit; on small graphs also a task
+   with all its neighbours (a cluster, for transfer-heavy graphs) and a swap with a task on the
+   target unit; re-time the whole schedule exactly (tasks by upward rank computed for the
+   *actual* placement, idle gaps filled) and keep the move if the makespan (then the sum of
+   finish times) drops. Iterated: kick the best (a few tasks or one task's neighbourhood moved,
+   or the order jittered) and descend again, until the budget is spent or ``STALL_KICKS``
+   kicks in a row found nothing better.
+3. Order: keep the units and start a late task just before an earlier task on its unit when
+   that shortens the makespan.
+4. Affinity: a task is moved to the unit its operator type prefers when that costs nothing.
 
 The effort is a count of schedule evaluations that shrinks with the graph
-(``work_budget // (tasks + edges)``, and only ``LARGE_WORK_BUDGET // (tasks + edges)`` above
-``SMALL``), so the result is deterministic: a 10k-op graph gets a handful of evaluations, a
-graph above ``HUGE`` only the HEFT seed.
+(``work_budget // (tasks + edges)``, at most ``MAX_EVALUATIONS``, and only
+``LARGE_WORK_BUDGET // (tasks + edges)`` above ``SMALL``), and the kicks draw from a generator
+seeded from the problem's size, so the result is deterministic: a 10k-op graph gets a handful
+of evaluations, a graph above ``HUGE`` only the HEFT seed.
 """
 
 from __future__ import annotations
@@ -33,7 +40,11 @@ __all__ = ["DEFAULT_WORK_BUDGET", "affinity_locality", "placement_rank", "retime
 #: Task+edge visits the local search may spend in total (evaluations = this // (n + edges)).
 DEFAULT_WORK_BUDGET = 600_000
 #: At most this many evaluations however small the graph.
-MAX_EVALUATIONS = 4000
+MAX_EVALUATIONS = 8000
+#: The iterated local search stops after this many kicks in a row that found nothing better.
+STALL_KICKS = 60
+#: Graphs up to this many tasks + edges get the richer moves (clusters and swaps).
+RICH = 400
 #: Seeds beyond HEFT and PEFT are tried only below this size (tasks + edges).
 SMALL = 20_000
 #: Above ``SMALL`` the search gets ``LARGE_WORK_BUDGET // size`` evaluations (each one re-times
@@ -80,19 +91,54 @@ def _seeds(problem: Problem) -> list[Solution]:
     return out
 
 
+def _neighbours(problem: Problem) -> tuple[list[int], list[tuple[int, ...]]]:
+    """Per task: its heaviest-communicating neighbour (-1: none) and all its neighbours."""
+    partner: list[int] = []
+    around: list[tuple[int, ...]] = []
+    for i in range(problem.n):
+        nb = [(vol, j) for j, vol in problem.preds[i]] + [(vol, j) for j, vol in problem.succs[i]]
+        partner.append(max(nb)[1] if nb else -1)
+        around.append(tuple(sorted({j for _, j in nb})))
+    return partner, around
+
+
+def _moves(
+    problem: Problem, cur: Solution, i: int, u: int, partner: int, around: tuple[int, ...], rich: bool
+) -> list[dict[int, int]]:
+    """Candidate reassignments (task -> unit) that put task ``i`` on unit ``u``.
+
+    Always: ``i`` alone, and ``i`` with its heaviest-communicating neighbour. On small graphs
+    (``rich``) also: ``i`` with every neighbour that can run on ``u`` (a cluster kept in one
+    place when transfers dominate), and a swap with the task on ``u`` that starts nearest to
+    ``i`` (load kept level).
+    """
+    unit, cap = cur.unit, problem.capable
+    out: list[dict[int, int]] = [{i: u}]
+    if partner >= 0 and unit[partner] != u and u in cap[partner]:
+        out.append({i: u, partner: u})
+    if rich:
+        group = {j: u for j in around if unit[j] != u and u in cap[j]}
+        if len(group) > 1 or (group and partner not in group):
+            group[i] = u
+            out.append(group)
+        v = unit[i]
+        others = [j for j in range(problem.n) if unit[j] == u and v in cap[j]]
+        if others:
+            j = min(others, key=lambda k: (abs(cur.start_ns[k] - cur.start_ns[i]), k))
+            out.append({i: u, j: v})
+    return out
+
+
 def _local_search(problem: Problem, sol: Solution, budget: int) -> tuple[Solution, int]:
-    """First-improvement descent over one-task and task-plus-neighbour moves; returns evaluations used."""
+    """First-improvement descent over reassignment moves (:func:`_moves`); returns evaluations used."""
     used = 0
     best = retime(problem, sol.unit)
     used += 1
     if _key(sol) < _key(best):
         best = sol
     best_key = _key(best)
-    # Heaviest-communicating neighbour of each task.
-    partner: list[int] = []
-    for i in range(problem.n):
-        nb = [(vol, j) for j, vol in problem.preds[i]] + [(vol, j) for j, vol in problem.succs[i]]
-        partner.append(max(nb)[1] if nb else -1)
+    partner, around = _neighbours(problem)
+    rich = problem.n + problem.n_edges() <= RICH
     improved = True
     while improved and used < budget:
         improved = False
@@ -101,27 +147,56 @@ def _local_search(problem: Problem, sol: Solution, budget: int) -> tuple[Solutio
         for i in tasks:
             if used >= budget:
                 break
-            cur = best.unit
+            cur = best
             for u in problem.capable[i]:
-                if u == cur[i]:
+                if u == cur.unit[i]:
                     continue
-                moves: list[tuple[int, ...]] = [(i,)]
-                j = partner[i]
-                if j >= 0 and cur[j] != u and u in problem.capable[j]:
-                    moves.append((i, j))
-                for move in moves:
+                for move in _moves(problem, cur, i, u, partner[i], around[i], rich):
                     if used >= budget:
                         break
-                    assign = list(cur)
-                    for t in move:
-                        assign[t] = u
+                    assign = list(cur.unit)
+                    for t, v in move.items():
+                        assign[t] = v
                     cand = retime(problem, assign)
                     used += 1
                     k = _key(cand)
                     if k < best_key:
                         best, best_key, improved = cand, k, True
                         break
-                if best.unit is not cur:
+                if best is not cur:
+                    break
+    return best, used
+
+
+def _order_search(problem: Problem, sol: Solution, budget: int) -> tuple[Solution, int]:
+    """Keep the units, change the order: start a late task just before an earlier task on its unit.
+
+    First-improvement over "insert task ``i`` just before task ``j``" in the start order, for ``j``
+    on ``i``'s unit starting before it and every predecessor of ``i`` already placed. Only a
+    shorter makespan is accepted (an order that merely finishes some tasks sooner is not a
+    reason to reorder); returns evaluations used.
+    """
+    best, used = sol, 0
+    improved = True
+    while improved and used < budget:
+        improved = False
+        order = best.order()
+        pos = {t: k for k, t in enumerate(order)}
+        for i in sorted(range(problem.n), key=lambda t: (-best.finish_ns[t], t)):
+            if used >= budget or improved:
+                break
+            last_pred = max((pos[j] for j, _ in problem.preds[i]), default=-1)
+            for k in range(pos[i] - 1, last_pred, -1):
+                j = order[k]
+                if best.unit[j] != best.unit[i]:
+                    continue
+                if used >= budget:
+                    break
+                cand_order = order[:k] + [i] + [t for t in order[k:] if t != i]
+                cand = evaluate(problem, best.unit, cand_order)
+                used += 1
+                if round(cand.makespan_ns, 9) < round(best.makespan_ns, 9):
+                    best, improved = cand, True
                     break
     return best, used
 
@@ -159,6 +234,15 @@ def _perturbed(problem: Problem, best: Solution, rng: np.random.Generator) -> So
     movable = [i for i in range(problem.n) if len(problem.capable[i]) > 1]
     if not movable:
         return best
+    if rng.random() < 0.5:
+        # Move a task and its neighbours to one unit (a cluster, for transfer-heavy graphs).
+        i = movable[int(rng.integers(0, len(movable)))]
+        caps = problem.capable[i]
+        u = caps[int(rng.integers(0, len(caps)))]
+        for j in (i, *(j for j, _ in problem.preds[i]), *(j for j, _ in problem.succs[i])):
+            if u in problem.capable[j]:
+                assign[j] = u
+        return retime(problem, assign)
     for _ in range(int(rng.integers(1, 4))):
         i = movable[int(rng.integers(0, len(movable)))]
         caps = problem.capable[i]
@@ -189,12 +273,18 @@ def affinity_locality(problem: Problem, work_budget: int = DEFAULT_WORK_BUDGET) 
         if _key(cand) < _key(best):
             best = cand
     rng = np.random.default_rng(problem.n * 7919 + problem.n_units)
-    while spent + 2 <= budget - budget // 10:
+    stale = 0
+    while spent + 2 <= budget - budget // 10 and stale < STALL_KICKS:
         kick = _perturbed(problem, best, rng)
         cand, used = _local_search(problem, kick, min(budget // 10 + 1, budget - spent - 1))
         spent += used + 1
+        stale += 1
         if _key(cand) < _key(best):
-            best = cand
+            best, stale = cand, 0
+    cand, used = _order_search(problem, best, (budget - spent) // 2)
+    spent += used
+    if _key(cand) < _key(best):
+        best = cand
     return _prefer_affinity(problem, best, budget - spent)
 
 
