@@ -7,9 +7,18 @@ with the tiling of :func:`~cost_models.base.tiling_extra_bytes`.
 Efficiency: without a per-op-type entry in the unit's ``efficiency`` the compute roof is scaled
 by a default per op category (times a small-kernel factor, and a depthwise factor for
 depthwise convolutions) and memory moves at the full level bandwidth. A unit ``efficiency``
-entry (what ``hwsim validate --calibrate`` writes) is the measured fraction of the *whole*
-roofline reached by that op type: it scales the compute roof (with the same small-kernel and
-depthwise factors) and the memory roof alike, so that memory-bound ops calibrate too.
+entry ``e`` (what ``hwsim validate --calibrate`` writes, or ``hwsim fingerprint``'s 1 for
+GEMM-like ops) is the measured fraction of the *core's* rate reached by that op type: the
+kernel takes at least its work at ``e`` times peak (with the small-kernel and depthwise
+factors) and at least its bytes (:func:`core_bytes`) at ``e`` times L1 bandwidth, and the
+memory roof of the level the data sits in stays physical. For recurrent ops ``e`` scales the
+whole roofline instead (see :func:`calibration_basis_ns` for why).
+
+Recurrent ops (LSTM, GRU, RNN) run as onnxruntime's CPU kernels do: the input projection
+``X·Wᵀ`` for all time steps as one GEMM (``W`` read once), then one step at a time a GEMV with
+the recurrent weights ``R`` and the gate arithmetic. ``R`` is re-read every step from the
+level that holds it (:func:`recurrent_bytes`); for a 650-wide LSTM (6.8 MB of ``R``, beyond
+L2) that re-read is most of the kernel's time.
 """
 
 from __future__ import annotations
@@ -22,12 +31,23 @@ from cost_models.base import (
     UnitModel,
     efficiency,
     finish,
+    pipeline_tiles,
     register_model,
     tiling_extra_bytes,
+    unit_bandwidth_gbps,
 )
-from graph_ir.ir import Op
+from graph_ir.ir import Op, deployed_bytes
 
-__all__ = ["DEFAULT_EFFICIENCY", "DEPTHWISE_FACTOR", "HALF_EFFICIENCY_FLOPS", "CpuModel", "shape_factor"]
+__all__ = [
+    "DEFAULT_EFFICIENCY",
+    "DEPTHWISE_FACTOR",
+    "HALF_EFFICIENCY_FLOPS",
+    "CpuModel",
+    "calibration_basis_ns",
+    "core_bytes",
+    "recurrent_bytes",
+    "shape_factor",
+]
 
 #: Fraction of SIMD peak reached per op category (hand-written NEON/AVX kernels, one thread).
 DEFAULT_EFFICIENCY = {
@@ -66,16 +86,94 @@ class CpuModel(UnitModel):
                 break
         else:
             llc = levels[-1][0] * 1024
-            extra, tiles = tiling_extra_bytes(in_b, w_b, out_b, llc)
+            extra, needed = tiling_extra_bytes(in_b, w_b, out_b, llc)
+            tiles = pipeline_tiles(in_b + w_b + extra + out_b, unit.l1_kib * 1024 / 2, max(needed, 2))
             note = f"{dtype}, spills LLC" + (f", {tiles} tiles" if tiles > 1 else "")
             cost = finish(op, unit, chip, dtype, compute_ns, 0, 0.0, in_b + w_b + extra, out_b, note, tiles)
+        if op.category == "rnn" and len(op.inputs) >= 3:
+            cost = _recurrence(op, unit, chip, dtype, cost)
         calibrated = unit.efficiency.get(op.op_type)
-        if calibrated is None or calibrated >= 1.0:
+        if calibrated is None:
             return cost
-        memory_ns = cost.memory_ns / calibrated
-        extra_pj = unit.active_w * (max(compute_ns, memory_ns) - max(compute_ns, cost.memory_ns)) * 1e3
-        return replace(cost, memory_ns=memory_ns, energy_pj=cost.energy_pj + extra_pj,
+        if op.category == "rnn":  # weight streaming at a fraction of the level's bandwidth
+            if calibrated >= 1.0:
+                return cost
+            new_compute, new_memory = compute_ns, cost.memory_ns / calibrated
+        else:  # the core's own throughput: work, or the bytes streamed through L1, over e
+            new_compute, new_memory = max(compute_ns, core_bytes(op, dtype) / (unit.l1_bandwidth_gbps * calibrated)), cost.memory_ns
+        old = max(cost.compute_ns, cost.memory_ns)
+        extra_pj = unit.active_w * (max(new_compute, new_memory) - old) * 1e3
+        return replace(cost, compute_ns=new_compute, memory_ns=new_memory, energy_pj=cost.energy_pj + extra_pj,
                        note=f"{cost.note}, calibrated {calibrated:.3g}")  # fmt: skip
+
+
+def core_bytes(op: Op, dtype: str) -> int:
+    """Bytes a kernel streams through the core: activations in and out and its weights (a
+    Gather only the rows it reads); for a recurrent op also ``R`` once more per extra step."""
+    w_b = op.weight_bytes(dtype)
+    if op.op_type == "Gather":
+        w_b = min(w_b, op.output_bytes(dtype))
+    total = op.input_bytes(dtype) + op.output_bytes(dtype) + w_b
+    if op.category == "rnn" and len(op.inputs) >= 3:
+        steps, r_b = recurrent_bytes(op, dtype)
+        total += max(0, steps - 1) * r_b
+    return total
+
+
+def calibration_basis_ns(op: Op, cost: OpCost) -> float:
+    """The part of an estimate at efficiency 1 (no overhead) that a calibrated efficiency
+    divides, i.e. what calibration compares measured kernel times with.
+
+    For most op types that is the core-bound time ``compute_ns``: the work at peak, or the
+    bytes streamed through L1 at L1 bandwidth, whichever is longer. Single-thread
+    onnxruntime kernels for elementwise, normalization and data-movement ops run at a rate
+    of their own (15-30 GB/s here) whether the data sits in L2 or L3, so their efficiency is a
+    property of the core, and the cache level only matters when its bandwidth is lower
+    still (DRAM). Recurrent ops stream their weights at a fraction of the bandwidth of the
+    level holding them (~60 % at L2 and at L3 here): for them it is the whole roofline.
+    """
+    return max(cost.compute_ns, cost.memory_ns) if op.category == "rnn" else cost.compute_ns
+
+
+def recurrent_bytes(op: Op, dtype: str) -> tuple[int, int]:
+    """(time steps, bytes of the recurrent weights ``R``) of an LSTM/GRU/RNN node.
+
+    >>> from graph_ir.ir import Op, Tensor
+    >>> x, w, r = Tensor("x", (35, 1, 650), "float32"), Tensor("w", (1, 2600, 650), "float32"), Tensor("r", (1, 2600, 650), "float32")
+    >>> recurrent_bytes(Op("lstm", "LSTM", "rnn", (x, w, r), ()), "fp32")
+    (35, 6760000)
+    """
+    x, r = op.inputs[0], op.inputs[2]
+    steps = x.shape[1] if op.attrs.get("layout", 0) else x.shape[0]
+    return int(steps), deployed_bytes(r, dtype)
+
+
+def _recurrence(op: Op, unit: CpuUnit, chip: Chip, dtype: str, cost: OpCost) -> OpCost:
+    """``cost`` (the op as one kernel: every weight read once, the work of all steps) plus the
+    re-reads of ``R`` in steps 2..n from the smallest level that holds ``R`` and one step's
+    input and state (DRAM when none does)."""
+    steps, r_b = recurrent_bytes(op, dtype)
+    if steps <= 1 or r_b <= 0:
+        return cost
+    state = (op.input_bytes(dtype) + op.output_bytes(dtype)) // steps
+    levels = [(unit.l1_kib, unit.l1_bandwidth_gbps), (unit.l2_kib, unit.l2_bandwidth_gbps)]
+    if unit.l3_kib:
+        levels.append((unit.l3_kib, unit.l3_bandwidth_gbps))
+    reread = (steps - 1) * r_b
+    gbps = next((g for kib, g in levels if r_b + state <= kib * 1024), 0.0)
+    if gbps > 0:
+        memory_ns = cost.memory_ns + reread / gbps
+        dram_read = cost.dram_read_bytes
+        where = "cache"
+    else:
+        bw = unit_bandwidth_gbps(unit, chip)
+        memory_ns = cost.memory_ns + reread / bw
+        dram_read = cost.dram_read_bytes + reread
+        where = "DRAM"
+    extra_pj = unit.active_w * (max(cost.compute_ns, memory_ns) - max(cost.compute_ns, cost.memory_ns)) * 1e3
+    extra_pj += (dram_read - cost.dram_read_bytes) * chip.dram.energy_pj_per_byte
+    return replace(cost, memory_ns=memory_ns, dram_read_bytes=dram_read, energy_pj=cost.energy_pj + extra_pj,
+                   note=f"{cost.note}, R re-read {steps - 1}x from {where}")  # fmt: skip
 
 
 def shape_factor(op: Op) -> float:

@@ -4,14 +4,23 @@ them as a calibration file a chip YAML includes with ``calibration: FILE``.
 What is fit, on what:
 
 - ``op_overhead_ns``: the median kernel time of the dispatch-bound kernels (roofline under
-  2 % of the kernel time and kernel under 20 µs), pooled over all the models given. Kernels
-  onnxruntime inserts (NCHWc reorders, reshapes around Gemm, fused Gelu) are not fit: their
-  time is reported by ``validate`` and left as error. (The gap between a timed run and the sum
-  of its profiled kernels is not used either: on a shared machine it is mostly noise.)
-- ``efficiency[op_type]``: the median over that op type's kernels of roofline time over
-  measured time less the overhead (a median, not a time-weighted ratio: robust to the bursts
-  of a shared machine). Capped at 1 by the chip schema; an op type that still runs faster than
-  its roofline is reported (the fingerprint's peak or bandwidth is too low for it).
+  2 % of the kernel time and kernel under 20 µs), pooled over all the models given. The
+  NCHWc reorders ``validate`` predicts are fit like any op type (``ReorderInput``,
+  ``ReorderOutput``), and so is the ``QuickGelu`` kernel SiLU runs as; other kernels
+  onnxruntime inserts (reshapes around Gemm, fused Gelu) are not fit: their time is reported
+  by ``validate`` and left as error. (The gap between a timed run and the sum of its profiled
+  kernels is not used either: on a shared machine it is mostly noise.) Give it validations
+  merged over rounds (:func:`~hwsim.validate.merge_rounds`): every figure is then the best
+  round's low quantile.
+- ``efficiency[op_type]``: the median over that op type's kernels of the calibration basis
+  (:func:`cost_models.cpu.calibration_basis_ns`) over measured time less the overhead. A
+  kernel whose physical memory roof (the bandwidth of the level its data sits in, DRAM for
+  weights) already takes its measured time is explained without an efficiency and left out
+  (unless every kernel of the type is): a batch-1 Gemm streaming 2 MB of weights says nothing
+  about the core rate of a 1 ms GEMM. A median, not a time-weighted ratio: one odd kernel of a
+  type (yolov8n's Softmax over a 16-wide axis, 0.3 GB/s, 6.8 ms against BERT's 12 x 87 µs)
+  must not set it for the others. Capped at 1 by the chip schema; an op type that still runs
+  faster than its basis is reported (the fingerprint's peak or bandwidth is too low for it).
 
 Fused nodes are not fit (their kernel time belongs to the node they are fused into).
 """
@@ -68,10 +77,14 @@ def fit(validations: Sequence[Validation], unit: str) -> CalibrationFit:
     kernel_overhead = statistics.median(tiny) if tiny else 0.0
     overhead = kernel_overhead
     ratios: dict[str, list[float]] = {}
+    explained: dict[str, list[float]] = {}
     for n in kernels:
         if n.roof_ns <= 0:
             continue  # views: overhead only
-        ratios.setdefault(n.op_type, []).append(n.roof_ns / max(n.measured_ns - overhead, 0.05 * n.measured_ns))
+        own = max(n.measured_ns - overhead, 0.05 * n.measured_ns)
+        (explained if n.memory_ns >= own else ratios).setdefault(n.op_type, []).append(n.roof_ns / own)
+    for t, r in explained.items():
+        ratios.setdefault(t, r)  # only memory-explained kernels: use them rather than nothing
     count = {t: len(r) for t, r in ratios.items()}
     eff: dict[str, float] = {}
     faster: list[str] = []

@@ -21,6 +21,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--opt", choices=["all", "extended", "basic", "disable"], default="all",
                    help="onnxruntime graph optimization level (default: all, onnxruntime's default)")  # fmt: skip
     p.add_argument("--runs", type=int, default=20, help="timed runs per model, at least 10 (default 20)")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="measure every model this many times, interleaved; the best round counts (default 1)")  # fmt: skip
     p.add_argument(
         "--input-shape", action="append", default=[], metavar="NAME=D1xD2x...",
         help="pin a graph input's shape (repeatable)",
@@ -40,6 +42,7 @@ def main(args: argparse.Namespace) -> int:
         append_record,
         cpu_chip,
         format_validation,
+        merge_rounds,
         record,
         repredict,
         validate_model,
@@ -47,13 +50,19 @@ def main(args: argparse.Namespace) -> int:
 
     if args.runs < 10:
         raise ValidateError(f"--runs {args.runs}: at least 10 timed runs are needed for a median and a spread")
+    if args.rounds < 1:
+        raise ValidateError(f"--rounds {args.rounds}: must be at least 1")
     shapes = dict(parse_input_shape(s) for s in args.input_shape)
     chip = load_chip(args.chip)
     unit = cpu_chip(chip, args.threads).units[0].name
     for m in args.models:
         if not Path(m).is_file():
             raise ValidateError(f"{m}: file not found")
-    vs = [validate_model(chip, m, args.threads, args.opt, args.runs, shapes=shapes or None) for m in args.models]
+    rounds: list[list[Any]] = [[] for _ in args.models]
+    for _ in range(args.rounds):  # interleaved: a burst of other load hits one round of many models
+        for i, m in enumerate(args.models):
+            rounds[i].append(validate_model(chip, m, args.threads, args.opt, args.runs, shapes=shapes or None))
+    vs = [merge_rounds(r) for r in rounds]
     chip_path = Path(args.chip) if Path(args.chip).is_file() else None
     for v, m in zip(vs, args.models, strict=True):
         append_record(args.results, record(v, m, chip, chip_path))

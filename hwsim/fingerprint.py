@@ -36,7 +36,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from hwsim.measure import MeasureError, make_session, time_call
 
-__all__ = ["Fingerprint", "chip_data", "chip_yaml", "measure_host", "read_fingerprint", "write_chip"]
+__all__ = ["FINGERPRINT_EFFICIENCY", "Fingerprint", "chip_data", "chip_yaml", "measure_host", "read_fingerprint", "write_chip"]
 
 KIB = 1024
 
@@ -264,6 +264,15 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
     )  # fmt: skip
 
 
+#: Efficiencies a fingerprinted CPU starts with (before calibration). ``flops_per_cycle`` is the
+#: achieved single-thread onnxruntime MatMul peak, not a spec sheet, so a large MatMul or Gemm
+#: reaches 1 of it by definition, and a large Conv too: MLAS runs convolutions (NCHWc direct or
+#: im2col + SGEMM) on the same FMA micro-kernel. Small and depthwise kernels lose what
+#: :func:`cost_models.cpu.shape_factor` says; other op types keep the CPU model's category
+#: defaults (memory-bound on this peak in any case).
+FINGERPRINT_EFFICIENCY = {"Conv": 1.0, "ConvTranspose": 1.0, "Gemm": 1.0, "MatMul": 1.0}
+
+
 def chip_data(fp: Fingerprint, name: str = "host") -> dict[str, Any]:
     """The chip description (plain data) of a fingerprint: one CPU unit in one DRAM domain."""
     ghz = fp.clock_mhz / 1000
@@ -278,6 +287,7 @@ def chip_data(fp: Fingerprint, name: str = "host") -> dict[str, Any]:
         if not math.isnan(bw):
             unit[f"l{lvl}_bandwidth_gbps"] = round(bw, 2)
     unit["op_overhead_ns"] = 2000.0  # ORT dispatch per op; `hwsim validate --calibrate` refits it
+    unit["efficiency"] = dict(FINGERPRINT_EFFICIENCY)
     dram: dict[str, Any] = {"bandwidth_gbps": round(fp.triad_gbps or fp.copy_gbps or 1.0, 2),
                             "latency_ns": round(fp.dram_latency_ns or 0.0, 1)}  # fmt: skip
     return {

@@ -5,13 +5,11 @@ The prediction is hwsim's cost model for the chip's CPU unit, restricted to ``th
 at the model's own precision, summed over the nodes the way onnxruntime's sequential executor
 runs them. Which nodes onnxruntime fuses is read from the structure of its optimized graph
 (profiled node names mapped back with :func:`~hwsim.measure.attribute_nodes`; no timing enters
-the prediction): a node that still runs as its own kernel costs its full estimate, per-op
-overhead included; a node fused into another (Conv+BatchNormalization+Relu, MatMul+Add, the
-Gelu and LayerNormalization patterns) costs its roofline time without overhead. Kernels
-onnxruntime inserts (NCHWc reorders, reshapes around Gemm) are not predicted; their measured
-time is reported separately.
+the prediction); how each node is then costed is :func:`predict_nodes` (own kernels, conv/matmul
+epilogues, the ``QuickGelu`` SiLU kernel, views). The NCHWc layout reorders onnxruntime inserts
+are predicted from the graph (:func:`nchwc_reorders`); other inserted kernels are not, and their
+measured time is reported separately. Measurements are low quantiles (see :mod:`hwsim.measure`).
 """
-
 from __future__ import annotations
 
 import datetime as _dt
@@ -25,20 +23,23 @@ from typing import Any
 
 from chips.schema import Chip, CpuUnit, chip_from_dict
 from cost_models.base import OpCost
+from cost_models.cpu import calibration_basis_ns
 from cost_models.table import cost_table
-from graph_ir.ir import ModelGraph
+from graph_ir.ir import ModelGraph, Op, Tensor
 from hwsim.fidelity_errors import ValidateError
 from hwsim.measure import (
     Timing,
     attribute_nodes,
     load_with_random_weights,
     make_session,
+    nchwc_block,
     profile_nodes,
     random_inputs,
     time_session,
 )
 
 __all__ = [
+    "NodePrediction",
     "NodeResult",
     "OpTypeRow",
     "ValidateError",
@@ -46,8 +47,11 @@ __all__ = [
     "append_record",
     "cpu_chip",
     "format_validation",
+    "merge_rounds",
+    "nchwc_reorders",
     "op_type_rows",
     "predict_nodes",
+    "quick_gelu",
     "record",
     "repredict",
     "validate_model",
@@ -59,8 +63,10 @@ class NodeResult:
     """One node of the model: prediction and measurement in nanoseconds.
 
     ``fused`` nodes run inside another node's kernel; their ``measured_ns`` is 0 and their
-    prediction has no overhead. ``roof_ns`` is the node's roofline time at efficiency 1 and
-    no overhead (what calibration divides by).
+    prediction has no overhead. ``roof_ns`` is the part of the node's estimate at efficiency 1
+    and no overhead that a calibrated efficiency divides
+    (:func:`cost_models.cpu.calibration_basis_ns`; what calibration compares with);
+    ``memory_ns`` its memory roof at the physical bandwidth of the level its data sits in.
     """
 
     name: str
@@ -69,11 +75,17 @@ class NodeResult:
     predicted_ns: float
     measured_ns: float
     roof_ns: float
+    memory_ns: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
 class Validation:
-    """One model on one chip: whole-model and per-node prediction against measurement."""
+    """One model on one chip: whole-model and per-node prediction against measurement.
+
+    ``measured_ns`` is the model's uncontended time: the low quantile of the timed runs
+    (:attr:`~hwsim.measure.Timing.low_ns`), and over several rounds (:func:`merge_rounds`) the
+    smallest round's; ``rounds_ns`` keeps each round's figure (the round-to-round noise).
+    """
 
     model: str
     chip: str
@@ -84,6 +96,9 @@ class Validation:
     inserted_ns: float
     inserted_ops: tuple[str, ...]
     profiled_total_ns: float
+    measured_ns: float
+    rounds_ns: tuple[float, ...]
+    nchwc_block: int = 0
 
     @property
     def predicted_ns(self) -> float:
@@ -92,7 +107,12 @@ class Validation:
     @property
     def error(self) -> float:
         """Signed relative error of the whole-model prediction (+0.10: 10 % too slow)."""
-        return self.predicted_ns / self.measured.median_ns - 1.0
+        return self.predicted_ns / self.measured_ns - 1.0
+
+    @property
+    def round_range(self) -> float:
+        """Half the range of the per-round figures over ``measured_ns`` (0 for one round)."""
+        return (max(self.rounds_ns) - min(self.rounds_ns)) / 2 / self.measured_ns
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,25 +161,194 @@ def _time(c: OpCost, threads: int, with_overhead: bool) -> float:
     return roof + (c.overhead_ns if with_overhead else 0.0)
 
 
-def predict_nodes(graph: ModelGraph, chip: Chip, threads: int, fused: set[str]) -> dict[str, tuple[float, float]]:
-    """``{node: (predicted ns, roofline ns)}`` on the one-CPU ``chip`` (see :func:`cpu_chip`).
+def _basis(op: Op, r: OpCost, threads: int) -> float:
+    return calibration_basis_ns(op, r) / threads
 
-    With ``threads > 1`` each op's roofline time is divided by ``threads`` (an ideal intra-op
-    split); the per-op overhead is not. Nodes in ``fused`` cost their roofline time only; view
-    ops (free in hwsim) that onnxruntime runs as kernels of their own cost the unit's overhead.
+
+@dataclass(frozen=True, slots=True)
+class NodePrediction:
+    """What one node is predicted to cost: the op type of the kernel it runs as (its own, or
+    a pattern kernel such as ``QuickGelu``), the predicted time and the calibration basis
+    (see :class:`NodeResult`), in ns."""
+
+    op_type: str
+    predicted_ns: float
+    roof_ns: float
+    memory_ns: float = 0.0
+
+
+def _producers(graph: ModelGraph) -> dict[str, str]:
+    return {t.name: op.name for op in graph.ops() for t in op.outputs}
+
+
+def quick_gelu(graph: ModelGraph, name: str) -> tuple[Op, str] | None:
+    """``name`` as onnxruntime's QuickGelu kernel if it is ``Mul(x, Sigmoid(x))`` (SiLU).
+
+    Returns the kernel as one op (reads ``x`` once, writes the product; the work of both
+    nodes) and the name of the Sigmoid it absorbs, or None when the pattern does not match.
     """
-    unit = chip.units[0].name
-    table = cost_table(graph, chip, "model")
-    roof_table = cost_table(graph, _roofline_chip(chip, {op.op_type for op in graph.ops()}), "model")
-    overhead = chip.units[0].op_overhead_ns
-    out = {}
+    op = graph.op(name)
+    if op.op_type != "Mul" or len(op.inputs) != 2:
+        return None
+    producer = _producers(graph)
+    for i, t in enumerate(op.inputs):
+        p = producer.get(t.name)
+        if p is None or graph.op(p).op_type != "Sigmoid":
+            continue
+        x = graph.op(p).inputs[0]
+        if op.inputs[1 - i].name == x.name:
+            kernel = Op(op.name, "QuickGelu", "activation", (x,), op.outputs, {}, 0, graph.op(p).flops + op.flops)
+            return kernel, p
+    return None
+
+
+#: Op types onnxruntime's NCHWc transformer runs on blocked tensors when their input is blocked.
+_NCHWC_UNARY = frozenset(("Relu", "Clip", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "BatchNormalization",
+                          "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Resize", "Upsample"))  # fmt: skip
+_NCHWC_BINARY = frozenset(("Add", "Sum", "Mul"))
+#: Channel alignment a conv needs to run blocked (onnxruntime pads the channels up to a block).
+_NCHWC_ALIGN = 4
+
+
+def nchwc_reorders(graph: ModelGraph, block: int) -> list[Op]:
+    """The layout reorders onnxruntime's NCHWc transformer inserts, predicted from the graph.
+
+    A Conv runs blocked (NCHWc, ``block`` channels per block, padded up to whole blocks) when
+    its output channels are a multiple of 4 and it is dense, or depthwise over a multiple of 4
+    channels; a dense one whose input channels are not a multiple of 4 reads the plain tensor
+    directly (the first conv of a CNN).
+    Pools, activations, Resize, same-shape Add/Mul/Sum and channel Concats of whole blocks
+    stay blocked when their inputs are. A plain tensor entering a blocked conv costs one
+    ``ReorderInput``; a blocked tensor read by any other op, or leaving the graph, one
+    ``ReorderOutput`` (once per tensor). Each reorder is an op of category ``data`` (a copy of
+    the tensor) named ``<ReorderInput|ReorderOutput>:<tensor>``. ``block`` 0: none.
+    On the bundled CNNs this finds the reorders onnxruntime's profile shows (yolov8n: 39 of 41).
+    """
+    if block <= 0:
+        return []
+    blocked: set[str] = set()
+    done: set[str] = set()
+    out: list[Op] = []
+
+    def reorder(kind: str, t: Tensor) -> None:
+        if t.name not in done:
+            done.add(t.name)
+            out.append(Op(f"{kind}:{t.name}", kind, "data", (t,), (t,), {}, 0, 0))
+
     for op in graph.ops():
+        acts = op.activations
+        if op.op_type == "Conv" and acts and len(acts[0].shape) == 4 and op.weights:
+            x, w = acts[0], op.weights[0]
+            cout, cin_g = w.shape[0], w.shape[1]
+            group = op.attrs.get("group", 1)
+            cin = x.shape[1]
+            dense = group == 1
+            depthwise = isinstance(group, int) and group == cin == cout and cin_g == 1
+            if cout % _NCHWC_ALIGN == 0 and (dense or (depthwise and cin % _NCHWC_ALIGN == 0)):
+                if x.name not in blocked and not (dense and cin % _NCHWC_ALIGN):
+                    reorder("ReorderInput", x)
+                blocked.update(t.name for t in op.outputs)
+                continue
+        elif acts and all(t.name in blocked for t in acts):
+            same = len({t.shape for t in acts}) == 1
+            if op.op_type in _NCHWC_UNARY and len(acts) == 1:
+                blocked.update(t.name for t in op.outputs)
+                continue
+            if op.op_type in _NCHWC_BINARY and same:
+                blocked.update(t.name for t in op.outputs)
+                continue
+            if op.op_type == "Concat" and op.attrs.get("axis") in (1, -3) and all(
+                len(t.shape) == 4 and t.shape[1] % block == 0 for t in acts
+            ):
+                blocked.update(t.name for t in op.outputs)
+                continue
+        for t in op.inputs:
+            if t.name in blocked:
+                reorder("ReorderOutput", t)
+    for t in graph.outputs:
+        if t.name in blocked:
+            reorder("ReorderOutput", t)
+    return out
+
+
+def predict_nodes(
+    graph: ModelGraph,
+    chip: Chip,
+    threads: int,
+    fused: set[str],
+    kernels: Mapping[str, str] | None = None,
+    inserted: Sequence[Op] = (),
+) -> dict[str, NodePrediction]:
+    """Per node of ``graph``: its prediction on the one-CPU ``chip`` (see :func:`cpu_chip`).
+
+    ``fused`` are the nodes that run inside another node's kernel; ``kernels`` maps nodes that
+    run as their own kernel to the op type onnxruntime ran (default: their own). The rules:
+
+    - a node that runs as its own kernel costs its full estimate, per-op overhead included;
+      a node that runs as ``QuickGelu`` (``Mul(x, Sigmoid(x))``) is costed as that one kernel
+      (reads ``x`` once, computes both) under the op type ``QuickGelu``, and its Sigmoid costs 0;
+    - a fused node in the epilogue of a conv/matmul kernel (its first input comes, through
+      other fused nodes, from one) costs its compute only: the tile is still in L1;
+    - any other fused node (inside a pattern kernel onnxruntime names anew: Gelu,
+      LayerNormalization) costs its roofline time without overhead;
+    - views (free in hwsim) that still run as kernels cost the unit's overhead;
+    - ``inserted`` ops (the reorders of :func:`nchwc_reorders`) cost their full estimate and
+      come last in the result, under their own names.
+
+    With ``threads > 1`` each roofline time is divided by ``threads`` (an ideal intra-op
+    split); the per-op overhead is not.
+    """
+    from cost_models.table import estimate
+
+    unit = chip.units[0].name
+    kernels = kernels or {}
+    patterns: dict[str, Op] = {}
+    absorbed: set[str] = set()
+    for name, kind in kernels.items():
+        if kind == "QuickGelu" and name not in fused and (hit := quick_gelu(graph, name)) is not None:
+            patterns[name] = hit[0]
+            absorbed.add(hit[1])
+    extra = [*patterns.values(), *inserted]
+    roof_chip = _roofline_chip(chip, {op.op_type for op in graph.ops()} | {p.op_type for p in extra})
+    table = cost_table(graph, chip, "model")
+    roof_table = cost_table(graph, roof_chip, "model")
+    overhead = chip.units[0].op_overhead_ns
+    producer = _producers(graph)
+
+    def epilogue(name: str) -> bool:
+        for _ in range(8):
+            op = graph.op(name)
+            if not op.inputs or op.inputs[0].name not in producer:
+                return False
+            name = producer[op.inputs[0].name]
+            if name not in fused:
+                return graph.op(name).category in ("conv", "matmul")
+        return False
+
+    out: dict[str, NodePrediction] = {}
+    for op in graph.ops():
+        if op.name in patterns:
+            k = patterns[op.name]
+            c, r = estimate(k, chip, unit, "model"), estimate(k, roof_chip, unit, "model")
+            assert c is not None and r is not None  # a CPU runs any op type
+            out[op.name] = NodePrediction(k.op_type, _time(c, threads, True), _basis(k, r, threads), r.memory_ns / threads)
+            continue
         c = table.costs[op.name][unit]
         r = roof_table.costs[op.name][unit]
-        own = op.name not in fused
-        # hwsim's views are free; onnxruntime still dispatches a kernel for each one that runs
-        view = overhead if own and op.category == "layout" else 0.0
-        out[op.name] = (_time(c, threads, own) + view, _time(r, threads, False))
+        roof = _basis(op, r, threads)
+        if op.name in absorbed:
+            out[op.name] = NodePrediction(op.op_type, 0.0, roof)
+        elif op.name in fused:
+            pred = c.compute_ns / threads if epilogue(op.name) else _time(c, threads, False)
+            out[op.name] = NodePrediction(op.op_type, pred, roof)
+        else:
+            # hwsim's views are free; onnxruntime still dispatches a kernel for each one that runs
+            view = overhead if op.category == "layout" else 0.0
+            out[op.name] = NodePrediction(op.op_type, _time(c, threads, True) + view, roof, r.memory_ns / threads)
+    for k in inserted:
+        c, r = estimate(k, chip, unit, "model"), estimate(k, roof_chip, unit, "model")
+        assert c is not None and r is not None
+        out[k.name] = NodePrediction(k.op_type, _time(c, threads, True), _basis(k, r, threads), r.memory_ns / threads)
     return out
 
 
@@ -190,26 +379,69 @@ def validate_model(
     measured = time_session(sess, feeds, runs=runs, warmup=3, min_total_s=min_total_s)
     prof = profile_nodes(model, feeds, threads, runs=max(5, runs // 2), opt=opt)
     where = attribute_nodes(model, {p: kind for p, (kind, _) in prof.items()})
+    block = nchwc_block() if opt == "all" else 0
+    reorders = nchwc_reorders(graph, block)
     meas: dict[str, float] = {}
-    inserted = 0.0
-    inserted_ops: set[str] = set()
+    kernels: dict[str, str] = {}
+    unmatched: dict[str, list[float]] = {}
     for p, (kind, ns) in prof.items():
         hit = where[p]
         if hit is None:
-            inserted += ns
-            inserted_ops.add(kind)
+            unmatched.setdefault(kind, []).append(ns)
         else:
             meas[hit] = meas.get(hit, 0.0) + ns
+            kernels[hit] = kind
+    # predicted reorders meet measured ones of their kind, largest tensor with longest kernel
+    for kind in ("ReorderInput", "ReorderOutput"):
+        mine = sorted((r for r in reorders if r.op_type == kind), key=lambda r: -r.inputs[0].nbytes)
+        theirs = sorted(unmatched.pop(kind, []), reverse=True)
+        meas.update((r.name, ns) for r, ns in zip(mine, theirs, strict=False))
+        if len(theirs) > len(mine):
+            unmatched[kind] = theirs[len(mine) :]
     fused = {op.name for op in graph.ops() if op.name not in meas}
-    pred = predict_nodes(graph, one, threads, fused)
+    pred = predict_nodes(graph, one, threads, fused, kernels, reorders)
     nodes = tuple(
-        NodeResult(op.name, op.op_type, op.name in fused, pred[op.name][0], meas.get(op.name, 0.0), pred[op.name][1])
-        for op in graph.ops()
+        NodeResult(name, p.op_type, name in fused, p.predicted_ns, meas.get(name, 0.0), p.roof_ns, p.memory_ns)
+        for name, p in pred.items()
     )
+    inserted = sum(ns for v in unmatched.values() for ns in v)
+    inserted_ops = set(unmatched)
     return Validation(
         model=graph.name, chip=chip.name, threads=threads, opt=opt, measured=measured, nodes=nodes,
         inserted_ns=inserted, inserted_ops=tuple(sorted(inserted_ops)),
         profiled_total_ns=sum(ns for _, ns in prof.values()),
+        measured_ns=measured.low_ns, rounds_ns=(measured.low_ns,), nchwc_block=block,
+    )  # fmt: skip
+
+
+def merge_rounds(vs: Sequence[Validation]) -> Validation:
+    """Several rounds of one model (same chip, threads, opt) as one validation.
+
+    Each round's figure is already a low quantile of its runs; over rounds the smallest is
+    taken (the round least disturbed by other load), for the model and for each node. The
+    timing samples of all rounds are pooled (for the spread) and every round's figure is kept
+    in ``rounds_ns``. Predictions are the first round's (they do not depend on timing).
+
+    Raises
+    ------
+    ValueError
+        For no rounds, or rounds of different models.
+    """
+    from dataclasses import replace
+
+    if not vs:
+        raise ValueError("merge_rounds: no rounds")
+    first = vs[0]
+    if any(v.model != first.model or len(v.nodes) != len(first.nodes) for v in vs):
+        raise ValueError(f"merge_rounds: rounds of different models ({', '.join(sorted({v.model for v in vs}))})")
+    nodes = tuple(
+        replace(n, measured_ns=min(v.nodes[i].measured_ns for v in vs)) for i, n in enumerate(first.nodes)
+    )
+    rounds = tuple(r for v in vs for r in v.rounds_ns)
+    return replace(
+        first, measured=Timing(tuple(s for v in vs for s in v.measured.samples_ns)), nodes=nodes,
+        inserted_ns=min(v.inserted_ns for v in vs), profiled_total_ns=min(v.profiled_total_ns for v in vs),
+        measured_ns=min(rounds), rounds_ns=rounds,
     )  # fmt: skip
 
 
@@ -240,7 +472,7 @@ def format_validation(vs: Sequence[Validation]) -> str:
         nf = sum(n.fused for n in v.nodes)
         ins = f"{v.inserted_ns / 1e6:.3f} ms ({', '.join(v.inserted_ops)})" if v.inserted_ops else "-"
         lines.append(
-            f"{v.model:<16} {v.predicted_ns / 1e6:>8.3f} ms {v.measured.median_ns / 1e6:>8.3f} ms "
+            f"{v.model:<16} {v.predicted_ns / 1e6:>8.3f} ms {v.measured_ns / 1e6:>8.3f} ms "
             f"{v.measured.spread:>6.1%} {v.error:>+7.1%}  {nf:>5}  {ins}"
         )
     lines.append("")
@@ -273,11 +505,12 @@ def record(v: Validation, model_path: str | Path, chip: Chip, chip_path: str | P
         "threads": v.threads,
         "opt": v.opt,
         "predicted_ns": v.predicted_ns,
-        "measured": {"median_ns": v.measured.median_ns, "spread": v.measured.spread, "samples_ns": list(v.measured.samples_ns)},
+        "measured": {"low_ns": v.measured_ns, "rounds_ns": list(v.rounds_ns), "median_ns": v.measured.median_ns,
+                     "spread": v.measured.spread, "samples_ns": list(v.measured.samples_ns)},
         "error": v.error,
         "inserted_ns": v.inserted_ns,
         "profiled_total_ns": v.profiled_total_ns,
-        "nodes": [[n.name, n.op_type, n.fused, n.predicted_ns, n.measured_ns, n.roof_ns] for n in v.nodes],
+        "nodes": [[n.name, n.op_type, n.fused, n.predicted_ns, n.measured_ns, n.roof_ns, n.memory_ns] for n in v.nodes],
     }  # fmt: skip
 
 
@@ -297,6 +530,9 @@ def repredict(v: Validation, chip: Chip, model_path: str | Path,
 
     graph = load_onnx(model_path, shapes)
     fused = {n.name for n in v.nodes if n.fused}
-    pred = predict_nodes(graph, cpu_chip(chip, v.threads), v.threads, fused)
-    nodes = tuple(replace(n, predicted_ns=pred[n.name][0], roof_ns=pred[n.name][1]) for n in v.nodes)
+    kernels = {n.name: n.op_type for n in v.nodes if not n.fused}
+    reorders = nchwc_reorders(graph, v.nchwc_block)
+    pred = predict_nodes(graph, cpu_chip(chip, v.threads), v.threads, fused, kernels, reorders)
+    nodes = tuple(replace(n, predicted_ns=pred[n.name].predicted_ns, roof_ns=pred[n.name].roof_ns,
+                          memory_ns=pred[n.name].memory_ns) for n in v.nodes)  # fmt: skip
     return replace(v, chip=chip.name, nodes=nodes)

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chips.schema import ChipError, chip_from_dict, load_chip
-from cost_models.cpu import DEPTHWISE_FACTOR, HALF_EFFICIENCY_FLOPS, shape_factor
+from cost_models.cpu import DEPTHWISE_FACTOR, HALF_EFFICIENCY_FLOPS, core_bytes, shape_factor
 from cost_models.table import estimate
 from graph_ir.ir import Op, Tensor
 from graph_ir.op_metrics import metrics
@@ -38,15 +38,31 @@ def relu(n: int) -> Op:
 
 
 class TestCalibratedEfficiency:
-    def test_scales_a_memory_bound_op(self) -> None:
-        op = relu(1 << 20)  # 8 MiB in + out: memory bound from L3
+    def test_is_a_core_rate_whatever_level_holds_the_data(self) -> None:
+        # 1.5 MiB in + out sits in L2, 8 MiB in L3: at e = 0.1 both stream at 0.1 x L1 bandwidth
+        small, big = relu(3 << 16), relu(1 << 20)
+        plain = estimate(big, chip_from_dict(host_chip()), "cpu", "fp32")
+        cal = [estimate(op, chip_from_dict(host_chip(efficiency={"Relu": 0.1})), "cpu", "fp32") for op in (small, big)]
+        assert plain is not None and cal[0] is not None and cal[1] is not None
+        assert plain.bound == "memory"
+        per_byte = [c.compute_ns / core_bytes(op, "fp32") for c, op in zip(cal, (small, big), strict=True)]
+        assert per_byte[0] == pytest.approx(per_byte[1]) == pytest.approx(1 / (200 * 0.1))
+        assert cal[1].memory_ns == plain.memory_ns  # the level's own bandwidth stays physical
+        assert cal[1].latency_ns > plain.latency_ns and cal[1].energy_pj > plain.energy_pj
+        assert "calibrated 0.1" in cal[1].note
+
+    def test_a_slow_level_still_binds(self) -> None:
+        op = relu(1 << 20)  # 8 MiB from L3 at 38 GB/s: slower than 0.5 x L1
         plain = estimate(op, chip_from_dict(host_chip()), "cpu", "fp32")
         half = estimate(op, chip_from_dict(host_chip(efficiency={"Relu": 0.5})), "cpu", "fp32")
         assert plain is not None and half is not None
-        assert plain.bound == "memory"
+        assert half.latency_ns == pytest.approx(plain.latency_ns)
+
+    def test_scales_a_recurrent_ops_weight_streaming(self) -> None:
+        plain = estimate(lstm(20, 650), chip_from_dict(host_chip()), "cpu", "fp32")
+        half = estimate(lstm(20, 650), chip_from_dict(host_chip(efficiency={"LSTM": 0.5})), "cpu", "fp32")
+        assert plain is not None and half is not None
         assert half.memory_ns == pytest.approx(2 * plain.memory_ns)
-        assert half.energy_pj > plain.energy_pj
-        assert "calibrated 0.5" in half.note
 
     def test_other_op_types_untouched(self) -> None:
         op = relu(4096)
@@ -108,9 +124,9 @@ class TestCalibrationFile:
         assert chip.calibration == str((tmp_path / "cal" / "host_calibration.yaml").resolve())
 
     def test_changes_the_estimate(self, tmp_path: Path) -> None:
-        cal = {"chip": "host", "units": {"cpu": {"efficiency": {"Relu": 0.25}}}}
+        cal = {"chip": "host", "units": {"cpu": {"efficiency": {"Relu": 0.05}}}}
         chip = load_chip(self.write(tmp_path, cal))
-        op = relu(1 << 20)
+        op = relu(1 << 20)  # 8 MiB at 0.05 x 200 GB/s: 4x slower than from L3 at 38 GB/s
         before, after = estimate(op, chip_from_dict(host_chip()), "cpu", "fp32"), estimate(op, chip, "cpu", "fp32")
         assert before is not None and after is not None
         assert after.latency_ns > 2 * before.latency_ns
@@ -135,3 +151,36 @@ class TestCalibrationFile:
         path.write_text(yaml.safe_dump({**host_chip(), "calibration": "nope.yaml"}))
         with pytest.raises(ChipError, match=r"host.yaml: calibration: cannot read .*nope.yaml"):
             load_chip(path)
+
+
+def lstm(steps: int, hidden: int, inputs: int = 64) -> Op:
+    x = Tensor("x", (steps, 1, inputs), "float32")
+    w = Tensor("w", (1, 4 * hidden, inputs), "float32", True)
+    r = Tensor("r", (1, 4 * hidden, hidden), "float32", True)
+    y = Tensor("y", (steps, 1, 1, hidden), "float32")
+    return make_op("LSTM", [x, w, r], [y], hidden_size=hidden)
+
+
+class TestRecurrence:
+    @settings(max_examples=15, deadline=None)
+    @given(steps=st.integers(2, 60), hidden=st.sampled_from([64, 200, 400, 650]))
+    def test_recurrent_weights_are_reread_every_step(self, steps: int, hidden: int) -> None:
+        chip = chip_from_dict(host_chip())
+        unit = chip.units[0]
+        cost = estimate(lstm(steps, hidden), chip, "cpu", "fp32")
+        assert cost is not None
+        r_bytes = 4 * hidden * hidden * 4
+        level_bw = next(bw for kib, bw in ((unit.l1_kib, unit.l1_bandwidth_gbps), (unit.l2_kib, unit.l2_bandwidth_gbps),
+                                           (unit.l3_kib, unit.l3_bandwidth_gbps)) if r_bytes < kib * 1024)  # fmt: skip
+        assert cost.memory_ns >= (steps - 1) * r_bytes / level_bw
+        assert f"R re-read {steps - 1}x" in cost.note
+
+    def test_weights_beyond_the_cache_cost_more_per_step(self) -> None:
+        chip = chip_from_dict(host_chip())
+        # 650 wide: R is 6.8 MB (L3); 128 wide: 256 KiB (L2); per step per byte the wide one is slower
+        wide = [estimate(lstm(s, 650), chip, "cpu", "fp32") for s in (10, 20)]
+        narrow = [estimate(lstm(s, 128), chip, "cpu", "fp32") for s in (10, 20)]
+        assert all(c is not None for c in (*wide, *narrow))
+        per_byte_wide = (wide[1].latency_ns - wide[0].latency_ns) / (10 * 4 * 650 * 650 * 4)  # type: ignore[union-attr]
+        per_byte_narrow = (narrow[1].latency_ns - narrow[0].latency_ns) / (10 * 4 * 128 * 128 * 4)  # type: ignore[union-attr]
+        assert per_byte_wide > 2 * per_byte_narrow

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from chips.schema import load_chip
 from hwsim.cli import main
-from hwsim.fingerprint import _levels, read_fingerprint
+from hwsim.fingerprint import FINGERPRINT_EFFICIENCY, _levels, read_fingerprint
 
 
 class TestLevels:
@@ -56,6 +56,8 @@ class TestCommand:
         (unit,) = chip.units
         assert unit.kind == "cpu" and unit.cores == 1
         assert unit.flops_per_cycle["fp32"] > 0
+        # the peak is an achieved MatMul peak: large GEMM-like kernels reach all of it before calibration
+        assert unit.efficiency == FINGERPRINT_EFFICIENCY and unit.efficiency["MatMul"] == 1.0
         fp = read_fingerprint(out)
         assert fp is not None
         assert fp["threads"] == 1 and "onnxruntime" in fp["versions"] and fp["sweep"]
