@@ -342,8 +342,12 @@ def _unique(field: str, names: list[str]) -> None:
 
 
 def bundled_chips() -> dict[str, Path]:
-    """The chip descriptions shipped in ``chips/``, by name (file stem)."""
-    return {p.stem: p for p in sorted(CATALOG_DIR.glob("*.yaml"))}
+    """The chip descriptions in ``chips/``, by name (file stem).
+
+    ``<chip>_calibration.yaml`` files there (what ``hwsim validate --calibrate`` writes beside a
+    chip file) are calibrations a chip includes, not chips.
+    """
+    return {p.stem: p for p in sorted(CATALOG_DIR.glob("*.yaml")) if not p.stem.endswith("_calibration")}
 
 
 def _resolve(ref: str | Path) -> Path:

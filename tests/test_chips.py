@@ -51,6 +51,14 @@ class TestBundledChips:
     def test_catalog_has_the_reference_chips(self) -> None:
         assert {"rk3588", "edge8", "jetson_orin_nano"} <= set(bundled_chips())
 
+    def test_calibration_files_beside_a_chip_are_not_chips(self, monkeypatch, tmp_path) -> None:
+        import chips.schema as schema
+
+        (tmp_path / "host.yaml").write_text("name: host\n")
+        (tmp_path / "host_calibration.yaml").write_text("chip: host\nunits: {}\n")
+        monkeypatch.setattr(schema, "CATALOG_DIR", tmp_path)
+        assert list(schema.bundled_chips()) == ["host"]
+
     def test_paths_are_yaml_files_in_the_catalog(self) -> None:
         for name, path in bundled_chips().items():
             assert path.parent == CATALOG_DIR
