@@ -42,7 +42,15 @@ DEFAULT_WORK_BUDGET = 600_000
 #: At most this many evaluations however small the graph.
 MAX_EVALUATIONS = 8000
 #: The iterated local search stops after this many kicks in a row that found nothing better.
-STALL_KICKS = 60
+STALL_KICKS = 100
+#: A descent after a kick may spend at most ``budget // KICK_DESCENT`` evaluations.
+KICK_DESCENT = 10
+#: Independent iterated-local-search walks sharing the budget.
+WALKS = 2
+#: The iterated local search walks on from schedules at most this much longer than the best.
+ACCEPT_WORSE = 0.02
+#: Share of the kicks that hand all of one unit's tasks to another unit.
+RELABEL_KICKS = 0.15
 #: Graphs up to this many tasks + edges get the richer moves (clusters and swaps).
 RICH = 400
 #: Seeds beyond HEFT and PEFT are tried only below this size (tasks + edges).
@@ -234,6 +242,15 @@ def _perturbed(problem: Problem, best: Solution, rng: np.random.Generator) -> So
     movable = [i for i in range(problem.n) if len(problem.capable[i]) > 1]
     if not movable:
         return best
+    if RELABEL_KICKS > 0 and problem.n_units > 1 and rng.random() < RELABEL_KICKS:
+        # Hand everything one unit runs to another unit (a jump out of a one-unit cluster).
+        a = assign[movable[int(rng.integers(0, len(movable)))]]
+        b = int(rng.integers(0, problem.n_units - 1))
+        b += b >= a
+        for j in range(problem.n):
+            if assign[j] == a and b in problem.capable[j]:
+                assign[j] = b
+        return retime(problem, assign)
     if rng.random() < 0.5:
         # Move a task and its neighbours to one unit (a cluster, for transfer-heavy graphs).
         i = movable[int(rng.integers(0, len(movable)))]
@@ -272,15 +289,30 @@ def affinity_locality(problem: Problem, work_budget: int = DEFAULT_WORK_BUDGET) 
         spent += used
         if _key(cand) < _key(best):
             best = cand
-    rng = np.random.default_rng(problem.n * 7919 + problem.n_units)
-    stale = 0
-    while spent + 2 <= budget - budget // 10 and stale < STALL_KICKS:
-        kick = _perturbed(problem, best, rng)
-        cand, used = _local_search(problem, kick, min(budget // 10 + 1, budget - spent - 1))
-        spent += used + 1
-        stale += 1
-        if _key(cand) < _key(best):
-            best, stale = cand, 0
+    # Independent walks (each its own generator, seeded from the problem's size) so one unlucky
+    # trajectory does not decide the result. A walk kicks from ``cur``, which may be up to
+    # ``ACCEPT_WORSE`` longer than the walk's best, and returns to that best after a third of
+    # ``STALL_KICKS`` fruitless kicks; it ends after ``STALL_KICKS`` or its share of the budget.
+    start = best
+    reserve = budget // 10
+    for walk in range(WALKS):
+        rng = np.random.default_rng(problem.n * 7919 + problem.n_units + 104_729 * walk)
+        stop = spent + (budget - reserve - spent) // (WALKS - walk)
+        wbest = cur = start
+        stale = 0
+        while spent + 2 <= stop and stale < STALL_KICKS:
+            kick = _perturbed(problem, cur, rng)
+            cand, used = _local_search(problem, kick, min(budget // KICK_DESCENT + 1, stop - spent - 1))
+            spent += used + 1
+            stale += 1
+            if _key(cand) < _key(wbest):
+                wbest, cur, stale = cand, cand, 0
+            elif cand.makespan_ns <= wbest.makespan_ns * (1 + ACCEPT_WORSE) and _key(cand) != _key(cur):
+                cur = cand
+            if stale and stale % max(1, STALL_KICKS // 3) == 0:
+                cur = wbest
+        if _key(wbest) < _key(best):
+            best = wbest
     cand, used = _order_search(problem, best, (budget - spent) // 2)
     spent += used
     if _key(cand) < _key(best):
