@@ -46,10 +46,10 @@ def brute_force_ns(p: Problem) -> float:
     return best
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(
     seed=st.integers(0, 2**31 - 1),
-    n=st.integers(2, 5),
+    n=st.integers(2, 6),
     cores=st.lists(st.integers(1, 2), min_size=1, max_size=2),
     ccr=st.sampled_from([0.5, 5.0]),
     kind=st.sampled_from(["related", "unrelated"]),
