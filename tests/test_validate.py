@@ -18,7 +18,7 @@ from onnx import TensorProto, helper, numpy_helper
 from chips.schema import chip_from_dict, load_chip
 from cost_models.table import estimate
 from graph_ir.onnx_import import load_onnx
-from hwsim.calibration import apply, fit, write_calibration
+from hwsim.calibration import apply, fit, timed_over_profiled, write_calibration
 from hwsim.cli import main
 from hwsim.measure import Timing, attribute_nodes, load_with_random_weights, random_inputs
 from hwsim.validate import (
@@ -271,9 +271,13 @@ class TestCalibrationRoundTrip:
         # two GEMMs at 0.8 of the core rate; two GEMVs slower than their cores but no slower than DRAM
         nodes = (node("a", 800.0, 1000.0, 100.0), node("b", 1600.0, 2000.0, 200.0),
                  node("c", 10.0, 100.0, 150.0), node("d", 10.0, 100.0, 120.0))  # fmt: skip
-        v = Validation("m", "host", 1, "all", Timing((4000.0,)), nodes, 0.0, (), 3200.0, 4000.0, (4000.0,))
+        v = Validation("m", "host", 1, "all", Timing((3200.0,)), nodes, 0.0, (), 3200.0, 3200.0, (3200.0,))
         f = fit([v], "cpu")
         assert f.efficiency["Gemm"] == pytest.approx(0.8, rel=0.05) and f.kernels["Gemm"] == 2
+        # the same kernels in a model whose timed runs took 25 % longer than its profile
+        slow = Validation("m", "host", 1, "all", Timing((4000.0,)), nodes, 0.0, (), 3200.0, 4000.0, (4000.0,))
+        assert timed_over_profiled(slow) == pytest.approx(1.25)
+        assert fit([slow], "cpu").efficiency["Gemm"] == pytest.approx(0.8 / 1.25, rel=0.05)
         only_memory = Validation("m", "host", 1, "all", Timing((200.0,)), nodes[2:], 0.0, (), 200.0, 200.0, (200.0,))
         assert fit([only_memory], "cpu").kernels["Gemm"] == 2  # nothing else to go by: use them
 
