@@ -89,6 +89,10 @@ def exact(
     lb = max(lower_bound_ns, max(h + f + t for h, f, t in zip(head, fast, tail, strict=True)))
     if ub <= lb * (1 + 1e-9):
         return ExactResult(incumbent, ub, True)
+    # Every bound below derives from the incumbent's makespan; a little slack keeps the
+    # incumbent itself feasible in floating point (a schedule that meets a big-M or a window
+    # exactly was otherwise cut off, the model came out infeasible and nothing was proven).
+    cap = ub * (1 + 1e-6) + 1e-6
     slots = [(u, c) for u in range(problem.n_units) for c in range(problem.cores[u])]
     ex = problem.exec_ns
     var: list[tuple[float, float, int]] = []  # (lb, ub, integrality)
@@ -108,9 +112,9 @@ def exact(
         for u in problem.capable[i]:
             seen[u] += 1
     # Latest start: the incumbent's makespan less the task's fastest run and the tail after it.
-    latest = [max(head[i], ub - tail[i] - fast[i]) for i in range(n)]
+    latest = [max(head[i], cap - tail[i] - fast[i]) for i in range(n)]
     s = [new(head[i], latest[i], 0) for i in range(n)]
-    cmax = new(lb, ub, 0)
+    cmax = new(lb, cap, 0)
     cost[cmax] = 1.0
     rows: list[tuple[dict[int, float], float, float]] = []
     slots_of = {i: [k for k in range(len(slots)) if (i, k) in x] for i in range(n)}
@@ -181,10 +185,10 @@ def exact(
             if not shared:
                 continue
             # Big-M per order from the windows: i's end minus j's start can be at most m_ij.
-            m_ij = ub - tail[i] - head[j]
-            m_ji = ub - tail[j] - head[i]
-            i_first = head[i] + fast[i] + fast[j] + tail[j] <= ub  # i then j on one core fits
-            j_first = head[j] + fast[j] + fast[i] + tail[i] <= ub
+            m_ij = cap - tail[i] - head[j]
+            m_ji = cap - tail[j] - head[i]
+            i_first = head[i] + fast[i] + fast[j] + tail[j] <= cap  # i then j on one core fits
+            j_first = head[j] + fast[j] + fast[i] + tail[i] <= cap
             if not i_first and not j_first:
                 for k in shared:  # they cannot share a core
                     rows.append(({x[i, k]: 1.0, x[j, k]: 1.0}, -math.inf, 1.0))
