@@ -195,6 +195,10 @@ def _part(total: int, parts: int, i: int) -> int:
     return total * (i + 1) // parts - total * i // parts
 
 
+#: Tile-by-tile ops (no double buffering) run their tiles in at most this many groups.
+MAX_SERIAL_GROUPS = 8
+
+
 def op_blocks(cost: OpCost, double_buffer: bool = True, shards: int = 1) -> list[_Block]:
     """The blocks an op runs as after its overhead (see the module docstring).
 
@@ -215,10 +219,16 @@ def op_blocks(cost: OpCost, double_buffer: bool = True, shards: int = 1) -> list
             blocks.append(_Block(dur, nbytes * shards, compute_ns, tiles))
 
     if not double_buffer:
-        for i in range(t):
-            add(0.0, _part(r, t, i), f"load {i}")
-            add(c, 0, f"{i}")
-            add(0.0, _part(w, t, i), f"store {i}")
+        # Tile by tile: load, compute, store in turn. Consecutive tiles are run in at most
+        # MAX_SERIAL_GROUPS groups (a group loads its tiles, computes them, stores them): the
+        # same uncontended time, and a bounded number of blocks however fine the tiling.
+        groups = min(t, MAX_SERIAL_GROUPS)
+        for g in range(groups):
+            lo, hi = t * g // groups, t * (g + 1) // groups
+            name = f"{lo}" if hi - lo == 1 else f"{lo}-{hi - 1}"
+            add(0.0, r * hi // t - r * lo // t, f"load {name}")
+            add(c * (hi - lo), 0, name)
+            add(0.0, w * hi // t - w * lo // t, f"store {name}")
         return blocks
     add(0.0, _part(r, t, 0), "load 0")
     add(c, _part(r, t, 1), "0")
