@@ -61,6 +61,17 @@ class TestDoubleBuffering:
             g, chip, table, fixed_schedule(g, chip, table, {"op0": ("cpu0", 0)}), options
         )
 
+    @pytest.mark.parametrize("double_buffer", [True, False])
+    def test_a_finely_tiled_op_is_a_few_blocks_with_the_exact_time(self, double_buffer):
+        # fine tiling (one array fold at a time) can mean millions of tiles
+        fine = _cost("cpu0", 4000.0, 8000, 2000, tiles=10**7)
+        blocks = op_blocks(fine, double_buffer)
+        assert len(blocks) <= 24
+        assert sum(b.bytes for b in blocks) == 10000
+        # tile by tile: every load, compute and store in turn, whatever the tile count
+        expected = 100 + 4000 + 2000 if not double_buffer else 100 + 4000
+        assert op_time_ns(fine, double_buffer) == pytest.approx(expected, abs=1)
+
     def test_tiled_op_alone_takes_the_pipelined_time(self):
         rec = self._run(self.COST).ops[0]
         # overhead + L + max(c, L) + (T-2) max(c, L+S) + max(c, S) + S
