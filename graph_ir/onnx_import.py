@@ -19,7 +19,7 @@ from onnx import helper, numpy_helper, shape_inference
 from graph_ir.ir import ModelError, ModelGraph, Op, Tensor, add_data_edge
 from graph_ir.op_metrics import metrics
 
-__all__ = ["from_model_proto", "load_onnx", "parse_input_shape"]
+__all__ = ["from_model_proto", "load_onnx", "name_nodes", "parse_input_shape"]
 
 
 def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
@@ -70,7 +70,7 @@ def from_model_proto(
     graph = model_copy.graph
     init_names = {t.name for t in graph.initializer}
     _pin_inputs(graph, init_names, input_shapes or {}, source)
-    _name_nodes(graph)
+    name_nodes(graph)
     _sort_nodes(graph, source)
     try:
         inferred = shape_inference.infer_shapes(model_copy, check_type=False, strict_mode=True, data_prop=True)
@@ -115,7 +115,10 @@ def _pin_inputs(
             )
 
 
-def _name_nodes(graph: onnx.GraphProto) -> None:
+def name_nodes(graph: onnx.GraphProto) -> None:
+    """Give every node of ``graph`` a unique name, in place: its own, else ``<op_type>_<index>``,
+    with ``_k`` appended to repeats. hwsim's op names are these; so are those
+    :mod:`hwsim.measure` gives onnxruntime, so that profiled names match."""
     seen: set[str] = set()
     for i, node in enumerate(graph.node):
         base = node.name or f"{node.op_type}_{i}"

@@ -261,16 +261,11 @@ def named_nodes(model: onnx.ModelProto) -> onnx.ModelProto:
     """A copy of ``model`` whose nodes have unique names, by the rule of
     :mod:`graph_ir.onnx_import` (``<op_type>_<index>`` if unnamed, ``_k`` for duplicates), so
     that profiled names and hwsim's op names agree."""
+    from graph_ir.onnx_import import name_nodes
+
     m = onnx.ModelProto()
     m.CopyFrom(model)
-    seen: set[str] = set()
-    for i, node in enumerate(m.graph.node):
-        base = node.name or f"{node.op_type}_{i}"
-        name, k = base, 1
-        while name in seen:
-            name, k = f"{base}_{k}", k + 1
-        node.name = name
-        seen.add(name)
+    name_nodes(m.graph)
     return m
 
 

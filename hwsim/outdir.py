@@ -8,13 +8,12 @@ write is refused.
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from collections.abc import Callable, Collection
 from pathlib import Path
 
-from hwsim.report import ReportError
+from hwsim.report import ReportError, move_into_place
 
 __all__ = ["check_own_dir", "write_dir"]
 
@@ -66,14 +65,7 @@ def write_dir(out_dir: Path, own: Collection[str], write: Callable[[Path], None]
         stray = sorted(p.name for p in tmp.iterdir() if p.name not in own)
         if stray:
             raise RuntimeError(f"wrote files it does not own: {', '.join(stray)}")
-        os.chmod(tmp, 0o755)
-        backup = None
-        if out_dir.exists():
-            backup = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
-            out_dir.rename(backup)
-        tmp.rename(out_dir)
-        if backup is not None:
-            shutil.rmtree(backup, ignore_errors=True)
+        move_into_place(tmp, out_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

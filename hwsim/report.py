@@ -253,6 +253,18 @@ def _traffic_csv(result: RunResult) -> str:
     return out.getvalue()
 
 
+def move_into_place(tmp: Path, out_dir: Path) -> None:
+    """Put the finished folder ``tmp`` in place of ``out_dir`` (an earlier one is replaced)."""
+    os.chmod(tmp, 0o755)
+    backup = None
+    if out_dir.exists():
+        backup = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
+        out_dir.rename(backup)
+    tmp.rename(out_dir)
+    if backup is not None:
+        shutil.rmtree(backup, ignore_errors=True)
+
+
 def write_reports(result: RunResult, out_dir: Path, plots: bool = True) -> list[Path]:
     """Write every report file into ``out_dir``, atomically.
 
@@ -282,14 +294,7 @@ def write_reports(result: RunResult, out_dir: Path, plots: bool = True) -> list[
 
         images = {n: (tmp / n).read_bytes() for n in FIGURES if (tmp / n).exists()}
         (tmp / "report.html").write_text(html_report(result, summary(result), images), encoding="utf-8")
-        os.chmod(tmp, 0o755)
-        backup = None
-        if out_dir.exists():
-            backup = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
-            out_dir.rename(backup)
-        tmp.rename(out_dir)
-        if backup is not None:
-            shutil.rmtree(backup, ignore_errors=True)
+        move_into_place(tmp, out_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
