@@ -1,6 +1,7 @@
 """Speed of the pipeline (import + cost + schedule + simulate + analyze, no PNGs).
 
-Run: ``python benchmarks/bench_pipeline.py``. Prints a markdown table of median wall times
+Run: ``python benchmarks/bench_pipeline.py``. ``run_graph`` with the default policy includes
+the engine check of four candidate schedules. Prints a markdown table of median wall times
 over repeated runs in this process (interpreter start excluded), for the bundled models on
 the bundled chips and for synthetic DAGs of 1k and 10k ops. Times, not assertions: these
 machines are shared and noisy.
@@ -40,10 +41,10 @@ def main() -> None:
     for name in ("resnet18", "mobilenetv2", "yolov8n", "bert_base", "vit_b16"):
         path = ROOT / "examples" / "models" / f"{name}.onnx"
         n = len(load_onnx(path))
-        t = _median_s(lambda: run_graph(load_onnx(path), chip), args.repeat)
+        t = _median_s(lambda path=path: run_graph(load_onnx(path), chip), args.repeat)
         print(f"| {name} | rk3588 | {n} | {t:.3f} |")
     for n in (1_000, 10_000):
-        t = _median_s(lambda: run_graph(random_dag(n, seed=1), chip), max(1, args.repeat // 2))
+        t = _median_s(lambda n=n: run_graph(random_dag(n, seed=1), chip), max(1, args.repeat // 2))
         print(f"| synthetic DAG | rk3588 | {n} | {t:.3f} |")
 
 

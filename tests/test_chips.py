@@ -52,7 +52,7 @@ class TestBundledChips:
         assert {"rk3588", "edge8", "jetson_orin_nano"} <= set(bundled_chips())
 
     def test_calibration_files_beside_a_chip_are_not_chips(self, monkeypatch, tmp_path) -> None:
-        import chips.schema as schema
+        from chips import schema
 
         (tmp_path / "host.yaml").write_text("name: host\n")
         (tmp_path / "host_calibration.yaml").write_text("chip: host\nunits: {}\n")
