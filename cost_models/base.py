@@ -24,6 +24,7 @@ __all__ = [
     "pipeline_tiles",
     "register_model",
     "requested_dtype",
+    "spill_plan",
     "tiling_extra_bytes",
     "unit_bandwidth_gbps",
 ]
@@ -160,6 +161,26 @@ def pipeline_tiles(total_bytes: int, chunk_bytes: float, at_least: int = 1) -> i
     if at_least <= 1 or total_bytes <= 0:
         return 1
     return max(at_least, math.ceil(total_bytes / max(chunk_bytes, 1.0)))
+
+
+def spill_plan(in_bytes: int, weight_bytes: int, out_bytes: int, capacity_bytes: float,
+               chunk_bytes: float) -> tuple[int, int]:
+    """``(extra_bytes, tiles)`` of an op's working set against a buffer of ``capacity_bytes``.
+
+    A working set that fits is one tile with no re-reads. One that does not is re-read as
+    :func:`tiling_extra_bytes` says and streamed in ``chunk_bytes`` tiles
+    (:func:`pipeline_tiles`), at least two.
+
+    >>> spill_plan(100, 100, 100, 1000, 64)
+    (0, 1)
+    >>> spill_plan(3000, 4000, 1000, 2000, 1024)  # input in 3 tiles, weights read 3 times
+    (8000, 16)
+    """
+    total = in_bytes + weight_bytes + out_bytes
+    if total <= capacity_bytes:
+        return 0, 1
+    extra, needed = tiling_extra_bytes(in_bytes, weight_bytes, out_bytes, capacity_bytes)
+    return extra, pipeline_tiles(total + extra, chunk_bytes, max(needed, 2))
 
 
 def layout_cost(unit: Unit, dtype: str) -> OpCost:

@@ -31,9 +31,8 @@ from cost_models.base import (
     UnitModel,
     efficiency,
     finish,
-    pipeline_tiles,
     register_model,
-    tiling_extra_bytes,
+    spill_plan,
     unit_bandwidth_gbps,
 )
 from graph_ir.ir import Op, deployed_bytes
@@ -85,9 +84,7 @@ class CpuModel(UnitModel):
                 cost = finish(op, unit, chip, dtype, compute_ns, act, gbps, w_b, 0, f"{dtype}, fits {kib:g} KiB")
                 break
         else:
-            llc = levels[-1][0] * 1024
-            extra, needed = tiling_extra_bytes(in_b, w_b, out_b, llc)
-            tiles = pipeline_tiles(in_b + w_b + extra + out_b, unit.l1_kib * 1024 / 2, max(needed, 2))
+            extra, tiles = spill_plan(in_b, w_b, out_b, levels[-1][0] * 1024, unit.l1_kib * 1024 / 2)
             note = f"{dtype}, spills LLC" + (f", {tiles} tiles" if tiles > 1 else "")
             cost = finish(op, unit, chip, dtype, compute_ns, 0, 0.0, in_b + w_b + extra, out_b, note, tiles)
         if op.category == "rnn" and len(op.inputs) >= 3:

@@ -16,9 +16,8 @@ from cost_models.base import (
     UnitModel,
     efficiency,
     finish,
-    pipeline_tiles,
     register_model,
-    tiling_extra_bytes,
+    spill_plan,
 )
 from graph_ir.ir import Op
 
@@ -56,9 +55,7 @@ class GpuModel(UnitModel):
         eff = efficiency(unit, op, DEFAULT_EFFICIENCY, 0.3) * util
         peak = unit.compute_units * unit.flops_per_cycle[dtype] * unit.clock_mhz * 1e-3  # FLOP/ns
         compute_ns = op.flops / (peak * eff) if op.flops else 0.0
-        extra, needed = tiling_extra_bytes(in_b, w_b, out_b, unit.l2_kib * 1024)
-        spills = in_b + w_b + out_b > unit.l2_kib * 1024
-        tiles = pipeline_tiles(in_b + w_b + extra + out_b, STREAM_CHUNK_BYTES, max(needed, 2) if spills else 1)
+        extra, tiles = spill_plan(in_b, w_b, out_b, unit.l2_kib * 1024, STREAM_CHUNK_BYTES)
         note = f"{dtype}, waves {util:.0%} full" + (f", {tiles} L2 tiles" if tiles > 1 else "")
         return finish(op, unit, chip, dtype, compute_ns, 0, 0.0, in_b + w_b + extra, out_b, note, tiles)
 
