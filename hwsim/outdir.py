@@ -1,21 +1,35 @@
-"""Atomic output folders for commands other than ``run`` (``compare``, ``sensitivity``).
+"""Atomic output folders for every command that writes one (``run``, ``compare``, ``sensitivity``).
 
-Like :func:`hwsim.report.write_reports`: files are written into a temporary folder beside
-the target and moved into place only when all are written, so a failure leaves nothing
-half-written and an earlier folder as it was. A folder holding files the command did not
-write is refused.
+Files are written into a temporary folder beside the target and moved into place only when
+all are written, so a failure leaves nothing half-written and an earlier folder as it was. A
+folder holding files the command did not write is refused.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Callable, Collection
 from pathlib import Path
 
-from hwsim.report import ReportError, move_into_place
+__all__ = ["ReportError", "check_own_dir", "move_into_place", "write_dir"]
 
-__all__ = ["check_own_dir", "write_dir"]
+
+class ReportError(ValueError):
+    """The output folder cannot be used (bad input, exit code 2)."""
+
+
+def move_into_place(tmp: Path, out_dir: Path) -> None:
+    """Put the finished folder ``tmp`` in place of ``out_dir`` (an earlier one is replaced)."""
+    os.chmod(tmp, 0o755)
+    backup = None
+    if out_dir.exists():
+        backup = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
+        out_dir.rename(backup)
+    tmp.rename(out_dir)
+    if backup is not None:
+        shutil.rmtree(backup, ignore_errors=True)
 
 
 def check_own_dir(out_dir: Path, own: Collection[str], option: str = "--out") -> None:

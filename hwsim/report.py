@@ -6,12 +6,10 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from hwsim.outdir import ReportError, check_own_dir, write_dir
 from hwsim.pipeline import RunResult
 from scheduler.bounds import lower_bound_ns
 
@@ -30,10 +28,6 @@ REPORT_FILES = (
 )
 
 
-class ReportError(ValueError):
-    """The output folder cannot be used (bad input, exit code 2)."""
-
-
 def check_out_dir(out_dir: Path) -> None:
     """Refuse to replace anything but an empty folder or an earlier hwsim report folder.
 
@@ -42,16 +36,7 @@ def check_out_dir(out_dir: Path) -> None:
     ReportError
         When ``out_dir`` is a file, or a folder holding files hwsim did not write.
     """
-    if not out_dir.exists():
-        return
-    if not out_dir.is_dir():
-        raise ReportError(f"{out_dir}: --out exists and is not a folder")
-    foreign = sorted(p.name for p in out_dir.iterdir() if p.name not in REPORT_FILES)
-    if foreign:
-        raise ReportError(
-            f"{out_dir}: --out holds files hwsim did not write ({', '.join(foreign[:3])}); "
-            f"choose an empty or new folder"
-        )
+    check_own_dir(Path(out_dir), REPORT_FILES)
 
 
 def _r(x: float, nd: int = 6) -> float:
@@ -253,18 +238,6 @@ def _traffic_csv(result: RunResult) -> str:
     return out.getvalue()
 
 
-def move_into_place(tmp: Path, out_dir: Path) -> None:
-    """Put the finished folder ``tmp`` in place of ``out_dir`` (an earlier one is replaced)."""
-    os.chmod(tmp, 0o755)
-    backup = None
-    if out_dir.exists():
-        backup = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
-        out_dir.rename(backup)
-    tmp.rename(out_dir)
-    if backup is not None:
-        shutil.rmtree(backup, ignore_errors=True)
-
-
 def write_reports(result: RunResult, out_dir: Path, plots: bool = True) -> list[Path]:
     """Write every report file into ``out_dir``, atomically.
 
@@ -274,11 +247,8 @@ def write_reports(result: RunResult, out_dir: Path, plots: bool = True) -> list[
     """
     from hwsim.chrome_trace import chrome_trace
 
-    out_dir = Path(out_dir)
-    check_out_dir(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    try:
+
+    def write(tmp: Path) -> None:
         (tmp / "summary.json").write_text(json.dumps(summary(result), indent=2) + "\n", encoding="utf-8")
         (tmp / "trace.json").write_text(json.dumps(chrome_trace(result), separators=(",", ":")), encoding="utf-8")
         (tmp / "critical_path.txt").write_text(_critical_path_txt(result), encoding="utf-8")
@@ -294,8 +264,5 @@ def write_reports(result: RunResult, out_dir: Path, plots: bool = True) -> list[
 
         images = {n: (tmp / n).read_bytes() for n in FIGURES if (tmp / n).exists()}
         (tmp / "report.html").write_text(html_report(result, summary(result), images), encoding="utf-8")
-        move_into_place(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return sorted(out_dir.iterdir())
+
+    return write_dir(Path(out_dir), REPORT_FILES, write)
