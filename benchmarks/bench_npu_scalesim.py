@@ -9,17 +9,17 @@ array shape; ``--write`` also replaces the table in ``docs/fidelity_npu.md`` bet
 
 from __future__ import annotations
 
-import argparse
 import csv
 from collections import defaultdict
 from pathlib import Path
+
+import doc_table
 
 from cost_models.npu import array_cycles
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "scalesim"
 DOC = ROOT / "docs" / "fidelity_npu.md"
-START, END = "<!-- scalesim:start -->", "<!-- scalesim:end -->"
 
 
 def rows() -> list[dict[str, str]]:
@@ -60,21 +60,5 @@ def table() -> str:
     return "\n".join(lines)
 
 
-def write_doc(text: str) -> None:
-    doc = DOC.read_text(encoding="utf-8")
-    a, b = doc.index(START) + len(START), doc.index(END)
-    DOC.write_text(doc[:a] + "\n" + text + "\n" + doc[b:], encoding="utf-8")
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--write", action="store_true", help=f"replace the table in {DOC.relative_to(ROOT)}")
-    args = ap.parse_args()
-    text = table()
-    print(text)
-    if args.write:
-        write_doc(text)
-
-
 if __name__ == "__main__":
-    main()
+    doc_table.main(__doc__, DOC, "scalesim", table)

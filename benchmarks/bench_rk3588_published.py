@@ -15,9 +15,10 @@ single core, max NPU clock; mobilenet_v1 is the p50 latency of swdee/go-rknnlite
 
 from __future__ import annotations
 
-import argparse
 import statistics
 from pathlib import Path
+
+import doc_table
 
 from chips import load_chip
 from chips.variants import restrict
@@ -26,7 +27,6 @@ from hwsim.pipeline import run_graph
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "fidelity_npu.md"
-START, END = "<!-- rk3588:start -->", "<!-- rk3588:end -->"
 
 #: model -> (published ms, source)
 PUBLISHED = {
@@ -70,21 +70,5 @@ def table() -> str:
     return "\n".join(lines)
 
 
-def write_doc(text: str) -> None:
-    doc = DOC.read_text(encoding="utf-8")
-    a, b = doc.index(START) + len(START), doc.index(END)
-    DOC.write_text(doc[:a] + "\n" + text + "\n" + doc[b:], encoding="utf-8")
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--write", action="store_true", help=f"replace the table in {DOC.relative_to(ROOT)}")
-    args = ap.parse_args()
-    text = table()
-    print(text)
-    if args.write:
-        write_doc(text)
-
-
 if __name__ == "__main__":
-    main()
+    doc_table.main(__doc__, DOC, "rk3588", table)
