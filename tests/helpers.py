@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import networkx as nx
+import numpy as np
+import onnx
+import pytest
 from hypothesis import strategies as st
+from onnx import TensorProto, helper
 
 from chips import Chip, chip_from_dict
 from cost_models.table import CostTable
@@ -115,3 +120,25 @@ def random_chips(draw: st.DrawFn) -> Chip:
             "links": links,
         }
     )
+
+
+def one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
+    """The captured stderr, checked to be one line without a traceback."""
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "Traceback" not in err, err
+    return err
+
+
+def conv_argmax_onnx(path: Path, channels: int, size: int) -> Path:
+    """Save a Conv -> Relu -> ArgMax model: NPU work, then a CPU op (a transfer between them)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, channels, size, size])
+    w = helper.make_tensor("w", TensorProto.FLOAT, [channels, channels, 3, 3], np.full(channels * channels * 9, 0.1))
+    idx = helper.make_tensor_value_info("idx", TensorProto.INT64, [1, 1, size, size])
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["r"], name="relu"),
+        helper.make_node("ArgMax", ["r"], ["idx"], name="argmax", axis=1),
+    ]
+    graph = helper.make_graph(nodes, "tiny", [x], [idx], initializer=[w])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path

@@ -9,17 +9,14 @@ import pytest
 import yaml
 
 from hwsim.cli import main
+from tests.helpers import one_line_error
 
 ROOT = Path(__file__).resolve().parents[1]
 RESNET = ROOT / "examples" / "models" / "resnet18.onnx"
 RK3588 = ROOT / "chips" / "rk3588.yaml"
 
 
-def _one_line_error(capsys) -> str:
-    err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0, err
-    assert "Traceback" not in err
-    return err
+
 
 
 class TestRun:
@@ -57,7 +54,7 @@ class TestRun:
         slow = json.loads(capsys.readouterr().out)
         assert slow["latency_ms"] > full["latency_ms"]
         assert main([*base, "--out", str(tmp_path / "d"), "--set", "npu.clock_mhz=-5"]) == 2
-        assert "npu.clock_mhz" in _one_line_error(capsys)
+        assert "npu.clock_mhz" in one_line_error(capsys)
         assert not (tmp_path / "d").exists()
 
     def test_rerun_replaces_an_earlier_report(self, tmp_path):
@@ -70,7 +67,7 @@ class TestRun:
     def test_refuses_a_folder_it_did_not_write(self, tmp_path, capsys):
         (tmp_path / "notes.txt").write_text("mine")
         assert main(["run", "rk3588", str(RESNET), "--out", str(tmp_path), "--no-plots"]) == 2
-        assert "notes.txt" in _one_line_error(capsys)
+        assert "notes.txt" in one_line_error(capsys)
         assert (tmp_path / "notes.txt").read_text() == "mine"
 
     def test_unknown_op_is_reported(self, tmp_path, capsys):
@@ -116,28 +113,28 @@ class TestBadInput:
         chip = tmp_path / "bad.yaml"
         chip.write_text(yaml.safe_dump(data))
         assert self._run(tmp_path, chip, RESNET) == 2
-        err = _one_line_error(capsys)
+        err = one_line_error(capsys)
         assert str(chip) in err and expect in err
 
     def test_yaml_syntax_error(self, tmp_path, capsys):
         chip = tmp_path / "bad.yaml"
         chip.write_text("name: x\nunits: [\n")
         assert self._run(tmp_path, chip, RESNET) == 2
-        assert "YAML syntax error" in _one_line_error(capsys)
+        assert "YAML syntax error" in one_line_error(capsys)
 
     def test_missing_model(self, tmp_path, capsys):
         assert self._run(tmp_path, RK3588, tmp_path / "nope.onnx") == 2
-        assert "nope.onnx: file not found" in _one_line_error(capsys)
+        assert "nope.onnx: file not found" in one_line_error(capsys)
 
     def test_not_onnx_and_truncated(self, tmp_path, capsys):
         text = tmp_path / "text.onnx"
         text.write_text("hello, I am not a model\n" * 10)
         assert self._run(tmp_path, RK3588, text) == 2
-        assert "text.onnx" in _one_line_error(capsys)
+        assert "text.onnx" in one_line_error(capsys)
         cut = tmp_path / "cut.onnx"
         cut.write_bytes(RESNET.read_bytes()[: RESNET.stat().st_size // 2])
         assert self._run(tmp_path, RK3588, cut) == 2
-        assert "cut.onnx" in _one_line_error(capsys)
+        assert "cut.onnx" in one_line_error(capsys)
 
     def test_dynamic_dim_suggests_input_shape(self, tmp_path, capsys):
         onnx = pytest.importorskip("onnx")
@@ -148,7 +145,7 @@ class TestBadInput:
         path = tmp_path / "dyn.onnx"
         onnx.save(m, str(path))
         assert self._run(tmp_path, RK3588, path) == 2
-        err = _one_line_error(capsys)
+        err = one_line_error(capsys)
         assert "--input-shape input=1x3x224x224" in err
         out = tmp_path / "ok"
         assert main(["run", str(RK3588), str(path), "--input-shape", "input=1x3x224x224",
@@ -169,7 +166,7 @@ class TestBadInput:
         chip.write_text(yaml.safe_dump(data))
         code = main(["run", str(chip), str(RESNET), "--precision", "fp16", "--out", str(tmp_path / "out")])
         assert code == 2
-        err = _one_line_error(capsys)
+        err = one_line_error(capsys)
         assert str(RESNET) in err and "node" in err
         assert not (tmp_path / "out").exists()
 
@@ -207,5 +204,5 @@ class TestOtherCommands:
 )
 def test_usage_errors_are_one_line(argv, capsys):
     assert main(argv) == 2
-    err = _one_line_error(capsys)
+    err = one_line_error(capsys)
     assert "error:" in err and "--help" in err

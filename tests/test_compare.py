@@ -6,10 +6,7 @@ import csv
 import json
 from pathlib import Path
 
-import numpy as np
-import onnx
 import pytest
-from onnx import TensorProto, helper
 
 from chips import load_chip
 from chips.variants import override
@@ -17,29 +14,13 @@ from graph_ir.onnx_import import load_onnx
 from hwsim.cli import main
 from hwsim.compare import CompareError, Variant, compare_json, format_table, load_summary
 from hwsim.pipeline import run_graph
+from tests.helpers import conv_argmax_onnx, one_line_error
 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A conv big enough for the NPU, then an ArgMax for the CPU (a transfer between them)."""
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64, 32, 32])
-    w = helper.make_tensor("w", TensorProto.FLOAT, [64, 64, 3, 3], np.full(64 * 64 * 9, 0.1))
-    idx = helper.make_tensor_value_info("idx", TensorProto.INT64, [1, 1, 32, 32])
-    nodes = [
-        helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
-        helper.make_node("Relu", ["c"], ["r"], name="relu"),
-        helper.make_node("ArgMax", ["r"], ["idx"], name="argmax", axis=1),
-    ]
-    graph = helper.make_graph(nodes, "tiny", [x], [idx], initializer=[w])
-    path = tmp_path_factory.mktemp("model") / "tiny.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
-    return path
-
-
-def _one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
-    err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "Traceback" not in err, err
-    return err
+    return conv_argmax_onnx(tmp_path_factory.mktemp("model") / "tiny.onnx", 64, 32)
 
 
 @pytest.fixture(scope="module")
@@ -157,7 +138,7 @@ class TestBadInput:
         out = tmp_path / "cmp"
         assert main(["compare", str(run_dirs[0]), str(empty), "--out", str(out)]) == 2
         assert (
-            _one_line_error(capsys)
+            one_line_error(capsys)
             == f"hwsim: error: {empty}: no summary.json (not a folder written by `hwsim run`)"
         )
         assert not out.exists()
@@ -186,7 +167,7 @@ class TestBadInput:
         bad.mkdir()
         (bad / "summary.json").write_text(content)
         assert main(["compare", str(run_dirs[0]), str(bad), "--out", str(tmp_path / "cmp")]) == 2
-        err = _one_line_error(capsys)
+        err = one_line_error(capsys)
         assert err.startswith(f"hwsim: error: {bad / 'summary.json'}: ") and message in err
         assert not (tmp_path / "cmp").exists()
 
@@ -210,22 +191,22 @@ class TestBadInput:
     ) -> None:
         out = tmp_path / "cmp"
         assert main(["compare", str(tiny), *extra, "--out", str(out)]) == 2
-        assert message in _one_line_error(capsys)
+        assert message in one_line_error(capsys)
         assert not out.exists()
 
     def test_mixed_and_missing_paths_and_options_on_folders(
         self, run_dirs: list[Path], tmp_path: Path, tiny: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
         assert main(["compare", str(run_dirs[0]), str(tmp_path / "nope")]) == 2
-        assert f"{tmp_path / 'nope'}: no such report folder or model file" in _one_line_error(
+        assert f"{tmp_path / 'nope'}: no such report folder or model file" in one_line_error(
             capsys
         )
         assert main(["compare", str(run_dirs[0]), str(tiny)]) == 2
-        assert "report folders only, or one model file" in _one_line_error(capsys)
+        assert "report folders only, or one model file" in one_line_error(capsys)
         assert main(["compare", *map(str, run_dirs), "--chip", "edge8"]) == 2
-        assert "--chip applies to a MODEL" in _one_line_error(capsys)
+        assert "--chip applies to a MODEL" in one_line_error(capsys)
         assert main(["compare", str(run_dirs[0])]) == 2
-        assert "at least two runs" in _one_line_error(capsys)
+        assert "at least two runs" in one_line_error(capsys)
 
     def test_out_folder_with_foreign_files_is_left_alone(
         self, run_dirs: list[Path], tmp_path: Path, tiny: Path, capsys: pytest.CaptureFixture[str]
@@ -234,7 +215,7 @@ class TestBadInput:
         out.mkdir()
         (out / "notes.txt").write_text("keep")
         assert main(["compare", *map(str, run_dirs), "--out", str(out)]) == 2
-        assert "holds files hwsim did not write (notes.txt)" in _one_line_error(capsys)
+        assert "holds files hwsim did not write (notes.txt)" in one_line_error(capsys)
         assert [p.name for p in out.iterdir()] == ["notes.txt"]
         assert (
             main(["compare", str(tiny), "--chip", "rk3588", "--chip", "edge8", "--out", str(out)])

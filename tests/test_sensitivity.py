@@ -6,12 +6,9 @@ import json
 import math
 from pathlib import Path
 
-import numpy as np
-import onnx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from onnx import TensorProto, helper
 
 from chips import load_chip
 from chips.schema import ChipError, bundled_chips
@@ -19,6 +16,7 @@ from graph_ir.onnx_import import load_onnx
 from hwsim import sensitivity as sens
 from hwsim.cli import main
 from hwsim.pipeline import run_graph
+from tests.helpers import conv_argmax_onnx, one_line_error
 
 CHIPS = sorted(bundled_chips())
 
@@ -26,24 +24,7 @@ CHIPS = sorted(bundled_chips())
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A conv that keeps the NPU busy, then an ArgMax for the CPU (a transfer between them)."""
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 128, 56, 56])
-    w = helper.make_tensor("w", TensorProto.FLOAT, [128, 128, 3, 3], np.full(128 * 128 * 9, 0.1))
-    idx = helper.make_tensor_value_info("idx", TensorProto.INT64, [1, 1, 56, 56])
-    nodes = [
-        helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
-        helper.make_node("Relu", ["c"], ["r"], name="relu"),
-        helper.make_node("ArgMax", ["r"], ["idx"], name="argmax", axis=1),
-    ]
-    graph = helper.make_graph(nodes, "tiny", [x], [idx], initializer=[w])
-    path = tmp_path_factory.mktemp("model") / "tiny.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
-    return path
-
-
-def _one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
-    err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "Traceback" not in err, err
-    return err
+    return conv_argmax_onnx(tmp_path_factory.mktemp("model") / "tiny.onnx", 128, 56)
 
 
 # ---------------------------------------------------------------- parameters
@@ -230,7 +211,7 @@ def test_cli_bad_input(
 ) -> None:
     out = tmp_path / "s"
     assert main(["sensitivity", "rk3588", str(tiny), *extra, "--out", str(out)]) == 2
-    assert message in _one_line_error(capsys)
+    assert message in one_line_error(capsys)
     assert not out.exists()
 
 
@@ -244,5 +225,5 @@ def test_cli_refuses_a_foreign_folder(
         main(["sensitivity", "rk3588", str(tiny), "--param", "npu.clock_mhz", "--out", str(out)])
         == 2
     )
-    assert "holds files hwsim did not write (data.csv)" in _one_line_error(capsys)
+    assert "holds files hwsim did not write (data.csv)" in one_line_error(capsys)
     assert [p.name for p in out.iterdir()] == ["data.csv"]
