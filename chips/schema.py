@@ -197,7 +197,17 @@ class GpuUnit(_UnitBase):
     flops_per_cycle: dict[Dtype, PositiveFloat] = Field(description="Per compute unit.")
     threads_per_cu: PositiveInt = Field(1024, description="Resident threads per CU (waves).")
     l2_kib: PositiveFloat = 512
-    shared_mem_kib: PositiveFloat = 32
+    shared_mem_kib: PositiveFloat = Field(32, description="Shared memory per CU (limits resident CTAs).")
+    vector_flops_per_cycle: dict[Dtype, PositiveFloat] = Field(
+        default_factory=dict,
+        description="Per CU, for non-GEMM ops (elementwise, pooling ...) where it differs from "
+        "flops_per_cycle (e.g. CUDA cores beside tensor cores); a dtype absent uses flops_per_cycle.",
+    )
+    max_ctas_per_cu: PositiveInt = Field(16, description="Resident thread blocks (CTAs) per CU at most.")
+    shared_mem_bytes_per_cycle: PositiveFloat = Field(128, description="Shared-memory bandwidth per CU.")
+    l2_bytes_per_cycle: PositiveFloat | None = Field(
+        None, description="L2 -> CUs bandwidth for the whole GPU at its clock; None: no L2 term."
+    )
 
     def dtypes(self) -> tuple[str, ...]:
         return tuple(d for d in DTYPES if d in self.flops_per_cycle)

@@ -92,7 +92,7 @@ class TestCatalogValues:
         assert gpu.kind == "gpu"
         tops = gpu.compute_units * gpu.flops_per_cycle["int8"] * gpu.clock_mhz * 1e6 / 1e12
         assert tops == pytest.approx(20.0, rel=0.05)
-        assert gpu.compute_units * gpu.flops_per_cycle["fp32"] // 2 == 1024  # CUDA cores
+        assert gpu.compute_units * gpu.vector_flops_per_cycle["fp32"] // 2 == 1024  # CUDA cores
         assert {u.kind for u in chip.units} == {"cpu", "gpu"}  # no NVDLA, no app DSP
         assert chip.preference("TopK") == ("cpu",)
         assert chip.preference("Conv")[0] == "gpu"

@@ -420,7 +420,9 @@ class TestGpu:
     def test_big_conv_fills_the_waves(self) -> None:
         cost = estimate(conv(64, 64, 56), chip("rk3588"), "gpu", "fp16")
         assert cost is not None
-        assert "waves 100% full" in cost.note  # 64 * 56 * 56 threads = 49 waves of 4 x 1024
+        # M = 56 * 56 = 49 x 64, N = 64: 49 whole 64x64 CTA tiles, no padding
+        assert "CTA 64x64" in cost.note and "49 CTAs" in cost.note
+        assert "100% of padded MACs useful" in cost.note
         assert cost.bound != "overhead"
 
 

@@ -1,0 +1,85 @@
+"""Jetson Orin Nano GPU against published TensorRT latencies.
+
+Run: ``python benchmarks/bench_jetson_published.py [--write]``. Simulates each model of
+``examples/models/`` that has a published figure (``tests/data/jetson_orin_nano_published.csv``,
+copied from the hwsim reference set ``published/jetson_orin_nano.csv``) on
+``chips/jetson_orin_nano.yaml`` as shipped (15 W mode) and in MAXN Super via the overrides
+:data:`MAXN_SUPER` (the ``--set`` of the README), and prints model / precision / both
+predictions / published / error against the prediction in the row's power mode, plus the
+error over the rows held out from calibration. ``--write`` also replaces the table in
+``docs/fidelity_gpu.md`` between its ``jetson`` markers. Simulated times, not wall times.
+
+Calibration: only the GPU's ``op_overhead_ns`` is fitted, on YOLOv8n fp16 (MAXN Super); every
+other row is held out. Rows whose model has no ONNX file in ``examples/models/`` are listed as
+not simulated.
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from pathlib import Path
+
+import doc_table
+
+from chips import load_chip
+from chips.variants import override
+from graph_ir import load_onnx
+from hwsim.pipeline import run_graph
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "fidelity_gpu.md"
+DATA = ROOT / "tests" / "data" / "jetson_orin_nano_published.csv"
+#: The JetPack 6.2 "Super" MAXN mode as ``--set`` assignments.
+MAXN_SUPER = ("gpu.clock_mhz=1020", "cpu.clock_mhz=1700", "dram.bandwidth_gbps=102")
+#: (model, precision) the one fitted value (the GPU's op_overhead_ns) was fitted on.
+FITTED = ("yolov8n", "fp16")
+
+
+def published() -> list[dict[str, str]]:
+    """The published rows (comment lines skipped)."""
+    lines = [ln for ln in DATA.read_text(encoding="utf-8").splitlines() if not ln.startswith("#")]
+    return list(csv.DictReader(lines))
+
+
+def table() -> str:
+    chip = load_chip("jetson_orin_nano")
+    super_chip = override(chip, list(MAXN_SUPER))
+    lines = [
+        "| model | precision | hwsim 15 W ms | hwsim MAXN Super ms | published ms | power mode | error | role |",
+        "|---|---|---:|---:|---:|---|---:|---|",
+    ]
+    held_out, missing = [], []
+    for row in published():
+        path = ROOT / "examples" / "models" / f"{row['model']}.onnx"
+        if not path.exists():
+            missing.append(
+                f"{row['model']} {row['precision']} ({row['ms']} ms, {row['power_mode']})"
+            )
+            continue
+        graph = load_onnx(path)
+        ms_15w = run_graph(graph, chip, row["precision"]).analysis.latency_ms
+        ms_super = run_graph(graph, super_chip, row["precision"]).analysis.latency_ms
+        ms_pub = float(row["ms"])
+        predicted = ms_super if row["power_mode"].startswith("MAXN") else ms_15w
+        err = predicted / ms_pub - 1
+        role = "fitted" if (row["model"], row["precision"]) == FITTED else "held out"
+        if role == "held out":
+            held_out.append(err)
+        lines.append(
+            f"| {row['model']} | {row['precision']} | {ms_15w:.2f} | {ms_super:.2f} | {ms_pub:.2f} | "
+            f"{row['power_mode']} | {err:+.1%} | {role} |"
+        )
+    lines.append("")
+    if held_out:
+        lines.append(
+            f"Held out: {len(held_out)} rows, median error {statistics.median(held_out):+.1%}, "
+            f"median absolute error {statistics.median(abs(e) for e in held_out):.1%}."
+        )
+    if missing:
+        lines.append(f"Not simulated (no model in examples/models): {'; '.join(missing)}.")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    doc_table.main(__doc__, DOC, "jetson", table)
