@@ -235,6 +235,14 @@ class NpuUnit(_UnitBase):
             "streams), is (input-stationary: reduction x pixels/tokens stay, output channels stream)."
         ),
     )
+    channel_atom: PositiveInt | None = Field(
+        None,
+        description=(
+            "Input channels the array reduces over per kernel position: a conv's reduction is "
+            "ceil(C_in / atom) x atom x kh x kw instead of the im2col C_in x kh x kw (depthwise "
+            "convs are not padded). None: plain im2col (SCALE-Sim's mapping)."
+        ),
+    )
 
     def dtypes(self) -> tuple[str, ...]:
         return tuple(d for d in DTYPES if d in self.macs_per_pe_per_cycle)

@@ -10,9 +10,23 @@ in and the epilogue's result going out. So ``Conv -> Relu`` fuses, ``Conv -> Sig
 reading the conv's output) fuses whole, ``Conv -> Add -> Relu`` (residual) fuses, and a conv
 whose output also feeds another conv does not fuse at all (its output must reach DRAM anyway).
 
+A reader joins only when its other inputs are ready when the head runs (weights, graph inputs,
+or tensors of ops before the head or inside the group): a pre-activation ResNet's residual
+``Add`` whose second operand comes from a later conv stays out of the group before it.
+
+``BatchNormalization`` is a per-channel affine. When the unit fuses it and it reads a conv's (or
+matmul's) output that nothing else reads, it is **folded** into that layer's weights and bias
+(exact arithmetic, as RKNN's and every NPU converter do): it keeps no compute, no dispatch and
+no DRAM traffic. Elsewhere in a group (after a fused ``Add``) it is an epilogue stage like an
+activation. A BatchNormalization that follows no conv (after a residual ``Add`` that also feeds
+the skip path, after a pool, on the graph input) cannot be folded into weights: it heads a group
+of its own, one vector-unit layer that carries the activation after it (``BN -> ReLU`` is one
+layer, one set-up, one DRAM round trip); it cannot fold into the *next* conv across the ReLU.
+
 A tensor produced and consumed only inside a group, and not a graph output, never touches
 DRAM: its producer does not write it and its readers do not read it back. A fused op's compute
-stays; its per-op dispatch overhead goes (it runs as part of the head's layer).
+stays (a folded BatchNormalization's excepted); its per-op dispatch overhead goes (it runs as
+part of the head's layer).
 
 >>> sorted(DEFAULT_FUSES["npu"])[:3]
 ['Add', 'Clip', 'HardSigmoid']
@@ -27,7 +41,7 @@ from types import MappingProxyType
 from chips.schema import Chip, CpuUnit, DspUnit, GpuUnit, NpuUnit, Unit
 from cost_models.base import OpCost, unit_bandwidth_gbps
 from cost_models.table import CostTable
-from graph_ir.ir import ModelGraph, deployed_bytes
+from graph_ir.ir import ModelGraph, Tensor, deployed_bytes
 
 __all__ = ["DEFAULT_FUSES", "FusedPair", "FusionResult", "fuse", "fuses"]
 
@@ -49,6 +63,9 @@ DEFAULT_FUSES: Mapping[str, frozenset[str]] = MappingProxyType(
 
 _HEADS = frozenset(("conv", "matmul"))
 _EPILOGUES = frozenset(("activation", "elementwise"))
+#: Per-channel affine ops: an epilogue stage, folded into the weights right after a conv/matmul,
+#: and a group head of their own (carrying their activation) anywhere else.
+_AFFINE = frozenset(("BatchNormalization",))
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +116,7 @@ def fuse(graph: ModelGraph, chip: Chip, table: CostTable, placement: Mapping[str
             consumers.setdefault(t.name, []).append(name)
     graph_outputs = {t.name for t in graph.outputs}
     position = {name: i for i, name in enumerate(graph.order)}
+    producer = {t.name: name for name in graph.order for t in graph.op(name).outputs}
     grouped: set[str] = set()
     costs: dict[str, dict[str, OpCost]] = {op: dict(row) for op, row in table.costs.items()}
     pairs: list[FusedPair] = []
@@ -106,10 +124,12 @@ def fuse(graph: ModelGraph, chip: Chip, table: CostTable, placement: Mapping[str
     for head in graph.order:
         op = graph.op(head)
         unit_name = placement.get(head)
-        if op.category not in _HEADS or head in grouped or unit_name is None:
+        if head in grouped or unit_name is None:
             continue
         unit = chip.unit(unit_name)
         allowed = fuses(unit)
+        if op.category not in _HEADS and not (op.op_type in _AFFINE and op.op_type in allowed):
+            continue
         if not allowed:
             continue
         head_cost = costs[head][unit_name]
@@ -125,7 +145,8 @@ def fuse(graph: ModelGraph, chip: Chip, table: CostTable, placement: Mapping[str
                 placement.get(c) != unit_name
                 or c in grouped
                 or graph.op(c).op_type not in allowed
-                or graph.op(c).category not in _EPILOGUES
+                or (graph.op(c).category not in _EPILOGUES and graph.op(c).op_type not in _AFFINE)
+                or not _ready(graph.op(c).inputs, members | set(readers), producer, position, position[head])
                 for c in readers
             ):
                 break
@@ -149,29 +170,66 @@ def fuse(graph: ModelGraph, chip: Chip, table: CostTable, placement: Mapping[str
                 removed_write[m] = removed_write.get(m, 0) + b
                 for c in set(readers_of_t):
                     removed_read[c] = removed_read.get(c, 0) + b
+        folded = _folded(graph, head, group, consumers)
         for m in group:
             cost = costs[m][unit_name]
             r = min(removed_read.get(m, 0), cost.dram_read_bytes)
             w = min(removed_write.get(m, 0), cost.dram_write_bytes)
+            if m == folded:  # its scale and shift live in the head's weights and bias now
+                r, w = cost.dram_read_bytes, cost.dram_write_bytes
             overhead = cost.overhead_ns
             if m != head:
                 overhead = max(0.0, overhead - unit.op_overhead_ns)
             left = cost.dram_bytes - r - w
             if cost.dram_bytes > 0 and left == 0:
                 overhead = max(0.0, overhead - chip.dram.latency_ns)
+            compute_ns = 0.0 if m == folded else cost.compute_ns
             memory_ns = max(0.0, cost.memory_ns - (r + w) / bw)
-            saved_ns = cost.latency_ns - (max(cost.compute_ns, memory_ns) + overhead)
+            saved_ns = cost.latency_ns - (max(compute_ns, memory_ns) + overhead)
             energy = cost.energy_pj - (r + w) * chip.dram.energy_pj_per_byte - unit.active_w * saved_ns * 1e3
+            if m == head:
+                note = ", fused epilogue"
+            elif m == folded:
+                note = f", folded into {head}'s weights"
+            else:
+                note = f", fused into {head}"
             costs[m][unit_name] = replace(
                 cost,
+                compute_ns=compute_ns,
                 memory_ns=memory_ns,
                 overhead_ns=overhead,
                 dram_read_bytes=cost.dram_read_bytes - r,
                 dram_write_bytes=cost.dram_write_bytes - w,
                 energy_pj=max(0.0, energy),
-                note=cost.note + (f", fused into {head}" if m != head else ", fused epilogue"),
+                note=cost.note + note,
             )
             saved += r + w
             if m != head:
                 pairs.append(FusedPair(head, m, unit_name))
     return FusionResult(CostTable(table.precision, costs), tuple(pairs), saved)
+
+
+def _ready(
+    inputs: tuple[Tensor, ...], members: set[str], producer: Mapping[str, str], position: Mapping[str, int], head_at: int
+) -> bool:
+    """Whether every input is there when the group's head runs: a weight, a graph input, the
+    output of a group member, or the output of an op before the head."""
+    for t in inputs:
+        src = producer.get(t.name)
+        if t.is_weight or src is None or src in members:
+            continue
+        if position[src] >= head_at:
+            return False
+    return True
+
+
+def _folded(graph: ModelGraph, head: str, group: list[str], consumers: Mapping[str, list[str]]) -> str | None:
+    """The group's BatchNormalization folded into the head's weights, if any: one that reads a
+    conv/matmul head's only output, which nothing else reads."""
+    op = graph.op(head)
+    if op.category not in _HEADS or len(op.outputs) != 1 or op.outputs[0] in graph.outputs:
+        return None
+    readers = consumers.get(op.outputs[0].name, [])
+    if len(readers) == 1 and readers[0] in group and graph.op(readers[0]).op_type in _AFFINE:
+        return readers[0]
+    return None

@@ -5,7 +5,9 @@ output channels, K the reduction ``C_in x kernel window``) and mapped onto the a
 unit's dataflow, the way SCALE-Sim v3 counts it (:func:`array_cycles`): two GEMM dimensions are
 folded onto the array's rows and columns, the third streams through; every fold pays the fill,
 the skew and the drain of the array, and a dimension that does not fill the array leaves PEs
-idle (tile quantization). Other ops run on the per-core vector unit.
+idle (tile quantization). A unit with a ``channel_atom`` reduces over input channels in atoms of
+that many per kernel position, so K is padded per kernel position (:func:`atom_padded`; RK3588:
+32). Other ops run on the per-core vector unit.
 
 Operands stream through the core's SRAM in tiles no larger than half the buffer, so the next
 tile can load while the current one computes (double buffering, :func:`sram_plan`; the engine
@@ -31,7 +33,9 @@ from cost_models.base import (
 )
 from graph_ir.ir import PRECISION_BYTES, Op
 
-__all__ = ["DATAFLOWS", "NpuModel", "SramPlan", "array_cycles", "array_folds", "gemm_of", "sram_plan"]
+__all__ = [
+    "DATAFLOWS", "NpuModel", "SramPlan", "array_cycles", "array_folds", "atom_padded", "gemm_of", "sram_plan",
+]  # fmt: skip
 
 #: Fraction of the vector unit's peak per category (MAC-array ops are set by the geometry).
 DEFAULT_EFFICIENCY = {
@@ -84,6 +88,44 @@ def gemm_of(op: Op) -> tuple[int, int, int, int] | None:
             return 1, m, w[0], kernel
         return group, m, w[0] // group, w[1] * kernel
     return None
+
+
+def atom_padded(op: Op, gemm: tuple[int, int, int, int], atom: int | None) -> tuple[int, int, int, int]:
+    """``gemm`` with its reduction padded to whole input-channel atoms per kernel position.
+
+    An array that reduces over ``atom`` input channels at a time (RK3588: 32, from the RKNPU2
+    matmul API's K alignment) spends a whole atom on a 3- or 16-channel input at every kernel
+    position: K becomes ``ceil(C_in / atom) x atom x kh x kw`` (per group) instead of the
+    im2col ``C_in x kh x kw``. A matmul pads K the same way (kernel 1x1). A depthwise conv
+    reduces over the kernel window of one channel, its channels already on the columns: not
+    padded. ``atom=None`` returns ``gemm`` unchanged (plain im2col, SCALE-Sim's mapping).
+
+    >>> from graph_ir.ir import Tensor
+    >>> x = Tensor("x", (1, 3, 64, 64), "float32")
+    >>> w = Tensor("w", (16, 3, 3, 3), "float32", is_weight=True)
+    >>> y = Tensor("y", (1, 16, 64, 64), "float32")
+    >>> stem = Op("c", "Conv", "conv", (x, w), (y,), {"pads": [1, 1, 1, 1]})
+    >>> gemm_of(stem), atom_padded(stem, gemm_of(stem), 32)
+    ((1, 4096, 16, 27), (1, 4096, 16, 288))
+    """
+    if atom is None:
+        return gemm
+    batch, m, n, k = gemm
+    if op.category == "matmul":
+        return batch, m, n, math.ceil(k / atom) * atom
+    if op.category != "conv" or not op.weights:
+        return gemm
+    w = op.weights[0].shape
+    group = op.attrs.get("group", 1)
+    group = group if isinstance(group, int) and group > 0 else 1
+    kernel = math.prod(w[2:])
+    if op.op_type == "ConvTranspose":
+        channels = w[0] // group
+    elif group > 1 and w[1] == 1:  # depthwise
+        return gemm
+    else:
+        channels = w[1]
+    return batch, m, n, math.ceil(channels / atom) * atom * kernel
 
 
 def array_folds(gemm: tuple[int, int, int, int], rows: int, cols: int, dataflow: str = "ws") -> tuple[int, int]:
@@ -196,6 +238,7 @@ class NpuModel(UnitModel):
         gemm = gemm_of(op)
         rows, cols = unit.mac_rows, unit.mac_cols
         if gemm is not None:
+            gemm = atom_padded(op, gemm, unit.channel_atom)
             cycles = array_cycles(gemm, rows, cols, unit.dataflow)
             rate = unit.macs_per_pe_per_cycle[dtype] * unit.efficiency.get(op.op_type, 1.0)
             compute_ns = cycles / rate / clock_ghz
