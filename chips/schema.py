@@ -184,6 +184,12 @@ class CpuUnit(_UnitBase):
     l1_bandwidth_gbps: PositiveFloat = 100.0
     l2_bandwidth_gbps: PositiveFloat = 50.0
     l3_bandwidth_gbps: PositiveFloat = 30.0
+    weight_stream_gbps: PositiveFloat | None = Field(
+        None,
+        description="Rate at which a MatMul/Gemm kernel streams its weights from DRAM *in addition to* its "
+        "compute: the stream stalls the kernel instead of overlapping it (measured by `hwsim fingerprint`). "
+        "None: weights overlap the compute (plain roofline).",
+    )
 
     def dtypes(self) -> tuple[str, ...]:
         return tuple(d for d in DTYPES if d in self.flops_per_cycle)

@@ -50,6 +50,10 @@ class OpCost:
     #: SRAM/cache tiles the working set is cut into (1: it fits); the engine runs a tiled op
     #: as double-buffered load/compute/store phases (see ``hwsim.engine``).
     tiles: int = 1
+    #: The part of ``compute_ns`` the core spends waiting on a stream it does not overlap with
+    #: its work (a CPU GEMM's weights from DRAM, :func:`cost_models.cpu.weight_stream_ns`); an
+    #: efficiency does not scale it.
+    stall_ns: float = 0.0
 
     @property
     def latency_ns(self) -> float:

@@ -46,6 +46,7 @@ __all__ = [
     "core_bytes",
     "recurrent_bytes",
     "shape_factor",
+    "weight_stream_ns",
 ]
 
 #: Fraction of SIMD peak reached per op category (hand-written NEON/AVX kernels, one thread).
@@ -73,6 +74,7 @@ class CpuModel(UnitModel):
         eff = efficiency(unit, op, DEFAULT_EFFICIENCY, 0.3) * shape_factor(op)
         peak = unit.flops_per_cycle[dtype] * unit.clock_mhz * 1e-3  # FLOP/ns, one core
         compute_ns = flops / (peak * eff) if flops else 0.0
+        stall_ns = weight_stream_ns(op, unit, w_b)
 
         act = in_b + out_b
         working = act + w_b
@@ -81,12 +83,14 @@ class CpuModel(UnitModel):
             levels.append((unit.l3_kib, unit.l3_bandwidth_gbps))
         for kib, gbps in levels:
             if working <= kib * 1024:
-                cost = finish(op, unit, chip, dtype, compute_ns, act, gbps, w_b, 0, f"{dtype}, fits {kib:g} KiB")
+                cost = finish(op, unit, chip, dtype, compute_ns + stall_ns, act, gbps, w_b, 0, f"{dtype}, fits {kib:g} KiB")
                 break
         else:
             extra, tiles = spill_plan(in_b, w_b, out_b, levels[-1][0] * 1024, unit.l1_kib * 1024 / 2)
             note = f"{dtype}, spills LLC" + (f", {tiles} tiles" if tiles > 1 else "")
-            cost = finish(op, unit, chip, dtype, compute_ns, 0, 0.0, in_b + w_b + extra, out_b, note, tiles)
+            cost = finish(op, unit, chip, dtype, compute_ns + stall_ns, 0, 0.0, in_b + w_b + extra, out_b, note, tiles)
+        if stall_ns:
+            cost = replace(cost, stall_ns=stall_ns, note=f"{cost.note}, weights stall {stall_ns / 1e3:.3g} us")
         if op.category == "rnn" and len(op.inputs) >= 3:
             cost = _recurrence(op, unit, chip, dtype, cost)
         calibrated = unit.efficiency.get(op.op_type)
@@ -97,7 +101,8 @@ class CpuModel(UnitModel):
                 return cost
             new_compute, new_memory = compute_ns, cost.memory_ns / calibrated
         else:  # the core's own throughput: work, or the bytes streamed through L1, over e
-            new_compute, new_memory = max(compute_ns, core_bytes(op, dtype) / (unit.l1_bandwidth_gbps * calibrated)), cost.memory_ns
+            core = max(compute_ns, core_bytes(op, dtype) / (unit.l1_bandwidth_gbps * calibrated))
+            new_compute, new_memory = core + stall_ns, cost.memory_ns
         old = max(cost.compute_ns, cost.memory_ns)
         extra_pj = unit.active_w * (max(new_compute, new_memory) - old) * 1e3
         return replace(cost, compute_ns=new_compute, memory_ns=new_memory, energy_pj=cost.energy_pj + extra_pj,
@@ -129,7 +134,27 @@ def calibration_basis_ns(op: Op, cost: OpCost) -> float:
     still (DRAM). Recurrent ops stream their weights at a fraction of the bandwidth of the
     level holding them (~60 % at L2 and at L3 here): for them it is the whole roofline.
     """
-    return max(cost.compute_ns, cost.memory_ns) if op.category == "rnn" else cost.compute_ns
+    return max(cost.compute_ns, cost.memory_ns) if op.category == "rnn" else cost.compute_ns - cost.stall_ns
+
+
+def weight_stream_ns(op: Op, unit: CpuUnit, weight_bytes: int) -> float:
+    """Time a MatMul/Gemm kernel stalls on its weights coming from DRAM, beside its compute.
+
+    Measured on onnxruntime's MLAS SGEMM (``hwsim fingerprint``, the 2-core CI Xeon): a batch
+    of 128 rows times 768x3072 fp32 weights takes 3.9 ms with the weights in cache and 4.7 ms
+    when they come from DRAM, whatever their share of the compute; the extra is the weight
+    bytes at ~12 GB/s, which is ``weight_stream_gbps``. The packed weight panels are consumed
+    at the micro-kernel's rate and the hardware prefetcher does not run ahead of it, so the
+    stream adds to the work instead of hiding under it. 0 without ``weight_stream_gbps`` (the
+    roofline's full overlap), for other op categories (convolutions reuse each weight over
+    the whole output plane and showed at most half this stall) and for ops without weights
+    (attention's activation-by-activation MatMuls). A GEMV (one row) stays memory-bound: its
+    roofline time is already longer than work plus stall.
+    """
+    gbps = unit.weight_stream_gbps
+    if not gbps or op.category != "matmul" or weight_bytes <= 0:
+        return 0.0
+    return weight_bytes / gbps
 
 
 def recurrent_bytes(op: Op, dtype: str) -> tuple[int, int]:

@@ -13,7 +13,8 @@ What is fit, on what:
   merged over rounds (:func:`~hwsim.validate.merge_rounds`): every figure is then the best
   round's low quantile.
 - ``efficiency[op_type]``: the calibration basis (:func:`cost_models.cpu.calibration_basis_ns`)
-  over measured time less the overhead, as the ratio of totals over that op type's typical
+  over measured time less the overhead and less the weight-stream stall the model adds
+  unscaled (:func:`cost_models.cpu.weight_stream_ns`), as the ratio of totals over that op type's typical
   kernels (:func:`typical_ratio`). A
   kernel whose physical memory roof (the bandwidth of the level its data sits in, DRAM for
   weights) already takes its measured time is explained without an efficiency and left out
@@ -129,7 +130,7 @@ def fit(validations: Sequence[Validation], unit: str) -> CalibrationFit:
     for n in kernels:
         if n.roof_ns <= 0:
             continue  # views: overhead only
-        own = max(n.measured_ns - overhead, 0.05 * n.measured_ns)
+        own = max(n.measured_ns - overhead - n.stall_ns, 0.05 * n.measured_ns)
         bucket = explained if n.memory_ns >= own else ratios
         bucket.setdefault(n.op_type, []).append(n.roof_ns / own)
         (explained_w if bucket is explained else weights).setdefault(n.op_type, []).append(own)

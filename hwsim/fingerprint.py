@@ -62,6 +62,10 @@ class Fingerprint:
     chase_ns: list[tuple[int, float]]
     dram_latency_ns: float | None
     notes: list[str] = field(default_factory=list)
+    #: Extra time per byte of GEMM weights coming from DRAM rather than cache, as a rate
+    #: (``weight_stream_gbps`` of the chip), and the two per-MatMul times it comes from (ms).
+    weight_stream_gbps: float | None = None
+    weight_stream_ms: dict[str, float] = field(default_factory=dict)
 
 
 def _cpu_model() -> tuple[str, float | None]:
@@ -145,6 +149,48 @@ def _triad_gbps(nbytes: int, min_s: float) -> float:
 
     t = time_call(f, runs=5, warmup=1, min_total_s=min_s)
     return 5.0 * n * 8 / t.median_ns
+
+
+#: The GEMM the weight stream is measured on: rows x K x N, BERT-base's FFN in at batch x sequence 128.
+WEIGHT_STREAM_SHAPE = (128, 768, 3072)
+
+
+def _parallel_matmuls(m: int, k: int, n: int, copies: int, distinct: bool) -> onnx.ModelProto:
+    """``copies`` MatMuls of one input by ``k x n`` fp32 weights: each its own weight
+    (``distinct``) or all the same one."""
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((k, n)).astype(np.float32) * 0.01, f"W{i}")
+             for i in range(copies if distinct else 1)]  # fmt: skip
+    nodes = [helper.make_node("MatMul", ["A", f"W{i if distinct else 0}"], [f"Y{i}"]) for i in range(copies)]
+    outs = [helper.make_tensor_value_info(f"Y{i}", TensorProto.FLOAT, [m, n]) for i in range(copies)]
+    g = helper.make_graph(nodes, "ws", [helper.make_tensor_value_info("A", TensorProto.FLOAT, [m, k])], outs, inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def _weight_stream(llc_bytes: float, min_s: float, quick: bool) -> tuple[float | None, dict[str, float], str | None]:
+    """How much longer a MatMul takes when its weights come from DRAM instead of cache.
+
+    The same MatMul (:data:`WEIGHT_STREAM_SHAPE`) runs many times per call: once over
+    distinct weights that together are 4x the last-level cache (every weight comes from
+    DRAM), once over one weight (it stays in cache). The extra time per MatMul, as weight
+    bytes over seconds, is the rate the kernel streams weights at *on top of* its compute.
+    Per-MatMul times are the low quantile of each call. Returns (rate or None, times in ms,
+    the reason when None).
+    """
+    m, k, n = (32, 256, 1024) if quick else WEIGHT_STREAM_SHAPE
+    w_bytes = k * n * 4
+    copies = max(4, math.ceil(4 * llc_bytes / w_bytes))
+    a = np.ones((m, k), np.float32)
+    per: dict[str, float] = {}
+    for label, distinct in (("dram", True), ("cache", False)):
+        sess = make_session(_parallel_matmuls(m, k, n, copies, distinct), 1, "all")
+        t = time_call(lambda sess=sess: sess.run(None, {"A": a}), runs=10, warmup=2, min_total_s=min_s)
+        per[label] = t.low_ns / copies / 1e6
+    extra_ms = per["dram"] - per["cache"]
+    if extra_ms <= 0.02 * per["cache"]:
+        return None, per, (f"weight stream: a MatMul took {per['dram']:.3f} ms with its weights in DRAM and "
+                           f"{per['cache']:.3f} ms in cache, no stall to measure; left out")  # fmt: skip
+    return w_bytes / (extra_ms * 1e6), per, None
 
 
 def _chase_ns(nbytes: int, hops: int, seed: int) -> float:
@@ -253,6 +299,10 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
         if chase[-1][0] <= l3:
             notes.append(f"largest chase set {chase[-1][0] // KIB // 1024} MiB is within the OS-reported L3; "
                          "latency may be an L3 latency")  # fmt: skip
+    llc = float(caches[-1]["kib"]) * KIB if caches else 32.0 * 1024 * KIB
+    stream_gbps, stream_ms, why = _weight_stream(llc, min_s, quick)
+    if why:
+        notes.append(why)
     versions = {"onnxruntime": ort.__version__, "numpy": np.__version__, "onnx": onnx.__version__,
                 "python": platform.python_version()}  # fmt: skip
     return Fingerprint(
@@ -261,6 +311,7 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
         matmul_gflops_1t=g1, matmul_gflops_nt=gn, matmul_spread=spread, scaling=scaling,
         copy_gbps=copy_bw, triad_gbps=triad_bw, stream_bytes=stream, sweep=sweep, caches=caches,
         chase_ns=chase, dram_latency_ns=dram_latency_f, notes=notes,
+        weight_stream_gbps=stream_gbps, weight_stream_ms=stream_ms,
     )  # fmt: skip
 
 
@@ -286,6 +337,8 @@ def chip_data(fp: Fingerprint, name: str = "host") -> dict[str, Any]:
         bw = float(c["bandwidth_gbps"])
         if not math.isnan(bw):
             unit[f"l{lvl}_bandwidth_gbps"] = round(bw, 2)
+    if fp.weight_stream_gbps:
+        unit["weight_stream_gbps"] = round(fp.weight_stream_gbps, 2)
     unit["op_overhead_ns"] = 2000.0  # ORT dispatch per op; `hwsim validate --calibrate` refits it
     unit["efficiency"] = dict(FINGERPRINT_EFFICIENCY)
     dram: dict[str, Any] = {"bandwidth_gbps": round(fp.triad_gbps or fp.copy_gbps or 1.0, 2),
@@ -317,6 +370,11 @@ def chip_yaml(fp: Fingerprint, name: str = "host") -> str:
                  f"triad {fp.triad_gbps:.1f} GB/s")  # fmt: skip
     for c in fp.caches:
         lines.append(f"#   L{c['level']}: {float(c['kib']):.0f} KiB at {float(c['bandwidth_gbps']):.1f} GB/s ({c['source']})")
+    if fp.weight_stream_gbps:
+        m, k, n = WEIGHT_STREAM_SHAPE
+        lines.append(f"#   weight stream: a {m}x{k}x{n} fp32 MatMul takes {fp.weight_stream_ms['dram']:.3f} ms with its "
+                     f"weights from DRAM, {fp.weight_stream_ms['cache']:.3f} ms from cache: "
+                     f"{fp.weight_stream_gbps:.1f} GB/s on top of the compute")  # fmt: skip
     lines.append("#   pointer chase over an L1-sized walk: " + ", ".join(
         f"{sz // KIB} KiB +{ns:.1f} ns" for sz, ns in fp.chase_ns))  # fmt: skip
     for n in fp.notes:

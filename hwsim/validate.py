@@ -66,7 +66,9 @@ class NodeResult:
     prediction has no overhead. ``roof_ns`` is the part of the node's estimate at efficiency 1
     and no overhead that a calibrated efficiency divides
     (:func:`cost_models.cpu.calibration_basis_ns`; what calibration compares with);
-    ``memory_ns`` its memory roof at the physical bandwidth of the level its data sits in.
+    ``memory_ns`` its memory roof at the physical bandwidth of the level its data sits in;
+    ``stall_ns`` the part of the prediction no efficiency scales (a GEMM waiting on weights
+    from DRAM, :func:`cost_models.cpu.weight_stream_ns`).
     """
 
     name: str
@@ -76,6 +78,7 @@ class NodeResult:
     measured_ns: float
     roof_ns: float
     memory_ns: float = 0.0
+    stall_ns: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +178,7 @@ class NodePrediction:
     predicted_ns: float
     roof_ns: float
     memory_ns: float = 0.0
+    stall_ns: float = 0.0
 
 
 def _producers(graph: ModelGraph) -> dict[str, str]:
@@ -344,7 +348,8 @@ def predict_nodes(
         else:
             # hwsim's views are free; onnxruntime still dispatches a kernel for each one that runs
             view = overhead if op.category == "layout" else 0.0
-            out[op.name] = NodePrediction(op.op_type, _time(c, threads, True) + view, roof, r.memory_ns / threads)
+            out[op.name] = NodePrediction(op.op_type, _time(c, threads, True) + view, roof, r.memory_ns / threads,
+                                          c.stall_ns / threads)  # fmt: skip
     for k in inserted:
         c, r = estimate(k, chip, unit, "model"), estimate(k, roof_chip, unit, "model")
         assert c is not None and r is not None
@@ -401,7 +406,7 @@ def validate_model(
     fused = {op.name for op in graph.ops() if op.name not in meas}
     pred = predict_nodes(graph, one, threads, fused, kernels, reorders)
     nodes = tuple(
-        NodeResult(name, p.op_type, name in fused, p.predicted_ns, meas.get(name, 0.0), p.roof_ns, p.memory_ns)
+        NodeResult(name, p.op_type, name in fused, p.predicted_ns, meas.get(name, 0.0), p.roof_ns, p.memory_ns, p.stall_ns)
         for name, p in pred.items()
     )
     inserted = sum(ns for v in unmatched.values() for ns in v)
@@ -510,7 +515,8 @@ def record(v: Validation, model_path: str | Path, chip: Chip, chip_path: str | P
         "error": v.error,
         "inserted_ns": v.inserted_ns,
         "profiled_total_ns": v.profiled_total_ns,
-        "nodes": [[n.name, n.op_type, n.fused, n.predicted_ns, n.measured_ns, n.roof_ns, n.memory_ns] for n in v.nodes],
+        "nodes": [[n.name, n.op_type, n.fused, n.predicted_ns, n.measured_ns, n.roof_ns, n.memory_ns, n.stall_ns]
+                  for n in v.nodes],
     }  # fmt: skip
 
 
@@ -534,5 +540,6 @@ def repredict(v: Validation, chip: Chip, model_path: str | Path,
     reorders = nchwc_reorders(graph, v.nchwc_block)
     pred = predict_nodes(graph, cpu_chip(chip, v.threads), v.threads, fused, kernels, reorders)
     nodes = tuple(replace(n, predicted_ns=pred[n.name].predicted_ns, roof_ns=pred[n.name].roof_ns,
-                          memory_ns=pred[n.name].memory_ns) for n in v.nodes)  # fmt: skip
+                          memory_ns=pred[n.name].memory_ns, stall_ns=pred[n.name].stall_ns)
+                  for n in v.nodes)  # fmt: skip
     return replace(v, chip=chip.name, nodes=nodes)

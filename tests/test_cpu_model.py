@@ -184,3 +184,43 @@ class TestRecurrence:
         per_byte_wide = (wide[1].latency_ns - wide[0].latency_ns) / (10 * 4 * 650 * 650 * 4)  # type: ignore[union-attr]
         per_byte_narrow = (narrow[1].latency_ns - narrow[0].latency_ns) / (10 * 4 * 128 * 128 * 4)  # type: ignore[union-attr]
         assert per_byte_wide > 2 * per_byte_narrow
+
+
+def matmul(m: int, k: int, n: int) -> Op:
+    a, w = Tensor("a", (m, k), "float32"), Tensor("w", (k, n), "float32", True)
+    return make_op("MatMul", [a, w], [Tensor("y", (m, n), "float32")])
+
+
+class TestWeightStream:
+    """``weight_stream_gbps``: a GEMM's weights from DRAM add to its compute instead of hiding under it."""
+
+    def test_adds_the_weight_bytes_at_the_stream_rate(self) -> None:
+        op = matmul(128, 768, 3072)  # 9.4 MB of weights, 0.6 GFLOP: compute-bound either way
+        plain = estimate(op, chip_from_dict(host_chip(efficiency={"MatMul": 0.9})), "cpu", "fp32")
+        stall = estimate(op, chip_from_dict(host_chip(efficiency={"MatMul": 0.9}, weight_stream_gbps=12.0)), "cpu", "fp32")
+        assert plain is not None and stall is not None
+        assert plain.bound == "compute" and plain.stall_ns == 0.0
+        assert stall.stall_ns == pytest.approx(768 * 3072 * 4 / 12.0)
+        assert stall.latency_ns - plain.latency_ns == pytest.approx(stall.stall_ns)
+        assert stall.compute_ns - stall.stall_ns == pytest.approx(plain.compute_ns)  # the efficiency does not scale it
+        assert "weights stall" in stall.note
+
+    def test_only_matmuls_with_weights(self) -> None:
+        chip = chip_from_dict(host_chip(weight_stream_gbps=12.0))
+        act = make_op("MatMul", [Tensor("a", (128, 64), "float32"), Tensor("b", (64, 128), "float32")],
+                      [Tensor("y", (128, 128), "float32")])  # attention's Q.K^T: no weights  # fmt: skip
+        conv = make_op("Conv", [Tensor("x", (1, 256, 14, 14), "float32"), Tensor("w", (256, 256, 3, 3), "float32", True)],
+                       [Tensor("y", (1, 256, 14, 14), "float32")], kernel_shape=[3, 3], pads=[1, 1, 1, 1])  # fmt: skip
+        for op in (act, conv):
+            cost = estimate(op, chip, "cpu", "fp32")
+            assert cost is not None and cost.stall_ns == 0.0
+
+    @settings(max_examples=20, deadline=None)
+    @given(m=st.integers(1, 256), gbps=st.floats(1.0, 100.0))
+    def test_never_faster_than_without(self, m: int, gbps: float) -> None:
+        op = matmul(m, 512, 1024)
+        plain = estimate(op, chip_from_dict(host_chip()), "cpu", "fp32")
+        stall = estimate(op, chip_from_dict(host_chip(weight_stream_gbps=gbps)), "cpu", "fp32")
+        assert plain is not None and stall is not None
+        assert stall.latency_ns >= plain.latency_ns
+        assert stall.latency_ns <= plain.latency_ns + 512 * 1024 * 4 / gbps + 1e-6

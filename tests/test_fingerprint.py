@@ -63,6 +63,12 @@ class TestCommand:
         assert fp["threads"] == 1 and "onnxruntime" in fp["versions"] and fp["sweep"]
         text = out.read_text()
         assert "# Measured by `hwsim fingerprint`" in text and "matmul fp32" in text
+        # the weight stream is measured, or left out with the reason: never a made-up value
+        if unit.weight_stream_gbps is None:
+            assert "weight stream:" in text and "left out" in text
+        else:
+            assert unit.weight_stream_gbps == pytest.approx(fp["weight_stream_gbps"], rel=0.01)
+            assert fp["weight_stream_ms"]["dram"] > fp["weight_stream_ms"]["cache"]
         assert f"wrote {out}" in capsys.readouterr().out
 
     @pytest.mark.parametrize(

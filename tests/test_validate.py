@@ -281,6 +281,13 @@ class TestCalibrationRoundTrip:
         only_memory = Validation("m", "host", 1, "all", Timing((200.0,)), nodes[2:], 0.0, (), 200.0, 200.0, (200.0,))
         assert fit([only_memory], "cpu").kernels["Gemm"] == 2  # nothing else to go by: use them
 
+    def test_weight_stall_is_not_divided_by_the_efficiency(self) -> None:
+        # a GEMM at 0.8 of the core rate that also waits 500 ns on weights from DRAM
+        nodes = (NodeResult("a", "MatMul", False, 0.0, 1500.0, 800.0, 100.0, 500.0),
+                 NodeResult("b", "MatMul", False, 0.0, 3000.0, 2000.0, 100.0, 500.0))  # fmt: skip
+        v = Validation("m", "host", 1, "all", Timing((4500.0,)), nodes, 0.0, (), 4500.0, 4500.0, (4500.0,))
+        assert fit([v], "cpu").efficiency["MatMul"] == pytest.approx(0.8, rel=0.05)
+
     def test_fit_needs_kernels(self) -> None:
         with pytest.raises(ValueError, match="no measured kernels"):
             fit([], "cpu")
