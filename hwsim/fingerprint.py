@@ -27,6 +27,7 @@ import platform
 import statistics
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -184,7 +185,7 @@ def _weight_stream(llc_bytes: float, min_s: float, quick: bool) -> tuple[float |
     per: dict[str, float] = {}
     for label, distinct in (("dram", True), ("cache", False)):
         sess = make_session(_parallel_matmuls(m, k, n, copies, distinct), 1, "all")
-        t = time_call(lambda sess=sess: sess.run(None, {"A": a}), runs=10, warmup=2, min_total_s=min_s)
+        t = time_call(partial(sess.run, None, {"A": a}), runs=10, warmup=2, min_total_s=min_s)
         per[label] = t.low_ns / copies / 1e6
     extra_ms = per["dram"] - per["cache"]
     if extra_ms <= 0.02 * per["cache"]:
@@ -371,8 +372,7 @@ def chip_yaml(fp: Fingerprint, name: str = "host") -> str:
     for c in fp.caches:
         lines.append(f"#   L{c['level']}: {float(c['kib']):.0f} KiB at {float(c['bandwidth_gbps']):.1f} GB/s ({c['source']})")
     if fp.weight_stream_gbps:
-        m, k, n = WEIGHT_STREAM_SHAPE
-        lines.append(f"#   weight stream: a {m}x{k}x{n} fp32 MatMul takes {fp.weight_stream_ms['dram']:.3f} ms with its "
+        lines.append(f"#   weight stream: a {'x'.join(map(str, WEIGHT_STREAM_SHAPE))} fp32 MatMul takes {fp.weight_stream_ms['dram']:.3f} ms with its "
                      f"weights from DRAM, {fp.weight_stream_ms['cache']:.3f} ms from cache: "
                      f"{fp.weight_stream_gbps:.1f} GB/s on top of the compute")  # fmt: skip
     lines.append("#   pointer chase over an L1-sized walk: " + ", ".join(
