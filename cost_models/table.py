@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from chips.schema import Chip
+from chips.schema import Chip, CpuUnit, Unit
 from cost_models.base import OpCost, model_for
+from cost_models.cpu import last_level_cache_bytes
 from graph_ir.ir import ModelGraph, Op
 
-__all__ = ["PRECISIONS", "CostTable", "UnplaceableError", "cost_table", "estimate"]
+__all__ = ["PRECISIONS", "CostTable", "UnplaceableError", "cost_table", "estimate", "steady_state_unit"]
 
 PRECISIONS = ("int4", "int8", "fp16", "bf16", "fp32", "model")
 
@@ -39,6 +40,18 @@ def estimate(op: Op, chip: Chip, unit_name: str, precision: str = "int8") -> OpC
     return model_for(unit.kind).estimate(op, unit, chip, precision)
 
 
+def steady_state_unit(unit: Unit, graph: ModelGraph, precision: str) -> Unit:
+    """``unit`` as it runs ``graph`` in a loop: a CPU whose last-level cache holds all the
+    model's weights keeps them there between inferences, so its GEMMs do not stall on weights
+    from DRAM (``weight_stream_gbps`` dropped; :func:`cost_models.cpu.weight_stream_ns`)."""
+    if not isinstance(unit, CpuUnit) or unit.weight_stream_gbps is None:
+        return unit
+    weights = sum(op.weight_bytes(None if precision == "model" else precision) for op in graph.ops())
+    if weights > last_level_cache_bytes(unit):
+        return unit
+    return unit.model_copy(update={"weight_stream_gbps": None})
+
+
 def _signature(op: Op) -> tuple[object, ...]:
     return (
         op.op_type,
@@ -64,7 +77,7 @@ def cost_table(graph: ModelGraph, chip: Chip, precision: str = "int8") -> CostTa
     if precision not in PRECISIONS:
         raise ValueError(f"precision {precision!r} is not one of {PRECISIONS}")
     memo: dict[tuple[object, ...], dict[str, OpCost]] = {}
-    models = [(u, model_for(u.kind)) for u in chip.units]
+    models = [(steady_state_unit(u, graph, precision), model_for(u.kind)) for u in chip.units]
     costs: dict[str, dict[str, OpCost]] = {}
     for op in graph.ops():
         key = _signature(op)

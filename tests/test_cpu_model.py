@@ -12,10 +12,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chips.schema import ChipError, chip_from_dict, load_chip
-from cost_models.cpu import DEPTHWISE_FACTOR, HALF_EFFICIENCY_FLOPS, core_bytes, shape_factor
-from cost_models.table import estimate
+from cost_models.cpu import (
+    DEPTHWISE_FACTOR,
+    HALF_EFFICIENCY_FLOPS,
+    core_bytes,
+    kernel_type,
+    shape_factor,
+)
+from cost_models.table import cost_table, estimate
 from graph_ir.ir import Op, Tensor
 from graph_ir.op_metrics import metrics
+from tests.helpers import graph_from_ops
 
 
 def host_chip(**unit: Any) -> dict[str, Any]:
@@ -94,6 +101,20 @@ class TestShapes:
                        pads=(1, 1, 1, 1))  # fmt: skip
         assert shape_factor(dw) == pytest.approx(dw.flops / (dw.flops + HALF_EFFICIENCY_FLOPS) * DEPTHWISE_FACTOR)
         assert shape_factor(full) == pytest.approx(full.flops / (full.flops + HALF_EFFICIENCY_FLOPS))
+        assert kernel_type(dw) == "DepthwiseConv" and kernel_type(full) == "Conv"
+
+    def test_a_fitted_depthwise_efficiency_replaces_the_factor(self) -> None:
+        x, y = Tensor("x", (1, 144, 56, 56), "float32"), Tensor("y", (1, 144, 56, 56), "float32")
+        dw = make_op("Conv", [x, Tensor("w", (144, 1, 3, 3), "float32", True)], [y], group=144, kernel_shape=(3, 3),
+                     pads=(1, 1, 1, 1))  # fmt: skip
+        peak = 60.0 * 2600 * 1e-3  # FLOP/ns of host_chip()
+        conv_only = estimate(dw, chip_from_dict(host_chip(efficiency={"Conv": 0.9})), "cpu", "fp32")
+        fitted = estimate(dw, chip_from_dict(host_chip(efficiency={"Conv": 0.9, "DepthwiseConv": 0.2})), "cpu", "fp32")
+        assert conv_only is not None and fitted is not None
+        small = dw.flops / (dw.flops + HALF_EFFICIENCY_FLOPS)
+        assert conv_only.compute_ns >= dw.flops / (peak * 0.9 * small * DEPTHWISE_FACTOR) - 1e-6
+        assert fitted.compute_ns >= dw.flops / (peak * 0.2 * small) - 1e-6
+        assert "calibrated 0.2" in fitted.note and "calibrated 0.9" in conv_only.note
 
     def test_gather_reads_rows_not_the_table(self) -> None:
         table = Tensor("emb", (30522, 768), "float32", True)  # 94 MB
@@ -224,3 +245,21 @@ class TestWeightStream:
         assert plain is not None and stall is not None
         assert stall.latency_ns >= plain.latency_ns
         assert stall.latency_ns <= plain.latency_ns + 512 * 1024 * 4 / gbps + 1e-6
+
+    def test_a_gemv_streams_at_the_memory_roof(self) -> None:
+        op = matmul(1, 650, 10000)  # one row: MLAS's vector kernel, overlapped
+        cost = estimate(op, chip_from_dict(host_chip(weight_stream_gbps=12.0)), "cpu", "fp32")
+        assert cost is not None and cost.stall_ns == 0.0 and cost.bound == "memory"
+
+    @pytest.mark.parametrize(("l3_kib", "stalls"), [(32768, False), (4096, True)])
+    def test_weights_that_fit_the_llc_stay_there_between_inferences(self, l3_kib: int, stalls: bool) -> None:
+        x, h = Tensor("x", (64, 1024), "float32"), Tensor("h", (64, 1024), "float32")
+        w1, w2 = Tensor("w1", (1024, 1024), "float32", True), Tensor("w2", (1024, 1024), "float32", True)
+        graph = graph_from_ops("mlp", [x], [("fc1", "MatMul", [x, w1], [h]),
+                                            ("fc2", "MatMul", [h, w2], [Tensor("y", (64, 1024), "float32")])])  # fmt: skip
+        # 8 MiB of weights: resident in a 32 MiB L3, streamed from DRAM past a 4 MiB one
+        chip = chip_from_dict(host_chip(l3_kib=l3_kib, weight_stream_gbps=12.0))
+        table = cost_table(graph, chip, "model")
+        for name in ("fc1", "fc2"):
+            stall = table.costs[name]["cpu"].stall_ns
+            assert (stall == pytest.approx(1024 * 1024 * 4 / 12.0)) if stalls else stall == 0.0
