@@ -23,7 +23,7 @@ from typing import Any
 
 from chips.schema import Chip, CpuUnit, chip_from_dict
 from cost_models.base import OpCost
-from cost_models.cpu import calibration_basis_ns
+from cost_models.cpu import calibration_basis_ns, kernel_type
 from cost_models.table import cost_table
 from graph_ir.ir import ModelGraph, Op, Tensor
 from hwsim.fidelity_errors import ValidateError
@@ -313,7 +313,8 @@ def predict_nodes(
             patterns[name] = hit[0]
             absorbed.add(hit[1])
     extra = [*patterns.values(), *inserted]
-    roof_chip = _roofline_chip(chip, {op.op_type for op in graph.ops()} | {p.op_type for p in extra})
+    roof_chip = _roofline_chip(chip, {t for op in graph.ops() for t in (op.op_type, kernel_type(op))}
+                               | {p.op_type for p in extra})  # fmt: skip
     table = cost_table(graph, chip, "model")
     roof_table = cost_table(graph, roof_chip, "model")
     overhead = chip.units[0].op_overhead_ns
@@ -348,7 +349,7 @@ def predict_nodes(
         else:
             # hwsim's views are free; onnxruntime still dispatches a kernel for each one that runs
             view = overhead if op.category == "layout" else 0.0
-            out[op.name] = NodePrediction(op.op_type, _time(c, threads, True) + view, roof, r.memory_ns / threads,
+            out[op.name] = NodePrediction(kernel_type(op), _time(c, threads, True) + view, roof, r.memory_ns / threads,
                                           c.stall_ns / threads)  # fmt: skip
     for k in inserted:
         c, r = estimate(k, chip, unit, "model"), estimate(k, roof_chip, unit, "model")
