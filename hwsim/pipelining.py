@@ -79,6 +79,8 @@ def frame_stats(chip: Chip, trace: Trace) -> FrameStats:
         ends = sorted(end)
         first = 1 if n >= 3 else 0
         ii_ps = (ends[-1] - ends[first]) / (n - 1 - first)
+        if ii_ps <= 0:  # the frames ran side by side and ended together: the batch's rate
+            ii_ps = trace.makespan_ps / n
     busy = {u.name: unit_busy_ps(trace, u.name) / n / PS_PER_MS for u in chip.units}
     per_core = {u.name: busy[u.name] / u.cores for u in chip.units}
     bottleneck = max(chip.units, key=lambda u: per_core[u.name]).name
