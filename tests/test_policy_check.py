@@ -149,3 +149,21 @@ def test_cli_deadlines(tmp_path, capsys):
 def test_resolve_deadlines_names_the_file_and_the_name(kws):
     with pytest.raises(ModelError, match=r"m\.onnx: --deadline 'nope'"):
         resolve_deadlines(kws, [("nope", 1.0)], "m.onnx")
+
+
+def test_the_search_plans_with_colocated_fusion() -> None:
+    from cost_models.table import cost_table
+    from scheduler.onnx_policies import colocated_costs
+
+    graph = load_onnx(MODELS / "yolov8n.onnx")
+    chip = load_chip("rk3588")
+    table = cost_table(graph, chip, "int8")
+    planned = colocated_costs(graph, chip, table)
+    # yolov8n's first SiLU: Conv -> Sigmoid -> Mul; the GPU fuses both into the conv's layer
+    sig = next(n for n in graph.order if graph.op(n).op_type == "Sigmoid")
+    plain, fused = table.costs[sig]["gpu"], planned.costs[sig]["gpu"]
+    assert plain.overhead_ns > 0 and fused.overhead_ns < plain.overhead_ns
+    assert fused.latency_ns < plain.latency_ns
+    assert planned.costs[sig]["cpu_big"].latency_ns <= table.costs[sig]["cpu_big"].latency_ns
+    assert set(planned.costs) == set(table.costs)
+    assert all(set(planned.costs[op]) == set(table.costs[op]) for op in table.costs)
