@@ -32,7 +32,7 @@ import yaml
 
 from chips.schema import chip_from_dict
 from hwsim.calibration import apply, fit, write_calibration
-from hwsim.fingerprint import measure_host, write_chip
+from hwsim.fingerprint import measure_host, reference_gflops, write_chip
 from hwsim.validate import Validation, merge_rounds, op_type_rows, repredict, validate_model
 
 #: Models calibration is fit on, one per family of ops: a plain CNN, a detector, a transformer,
@@ -46,13 +46,15 @@ CALIBRATION = ("resnet18", "yolov8n", "bert_base", "lstm_gru", "mlp_mnist", "aud
 
 def _row(name: str, v: Validation, held: bool) -> str:
     tag = "held-out" if held else "calib"
+    speed = f"x{min(v.speeds):.2f}-{max(v.speeds):.2f}"
     return (f"| {name} | {tag} | {v.predicted_ns / 1e6:.2f} | {v.measured_ns / 1e6:.2f} | "
-            f"{v.measured.median_ns / 1e6:.2f} | ±{v.measured.spread:.0%} | ±{v.round_range:.0%} | {v.error:+.1%} |")  # fmt: skip
+            f"{v.measured.median_ns / 1e6:.2f} | ±{v.measured.spread:.0%} | ±{v.round_range:.0%} | {speed} | "
+            f"{v.error:+.1%} |")  # fmt: skip
 
 
 def _model_table(title: str, rows: dict[str, Validation], held: set[str]) -> list[str]:
     out = [f"### {title}", "", ("| model | set | predicted ms | measured ms (p25, best round) | median ms (all runs) | "
-           "spread (IQR/2) | round-to-round | error |"), "|---|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+           "spread (IQR/2) | round-to-round | host speed | error |"), "|---|---|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
     out += [_row(name, v, name in held) for name, v in rows.items()]
     out.append("")
     for label, keep in (("all", lambda n: True), ("held-out", lambda n: n in held)):
@@ -87,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--min-seconds", type=float, default=0.5, help="time each model at least this long per round")
     ap.add_argument("--out", type=Path, help="also write the markdown tables here")
     ap.add_argument("--calibration-out", type=Path, help="write the fitted calibration file here")
+    ap.add_argument("--raw-times", action="store_true", help="do not put measurements on the fingerprint's clock")
     args = ap.parse_args(argv)
 
     t0 = time.time()
@@ -100,13 +103,15 @@ def main(argv: list[str] | None = None) -> int:
         if data.pop("calibration", None) is not None:
             print(f"note: {chip_path} includes a calibration; the 'before' table leaves it out")
         chip = chip_from_dict(data, source=str(chip_path))
+        reference = None if args.raw_times else reference_gflops(chip_path)
         names = args.models or sorted(p.stem for p in (ROOT / "examples" / "models").glob("*.onnx"))
         paths = {n: ROOT / "examples" / "models" / f"{n}.onnx" for n in names}
         held = {n for n in names if n not in CALIBRATION}
         rounds: dict[str, list[Validation]] = {n: [] for n in names}
         for r in range(args.rounds):
             for n in names:  # interleaved: a burst of load hits one round of many models
-                rounds[n].append(validate_model(chip, paths[n], 1, "all", args.runs, min_total_s=args.min_seconds))
+                rounds[n].append(validate_model(chip, paths[n], 1, "all", args.runs, min_total_s=args.min_seconds,
+                                                reference=reference))  # fmt: skip
                 print(f"round {r + 1}: {n} measured", flush=True)
         before = {n: merge_rounds(vs) for n, vs in rounds.items()}
         f = fit([v for n, v in before.items() if n not in held], chip.units[0].name)
@@ -117,7 +122,11 @@ def main(argv: list[str] | None = None) -> int:
 
     lines = [(f"Machine: {chip.description}; chip file {chip_path}; 1 thread, onnxruntime optimizations 'all', "
              f"{args.runs}+ timed runs (and {args.min_seconds:g}+ s) per model and round, {args.rounds} round(s), "
-             "models interleaved; measured = 25th percentile of a round's runs, best round."), ""]  # fmt: skip
+             "models interleaved; measured = 25th percentile of a round's runs, best round"
+             + ("" if reference is None else
+                f", on the fingerprint's clock (times x host speed: the fp32 MatMul probe over the "
+                f"fingerprint's {reference[0]:.1f} GFLOP/s, per model and round)")
+             + "."), ""]  # fmt: skip
     lines += _model_table("Before calibration", before, held)
     lines += _model_table("After calibration (fit on the calib set only)", after, held)
     lines += _op_table("Per op type, before calibration (all models)", list(before.values()))

@@ -28,6 +28,8 @@ def add_parser(sub: Any) -> None:
         help="pin a graph input's shape (repeatable)",
     )  # fmt: skip
     p.add_argument("--calibrate", action="store_true", help="fit efficiencies and overhead and write a calibration file")
+    p.add_argument("--raw-times", action="store_true",
+                   help="do not put measurements on the fingerprint's clock (see `speed` in the output)")
     p.add_argument("--calibration-out", type=Path, help="calibration file (default: <chip>_calibration.yaml beside the chip)")
     p.add_argument("--results", type=Path, default=Path("reports/validations.jsonl"),
                    help="append one JSON record per model here (default: reports/validations.jsonl)")  # fmt: skip
@@ -38,6 +40,7 @@ def main(args: argparse.Namespace) -> int:
     from chips.schema import load_chip
     from graph_ir.onnx_import import parse_input_shape
     from hwsim.calibration import apply, fit, write_calibration
+    from hwsim.fingerprint import reference_gflops
     from hwsim.validate import (
         append_record,
         cpu_chip,
@@ -58,15 +61,21 @@ def main(args: argparse.Namespace) -> int:
     for m in args.models:
         if not Path(m).is_file():
             raise ValidateError(f"{m}: file not found")
+    chip_path = Path(args.chip) if Path(args.chip).is_file() else None
+    reference = None if args.raw_times or chip_path is None else reference_gflops(chip_path)
     rounds: list[list[Any]] = [[] for _ in args.models]
     for _ in range(args.rounds):  # interleaved: a burst of other load hits one round of many models
         for i, m in enumerate(args.models):
-            rounds[i].append(validate_model(chip, m, args.threads, args.opt, args.runs, shapes=shapes or None))
+            rounds[i].append(validate_model(chip, m, args.threads, args.opt, args.runs, shapes=shapes or None,
+                                            reference=reference))  # fmt: skip
     vs = [merge_rounds(r) for r in rounds]
-    chip_path = Path(args.chip) if Path(args.chip).is_file() else None
     for v, m in zip(vs, args.models, strict=True):
         append_record(args.results, record(v, m, chip, chip_path))
     print(f"{chip.name} CPU {unit}, {args.threads} thread(s), onnxruntime optimizations '{args.opt}'")
+    if reference is not None and args.threads == 1:
+        speeds = [x for v in vs for x in v.speeds]
+        print(f"measured times are on the fingerprint's clock: this host ran at x{min(speeds):.3f}..x{max(speeds):.3f} "
+              f"of its fingerprinted fp32 MatMul rate ({reference[0]:.1f} GFLOP/s); --raw-times to turn off")  # fmt: skip
     print(format_validation(vs))
     if args.calibrate:
         f = fit(vs, unit)

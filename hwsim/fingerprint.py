@@ -37,7 +37,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from hwsim.measure import MeasureError, make_session, time_call
 
-__all__ = ["FINGERPRINT_EFFICIENCY", "Fingerprint", "chip_data", "chip_yaml", "measure_host", "read_fingerprint", "write_chip"]
+__all__ = ["FINGERPRINT_EFFICIENCY", "Fingerprint", "chip_data", "chip_yaml", "measure_host", "probe_gflops",
+           "read_fingerprint", "reference_gflops", "write_chip"]
 
 KIB = 1024
 
@@ -67,6 +68,8 @@ class Fingerprint:
     #: (``weight_stream_gbps`` of the chip), and the two per-MatMul times it comes from (ms).
     weight_stream_gbps: float | None = None
     weight_stream_ms: dict[str, float] = field(default_factory=dict)
+    #: Size of the square MatMul the GFLOP/s figures were measured on (:func:`probe_gflops`).
+    matmul_n: int = 768
 
 
 def _cpu_model() -> tuple[str, float | None]:
@@ -125,6 +128,15 @@ def _matmul_gflops(n: int, dtype: str, threads: int, min_s: float) -> tuple[floa
     t = time_call(lambda: sess.run(None, {"A": a}), runs=5, warmup=2, min_total_s=min_s)
     # best of the runs: on a shared machine the fastest run is the one least disturbed
     return 2.0 * n**3 / t.min_ns, t.spread
+
+
+def probe_gflops(n: int = 768, threads: int = 1, min_s: float = 0.2) -> float:
+    """The machine's fp32 MatMul rate right now, measured exactly as the fingerprint's
+    ``matmul_gflops_1t`` was (same ``n``, best of the runs): their ratio is how much faster or
+    slower the host runs than when it was fingerprinted (turbo, other tenants of the physical
+    host), which :func:`hwsim.validate.validate_model` uses to put measurements back on the
+    fingerprint's clock."""
+    return _matmul_gflops(n, "fp32", threads, min_s)[0]
 
 
 def _copy_gbps(nbytes: int, min_s: float) -> float:
@@ -312,7 +324,7 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
         matmul_gflops_1t=g1, matmul_gflops_nt=gn, matmul_spread=spread, scaling=scaling,
         copy_gbps=copy_bw, triad_gbps=triad_bw, stream_bytes=stream, sweep=sweep, caches=caches,
         chase_ns=chase, dram_latency_ns=dram_latency_f, notes=notes,
-        weight_stream_gbps=stream_gbps, weight_stream_ms=stream_ms,
+        weight_stream_gbps=stream_gbps, weight_stream_ms=stream_ms, matmul_n=n,
     )  # fmt: skip
 
 
@@ -407,3 +419,13 @@ def read_fingerprint(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return None
+
+
+def reference_gflops(path: Path) -> tuple[float, int] | None:
+    """(fp32 one-thread MatMul GFLOP/s, its MatMul size) recorded in a fingerprinted chip
+    file, or None for a chip file without a fingerprint record."""
+    fp = read_fingerprint(path)
+    if not fp:
+        return None
+    g = (fp.get("matmul_gflops_1t") or {}).get("fp32")
+    return (float(g), int(fp.get("matmul_n", 768))) if g else None

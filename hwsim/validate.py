@@ -102,6 +102,10 @@ class Validation:
     measured_ns: float
     rounds_ns: tuple[float, ...]
     nchwc_block: int = 0
+    #: The host's speed when measured over its speed when fingerprinted (fp32 MatMul probe,
+    #: :func:`hwsim.fingerprint.probe_gflops`); every time above is already multiplied by it,
+    #: i.e. put back on the fingerprint's clock. 1.0: not normalized. One per round.
+    speeds: tuple[float, ...] = (1.0,)
 
     @property
     def predicted_ns(self) -> float:
@@ -367,8 +371,17 @@ def validate_model(
     min_total_s: float = 1.0,
     shapes: Mapping[str, Sequence[int]] | None = None,
     seed: int = 0,
+    reference: tuple[float, int] | None = None,
 ) -> Validation:
     """Measure ``model_path`` with onnxruntime and predict it on ``chip``'s CPU.
+
+    ``reference`` (the chip file's fingerprint rate and MatMul size,
+    :func:`hwsim.fingerprint.reference_gflops`): the fingerprint's fp32 MatMul is timed again
+    right before and right after the model (the faster of the two counts, each the best of its
+    runs), and every measured time is multiplied by probe / reference, so that a host running
+    faster or slower than when it was fingerprinted (turbo, other tenants of the physical host:
+    this project's CI VM drifted by 17 % within an hour) is compared at the fingerprint's clock.
+    Only with one thread (the fingerprint's rate is a one-thread rate).
 
     Raises
     ------
@@ -382,8 +395,15 @@ def validate_model(
     model = load_with_random_weights(model_path, seed)
     feeds = random_inputs(model, seed, shapes)
     sess = make_session(model, threads, opt)
+    probe = _probe(reference, threads)
     measured = time_session(sess, feeds, runs=runs, warmup=3, min_total_s=min_total_s)
     prof = profile_nodes(model, feeds, threads, runs=max(5, runs // 2), opt=opt)
+    speed = 1.0
+    if reference is not None and probe is not None:
+        after = _probe(reference, threads)
+        speed = max(probe, after or 0.0) / reference[0]
+        measured = Timing(tuple(t * speed for t in measured.samples_ns))
+        prof = {p: (kind, ns * speed) for p, (kind, ns) in prof.items()}
     where = attribute_nodes(model, {p: kind for p, (kind, _) in prof.items()})
     block = nchwc_block() if opt == "all" else 0
     reorders = nchwc_reorders(graph, block)
@@ -416,8 +436,17 @@ def validate_model(
         model=graph.name, chip=chip.name, threads=threads, opt=opt, measured=measured, nodes=nodes,
         inserted_ns=inserted, inserted_ops=tuple(sorted(inserted_ops)),
         profiled_total_ns=sum(ns for _, ns in prof.values()),
-        measured_ns=measured.low_ns, rounds_ns=(measured.low_ns,), nchwc_block=block,
+        measured_ns=measured.low_ns, rounds_ns=(measured.low_ns,), nchwc_block=block, speeds=(speed,),
     )  # fmt: skip
+
+
+def _probe(reference: tuple[float, int] | None, threads: int) -> float | None:
+    """The fingerprint's MatMul rate now (GFLOP/s), or None when not normalizing."""
+    if reference is None or threads != 1:
+        return None
+    from hwsim.fingerprint import probe_gflops
+
+    return probe_gflops(reference[1], threads)
 
 
 def merge_rounds(vs: Sequence[Validation]) -> Validation:
@@ -447,7 +476,7 @@ def merge_rounds(vs: Sequence[Validation]) -> Validation:
     return replace(
         first, measured=Timing(tuple(s for v in vs for s in v.measured.samples_ns)), nodes=nodes,
         inserted_ns=min(v.inserted_ns for v in vs), profiled_total_ns=min(v.profiled_total_ns for v in vs),
-        measured_ns=min(rounds), rounds_ns=rounds,
+        measured_ns=min(rounds), rounds_ns=rounds, speeds=tuple(x for v in vs for x in v.speeds),
     )  # fmt: skip
 
 
@@ -516,6 +545,7 @@ def record(v: Validation, model_path: str | Path, chip: Chip, chip_path: str | P
         "error": v.error,
         "inserted_ns": v.inserted_ns,
         "profiled_total_ns": v.profiled_total_ns,
+        "speed_vs_fingerprint": list(v.speeds),
         "nodes": [[n.name, n.op_type, n.fused, n.predicted_ns, n.measured_ns, n.roof_ns, n.memory_ns, n.stall_ns]
                   for n in v.nodes],
     }  # fmt: skip

@@ -204,6 +204,31 @@ class TestCommand:
         assert len(rec["measured"]["rounds_ns"]) == 2 and rec["measured"]["low_ns"] == min(rec["measured"]["rounds_ns"])
         assert rec["predicted_ns"] > 0 and {n[1] for n in rec["nodes"]} == {"MatMul", "Add", "Relu"}
 
+    def test_times_go_back_on_the_fingerprints_clock(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+        import hwsim.fingerprint as fingerprint
+        import hwsim.validate as validate
+
+        # the host now runs the probe at 150 GFLOP/s, 1.5x the 100 it was fingerprinted at
+        monkeypatch.setattr(fingerprint, "probe_gflops", lambda n=768, threads=1, min_s=0.2: 150.0)
+        monkeypatch.setattr(validate, "time_session", lambda *a, **k: Timing((1e6, 1e6, 1e6, 1e6)))
+        chip = chip_from_dict(host_chip())
+        model = mlp(tmp_path / "m.onnx")
+        raw = validate_model(chip, model, runs=10, min_total_s=0.0)
+        fast = validate_model(chip, model, runs=10, min_total_s=0.0, reference=(100.0, 768))
+        assert raw.speeds == (1.0,) and raw.measured_ns == pytest.approx(1e6)
+        assert fast.speeds == (1.5,) and fast.measured_ns == pytest.approx(1.5e6)
+        assert fast.profiled_total_ns > 0 and fast.predicted_ns == pytest.approx(raw.predicted_ns)
+        # through the CLI: a fingerprinted chip file normalizes unless --raw-times
+        path = write_chip(tmp_path / "host.yaml")
+        path.write_text('# fingerprint-json: {"matmul_gflops_1t": {"fp32": 100.0}, "matmul_n": 768}\n' + path.read_text())
+        results = tmp_path / "v.jsonl"
+        assert main(["validate", str(path), str(model), "--runs", "10", "--results", str(results)]) == 0
+        assert "this host ran at x1.500..x1.500" in capsys.readouterr().out
+        assert json.loads(results.read_text())["speed_vs_fingerprint"] == [1.5]
+        assert main(["validate", str(path), str(model), "--runs", "10", "--results", str(results), "--raw-times"]) == 0
+        assert "fingerprint's clock" not in capsys.readouterr().out
+
     def test_model_onnxruntime_cannot_run(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         g = helper.make_graph([helper.make_node("Frobnicate", ["x"], ["y"], domain="com.example")], "bad",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
