@@ -206,8 +206,7 @@ class TestCommand:
 
     def test_times_go_back_on_the_fingerprints_clock(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                      capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
-        import hwsim.fingerprint as fingerprint
-        import hwsim.validate as validate
+        from hwsim import fingerprint, validate
 
         # the host now runs the probe at 150 GFLOP/s, 1.5x the 100 it was fingerprinted at
         monkeypatch.setattr(fingerprint, "probe_gflops", lambda n=768, threads=1, min_s=0.2: 150.0)
