@@ -19,7 +19,11 @@ What is fit, on what:
   kernel whose physical memory roof (the bandwidth of the level its data sits in, DRAM for
   weights) already takes its measured time is explained without an efficiency and left out
   (unless every kernel of the type is): a batch-1 Gemm streaming 2 MB of weights says nothing
-  about the core rate of a 1 ms GEMM. Capped at 1 by the chip schema; an op type that still runs
+  about the core rate of a 1 ms GEMM. And when some kernels of a type are core-bound by the
+  roofline itself (memory roof under the core-bound basis), only those are fit: otherwise a
+  GEMV whose measured time lands just above its memory roof (noise, or the clock
+  normalization) votes with a ratio of 0.04 and, with the median-based trimming, can drag a
+  type fitted on two GEMMs and three GEMVs to 0.3. Capped at 1 by the chip schema; an op type that still runs
   faster than its basis is reported (the fingerprint's peak or bandwidth is too low for it).
 
 Fused nodes are not fit (their kernel time belongs to the node they are fused into).
@@ -123,20 +127,26 @@ def fit(validations: Sequence[Validation], unit: str) -> CalibrationFit:
             if n.roof_ns < TINY_ROOF_FRACTION * n.measured_ns and n.measured_ns < TINY_KERNEL_NS]  # fmt: skip
     kernel_overhead = statistics.median(tiny) if tiny else 0.0
     overhead = kernel_overhead
-    ratios: dict[str, list[float]] = {}
-    explained: dict[str, list[float]] = {}
-    weights: dict[str, list[float]] = {}  # each kernel's own time (ns), parallel to ratios
-    explained_w: dict[str, list[float]] = {}
+    # per op type, three tiers of (ratio, own time): kernels the roofline itself makes
+    # core-bound; kernels whose measured time the memory roof does not explain; all of them.
+    # An op type is fit on its first non-empty tier.
+    tiers: dict[str, tuple[list[tuple[float, float]], ...]] = {}
     for n in kernels:
         if n.roof_ns <= 0:
             continue  # views: overhead only
         own = max(n.measured_ns - overhead - n.stall_ns, 0.05 * n.measured_ns)
-        bucket = explained if n.memory_ns >= own else ratios
-        bucket.setdefault(n.op_type, []).append(n.roof_ns / own)
-        (explained_w if bucket is explained else weights).setdefault(n.op_type, []).append(own)
-    for t, r in explained.items():
-        if t not in ratios:  # only memory-explained kernels: use them rather than nothing
-            ratios[t], weights[t] = r, explained_w[t]
+        core, unexplained, every = tiers.setdefault(n.op_type, ([], [], []))
+        point = (n.roof_ns / own, own)
+        every.append(point)
+        if n.memory_ns < own:
+            unexplained.append(point)
+            if n.memory_ns < n.roof_ns:
+                core.append(point)
+    ratios: dict[str, list[float]] = {}
+    weights: dict[str, list[float]] = {}  # each kernel's own time (ns), parallel to ratios
+    for t, tier in tiers.items():
+        chosen = next(x for x in tier if x)
+        ratios[t], weights[t] = [r for r, _ in chosen], [w for _, w in chosen]
     count = {t: len(r) for t, r in ratios.items()}
     eff: dict[str, float] = {}
     faster: list[str] = []

@@ -305,6 +305,16 @@ class TestCalibrationRoundTrip:
         only_memory = Validation("m", "host", 1, "all", Timing((200.0,)), nodes[2:], 0.0, (), 200.0, 200.0, (200.0,))
         assert fit([only_memory], "cpu").kernels["Gemm"] == 2  # nothing else to go by: use them
 
+    def test_gemvs_do_not_vote_on_the_core_rate(self) -> None:
+        # two GEMMs at 0.9 of the core rate; three GEMVs, memory-bound by the roofline (memory roof
+        # 100 ns over a 4 ns basis), measured a little above their memory roof
+        gemm = [NodeResult(f"g{i}", "Gemm", False, 0.0, 1000.0 * (i + 1), 900.0 * (i + 1), 50.0) for i in range(2)]
+        gemv = [NodeResult(f"v{i}", "Gemm", False, 0.0, 110.0, 4.0, 100.0) for i in range(3)]
+        nodes = (*gemm, *gemv)
+        v = Validation("m", "host", 1, "all", Timing((3330.0,)), nodes, 0.0, (), 3330.0, 3330.0, (3330.0,))
+        f = fit([v], "cpu")
+        assert f.efficiency["Gemm"] == pytest.approx(0.9, rel=0.02) and f.kernels["Gemm"] == 2
+
     def test_weight_stall_is_not_divided_by_the_efficiency(self) -> None:
         # a GEMM at 0.8 of the core rate that also waits 500 ns on weights from DRAM
         nodes = (NodeResult("a", "MatMul", False, 0.0, 1500.0, 800.0, 100.0, 500.0),
