@@ -19,7 +19,7 @@ What is fit, on what:
   kernel whose physical memory roof (the bandwidth of the level its data sits in, DRAM for
   weights) already takes its measured time is explained without an efficiency and left out
   (unless every kernel of the type is): a batch-1 Gemm streaming 2 MB of weights says nothing
-  about the core rate of a 1 ms GEMM. And when some kernels of a type are core-bound by the
+  about the core rate of a 1 ms GEMM. And when some conv/matmul kernels of a type are core-bound by the
   roofline itself (memory roof under the core-bound basis), only those are fit: otherwise a
   GEMV whose measured time lands just above its memory roof (noise, or the clock
   normalization) votes with a ratio of 0.04 and, with the median-based trimming, can drag a
@@ -49,6 +49,11 @@ __all__ = ["CalibrationFit", "apply", "fit", "timed_over_profiled", "typical_rat
 TINY_ROOF_FRACTION = 0.02
 #: ...and it takes less than this many nanoseconds.
 TINY_KERNEL_NS = 20_000.0
+#: Categories whose kernels are fit on the ones the roofline makes core-bound, when a type has
+#: any (a GEMV among GEMMs says nothing about the core's rate). Not elementwise and other
+#: streaming types: there "core-bound" only means a kernel so small that the small-kernel
+#: factor dominates, the noisiest of all.
+GEMM_CATEGORIES = frozenset(("conv", "matmul"))
 #: Efficiencies below this are clipped (an op type this slow is a missing kernel, not a factor).
 MIN_EFFICIENCY = 0.002
 
@@ -140,7 +145,7 @@ def fit(validations: Sequence[Validation], unit: str) -> CalibrationFit:
         every.append(point)
         if n.memory_ns < own:
             unexplained.append(point)
-            if n.memory_ns < n.roof_ns:
+            if n.category in GEMM_CATEGORIES and n.memory_ns < n.roof_ns:
                 core.append(point)
     ratios: dict[str, list[float]] = {}
     weights: dict[str, list[float]] = {}  # each kernel's own time (ns), parallel to ratios

@@ -79,6 +79,9 @@ class NodeResult:
     roof_ns: float
     memory_ns: float = 0.0
     stall_ns: float = 0.0
+    #: The op's category (``conv``, ``matmul``, ...) for a node that runs as its own kernel;
+    #: "" for pattern and inserted kernels.
+    category: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +186,9 @@ class NodePrediction:
     roof_ns: float
     memory_ns: float = 0.0
     stall_ns: float = 0.0
+    #: The op's category (``conv``, ``matmul``, ...) for a node that runs as its own kernel;
+    #: "" for pattern and inserted kernels.
+    category: str = ""
 
 
 def _producers(graph: ModelGraph) -> dict[str, str]:
@@ -354,7 +360,7 @@ def predict_nodes(
             # hwsim's views are free; onnxruntime still dispatches a kernel for each one that runs
             view = overhead if op.category == "layout" else 0.0
             out[op.name] = NodePrediction(kernel_type(op), _time(c, threads, True) + view, roof, r.memory_ns / threads,
-                                          c.stall_ns / threads)  # fmt: skip
+                                          c.stall_ns / threads, op.category)  # fmt: skip
     for k in inserted:
         c, r = estimate(k, chip, unit, "model"), estimate(k, roof_chip, unit, "model")
         assert c is not None and r is not None
@@ -427,7 +433,8 @@ def validate_model(
     fused = {op.name for op in graph.ops() if op.name not in meas}
     pred = predict_nodes(graph, one, threads, fused, kernels, reorders)
     nodes = tuple(
-        NodeResult(name, p.op_type, name in fused, p.predicted_ns, meas.get(name, 0.0), p.roof_ns, p.memory_ns, p.stall_ns)
+        NodeResult(name, p.op_type, name in fused, p.predicted_ns, meas.get(name, 0.0), p.roof_ns, p.memory_ns, p.stall_ns,
+                   p.category)
         for name, p in pred.items()
     )
     inserted = sum(ns for v in unmatched.values() for ns in v)
@@ -546,8 +553,8 @@ def record(v: Validation, model_path: str | Path, chip: Chip, chip_path: str | P
         "inserted_ns": v.inserted_ns,
         "profiled_total_ns": v.profiled_total_ns,
         "speed_vs_fingerprint": list(v.speeds),
-        "nodes": [[n.name, n.op_type, n.fused, n.predicted_ns, n.measured_ns, n.roof_ns, n.memory_ns, n.stall_ns]
-                  for n in v.nodes],
+        "nodes": [[n.name, n.op_type, n.fused, n.predicted_ns, n.measured_ns, n.roof_ns, n.memory_ns, n.stall_ns,
+                   n.category] for n in v.nodes],
     }  # fmt: skip
 
 
@@ -571,6 +578,7 @@ def repredict(v: Validation, chip: Chip, model_path: str | Path,
     reorders = nchwc_reorders(graph, v.nchwc_block)
     pred = predict_nodes(graph, cpu_chip(chip, v.threads), v.threads, fused, kernels, reorders)
     nodes = tuple(replace(n, predicted_ns=pred[n.name].predicted_ns, roof_ns=pred[n.name].roof_ns,
-                          memory_ns=pred[n.name].memory_ns, stall_ns=pred[n.name].stall_ns)
+                          memory_ns=pred[n.name].memory_ns, stall_ns=pred[n.name].stall_ns,
+                          category=pred[n.name].category)
                   for n in v.nodes)  # fmt: skip
     return replace(v, chip=chip.name, nodes=nodes)

@@ -308,8 +308,9 @@ class TestCalibrationRoundTrip:
     def test_gemvs_do_not_vote_on_the_core_rate(self) -> None:
         # two GEMMs at 0.9 of the core rate; three GEMVs, memory-bound by the roofline (memory roof
         # 100 ns over a 4 ns basis), measured a little above their memory roof
-        gemm = [NodeResult(f"g{i}", "Gemm", False, 0.0, 1000.0 * (i + 1), 900.0 * (i + 1), 50.0) for i in range(2)]
-        gemv = [NodeResult(f"v{i}", "Gemm", False, 0.0, 110.0, 4.0, 100.0) for i in range(3)]
+        gemm = [NodeResult(f"g{i}", "Gemm", False, 0.0, 1000.0 * (i + 1), 900.0 * (i + 1), 50.0, 0.0, "matmul")
+                for i in range(2)]  # fmt: skip
+        gemv = [NodeResult(f"v{i}", "Gemm", False, 0.0, 110.0, 4.0, 100.0, 0.0, "matmul") for i in range(3)]
         nodes = (*gemm, *gemv)
         v = Validation("m", "host", 1, "all", Timing((3330.0,)), nodes, 0.0, (), 3330.0, 3330.0, (3330.0,))
         f = fit([v], "cpu")
