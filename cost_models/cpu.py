@@ -2,7 +2,10 @@
 
 The working set (inputs + weights + outputs) picks the cache level that feeds the op; weights
 always stream from DRAM once; a working set beyond the last-level cache re-reads through DRAM
-with the tiling of :func:`~cost_models.base.tiling_extra_bytes`.
+with the tiling of :func:`~cost_models.base.tiling_extra_bytes`. A MatMul/Gemm whose weights come
+from DRAM also stalls on them beside its compute (:func:`weight_stream_ns`, measured by
+``hwsim fingerprint`` as ``weight_stream_gbps``). Depthwise convolutions are a kernel class of
+their own (:func:`kernel_type`).
 
 Efficiency: without a per-op-type entry in the unit's ``efficiency`` the compute roof is scaled
 by a default per op category (times a small-kernel factor, and a depthwise factor for
