@@ -10,15 +10,18 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from chips.schema import Chip, Dtype, Unit
 from graph_ir.ir import Op
 
 __all__ = [
     "CostModel",
+    "Gemm",
     "OpCost",
+    "conv_group",
     "finish",
+    "gemm_of",
     "layout_cost",
     "model_for",
     "pipeline_tiles",
@@ -268,3 +271,67 @@ class UnitModel:
     ) -> OpCost:
         """Cost of an op the unit runs in ``dtype``; bytes of inputs, weights and outputs."""
         raise NotImplementedError
+
+
+class Gemm(NamedTuple):
+    """``batch`` independent ``M x N x K`` GEMMs (batch: conv groups or the matmul's batch)."""
+
+    batch: int
+    m: int
+    n: int
+    k: int
+
+
+def gemm_of(op: Op) -> Gemm | None:
+    """The GEMM a conv or matmul lowers to (None for other ops), as MAC arrays and tensor-core
+    kernels see it: a conv is im2col (M = output pixels, N = output channels per group,
+    K = input channels per group x kernel window); a depthwise conv puts its channels across N
+    and reduces over the kernel window; a transposed conv scatters (M = input pixels,
+    N = output channels per group x kernel window, K = input channels per group, then col2im).
+
+    >>> from graph_ir.ir import Tensor
+    >>> y = Tensor("y", (1, 128, 64), "float32")
+    >>> a = Tensor("a", (1, 128, 768), "float32")
+    >>> b = Tensor("b", (768, 64), "float32", is_weight=True)
+    >>> gemm_of(Op("m", "MatMul", "matmul", (a, b), (y,)))
+    Gemm(batch=1, m=128, n=64, k=768)
+    >>> x = Tensor("x", (1, 16, 32, 32), "float32")
+    >>> w = Tensor("w", (64, 16, 3, 3), "float32", is_weight=True)
+    >>> gemm_of(Op("c", "Conv", "conv", (x, w), (Tensor("o", (1, 64, 32, 32), "float32"),)))
+    Gemm(batch=1, m=1024, n=64, k=144)
+    """
+    if op.category == "matmul" and op.outputs and len(op.inputs) >= 2:
+        out = op.outputs[0].shape
+        if not out:
+            return None
+        n = out[-1]
+        m = out[-2] if len(out) >= 2 else 1
+        batch = math.prod(out[:-2]) if len(out) > 2 else 1
+        a = op.inputs[0].shape
+        if op.op_type == "Gemm":
+            k = a[0] if op.attrs.get("transA", 0) else a[-1]
+        elif op.op_type in ("MatMul", "MatMulInteger", "QLinearMatMul"):
+            k = a[-1] if a else 1
+        else:  # Einsum and other contractions: K from the MAC count
+            k = op.macs // max(1, batch * m * n)
+        return Gemm(max(batch, 1), max(m, 1), max(n, 1), max(k, 1))
+    if op.category == "conv" and op.weights and op.outputs:
+        w, out = op.weights[0].shape, op.outputs[0].shape
+        if len(w) < 2 or len(out) < 2:
+            return None
+        group = conv_group(op)
+        kernel = math.prod(w[2:])
+        if op.op_type == "ConvTranspose":
+            x = op.inputs[0].shape
+            return Gemm(group, x[0] * math.prod(x[2:]), w[1] * kernel, max(1, w[0] // group))
+        m = out[0] * math.prod(out[2:])
+        if group > 1 and w[1] == 1:  # depthwise: channels across the columns
+            return Gemm(1, m, w[0], kernel)
+        return Gemm(group, m, w[0] // group, w[1] * kernel)
+    return None
+
+
+def conv_group(op: Op) -> int:
+    """A conv's ``group`` attribute (1 when absent or malformed)."""
+    group = op.attrs.get("group", 1)
+    return group if isinstance(group, int) and group > 0 else 1

@@ -43,8 +43,10 @@ from dataclasses import dataclass
 from chips.schema import Chip, Dtype, GpuUnit, Unit
 from cost_models.base import (
     STREAM_CHUNK_BYTES,
+    Gemm,
     OpCost,
     UnitModel,
+    conv_group,
     efficiency,
     finish,
     layout_cost,
@@ -52,6 +54,7 @@ from cost_models.base import (
     spill_plan,
     unit_bandwidth_gbps,
 )
+from cost_models.base import gemm_of as base_gemm_of
 from graph_ir.ir import PRECISION_BYTES, Op
 
 __all__ = [
@@ -138,56 +141,24 @@ CTA_TILES: tuple[CtaTile, ...] = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Gemm:
-    """``batch`` independent ``M x N x K`` GEMMs (batch = conv groups or matmul batch)."""
-
-    batch: int
-    m: int
-    n: int
-    k: int
-
-
 def gemm_of(op: Op) -> Gemm | None:
-    """The implicit GEMM a conv/matmul runs as, or None (depthwise and weightless convs,
-    other ops: those run on the vector cores).
+    """The implicit GEMM a conv/matmul runs as on the tensor cores
+    (:func:`cost_models.base.gemm_of`), or None for what runs on the vector cores instead:
+    other ops, and depthwise or narrow grouped convs (under 8 output channels per group, no
+    GEMM worth a tensor core).
 
     >>> from graph_ir.ir import Tensor
     >>> x = Tensor("x", (1, 16, 32, 32), "float32")
-    >>> w = Tensor("w", (64, 16, 3, 3), "float32", is_weight=True)
-    >>> y = Tensor("y", (1, 64, 32, 32), "float32")
-    >>> gemm_of(Op("c", "Conv", "conv", (x, w), (y,)))
-    Gemm(batch=1, m=1024, n=64, k=144)
+    >>> w = Tensor("w", (16, 1, 3, 3), "float32", is_weight=True)
+    >>> gemm_of(Op("dw", "Conv", "conv", (x, w), (x,), {"group": 16})) is None
+    True
     """
-    if op.category == "matmul" and op.outputs and len(op.inputs) >= 2:
-        out = op.outputs[0].shape
-        if not out:
+    if op.category == "conv" and op.weights and op.op_type != "ConvTranspose":
+        w = op.weights[0].shape
+        group = conv_group(op)
+        if group > 1 and len(w) >= 2 and w[0] // group < 8:
             return None
-        n = out[-1]
-        m = out[-2] if len(out) >= 2 else 1
-        batch = math.prod(out[:-2]) if len(out) > 2 else 1
-        a = op.inputs[0].shape
-        if op.op_type == "Gemm":
-            k = a[0] if op.attrs.get("transA", 0) else a[-1]
-        elif op.op_type in ("MatMul", "MatMulInteger", "QLinearMatMul"):
-            k = a[-1] if a else 1
-        else:  # Einsum and other contractions: K from the MAC count
-            k = op.macs // max(1, batch * m * n)
-        return Gemm(max(batch, 1), max(m, 1), max(n, 1), max(k, 1))
-    if op.category == "conv" and op.weights and op.outputs:
-        w, out = op.weights[0].shape, op.outputs[0].shape
-        if len(w) < 2 or len(out) < 2:
-            return None
-        group = op.attrs.get("group", 1)
-        group = group if isinstance(group, int) and group > 0 else 1
-        kernel = math.prod(w[2:])
-        if op.op_type == "ConvTranspose":
-            x = op.inputs[0].shape
-            return Gemm(group, x[0] * math.prod(x[2:]), w[1] * kernel, max(1, w[0] // group))
-        if group > 1 and w[0] // group < 8:  # depthwise-like: no GEMM worth a tensor core
-            return None
-        return Gemm(group, out[0] * math.prod(out[2:]), w[0] // group, w[1] * kernel)
-    return None
+    return base_gemm_of(op)
 
 
 def padded_macs(gemm: Gemm, tile: CtaTile, k_step: int) -> int:

@@ -23,10 +23,13 @@ from dataclasses import dataclass, replace
 
 from chips.schema import Chip, Dtype, NpuUnit, Unit
 from cost_models.base import (
+    Gemm,
     OpCost,
     UnitModel,
+    conv_group,
     efficiency,
     finish,
+    gemm_of,
     pipeline_tiles,
     register_model,
     tiling_extra_bytes,
@@ -47,50 +50,7 @@ DEFAULT_EFFICIENCY = {
 DATAFLOWS = ("ws", "os", "is")
 
 
-def gemm_of(op: Op) -> tuple[int, int, int, int] | None:
-    """The GEMM an op lowers to, or None for ops that are not conv/matmul.
-
-    Depthwise convs map channels onto the columns (N = channels, K = kernel window).
-
-    >>> from graph_ir.ir import Tensor
-    >>> y = Tensor("y", (1, 128, 64), "float32")
-    >>> a = Tensor("a", (1, 128, 768), "float32")
-    >>> b = Tensor("b", (768, 64), "float32", is_weight=True)
-    >>> gemm_of(Op("m", "MatMul", "matmul", (a, b), (y,)))
-    (1, 128, 64, 768)
-    """
-    if op.category == "matmul" and op.outputs and len(op.inputs) >= 2:
-        out = op.outputs[0].shape
-        if not out:
-            return None
-        n = out[-1]
-        m = out[-2] if len(out) >= 2 else 1
-        batch = math.prod(out[:-2]) if len(out) > 2 else 1
-        a = op.inputs[0].shape
-        if op.op_type == "Gemm":
-            k = a[0] if op.attrs.get("transA", 0) else a[-1]
-        elif op.op_type in ("MatMul", "MatMulInteger", "QLinearMatMul"):
-            k = a[-1] if a else 1
-        else:  # Einsum and other contractions: K from the MAC count
-            k = op.macs // max(1, batch * m * n)
-        return batch, m, n, max(k, 1)
-    if op.category == "conv" and op.weights:
-        w = op.weights[0].shape
-        out = op.outputs[0].shape
-        group = op.attrs.get("group", 1)
-        group = group if isinstance(group, int) and group > 0 else 1
-        m = out[0] * math.prod(out[2:])
-        kernel = math.prod(w[2:])
-        if op.op_type == "ConvTranspose":
-            m = op.inputs[0].shape[0] * math.prod(op.inputs[0].shape[2:])
-            return group, m, w[1], w[0] // group * kernel
-        if group > 1 and w[1] == 1:  # depthwise: channels across the columns
-            return 1, m, w[0], kernel
-        return group, m, w[0] // group, w[1] * kernel
-    return None
-
-
-def atom_padded(op: Op, gemm: tuple[int, int, int, int], atom: int | None) -> tuple[int, int, int, int]:
+def atom_padded(op: Op, gemm: tuple[int, int, int, int], atom: int | None) -> Gemm:
     """``gemm`` with its reduction padded to whole input-channel atoms per kernel position.
 
     An array that reduces over ``atom`` input channels at a time (RK3588: 32, from the RKNPU2
@@ -105,27 +65,23 @@ def atom_padded(op: Op, gemm: tuple[int, int, int, int], atom: int | None) -> tu
     >>> w = Tensor("w", (16, 3, 3, 3), "float32", is_weight=True)
     >>> y = Tensor("y", (1, 16, 64, 64), "float32")
     >>> stem = Op("c", "Conv", "conv", (x, w), (y,), {"pads": [1, 1, 1, 1]})
-    >>> gemm_of(stem), atom_padded(stem, gemm_of(stem), 32)
+    >>> tuple(gemm_of(stem)), tuple(atom_padded(stem, gemm_of(stem), 32))
     ((1, 4096, 16, 27), (1, 4096, 16, 288))
     """
+    gemm = Gemm(*gemm)
     if atom is None:
         return gemm
-    batch, m, n, k = gemm
     if op.category == "matmul":
-        return batch, m, n, math.ceil(k / atom) * atom
+        return gemm._replace(k=math.ceil(gemm.k / atom) * atom)
     if op.category != "conv" or not op.weights:
         return gemm
     w = op.weights[0].shape
-    group = op.attrs.get("group", 1)
-    group = group if isinstance(group, int) and group > 0 else 1
-    kernel = math.prod(w[2:])
-    if op.op_type == "ConvTranspose":
-        channels = w[0] // group
-    elif group > 1 and w[1] == 1:  # depthwise
+    group = conv_group(op)
+    if op.op_type == "ConvTranspose":  # K is the input channels per group alone
+        return gemm._replace(k=math.ceil(w[0] // group / atom) * atom)
+    if group > 1 and w[1] == 1:  # depthwise
         return gemm
-    else:
-        channels = w[1]
-    return batch, m, n, math.ceil(channels / atom) * atom * kernel
+    return gemm._replace(k=math.ceil(w[1] / atom) * atom * math.prod(w[2:]))
 
 
 def array_folds(gemm: tuple[int, int, int, int], rows: int, cols: int, dataflow: str = "ws") -> tuple[int, int]:
@@ -244,7 +200,7 @@ class NpuModel(UnitModel):
             compute_ns = cycles / rate / clock_ghz
             util = op.macs / (cycles * rows * cols) if cycles > 0 else 0.0
             min_tile = 3 * rows * cols * PRECISION_BYTES[dtype]
-            note = f"{dtype}, {unit.dataflow} array {util:.0%} busy (B,M,N,K={gemm})"
+            note = f"{dtype}, {unit.dataflow} array {util:.0%} busy (B,M,N,K={tuple(gemm)})"
         else:
             eff = efficiency(unit, op, DEFAULT_EFFICIENCY, 0.5)
             work = op.flops if op.category != "rnn" else op.macs * 2
