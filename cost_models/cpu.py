@@ -32,6 +32,7 @@ from chips.schema import Chip, CpuUnit, Dtype, Unit
 from cost_models.base import (
     OpCost,
     UnitModel,
+    conv_group,
     efficiency,
     finish,
     register_model,
@@ -257,8 +258,7 @@ def kernel_type(op: Op) -> str:
 
 
 def _is_depthwise(op: Op) -> bool:
-    group = op.attrs.get("group", 1)
-    return isinstance(group, int) and group > 1 and len(op.weights) > 0 and op.weights[0].shape[1:2] == (1,)
+    return conv_group(op) > 1 and len(op.weights) > 0 and op.weights[0].shape[1:2] == (1,)
 
 
 register_model(CpuModel())
