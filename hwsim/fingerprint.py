@@ -427,5 +427,11 @@ def reference_gflops(path: Path) -> tuple[float, int] | None:
     fp = read_fingerprint(path)
     if not fp:
         return None
-    g = (fp.get("matmul_gflops_1t") or {}).get("fp32")
-    return (float(g), int(fp.get("matmul_n", 768))) if g else None
+    rates = fp.get("matmul_gflops_1t")
+    g, n = rates.get("fp32") if isinstance(rates, dict) else None, fp.get("matmul_n", 768)
+    if g is None:
+        return None
+    if not isinstance(g, (int, float)) or g <= 0 or not isinstance(n, int) or n <= 0:
+        raise MeasureError(f"{path}: fingerprint-json: matmul_gflops_1t.fp32 must be a positive number and "
+                           f"matmul_n a positive integer (got {g!r}, {n!r})")  # fmt: skip
+    return float(g), n

@@ -86,3 +86,15 @@ class TestCommand:
         out = tmp_path / "nope" / "host.yaml"
         assert main(["fingerprint", "--quick", "-o", str(out)]) == 2
         assert "does not exist" in capsys.readouterr().err
+
+
+def test_a_malformed_fingerprint_rate_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.test_validate import mlp, write_chip
+
+    chip = write_chip(tmp_path / "host.yaml")
+    chip.write_text('# fingerprint-json: {"matmul_gflops_1t": {"fp32": "fast"}}\n' + chip.read_text())
+    results = tmp_path / "v.jsonl"
+    assert main(["validate", str(chip), str(mlp(tmp_path / "m.onnx")), "--runs", "10", "--results", str(results)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(chip) in err and "matmul_gflops_1t.fp32" in err
+    assert not results.exists()
