@@ -12,7 +12,7 @@ out. ``--rounds N`` measures everything N times, the models interleaved (round 1
 model, then round 2, ...), so that a burst of load from other processes hits one round of many
 models rather than every round of one. Per round a model's figure is the 25th percentile of its
 timed runs (and of each node's profiled durations); over rounds the smallest round figure is
-kept (:func:`hwsim.validate.merge_rounds`); the tables show half the range of the round figures
+kept (:func:`hwsim.host.validate.merge_rounds`); the tables show half the range of the round figures
 as the round-to-round noise. Calibration is fit on the merged rounds of the calibration set.
 """
 
@@ -31,9 +31,9 @@ sys.path.insert(0, str(ROOT))
 import yaml
 
 from chips.schema import chip_from_dict
-from hwsim.calibration import apply, fit, write_calibration
-from hwsim.fingerprint import measure_host, reference_gflops, write_chip
-from hwsim.validate import Validation, merge_rounds, op_type_rows, repredict, validate_model
+from hwsim.host.calibration import apply, fit, write_calibration
+from hwsim.host.fingerprint import measure_host, reference_gflops, write_chip
+from hwsim.host.validate import Validation, merge_rounds, op_type_rows, repredict, validate_model
 
 #: Models calibration is fit on, one per family of ops: a plain CNN, a detector, a transformer,
 #: RNNs (LSTM and GRU), an MLP, and the audio model, the only one with an STFT (held out, it was

@@ -15,9 +15,9 @@ from pathlib import Path
 from chips import load_chip
 from chips.variants import restrict
 from graph_ir import load_onnx
-from hwsim.engine import EngineOptions, op_time_ns, simulate
+from hwsim.analysis.frames import frame_stats
 from hwsim.pipeline import run_graph
-from hwsim.pipelining import frame_stats
+from hwsim.sim.engine import EngineOptions, op_time_ns, simulate
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ("yolov8n", "resnet18", "mobilenetv2", "bert_base")

@@ -30,8 +30,8 @@ def run_case(kind: str, n: int, chip_name: str, policy: str) -> dict[str, float]
     from chips import load_chip
     from cost_models.table import cost_table
     from graph_ir.synthetic import layered_dag, random_dag, transformer_dag
-    from hwsim.analysis import analyze
-    from hwsim.engine import simulate
+    from hwsim.analysis.analyze import analyze
+    from hwsim.sim.engine import simulate
     from scheduler import schedule
 
     chip = load_chip(chip_name)

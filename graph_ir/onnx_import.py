@@ -118,7 +118,7 @@ def _pin_inputs(
 def name_nodes(graph: onnx.GraphProto) -> None:
     """Give every node of ``graph`` a unique name, in place: its own, else ``<op_type>_<index>``,
     with ``_k`` appended to repeats. hwsim's op names are these; so are those
-    :mod:`hwsim.measure` gives onnxruntime, so that profiled names match."""
+    :mod:`hwsim.host.measure` gives onnxruntime, so that profiled names match."""
     seen: set[str] = set()
     for i, node in enumerate(graph.node):
         base = node.name or f"{node.op_type}_{i}"

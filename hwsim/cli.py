@@ -27,11 +27,11 @@ log = logging.getLogger("hwsim")
 #: and ``INPUT_ERRORS``, the exception types that mean bad input (one line, exit 2). Modules keep
 #: heavy imports inside ``main`` so that ``hwsim --help`` stays fast.
 COMMAND_MODULES: dict[str, str] = {
-    "compare": "hwsim.cmd_compare",
-    "sensitivity": "hwsim.cmd_sensitivity",
-    "schedule": "hwsim.cmd_schedule",
-    "fingerprint": "hwsim.cmd_fingerprint",
-    "validate": "hwsim.cmd_validate",
+    "compare": "hwsim.commands.compare",
+    "sensitivity": "hwsim.commands.sensitivity",
+    "schedule": "hwsim.commands.schedule",
+    "fingerprint": "hwsim.commands.fingerprint",
+    "validate": "hwsim.commands.validate",
 }
 
 
@@ -162,10 +162,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from chips.variants import override, restrict
     from cost_models.table import UnplaceableError
     from graph_ir.onnx_import import load_onnx, parse_input_shape
-    from hwsim.engine import EngineOptions
     from hwsim.pipeline import run_graph
     from hwsim.policy_check import BudgetError, resolve_deadlines
-    from hwsim.report import check_out_dir, format_summary, summary, write_reports
+    from hwsim.report.files import check_out_dir, format_summary, summary, write_reports
+    from hwsim.sim.engine import EngineOptions
 
     if args.objective == "energy" and (args.latency_budget_ms is None or not args.latency_budget_ms > 0):
         print("hwsim: error: --objective energy needs --latency-budget-ms MS (a positive number)", file=sys.stderr)
@@ -219,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from chips.schema import ChipError
     from cost_models.table import UnplaceableError
     from graph_ir.ir import ModelError
-    from hwsim.report import ReportError
+    from hwsim.report.files import ReportError
 
     parser = build_parser()
     try:

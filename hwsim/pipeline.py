@@ -14,10 +14,10 @@ from cost_models.fusion import FusedPair
 from cost_models.table import CostTable, cost_table
 from graph_ir.ir import ModelGraph
 from graph_ir.onnx_import import load_onnx
-from hwsim.analysis import Analysis, analyze
-from hwsim.engine import EngineOptions, Trace, simulate
-from hwsim.pipelining import FrameStats, frame_stats
+from hwsim.analysis.analyze import Analysis, analyze
+from hwsim.analysis.frames import FrameStats, frame_stats
 from hwsim.policy_check import Deadline, ScheduleChoice, choose_schedule
+from hwsim.sim.engine import EngineOptions, Trace, simulate
 from scheduler import Schedule
 
 __all__ = ["RunResult", "run", "run_graph"]

@@ -26,8 +26,8 @@ from chips.schema import Chip
 from cost_models.fusion import FusedPair, fuse
 from cost_models.table import CostTable
 from graph_ir.ir import ModelError, ModelGraph
-from hwsim.analysis import analyze
-from hwsim.engine import EngineOptions, Trace, simulate
+from hwsim.analysis.analyze import analyze
+from hwsim.sim.engine import EngineOptions, Trace, simulate
 from scheduler import POLICIES, Schedule
 
 __all__ = [

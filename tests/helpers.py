@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import math
 from pathlib import Path
 from typing import Any
 
@@ -9,14 +11,21 @@ import networkx as nx
 import numpy as np
 import onnx
 import pytest
+import yaml
 from hypothesis import strategies as st
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 from chips import Chip, chip_from_dict
 from cost_models.table import CostTable
 from graph_ir.ir import ModelGraph, Op, Tensor, add_data_edge
 from graph_ir.op_metrics import metrics
+from scheduler.problem import Problem, Solution
 from scheduler.schedule import Placement, Schedule, implied_transfers
+
+#: The repository root, its bundled models, and the data the tests carry (copied from ../shared).
+ROOT = Path(__file__).resolve().parents[1]
+MODELS = ROOT / "examples" / "models"
+DATA = ROOT / "tests" / "data"
 
 
 def two_cpu_chip(dram_gbps: float = 10.0, port_gbps: float = 10.0, channels: int = 1) -> dict[str, Any]:
@@ -142,3 +151,68 @@ def conv_argmax_onnx(path: Path, channels: int, size: int) -> Path:
     graph = helper.make_graph(nodes, "tiny", [x], [idx], initializer=[w])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
     return path
+
+
+def mlp(path: Path, n: int = 256, layers: int = 3, external: bool = True) -> Path:
+    """A MatMul+Add+Relu stack; weights as absent external data (like examples/models)."""
+    nodes, inits = [], []
+    x = "x"
+    for i in range(layers):
+        w = numpy_helper.from_array(np.zeros((n, n), np.float32), f"w{i}")
+        if external:
+            w.ClearField("raw_data")
+            w.data_location = TensorProto.EXTERNAL
+            for k, v in (("location", "absent.bin"), ("offset", "0"), ("length", str(n * n * 4))):
+                e = w.external_data.add()
+                e.key, e.value = k, v
+        inits += [w, numpy_helper.from_array(np.full((n,), 0.1, np.float32), f"b{i}")]
+        nodes += [helper.make_node("MatMul", [x, f"w{i}"], [f"m{i}"], name=f"/l{i}/MatMul"),
+                  helper.make_node("Add", [f"m{i}", f"b{i}"], [f"a{i}"], name=f"/l{i}/Add"),
+                  helper.make_node("Relu", [f"a{i}"], [f"r{i}"], name=f"/l{i}/Relu")]  # fmt: skip
+        x = f"r{i}"
+    g = helper.make_graph(nodes, "tiny_mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, n])],
+                          [helper.make_tensor_value_info(x, TensorProto.FLOAT, [64, n])], inits)  # fmt: skip
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
+    return path
+
+
+def write_chip(path: Path, **unit: Any) -> Path:
+    path.write_text(yaml.safe_dump(host_chip(**unit)))
+    return path
+
+
+EPS = 1e-7
+
+
+def check_valid(p: Problem, s: Solution) -> None:
+    """Each task once on a unit that can run it, precedence + transfers respected, no overlap."""
+    assert len(s.unit) == p.n
+    for i in range(p.n):
+        u = s.unit[i]
+        assert math.isfinite(p.exec_ns[i, u]), f"{p.tasks[i]} on a unit that cannot run it"
+        assert 0 <= s.core[i] < p.cores[u]
+        assert s.finish_ns[i] == pytest.approx(s.start_ns[i] + p.exec_ns[i, u])
+        assert s.start_ns[i] >= -EPS
+        for j, vol in p.preds[i]:
+            arrive = s.finish_ns[j] + p.comm(vol, s.unit[j], u)
+            assert s.start_ns[i] >= arrive - EPS, f"{p.tasks[i]} starts before {p.tasks[j]}'s data arrives"
+    slots: dict[tuple[int, int], list[tuple[float, float]]] = {}
+    for i in range(p.n):
+        if p.exec_ns[i, s.unit[i]] > 0:
+            slots.setdefault((s.unit[i], s.core[i]), []).append((s.start_ns[i], s.finish_ns[i]))
+    for iv in slots.values():
+        iv.sort()
+        for (_, f0), (s1, _) in itertools.pairwise(iv):
+            assert s1 >= f0 - EPS, "two tasks overlap on one core"
+    assert s.makespan_ns == pytest.approx(max(s.finish_ns, default=0.0))
+
+
+def host_chip(**unit: Any) -> dict[str, Any]:
+    """A one-CPU chip shaped like a `hwsim fingerprint` file (plausible made-up numbers)."""
+    cpu = {"name": "cpu", "kind": "cpu", "domain": "cpu", "cores": 2, "clock_mhz": 2600,
+           "flops_per_cycle": {"fp32": 60.0}, "l1_kib": 48, "l2_kib": 2048, "l3_kib": 32768,
+           "l1_bandwidth_gbps": 200, "l2_bandwidth_gbps": 130, "l3_bandwidth_gbps": 38,
+           "op_overhead_ns": 2000.0, **unit}  # fmt: skip
+    return {"name": "host", "dram": {"bandwidth_gbps": 8.0, "latency_ns": 300},
+            "domains": [{"name": "cpu"}], "units": [cpu], "default_affinity": ["cpu"]}  # fmt: skip
+

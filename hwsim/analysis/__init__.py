@@ -1,0 +1,1 @@
+"""What a simulated run means: energy and power, utilization, critical path, traffic, frames."""

@@ -1,0 +1,90 @@
+"""``hwsim validate``: predicted against measured on this machine's CPU (onnxruntime)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from hwsim.host.errors import MeasureError, ValidateError
+
+__all__ = ["INPUT_ERRORS", "add_parser", "main"]
+
+INPUT_ERRORS: tuple[type[BaseException], ...] = (ValidateError, MeasureError)
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("validate", help="run MODEL with onnxruntime here and compare with the CHIP's CPU prediction")
+    p.add_argument("chip", help="chip YAML (e.g. one written by `hwsim fingerprint`) or bundled chip name")
+    p.add_argument("models", nargs="+", metavar="MODEL", help="ONNX model file(s); weightless files get random weights")
+    p.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads = CPU cores predicted (default 1)")
+    p.add_argument("--opt", choices=["all", "extended", "basic", "disable"], default="all",
+                   help="onnxruntime graph optimization level (default: all, onnxruntime's default)")  # fmt: skip
+    p.add_argument("--runs", type=int, default=20, help="timed runs per model, at least 10 (default 20)")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="measure every model this many times, interleaved; the best round counts (default 1)")  # fmt: skip
+    p.add_argument(
+        "--input-shape", action="append", default=[], metavar="NAME=D1xD2x...",
+        help="pin a graph input's shape (repeatable)",
+    )  # fmt: skip
+    p.add_argument("--calibrate", action="store_true", help="fit efficiencies and overhead and write a calibration file")
+    p.add_argument("--raw-times", action="store_true",
+                   help="do not put measurements on the fingerprint's clock (see `speed` in the output)")
+    p.add_argument("--calibration-out", type=Path, help="calibration file (default: <chip>_calibration.yaml beside the chip)")
+    p.add_argument("--results", type=Path, default=Path("reports/validations.jsonl"),
+                   help="append one JSON record per model here (default: reports/validations.jsonl)")  # fmt: skip
+    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+
+def main(args: argparse.Namespace) -> int:
+    from chips.schema import load_chip
+    from graph_ir.onnx_import import parse_input_shape
+    from hwsim.host.calibration import apply, fit, write_calibration
+    from hwsim.host.fingerprint import reference_gflops
+    from hwsim.host.validate import (
+        append_record,
+        cpu_chip,
+        format_validation,
+        merge_rounds,
+        record,
+        repredict,
+        validate_model,
+    )
+
+    if args.runs < 10:
+        raise ValidateError(f"--runs {args.runs}: at least 10 timed runs are needed for a median and a spread")
+    if args.rounds < 1:
+        raise ValidateError(f"--rounds {args.rounds}: must be at least 1")
+    shapes = dict(parse_input_shape(s) for s in args.input_shape)
+    chip = load_chip(args.chip)
+    unit = cpu_chip(chip, args.threads).units[0].name
+    for m in args.models:
+        if not Path(m).is_file():
+            raise ValidateError(f"{m}: file not found")
+    chip_path = Path(args.chip) if Path(args.chip).is_file() else None
+    reference = None if args.raw_times or chip_path is None else reference_gflops(chip_path)
+    rounds: list[list[Any]] = [[] for _ in args.models]
+    for _ in range(args.rounds):  # interleaved: a burst of other load hits one round of many models
+        for i, m in enumerate(args.models):
+            rounds[i].append(validate_model(chip, m, args.threads, args.opt, args.runs, shapes=shapes or None,
+                                            reference=reference))  # fmt: skip
+    vs = [merge_rounds(r) for r in rounds]
+    for v, m in zip(vs, args.models, strict=True):
+        append_record(args.results, record(v, m, chip, chip_path))
+    print(f"{chip.name} CPU {unit}, {args.threads} thread(s), onnxruntime optimizations '{args.opt}'")
+    if reference is not None and args.threads == 1:
+        speeds = [x for v in vs for x in v.speeds]
+        print(f"measured times are on the fingerprint's clock: this host ran at x{min(speeds):.3f}..x{max(speeds):.3f} "
+              f"of its fingerprinted fp32 MatMul rate ({reference[0]:.1f} GFLOP/s); --raw-times to turn off")  # fmt: skip
+    print(format_validation(vs))
+    if args.calibrate:
+        f = fit(vs, unit)
+        default = (chip_path.parent if chip_path else Path(".")) / f"{chip.name}_calibration.yaml"
+        out = args.calibration_out or default
+        write_calibration(f, chip.name, out)
+        after = [repredict(v, apply(chip, f), m, shapes or None) for v, m in zip(vs, args.models, strict=True)]
+        print(f"\nafter calibration (fit on these models; op_overhead_ns {f.op_overhead_ns:.0f}):")
+        print(format_validation(after))
+        print(f"\nwrote {out}; the chip YAML includes it with:  calibration: {out.name if chip_path and out.parent.resolve() == chip_path.parent.resolve() else out}")
+    print(f"recorded {len(vs)} validation(s) in {args.results}")
+    return 0

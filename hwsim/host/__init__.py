@@ -1,0 +1,1 @@
+"""The host machine: fingerprint, measurement with onnxruntime, validate, calibration."""

@@ -1,0 +1,193 @@
+"""Fit a chip's CPU efficiencies and per-op overhead to measured per-node profiles, and write
+them as a calibration file a chip YAML includes with ``calibration: FILE``.
+
+What is fit, on what:
+
+- ``op_overhead_ns``: the median kernel time of the dispatch-bound kernels (roofline under
+  2 % of the kernel time and kernel under 20 µs), pooled over all the models given. The
+  NCHWc reorders ``validate`` predicts are fit like any op type (``ReorderInput``,
+  ``ReorderOutput``), and so is the ``QuickGelu`` kernel SiLU runs as; other kernels
+  onnxruntime inserts (reshapes around Gemm, fused Gelu) are not fit: their time is reported
+  by ``validate`` and left as error. (The gap between a timed run and the sum of its profiled
+  kernels is not used either: on a shared machine it is mostly noise.) Give it validations
+  merged over rounds (:func:`~hwsim.host.validate.merge_rounds`): every figure is then the best
+  round's low quantile.
+- ``efficiency[op_type]``: the calibration basis (:func:`cost_models.cpu.calibration_basis_ns`)
+  over measured time less the overhead and less the weight-stream stall the model adds
+  unscaled (:func:`cost_models.cpu.weight_stream_ns`), as the ratio of totals over that op type's typical
+  kernels (:func:`typical_ratio`). A
+  kernel whose physical memory roof (the bandwidth of the level its data sits in, DRAM for
+  weights) already takes its measured time is explained without an efficiency and left out
+  (unless every kernel of the type is): a batch-1 Gemm streaming 2 MB of weights says nothing
+  about the core rate of a 1 ms GEMM. And when some conv/matmul kernels of a type are core-bound by the
+  roofline itself (memory roof under the core-bound basis), only those are fit: otherwise a
+  GEMV whose measured time lands just above its memory roof (noise, or the clock
+  normalization) votes with a ratio of 0.04 and, with the median-based trimming, can drag a
+  type fitted on two GEMMs and three GEMVs to 0.3. Capped at 1 by the chip schema; an op type that still runs
+  faster than its basis is reported (the fingerprint's peak or bandwidth is too low for it).
+
+Fused nodes are not fit (their kernel time belongs to the node they are fused into).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import yaml
+
+from chips.schema import Chip, chip_from_dict
+from hwsim.host.validate import Validation
+
+__all__ = ["CalibrationFit", "apply", "fit", "timed_over_profiled", "typical_ratio", "write_calibration"]
+
+#: A kernel counts as dispatch-bound when its roofline is under this fraction of its time...
+TINY_ROOF_FRACTION = 0.02
+#: ...and it takes less than this many nanoseconds.
+TINY_KERNEL_NS = 20_000.0
+#: Categories whose kernels are fit on the ones the roofline makes core-bound, when a type has
+#: any (a GEMV among GEMMs says nothing about the core's rate). Not elementwise and other
+#: streaming types: there "core-bound" only means a kernel so small that the small-kernel
+#: factor dominates, the noisiest of all.
+GEMM_CATEGORIES = frozenset(("conv", "matmul"))
+#: Efficiencies below this are clipped (an op type this slow is a missing kernel, not a factor).
+MIN_EFFICIENCY = 0.002
+
+
+@dataclass(frozen=True, slots=True)
+class CalibrationFit:
+    """Fitted values for one CPU unit and what they were fit on."""
+
+    unit: str
+    op_overhead_ns: float
+    efficiency: dict[str, float]
+    kernels: dict[str, int]
+    faster_than_roofline: tuple[str, ...]
+    models: tuple[str, ...]
+
+
+#: Kernels whose ratio is more than this factor away from their type's median are outliers.
+OUTLIER_FACTOR = 3.0
+
+
+def typical_ratio(ratios: Sequence[float], own_ns: Sequence[float] | None = None) -> float:
+    """Time-weighted efficiency of an op type's typical kernels.
+
+    The ratio of totals (sum of basis times over sum of measured times) over the kernels whose
+    ratio lies within :data:`OUTLIER_FACTOR` of the median: weighted by time, so that the
+    long kernels that make up a model's latency set it (a plain median of per-kernel ratios
+    under-predicted every calibration model by 8-12 %, because the big convs of a network
+    run further from the peak than its many small ones), and trimmed, so that one odd kernel
+    (yolov8n's Softmax over a 16-wide axis, 0.3 GB/s) does not set it for the others.
+
+    >>> typical_ratio([0.5, 0.5, 0.01], [100.0, 300.0, 5000.0])  # the 0.01 kernel is an outlier
+    0.5
+    >>> round(typical_ratio([0.9, 0.6], [100.0, 300.0]), 4)  # (90 + 180) / 400
+    0.675
+    """
+    if not own_ns:
+        return statistics.median(ratios)
+    mid = statistics.median(ratios)
+    keep = [(r, w) for r, w in zip(ratios, own_ns, strict=True) if mid / OUTLIER_FACTOR <= r <= mid * OUTLIER_FACTOR]
+    return sum(r * w for r, w in keep) / sum(w for _, w in keep)
+
+
+def timed_over_profiled(v: Validation) -> float:
+    """How much longer the timed runs took than the profiled kernels add up to.
+
+    A model's latency is what calibration must reproduce, but the profiler only sees kernels:
+    the timed runs (each a 25th percentile, best round) take 6-16 % longer than the per-node
+    25th percentiles add up to on this project's CI machine (the sum of per-node low quantiles
+    is below the low quantile of the sum, and the executor spends time between kernels). Fit
+    on kernel times scaled by this factor, so that the fitted efficiencies reproduce the timed
+    latency of the calibration models rather than the sum of their profiles. 1 when either
+    figure is missing.
+    """
+    if v.profiled_total_ns <= 0 or v.measured_ns <= 0:
+        return 1.0
+    return v.measured_ns / v.profiled_total_ns
+
+
+def fit(validations: Sequence[Validation], unit: str) -> CalibrationFit:
+    """Fit overhead and per-op-type efficiencies to the kernels of ``validations``.
+
+    Raises
+    ------
+    ValueError
+        When there is nothing to fit (no kernel measured).
+    """
+    kernels = [
+        replace(n, measured_ns=n.measured_ns * timed_over_profiled(v))
+        for v in validations
+        for n in v.nodes
+        if not n.fused and n.measured_ns > 0
+    ]
+    if not kernels:
+        raise ValueError("calibration: no measured kernels to fit")
+    tiny = [n.measured_ns - n.roof_ns for n in kernels
+            if n.roof_ns < TINY_ROOF_FRACTION * n.measured_ns and n.measured_ns < TINY_KERNEL_NS]  # fmt: skip
+    kernel_overhead = statistics.median(tiny) if tiny else 0.0
+    overhead = kernel_overhead
+    # per op type, three tiers of (ratio, own time): kernels the roofline itself makes
+    # core-bound; kernels whose measured time the memory roof does not explain; all of them.
+    # An op type is fit on its first non-empty tier.
+    tiers: dict[str, tuple[list[tuple[float, float]], ...]] = {}
+    for n in kernels:
+        if n.roof_ns <= 0:
+            continue  # views: overhead only
+        own = max(n.measured_ns - overhead - n.stall_ns, 0.05 * n.measured_ns)
+        core, unexplained, every = tiers.setdefault(n.op_type, ([], [], []))
+        point = (n.roof_ns / own, own)
+        every.append(point)
+        if n.memory_ns < own:
+            unexplained.append(point)
+            if n.category in GEMM_CATEGORIES and n.memory_ns < n.roof_ns:
+                core.append(point)
+    ratios: dict[str, list[float]] = {}
+    weights: dict[str, list[float]] = {}  # each kernel's own time (ns), parallel to ratios
+    for t, tier in tiers.items():
+        chosen = next(x for x in tier if x)
+        ratios[t], weights[t] = [r for r, _ in chosen], [w for _, w in chosen]
+    count = {t: len(r) for t, r in ratios.items()}
+    eff: dict[str, float] = {}
+    faster: list[str] = []
+    for t in sorted(ratios):
+        e = typical_ratio(ratios[t], weights.get(t))
+        if e > 1.0:
+            faster.append(t)
+        eff[t] = round(min(1.0, max(MIN_EFFICIENCY, e)), 4)
+    return CalibrationFit(unit, round(overhead, 1), eff, count, tuple(faster), tuple(v.model for v in validations))
+
+
+def apply(chip: Chip, fit_: CalibrationFit) -> Chip:
+    """``chip`` with the fitted values merged into its unit (as loading the file would)."""
+    data = chip.model_dump()
+    for u in data["units"]:
+        if u["name"] == fit_.unit:
+            u["efficiency"] = {**u["efficiency"], **fit_.efficiency}
+            u["op_overhead_ns"] = fit_.op_overhead_ns
+    return chip_from_dict(data, source=f"{chip.name} (calibrated)")
+
+
+def write_calibration(fit_: CalibrationFit, chip_name: str, out: Path) -> None:
+    """Write the calibration YAML atomically (validated against the schema first)."""
+    from chips.schema import Calibration
+
+    data = {"chip": chip_name,
+            "units": {fit_.unit: {"op_overhead_ns": fit_.op_overhead_ns, "efficiency": fit_.efficiency}}}  # fmt: skip
+    Calibration.model_validate(data)
+    head = [
+        f"# Written by `hwsim validate --calibrate` on {_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds')}",
+        f"# fit on {len(fit_.models)} models: {', '.join(fit_.models)}",
+        "# kernels per op type: " + ", ".join(f"{t} {n}" for t, n in sorted(fit_.kernels.items())),
+    ]
+    if fit_.faster_than_roofline:
+        head.append("# faster than their roofline (capped at 1): " + ", ".join(fit_.faster_than_roofline))
+    head.append(f"# include it from the chip YAML with:  calibration: {out.name}")
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text("\n".join(head) + "\n" + yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    os.replace(tmp, out)

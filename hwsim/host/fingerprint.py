@@ -1,0 +1,437 @@
+"""Measure the CPU of the machine this runs on and describe it as a hwsim chip.
+
+What is measured (each figure a median of repeated runs, with its spread):
+
+- matmul GFLOP/s per dtype with onnxruntime's MLAS kernels (``MatMul`` fp32/fp16,
+  ``MatMulInteger`` int8), one thread and ``threads`` threads, and the scaling over 1..threads;
+- STREAM-like copy and triad bandwidth (numpy) on arrays well beyond the caches reached;
+- a working-set sweep (a numpy reduction over a cache-resident buffer, 16 KiB up) whose bandwidth steps give each cache
+  level's capacity and bandwidth;
+- pointer-chase latency (a dependent walk over a random cycle) at growing working sets,
+  reported over the walk's own cost at an L1-sized set (Python's loop overhead cancels).
+
+A figure that cannot be measured (onnxruntime lacks the kernel, a step is not found, the
+timer is too coarse) is left out and the reason recorded; nothing is made up. Cache
+capacities the sweep cannot resolve fall back to what the OS reports (``/sys``), and the file
+says so.
+"""
+
+from __future__ import annotations
+
+import array
+import datetime as _dt
+import json
+import math
+import os
+import platform
+import statistics
+import time
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from hwsim.host.measure import MeasureError, make_session, time_call
+
+__all__ = ["FINGERPRINT_EFFICIENCY", "Fingerprint", "chip_data", "chip_yaml", "measure_host", "probe_gflops",
+           "read_fingerprint", "reference_gflops", "write_chip"]
+
+KIB = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Fingerprint:
+    """Measured figures of one host CPU; absent figures are ``None`` with a reason in ``notes``."""
+
+    cpu_model: str
+    clock_mhz: float
+    threads: int
+    date: str
+    versions: dict[str, str]
+    matmul_gflops_1t: dict[str, float]
+    matmul_gflops_nt: dict[str, float]
+    matmul_spread: dict[str, float]
+    scaling: dict[int, float]
+    copy_gbps: float | None
+    triad_gbps: float | None
+    stream_bytes: int
+    sweep: list[tuple[int, float]]
+    caches: list[dict[str, float | str]]
+    chase_ns: list[tuple[int, float]]
+    dram_latency_ns: float | None
+    notes: list[str] = field(default_factory=list)
+    #: Extra time per byte of GEMM weights coming from DRAM rather than cache, as a rate
+    #: (``weight_stream_gbps`` of the chip), and the two per-MatMul times it comes from (ms).
+    weight_stream_gbps: float | None = None
+    weight_stream_ms: dict[str, float] = field(default_factory=dict)
+    #: Size of the square MatMul the GFLOP/s figures were measured on (:func:`probe_gflops`).
+    matmul_n: int = 768
+
+
+def _cpu_model() -> tuple[str, float | None]:
+    model, mhz = platform.processor() or platform.machine(), None
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            key, _, val = line.partition(":")
+            if key.strip() == "model name" and model in ("", platform.machine(), platform.processor()):
+                model = val.strip()
+            if key.strip() == "cpu MHz" and mhz is None:
+                mhz = float(val)
+    except OSError:
+        pass
+    return model, mhz
+
+
+def _os_caches() -> dict[int, float]:
+    """Data/unified cache sizes per level in KiB as the OS reports them (empty if unavailable)."""
+    out: dict[int, float] = {}
+    base = Path("/sys/devices/system/cpu/cpu0/cache")
+    for idx in sorted(base.glob("index*")):
+        try:
+            if (idx / "type").read_text().strip() == "Instruction":
+                continue
+            level = int((idx / "level").read_text())
+            size = (idx / "size").read_text().strip()
+        except (OSError, ValueError):
+            continue
+        mult = {"K": 1, "M": 1024, "G": 1024 * 1024}.get(size[-1:], 1 / 1024)
+        out[level] = float(size.rstrip("KMG")) * mult
+    return out
+
+
+def _matmul_model(n: int, dtype: str) -> onnx.ModelProto:
+    rng = np.random.default_rng(0)
+    if dtype == "int8":
+        b = numpy_helper.from_array(rng.integers(-100, 100, (n, n)).astype(np.int8), "B")
+        node = helper.make_node("MatMulInteger", ["A", "B"], ["Y"])
+        a_t, y_t = TensorProto.UINT8, TensorProto.INT32
+    else:
+        np_t = np.float16 if dtype == "fp16" else np.float32
+        b = numpy_helper.from_array(rng.standard_normal((n, n)).astype(np_t), "B")
+        node = helper.make_node("MatMul", ["A", "B"], ["Y"])
+        a_t = y_t = TensorProto.FLOAT16 if dtype == "fp16" else TensorProto.FLOAT
+    g = helper.make_graph(
+        [node], "mm", [helper.make_tensor_value_info("A", a_t, [n, n])],
+        [helper.make_tensor_value_info("Y", y_t, [n, n])], [b],
+    )  # fmt: skip
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def _matmul_gflops(n: int, dtype: str, threads: int, min_s: float) -> tuple[float, float]:
+    sess = make_session(_matmul_model(n, dtype), threads, "all")
+    a = (np.random.default_rng(1).integers(0, 200, (n, n)).astype(np.uint8) if dtype == "int8"
+         else np.ones((n, n), np.float16 if dtype == "fp16" else np.float32))  # fmt: skip
+    t = time_call(lambda: sess.run(None, {"A": a}), runs=5, warmup=2, min_total_s=min_s)
+    # best of the runs: on a shared machine the fastest run is the one least disturbed
+    return 2.0 * n**3 / t.min_ns, t.spread
+
+
+def probe_gflops(n: int = 768, threads: int = 1, min_s: float = 0.2) -> float:
+    """The machine's fp32 MatMul rate right now, measured exactly as the fingerprint's
+    ``matmul_gflops_1t`` was (same ``n``, best of the runs): their ratio is how much faster or
+    slower the host runs than when it was fingerprinted (turbo, other tenants of the physical
+    host), which :func:`hwsim.host.validate.validate_model` uses to put measurements back on the
+    fingerprint's clock."""
+    return _matmul_gflops(n, "fp32", threads, min_s)[0]
+
+
+def _copy_gbps(nbytes: int, min_s: float) -> float:
+    src = np.ones(max(nbytes // 8, 1), np.float64)
+    dst = np.empty_like(src)
+    reps = max(1, int(4 * 1024 * 1024 // max(nbytes, 1)))
+
+    def f() -> None:
+        for _ in range(reps):
+            np.copyto(dst, src)
+
+    t = time_call(f, runs=5, warmup=1, min_total_s=min_s)
+    return 2.0 * src.nbytes * reps / t.median_ns
+
+
+def _triad_gbps(nbytes: int, min_s: float) -> float:
+    n = nbytes // 8
+    a, b, c = np.empty(n), np.ones(n), np.ones(n)
+
+    def f() -> None:  # a = b + 3 c in two passes (numpy has no fused triad): 5 n*8 bytes move
+        np.multiply(c, 3.0, out=a)
+        np.add(a, b, out=a)
+
+    t = time_call(f, runs=5, warmup=1, min_total_s=min_s)
+    return 5.0 * n * 8 / t.median_ns
+
+
+#: The GEMM the weight stream is measured on: rows x K x N, BERT-base's FFN in at batch x sequence 128.
+WEIGHT_STREAM_SHAPE = (128, 768, 3072)
+
+
+def _parallel_matmuls(m: int, k: int, n: int, copies: int, distinct: bool) -> onnx.ModelProto:
+    """``copies`` MatMuls of one input by ``k x n`` fp32 weights: each its own weight
+    (``distinct``) or all the same one."""
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((k, n)).astype(np.float32) * 0.01, f"W{i}")
+             for i in range(copies if distinct else 1)]  # fmt: skip
+    nodes = [helper.make_node("MatMul", ["A", f"W{i if distinct else 0}"], [f"Y{i}"]) for i in range(copies)]
+    outs = [helper.make_tensor_value_info(f"Y{i}", TensorProto.FLOAT, [m, n]) for i in range(copies)]
+    g = helper.make_graph(nodes, "ws", [helper.make_tensor_value_info("A", TensorProto.FLOAT, [m, k])], outs, inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def _weight_stream(llc_bytes: float, min_s: float, quick: bool) -> tuple[float | None, dict[str, float], str | None]:
+    """How much longer a MatMul takes when its weights come from DRAM instead of cache.
+
+    The same MatMul (:data:`WEIGHT_STREAM_SHAPE`) runs many times per call: once over
+    distinct weights that together are 4x the last-level cache (every weight comes from
+    DRAM), once over one weight (it stays in cache). The extra time per MatMul, as weight
+    bytes over seconds, is the rate the kernel streams weights at *on top of* its compute.
+    Per-MatMul times are the low quantile of each call. Returns (rate or None, times in ms,
+    the reason when None).
+    """
+    m, k, n = (32, 256, 1024) if quick else WEIGHT_STREAM_SHAPE
+    w_bytes = k * n * 4
+    copies = max(4, math.ceil(4 * llc_bytes / w_bytes))
+    a = np.ones((m, k), np.float32)
+    per: dict[str, float] = {}
+    for label, distinct in (("dram", True), ("cache", False)):
+        sess = make_session(_parallel_matmuls(m, k, n, copies, distinct), 1, "all")
+        t = time_call(partial(sess.run, None, {"A": a}), runs=10, warmup=2, min_total_s=min_s)
+        per[label] = t.low_ns / copies / 1e6
+    extra_ms = per["dram"] - per["cache"]
+    if extra_ms <= 0.02 * per["cache"]:
+        return None, per, (f"weight stream: a MatMul took {per['dram']:.3f} ms with its weights in DRAM and "
+                           f"{per['cache']:.3f} ms in cache, no stall to measure; left out")  # fmt: skip
+    return w_bytes / (extra_ms * 1e6), per, None
+
+
+def _chase_ns(nbytes: int, hops: int, seed: int) -> float:
+    n = max(nbytes // 8, 2)
+    perm = np.random.default_rng(seed).permutation(n)
+    nxt = np.empty(n, np.int64)
+    nxt[perm] = np.roll(perm, -1)  # one cycle through every slot in random order
+    walk = array.array("q", nxt.tobytes())
+    i = 0
+    t0 = time.perf_counter_ns()
+    for _ in range(hops):
+        i = walk[i]
+    return (time.perf_counter_ns() - t0) / hops
+
+
+def _sweep_gbps(nbytes: int, min_s: float) -> float:
+    """Load+store bandwidth with a working set of ``nbytes``: one numpy call adds the same
+    ``nbytes / 2`` source into an accumulator of equal size many times (a stride-0 view), so
+    the per-call overhead is spread over >= 32 MiB of traffic. Best of the runs."""
+    n = max(nbytes // 16, 1)
+    src, acc = np.ones(n), np.zeros(n)
+    reps = max(1, (32 << 20) // (n * 8))
+    view = np.broadcast_to(src, (reps, n))
+    t = time_call(lambda: np.sum(view, axis=0, out=acc), runs=5, warmup=1, min_total_s=min_s)
+    return 3.0 * reps * n * 8 / t.min_ns
+
+
+def _levels(sweep: list[tuple[int, float]], drop: float = 0.7) -> list[tuple[int, float]]:
+    """(capacity bytes, bandwidth) per cache level from a working-set sweep.
+
+    A plateau ends where the bandwidth falls below ``drop`` times its median; one-point
+    plateaus are transitions between levels and are skipped. The last plateau is memory (or a
+    level larger than the sweep) and is not returned.
+
+    >>> _levels([(1, 100.0), (2, 98.0), (4, 50.0), (8, 49.0), (16, 30.0), (32, 10.0), (64, 10.0)])
+    [(2, 99.0), (8, 49.5)]
+    """
+    levels: list[tuple[int, float]] = []
+    plateau: list[tuple[int, float]] = []
+    for size, bw in sweep:
+        if plateau and bw < drop * statistics.median(b for _, b in plateau):
+            if len(plateau) > 1:
+                levels.append((plateau[-1][0], statistics.median(b for _, b in plateau)))
+            plateau = []
+        plateau.append((size, bw))
+    return levels
+
+
+def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint:
+    """Measure this machine (``quick``: small sizes, seconds; for tests and smoke runs)."""
+    import onnxruntime as ort
+
+    threads = threads or os.cpu_count() or 1
+    model, mhz = _cpu_model()
+    notes: list[str] = []
+    if mhz is None:
+        raise MeasureError("cannot read the CPU clock from /proc/cpuinfo; flops_per_cycle needs it")
+    min_s = 0.05 if quick else 0.5
+    n = 128 if quick else 768
+    g1: dict[str, float] = {}
+    gn: dict[str, float] = {}
+    spread: dict[str, float] = {}
+    for dtype in ("fp32", "fp16", "int8"):
+        try:
+            g1[dtype], spread[dtype] = _matmul_gflops(n, dtype, 1, min_s)
+            if threads > 1:
+                gn[dtype], _ = _matmul_gflops(n, dtype, threads, min_s)
+        except MeasureError as exc:
+            notes.append(f"matmul {dtype}: not measured ({exc})")
+    scaling = {t: _matmul_gflops(n, "fp32", t, min_s)[0] for t in range(1, threads + 1)} if "fp32" in g1 else {}
+
+    stream = (16 if quick else 256) * 1024 * KIB
+    copy_bw: float | None = _copy_gbps(stream, min_s)
+    triad_bw: float | None = _triad_gbps(stream, min_s)
+    top = (8 if quick else 128) * 1024 * KIB
+    sizes = []
+    s = 16 * KIB
+    while s <= top:
+        sizes.append(s)
+        s = s * 3 // 2 if len(sizes) % 2 else s * 4 // 3
+    sweep = [(sz, _sweep_gbps(sz, min_s / 5)) for sz in sizes]
+    found = _levels(sweep)
+    os_caches = _os_caches()
+    caches: list[dict[str, float | str]] = []
+    for i, (cap, bw) in enumerate(found[:3], start=1):
+        caches.append({"level": i, "kib": cap / KIB, "bandwidth_gbps": bw, "source": "sweep"})
+    for level in range(len(caches) + 1, 4):
+        if level in os_caches:
+            plateau = [bw for sz, bw in sweep if sz <= os_caches[level] * KIB]
+            caches.append({"level": level, "kib": os_caches[level],
+                           "bandwidth_gbps": statistics.median(plateau[-3:]) if plateau else float("nan"),
+                           "source": "os (the sweep found no step)"})  # fmt: skip
+            notes.append(f"L{level} capacity from /sys: the sweep up to {top // KIB} KiB showed no step")
+
+    hops = 20_000 if quick else 2_000_000
+    chase_sizes = [32 * KIB, 1024 * KIB, (16 if quick else 256) * 1024 * KIB]
+    base = min(_chase_ns(chase_sizes[0], hops, s) for s in range(3))
+    chase = [(sz, _chase_ns(sz, hops, 0) - base) for sz in chase_sizes]
+    dram_latency = chase[-1][1]
+    if dram_latency <= 1.0:
+        notes.append("pointer-chase latency not resolved above the loop's own cost; left out")
+        dram_latency_f: float | None = None
+    else:
+        dram_latency_f = dram_latency
+        l3 = os_caches.get(3, 0.0) * KIB
+        if chase[-1][0] <= l3:
+            notes.append(f"largest chase set {chase[-1][0] // KIB // 1024} MiB is within the OS-reported L3; "
+                         "latency may be an L3 latency")  # fmt: skip
+    llc = float(caches[-1]["kib"]) * KIB if caches else 32.0 * 1024 * KIB
+    stream_gbps, stream_ms, why = _weight_stream(llc, min_s, quick)
+    if why:
+        notes.append(why)
+    versions = {"onnxruntime": ort.__version__, "numpy": np.__version__, "onnx": onnx.__version__,
+                "python": platform.python_version()}  # fmt: skip
+    return Fingerprint(
+        cpu_model=model, clock_mhz=mhz, threads=threads,
+        date=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), versions=versions,
+        matmul_gflops_1t=g1, matmul_gflops_nt=gn, matmul_spread=spread, scaling=scaling,
+        copy_gbps=copy_bw, triad_gbps=triad_bw, stream_bytes=stream, sweep=sweep, caches=caches,
+        chase_ns=chase, dram_latency_ns=dram_latency_f, notes=notes,
+        weight_stream_gbps=stream_gbps, weight_stream_ms=stream_ms, matmul_n=n,
+    )  # fmt: skip
+
+
+#: Efficiencies a fingerprinted CPU starts with (before calibration). ``flops_per_cycle`` is the
+#: achieved single-thread onnxruntime MatMul peak, not a spec sheet, so a large MatMul or Gemm
+#: reaches 1 of it by definition, and a large Conv too: MLAS runs convolutions (NCHWc direct or
+#: im2col + SGEMM) on the same FMA micro-kernel. Small and depthwise kernels lose what
+#: :func:`cost_models.cpu.shape_factor` says; other op types keep the CPU model's category
+#: defaults (memory-bound on this peak in any case).
+FINGERPRINT_EFFICIENCY = {"Conv": 1.0, "ConvTranspose": 1.0, "Gemm": 1.0, "MatMul": 1.0}
+
+
+def chip_data(fp: Fingerprint, name: str = "host") -> dict[str, Any]:
+    """The chip description (plain data) of a fingerprint: one CPU unit in one DRAM domain."""
+    ghz = fp.clock_mhz / 1000
+    unit: dict[str, Any] = {
+        "name": "cpu", "kind": "cpu", "domain": "cpu", "cores": fp.threads, "clock_mhz": round(fp.clock_mhz, 1),
+        "flops_per_cycle": {d: round(g / ghz, 3) for d, g in fp.matmul_gflops_1t.items()},
+    }  # fmt: skip
+    for c in fp.caches:
+        lvl = int(c["level"])
+        unit[f"l{lvl}_kib"] = round(float(c["kib"]), 1)
+        bw = float(c["bandwidth_gbps"])
+        if not math.isnan(bw):
+            unit[f"l{lvl}_bandwidth_gbps"] = round(bw, 2)
+    if fp.weight_stream_gbps:
+        unit["weight_stream_gbps"] = round(fp.weight_stream_gbps, 2)
+    unit["op_overhead_ns"] = 2000.0  # ORT dispatch per op; `hwsim validate --calibrate` refits it
+    unit["efficiency"] = dict(FINGERPRINT_EFFICIENCY)
+    dram: dict[str, Any] = {"bandwidth_gbps": round(fp.triad_gbps or fp.copy_gbps or 1.0, 2),
+                            "latency_ns": round(fp.dram_latency_ns or 0.0, 1)}  # fmt: skip
+    return {
+        "name": name,
+        "description": f"{fp.cpu_model}, measured by hwsim fingerprint {fp.date}",
+        "dram": dram, "domains": [{"name": "cpu", "kind": "dram"}], "host_domain": "cpu",
+        "units": [unit], "default_affinity": ["cpu"],
+    }  # fmt: skip
+
+
+def chip_yaml(fp: Fingerprint, name: str = "host") -> str:
+    """Chip YAML text; the measurements ride along as comments and one ``# fingerprint-json:`` line."""
+    import yaml
+
+    lines = [
+        f"# Measured by `hwsim fingerprint` on {fp.date}: {fp.cpu_model}, {fp.clock_mhz:.0f} MHz, {fp.threads} threads",
+        "# " + ", ".join(f"{k} {v}" for k, v in fp.versions.items()),
+        ("# flops_per_cycle = best single-thread onnxruntime MatMul GFLOP/s / clock (an achieved peak, not a spec "
+        "sheet); +- is the spread of the runs"),
+    ]
+    for d, g in fp.matmul_gflops_1t.items():
+        multi = f", {fp.matmul_gflops_nt[d]:.1f} GFLOP/s on {fp.threads} threads" if d in fp.matmul_gflops_nt else ""
+        lines.append(f"#   matmul {d}: {g:.1f} GFLOP/s on 1 thread (+-{fp.matmul_spread[d]:.0%}){multi}")
+    if fp.scaling:
+        lines.append("#   fp32 scaling: " + ", ".join(f"{t}T {g:.1f}" for t, g in fp.scaling.items()))
+    lines.append(f"#   stream ({fp.stream_bytes // KIB // 1024} MiB arrays): copy {fp.copy_gbps:.1f} GB/s, "
+                 f"triad {fp.triad_gbps:.1f} GB/s")  # fmt: skip
+    for c in fp.caches:
+        lines.append(f"#   L{c['level']}: {float(c['kib']):.0f} KiB at {float(c['bandwidth_gbps']):.1f} GB/s ({c['source']})")
+    if fp.weight_stream_gbps:
+        lines.append(f"#   weight stream: a {'x'.join(map(str, WEIGHT_STREAM_SHAPE))} fp32 MatMul takes {fp.weight_stream_ms['dram']:.3f} ms with its "
+                     f"weights from DRAM, {fp.weight_stream_ms['cache']:.3f} ms from cache: "
+                     f"{fp.weight_stream_gbps:.1f} GB/s on top of the compute")  # fmt: skip
+    lines.append("#   pointer chase over an L1-sized walk: " + ", ".join(
+        f"{sz // KIB} KiB +{ns:.1f} ns" for sz, ns in fp.chase_ns))  # fmt: skip
+    for n in fp.notes:
+        lines.append(f"#   note: {n}")
+    record = {k: getattr(fp, k) for k in Fingerprint.__slots__}  # type: ignore[attr-defined]
+    lines.append("# fingerprint-json: " + json.dumps(record, default=str))
+    return "\n".join(lines) + "\n" + yaml.safe_dump(chip_data(fp, name), sort_keys=False)
+
+
+def write_chip(fp: Fingerprint, out: Path, name: str = "host") -> None:
+    """Write the chip YAML atomically (validated first: nothing half-written)."""
+    import yaml
+
+    from chips.schema import chip_from_dict
+
+    text = chip_yaml(fp, name)
+    chip_from_dict(yaml.safe_load(text), source=str(out))
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, out)
+
+
+def read_fingerprint(path: Path) -> dict[str, Any] | None:
+    """The ``# fingerprint-json:`` record of a chip file written by :func:`write_chip`, if any."""
+    try:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.startswith("# fingerprint-json: "):
+                data: dict[str, Any] = json.loads(line.removeprefix("# fingerprint-json: "))
+                return data
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def reference_gflops(path: Path) -> tuple[float, int] | None:
+    """(fp32 one-thread MatMul GFLOP/s, its MatMul size) recorded in a fingerprinted chip
+    file, or None for a chip file without a fingerprint record."""
+    fp = read_fingerprint(path)
+    if not fp:
+        return None
+    rates = fp.get("matmul_gflops_1t")
+    g, n = rates.get("fp32") if isinstance(rates, dict) else None, fp.get("matmul_n", 768)
+    if g is None:
+        return None
+    if not isinstance(g, (int, float)) or g <= 0 or not isinstance(n, int) or n <= 0:
+        raise MeasureError(f"{path}: fingerprint-json: matmul_gflops_1t.fp32 must be a positive number and "
+                           f"matmul_n a positive integer (got {g!r}, {n!r})")  # fmt: skip
+    return float(g), n

@@ -1,0 +1,584 @@
+"""Predicted against measured: run a model with onnxruntime on this machine and compare with
+hwsim's CPU prediction, per model, per node and per op type.
+
+The prediction is hwsim's cost model for the chip's CPU unit, restricted to ``threads`` cores,
+at the model's own precision, summed over the nodes the way onnxruntime's sequential executor
+runs them. Which nodes onnxruntime fuses is read from the structure of its optimized graph
+(profiled node names mapped back with :func:`~hwsim.host.measure.attribute_nodes`; no timing enters
+the prediction); how each node is then costed is :func:`predict_nodes` (own kernels, conv/matmul
+epilogues, the ``QuickGelu`` SiLU kernel, views). The NCHWc layout reorders onnxruntime inserts
+are predicted from the graph (:func:`nchwc_reorders`); other inserted kernels are not, and their
+measured time is reported separately. Measurements are low quantiles (see :mod:`hwsim.host.measure`).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from chips.schema import Chip, CpuUnit, chip_from_dict
+from cost_models.base import OpCost
+from cost_models.cpu import calibration_basis_ns, kernel_type
+from cost_models.table import cost_table
+from graph_ir.ir import ModelGraph, Op, Tensor
+from hwsim.host.errors import ValidateError
+from hwsim.host.measure import (
+    Timing,
+    attribute_nodes,
+    load_with_random_weights,
+    make_session,
+    nchwc_block,
+    profile_nodes,
+    random_inputs,
+    time_session,
+)
+
+__all__ = [
+    "NodePrediction",
+    "NodeResult",
+    "OpTypeRow",
+    "ValidateError",
+    "Validation",
+    "append_record",
+    "cpu_chip",
+    "format_validation",
+    "merge_rounds",
+    "nchwc_reorders",
+    "op_type_rows",
+    "predict_nodes",
+    "quick_gelu",
+    "record",
+    "repredict",
+    "validate_model",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeResult:
+    """One node of the model: prediction and measurement in nanoseconds.
+
+    ``fused`` nodes run inside another node's kernel; their ``measured_ns`` is 0 and their
+    prediction has no overhead. ``roof_ns`` is the part of the node's estimate at efficiency 1
+    and no overhead that a calibrated efficiency divides
+    (:func:`cost_models.cpu.calibration_basis_ns`; what calibration compares with);
+    ``memory_ns`` its memory roof at the physical bandwidth of the level its data sits in;
+    ``stall_ns`` the part of the prediction no efficiency scales (a GEMM waiting on weights
+    from DRAM, :func:`cost_models.cpu.weight_stream_ns`).
+    """
+
+    name: str
+    op_type: str
+    fused: bool
+    predicted_ns: float
+    measured_ns: float
+    roof_ns: float
+    memory_ns: float = 0.0
+    stall_ns: float = 0.0
+    #: The op's category (``conv``, ``matmul``, ...) for a node that runs as its own kernel;
+    #: "" for pattern and inserted kernels.
+    category: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Validation:
+    """One model on one chip: whole-model and per-node prediction against measurement.
+
+    ``measured_ns`` is the model's uncontended time: the low quantile of the timed runs
+    (:attr:`~hwsim.host.measure.Timing.low_ns`), and over several rounds (:func:`merge_rounds`) the
+    smallest round's; ``rounds_ns`` keeps each round's figure (the round-to-round noise).
+    """
+
+    model: str
+    chip: str
+    threads: int
+    opt: str
+    measured: Timing
+    nodes: tuple[NodeResult, ...]
+    inserted_ns: float
+    inserted_ops: tuple[str, ...]
+    profiled_total_ns: float
+    measured_ns: float
+    rounds_ns: tuple[float, ...]
+    nchwc_block: int = 0
+    #: The host's speed when measured over its speed when fingerprinted (fp32 MatMul probe,
+    #: :func:`hwsim.host.fingerprint.probe_gflops`); every time above is already multiplied by it,
+    #: i.e. put back on the fingerprint's clock. 1.0: not normalized. One per round.
+    speeds: tuple[float, ...] = (1.0,)
+
+    @property
+    def predicted_ns(self) -> float:
+        return sum(n.predicted_ns for n in self.nodes)
+
+    @property
+    def error(self) -> float:
+        """Signed relative error of the whole-model prediction (+0.10: 10 % too slow)."""
+        return self.predicted_ns / self.measured_ns - 1.0
+
+    @property
+    def round_range(self) -> float:
+        """Half the range of the per-round figures over ``measured_ns`` (0 for one round)."""
+        return (max(self.rounds_ns) - min(self.rounds_ns)) / 2 / self.measured_ns
+
+
+@dataclass(frozen=True, slots=True)
+class OpTypeRow:
+    """Per op type: how many kernels, summed prediction and measurement (ns), median node error."""
+
+    op_type: str
+    nodes: int
+    predicted_ns: float
+    measured_ns: float
+    median_abs_error: float
+
+
+def cpu_chip(chip: Chip, threads: int, unit: str | None = None) -> Chip:
+    """``chip`` reduced to one CPU unit with ``threads`` cores (the first CPU unless ``unit``)."""
+    cpus = [u for u in chip.units if isinstance(u, CpuUnit) and (unit is None or u.name == unit)]
+    if not cpus:
+        want = f"a CPU unit named {unit!r}" if unit else "a CPU unit"
+        raise ValidateError(f"chip {chip.name!r} has no {want} (units: {', '.join(u.name for u in chip.units)})")
+    cpu = cpus[0]
+    if threads < 1:
+        raise ValidateError(f"--threads {threads}: must be at least 1")
+    data = chip.model_dump()
+    u = next(x for x in data["units"] if x["name"] == cpu.name)
+    u["cores"] = threads
+    data["units"] = [u]
+    data["domains"] = [d for d in data["domains"] if d["name"] == cpu.domain]
+    data["host_domain"] = cpu.domain
+    data["links"] = []
+    data["affinity"] = {}
+    data["default_affinity"] = [cpu.name]
+    return chip_from_dict(data, source=f"{chip.name} (CPU {cpu.name}, {threads} threads)")
+
+
+def _roofline_chip(chip: Chip, op_types: Iterable[str]) -> Chip:
+    """The CPU chip with efficiency 1 for every op type and no per-op overhead."""
+    data = chip.model_dump()
+    u = data["units"][0]
+    u["efficiency"] = {t: 1.0 for t in op_types}
+    u["op_overhead_ns"] = 0.0
+    return chip_from_dict(data, source=f"{chip.name} (roofline)")
+
+
+def _time(c: OpCost, threads: int, with_overhead: bool) -> float:
+    roof = max(c.compute_ns, c.memory_ns) / threads
+    return roof + (c.overhead_ns if with_overhead else 0.0)
+
+
+def _basis(op: Op, r: OpCost, threads: int) -> float:
+    return calibration_basis_ns(op, r) / threads
+
+
+@dataclass(frozen=True, slots=True)
+class NodePrediction:
+    """What one node is predicted to cost: the op type of the kernel it runs as (its own, or
+    a pattern kernel such as ``QuickGelu``), the predicted time and the calibration basis
+    (see :class:`NodeResult`), in ns."""
+
+    op_type: str
+    predicted_ns: float
+    roof_ns: float
+    memory_ns: float = 0.0
+    stall_ns: float = 0.0
+    #: The op's category (``conv``, ``matmul``, ...) for a node that runs as its own kernel;
+    #: "" for pattern and inserted kernels.
+    category: str = ""
+
+
+def _producers(graph: ModelGraph) -> dict[str, str]:
+    return {t.name: op.name for op in graph.ops() for t in op.outputs}
+
+
+def quick_gelu(graph: ModelGraph, name: str) -> tuple[Op, str] | None:
+    """``name`` as onnxruntime's QuickGelu kernel if it is ``Mul(x, Sigmoid(x))`` (SiLU).
+
+    Returns the kernel as one op (reads ``x`` once, writes the product; the work of both
+    nodes) and the name of the Sigmoid it absorbs, or None when the pattern does not match.
+    """
+    op = graph.op(name)
+    if op.op_type != "Mul" or len(op.inputs) != 2:
+        return None
+    producer = _producers(graph)
+    for i, t in enumerate(op.inputs):
+        p = producer.get(t.name)
+        if p is None or graph.op(p).op_type != "Sigmoid":
+            continue
+        x = graph.op(p).inputs[0]
+        if op.inputs[1 - i].name == x.name:
+            kernel = Op(op.name, "QuickGelu", "activation", (x,), op.outputs, {}, 0, graph.op(p).flops + op.flops)
+            return kernel, p
+    return None
+
+
+#: Op types onnxruntime's NCHWc transformer runs on blocked tensors when their input is blocked.
+_NCHWC_UNARY = frozenset(("Relu", "Clip", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "BatchNormalization",
+                          "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Resize", "Upsample"))  # fmt: skip
+_NCHWC_BINARY = frozenset(("Add", "Sum", "Mul"))
+#: Channel alignment a conv needs to run blocked (onnxruntime pads the channels up to a block).
+_NCHWC_ALIGN = 4
+
+
+def nchwc_reorders(graph: ModelGraph, block: int) -> list[Op]:
+    """The layout reorders onnxruntime's NCHWc transformer inserts, predicted from the graph.
+
+    A Conv runs blocked (NCHWc, ``block`` channels per block, padded up to whole blocks) when
+    its output channels are a multiple of 4 and it is dense, or depthwise over a multiple of 4
+    channels; a dense one whose input channels are not a multiple of 4 reads the plain tensor
+    directly (the first conv of a CNN).
+    Pools, activations, Resize, same-shape Add/Mul/Sum and channel Concats of whole blocks
+    stay blocked when their inputs are. A plain tensor entering a blocked conv costs one
+    ``ReorderInput``; a blocked tensor read by any other op, or leaving the graph, one
+    ``ReorderOutput`` (once per tensor). Each reorder is an op of category ``data`` (a copy of
+    the tensor) named ``<ReorderInput|ReorderOutput>:<tensor>``. ``block`` 0: none.
+    On the bundled CNNs this finds the reorders onnxruntime's profile shows (yolov8n: 39 of 41).
+    """
+    if block <= 0:
+        return []
+    blocked: set[str] = set()
+    done: set[str] = set()
+    out: list[Op] = []
+
+    def reorder(kind: str, t: Tensor) -> None:
+        if t.name not in done:
+            done.add(t.name)
+            out.append(Op(f"{kind}:{t.name}", kind, "data", (t,), (t,), {}, 0, 0))
+
+    for op in graph.ops():
+        acts = op.activations
+        if op.op_type == "Conv" and acts and len(acts[0].shape) == 4 and op.weights:
+            x, w = acts[0], op.weights[0]
+            cout, cin_g = w.shape[0], w.shape[1]
+            group = op.attrs.get("group", 1)
+            cin = x.shape[1]
+            dense = group == 1
+            depthwise = isinstance(group, int) and group == cin == cout and cin_g == 1
+            if cout % _NCHWC_ALIGN == 0 and (dense or (depthwise and cin % _NCHWC_ALIGN == 0)):
+                if x.name not in blocked and not (dense and cin % _NCHWC_ALIGN):
+                    reorder("ReorderInput", x)
+                blocked.update(t.name for t in op.outputs)
+                continue
+        elif acts and all(t.name in blocked for t in acts):
+            same = len({t.shape for t in acts}) == 1
+            if op.op_type in _NCHWC_UNARY and len(acts) == 1:
+                blocked.update(t.name for t in op.outputs)
+                continue
+            if op.op_type in _NCHWC_BINARY and same:
+                blocked.update(t.name for t in op.outputs)
+                continue
+            if op.op_type == "Concat" and op.attrs.get("axis") in (1, -3) and all(
+                len(t.shape) == 4 and t.shape[1] % block == 0 for t in acts
+            ):
+                blocked.update(t.name for t in op.outputs)
+                continue
+        for t in op.inputs:
+            if t.name in blocked:
+                reorder("ReorderOutput", t)
+    for t in graph.outputs:
+        if t.name in blocked:
+            reorder("ReorderOutput", t)
+    return out
+
+
+def predict_nodes(
+    graph: ModelGraph,
+    chip: Chip,
+    threads: int,
+    fused: set[str],
+    kernels: Mapping[str, str] | None = None,
+    inserted: Sequence[Op] = (),
+) -> dict[str, NodePrediction]:
+    """Per node of ``graph``: its prediction on the one-CPU ``chip`` (see :func:`cpu_chip`).
+
+    ``fused`` are the nodes that run inside another node's kernel; ``kernels`` maps nodes that
+    run as their own kernel to the op type onnxruntime ran (default: their own). The rules:
+
+    - a node that runs as its own kernel costs its full estimate, per-op overhead included;
+      a node that runs as ``QuickGelu`` (``Mul(x, Sigmoid(x))``) is costed as that one kernel
+      (reads ``x`` once, computes both) under the op type ``QuickGelu``, and its Sigmoid costs 0;
+    - a fused node in the epilogue of a conv/matmul kernel (its first input comes, through
+      other fused nodes, from one) costs its compute only: the tile is still in L1;
+    - any other fused node (inside a pattern kernel onnxruntime names anew: Gelu,
+      LayerNormalization) costs its roofline time without overhead;
+    - views (free in hwsim) that still run as kernels cost the unit's overhead;
+    - ``inserted`` ops (the reorders of :func:`nchwc_reorders`) cost their full estimate and
+      come last in the result, under their own names.
+
+    With ``threads > 1`` each roofline time is divided by ``threads`` (an ideal intra-op
+    split); the per-op overhead is not.
+    """
+    from cost_models.table import estimate
+
+    unit = chip.units[0].name
+    kernels = kernels or {}
+    patterns: dict[str, Op] = {}
+    absorbed: set[str] = set()
+    for name, kind in kernels.items():
+        if kind == "QuickGelu" and name not in fused and (hit := quick_gelu(graph, name)) is not None:
+            patterns[name] = hit[0]
+            absorbed.add(hit[1])
+    extra = [*patterns.values(), *inserted]
+    roof_chip = _roofline_chip(chip, {t for op in graph.ops() for t in (op.op_type, kernel_type(op))}
+                               | {p.op_type for p in extra})  # fmt: skip
+    table = cost_table(graph, chip, "model")
+    roof_table = cost_table(graph, roof_chip, "model")
+    overhead = chip.units[0].op_overhead_ns
+    producer = _producers(graph)
+
+    def epilogue(name: str) -> bool:
+        for _ in range(8):
+            op = graph.op(name)
+            if not op.inputs or op.inputs[0].name not in producer:
+                return False
+            name = producer[op.inputs[0].name]
+            if name not in fused:
+                return graph.op(name).category in ("conv", "matmul")
+        return False
+
+    out: dict[str, NodePrediction] = {}
+    for op in graph.ops():
+        if op.name in patterns:
+            k = patterns[op.name]
+            c, r = estimate(k, chip, unit, "model"), estimate(k, roof_chip, unit, "model")
+            assert c is not None and r is not None  # a CPU runs any op type
+            out[op.name] = NodePrediction(k.op_type, _time(c, threads, True), _basis(k, r, threads), r.memory_ns / threads)
+            continue
+        c = table.costs[op.name][unit]
+        r = roof_table.costs[op.name][unit]
+        roof = _basis(op, r, threads)
+        if op.name in absorbed:
+            out[op.name] = NodePrediction(op.op_type, 0.0, roof)
+        elif op.name in fused:
+            pred = c.compute_ns / threads if epilogue(op.name) else _time(c, threads, False)
+            out[op.name] = NodePrediction(op.op_type, pred, roof)
+        else:
+            # hwsim's views are free; onnxruntime still dispatches a kernel for each one that runs
+            view = overhead if op.category == "layout" else 0.0
+            out[op.name] = NodePrediction(kernel_type(op), _time(c, threads, True) + view, roof, r.memory_ns / threads,
+                                          c.stall_ns / threads, op.category)  # fmt: skip
+    for k in inserted:
+        c, r = estimate(k, chip, unit, "model"), estimate(k, roof_chip, unit, "model")
+        assert c is not None and r is not None
+        out[k.name] = NodePrediction(k.op_type, _time(c, threads, True), _basis(k, r, threads), r.memory_ns / threads)
+    return out
+
+
+def validate_model(
+    chip: Chip,
+    model_path: str | Path,
+    threads: int = 1,
+    opt: str = "all",
+    runs: int = 20,
+    min_total_s: float = 1.0,
+    shapes: Mapping[str, Sequence[int]] | None = None,
+    seed: int = 0,
+    reference: tuple[float, int] | None = None,
+) -> Validation:
+    """Measure ``model_path`` with onnxruntime and predict it on ``chip``'s CPU.
+
+    ``reference`` (the chip file's fingerprint rate and MatMul size,
+    :func:`hwsim.host.fingerprint.reference_gflops`): the fingerprint's fp32 MatMul is timed again
+    right before and right after the model (the faster of the two counts, each the best of its
+    runs), and every measured time is multiplied by probe / reference, so that a host running
+    faster or slower than when it was fingerprinted (turbo, other tenants of the physical host:
+    this project's CI VM drifted by 17 % within an hour) is compared at the fingerprint's clock.
+    Only with one thread (the fingerprint's rate is a one-thread rate).
+
+    Raises
+    ------
+    ValidateError, MeasureError, ModelError
+        For a chip without a CPU, a model onnxruntime cannot run, a model hwsim cannot read.
+    """
+    from graph_ir.onnx_import import load_onnx
+
+    graph = load_onnx(model_path, shapes)
+    one = cpu_chip(chip, threads)
+    model = load_with_random_weights(model_path, seed)
+    feeds = random_inputs(model, seed, shapes)
+    sess = make_session(model, threads, opt)
+    probe = _probe(reference, threads)
+    measured = time_session(sess, feeds, runs=runs, warmup=3, min_total_s=min_total_s)
+    prof = profile_nodes(model, feeds, threads, runs=max(5, runs // 2), opt=opt)
+    speed = 1.0
+    if reference is not None and probe is not None:
+        after = _probe(reference, threads)
+        speed = max(probe, after or 0.0) / reference[0]
+        measured = Timing(tuple(t * speed for t in measured.samples_ns))
+        prof = {p: (kind, ns * speed) for p, (kind, ns) in prof.items()}
+    where = attribute_nodes(model, {p: kind for p, (kind, _) in prof.items()})
+    block = nchwc_block() if opt == "all" else 0
+    reorders = nchwc_reorders(graph, block)
+    meas: dict[str, float] = {}
+    kernels: dict[str, str] = {}
+    unmatched: dict[str, list[float]] = {}
+    for p, (kind, ns) in prof.items():
+        hit = where[p]
+        if hit is None:
+            unmatched.setdefault(kind, []).append(ns)
+        else:
+            meas[hit] = meas.get(hit, 0.0) + ns
+            kernels[hit] = kind
+    # predicted reorders meet measured ones of their kind, largest tensor with longest kernel
+    for kind in ("ReorderInput", "ReorderOutput"):
+        mine = sorted((r for r in reorders if r.op_type == kind), key=lambda r: -r.inputs[0].nbytes)
+        theirs = sorted(unmatched.pop(kind, []), reverse=True)
+        meas.update((r.name, ns) for r, ns in zip(mine, theirs, strict=False))
+        if len(theirs) > len(mine):
+            unmatched[kind] = theirs[len(mine) :]
+    fused = {op.name for op in graph.ops() if op.name not in meas}
+    pred = predict_nodes(graph, one, threads, fused, kernels, reorders)
+    nodes = tuple(
+        NodeResult(name, p.op_type, name in fused, p.predicted_ns, meas.get(name, 0.0), p.roof_ns, p.memory_ns, p.stall_ns,
+                   p.category)
+        for name, p in pred.items()
+    )
+    inserted = sum(ns for v in unmatched.values() for ns in v)
+    inserted_ops = set(unmatched)
+    return Validation(
+        model=graph.name, chip=chip.name, threads=threads, opt=opt, measured=measured, nodes=nodes,
+        inserted_ns=inserted, inserted_ops=tuple(sorted(inserted_ops)),
+        profiled_total_ns=sum(ns for _, ns in prof.values()),
+        measured_ns=measured.low_ns, rounds_ns=(measured.low_ns,), nchwc_block=block, speeds=(speed,),
+    )  # fmt: skip
+
+
+def _probe(reference: tuple[float, int] | None, threads: int) -> float | None:
+    """The fingerprint's MatMul rate now (GFLOP/s), or None when not normalizing."""
+    if reference is None or threads != 1:
+        return None
+    from hwsim.host.fingerprint import probe_gflops
+
+    return probe_gflops(reference[1], threads)
+
+
+def merge_rounds(vs: Sequence[Validation]) -> Validation:
+    """Several rounds of one model (same chip, threads, opt) as one validation.
+
+    Each round's figure is already a low quantile of its runs; over rounds the smallest is
+    taken (the round least disturbed by other load), for the model and for each node. The
+    timing samples of all rounds are pooled (for the spread) and every round's figure is kept
+    in ``rounds_ns``. Predictions are the first round's (they do not depend on timing).
+
+    Raises
+    ------
+    ValueError
+        For no rounds, or rounds of different models.
+    """
+    from dataclasses import replace
+
+    if not vs:
+        raise ValueError("merge_rounds: no rounds")
+    first = vs[0]
+    if any(v.model != first.model or len(v.nodes) != len(first.nodes) for v in vs):
+        raise ValueError(f"merge_rounds: rounds of different models ({', '.join(sorted({v.model for v in vs}))})")
+    nodes = tuple(
+        replace(n, measured_ns=min(v.nodes[i].measured_ns for v in vs)) for i, n in enumerate(first.nodes)
+    )
+    rounds = tuple(r for v in vs for r in v.rounds_ns)
+    return replace(
+        first, measured=Timing(tuple(s for v in vs for s in v.measured.samples_ns)), nodes=nodes,
+        inserted_ns=min(v.inserted_ns for v in vs), profiled_total_ns=min(v.profiled_total_ns for v in vs),
+        measured_ns=min(rounds), rounds_ns=rounds, speeds=tuple(x for v in vs for x in v.speeds),
+    )  # fmt: skip
+
+
+def op_type_rows(validations: Iterable[Validation], min_ns: float = 0.0) -> list[OpTypeRow]:
+    """Per op type over the kernels that ran on their own (fused nodes excluded), slowest first.
+
+    ``min_ns`` drops nodes measured faster than that from the median error (timer noise).
+    """
+    by: dict[str, list[NodeResult]] = {}
+    for v in validations:
+        for n in v.nodes:
+            if not n.fused and n.measured_ns > 0:
+                by.setdefault(n.op_type, []).append(n)
+    rows = []
+    for t, ns in by.items():
+        errs = [abs(n.predicted_ns / n.measured_ns - 1) for n in ns if n.measured_ns >= min_ns] or [
+            abs(n.predicted_ns / n.measured_ns - 1) for n in ns
+        ]
+        rows.append(OpTypeRow(t, len(ns), sum(n.predicted_ns for n in ns), sum(n.measured_ns for n in ns),
+                              statistics.median(errs)))  # fmt: skip
+    return sorted(rows, key=lambda r: -r.measured_ns)
+
+
+def format_validation(vs: Sequence[Validation]) -> str:
+    """Terminal text: one line per model, then the per-op-type table."""
+    lines = [f"{'model':<16} {'predicted':>11} {'measured':>11} {'spread':>7} {'error':>7}  fused  inserted kernels"]
+    for v in vs:
+        nf = sum(n.fused for n in v.nodes)
+        ins = f"{v.inserted_ns / 1e6:.3f} ms ({', '.join(v.inserted_ops)})" if v.inserted_ops else "-"
+        lines.append(
+            f"{v.model:<16} {v.predicted_ns / 1e6:>8.3f} ms {v.measured_ns / 1e6:>8.3f} ms "
+            f"{v.measured.spread:>6.1%} {v.error:>+7.1%}  {nf:>5}  {ins}"
+        )
+    lines.append("")
+    lines.append(f"{'op type':<24} {'kernels':>7} {'predicted':>11} {'measured':>11} {'median |err|':>12}")
+    for r in op_type_rows(vs):
+        lines.append(f"{r.op_type:<24} {r.nodes:>7} {r.predicted_ns / 1e6:>8.3f} ms {r.measured_ns / 1e6:>8.3f} ms "
+                     f"{r.median_abs_error:>12.1%}")  # fmt: skip
+    return "\n".join(lines)
+
+
+def _sha256(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def record(v: Validation, model_path: str | Path, chip: Chip, chip_path: str | Path | None) -> dict[str, Any]:
+    """The JSON record of one validation (model, chip, fingerprint, prediction, measurement)."""
+    from hwsim.host.fingerprint import read_fingerprint
+
+    fp = read_fingerprint(Path(chip_path)) if chip_path is not None and Path(chip_path).is_file() else None
+    return {
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "model": {"name": v.model, "path": str(model_path), "sha256": _sha256(model_path)},
+        "chip": {"name": chip.name, "path": str(chip_path) if chip_path else None, "calibration": chip.calibration,
+                 "unit": chip.model_dump(mode="json")["units"][0] if len(chip.units) == 1 else None},
+        "fingerprint": fp,
+        "threads": v.threads,
+        "opt": v.opt,
+        "predicted_ns": v.predicted_ns,
+        "measured": {"low_ns": v.measured_ns, "rounds_ns": list(v.rounds_ns), "median_ns": v.measured.median_ns,
+                     "spread": v.measured.spread, "samples_ns": list(v.measured.samples_ns)},
+        "error": v.error,
+        "inserted_ns": v.inserted_ns,
+        "profiled_total_ns": v.profiled_total_ns,
+        "speed_vs_fingerprint": list(v.speeds),
+        "nodes": [[n.name, n.op_type, n.fused, n.predicted_ns, n.measured_ns, n.roof_ns, n.memory_ns, n.stall_ns,
+                   n.category] for n in v.nodes],
+    }  # fmt: skip
+
+
+def append_record(path: Path, rec: Mapping[str, Any]) -> None:
+    """Append one JSON line to ``path`` (created with its folder if needed)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(rec) + "\n")
+
+
+def repredict(v: Validation, chip: Chip, model_path: str | Path,
+              shapes: Mapping[str, Sequence[int]] | None = None) -> Validation:  # fmt: skip
+    """``v`` with its predictions redone on ``chip`` (same measurement, same fused nodes)."""
+    from dataclasses import replace
+
+    from graph_ir.onnx_import import load_onnx
+
+    graph = load_onnx(model_path, shapes)
+    fused = {n.name for n in v.nodes if n.fused}
+    kernels = {n.name: n.op_type for n in v.nodes if not n.fused}
+    reorders = nchwc_reorders(graph, v.nchwc_block)
+    pred = predict_nodes(graph, cpu_chip(chip, v.threads), v.threads, fused, kernels, reorders)
+    nodes = tuple(replace(n, predicted_ns=pred[n.name].predicted_ns, roof_ns=pred[n.name].roof_ns,
+                          memory_ns=pred[n.name].memory_ns, stall_ns=pred[n.name].stall_ns,
+                          category=pred[n.name].category)
+                  for n in v.nodes)  # fmt: skip
+    return replace(v, chip=chip.name, nodes=nodes)

@@ -1,0 +1,590 @@
+"""PNG figures of a simulated run: utilization heatmap, Gantt chart, traffic matrix, bandwidth.
+
+Matplotlib's object API only (``Figure`` with an Agg canvas): no pyplot, no global state, so
+the functions are safe to call from threads and from library code. Every function takes a
+:class:`~hwsim.pipeline.RunResult` and a path and writes one PNG; all handle a run with no
+transfers, a run of zero length (a graph of views) and units that never ran anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib import colormaps
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import to_rgba
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from hwsim.pipeline import RunResult
+from hwsim.report.trace import dma_track, link_key
+
+__all__ = [
+    "CATEGORY_COLORS",
+    "GANTT_MAX_OPS",
+    "bandwidth_png",
+    "compare_png",
+    "gantt_png",
+    "heatmap_png",
+    "sensitivity_png",
+    "traffic_png",
+    "utilization_bins",
+]
+
+PS_PER_MS = 1e9
+_GBPS_PER_BYTES_PER_PS = 1000.0
+#: Above this many ops the Gantt chart merges bars closer than a pixel (and says so).
+GANTT_MAX_OPS = 20_000
+_GANTT_WIDTH_PX = 1800
+#: Above this many steps a bandwidth curve is drawn as its mean over equal bins (and says so).
+_BANDWIDTH_MAX_STEPS = 20_000
+_BANDWIDTH_BINS = 2000
+
+#: One fixed colour per op category (see :class:`graph_ir.ir.Op`), stable across figures.
+CATEGORY_COLORS: dict[str, str] = {
+    "conv": "#1f77b4",
+    "matmul": "#ff7f0e",
+    "elementwise": "#2ca02c",
+    "activation": "#98df8a",
+    "pool": "#9467bd",
+    "reduce": "#8c564b",
+    "norm": "#e377c2",
+    "softmax": "#bcbd22",
+    "data": "#17becf",
+    "layout": "#c7c7c7",
+    "signal": "#aec7e8",
+    "rnn": "#ffbb78",
+    "unknown": "#7f7f7f",
+}
+_DMA_COLOR = "#555555"
+_CRITICAL_COLOR = "#d62728"
+
+
+def _title(result: RunResult, what: str) -> str:
+    return f"{result.chip.name} / {result.graph.name}: {what} (latency {result.analysis.latency_ms:.3f} ms)"
+
+
+def _save(fig: Figure, path: Path, dpi: int = 110) -> None:
+    FigureCanvasAgg(fig)
+    fig.savefig(Path(path), dpi=dpi, format="png")
+
+
+def utilization_bins(
+    result: RunResult, bins: int = 100
+) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Busy fraction of every unit in ``bins`` equal slices of the run, computed exactly.
+
+    Each cell is the core-time that ops of the unit overlap the bin, over the bin's width
+    times the unit's cores. A row's mean is therefore the unit's utilization in
+    ``result.analysis``.
+
+    Parameters
+    ----------
+    result : RunResult
+    bins : int
+        Number of time bins over ``[0, makespan]`` (at least 1).
+
+    Returns
+    -------
+    unit_names : list of str
+        The chip's units, in its order (one row each).
+    utilization : numpy.ndarray
+        Shape ``(units, bins)``, values in [0, 1]; all zeros for a run of zero length.
+    bin_edges_ms : numpy.ndarray
+        Shape ``(bins + 1,)``, milliseconds.
+    """
+    if bins < 1:
+        raise ValueError(f"bins must be at least 1, got {bins}")
+    makespan = result.trace.makespan_ps
+    edges_ps = np.linspace(0.0, float(makespan), bins + 1)
+    names = [u.name for u in result.chip.units]
+    util = np.zeros((len(names), bins))
+    if makespan > 0:
+        width = makespan / bins
+        for row, u in enumerate(result.chip.units):
+            recs = [r for r in result.trace.ops if r.unit == u.name and r.end_ps > r.start_ps]
+            if not recs:
+                continue
+            start = np.array([r.start_ps for r in recs], dtype=np.float64)
+            dur = np.array([r.end_ps - r.start_ps for r in recs], dtype=np.float64)
+            ncores = np.array([len(r.all_cores) for r in recs], dtype=np.float64)  # split ops
+            # busy core-time before each edge, summed over ops
+            before = (np.clip(edges_ps[None, :] - start[:, None], 0.0, dur[:, None]) * ncores[:, None]).sum(axis=0)
+            util[row] = np.diff(before) / (width * u.cores)
+        np.clip(util, 0.0, 1.0, out=util)
+    return names, util, edges_ps / PS_PER_MS
+
+
+def heatmap_png(result: RunResult, path: Path, bins: int = 100) -> None:
+    """Units x time heatmap of utilization (0..1), with each unit's overall utilization."""
+    names, util, edges_ms = utilization_bins(result, bins)
+    usage = {u.unit: u for u in result.analysis.units}
+    labels = [
+        f"{n} ({usage[n].kind}, {usage[n].cores}c)  {100 * usage[n].utilization:.0f}%"
+        for n in names
+    ]
+    right = float(edges_ms[-1]) if edges_ms[-1] > 0 else 1.0
+    fig = Figure(figsize=(12, 1.4 + 0.5 * len(names)), layout="constrained")
+    ax = fig.add_subplot()
+    image = ax.imshow(
+        util,
+        aspect="auto",
+        interpolation="nearest",
+        cmap="viridis",
+        vmin=0.0,
+        vmax=1.0,
+        extent=(0.0, right, len(names) - 0.5, -0.5),
+    )
+    ax.set_yticks(range(len(names)), labels)
+    ax.set_xlabel("time (ms)" if edges_ms[-1] > 0 else "time (ms): zero-length run")
+    ax.set_title(_title(result, f"unit utilization, {bins} bins"), fontsize=10)
+    fig.colorbar(image, ax=ax, label="utilization (busy cores / cores)", pad=0.01)
+    _save(fig, path)
+
+
+def _critical_transfers(result: RunResult) -> set[int]:
+    """Indices into ``trace.transfers`` of the transfers on the critical path."""
+    path = result.analysis.critical_path
+    if not path:
+        return set()
+    index = {(x.tensor, x.dst_domain): i for i, x in enumerate(result.trace.transfers)}
+    xs = result.trace.transfers
+    domain_of = {u.name: u.domain for u in result.chip.units}
+    unit_of = result.schedule.placements
+    picked: set[int] = set()
+
+    def longest(candidates: list[int]) -> None:
+        if candidates:
+            picked.add(max(candidates, key=lambda i: (xs[i].end_ps - xs[i].start_ps, -i)))
+
+    first_dom = domain_of[unit_of[path[0]].unit]
+    graph = result.graph
+    longest(
+        [
+            index[(t.name, first_dom)]
+            for t in graph.op(path[0]).activations
+            if t.name not in graph.producer and (t.name, first_dom) in index
+        ]
+    )
+    for p, c in pairwise(path):
+        dom = domain_of[unit_of[c].unit]
+        tensors = graph.g.edges[p, c]["tensors"]
+        longest([index[(t, dom)] for t in tensors if (t, dom) in index])
+    outputs = {o.name for o in graph.outputs}
+    longest(
+        [
+            index[(t.name, result.chip.host)]
+            for t in graph.op(path[-1]).outputs
+            if t.name in outputs and (t.name, result.chip.host) in index
+        ]
+    )
+    return picked
+
+
+_Bar = tuple[float, float, str]  # start, width (ms), colour key
+
+
+def _merge(bars: Sequence[_Bar], gap: float) -> list[_Bar]:
+    """Merge bars (sorted by start) separated by less than ``gap``; a merged bar takes the
+    colour key that covers most of it.
+
+    >>> _merge([(0.0, 1.0, "conv"), (1.05, 2.0, "add"), (5.0, 0.5, "conv")], 0.1)
+    [(0.0, 3.05, 'add'), (5.0, 0.5, 'conv')]
+    """
+    out: list[_Bar] = []
+    share: dict[str, float] = {}
+    for s, w, key in bars:
+        if out and s - (out[-1][0] + out[-1][1]) < gap:
+            s0, w0, _ = out[-1]
+            share[key] = share.get(key, 0.0) + w
+            out[-1] = (s0, max(w0, s + w - s0), max(share, key=lambda k: (share[k], k)))
+        else:
+            share = {key: w}
+            out.append((s, w, key))
+    return out
+
+
+def gantt_png(result: RunResult, path: Path, max_ops: int = GANTT_MAX_OPS) -> None:
+    """Gantt chart: one row per core and per DMA channel, ops coloured by category.
+
+    Critical-path ops and transfers are marked by a red strip along the top of their row.
+    With several frames (``result.stream_trace``) the chart shows the whole stream, ops and
+    transfers coloured by frame (colours cycle after 10), without the critical-path strip.
+    Above ``max_ops`` ops, bars of a row closer than about a pixel are merged (coloured by
+    the category or frame covering most of them), and the title says so.
+    """
+    chip, graph = result.chip, result.graph
+    trace = result.stream_trace if result.stream_trace is not None else result.trace
+    multi = trace.frames > 1
+    frame_colors = [colormaps["tab10"](i) for i in range(10)]
+    rows: list[str] = []
+    row_of: dict[tuple[str, int], int] = {}
+    group_ends: list[int] = []
+    for u in chip.units:
+        for c in range(u.cores):
+            row_of[(u.name, c)] = len(rows)
+            rows.append(f"{u.name}/{c}")
+        group_ends.append(len(rows))
+    for link in chip.links:
+        for ch in range(link.dma_channels):
+            row_of[(link_key(link), ch)] = len(rows)
+            rows.append(f"DMA {link_key(link)} ch{ch}")
+
+    makespan_ms = trace.makespan_ps / PS_PER_MS
+    right = makespan_ms if makespan_ms > 0 else 1.0
+    downsample = len(trace.ops) > max_ops
+    on_path = set() if multi else set(result.analysis.critical_path)
+    crit_x = set() if multi else _critical_transfers(result)
+    per_row: list[list[_Bar]] = [[] for _ in rows]
+    critical: list[list[_Bar]] = [[] for _ in rows]
+    categories: list[str] = []
+    for r in trace.ops:
+        cat = f"frame {r.frame}" if multi else graph.op(r.op).category
+        if cat not in categories:
+            categories.append(cat)
+        bar = (r.start_ps / PS_PER_MS, (r.end_ps - r.start_ps) / PS_PER_MS, cat)
+        for core in r.all_cores:  # an op split across cores fills each of their rows
+            row = row_of[(r.unit, core)]
+            per_row[row].append(bar)
+            if r.op in on_path:
+                critical[row].append(bar)
+    for i, x in enumerate(trace.transfers):
+        bar = (x.start_ps / PS_PER_MS, (x.end_ps - x.start_ps) / PS_PER_MS, f"frame {x.frame}" if multi else "dma")
+        row = row_of[dma_track(chip, x)]
+        per_row[row].append(bar)
+        if i in crit_x:
+            critical[row].append(bar)
+    for bars in per_row + critical:
+        bars.sort()
+        if downsample:
+            bars[:] = _merge(bars, right / _GANTT_WIDTH_PX)
+
+    fig = Figure(figsize=(14, 1.6 + 0.28 * len(rows)), layout="constrained")
+    ax = fig.add_subplot()
+    height = 0.7
+    for row, bars in enumerate(per_row):
+        by_key: dict[str, list[tuple[float, float]]] = {}
+        for s, w, key in bars:
+            by_key.setdefault(key, []).append((s, w))
+        for key, spans in sorted(by_key.items()):
+            color: Any = (
+                _DMA_COLOR if key == "dma" else CATEGORY_COLORS.get(key, CATEGORY_COLORS["unknown"])
+            )
+            if multi:
+                color = frame_colors[int(key.split()[1]) % len(frame_colors)]
+            ax.broken_barh(
+                spans,
+                (row - height / 2, height),
+                facecolors=color,
+                edgecolors="white",
+                linewidth=0 if downsample else 0.3,
+            )
+    for row, bars in enumerate(critical):  # a red strip over the row's critical bars
+        if bars:
+            spans = [(s, w) for s, w, _ in bars]
+            ax.broken_barh(spans, (row - 0.47, 0.1), facecolors=_CRITICAL_COLOR, linewidth=0)
+    for end in group_ends:
+        ax.axhline(end - 0.5, color="#bbbbbb", linewidth=0.6)
+    ax.set_yticks(range(len(rows)), rows, fontsize=8)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.set_xlim(0.0, right)
+    ax.set_xlabel("time (ms)" if makespan_ms > 0 else "time (ms): zero-length run")
+    ax.grid(axis="x", color="#e5e5e5", linewidth=0.6)
+    ax.set_axisbelow(True)
+    what = f"schedule, {len(trace.ops)} ops, {len(trace.transfers)} transfers"
+    if multi:
+        ii = f", II {result.stream.initiation_interval_ms:.3f} ms" if result.stream is not None else ""
+        what += f"; {trace.frames} frames ({trace.frame_order}){ii}, coloured by frame"
+    else:
+        what += f"; critical path {len(on_path)} ops, {result.analysis.critical_path_ms:.3f} ms"
+    if downsample:
+        n_bars = sum(len(bars) for bars in per_row)
+        what += f"\nDOWN-SAMPLED: bars closer than 1/{_GANTT_WIDTH_PX} of the run merged, {n_bars} drawn"
+    ax.set_title(_title(result, what), fontsize=10)
+    order = list(CATEGORY_COLORS)
+    categories.sort(key=lambda c: (order.index(c) if c in order else len(order), c))
+    if multi:
+        shown = sorted(range(min(trace.frames, len(frame_colors))))
+        handles = [Patch(facecolor=frame_colors[f], label=f"frame {f}" + ("+10k" if trace.frames > 10 else "")) for f in shown]
+    else:
+        handles = [
+            Patch(facecolor=CATEGORY_COLORS.get(c, CATEGORY_COLORS["unknown"]), label=c)
+            for c in categories
+        ]
+        if trace.transfers:
+            handles.append(Patch(facecolor=_DMA_COLOR, label="DMA transfer"))
+        handles.append(Patch(facecolor=_CRITICAL_COLOR, label="critical path"))
+    fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
+    _save(fig, path)
+
+
+def _human_bytes(n: float) -> str:
+    """Decimal units, as bandwidths are quoted.
+
+    >>> _human_bytes(0), _human_bytes(1500), _human_bytes(1868800)
+    ('0', '1.5 KB', '1.87 MB')
+    """
+    if n == 0:
+        return "0"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n:.0f} B"
+
+
+def traffic_png(result: RunResult, path: Path) -> None:
+    """Source x destination domain matrix of DMA bytes (every domain, zero rows included)."""
+    domains = [d.name for d in result.chip.domains]
+    pos = {d: i for i, d in enumerate(domains)}
+    nbytes = np.zeros((len(domains), len(domains)))
+    count = np.zeros((len(domains), len(domains)), dtype=np.int64)
+    for row in result.analysis.traffic:
+        nbytes[pos[row.src_domain], pos[row.dst_domain]] += row.bytes
+        count[pos[row.src_domain], pos[row.dst_domain]] += row.transfers
+    side = 2.2 + 1.1 * len(domains)
+    fig = Figure(figsize=(side + 1.8, side), layout="constrained")
+    ax = fig.add_subplot()
+    vmax = float(nbytes.max()) if nbytes.max() > 0 else 1.0
+    unit, scale = next(
+        (u, k) for u, k in (("MB", 1e6), ("KB", 1e3), ("bytes", 1.0)) if vmax >= k or k == 1.0
+    )
+    image = ax.imshow(nbytes / scale, cmap="Blues", vmin=0.0, vmax=vmax / scale)
+    cmap = colormaps["Blues"]
+    for i in range(len(domains)):
+        for j in range(len(domains)):
+            shade = to_rgba(cmap(nbytes[i, j] / vmax))
+            light = 0.299 * shade[0] + 0.587 * shade[1] + 0.114 * shade[2] < 0.5
+            text = _human_bytes(nbytes[i, j])
+            if count[i, j]:
+                text += f"\n{count[i, j]} transfer{'s' if count[i, j] > 1 else ''}"
+            ax.text(
+                j,
+                i,
+                text,
+                ha="center",
+                va="center",
+                fontsize=9,
+                color="white" if light else "black",
+            )
+    ax.set_xticks(range(len(domains)), domains)
+    ax.set_yticks(range(len(domains)), domains)
+    ax.set_xlabel("destination domain")
+    ax.set_ylabel("source domain")
+    total = _human_bytes(nbytes.sum()) if nbytes.sum() else "no bytes"
+    ax.set_title(
+        f"{result.chip.name} / {result.graph.name}: DMA traffic\n"
+        f"{total} in {int(count.sum())} transfers (latency {result.analysis.latency_ms:.3f} ms)",
+        fontsize=10,
+    )
+    fig.colorbar(image, ax=ax, label=unit, shrink=0.8)
+    _save(fig, path)
+
+
+def _steps(
+    samples: Sequence[tuple[int, str, float]], memory: str, makespan_ps: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Step function (time ps, GB/s) of one memory from 0 to the end of the run."""
+    t, v = [0], [0.0]
+    for time_ps, m, bpps in samples:
+        if m != memory:
+            continue
+        if time_ps == t[-1]:
+            v[-1] = bpps * _GBPS_PER_BYTES_PER_PS
+        else:
+            t.append(time_ps)
+            v.append(bpps * _GBPS_PER_BYTES_PER_PS)
+    if makespan_ps > t[-1]:
+        t.append(makespan_ps)
+        v.append(v[-1])
+    return np.array(t, dtype=np.float64), np.array(v)
+
+
+def bandwidth_png(result: RunResult, path: Path) -> None:
+    """Bandwidth in use over time per memory (step plot), with its capacity as a dashed line."""
+    trace = result.trace
+    memories = sorted(trace.memory_capacity_bytes_per_ps)
+    fig = Figure(figsize=(12, 1.2 + 2.2 * len(memories)), layout="constrained")
+    axes: list[Axes] = []
+    if not memories:
+        ax = fig.add_subplot()
+        ax.text(0.5, 0.5, "no memory bandwidth recorded", ha="center", va="center")
+        axes.append(ax)
+    right = trace.makespan_ps / PS_PER_MS if trace.makespan_ps > 0 else 1.0
+    for k, m in enumerate(memories):
+        ax = fig.add_subplot(len(memories), 1, k + 1, sharex=axes[0] if axes else None)
+        axes.append(ax)
+        t, v = _steps(trace.bandwidth_samples, m, trace.makespan_ps)
+        averaged = len(t) > _BANDWIDTH_MAX_STEPS
+        if averaged:  # exact mean over equal bins: the integral of a step function is linear
+            integral = np.concatenate(([0.0], np.cumsum(np.diff(t) * v[:-1])))
+            edges = np.linspace(0.0, t[-1], _BANDWIDTH_BINS + 1)
+            v = np.append(np.diff(np.interp(edges, t, integral)) / np.diff(edges), 0.0)
+            t = edges
+        cap = trace.memory_capacity_bytes_per_ps[m] * _GBPS_PER_BYTES_PER_PS
+        mean = float(np.sum(np.diff(t) * v[:-1]) / trace.makespan_ps) if trace.makespan_ps else 0.0
+        ax.fill_between(t / PS_PER_MS, v, step="post", alpha=0.35, color="#1f77b4", linewidth=0)
+        ax.step(
+            t / PS_PER_MS,
+            v,
+            where="post",
+            color="#1f77b4",
+            linewidth=0.8,
+            label=f"in use{f' (mean over {_BANDWIDTH_BINS} bins)' if averaged else ''}: "
+            f"mean {mean:.2f} GB/s, {100 * mean / cap:.0f}% of capacity",
+        )
+        ax.axhline(
+            cap,
+            color=_CRITICAL_COLOR,
+            linestyle="--",
+            linewidth=1.0,
+            label=f"capacity {cap:g} GB/s",
+        )
+        ax.set_ylim(0.0, cap * 1.3)
+        ax.set_xlim(0.0, right)
+        ax.set_ylabel(f"{m} (GB/s)")
+        ax.legend(loc="upper right", fontsize=8, ncols=2, framealpha=0.9)
+        ax.grid(color="#e5e5e5", linewidth=0.6)
+    axes[-1].set_xlabel("time (ms)" if trace.makespan_ps > 0 else "time (ms): zero-length run")
+    axes[0].set_title(_title(result, "memory bandwidth in use"), fontsize=10)
+    _save(fig, path)
+
+
+def _grouped_bars(
+    ax: Axes,
+    groups: Sequence[str],
+    series: Sequence[tuple[str, Sequence[float | None]]],
+    ylabel: str,
+) -> None:
+    """Bars grouped by ``groups``, one bar per series in each group (``None``: no bar)."""
+    n = max(1, len(series))
+    width = 0.8 / n
+    x = np.arange(len(groups), dtype=np.float64)
+    cmap = colormaps["tab10"]
+    for k, (label, values) in enumerate(series):
+        xs = [x[i] + (k - (n - 1) / 2) * width for i, v in enumerate(values) if v is not None]
+        hs = [float(v) for v in values if v is not None]
+        bars = ax.bar(xs, hs, width * 0.95, color=cmap(k % 10), label=label)
+        if len(groups) * n <= 24:
+            ax.bar_label(bars, fmt="%.3g", fontsize=7, padding=1)
+    ax.set_xticks(x, groups, fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.grid(axis="y", color="#e5e5e5", linewidth=0.6)
+    ax.set_axisbelow(True)
+    ax.margins(y=0.15)
+
+
+def compare_png(data: Mapping[str, Any], path: Path) -> None:
+    """Grouped bars of runs side by side (the content of ``compare.json``).
+
+    Four panels: time (latency and critical path, ms), energy (mJ), traffic (cross-domain
+    and DRAM bytes, MB) and utilization per unit (%); one colour per run throughout.
+    """
+    runs = list(data["runs"])
+    units: dict[str, None] = {}
+    for r in runs:
+        units.update(dict.fromkeys(r["utilization"]))
+    fig = Figure(
+        figsize=(max(10.0, 4 + 1.2 * len(units) + 0.6 * len(runs)), 7.5), layout="constrained"
+    )
+    axes = fig.subplots(2, 2, gridspec_kw={"width_ratios": [1, max(1.0, len(units) / 2)]})
+    _grouped_bars(
+        axes[0, 0],
+        ["latency", "critical path"],
+        [(r["label"], [r["latency_ms"], r["critical_path_ms"]]) for r in runs],
+        "ms",
+    )
+    _grouped_bars(axes[0, 1], list(units), [(r["label"], [
+        None if r["utilization"].get(u) is None else 100 * r["utilization"][u] for u in units
+    ]) for r in runs], "utilization (%)")  # fmt: skip
+    axes[0, 1].set_ylim(0, 110)
+    _grouped_bars(axes[1, 0], ["energy"], [(r["label"], [r["energy_mj"]]) for r in runs], "mJ")
+    _grouped_bars(
+        axes[1, 1],
+        ["cross-domain DMA", "DRAM"],
+        [
+            (
+                r["label"],
+                [
+                    r["cross_domain_bytes"] / 1e6,
+                    None if r["dram_bytes"] is None else r["dram_bytes"] / 1e6,
+                ],
+            )
+            for r in runs
+        ],
+        "MB moved",
+    )
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside right upper", fontsize=8, frameon=False)
+    models = sorted({str(r["model"]) for r in runs})
+    fig.suptitle(
+        f"{', '.join(models)}: {len(runs)} runs compared (fastest {data['fastest']})", fontsize=11
+    )
+    _save(fig, path)
+
+
+def sensitivity_png(data: Mapping[str, Any], path: Path) -> None:
+    """Latency against each parameter's factor, and each parameter's elasticity.
+
+    ``data`` is the content of ``sensitivity.json``. Left: latency (ms) over the factor
+    (log-2 axis), one line per parameter, invalid points left out. Right: elasticities as
+    horizontal bars, largest magnitude on top, the bottleneck in red.
+    """
+    params = list(data["parameters"])
+    fig = Figure(figsize=(13, max(4.5, 1.5 + 0.32 * len(params))), layout="constrained")
+    left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.6, 1]})
+    cmap = colormaps["tab20"]
+    for k, p in enumerate(params):
+        pts = [(q["factor"], q["latency_ms"]) for q in p["points"] if q["latency_ms"] is not None]
+        if pts:
+            xs, ys = zip(*pts)
+            left.plot(
+                xs,
+                ys,
+                marker="o",
+                markersize=3.5,
+                linewidth=1.2,
+                color=cmap(k % 20),
+                label=p["name"],
+            )
+    left.set_xscale("log", base=2)
+    factors = [float(f) for f in data["factors"]]
+    left.set_xticks(factors, [f"{f:.3g}x" for f in factors])
+    left.axvline(1.0, color="#999999", linewidth=0.8, linestyle=":")
+    left.set_xlabel("parameter / its value in the chip file")
+    left.set_ylabel("latency (ms)")
+    left.grid(color="#e5e5e5", linewidth=0.6)
+    left.legend(fontsize=7, loc="best", ncols=1 + len(params) // 12)
+    ranked = sorted(
+        (p for p in params if p["elasticity"] is not None),
+        key=lambda p: abs(p["elasticity"]),
+        reverse=True,
+    )
+    bottleneck = (data.get("bottleneck") or {}).get("parameter")
+    names = [p["name"] for p in ranked]
+    values = [p["elasticity"] for p in ranked]
+    colors = [_CRITICAL_COLOR if n == bottleneck else "#1f77b4" for n in names]
+    right.barh(range(len(names)), values, color=colors)
+    right.set_yticks(range(len(names)), names, fontsize=8)
+    right.set_ylim(len(names) - 0.5 if names else 0.5, -0.5)
+    right.axvline(0.0, color="#555555", linewidth=0.8)
+    right.set_xlabel("elasticity d log latency / d log parameter")
+    right.grid(axis="x", color="#e5e5e5", linewidth=0.6)
+    if not names:
+        right.text(
+            0.5,
+            0.5,
+            "no elasticity could be computed",
+            ha="center",
+            va="center",
+            transform=right.transAxes,
+        )
+    title = f"{data['model']} on {data['chip']}: latency {data['base_latency_ms']:.3f} ms as is"
+    if bottleneck:
+        title += f"; bottleneck {bottleneck}"
+    fig.suptitle(title, fontsize=11)
+    _save(fig, path)

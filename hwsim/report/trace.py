@@ -1,0 +1,661 @@
+"""A simulated run as a Chrome Trace Event Format object, for Perfetto and chrome://tracing.
+
+Layout of the trace:
+
+- one process per unit (in the chip's order), one thread per core;
+- one process ``DMA`` with one thread per (link, channel); both directions of a bidirectional
+  link share its channels, as they do in the engine, so a track is named ``cpu<->npu ch0``;
+- one process ``memory`` holding a bandwidth counter (GB/s) per memory (the shared DRAM and
+  every SRAM domain); every unit process also holds a ``busy cores`` counter and a
+  ``utilization`` counter (busy cores over cores, in percent);
+- one complete event (``"ph": "X"``) per op and per DMA transfer;
+- flow arrows (``"ph": "s"`` / ``"ph": "f"``, category ``dependency``) for every data
+  dependency that crosses units: producer -> consumer when both units share a memory domain,
+  otherwise producer -> transfer and transfer -> each consumer.
+
+With several frames (``hwsim run --frames N``, :attr:`RunResult.stream_trace`) the trace is the
+whole stream: every op and transfer is named with its frame (``conv1 [f2]``), carries
+``args.frame`` and a colour per frame (``cname``, cycling through :data:`FRAME_COLORS`), and the
+dependency flows link the ops and transfers of the same frame, so Perfetto shows frames
+overlapping on the units. ``otherData`` keeps the single-frame latency and adds the stream's
+``frames``, ``frame_order`` and ``initiation_interval_ms``.
+
+Slices on one track either nest or follow each other, as Perfetto's JSON importer requires: a
+slice that would partly overlap another on its track (the engine does not make such slices
+today; this keeps any future ones loadable) moves to an extra track of the same process,
+named ``... (overlap N)``, and flow arrows bound to it move with it. :func:`check_trace` checks
+a trace object against these rules and the others the importer relies on.
+
+Times are microseconds (the format's unit) rounded to whole nanoseconds: viewers round to
+nanoseconds themselves, and rounding the start and the duration of a slice separately could
+make it end 1 ns after the next slice on its track begins. A flow's start sits just inside the
+end of its source slice and its finish just inside the start of its target slice (1 ns, or half
+a shorter slice), so both viewers bind it to the right slice.
+
+>>> from hwsim.pipeline import run
+>>> trace = chrome_trace(run("rk3588", "examples/models/yolov8n.onnx"))
+>>> trace["displayTimeUnit"], sorted(trace["otherData"])[:3]
+('ns', ['chip', 'critical_path_ms', 'dma_transfers'])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from chips.schema import Chip, Link
+from hwsim.analysis.analyze import power_timeline
+from hwsim.pipeline import RunResult
+from hwsim.sim.engine import PS_PER_NS, OpRecord, TransferRecord
+
+__all__ = [
+    "FRAME_COLORS",
+    "busy_core_steps",
+    "check_trace",
+    "chrome_trace",
+    "dma_track",
+    "link_key",
+    "separate_overlaps",
+]
+
+#: Order of events that share a timestamp: slices first, then flows, then counters.
+_RANK = {"E": -1, "X": 0, "B": 0, "s": 1, "f": 2, "C": 3}
+_GBPS_PER_BYTES_PER_PS = 1000.0  # 1 byte/ps = 1e12 B/s = 1000 GB/s
+
+Event = dict[str, Any]
+
+#: Reserved colour names of the Trace Event Format (``cname``) given to frames in turn.
+FRAME_COLORS = (
+    "rail_response",
+    "thread_state_iowait",
+    "good",
+    "terrible",
+    "rail_animation",
+    "yellow",
+    "olive",
+    "rail_load",
+)
+
+
+def link_key(link: Link) -> str:
+    """Name of a link's channel pool, as the engine keys it: ``a<->b`` or ``a->b``."""
+    return f"{link.src}<->{link.dst}" if link.bidirectional else f"{link.src}->{link.dst}"
+
+
+def dma_track(chip: Chip, record: TransferRecord) -> tuple[str, int]:
+    """The (link key, channel) a transfer ran on."""
+    link = chip.link_between(record.src_domain, record.dst_domain)
+    if link is None:  # the engine refuses such a transfer, so a trace cannot hold one
+        raise ValueError(f"no link from {record.src_domain!r} to {record.dst_domain!r}")
+    return link_key(link), record.channel
+
+
+def busy_core_steps(ops: Iterable[OpRecord]) -> list[tuple[int, int]]:
+    """``(time_ps, busy cores)`` at every moment the number of busy cores changes.
+
+    >>> from hwsim.sim.engine import OpRecord
+    >>> busy_core_steps([OpRecord("a", "Conv", "npu", 0, 0, 10, 0),
+    ...                  OpRecord("b", "Conv", "npu", 1, 5, 10, 0)])
+    [(0, 1), (5, 2), (10, 0)]
+    """
+    delta: dict[int, int] = {}
+    for r in ops:
+        n = len(r.all_cores)  # an op split across cores keeps each of them busy
+        delta[r.start_ps] = delta.get(r.start_ps, 0) + n
+        delta[r.end_ps] = delta.get(r.end_ps, 0) - n
+    steps, busy = [], 0
+    for t in sorted(delta):
+        if delta[t]:
+            busy += delta[t]
+            steps.append((t, busy))
+    return steps
+
+
+def _shards_and_phases(
+    r: OpRecord, pid: int, cores: int, add: Callable[[Event, float], None], suffix: str = "",
+    extra: Mapping[str, Any] | None = None,
+) -> None:
+    """Begin/end slices for an op split across cores (one per extra core, on that core's track)
+    and for a tiled op's phases: computes on each core's ``tiles`` track, loads and stores on its
+    ``load/store`` track, so the overlap of tile i + 1's load with tile i's compute shows."""
+
+    def span(name: str, tid: int, start_ps: int, end_ps: int, args: dict[str, Any]) -> None:
+        s, e = _ns(start_ps), _ns(end_ps)
+        if e > s:  # a begin/end pair of zero length would sort end-first
+            common = {"name": name + suffix, "cat": "tile" if "tiles" in args else "shard", "pid": pid, "tid": tid, **(extra or {})}
+            add({**common, "ph": "B", "ts": _us(s), "args": {**args, **(_frame_args(r) if suffix else {})}}, e)
+            add({**common, "ph": "E", "ts": _us(e)}, e)
+
+    for i, c in enumerate(r.cores[1:], start=1):
+        span(f"{r.op} [shard {i}]", c + 1, r.start_ps, r.end_ps, {"node": r.op, "shard": i, "of": len(r.cores)})
+    for c in r.all_cores:
+        for ph in r.phases:
+            args: dict[str, Any] = {"node": r.op, "tiles": ph.tiles}
+            if ph.kind == "compute":
+                span(f"compute {ph.tiles}", cores + c + 1, ph.start_ps, ph.end_ps, args)
+            else:
+                memory_only = ph.tiles.startswith(("load", "store"))
+                name = ph.tiles if memory_only else f"load/store while computing {ph.tiles}"
+                span(name, 2 * cores + c + 1, ph.start_ps, ph.end_ps, {**args, "bytes": ph.bytes})
+
+
+def _frame_args(r: OpRecord | TransferRecord) -> dict[str, Any]:
+    return {"frame": r.frame}
+
+
+def _ns(ps: int) -> int:
+    return (ps + PS_PER_NS // 2) // PS_PER_NS
+
+
+def _us(ns: float) -> float:
+    return ns / 1000.0
+
+
+def _inside_end(start_ns: int, end_ns: int) -> float:
+    """A time (us) just inside the end of the slice ``[start_ns, end_ns]``."""
+    return _us(end_ns - min(1.0, (end_ns - start_ns) / 2))
+
+
+def _inside_start(start_ns: int, end_ns: int) -> float:
+    """A time (us) just inside the start of the slice ``[start_ns, end_ns]``."""
+    return _us(start_ns + min(1.0, (end_ns - start_ns) / 2))
+
+
+def chrome_trace(result: RunResult) -> dict[str, Any]:
+    """The run as a Trace Event Format object (``json.dump`` it to a ``.json`` file).
+
+    Parameters
+    ----------
+    result : RunResult
+        A finished simulation (:func:`hwsim.pipeline.run`).
+
+    Returns
+    -------
+    dict
+        ``{"traceEvents": [...], "displayTimeUnit": "ns", "otherData": {...}}``. Event ``ts``
+        and ``dur`` are microseconds; counters are GB/s (memories) and cores (units). Only
+        plain ``str``/``int``/``float``/``list``/``dict`` values, in a deterministic order:
+        metadata first, then events by time.
+    """
+    chip, graph = result.chip, result.graph
+    trace = result.stream_trace if result.stream_trace is not None else result.trace
+    multi = trace.frames > 1
+
+    def suffix(frame: int) -> str:
+        return f" [f{frame}]" if multi else ""
+
+    def colour(frame: int) -> dict[str, Any]:
+        return {"cname": FRAME_COLORS[frame % len(FRAME_COLORS)]} if multi else {}
+
+    placements = result.schedule.placements
+    meta: list[Event] = []
+    timed: list[tuple[tuple[float, int, int, int, float], Event]] = []
+
+    def add(event: Event, end: float = 0.0) -> None:
+        key = (float(event["ts"]), _RANK[event["ph"]], event["pid"], event.get("tid", 0), end)
+        timed.append((key, event))
+
+    def name_process(pid: int, name: str) -> None:
+        meta.append({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": name}})
+        meta.append(
+            {"name": "process_sort_index", "ph": "M", "pid": pid, "args": {"sort_index": pid}}
+        )
+
+    def name_thread(pid: int, tid: int, name: str) -> None:
+        meta.append(
+            {"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": name}}
+        )
+        meta.append(
+            {
+                "name": "thread_sort_index",
+                "ph": "M",
+                "pid": pid,
+                "tid": tid,
+                "args": {"sort_index": tid},
+            }
+        )
+
+    # ---- tracks: pids from 1 (some importers treat pid 0 specially), tid = core + 1
+    unit_pid: dict[str, int] = {}
+    for i, u in enumerate(chip.units):
+        pid = unit_pid[u.name] = i + 1
+        name_process(pid, f"{u.name} ({u.kind}, {u.cores} core{'s' if u.cores > 1 else ''})")
+        for c in range(u.cores):
+            name_thread(pid, c + 1, f"{u.name} core {c}")
+        if any(r.phases for r in trace.ops if r.unit == u.name):  # tiled ops: their phases
+            for c in range(u.cores):
+                name_thread(pid, u.cores + c + 1, f"{u.name} core {c} tiles")
+                name_thread(pid, 2 * u.cores + c + 1, f"{u.name} core {c} load/store")
+    dma_pid = len(chip.units) + 1
+    memory_pid = dma_pid + 1
+    name_process(dma_pid, "DMA")
+    dma_tid: dict[tuple[str, int], int] = {}
+    for link in chip.links:
+        for ch in range(link.dma_channels):
+            tid = dma_tid[(link_key(link), ch)] = len(dma_tid) + 1
+            name_thread(dma_pid, tid, f"{link_key(link)} ch{ch}")
+    name_process(memory_pid, "memory")
+
+    # ---- ops
+    op_slice: dict[tuple[str, int], tuple[int, int, int, int]] = {}  # (op, frame) -> (pid, tid, start_ns, end_ns)
+    for r in trace.ops:
+        pid, tid = unit_pid[r.unit], r.core + 1
+        s, e = _ns(r.start_ps), _ns(r.end_ps)
+        op_slice[(r.op, r.frame)] = (pid, tid, s, e)
+        args: dict[str, Any] = {
+            "node": r.op,
+            "op_type": r.op_type,
+            "unit": r.unit,
+            "core": r.core,
+            "dram_bytes": r.dram_bytes,
+            "reason": placements[r.op].reason,
+            **(_frame_args(r) if multi else {}),
+        }
+        add(
+            {
+                "name": r.op + suffix(r.frame),
+                **colour(r.frame),
+                "cat": r.op_type,
+                "ph": "X",
+                "ts": _us(s),
+                "dur": _us(e - s),
+                "pid": pid,
+                "tid": tid,
+                "args": args,
+            },
+            e,
+        )
+        _shards_and_phases(r, pid, chip.unit(r.unit).cores, add, suffix(r.frame), colour(r.frame))
+
+    # ---- transfers
+    xfer_slice: list[tuple[int, int, int]] = []  # (tid, start_ns, end_ns), in trace order
+    for x in trace.transfers:
+        track, ch = dma_track(chip, x)
+        tid = dma_tid[(track, ch)]
+        s, e = _ns(x.start_ps), _ns(x.end_ps)
+        xfer_slice.append((tid, s, e))
+        args = {
+            "tensor": x.tensor,
+            "bytes": x.bytes,
+            "src": x.src_domain,
+            "dst": x.dst_domain,
+            "producer": x.producer,
+            "consumers": list(x.consumers),
+            "queued_us": x.queued_ps / 1e6,
+            "wait_us": (x.start_ps - x.queued_ps) / 1e6,
+            "link": track,
+            "channel": ch,
+            **(_frame_args(x) if multi else {}),
+        }
+        add(
+            {
+                "name": x.tensor + suffix(x.frame),
+                **colour(x.frame),
+                "cat": "dma",
+                "ph": "X",
+                "ts": _us(s),
+                "dur": _us(e - s),
+                "pid": dma_pid,
+                "tid": tid,
+                "args": args,
+            },
+            e,
+        )
+
+    # ---- flows
+    next_id = 1
+
+    def flow(name: str, src: tuple[int, int, int, int], dst: tuple[int, int, int, int]) -> None:
+        nonlocal next_id
+        base = {"name": name, "cat": "dependency", "id": next_id}
+        add({**base, "ph": "s", "ts": _inside_end(src[2], src[3]), "pid": src[0], "tid": src[1]})
+        add(
+            {
+                **base,
+                "ph": "f",
+                "bp": "e",
+                "ts": _inside_start(dst[2], dst[3]),
+                "pid": dst[0],
+                "tid": dst[1],
+            }
+        )
+        next_id += 1
+
+    for x, (tid, s, e) in zip(trace.transfers, xfer_slice):
+        here = (dma_pid, tid, s, e)
+        if x.producer:
+            flow(x.tensor + suffix(x.frame), op_slice[(x.producer, x.frame)], here)
+        for consumer in x.consumers:
+            if consumer:  # "" is the return of a graph output to the host
+                flow(x.tensor + suffix(x.frame), here, op_slice[(consumer, x.frame)])
+    domain_of = {u.name: u.domain for u in chip.units}
+    for frame in range(trace.frames):
+        for p in graph.order:
+            for c in graph.g.successors(p):
+                up, uc = placements[p].unit, placements[c].unit
+                if up != uc and domain_of[up] == domain_of[uc]:
+                    name = ", ".join(graph.g.edges[p, c]["tensors"]) + suffix(frame)
+                    flow(name, op_slice[(p, frame)], op_slice[(c, frame)])
+
+    # ---- counters
+    for u in chip.units:
+        pid = unit_pid[u.name]
+        steps = busy_core_steps(r for r in trace.ops if r.unit == u.name)
+        if not steps or steps[0][0] > 0:
+            steps.insert(0, (0, 0))
+        for t, busy in steps:
+            add(
+                {
+                    "name": "busy cores",
+                    "ph": "C",
+                    "ts": _us(_ns(t)),
+                    "pid": pid,
+                    "args": {"cores": busy},
+                }
+            )
+            add(
+                {
+                    "name": "utilization",
+                    "ph": "C",
+                    "ts": _us(_ns(t)),
+                    "pid": pid,
+                    "args": {"%": round(100.0 * busy / u.cores, 6)},
+                }
+            )
+    memories = sorted(trace.memory_capacity_bytes_per_ps)
+    counter_name = {
+        m: f"{m} bandwidth (of {trace.memory_capacity_bytes_per_ps[m] * _GBPS_PER_BYTES_PER_PS:g} GB/s)"
+        for m in memories
+    }
+    for m in memories:
+        add(
+            {
+                "name": counter_name[m],
+                "ph": "C",
+                "ts": 0.0,
+                "pid": memory_pid,
+                "args": {"GB/s": 0.0},
+            }
+        )
+    for t, m, bpps in trace.bandwidth_samples:
+        gbps = round(max(0.0, float(bpps)) * _GBPS_PER_BYTES_PER_PS, 9)
+        add(
+            {
+                "name": counter_name.get(m, f"{m} bandwidth"),
+                "ph": "C",
+                "ts": _us(_ns(t)),
+                "pid": memory_pid,
+                "args": {"GB/s": gbps},
+            }
+        )
+
+    for t, watts in power_timeline(chip, trace):
+        add({"name": "chip power (W)", "ph": "C", "ts": _us(_ns(t)), "pid": memory_pid, "args": {"W": round(watts, 9)}})
+
+    timed.sort(key=lambda kv: kv[0])  # stable: ties keep construction order
+    a = result.analysis
+    other = {
+        "chip": chip.name,
+        "model": graph.name,
+        "precision": result.precision,
+        "policy": result.schedule.policy,
+        "latency_ms": a.latency_ms,
+        "critical_path_ms": a.critical_path_ms,
+        "energy_mj": a.energy_mj,
+        "ops": len(trace.ops),
+        "dma_transfers": len(trace.transfers),
+        "makespan_ps": trace.makespan_ps,
+        "memory_capacity_gbps": {
+            m: trace.memory_capacity_bytes_per_ps[m] * _GBPS_PER_BYTES_PER_PS for m in memories
+        },
+    }
+    if multi:
+        other["frames"] = trace.frames
+        other["frame_order"] = trace.frame_order
+        if result.stream is not None:
+            other["initiation_interval_ms"] = result.stream.initiation_interval_ms
+    return {
+        "traceEvents": separate_overlaps(meta + [e for _, e in timed]),
+        "displayTimeUnit": "ns",
+        "otherData": other,
+    }
+
+
+# ---------------------------------------------------------------- Perfetto validity
+
+#: Two times (us) closer than this are equal: 0.1 ns, below the trace's 1 ns resolution, so
+#: float round-off of ``ts + dur`` never reads as an overlap.
+_EPS_US = 1e-4
+
+
+def _lanes(slices: list[Event]) -> list[int]:
+    """Lane of each slice (0 = its own track) so that slices in one lane nest or follow each other.
+
+    Greedy in ``(ts, -dur)`` order: each slice goes to the first lane where it fits inside
+    the innermost open slice or after all of them.
+    """
+    order = sorted(range(len(slices)), key=lambda i: (slices[i]["ts"], -slices[i]["dur"], i))
+    stacks: list[list[float]] = []  # per lane: end times of the open slices, outermost first
+    lane_of = [0] * len(slices)
+    for i in order:
+        ts, end = slices[i]["ts"], slices[i]["ts"] + slices[i]["dur"]
+        for lane, stack in enumerate(stacks):
+            while stack and stack[-1] <= ts + _EPS_US:
+                stack.pop()
+            if not stack or end <= stack[-1] + _EPS_US:
+                stack.append(end)
+                lane_of[i] = lane
+                break
+        else:
+            stacks.append([end])
+            lane_of[i] = len(stacks) - 1
+    return lane_of
+
+
+def separate_overlaps(events: list[Event]) -> list[Event]:
+    """Move complete events that partly overlap others on their track to extra tracks.
+
+    Each extra track gets a new ``tid`` in the same process, a ``thread_name`` of
+    ``"<track name> (overlap N)"`` and a sort index just after its track. A flow event
+    (``s``/``f``) moves with the innermost slice that encloses its timestamp. Events are not
+    changed in place; a trace without such overlaps comes back equal.
+
+    >>> ev = [{"ph": "X", "name": n, "ts": t, "dur": 2.0, "pid": 1, "tid": 1} for n, t in [("a", 0.0), ("b", 1.0)]]
+    >>> [(e["name"], e["tid"]) for e in separate_overlaps(ev) if e["ph"] == "X"]
+    [('a', 1), ('b', 2)]
+    """
+    tracks: dict[tuple[int, int], list[int]] = {}
+    for i, e in enumerate(events):
+        if e.get("ph") == "X":
+            tracks.setdefault((e["pid"], e.get("tid", 0)), []).append(i)
+    moved: dict[int, int] = {}  # event index -> new tid
+    new_threads: list[tuple[int, int, int, int]] = []  # pid, old tid, lane, new tid
+    used_tids: dict[int, set[int]] = {}
+    for e in events:
+        if "pid" in e and "tid" in e:
+            used_tids.setdefault(e["pid"], set()).add(e["tid"])
+    for (pid, tid), idx in sorted(tracks.items()):
+        lanes = _lanes([events[i] for i in idx])
+        if not any(lanes):
+            continue
+        tid_of_lane = {0: tid}
+        for lane in sorted(set(lanes) - {0}):
+            new = max(used_tids[pid]) + 1
+            used_tids[pid].add(new)
+            tid_of_lane[lane] = new
+            new_threads.append((pid, tid, lane, new))
+        for i, lane in zip(idx, lanes):
+            if lane:
+                moved[i] = tid_of_lane[lane]
+    if not moved:
+        return list(events)
+    out = [dict(e, tid=moved[i]) if i in moved else e for i, e in enumerate(events)]
+    for i, e in enumerate(events):  # flows follow their enclosing slice
+        if e.get("ph") in ("s", "f") and (e["pid"], e.get("tid", 0)) in tracks:
+            inside = [
+                j
+                for j in tracks[(e["pid"], e.get("tid", 0))]
+                if events[j]["ts"] <= e["ts"] <= events[j]["ts"] + events[j]["dur"]
+            ]
+            if inside:
+                j = min(inside, key=lambda j: events[j]["dur"])
+                if j in moved:
+                    out[i] = dict(e, tid=moved[j])
+    names = {
+        (e["pid"], e["tid"]): e["args"]["name"]
+        for e in events
+        if e.get("ph") == "M" and e.get("name") == "thread_name"
+    }
+    sort_index = {
+        (e["pid"], e["tid"]): e["args"]["sort_index"]
+        for e in events
+        if e.get("ph") == "M" and e.get("name") == "thread_sort_index"
+    }
+    meta: list[Event] = []
+    for pid, tid, lane, new in new_threads:
+        base = names.get((pid, tid), f"thread {tid}")
+        meta.append(
+            {
+                "name": "thread_name",
+                "ph": "M",
+                "pid": pid,
+                "tid": new,
+                "args": {"name": f"{base} (overlap {lane})"},
+            }
+        )
+        meta.append(
+            {
+                "name": "thread_sort_index",
+                "ph": "M",
+                "pid": pid,
+                "tid": new,
+                "args": {"sort_index": sort_index.get((pid, tid), tid) * 1000 + lane},
+            }
+        )
+    n_meta = sum(1 for e in out if e.get("ph") == "M")
+    if any(e.get("ph") == "M" for e in out[n_meta:]):  # metadata not leading: append at the end
+        return out + meta
+    return out[:n_meta] + meta + out[n_meta:]
+
+
+def _number(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def check_trace(trace: Mapping[str, Any] | list[Event]) -> list[str]:
+    """Problems that would make Perfetto's JSON importer drop or misplace events.
+
+    Checks, for any Trace Event Format object (not only hwsim's):
+
+    - every event has a ``ph``, an integer ``pid`` and, except metadata, a finite ``ts >= 0``;
+      complete events (``X``) a finite ``dur >= 0``;
+    - every process that holds an event is named (``process_name``), and so is every thread
+      that holds a slice, a begin/end pair or a flow (``thread_name``);
+    - complete events on one track (pid, tid) nest or follow each other: none starts inside
+      another and ends after it (up to 0.1 ns of round-off);
+    - begin (``B``) and end (``E``) events balance on every track and never end before they begin;
+    - counters (``C``) carry only finite numbers in ``args``;
+    - every flow start (``s``) has a finish (``f``) with the same ``cat`` and ``id``, not earlier.
+
+    Parameters
+    ----------
+    trace : dict or list
+        ``{"traceEvents": [...], ...}`` or the bare event list.
+
+    Returns
+    -------
+    list of str
+        One line per problem; empty when the trace is valid.
+
+    >>> check_trace([{"ph": "X", "name": "a", "ts": 0, "dur": 2, "pid": 1, "tid": 1},
+    ...              {"ph": "X", "name": "b", "ts": 1, "dur": 2, "pid": 1, "tid": 1}])[-1]
+    "pid 1 tid 1: slice 'b' [1, 3] us partly overlaps 'a' [0, 2] us"
+    """
+    events = trace if isinstance(trace, list) else trace.get("traceEvents")
+    if not isinstance(events, list):
+        return ["no traceEvents list"]
+    problems: list[str] = []
+    processes: set[int] = set()
+    threads: set[tuple[int, int]] = set()
+    used_pids: set[int] = set()
+    used_threads: set[tuple[int, int]] = set()
+    slices: dict[tuple[int, int], list[Event]] = {}
+    begins: dict[tuple[int, int], list[float]] = {}
+    flows: dict[tuple[str, object], list[float]] = {}
+    finishes: dict[tuple[str, object], list[float]] = {}
+    for k, e in enumerate(events):
+        ph, pid = e.get("ph"), e.get("pid")
+        if not isinstance(ph, str) or not isinstance(pid, int):
+            problems.append(f"event {k}: needs a string 'ph' and an integer 'pid'")
+            continue
+        tid = e.get("tid", 0)
+        if ph == "M":
+            if e.get("name") == "process_name":
+                processes.add(pid)
+            elif e.get("name") == "thread_name":
+                threads.add((pid, tid))
+            continue
+        used_pids.add(pid)
+        ts = e.get("ts")
+        if not _number(ts) or ts < 0:
+            problems.append(f"event {k} ({e.get('name')!r}): ts {ts!r} is not a finite time >= 0")
+            continue
+        if ph == "X":
+            dur = e.get("dur")
+            if not _number(dur) or dur < 0:
+                problems.append(
+                    f"event {k} ({e.get('name')!r}): dur {dur!r} is not a finite duration >= 0"
+                )
+                continue
+            slices.setdefault((pid, tid), []).append(e)
+            used_threads.add((pid, tid))
+        elif ph in ("B", "E"):
+            used_threads.add((pid, tid))
+            stack = begins.setdefault((pid, tid), [])
+            if ph == "B":
+                stack.append(ts)
+            elif not stack:
+                problems.append(f"pid {pid} tid {tid}: end event at {ts} us without a begin")
+            elif stack.pop() > ts + _EPS_US:
+                problems.append(f"pid {pid} tid {tid}: end event at {ts} us before its begin")
+        elif ph == "C":
+            args = e.get("args")
+            if not isinstance(args, dict) or not args or not all(_number(v) for v in args.values()):
+                problems.append(
+                    f"counter {e.get('name')!r} at {ts} us: args must be finite numbers"
+                )
+        elif ph in ("s", "f"):
+            used_threads.add((pid, tid))
+            key = (str(e.get("cat", "")), e.get("id"))
+            (flows if ph == "s" else finishes).setdefault(key, []).append(ts)
+    for pid in sorted(used_pids - processes):
+        problems.append(f"pid {pid}: no process_name metadata")
+    for pid, tid in sorted(used_threads - threads):
+        problems.append(f"pid {pid} tid {tid}: no thread_name metadata")
+    for (pid, tid), stack in sorted(begins.items()):
+        if stack:
+            problems.append(f"pid {pid} tid {tid}: {len(stack)} begin event(s) never end")
+    for key, starts in flows.items():
+        ends = finishes.get(key, [])
+        if len(ends) < len(starts):
+            problems.append(
+                f"flow {key[0]!r} id {key[1]!r}: {len(starts)} start(s), {len(ends)} finish(es)"
+            )
+        elif min(ends) < min(starts) - _EPS_US:
+            problems.append(f"flow {key[0]!r} id {key[1]!r}: finishes before it starts")
+    for (pid, tid), evs in sorted(slices.items()):
+        evs.sort(key=lambda e: (e["ts"], -e["dur"]))
+        open_: list[Event] = []
+        for e in evs:
+            while open_ and open_[-1]["ts"] + open_[-1]["dur"] <= e["ts"] + _EPS_US:
+                open_.pop()
+            if open_ and e["ts"] + e["dur"] > open_[-1]["ts"] + open_[-1]["dur"] + _EPS_US:
+                o = open_[-1]
+                problems.append(
+                    f"pid {pid} tid {tid}: slice {e.get('name')!r} [{e['ts']:g}, {e['ts'] + e['dur']:g}] us "
+                    f"partly overlaps {o.get('name')!r} [{o['ts']:g}, {o['ts'] + o['dur']:g}] us"
+                )
+                continue
+            open_.append(e)
+    return problems

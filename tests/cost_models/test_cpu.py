@@ -1,0 +1,255 @@
+"""CPU cost model (calibrated efficiencies, shape factors, Gather) and the chip side of
+calibration files (``calibration:`` in a chip YAML)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chips.schema import ChipError, chip_from_dict, load_chip
+from cost_models.cpu import (
+    DEPTHWISE_FACTOR,
+    HALF_EFFICIENCY_FLOPS,
+    core_bytes,
+    kernel_type,
+    shape_factor,
+)
+from cost_models.table import cost_table, estimate
+from graph_ir.ir import Op, Tensor
+from graph_ir.op_metrics import metrics
+from tests.helpers import graph_from_ops, host_chip
+
+
+def make_op(op_type: str, ins: list[Tensor], outs: list[Tensor], **attrs: Any) -> Op:
+    m = metrics(op_type, ins, outs, attrs)
+    return Op("op", op_type, m.category, tuple(ins), tuple(outs), attrs, m.macs, m.flops)
+
+
+def relu(n: int) -> Op:
+    return make_op("Relu", [Tensor("x", (1, n), "float32")], [Tensor("y", (1, n), "float32")])
+
+
+class TestCalibratedEfficiency:
+    def test_is_a_core_rate_whatever_level_holds_the_data(self) -> None:
+        # 1.5 MiB in + out sits in L2, 8 MiB in L3: at e = 0.1 both stream at 0.1 x L1 bandwidth
+        small, big = relu(3 << 16), relu(1 << 20)
+        plain = estimate(big, chip_from_dict(host_chip()), "cpu", "fp32")
+        cal = [estimate(op, chip_from_dict(host_chip(efficiency={"Relu": 0.1})), "cpu", "fp32") for op in (small, big)]
+        assert plain is not None and cal[0] is not None and cal[1] is not None
+        assert plain.bound == "memory"
+        per_byte = [c.compute_ns / core_bytes(op, "fp32") for c, op in zip(cal, (small, big), strict=True)]
+        assert per_byte[0] == pytest.approx(per_byte[1]) == pytest.approx(1 / (200 * 0.1))
+        assert cal[1].memory_ns == plain.memory_ns  # the level's own bandwidth stays physical
+        assert cal[1].latency_ns > plain.latency_ns and cal[1].energy_pj > plain.energy_pj
+        assert "calibrated 0.1" in cal[1].note
+
+    def test_a_slow_level_still_binds(self) -> None:
+        op = relu(1 << 20)  # 8 MiB from L3 at 38 GB/s: slower than 0.5 x L1
+        plain = estimate(op, chip_from_dict(host_chip()), "cpu", "fp32")
+        half = estimate(op, chip_from_dict(host_chip(efficiency={"Relu": 0.5})), "cpu", "fp32")
+        assert plain is not None and half is not None
+        assert half.latency_ns == pytest.approx(plain.latency_ns)
+
+    def test_scales_a_recurrent_ops_weight_streaming(self) -> None:
+        plain = estimate(lstm(20, 650), chip_from_dict(host_chip()), "cpu", "fp32")
+        half = estimate(lstm(20, 650), chip_from_dict(host_chip(efficiency={"LSTM": 0.5})), "cpu", "fp32")
+        assert plain is not None and half is not None
+        assert half.memory_ns == pytest.approx(2 * plain.memory_ns)
+
+    def test_other_op_types_untouched(self) -> None:
+        op = relu(4096)
+        plain = estimate(op, chip_from_dict(host_chip()), "cpu", "fp32")
+        other = estimate(op, chip_from_dict(host_chip(efficiency={"Conv": 0.1})), "cpu", "fp32")
+        assert plain == other
+
+    @settings(max_examples=25, deadline=None)
+    @given(effs=st.tuples(st.floats(0.01, 1.0), st.floats(0.01, 1.0)).map(sorted),
+           n=st.integers(1, 1 << 22), op_type=st.sampled_from(["Relu", "MatMul"]))  # fmt: skip
+    def test_higher_efficiency_never_slower(self, effs: list[float], n: int, op_type: str) -> None:
+        if op_type == "Relu":
+            op = relu(n)
+        else:
+            k = max(1, int(n ** (1 / 3)))
+            op = make_op("MatMul", [Tensor("a", (k, k), "float32"), Tensor("b", (k, k), "float32", True)],
+                         [Tensor("y", (k, k), "float32")])  # fmt: skip
+        lo, hi = (estimate(op, chip_from_dict(host_chip(efficiency={op_type: e})), "cpu", "fp32") for e in effs)
+        assert lo is not None and hi is not None
+        assert hi.latency_ns <= lo.latency_ns * (1 + 1e-9)
+
+
+class TestShapes:
+    def test_depthwise_conv_is_less_efficient(self) -> None:
+        x, y = Tensor("x", (1, 32, 56, 56), "float32"), Tensor("y", (1, 32, 56, 56), "float32")
+        dw = make_op("Conv", [x, Tensor("w", (32, 1, 3, 3), "float32", True)], [y], group=32, kernel_shape=(3, 3),
+                     pads=(1, 1, 1, 1))  # fmt: skip
+        full = make_op("Conv", [x, Tensor("w", (32, 32, 3, 3), "float32", True)], [y], kernel_shape=(3, 3),
+                       pads=(1, 1, 1, 1))  # fmt: skip
+        assert shape_factor(dw) == pytest.approx(dw.flops / (dw.flops + HALF_EFFICIENCY_FLOPS) * DEPTHWISE_FACTOR)
+        assert shape_factor(full) == pytest.approx(full.flops / (full.flops + HALF_EFFICIENCY_FLOPS))
+        assert kernel_type(dw) == "DepthwiseConv" and kernel_type(full) == "Conv"
+
+    def test_a_fitted_depthwise_efficiency_replaces_the_factor(self) -> None:
+        x, y = Tensor("x", (1, 144, 56, 56), "float32"), Tensor("y", (1, 144, 56, 56), "float32")
+        dw = make_op("Conv", [x, Tensor("w", (144, 1, 3, 3), "float32", True)], [y], group=144, kernel_shape=(3, 3),
+                     pads=(1, 1, 1, 1))  # fmt: skip
+        peak = 60.0 * 2600 * 1e-3  # FLOP/ns of host_chip()
+        conv_only = estimate(dw, chip_from_dict(host_chip(efficiency={"Conv": 0.9})), "cpu", "fp32")
+        fitted = estimate(dw, chip_from_dict(host_chip(efficiency={"Conv": 0.9, "DepthwiseConv": 0.2})), "cpu", "fp32")
+        assert conv_only is not None and fitted is not None
+        small = dw.flops / (dw.flops + HALF_EFFICIENCY_FLOPS)
+        assert conv_only.compute_ns >= dw.flops / (peak * 0.9 * small * DEPTHWISE_FACTOR) - 1e-6
+        assert fitted.compute_ns >= dw.flops / (peak * 0.2 * small) - 1e-6
+        assert "calibrated 0.2" in fitted.note and "calibrated 0.9" in conv_only.note
+
+    def test_gather_reads_rows_not_the_table(self) -> None:
+        table = Tensor("emb", (30522, 768), "float32", True)  # 94 MB
+        ids = Tensor("ids", (1, 128), "int64")
+        out = Tensor("y", (1, 128, 768), "float32")
+        cost = estimate(make_op("Gather", [table, ids], [out], axis=0), chip_from_dict(host_chip()), "cpu", "fp32")
+        assert cost is not None
+        assert cost.dram_read_bytes <= out.nbytes
+        assert cost.latency_ns < 200_000
+
+
+class TestCalibrationFile:
+    def write(self, tmp_path: Path, cal: Any, chip: dict[str, Any] | None = None) -> Path:
+        data = chip or host_chip(efficiency={"Relu": 0.9, "Add": 0.7})
+        data = {**data, "calibration": "cal/host_calibration.yaml"}
+        (tmp_path / "cal").mkdir()
+        (tmp_path / "cal" / "host_calibration.yaml").write_text(yaml.safe_dump(cal))
+        path = tmp_path / "host.yaml"
+        path.write_text(yaml.safe_dump(data))
+        return path
+
+    def test_merges_into_the_unit(self, tmp_path: Path) -> None:
+        cal = {"chip": "host", "units": {"cpu": {"op_overhead_ns": 3500.0, "efficiency": {"Conv": 0.8, "Relu": 0.4}}}}
+        chip = load_chip(self.write(tmp_path, cal))
+        unit = chip.unit("cpu")
+        assert unit.op_overhead_ns == 3500.0
+        assert unit.efficiency == {"Relu": 0.4, "Add": 0.7, "Conv": 0.8}  # calibration wins, the rest stays
+        assert chip.calibration == str((tmp_path / "cal" / "host_calibration.yaml").resolve())
+
+    def test_changes_the_estimate(self, tmp_path: Path) -> None:
+        cal = {"chip": "host", "units": {"cpu": {"efficiency": {"Relu": 0.05}}}}
+        chip = load_chip(self.write(tmp_path, cal))
+        op = relu(1 << 20)  # 8 MiB at 0.05 x 200 GB/s: 4x slower than from L3 at 38 GB/s
+        before, after = estimate(op, chip_from_dict(host_chip()), "cpu", "fp32"), estimate(op, chip, "cpu", "fp32")
+        assert before is not None and after is not None
+        assert after.latency_ns > 2 * before.latency_ns
+
+    @pytest.mark.parametrize(
+        ("cal", "message"),
+        [
+            ({"chip": "host", "units": {"npu": {"efficiency": {"Conv": 0.5}}}}, "units.npu: the chip has no such unit"),
+            ({"chip": "host", "units": {"cpu": {"efficiency": {"Conv": 1.5}}}}, "units.cpu.efficiency.Conv"),
+            ({"chip": "host", "units": {"cpu": {"speed": 2}}}, "units.cpu.speed: unknown key"),
+            ({"units": {}}, "chip: Field required"),
+        ],
+    )
+    def test_bad_calibration_names_file_and_field(self, tmp_path: Path, cal: Any, message: str) -> None:
+        with pytest.raises(ChipError) as err:
+            load_chip(self.write(tmp_path, cal))
+        assert "host_calibration.yaml" in str(err.value)
+        assert message in str(err.value)
+
+    def test_missing_calibration_file(self, tmp_path: Path) -> None:
+        path = tmp_path / "host.yaml"
+        path.write_text(yaml.safe_dump({**host_chip(), "calibration": "nope.yaml"}))
+        with pytest.raises(ChipError, match=r"host.yaml: calibration: cannot read .*nope.yaml"):
+            load_chip(path)
+
+
+def lstm(steps: int, hidden: int, inputs: int = 64) -> Op:
+    x = Tensor("x", (steps, 1, inputs), "float32")
+    w = Tensor("w", (1, 4 * hidden, inputs), "float32", True)
+    r = Tensor("r", (1, 4 * hidden, hidden), "float32", True)
+    y = Tensor("y", (steps, 1, 1, hidden), "float32")
+    return make_op("LSTM", [x, w, r], [y], hidden_size=hidden)
+
+
+class TestRecurrence:
+    @settings(max_examples=15, deadline=None)
+    @given(steps=st.integers(2, 60), hidden=st.sampled_from([64, 200, 400, 650]))
+    def test_recurrent_weights_are_reread_every_step(self, steps: int, hidden: int) -> None:
+        chip = chip_from_dict(host_chip())
+        unit = chip.units[0]
+        cost = estimate(lstm(steps, hidden), chip, "cpu", "fp32")
+        assert cost is not None
+        r_bytes = 4 * hidden * hidden * 4
+        level_bw = next(bw for kib, bw in ((unit.l1_kib, unit.l1_bandwidth_gbps), (unit.l2_kib, unit.l2_bandwidth_gbps),
+                                           (unit.l3_kib, unit.l3_bandwidth_gbps)) if r_bytes < kib * 1024)  # fmt: skip
+        assert cost.memory_ns >= (steps - 1) * r_bytes / level_bw
+        assert f"R re-read {steps - 1}x" in cost.note
+
+    def test_weights_beyond_the_cache_cost_more_per_step(self) -> None:
+        chip = chip_from_dict(host_chip())
+        # 650 wide: R is 6.8 MB (L3); 128 wide: 256 KiB (L2); per step per byte the wide one is slower
+        wide = [estimate(lstm(s, 650), chip, "cpu", "fp32") for s in (10, 20)]
+        narrow = [estimate(lstm(s, 128), chip, "cpu", "fp32") for s in (10, 20)]
+        assert all(c is not None for c in (*wide, *narrow))
+        per_byte_wide = (wide[1].latency_ns - wide[0].latency_ns) / (10 * 4 * 650 * 650 * 4)  # type: ignore[union-attr]
+        per_byte_narrow = (narrow[1].latency_ns - narrow[0].latency_ns) / (10 * 4 * 128 * 128 * 4)  # type: ignore[union-attr]
+        assert per_byte_wide > 2 * per_byte_narrow
+
+
+def matmul(m: int, k: int, n: int) -> Op:
+    a, w = Tensor("a", (m, k), "float32"), Tensor("w", (k, n), "float32", True)
+    return make_op("MatMul", [a, w], [Tensor("y", (m, n), "float32")])
+
+
+class TestWeightStream:
+    """``weight_stream_gbps``: a GEMM's weights from DRAM add to its compute instead of hiding under it."""
+
+    def test_adds_the_weight_bytes_at_the_stream_rate(self) -> None:
+        op = matmul(128, 768, 3072)  # 9.4 MB of weights, 0.6 GFLOP: compute-bound either way
+        plain = estimate(op, chip_from_dict(host_chip(efficiency={"MatMul": 0.9})), "cpu", "fp32")
+        stall = estimate(op, chip_from_dict(host_chip(efficiency={"MatMul": 0.9}, weight_stream_gbps=12.0)), "cpu", "fp32")
+        assert plain is not None and stall is not None
+        assert plain.bound == "compute" and plain.stall_ns == 0.0
+        assert stall.stall_ns == pytest.approx(768 * 3072 * 4 / 12.0)
+        assert stall.latency_ns - plain.latency_ns == pytest.approx(stall.stall_ns)
+        assert stall.compute_ns - stall.stall_ns == pytest.approx(plain.compute_ns)  # the efficiency does not scale it
+        assert "weights stall" in stall.note
+
+    def test_only_matmuls_with_weights(self) -> None:
+        chip = chip_from_dict(host_chip(weight_stream_gbps=12.0))
+        act = make_op("MatMul", [Tensor("a", (128, 64), "float32"), Tensor("b", (64, 128), "float32")],
+                      [Tensor("y", (128, 128), "float32")])  # attention's Q.K^T: no weights  # fmt: skip
+        conv = make_op("Conv", [Tensor("x", (1, 256, 14, 14), "float32"), Tensor("w", (256, 256, 3, 3), "float32", True)],
+                       [Tensor("y", (1, 256, 14, 14), "float32")], kernel_shape=[3, 3], pads=[1, 1, 1, 1])  # fmt: skip
+        for op in (act, conv):
+            cost = estimate(op, chip, "cpu", "fp32")
+            assert cost is not None and cost.stall_ns == 0.0
+
+    @settings(max_examples=20, deadline=None)
+    @given(m=st.integers(1, 256), gbps=st.floats(1.0, 100.0))
+    def test_never_faster_than_without(self, m: int, gbps: float) -> None:
+        op = matmul(m, 512, 1024)
+        plain = estimate(op, chip_from_dict(host_chip()), "cpu", "fp32")
+        stall = estimate(op, chip_from_dict(host_chip(weight_stream_gbps=gbps)), "cpu", "fp32")
+        assert plain is not None and stall is not None
+        assert stall.latency_ns >= plain.latency_ns
+        assert stall.latency_ns <= plain.latency_ns + 512 * 1024 * 4 / gbps + 1e-6
+
+    def test_a_gemv_streams_at_the_memory_roof(self) -> None:
+        op = matmul(1, 650, 10000)  # one row: MLAS's vector kernel, overlapped
+        cost = estimate(op, chip_from_dict(host_chip(weight_stream_gbps=12.0)), "cpu", "fp32")
+        assert cost is not None and cost.stall_ns == 0.0 and cost.bound == "memory"
+
+    @pytest.mark.parametrize(("l3_kib", "stalls"), [(32768, False), (4096, True)])
+    def test_weights_that_fit_the_llc_stay_there_between_inferences(self, l3_kib: int, stalls: bool) -> None:
+        x, h = Tensor("x", (64, 1024), "float32"), Tensor("h", (64, 1024), "float32")
+        w1, w2 = Tensor("w1", (1024, 1024), "float32", True), Tensor("w2", (1024, 1024), "float32", True)
+        graph = graph_from_ops("mlp", [x], [("fc1", "MatMul", [x, w1], [h]),
+                                            ("fc2", "MatMul", [h, w2], [Tensor("y", (64, 1024), "float32")])])  # fmt: skip
+        # 8 MiB of weights: resident in a 32 MiB L3, streamed from DRAM past a 4 MiB one
+        chip = chip_from_dict(host_chip(l3_kib=l3_kib, weight_stream_gbps=12.0))
+        table = cost_table(graph, chip, "model")
+        for name in ("fc1", "fc2"):
+            stall = table.costs[name]["cpu"].stall_ns
+            assert (stall == pytest.approx(1024 * 1024 * 4 / 12.0)) if stalls else stall == 0.0

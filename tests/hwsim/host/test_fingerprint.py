@@ -1,0 +1,100 @@
+"""``hwsim fingerprint``: cache-level detection, the chip file it writes, bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chips.schema import load_chip
+from hwsim.cli import main
+from hwsim.host.fingerprint import FINGERPRINT_EFFICIENCY, _levels, read_fingerprint
+
+
+class TestLevels:
+    @settings(max_examples=40, deadline=None)
+    @given(
+        bws=st.lists(st.floats(10, 1000), min_size=1, max_size=4, unique=True).map(lambda b: sorted(b, reverse=True)),
+        widths=st.lists(st.integers(2, 5), min_size=5, max_size=5),
+        noise=st.lists(st.floats(0.95, 1.05), min_size=25, max_size=25),
+    )
+    def test_finds_each_plateau(self, bws: list[float], widths: list[int], noise: list[float]) -> None:
+        # plateaus at least 1.6x apart, each two to five sizes wide, +-5 % noise
+        levels = [bws[0]]
+        for b in bws[1:]:
+            if b < levels[-1] / 1.6:
+                levels.append(b)
+        sweep, size, i = [], 16, 0
+        ends = []
+        for lvl, w in zip(levels, widths, strict=False):
+            for _ in range(w):
+                sweep.append((size, lvl * noise[i]))
+                size, i = size * 2, i + 1
+            ends.append(size // 2)
+        found = _levels(sweep)
+        # the last plateau is memory: not a cache level
+        assert [c for c, _ in found] == ends[:-1]
+        for (_, bw), lvl in zip(found, levels, strict=False):
+            assert bw == pytest.approx(lvl, rel=0.06)
+
+    def test_flat_sweep_has_no_levels(self) -> None:
+        assert _levels([(s, 50.0) for s in (1, 2, 4, 8)]) == []
+
+    def test_one_point_transition_is_skipped(self) -> None:
+        sweep = [(1, 100.0), (2, 100.0), (4, 60.0), (8, 20.0), (16, 20.0), (32, 5.0)]
+        assert _levels(sweep) == [(2, 100.0), (16, 20.0)]
+
+
+class TestCommand:
+    def test_quick_fingerprint_writes_a_loadable_chip(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        out = tmp_path / "host.yaml"
+        assert main(["fingerprint", "--quick", "--threads", "1", "-o", str(out), "--name", "mybox"]) == 0
+        chip = load_chip(out)
+        assert chip.name == "mybox"
+        (unit,) = chip.units
+        assert unit.kind == "cpu" and unit.cores == 1
+        assert unit.flops_per_cycle["fp32"] > 0
+        # the peak is an achieved MatMul peak: large GEMM-like kernels reach all of it before calibration
+        assert unit.efficiency == FINGERPRINT_EFFICIENCY and unit.efficiency["MatMul"] == 1.0
+        fp = read_fingerprint(out)
+        assert fp is not None
+        assert fp["threads"] == 1 and "onnxruntime" in fp["versions"] and fp["sweep"]
+        text = out.read_text()
+        assert "# Measured by `hwsim fingerprint`" in text and "matmul fp32" in text
+        # the weight stream is measured, or left out with the reason: never a made-up value
+        if unit.weight_stream_gbps is None:
+            assert "weight stream:" in text and "left out" in text
+        else:
+            assert unit.weight_stream_gbps == pytest.approx(fp["weight_stream_gbps"], rel=0.01)
+            assert fp["weight_stream_ms"]["dram"] > fp["weight_stream_ms"]["cache"]
+        assert f"wrote {out}" in capsys.readouterr().out
+
+    @pytest.mark.parametrize(
+        ("args", "message"),
+        [(["--threads", "0"], "--threads 0"), (["--threads", "999"], "--threads 999")],
+    )
+    def test_bad_threads(self, tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:
+        out = tmp_path / "host.yaml"
+        assert main(["fingerprint", "--quick", "-o", str(out), *args]) == 2
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1
+        assert not out.exists()
+
+    def test_missing_out_folder(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        out = tmp_path / "nope" / "host.yaml"
+        assert main(["fingerprint", "--quick", "-o", str(out)]) == 2
+        assert "does not exist" in capsys.readouterr().err
+
+
+def test_a_malformed_fingerprint_rate_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.helpers import mlp, write_chip
+
+    chip = write_chip(tmp_path / "host.yaml")
+    chip.write_text('# fingerprint-json: {"matmul_gflops_1t": {"fp32": "fast"}}\n' + chip.read_text())
+    results = tmp_path / "v.jsonl"
+    assert main(["validate", str(chip), str(mlp(tmp_path / "m.onnx")), "--runs", "10", "--results", str(results)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(chip) in err and "matmul_gflops_1t.fp32" in err
+    assert not results.exists()

@@ -1,0 +1,303 @@
+"""``hwsim validate``: predicted against measured on this machine, records, calibration
+round trip, and models onnxruntime cannot run. Models are tiny and built here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from onnx import TensorProto, helper, numpy_helper
+
+from chips.schema import chip_from_dict, load_chip
+from cost_models.table import estimate
+from graph_ir.onnx_import import load_onnx
+from hwsim.cli import main
+from hwsim.host.calibration import apply, fit, timed_over_profiled, write_calibration
+from hwsim.host.measure import Timing, attribute_nodes, load_with_random_weights, random_inputs
+from hwsim.host.validate import (
+    NodeResult,
+    Validation,
+    cpu_chip,
+    merge_rounds,
+    nchwc_reorders,
+    predict_nodes,
+    repredict,
+    validate_model,
+)
+from tests.helpers import host_chip, mlp, write_chip
+
+
+class TestMeasure:
+    def test_weightless_file_gets_random_weights(self, tmp_path: Path) -> None:
+        m = load_with_random_weights(mlp(tmp_path / "m.onnx"), seed=3)
+        w = numpy_helper.to_array(next(t for t in m.graph.initializer if t.name == "w0"))
+        assert w.shape == (256, 256) and w.std() > 0
+
+    @settings(max_examples=5, deadline=None)
+    @given(seed=st.integers(0, 2**31 - 1))
+    def test_random_inputs_match_the_graph(self, seed: int) -> None:
+        g = helper.make_graph([helper.make_node("Identity", ["ids"], ["y"])], "g",
+                              [helper.make_tensor_value_info("ids", TensorProto.INT64, [2, 7])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT64, [2, 7])])  # fmt: skip
+        feeds = random_inputs(helper.make_model(g), seed)
+        assert feeds["ids"].shape == (2, 7) and feeds["ids"].dtype == np.int64
+        assert 0 <= feeds["ids"].min() and feeds["ids"].max() < 100
+
+    def test_attribution_of_fused_and_inserted_kernels(self, tmp_path: Path) -> None:
+        m = onnx.load(mlp(tmp_path / "m.onnx"), load_external_data=False)
+        profiled = {"/l0/MatMul/MatMulAddFusion": "Gemm", "r1_nchwc": "Conv", "/l2/Relu": "Relu",
+                    "reorder_token_3": "ReorderOutput", "fused /l1/MatMul/MatMulAddFusion": "FusedGemm",
+                    "fused /l0/Add": "FusedGemm"}  # fmt: skip
+        assert attribute_nodes(m, profiled) == {
+            "/l0/MatMul/MatMulAddFusion": "/l0/MatMul",
+            "fused /l1/MatMul/MatMulAddFusion": "/l1/MatMul",
+            "r1_nchwc": "/l1/Relu",  # no Conv upstream: stays on the producer of the tensor
+            "/l2/Relu": "/l2/Relu",
+            "reorder_token_3": None,
+            "fused /l0/Add": "/l0/Add",  # "fused <node>" of a node that exists: the prefix goes
+        }
+
+
+class TestLowQuantile:
+    @settings(max_examples=30, deadline=None)
+    @given(base=st.floats(1e3, 1e8), n=st.integers(8, 60), data=st.data())
+    def test_bursts_of_other_load_do_not_move_it(self, base: float, n: int, data: st.DataObject) -> None:
+        # other processes only add time; as long as a quarter of the runs are quiet the figure is the quiet time
+        quiet = data.draw(st.integers(-(-(n - 1) // 4) + 1, n))
+        bursts = data.draw(st.lists(st.floats(0.01 * base, 2 * base), min_size=n - quiet, max_size=n - quiet))
+        samples = [base] * quiet + [base + b for b in bursts]
+        order = data.draw(st.permutations(samples))
+        t = Timing(tuple(order))
+        assert t.low_ns == pytest.approx(base)
+        assert t.low_ns <= t.median_ns
+
+
+def _validation(model: str, total_ns: float, node_ns: list[float]) -> Validation:
+    nodes = tuple(NodeResult(f"n{i}", "Relu", False, 100.0, ns, 50.0) for i, ns in enumerate(node_ns))
+    return Validation(model, "host", 1, "all", Timing((total_ns,) * 4), nodes, 0.0, (), sum(node_ns),
+                      total_ns, (total_ns,))  # fmt: skip
+
+
+class TestMergeRounds:
+    @settings(max_examples=20, deadline=None)
+    @given(rounds=st.lists(st.tuples(st.floats(1e3, 1e6), st.lists(st.floats(1.0, 1e5), min_size=3, max_size=3)),
+                           min_size=1, max_size=4))  # fmt: skip
+    def test_best_round_per_model_and_per_node(self, rounds: list[tuple[float, list[float]]]) -> None:
+        m = merge_rounds([_validation("m", t, ns) for t, ns in rounds])
+        assert m.measured_ns == min(t for t, _ in rounds)
+        assert m.rounds_ns == tuple(t for t, _ in rounds)
+        assert [n.measured_ns for n in m.nodes] == [min(ns[i] for _, ns in rounds) for i in range(3)]
+        assert len(m.measured.samples_ns) == 4 * len(rounds)
+        assert m.error == pytest.approx(300.0 / m.measured_ns - 1)
+        assert m.round_range == pytest.approx((max(m.rounds_ns) - min(m.rounds_ns)) / 2 / m.measured_ns)
+
+    def test_rounds_of_different_models(self) -> None:
+        with pytest.raises(ValueError, match="different models"):
+            merge_rounds([_validation("a", 1e3, [1.0]), _validation("b", 1e3, [1.0])])
+        with pytest.raises(ValueError, match="no rounds"):
+            merge_rounds([])
+
+
+def conv_net(path: Path, cin: int, cout: int, tail: str) -> Path:
+    """x -> Conv(cin->cout, 3x3) -> tail ('silu': Sigmoid+Mul, 'relu_reshape': Relu then Reshape) -> y."""
+    w = numpy_helper.from_array(np.zeros((cout, cin, 3, 3), np.float32), "w")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1])]
+    inits = [w]
+    if tail == "silu":
+        nodes += [helper.make_node("Sigmoid", ["c"], ["s"], name="sig"), helper.make_node("Mul", ["c", "s"], ["y"], name="mul")]
+        shape = [1, cout, 32, 32]
+    else:
+        inits.append(numpy_helper.from_array(np.array([1, -1], np.int64), "shape"))
+        nodes += [helper.make_node("Relu", ["c"], ["r"], name="relu"),
+                  helper.make_node("Reshape", ["r", "shape"], ["y"], name="reshape")]  # fmt: skip
+        shape = [1, cout * 32 * 32]
+    g = helper.make_graph(nodes, "net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, cin, 32, 32])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], inits)  # fmt: skip
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+class TestPredictionStructure:
+    def test_silu_runs_as_one_quick_gelu_kernel(self, tmp_path: Path) -> None:
+        graph = load_onnx(conv_net(tmp_path / "n.onnx", 16, 32, "silu"))
+        chip = cpu_chip(chip_from_dict(host_chip()), 1)
+        apart = predict_nodes(graph, chip, 1, set())
+        quick = predict_nodes(graph, chip, 1, {"sig"}, {"conv": "Conv", "mul": "QuickGelu"})
+        assert quick["mul"].op_type == "QuickGelu" and quick["sig"].predicted_ns == 0.0
+        assert quick["conv"] == apart["conv"]
+        # one kernel reads the conv output once and dispatches once
+        assert quick["mul"].predicted_ns < apart["mul"].predicted_ns + apart["sig"].predicted_ns
+
+    def test_fused_activation_costs_its_epilogue_compute(self, tmp_path: Path) -> None:
+        graph = load_onnx(conv_net(tmp_path / "n.onnx", 16, 32, "relu_reshape"))
+        chip = cpu_chip(chip_from_dict(host_chip()), 1)
+        pred = predict_nodes(graph, chip, 1, {"relu"})
+        relu = estimate(graph.op("relu"), chip, "cpu", "model")
+        assert relu is not None and relu.bound == "memory"
+        assert pred["relu"].predicted_ns == pytest.approx(relu.compute_ns)
+        assert pred["relu"].predicted_ns < max(relu.compute_ns, relu.memory_ns)
+
+    @pytest.mark.parametrize(
+        ("cin", "cout", "block", "expected"),
+        [
+            (3, 32, 16, ["ReorderOutput:r"]),  # first conv reads plain x; Reshape needs plain r
+            (16, 32, 16, ["ReorderInput:x", "ReorderOutput:r"]),
+            (16, 30, 16, []),  # 30 output channels: not blocked at all
+            (16, 32, 0, []),  # no NCHWc on this CPU
+        ],
+    )
+    def test_nchwc_reorders(self, tmp_path: Path, cin: int, cout: int, block: int, expected: list[str]) -> None:
+        graph = load_onnx(conv_net(tmp_path / "n.onnx", cin, cout, "relu_reshape"))
+        reorders = nchwc_reorders(graph, block)
+        assert [r.name for r in reorders] == expected
+        chip = cpu_chip(chip_from_dict(host_chip()), 1)
+        pred = predict_nodes(graph, chip, 1, {"relu"}, inserted=reorders)
+        for r in reorders:  # a copy of the tensor plus a dispatch
+            assert pred[r.name].predicted_ns > chip.units[0].op_overhead_ns
+
+
+class TestCommand:
+    def test_validate_prints_and_records(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        chip, model, results = write_chip(tmp_path / "host.yaml"), mlp(tmp_path / "m.onnx"), tmp_path / "r" / "v.jsonl"
+        assert main(["validate", str(chip), str(model), "--runs", "10", "--rounds", "2", "--results", str(results)]) == 0
+        out = capsys.readouterr().out
+        assert "\nm " in out and "MatMul" in out and "1 thread" in out
+        (line,) = results.read_text().splitlines()
+        rec = json.loads(line)
+        assert rec["model"]["name"] == "m" and rec["chip"]["name"] == "host"
+        assert rec["measured"]["median_ns"] > 0 and len(rec["measured"]["samples_ns"]) >= 20
+        assert len(rec["measured"]["rounds_ns"]) == 2 and rec["measured"]["low_ns"] == min(rec["measured"]["rounds_ns"])
+        assert rec["predicted_ns"] > 0 and {n[1] for n in rec["nodes"]} == {"MatMul", "Add", "Relu"}
+
+    def test_times_go_back_on_the_fingerprints_clock(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+        from hwsim.host import fingerprint, validate
+
+        # the host now runs the probe at 150 GFLOP/s, 1.5x the 100 it was fingerprinted at
+        monkeypatch.setattr(fingerprint, "probe_gflops", lambda n=768, threads=1, min_s=0.2: 150.0)
+        monkeypatch.setattr(validate, "time_session", lambda *a, **k: Timing((1e6, 1e6, 1e6, 1e6)))
+        chip = chip_from_dict(host_chip())
+        model = mlp(tmp_path / "m.onnx")
+        raw = validate_model(chip, model, runs=10, min_total_s=0.0)
+        fast = validate_model(chip, model, runs=10, min_total_s=0.0, reference=(100.0, 768))
+        assert raw.speeds == (1.0,) and raw.measured_ns == pytest.approx(1e6)
+        assert fast.speeds == (1.5,) and fast.measured_ns == pytest.approx(1.5e6)
+        assert fast.profiled_total_ns > 0 and fast.predicted_ns == pytest.approx(raw.predicted_ns)
+        # through the CLI: a fingerprinted chip file normalizes unless --raw-times
+        path = write_chip(tmp_path / "host.yaml")
+        path.write_text('# fingerprint-json: {"matmul_gflops_1t": {"fp32": 100.0}, "matmul_n": 768}\n' + path.read_text())
+        results = tmp_path / "v.jsonl"
+        assert main(["validate", str(path), str(model), "--runs", "10", "--results", str(results)]) == 0
+        assert "this host ran at x1.500..x1.500" in capsys.readouterr().out
+        assert json.loads(results.read_text())["speed_vs_fingerprint"] == [1.5]
+        assert main(["validate", str(path), str(model), "--runs", "10", "--results", str(results), "--raw-times"]) == 0
+        assert "fingerprint's clock" not in capsys.readouterr().out
+
+    def test_model_onnxruntime_cannot_run(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        g = helper.make_graph([helper.make_node("Frobnicate", ["x"], ["y"], domain="com.example")], "bad",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])  # fmt: skip
+        model = tmp_path / "bad.onnx"
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)]),
+                  model)  # fmt: skip
+        results = tmp_path / "v.jsonl"
+        code = main(["validate", str(write_chip(tmp_path / "host.yaml")), str(model), "--results", str(results)])
+        err = capsys.readouterr().err
+        assert code == 2
+        assert "onnxruntime cannot" in err and len(err.strip().splitlines()) == 1
+        assert not results.exists()
+
+    @pytest.mark.parametrize(
+        ("args", "message"),
+        [(["--runs", "3"], "at least 10"), (["--threads", "0"], "--threads 0"), (["--rounds", "0"], "--rounds 0")],
+    )
+    def test_bad_arguments(self, tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:
+        chip, model = write_chip(tmp_path / "host.yaml"), mlp(tmp_path / "m.onnx", n=16)
+        assert main(["validate", str(chip), str(model), *args]) == 2
+        assert message in capsys.readouterr().err
+
+    def test_chip_without_cpu(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        model = mlp(tmp_path / "m.onnx", n=16)
+        chip = host_chip()
+        chip["units"][0] = {"name": "dsp", "kind": "dsp", "domain": "cpu", "clock_mhz": 1000,
+                            "flops_per_cycle": {"fp32": 8}}  # fmt: skip
+        path = tmp_path / "dsp.yaml"
+        path.write_text(yaml.safe_dump({**chip, "default_affinity": ["dsp"]}))
+        assert main(["validate", str(path), str(model)]) == 2
+        assert "has no a CPU unit" in capsys.readouterr().err
+
+
+class TestCalibrationRoundTrip:
+    def test_calibrate_then_predict_closer(self, tmp_path: Path) -> None:
+        # a chip that claims ~100x this machine's speed: the prediction is far too fast
+        data = host_chip(flops_per_cycle={"fp32": 6000.0}, l1_bandwidth_gbps=20000, l2_bandwidth_gbps=13000,
+                         l3_bandwidth_gbps=3800, op_overhead_ns=0.0)  # fmt: skip
+        data["dram"] = {"bandwidth_gbps": 800.0, "latency_ns": 0}
+        chip_path = tmp_path / "host.yaml"
+        chip_path.write_text(yaml.safe_dump(data))
+        chip = load_chip(chip_path)
+        model = mlp(tmp_path / "m.onnx", n=384)
+        before = validate_model(chip, model, runs=10, min_total_s=0.1)
+        assert before.error < -0.5
+        f = fit([before], "cpu")
+        assert f.efficiency["MatMul"] < 0.2 and f.op_overhead_ns >= 0
+        cal = tmp_path / "host_calibration.yaml"
+        write_calibration(f, chip.name, cal)
+        chip_path.write_text(chip_path.read_text() + "calibration: host_calibration.yaml\n")
+        loaded = load_chip(chip_path)
+        assert loaded.units[0].efficiency == f.efficiency
+        after = repredict(before, loaded, model)
+        assert after.predicted_ns == pytest.approx(repredict(before, apply(chip, f), model).predicted_ns)
+        assert abs(after.error) < abs(before.error)
+        assert abs(after.error) < 0.5
+        kernels = [n for n in after.nodes if n.op_type == "MatMul"]
+        assert all(abs(n.predicted_ns / n.measured_ns - 1) < 0.75 for n in kernels)
+
+    def test_kernels_their_memory_roof_explains_are_not_fit(self) -> None:
+        def node(name: str, roof: float, measured: float, memory: float) -> NodeResult:
+            return NodeResult(name, "Gemm", False, 0.0, measured, roof, memory)
+
+        # two GEMMs at 0.8 of the core rate; two GEMVs slower than their cores but no slower than DRAM
+        nodes = (node("a", 800.0, 1000.0, 100.0), node("b", 1600.0, 2000.0, 200.0),
+                 node("c", 10.0, 100.0, 150.0), node("d", 10.0, 100.0, 120.0))  # fmt: skip
+        v = Validation("m", "host", 1, "all", Timing((3200.0,)), nodes, 0.0, (), 3200.0, 3200.0, (3200.0,))
+        f = fit([v], "cpu")
+        assert f.efficiency["Gemm"] == pytest.approx(0.8, rel=0.05) and f.kernels["Gemm"] == 2
+        # the same kernels in a model whose timed runs took 25 % longer than its profile
+        slow = Validation("m", "host", 1, "all", Timing((4000.0,)), nodes, 0.0, (), 3200.0, 4000.0, (4000.0,))
+        assert timed_over_profiled(slow) == pytest.approx(1.25)
+        assert fit([slow], "cpu").efficiency["Gemm"] == pytest.approx(0.8 / 1.25, rel=0.05)
+        only_memory = Validation("m", "host", 1, "all", Timing((200.0,)), nodes[2:], 0.0, (), 200.0, 200.0, (200.0,))
+        assert fit([only_memory], "cpu").kernels["Gemm"] == 2  # nothing else to go by: use them
+
+    def test_gemvs_do_not_vote_on_the_core_rate(self) -> None:
+        # two GEMMs at 0.9 of the core rate; three GEMVs, memory-bound by the roofline (memory roof
+        # 100 ns over a 4 ns basis), measured a little above their memory roof
+        gemm = [NodeResult(f"g{i}", "Gemm", False, 0.0, 1000.0 * (i + 1), 900.0 * (i + 1), 50.0, 0.0, "matmul")
+                for i in range(2)]  # fmt: skip
+        gemv = [NodeResult(f"v{i}", "Gemm", False, 0.0, 110.0, 4.0, 100.0, 0.0, "matmul") for i in range(3)]
+        nodes = (*gemm, *gemv)
+        v = Validation("m", "host", 1, "all", Timing((3330.0,)), nodes, 0.0, (), 3330.0, 3330.0, (3330.0,))
+        f = fit([v], "cpu")
+        assert f.efficiency["Gemm"] == pytest.approx(0.9, rel=0.02) and f.kernels["Gemm"] == 2
+
+    def test_weight_stall_is_not_divided_by_the_efficiency(self) -> None:
+        # a GEMM at 0.8 of the core rate that also waits 500 ns on weights from DRAM
+        nodes = (NodeResult("a", "MatMul", False, 0.0, 1500.0, 800.0, 100.0, 500.0),
+                 NodeResult("b", "MatMul", False, 0.0, 3000.0, 2000.0, 100.0, 500.0))  # fmt: skip
+        v = Validation("m", "host", 1, "all", Timing((4500.0,)), nodes, 0.0, (), 4500.0, 4500.0, (4500.0,))
+        assert fit([v], "cpu").efficiency["MatMul"] == pytest.approx(0.8, rel=0.05)
+
+    def test_fit_needs_kernels(self) -> None:
+        with pytest.raises(ValueError, match="no measured kernels"):
+            fit([], "cpu")
+
+
+def test_chip_fixture_is_valid() -> None:
+    assert chip_from_dict(host_chip()).units[0].name == "cpu"

@@ -1,0 +1,206 @@
+"""The command line: exit codes, outputs, and one-line errors that leave nothing behind."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from hwsim.cli import main
+from tests.helpers import ROOT, one_line_error
+
+RESNET = ROOT / "examples" / "models" / "resnet18.onnx"
+RK3588 = ROOT / "chips" / "rk3588.yaml"
+
+
+
+
+
+class TestRun:
+    def test_writes_every_report(self, tmp_path, capsys):
+        out = tmp_path / "r"
+        assert main(["run", str(RK3588), str(RESNET), "--out", str(out)]) == 0
+        names = {p.name for p in out.iterdir()}
+        assert {"summary.json", "trace.json", "heatmap.png", "gantt.png", "critical_path.txt",
+                "traffic.csv", "traffic.png"} <= names  # fmt: skip
+        s = json.loads((out / "summary.json").read_text())
+        for key in ("chip", "model", "latency_ms", "energy_mj", "units", "critical_path",
+                    "critical_path_ms", "traffic", "unknown_ops"):  # fmt: skip
+            assert key in s
+        assert s["chip"] == "rk3588" and s["model"] == "resnet18"
+        assert s["latency_ms"] > 0 and s["critical_path_ms"] <= s["latency_ms"] + 1e-9
+        for u in s["units"].values():
+            assert {"busy_ms", "utilization"} <= set(u) and 0 <= u["utilization"] <= 1
+        assert "latency" in capsys.readouterr().out
+
+    def test_bundled_chip_by_name_and_json(self, tmp_path, capsys):
+        assert main(["run", "rk3588", str(RESNET), "--out", str(tmp_path / "r"), "--json", "--no-plots"]) == 0
+        s = json.loads(capsys.readouterr().out)
+        assert s["chip"] == "rk3588"
+        assert not (tmp_path / "r" / "heatmap.png").exists()
+
+    def test_units_and_set_change_the_simulated_chip(self, tmp_path, capsys):
+        base = ["run", "rk3588", str(RESNET), "--no-plots", "--json"]
+        assert main([*base, "--out", str(tmp_path / "a")]) == 0
+        full = json.loads(capsys.readouterr().out)
+        assert main([*base, "--out", str(tmp_path / "b"), "--units", "npu:1,cpu_big"]) == 0
+        one = json.loads(capsys.readouterr().out)
+        assert set(one["units"]) == {"npu", "cpu_big"} and one["units"]["npu"]["cores"] == 1
+        assert "--units npu:1,cpu_big" in one["chip_description"]
+        assert main([*base, "--out", str(tmp_path / "c"), "--set", "npu.clock_mhz=500"]) == 0
+        slow = json.loads(capsys.readouterr().out)
+        assert slow["latency_ms"] > full["latency_ms"]
+        assert main([*base, "--out", str(tmp_path / "d"), "--set", "npu.clock_mhz=-5"]) == 2
+        assert "npu.clock_mhz" in one_line_error(capsys)
+        assert not (tmp_path / "d").exists()
+
+    def test_rerun_replaces_an_earlier_report(self, tmp_path):
+        out = tmp_path / "r"
+        assert main(["run", "rk3588", str(RESNET), "--out", str(out), "--no-plots"]) == 0
+        first = (out / "summary.json").read_text()
+        assert main(["run", "rk3588", str(RESNET), "--out", str(out), "--no-plots"]) == 0
+        assert (out / "summary.json").read_text() == first
+
+    def test_refuses_a_folder_it_did_not_write(self, tmp_path, capsys):
+        (tmp_path / "notes.txt").write_text("mine")
+        assert main(["run", "rk3588", str(RESNET), "--out", str(tmp_path), "--no-plots"]) == 2
+        assert "notes.txt" in one_line_error(capsys)
+        assert (tmp_path / "notes.txt").read_text() == "mine"
+
+    def test_unknown_op_is_reported(self, tmp_path, capsys):
+        onnx = pytest.importorskip("onnx")
+        from onnx import TensorProto, helper
+
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])
+        node = helper.make_node("Hardmax", ["x"], ["h"], name="hm")
+        node2 = helper.make_node("Celu", ["h"], ["y"], name="celu")
+        m = helper.make_model(helper.make_graph([node, node2], "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)])
+        path = tmp_path / "m.onnx"
+        onnx.save(m, str(path))
+        from graph_ir.op_metrics import registered_op_types
+
+        unknown = "Hardmax" not in registered_op_types()
+        assert main(["run", "rk3588", str(path), "--out", str(tmp_path / "r"), "--json", "--no-plots"]) == 0
+        s = json.loads(capsys.readouterr().out)
+        assert s["unknown_ops"] == (["Hardmax"] if unknown else [])
+
+
+BAD_CHIPS = {
+    "negative_bandwidth": (lambda d: d["dram"].update(bandwidth_gbps=-1), "dram.bandwidth_gbps"),
+    "unknown_key": (lambda d: d["units"][0].update(turbo=True), "unknown key"),
+    "missing_field": (lambda d: d["units"][0].pop("clock_mhz"), "clock_mhz"),
+    "unknown_domain": (lambda d: d["units"][0].update(domain="nowhere"), "nowhere"),
+}
+
+
+class TestBadInput:
+    def _run(self, tmp_path, chip, model):
+        out = tmp_path / "out"
+        code = main(["run", str(chip), str(model), "--out", str(out)])
+        assert not out.exists()
+        assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out")]
+        return code
+
+    @pytest.mark.parametrize("case", sorted(BAD_CHIPS))
+    def test_schema_violations(self, tmp_path, capsys, case):
+        change, expect = BAD_CHIPS[case]
+        data = yaml.safe_load(RK3588.read_text())
+        change(data)
+        chip = tmp_path / "bad.yaml"
+        chip.write_text(yaml.safe_dump(data))
+        assert self._run(tmp_path, chip, RESNET) == 2
+        err = one_line_error(capsys)
+        assert str(chip) in err and expect in err
+
+    def test_yaml_syntax_error(self, tmp_path, capsys):
+        chip = tmp_path / "bad.yaml"
+        chip.write_text("name: x\nunits: [\n")
+        assert self._run(tmp_path, chip, RESNET) == 2
+        assert "YAML syntax error" in one_line_error(capsys)
+
+    def test_missing_model(self, tmp_path, capsys):
+        assert self._run(tmp_path, RK3588, tmp_path / "nope.onnx") == 2
+        assert "nope.onnx: file not found" in one_line_error(capsys)
+
+    def test_not_onnx_and_truncated(self, tmp_path, capsys):
+        text = tmp_path / "text.onnx"
+        text.write_text("hello, I am not a model\n" * 10)
+        assert self._run(tmp_path, RK3588, text) == 2
+        assert "text.onnx" in one_line_error(capsys)
+        cut = tmp_path / "cut.onnx"
+        cut.write_bytes(RESNET.read_bytes()[: RESNET.stat().st_size // 2])
+        assert self._run(tmp_path, RK3588, cut) == 2
+        assert "cut.onnx" in one_line_error(capsys)
+
+    def test_dynamic_dim_suggests_input_shape(self, tmp_path, capsys):
+        onnx = pytest.importorskip("onnx")
+        m = onnx.load(str(RESNET), load_external_data=False)
+        m.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "batch"
+        for vi in list(m.graph.value_info) + list(m.graph.output):
+            vi.type.tensor_type.shape.dim[0].dim_param = "batch"
+        path = tmp_path / "dyn.onnx"
+        onnx.save(m, str(path))
+        assert self._run(tmp_path, RK3588, path) == 2
+        err = one_line_error(capsys)
+        assert "--input-shape input=1x3x224x224" in err
+        out = tmp_path / "ok"
+        assert main(["run", str(RK3588), str(path), "--input-shape", "input=1x3x224x224",
+                     "--out", str(out), "--no-plots"]) == 0  # fmt: skip
+
+    def test_unplaceable_op_names_model_and_node(self, tmp_path, capsys):
+        # edge8's NPU has no float datapath and its CPU/DSP take everything else; force fp16 on a
+        # chip whose only unit is that NPU.
+        data = yaml.safe_load((ROOT / "chips" / "edge8.yaml").read_text())
+        npu = next(u for u in data["units"] if u["kind"] == "npu")
+        data["units"] = [npu]
+        data["domains"] = [d for d in data["domains"] if d["name"] == npu["domain"]]
+        data["links"] = []
+        data.pop("host_domain", None)
+        data["affinity"] = {}
+        data["default_affinity"] = ["npu"]
+        chip = tmp_path / "npu_only.yaml"
+        chip.write_text(yaml.safe_dump(data))
+        code = main(["run", str(chip), str(RESNET), "--precision", "fp16", "--out", str(tmp_path / "out")])
+        assert code == 2
+        err = one_line_error(capsys)
+        assert str(RESNET) in err and "node" in err
+        assert not (tmp_path / "out").exists()
+
+    def test_usage_errors_exit_2(self, capsys):
+        assert main(["run"]) == 2
+        assert main(["frobnicate"]) == 2
+        assert main(["run", "rk3588", str(RESNET), "--precision", "int3"]) == 2
+
+    def test_debug_shows_the_traceback(self, tmp_path, capsys):
+        assert main(["--debug", "run", str(RK3588), str(tmp_path / "nope.onnx")]) == 2
+        assert "Traceback" in capsys.readouterr().err
+
+
+class TestOtherCommands:
+    def test_chips_lists_the_catalog(self, capsys):
+        assert main(["chips"]) == 0
+        out = capsys.readouterr().out
+        for name in ("rk3588", "edge8", "jetson_orin_nano"):
+            assert name in out
+
+    def test_schema_is_json_schema(self, capsys):
+        assert main(["schema"]) == 0
+        schema = json.loads(capsys.readouterr().out)
+        assert schema["title"] == "Chip" and "units" in schema["properties"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "rk3588", "m.onnx", "--policy", "nope"],
+        ["run", "rk3588"],
+        ["nope"],
+        ["run", "rk3588", "m.onnx", "--precision", "int3"],
+    ],
+)
+def test_usage_errors_are_one_line(argv, capsys):
+    assert main(argv) == 2
+    err = one_line_error(capsys)
+    assert "error:" in err and "--help" in err

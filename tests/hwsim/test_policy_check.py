@@ -1,0 +1,169 @@
+"""hwsim.policy_check through run_graph and ``hwsim run``: the default checked through the engine,
+energy mode under a latency budget, deadlines on outputs and nodes."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+from chips import load_chip
+from chips.variants import restrict
+from graph_ir import from_model_proto, load_onnx
+from graph_ir.ir import ModelError, ModelGraph
+from hwsim import policy_check
+from hwsim.cli import main
+from hwsim.pipeline import run_graph
+from hwsim.policy_check import resolve_deadlines
+from hwsim.report.files import format_summary, summary
+from tests.helpers import ROOT
+
+MODELS = ROOT / "examples" / "models"
+KWS = MODELS / "audio_kws.onnx"
+
+
+@pytest.fixture(scope="module")
+def kws() -> ModelGraph:
+    return load_onnx(KWS)
+
+
+@pytest.mark.parametrize("chip_name", ["edge8", "jetson_orin_nano", "rk3588"])
+def test_default_is_checked_and_never_slower_than_heft_or_one_unit(kws, chip_name):
+    res = run_graph(kws, load_chip(chip_name))
+    c = res.choice
+    assert c is not None and c.checked
+    lat = {k.name: k.latency_ms for k in c.candidates}
+    assert set(lat) == {"affinity-locality", "heft", "single-unit", "affinity-list"}
+    kept = res.trace.makespan_ps / 1e9
+    assert kept == pytest.approx(min(lat.values()))
+    assert kept == pytest.approx(lat[c.winner])
+    assert res.schedule.policy == "affinity-locality"
+    s = summary(res)
+    assert s["policy_check_winner"] == c.winner
+    assert s["policy_check"] == {k: pytest.approx(v, abs=1e-6) for k, v in lat.items()}
+    assert f"kept {c.winner}" in format_summary(res)
+
+
+def test_large_graphs_and_other_policies_are_not_checked(kws, monkeypatch):
+    chip = load_chip("edge8")
+    heft = run_graph(kws, chip, policy="heft")
+    assert heft.choice is not None and not heft.choice.checked
+    assert "policy_check" not in summary(heft)
+    monkeypatch.setattr(policy_check, "CHECK_MAX_OPS", len(kws) - 1)
+    alone = run_graph(kws, chip)
+    assert alone.choice is not None and [k.name for k in alone.choice.candidates] == ["affinity-locality"]
+
+
+def test_energy_mode_saves_energy_within_the_budget(kws):
+    chip = load_chip("edge8")
+    fastest = run_graph(kws, chip).trace.makespan_ps / 1e9
+    loose = run_graph(kws, chip, objective="energy", latency_budget_ms=2 * fastest).choice
+    assert loose is not None and loose.chosen is not None and loose.latency_optimal is not None
+    assert loose.latency_optimal.latency_ms == pytest.approx(fastest)
+    assert loose.chosen.latency_ms <= 2 * fastest
+    # Measured: edge8's CPU runs some of this model for less energy than its NPU at a small delay.
+    assert loose.chosen.energy_mj < loose.latency_optimal.energy_mj
+    tight = run_graph(kws, chip, objective="energy", latency_budget_ms=fastest).choice
+    assert tight is not None and tight.chosen is not None and tight.latency_optimal is not None
+    assert tight.chosen.latency_ms == pytest.approx(fastest)
+    assert tight.chosen.energy_mj <= tight.latency_optimal.energy_mj + 1e-12
+    with pytest.raises(policy_check.BudgetError, match="no schedule meets the latency budget"):
+        run_graph(kws, chip, objective="energy", latency_budget_ms=fastest / 2)
+
+
+def test_cli_energy_mode(tmp_path, capsys):
+    out = tmp_path / "r"
+    rc = main(["run", "edge8", str(KWS), "--out", str(out), "--no-plots", "--json",
+               "--objective", "energy", "--latency-budget-ms", "100"])  # fmt: skip
+    assert rc == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["objective"] == "energy" and s["latency_budget_ms"] == 100.0
+    em = s["energy_mode"]
+    assert em["chosen"]["energy_mj"] <= em["latency_optimal"]["energy_mj"]
+    assert em["chosen"]["latency_ms"] <= 100.0
+    assert s["energy_mj"] == pytest.approx(em["chosen"]["energy_mj"], abs=1e-6)
+    bad = tmp_path / "bad"
+    rc = main(["run", "edge8", str(KWS), "--out", str(bad), "--objective", "energy", "--latency-budget-ms", "0.01"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "no schedule meets the latency budget of 0.01 ms" in err and "audio_kws" in err
+    assert len(err.strip().splitlines()) == 1 and not bad.exists()
+    assert main(["run", "edge8", str(KWS), "--out", str(bad), "--objective", "energy"]) == 2
+    assert "--latency-budget-ms" in capsys.readouterr().err and not bad.exists()
+
+
+def _two_branches() -> ModelGraph:
+    """A long chain of matmuls and a short branch beside it, both from the input."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [256, 256])
+    w = helper.make_tensor("w", TensorProto.FLOAT, [256, 256], np.full(256 * 256, 0.01))
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m0"], name="mm0")]
+    for k in range(1, 5):
+        nodes.append(helper.make_node("MatMul", [f"m{k - 1}", "w"], [f"m{k}"], name=f"mm{k}"))
+    nodes.append(helper.make_node("Relu", ["x"], ["short"], name="relu"))
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [256, 256]) for n in ("m4", "short")]
+    graph = helper.make_graph(nodes, "branches", [x], outs, initializer=[w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return from_model_proto(model, name="branches")
+
+
+def test_a_deadline_serves_its_path_first_and_reports_slack():
+    graph = _two_branches()
+    chip = restrict(load_chip("rk3588"), "npu:1")
+    free = run_graph(graph, chip)
+    relu_end = next(r.end_ps for r in free.trace.ops if r.op == "relu") / 1e9
+    assert relu_end > free.trace.makespan_ps / 1e9 / 2  # without a deadline the short branch waits
+    dl = resolve_deadlines(graph, [("short", relu_end / 2)])
+    res = run_graph(graph, chip, deadlines=dl)
+    assert res.choice is not None
+    (d,) = res.choice.deadlines
+    assert d.name == "short" and d.node == "relu" and d.met
+    assert d.finish_ms < relu_end / 2
+    assert d.slack_ms == pytest.approx(relu_end / 2 - d.finish_ms)
+    s = summary(res)
+    assert s["deadline_missed"] is False and s["deadlines"][0]["slack_ms"] >= 0
+
+
+def test_cli_deadlines(tmp_path, capsys):
+    graph = load_onnx(KWS)
+    node = graph.order[len(graph.order) // 2]
+    rc = main(["run", "rk3588", str(KWS), "--out", str(tmp_path / "ok"), "--no-plots", "--deadline", f"{node}=1000"])
+    text = capsys.readouterr()
+    assert rc == 0, text.err
+    assert f"deadline      {node} <= 1000 ms" in text.out and "(met)" in text.out
+    output = graph.outputs[0].name
+    late = tmp_path / "late"
+    rc = main(["run", "rk3588", str(KWS), "--out", str(late), "--no-plots", "--deadline", f"{output}=0.0001"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "deadline missed" in err and output in err and len(err.strip().splitlines()) == 1
+    s = json.loads((late / "summary.json").read_text())
+    assert s["deadline_missed"] is True and s["deadlines"][0]["slack_ms"] < 0
+    for bad, why in (("nope=3", "'nope': no graph output or node"), ("x", "expected NAME=MS"),
+                     (f"{output}=-1", "expected NAME=MS"), (f"{output}=abc", "expected NAME=MS")):  # fmt: skip
+        target = tmp_path / "bad"
+        assert main(["run", "rk3588", str(KWS), "--out", str(target), "--deadline", bad]) == 2
+        err = capsys.readouterr().err
+        assert why in err.strip().splitlines()[-1] and "Traceback" not in err and not target.exists()
+
+
+def test_resolve_deadlines_names_the_file_and_the_name(kws):
+    with pytest.raises(ModelError, match=r"m\.onnx: --deadline 'nope'"):
+        resolve_deadlines(kws, [("nope", 1.0)], "m.onnx")
+
+
+def test_the_search_plans_with_colocated_fusion() -> None:
+    from cost_models.table import cost_table
+    from scheduler.onnx_policies import colocated_costs
+
+    graph = load_onnx(MODELS / "yolov8n.onnx")
+    chip = load_chip("rk3588")
+    table = cost_table(graph, chip, "int8")
+    planned = colocated_costs(graph, chip, table)
+    # yolov8n's first SiLU: Conv -> Sigmoid -> Mul; the GPU fuses both into the conv's layer
+    sig = next(n for n in graph.order if graph.op(n).op_type == "Sigmoid")
+    plain, fused = table.costs[sig]["gpu"], planned.costs[sig]["gpu"]
+    assert plain.overhead_ns > 0 and fused.overhead_ns < plain.overhead_ns
+    assert fused.latency_ns < plain.latency_ns
+    assert planned.costs[sig]["cpu_big"].latency_ns <= table.costs[sig]["cpu_big"].latency_ns
+    assert set(planned.costs) == set(table.costs)
+    assert all(set(planned.costs[op]) == set(table.costs[op]) for op in table.costs)
