@@ -100,6 +100,15 @@ class Link(_Spec):
     dma_channels: PositiveInt = 1
     bidirectional: bool = True
 
+    @property
+    def key(self) -> str:
+        """The link's one name: ``a<->b`` (both directions share its channels) or ``a->b``.
+
+        The engine keys its channel pools by it, the trace and plots name DMA tracks by it, and
+        ``--set`` / ``sensitivity --param`` address its fields as ``link.KEY.FIELD``.
+        """
+        return f"{self.src}<->{self.dst}" if self.bidirectional else f"{self.src}->{self.dst}"
+
 
 class _UnitBase(_Spec):
     name: str

@@ -27,6 +27,7 @@ from scheduler.schedule import (
 )
 
 __all__ = [
+    "DEFAULT_POLICY",
     "POLICIES",
     "Placement",
     "Policy",
@@ -41,6 +42,9 @@ __all__ = [
 ]
 
 Policy = Callable[[ModelGraph, Chip, CostTable], Schedule]
+
+#: The default policy's name: every default and every "is this the default" test reads it.
+DEFAULT_POLICY = "affinity-locality"
 
 POLICIES: dict[str, Policy] = {
     # The default: seeds plus local search on the abstract problem (hwsim.pipeline also checks
