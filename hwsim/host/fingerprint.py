@@ -70,6 +70,8 @@ class Fingerprint:
     weight_stream_ms: dict[str, float] = field(default_factory=dict)
     #: Size of the square MatMul the GFLOP/s figures were measured on (:func:`probe_gflops`).
     matmul_n: int = 768
+    #: Rows x K x N of the MatMul the weight stream was measured on.
+    weight_stream_shape: tuple[int, int, int] = (128, 768, 3072)
 
 
 def _cpu_model() -> tuple[str, float | None]:
@@ -166,6 +168,9 @@ def _triad_gbps(nbytes: int, min_s: float) -> float:
 
 #: The GEMM the weight stream is measured on: rows x K x N, BERT-base's FFN in at batch x sequence 128.
 WEIGHT_STREAM_SHAPE = (128, 768, 3072)
+#: ``--quick``: a smaller GEMM, and distinct weights of at most this many bytes in all. A VM can
+#: report its host's whole L3 (hundreds of MiB): 4x that in weights took 25-40 s and gigabytes.
+QUICK_WEIGHT_STREAM = ((32, 256, 1024), 32 * 1024 * KIB)
 
 
 def _parallel_matmuls(m: int, k: int, n: int, copies: int, distinct: bool) -> onnx.ModelProto:
@@ -180,7 +185,22 @@ def _parallel_matmuls(m: int, k: int, n: int, copies: int, distinct: bool) -> on
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
-def _weight_stream(llc_bytes: float, min_s: float, quick: bool) -> tuple[float | None, dict[str, float], str | None]:
+def weight_stream_plan(llc_bytes: float, quick: bool) -> tuple[tuple[int, int, int], int]:
+    """The weight-stream MatMul's shape and how many distinct copies of its weights run.
+
+    >>> weight_stream_plan(480 * 1024 * KIB, quick=True)  # a VM reporting a 480 MiB L3
+    ((32, 256, 1024), 32)
+    >>> weight_stream_plan(32 * 1024 * KIB, quick=False)
+    ((128, 768, 3072), 15)
+    """
+    m, k, n = QUICK_WEIGHT_STREAM[0] if quick else WEIGHT_STREAM_SHAPE
+    total = min(4 * llc_bytes, QUICK_WEIGHT_STREAM[1]) if quick else 4 * llc_bytes
+    return (m, k, n), max(4, math.ceil(total / (k * n * 4)))
+
+
+def _weight_stream(
+    llc_bytes: float, min_s: float, quick: bool
+) -> tuple[float | None, dict[str, float], str | None, tuple[int, int, int]]:
     """How much longer a MatMul takes when its weights come from DRAM instead of cache.
 
     The same MatMul (:data:`WEIGHT_STREAM_SHAPE`) runs many times per call: once over
@@ -188,11 +208,10 @@ def _weight_stream(llc_bytes: float, min_s: float, quick: bool) -> tuple[float |
     DRAM), once over one weight (it stays in cache). The extra time per MatMul, as weight
     bytes over seconds, is the rate the kernel streams weights at *on top of* its compute.
     Per-MatMul times are the low quantile of each call. Returns (rate or None, times in ms,
-    the reason when None).
+    the reason when None, the MatMul's shape). ``quick`` uses :data:`QUICK_WEIGHT_STREAM`.
     """
-    m, k, n = (32, 256, 1024) if quick else WEIGHT_STREAM_SHAPE
+    (m, k, n), copies = weight_stream_plan(llc_bytes, quick)
     w_bytes = k * n * 4
-    copies = max(4, math.ceil(4 * llc_bytes / w_bytes))
     a = np.ones((m, k), np.float32)
     per: dict[str, float] = {}
     for label, distinct in (("dram", True), ("cache", False)):
@@ -202,8 +221,8 @@ def _weight_stream(llc_bytes: float, min_s: float, quick: bool) -> tuple[float |
     extra_ms = per["dram"] - per["cache"]
     if extra_ms <= 0.02 * per["cache"]:
         return None, per, (f"weight stream: a MatMul took {per['dram']:.3f} ms with its weights in DRAM and "
-                           f"{per['cache']:.3f} ms in cache, no stall to measure; left out")  # fmt: skip
-    return w_bytes / (extra_ms * 1e6), per, None
+                           f"{per['cache']:.3f} ms in cache, no stall to measure; left out"), (m, k, n)  # fmt: skip
+    return w_bytes / (extra_ms * 1e6), per, None, (m, k, n)
 
 
 def _chase_ns(nbytes: int, hops: int, seed: int) -> float:
@@ -252,6 +271,37 @@ def _levels(sweep: list[tuple[int, float]], drop: float = 0.7) -> list[tuple[int
     return levels
 
 
+def _cache_levels(
+    found: list[tuple[int, float]], sweep: list[tuple[int, float]], os_caches: dict[int, float]
+) -> list[dict[str, float | str]]:
+    """Cache levels 1-3: capacity (KiB), bandwidth (GB/s) and where the capacity came from.
+
+    Each plateau the sweep found is given to the level the OS reports nearest to it in
+    log-capacity (an L1 step lost in noise must not make the L2 plateau "L1: 1536 KiB"); without
+    OS figures plateaus are levels 1, 2, 3 in order. A level the OS reports that no plateau
+    matched takes the OS capacity and the sweep's bandwidth just below it (source ``/sys``).
+
+    >>> [(c["level"], c["kib"], c["source"]) for c in _cache_levels([(1536 * KIB, 140.0)], [], {1: 48, 2: 2048})]
+    [(1, 48, '/sys'), (2, 1536.0, 'sweep')]
+    """
+    by_level: dict[int, tuple[int, float]] = {}
+    for i, (cap, bw) in enumerate(found[:3], start=1):
+        level = min(os_caches, key=lambda lv: abs(math.log(cap / (os_caches[lv] * KIB)))) if os_caches else i
+        if level not in by_level:
+            by_level[level] = (cap, bw)
+    caches: list[dict[str, float | str]] = []
+    for level in range(1, 4):
+        if level in by_level:
+            cap, bw = by_level[level]
+            caches.append({"level": level, "kib": cap / KIB, "bandwidth_gbps": bw, "source": "sweep"})
+        elif level in os_caches:
+            plateau = [bw for sz, bw in sweep if sz <= os_caches[level] * KIB]
+            caches.append({"level": level, "kib": os_caches[level],
+                           "bandwidth_gbps": statistics.median(plateau[-3:]) if plateau else float("nan"),
+                           "source": "/sys"})  # fmt: skip
+    return caches
+
+
 def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint:
     """Measure this machine (``quick``: small sizes, seconds; for tests and smoke runs)."""
     import onnxruntime as ort
@@ -285,18 +335,11 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
         sizes.append(s)
         s = s * 3 // 2 if len(sizes) % 2 else s * 4 // 3
     sweep = [(sz, _sweep_gbps(sz, min_s / 5)) for sz in sizes]
-    found = _levels(sweep)
     os_caches = _os_caches()
-    caches: list[dict[str, float | str]] = []
-    for i, (cap, bw) in enumerate(found[:3], start=1):
-        caches.append({"level": i, "kib": cap / KIB, "bandwidth_gbps": bw, "source": "sweep"})
-    for level in range(len(caches) + 1, 4):
-        if level in os_caches:
-            plateau = [bw for sz, bw in sweep if sz <= os_caches[level] * KIB]
-            caches.append({"level": level, "kib": os_caches[level],
-                           "bandwidth_gbps": statistics.median(plateau[-3:]) if plateau else float("nan"),
-                           "source": "os (the sweep found no step)"})  # fmt: skip
-            notes.append(f"L{level} capacity from /sys: the sweep up to {top // KIB} KiB showed no step")
+    caches = _cache_levels(_levels(sweep), sweep, os_caches)
+    for c in caches:
+        if c["source"] != "sweep":
+            notes.append(f"L{c['level']} capacity from /sys: the sweep up to {top // KIB} KiB showed no step for it")
 
     hops = 20_000 if quick else 2_000_000
     chase_sizes = [32 * KIB, 1024 * KIB, (16 if quick else 256) * 1024 * KIB]
@@ -313,7 +356,7 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
             notes.append(f"largest chase set {chase[-1][0] // KIB // 1024} MiB is within the OS-reported L3; "
                          "latency may be an L3 latency")  # fmt: skip
     llc = float(caches[-1]["kib"]) * KIB if caches else 32.0 * 1024 * KIB
-    stream_gbps, stream_ms, why = _weight_stream(llc, min_s, quick)
+    stream_gbps, stream_ms, why, stream_shape = _weight_stream(llc, min_s, quick)
     if why:
         notes.append(why)
     versions = {"onnxruntime": ort.__version__, "numpy": np.__version__, "onnx": onnx.__version__,
@@ -324,7 +367,7 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
         matmul_gflops_1t=g1, matmul_gflops_nt=gn, matmul_spread=spread, scaling=scaling,
         copy_gbps=copy_bw, triad_gbps=triad_bw, stream_bytes=stream, sweep=sweep, caches=caches,
         chase_ns=chase, dram_latency_ns=dram_latency_f, notes=notes,
-        weight_stream_gbps=stream_gbps, weight_stream_ms=stream_ms, matmul_n=n,
+        weight_stream_gbps=stream_gbps, weight_stream_ms=stream_ms, matmul_n=n, weight_stream_shape=stream_shape,
     )  # fmt: skip
 
 
@@ -382,9 +425,10 @@ def chip_yaml(fp: Fingerprint, name: str = "host") -> str:
     lines.append(f"#   stream ({fp.stream_bytes // KIB // 1024} MiB arrays): copy {fp.copy_gbps:.1f} GB/s, "
                  f"triad {fp.triad_gbps:.1f} GB/s")  # fmt: skip
     for c in fp.caches:
-        lines.append(f"#   L{c['level']}: {float(c['kib']):.0f} KiB at {float(c['bandwidth_gbps']):.1f} GB/s ({c['source']})")
+        where = "the sweep" if c["source"] == "sweep" else "capacity from /sys; the sweep showed no step"
+        lines.append(f"#   L{c['level']}: {float(c['kib']):.0f} KiB at {float(c['bandwidth_gbps']):.1f} GB/s ({where})")
     if fp.weight_stream_gbps:
-        lines.append(f"#   weight stream: a {'x'.join(map(str, WEIGHT_STREAM_SHAPE))} fp32 MatMul takes {fp.weight_stream_ms['dram']:.3f} ms with its "
+        lines.append(f"#   weight stream: a {'x'.join(map(str, fp.weight_stream_shape))} fp32 MatMul takes {fp.weight_stream_ms['dram']:.3f} ms with its "
                      f"weights from DRAM, {fp.weight_stream_ms['cache']:.3f} ms from cache: "
                      f"{fp.weight_stream_gbps:.1f} GB/s on top of the compute")  # fmt: skip
     lines.append("#   pointer chase over an L1-sized walk: " + ", ".join(

@@ -10,7 +10,15 @@ from hypothesis import strategies as st
 
 from chips.schema import load_chip
 from hwsim.cli import main
-from hwsim.host.fingerprint import FINGERPRINT_EFFICIENCY, _levels, read_fingerprint
+from hwsim.host.fingerprint import (
+    FINGERPRINT_EFFICIENCY,
+    KIB,
+    QUICK_WEIGHT_STREAM,
+    _cache_levels,
+    _levels,
+    read_fingerprint,
+    weight_stream_plan,
+)
 
 
 class TestLevels:
@@ -47,6 +55,23 @@ class TestLevels:
         assert _levels(sweep) == [(2, 100.0), (16, 20.0)]
 
 
+class TestCacheLevels:
+    def test_a_lost_l1_step_does_not_make_l2_the_l1(self) -> None:
+        # the sweep's first plateau ends at 1536 KiB: that is the L2 the OS reports, not L1
+        caches = _cache_levels([(1536 * KIB, 140.0)], [(16 * KIB, 150.0)], {1: 48.0, 2: 2048.0, 3: 32768.0})
+        assert [(c["level"], c["kib"], c["source"]) for c in caches] == [
+            (1, 48.0, "/sys"), (2, 1536.0, "sweep"), (3, 32768.0, "/sys")]  # fmt: skip
+
+    def test_without_os_figures_plateaus_are_levels_in_order(self) -> None:
+        caches = _cache_levels([(48 * KIB, 200.0), (2048 * KIB, 140.0)], [], {})
+        assert [(c["level"], c["kib"]) for c in caches] == [(1, 48.0), (2, 2048.0)]
+
+    @pytest.mark.parametrize("llc_mib", [8, 32, 480, 4096])
+    def test_quick_weight_stream_is_bounded_whatever_the_reported_llc(self, llc_mib: int) -> None:
+        (_m, k, n), copies = weight_stream_plan(llc_mib * 1024 * KIB, quick=True)
+        assert copies * k * n * 4 <= max(QUICK_WEIGHT_STREAM[1], 4 * k * n * 4)
+
+
 class TestCommand:
     def test_quick_fingerprint_writes_a_loadable_chip(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         out = tmp_path / "host.yaml"
@@ -69,6 +94,9 @@ class TestCommand:
         else:
             assert unit.weight_stream_gbps == pytest.approx(fp["weight_stream_gbps"], rel=0.01)
             assert fp["weight_stream_ms"]["dram"] > fp["weight_stream_ms"]["cache"]
+            # the text names the MatMul that was measured, not the full run's
+            assert "x".join(map(str, fp["weight_stream_shape"])) + " fp32 MatMul" in text
+        assert "os (" not in text  # the cache source reads as words, not a nested parenthesis
         assert f"wrote {out}" in capsys.readouterr().out
 
     @pytest.mark.parametrize(
