@@ -28,6 +28,7 @@ from graph_ir.ir import ModelGraph
 from hwsim.pipeline import run_graph
 
 __all__ = [
+    "bottleneck_words",
     "DEFAULT_FACTORS",
     "ParameterSweep",
     "Point",
@@ -318,6 +319,27 @@ def to_json(s: Sensitivity) -> dict[str, Any]:
     }
 
 
+def bottleneck_words(sweep: ParameterSweep, base_latency_ms: float) -> str:
+    """What the table says of a parameter, in words that agree with its columns.
+
+    The elasticity is the local slope between the factors nearest the base; the effect of a
+    larger change is read from the table (the largest factor above 1 that ran), never
+    extrapolated from the slope.
+
+    >>> pts = (Point(0.5, 5.0, 14.0, None), Point(1.0, 10.0, 10.0, None), Point(2.0, 20.0, 9.0, None))
+    >>> bottleneck_words(ParameterSweep("dram.bandwidth_gbps", 10.0, pts, -0.48), 10.0)
+    'elasticity -0.480 at the base; in the table x2 gives latency x0.900 (9.000 ms)'
+    """
+    text = f"elasticity {sweep.elasticity:+.3f} at the base" if sweep.elasticity is not None else "no elasticity"
+    ran = [q for q in sweep.points if q.factor > 1.0 and q.latency_ms is not None]
+    if ran and base_latency_ms > 0:
+        top = max(ran, key=lambda q: q.factor)
+        assert top.latency_ms is not None
+        text += (f"; in the table x{top.factor:.3g} gives latency x{top.latency_ms / base_latency_ms:.3f} "
+                 f"({top.latency_ms:.3f} ms)")  # fmt: skip
+    return text
+
+
 def format_table(s: Sensitivity) -> str:
     """The study as a text table: latency (ms) per parameter and factor, and the elasticity."""
     w = max(9, *(len(p.name) for p in s.sweeps)) if s.sweeps else 9
@@ -338,10 +360,7 @@ def format_table(s: Sensitivity) -> str:
     if b is None:
         lines.append("  bottleneck: none of these parameters moves the latency by 1% per 100%")
     else:
-        gain = 2.0**b.elasticity if b.elasticity is not None else 1.0
-        lines.append(
-            f"  bottleneck: {b.name} (elasticity {b.elasticity:+.3f}: doubling it scales latency by x{gain:.3f})"
-        )
+        lines.append(f"  bottleneck: {b.name} ({bottleneck_words(b, s.base_latency_ms)})")
     invalid = sum(q.latency_ms is None for p in s.sweeps for q in p.points)
     if invalid:
         lines.append(

@@ -157,6 +157,17 @@ def test_study_finds_the_npu_clock(study: sens.Sensitivity) -> None:
     assert "bottleneck: npu.clock_mhz" in table and "cpu_little.clock_mhz" in table
 
 
+def test_bottom_line_agrees_with_the_table(tiny: Path) -> None:
+    # issue 11: the bottom line said "doubling scales latency by x0.832" (2 ** elasticity, a local
+    # slope) while the x2 column of the same table measured x0.900
+    s = sens.sensitivity(load_onnx(tiny), load_chip("rk3588"), ["npu.clock_mhz"], (0.7071, 1.4142, 2.0))
+    (sweep,) = s.sweeps
+    x2 = next(q.latency_ms for q in sweep.points if q.factor == 2.0)
+    assert x2 is not None
+    line = sens.format_table(s).splitlines()[-1]
+    assert f"x2 gives latency x{x2 / s.base_latency_ms:.3f} ({x2:.3f} ms)" in line
+
+
 def test_invalid_points_are_recorded_not_fatal(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     real = sens.scaled_chip
 
