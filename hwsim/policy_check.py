@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from chips.schema import Chip
-from chips.units import PJ_PER_MJ, PS_PER_MS
+from chips.units import NS_PER_MS, PJ_PER_MJ, PS_PER_MS
 from cost_models.fusion import FusedPair, fuse
 from cost_models.table import CostTable
 from graph_ir.ir import ModelError, ModelGraph
@@ -246,7 +246,7 @@ def choose_schedule(
         sched = POLICIES[name](graph, chip, table)
         s = sim(name, sched)
         if dl:
-            s2 = sim(name, deadline_schedule(graph, chip, table, sched, {k: v * 1e6 for k, v in dl.items()}))
+            s2 = sim(name, deadline_schedule(graph, chip, table, sched, {k: v * NS_PER_MS for k, v in dl.items()}))
             if (_worst_slack(s2, dl), -s2.latency_ms) > (_worst_slack(s, dl), -s.latency_ms):
                 s = s2
         sims.append(s)

@@ -6,11 +6,13 @@ sums over cores, *active* time is wall time with at least one core busy.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+
+import numpy as np
 
 from hwsim.sim.engine import OpRecord, Trace
 
-__all__ = ["busy_core_steps", "busy_union_ps", "unit_active_ps", "unit_busy_ps"]
+__all__ = ["busy_core_ps_until", "busy_core_steps", "busy_union_ps", "unit_active_ps", "unit_busy_ps"]
 
 
 def busy_union_ps(intervals: list[tuple[int, int]]) -> int:
@@ -61,3 +63,22 @@ def busy_core_steps(ops: Iterable[OpRecord]) -> list[tuple[int, int]]:
             busy += delta[t]
             steps.append((t, busy))
     return steps
+
+
+def busy_core_ps_until(steps: Sequence[tuple[int, int]], times_ps: np.ndarray) -> np.ndarray:
+    """Busy core-time from 0 up to each of ``times_ps``, from :func:`busy_core_steps` ``steps``.
+
+    The integral of the busy-core step function: ``before[i]`` core-picoseconds up to
+    ``times_ps[i]``; differences between two times are the core-time inside that span.
+
+    >>> busy_core_ps_until([(0, 1), (5, 2), (10, 0)], np.array([0.0, 5.0, 7.0, 20.0])).tolist()
+    [0.0, 5.0, 9.0, 15.0]
+    """
+    if not steps:
+        return np.zeros(len(times_ps))
+    t = np.array([s for s, _ in steps], dtype=np.float64)
+    level = np.array([n for _, n in steps], dtype=np.float64)
+    done = np.concatenate(([0.0], np.cumsum(level[:-1] * np.diff(t))))  # core-time up to each step
+    k = np.searchsorted(t, times_ps, side="right") - 1
+    at = np.maximum(k, 0)
+    return np.where(k >= 0, done[at] + level[at] * (times_ps - t[at]), 0.0)
