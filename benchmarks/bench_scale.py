@@ -76,10 +76,14 @@ def main() -> int:
     ap.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
     ap.add_argument("--kinds", nargs="+", default=["layered", "transformer"])
     ap.add_argument("--chip", default="rk3588")
-    ap.add_argument("--policy", default="affinity-locality")
+    ap.add_argument("--policy", help="scheduling policy (default: scheduler.DEFAULT_POLICY)")
     ap.add_argument("--no-decoder", action="store_true", help="skip the 24-layer decoder")
     ap.add_argument("--case", help=argparse.SUPPRESS)  # KIND:N, run in this process (child mode)
     args = ap.parse_args()
+    if args.policy is None:  # imported only now: a child process times its own imports
+        from scheduler import DEFAULT_POLICY
+
+        args.policy = DEFAULT_POLICY
     if args.case:
         kind, n = args.case.split(":")
         print(json.dumps(run_case(kind, int(n), args.chip, args.policy)))

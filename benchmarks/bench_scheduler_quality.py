@@ -24,13 +24,14 @@ from pathlib import Path
 
 import numpy as np
 
+from scheduler import DEFAULT_POLICY
 from scheduler.bounds import problem_bounds
 from scheduler.exact import exact
 from scheduler.generators import random_problem
 from scheduler.policies import CHEAP_POLICIES
 
 ROOT = Path(__file__).resolve().parents[1]
-SHOWN = ("affinity-locality", "heft", "peft", "cpop")
+SHOWN = (DEFAULT_POLICY, "heft", "peft", "cpop")
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +74,7 @@ def quality(configs: list[Config]) -> None:
             for name, fn in CHEAP_POLICIES.items():
                 t0 = time.perf_counter()
                 s = fn(p)
-                if name == "affinity-locality":
+                if name == DEFAULT_POLICY:
                     t_def.append(time.perf_counter() - t0)
                 res[name] = s.makespan_ns
                 if inc is None or s.makespan_ns < inc.makespan_ns:
@@ -88,13 +89,13 @@ def quality(configs: list[Config]) -> None:
                 if r.proven:
                     proven_r[k].append(res[k] / opt)
             if not r.proven:
-                open_default.append(res["affinity-locality"] / opt)
+                open_default.append(res[DEFAULT_POLICY] / opt)
                 open_heft.append(res["heft"] / opt)
                 gaps.append(r.gap)
         for k in SHOWN:
             everything[k] += every_r[k]
             all_proven[k] += proven_r[k]
-        better = "yes" if np.mean(every_r["affinity-locality"]) < np.mean(every_r["heft"]) else "no"
+        better = "yes" if np.mean(every_r[DEFAULT_POLICY]) < np.mean(every_r["heft"]) else "no"
         cells = " | ".join(_mm(proven_r[k]) for k in SHOWN)
         gap = f"{np.mean(gaps):.3f} / {np.max(gaps):.3f}" if gaps else "-"
         print(
@@ -122,7 +123,7 @@ def real_models(energy_slack: float) -> None:
     from graph_ir import load_onnx
     from hwsim.pipeline import run_graph
 
-    cols = ("affinity-locality", "heft", "single-unit", "affinity-list")
+    cols = (DEFAULT_POLICY, "heft", "single-unit", "affinity-list")
     print(
         "| model | ops | chip | default (kept) ms | kept | search alone ms | heft ms | single-unit ms | "
         "affinity-list ms | ort-greedy ms | default <= HEFT and single-unit | search alone <= both | "
@@ -142,7 +143,7 @@ def real_models(energy_slack: float) -> None:
             ort = run_graph(graph, chip, "int8", "ort-greedy").trace.makespan_ps / 1e9
             ref = min(ms.get("heft", kept), ms.get("single-unit", kept)) * (1 + 1e-9)
             ok = "yes" if kept <= ref else "NO"
-            ok_search = "yes" if ms["affinity-locality"] <= ref else "no"
+            ok_search = "yes" if ms[DEFAULT_POLICY] <= ref else "no"
             en = run_graph(graph, chip, "int8", objective="energy", latency_budget_ms=kept * (1 + energy_slack))
             c = en.choice
             assert c is not None and c.chosen is not None and c.latency_optimal is not None
@@ -163,7 +164,7 @@ def speed(sizes: list[int], repeat: int) -> None:
         times, th = [], []
         for _ in range(repeat):
             t0 = time.perf_counter()
-            CHEAP_POLICIES["affinity-locality"](p)
+            CHEAP_POLICIES[DEFAULT_POLICY](p)
             times.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
             CHEAP_POLICIES["heft"](p)

@@ -109,6 +109,31 @@ class Link(_Spec):
         """
         return f"{self.src}<->{self.dst}" if self.bidirectional else f"{self.src}->{self.dst}"
 
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every name that addresses this link in ``link.NAME.FIELD``: :attr:`key` first, then
+        ``src-dst``; a bidirectional link answers to both with its ends swapped too.
+
+        >>> Link(src="cpu", dst="npu", bandwidth_gbps=8, latency_ns=0).names
+        ('cpu<->npu', 'npu<->cpu', 'cpu-npu', 'npu-cpu')
+        """
+        ends = [(self.src, self.dst)] + ([(self.dst, self.src)] if self.bidirectional else [])
+        arrow = "<->" if self.bidirectional else "->"
+        return tuple(f"{a}{arrow}{b}" for a, b in ends) + tuple(f"{a}-{b}" for a, b in ends)
+
+    def transfer_ns(self, nbytes: float) -> float:
+        """Uncontended time to move ``nbytes`` over this link: bytes over bandwidth plus set-up.
+
+        Returns
+        -------
+        float
+            Nanoseconds (1 GB/s = 1 byte/ns).
+
+        >>> Link(src="cpu", dst="npu", bandwidth_gbps=8, latency_ns=100).transfer_ns(800)
+        200.0
+        """
+        return nbytes / self.bandwidth_gbps + self.latency_ns
+
 
 class _UnitBase(_Spec):
     name: str

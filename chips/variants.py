@@ -7,6 +7,8 @@
 [('npu', 1)]
 >>> override(load_chip("rk3588"), ["npu.clock_mhz=600"]).unit("npu").clock_mhz
 600.0
+>>> override(load_chip("rk3588"), ["link.cpu<->npu.bandwidth_gbps=4"]).links[0].bandwidth_gbps
+4.0
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ from typing import Any
 
 import yaml
 
-from chips.schema import Chip, ChipError, chip_from_dict
+from chips.schema import Chip, ChipError, Link, chip_from_dict
 
-__all__ = ["override", "restrict"]
+__all__ = ["link_index", "override", "restrict"]
 
 
 def restrict(chip: Chip, spec: str) -> Chip:
@@ -57,30 +59,57 @@ def restrict(chip: Chip, spec: str) -> Chip:
     return chip_from_dict(data, source=f"{chip.name} with --units {spec}")
 
 
+def link_index(links: Sequence[Link], name: str) -> int | None:
+    """Position in ``links`` of the link called ``name`` (one of its :attr:`Link.names`), or None.
+
+    >>> from chips.schema import load_chip
+    >>> links = load_chip("rk3588").links
+    >>> link_index(links, "cpu<->npu"), link_index(links, "npu-cpu"), link_index(links, "cpu<->dsp")
+    (0, 0, None)
+    """
+    return next((i for i, link in enumerate(links) if name in link.names), None)
+
+
 def override(chip: Chip, assignments: Sequence[str]) -> Chip:
-    """Apply ``TARGET.FIELD=VALUE`` assignments; TARGET is a unit, else a domain, or ``dram``.
+    """Apply ``TARGET.FIELD=VALUE`` assignments; TARGET is a unit, else a domain, ``dram``, or
+    ``link.NAME`` with NAME a link's key (``cpu<->npu``) or another of its :attr:`Link.names`.
 
     VALUE is read as YAML (``600``, ``[int8, fp16]``, ``{int8: 2}``).
     """
     data = chip.model_dump()
     for a in assignments:
         key, sep, raw = a.partition("=")
-        target, dot, field = key.partition(".")
-        if not sep or not dot or not field:
+        target, dot, field = key.rpartition(".") if key.startswith("link.") else key.partition(".")
+        if not sep or not dot or not field or not target:
             raise ChipError(f"--set {a!r}: expected TARGET.FIELD=VALUE, e.g. npu.clock_mhz=600")
         try:
             value = yaml.safe_load(raw)
         except yaml.YAMLError:
             raise ChipError(f"--set {a!r}: the value is not valid YAML") from None
-        holder: dict[str, Any] | None = None
-        if target == "dram":
-            holder = data["dram"]
-        else:  # a unit first: domains often share their unit's name
-            matches = [i for group in ("units", "domains") for i in data[group] if i["name"] == target]
-            holder = matches[0] if matches else None
-        if holder is None:
-            names = [u["name"] for u in data["units"]] + [d["name"] for d in data["domains"]]
-            raise ChipError(f"--set {a!r}: no unit or domain named {target!r}, nor 'dram' (have {', '.join(names)})")
-        holder[field] = value
+        _holder(chip, data, target, a)[field] = value
     data["description"] = f"{data['description']} [--set {' '.join(assignments)}]".strip()
     return chip_from_dict(data, source=f"{chip.name} with --set {' '.join(assignments)}")
+
+
+def _holder(chip: Chip, data: dict[str, Any], target: str, assignment: str) -> dict[str, Any]:
+    """The dict in ``data`` (a dump of ``chip``) that ``--set`` target ``target`` names."""
+    if target == "dram":
+        holder: dict[str, Any] = data["dram"]
+        return holder
+    if target.startswith("link."):
+        i = link_index(chip.links, target[len("link.") :])
+        if i is None:
+            have = ", ".join(f"link.{link.key}" for link in chip.links) or "none"
+            raise ChipError(f"--set {assignment!r}: no link {target[len('link.') :]!r} (links: {have})")
+        holder = data["links"][i]
+        return holder
+    # a unit first: domains often share their unit's name
+    matches = [i for group in ("units", "domains") for i in data[group] if i["name"] == target]
+    if not matches:
+        names = [u["name"] for u in data["units"]] + [d["name"] for d in data["domains"]]
+        raise ChipError(
+            f"--set {assignment!r}: no unit or domain named {target!r}, nor 'dram' or 'link.NAME' "
+            f"(have {', '.join(names)})"
+        )
+    holder = matches[0]
+    return holder

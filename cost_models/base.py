@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
 from chips.schema import Chip, Dtype, Unit
+from cost_models.energy import op_energy_pj
 from graph_ir.ir import Op
 
 __all__ = [
@@ -218,7 +219,7 @@ def finish(
     memory_ns = dram / bw + (cache_bytes / cache_gbps if cache_gbps > 0 else 0.0)
     overhead_ns = unit.op_overhead_ns + (chip.dram.latency_ns if dram else 0.0)
     latency = max(compute_ns, memory_ns) + overhead_ns
-    energy = unit.active_w * latency * 1e3 + dram * chip.dram.energy_pj_per_byte
+    energy = op_energy_pj(unit, chip.dram, latency, dram)
     return OpCost(
         unit.name, dtype, compute_ns, memory_ns, overhead_ns, dram_read_bytes, dram_write_bytes, energy, note, tiles
     )

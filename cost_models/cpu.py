@@ -39,6 +39,7 @@ from cost_models.base import (
     spill_plan,
     unit_bandwidth_gbps,
 )
+from cost_models.energy import dram_energy_pj, energy_pj
 from graph_ir.ir import Op, deployed_bytes
 
 __all__ = [
@@ -115,7 +116,7 @@ class CpuModel(UnitModel):
             core = max(compute_ns, core_bytes(op, dtype) / (unit.l1_bandwidth_gbps * calibrated))
             new_compute, new_memory = core + stall_ns, cost.memory_ns
         old = max(cost.compute_ns, cost.memory_ns)
-        extra_pj = unit.active_w * (max(new_compute, new_memory) - old) * 1e3
+        extra_pj = energy_pj(unit.active_w, max(new_compute, new_memory) - old)
         return replace(cost, compute_ns=new_compute, memory_ns=new_memory, energy_pj=cost.energy_pj + extra_pj,
                        note=f"{cost.note}, calibrated {calibrated:.3g}")  # fmt: skip
 
@@ -229,8 +230,8 @@ def _recurrence(op: Op, unit: CpuUnit, chip: Chip, dtype: str, cost: OpCost) -> 
         memory_ns = cost.memory_ns + reread / bw
         dram_read = cost.dram_read_bytes + reread
         where = "DRAM"
-    extra_pj = unit.active_w * (max(cost.compute_ns, memory_ns) - max(cost.compute_ns, cost.memory_ns)) * 1e3
-    extra_pj += (dram_read - cost.dram_read_bytes) * chip.dram.energy_pj_per_byte
+    extra_pj = energy_pj(unit.active_w, max(cost.compute_ns, memory_ns) - max(cost.compute_ns, cost.memory_ns))
+    extra_pj += dram_energy_pj(chip.dram, dram_read - cost.dram_read_bytes)
     return replace(cost, memory_ns=memory_ns, dram_read_bytes=dram_read, energy_pj=cost.energy_pj + extra_pj,
                    note=f"{cost.note}, R re-read {steps - 1}x from {where}")  # fmt: skip
 

@@ -40,6 +40,7 @@ from types import MappingProxyType
 
 from chips.schema import Chip, CpuUnit, DspUnit, GpuUnit, NpuUnit, Unit
 from cost_models.base import OpCost, unit_bandwidth_gbps
+from cost_models.energy import dram_energy_pj, energy_pj
 from cost_models.table import CostTable
 from graph_ir.ir import ModelGraph, Tensor, deployed_bytes
 
@@ -186,7 +187,7 @@ def fuse(graph: ModelGraph, chip: Chip, table: CostTable, placement: Mapping[str
             compute_ns = 0.0 if m == folded else cost.compute_ns
             memory_ns = max(0.0, cost.memory_ns - (r + w) / bw)
             saved_ns = cost.latency_ns - (max(compute_ns, memory_ns) + overhead)
-            energy = cost.energy_pj - (r + w) * chip.dram.energy_pj_per_byte - unit.active_w * saved_ns * 1e3
+            energy = cost.energy_pj - dram_energy_pj(chip.dram, r + w) - energy_pj(unit.active_w, saved_ns)
             if m == head:
                 note = ", fused epilogue"
             elif m == folded:

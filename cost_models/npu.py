@@ -34,6 +34,7 @@ from cost_models.base import (
     register_model,
     tiling_extra_bytes,
 )
+from cost_models.energy import energy_pj
 from graph_ir.ir import PRECISION_BYTES, Op
 
 __all__ = [
@@ -222,7 +223,7 @@ class NpuModel(UnitModel):
         return replace(
             cost,
             overhead_ns=cost.overhead_ns + serial_ns,
-            energy_pj=cost.energy_pj + unit.active_w * serial_ns * 1e3,
+            energy_pj=cost.energy_pj + energy_pj(unit.active_w, serial_ns),
             note=cost.note + ", single-buffered",
         )
 

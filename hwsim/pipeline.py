@@ -18,7 +18,7 @@ from hwsim.analysis.analyze import Analysis, analyze
 from hwsim.analysis.frames import FrameStats, frame_stats
 from hwsim.policy_check import Deadline, ScheduleChoice, choose_schedule
 from hwsim.sim.engine import EngineOptions, Trace, simulate
-from scheduler import Schedule
+from scheduler import DEFAULT_POLICY, Schedule
 
 __all__ = ["RunResult", "run", "run_graph"]
 
@@ -49,7 +49,7 @@ def run_graph(
     graph: ModelGraph,
     chip: Chip,
     precision: str = "int8",
-    policy: str = "affinity-locality",
+    policy: str = DEFAULT_POLICY,
     frames: int = 1,
     options: EngineOptions | None = None,
     in_flight: int | None = None,
@@ -87,7 +87,7 @@ def run(
     chip: str | Path,
     model: str | Path,
     precision: str = "int8",
-    policy: str = "affinity-locality",
+    policy: str = DEFAULT_POLICY,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> RunResult:
     """Load ``chip`` (a YAML path or bundled name) and ``model`` (an ONNX path) and run them."""

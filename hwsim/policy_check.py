@@ -23,17 +23,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from chips.schema import Chip
+from chips.units import NS_PER_MS, PJ_PER_MJ, PS_PER_MS
 from cost_models.fusion import FusedPair, fuse
 from cost_models.table import CostTable
 from graph_ir.ir import ModelError, ModelGraph
-from hwsim.analysis.analyze import analyze
+from hwsim.analysis.energy import run_energy
 from hwsim.sim.engine import EngineOptions, Trace, simulate
-from scheduler import POLICIES, Schedule
+from scheduler import DEFAULT_POLICY, POLICIES, Schedule
 
 __all__ = [
     "CHECKED_AGAINST",
     "CHECK_MAX_OPS",
-    "DEFAULT_POLICY",
     "BudgetError",
     "Candidate",
     "Chosen",
@@ -44,8 +44,6 @@ __all__ = [
     "resolve_deadlines",
 ]
 
-#: The policy whose schedule is checked against the others through the engine.
-DEFAULT_POLICY = "affinity-locality"
 #: The policies the default is checked against.
 CHECKED_AGAINST = ("heft", "single-unit", "affinity-list")
 #: Graphs with more ops than this get the default's search alone (each check is a full simulation).
@@ -172,7 +170,7 @@ class _Sim:
 
     @property
     def latency_ms(self) -> float:
-        return self.trace.makespan_ps / 1e9
+        return self.trace.makespan_ps / PS_PER_MS
 
 
 def _simulate(
@@ -189,7 +187,7 @@ def _simulate(
     t = fusion.table if fusion is not None else table
     trace = simulate(graph, chip, t, sched, options)
     want = set(nodes)
-    finish = {r.op: r.end_ps / 1e9 for r in trace.ops if r.op in want and r.frame == 0}
+    finish = {r.op: r.end_ps / PS_PER_MS for r in trace.ops if r.op in want and r.frame == 0}
     return _Sim(name, sched, t, fusion.pairs if fusion is not None else (), trace, finish)
 
 
@@ -198,7 +196,7 @@ def _worst_slack(sim: _Sim, deadlines: Mapping[str, float]) -> float:
 
 
 def _energy_mj(graph: ModelGraph, chip: Chip, sim: _Sim) -> float:
-    return analyze(graph, chip, sim.trace).energy_mj
+    return run_energy(chip, sim.trace).total_pj / PJ_PER_MJ
 
 
 def choose_schedule(
@@ -248,7 +246,7 @@ def choose_schedule(
         sched = POLICIES[name](graph, chip, table)
         s = sim(name, sched)
         if dl:
-            s2 = sim(name, deadline_schedule(graph, chip, table, sched, {k: v * 1e6 for k, v in dl.items()}))
+            s2 = sim(name, deadline_schedule(graph, chip, table, sched, {k: v * NS_PER_MS for k, v in dl.items()}))
             if (_worst_slack(s2, dl), -s2.latency_ms) > (_worst_slack(s, dl), -s.latency_ms):
                 s = s2
         sims.append(s)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cost_models.energy import energy_pj
 from scheduler.problem import Problem, Solution
 from scheduler.search import retime
 
@@ -49,7 +50,7 @@ def schedule_energy_pj(problem: Problem, model: EnergyModel, sol: Solution) -> f
         busy[u] += sol.finish_ns[i] - sol.start_ns[i]
         task += float(model.task_pj[i, u])
     idle = sum(
-        model.idle_w[u] * max(0.0, sol.makespan_ns - busy[u] / problem.cores[u]) * 1e3 for u in range(problem.n_units)
+        energy_pj(model.idle_w[u], max(0.0, sol.makespan_ns - busy[u] / problem.cores[u])) for u in range(problem.n_units)
     )
     comm = 0.0
     if model.comm_pj_per_volume:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from chips.schema import Chip
+from cost_models.energy import dram_energy_pj
 from cost_models.table import CostTable
 from graph_ir.ir import ModelGraph
 from scheduler.affinity_locality import affinity_rank
@@ -257,7 +258,7 @@ def energy_model(chip: Chip, table: CostTable, problem: Problem) -> EnergyModel:
             if uname in row:
                 tp[i, u] = row[uname].energy_pj
     idle = tuple(chip.unit(u).idle_w for u in problem.units)
-    return EnergyModel(tp, idle, 2.0 * chip.dram.energy_pj_per_byte)
+    return EnergyModel(tp, idle, dram_energy_pj(chip.dram, 2.0))
 
 
 def energy_schedule(

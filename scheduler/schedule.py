@@ -82,7 +82,7 @@ def transfer_ns(chip: Chip, src: str, dst: str, nbytes: int) -> float:
     link = chip.link_between(src, dst)
     if link is None:
         raise ScheduleError(f"no link between domains {src!r} and {dst!r}")
-    return nbytes / link.bandwidth_gbps + link.latency_ns
+    return link.transfer_ns(nbytes)
 
 
 def _dtype(table: CostTable, op: str, unit: str) -> str | None:

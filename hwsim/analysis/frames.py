@@ -22,12 +22,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from chips.schema import Chip
-from hwsim.analysis.analyze import busy_union_ps, dram_bytes_moved, unit_busy_ps
+from chips.units import PJ_PER_MJ, PS_PER_MS
+from hwsim.analysis.busy import unit_busy_ps
+from hwsim.analysis.energy import run_energy
 from hwsim.sim.engine import Trace
 
 __all__ = ["FrameStats", "frame_stats"]
-
-PS_PER_MS = 1e9
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +84,7 @@ def frame_stats(chip: Chip, trace: Trace) -> FrameStats:
     busy = {u.name: unit_busy_ps(trace, u.name) / n / PS_PER_MS for u in chip.units}
     per_core = {u.name: busy[u.name] / u.cores for u in chip.units}
     bottleneck = max(chip.units, key=lambda u: per_core[u.name]).name
-    energy_pj = _energy_pj(chip, trace)
+    energy_pj = run_energy(chip, trace).total_pj
     return FrameStats(
         frames=n,
         in_flight=trace.in_flight,
@@ -97,16 +97,8 @@ def frame_stats(chip: Chip, trace: Trace) -> FrameStats:
         bottleneck_unit=bottleneck,
         bottleneck_busy_ms=per_core[bottleneck],
         unit_busy_per_frame_ms=busy,
-        energy_mj=energy_pj / 1e9,
-        energy_per_frame_mj=energy_pj / 1e9 / n,
+        energy_mj=energy_pj / PJ_PER_MJ,
+        energy_per_frame_mj=energy_pj / PJ_PER_MJ / n,
         frame_order=trace.frame_order,
     )
 
-
-def _energy_pj(chip: Chip, trace: Trace) -> float:
-    """Units' active and idle energy plus DRAM energy over the whole trace (pJ)."""
-    total = 0.0
-    for u in chip.units:
-        active = busy_union_ps([(r.start_ps, r.end_ps) for r in trace.ops if r.unit == u.name])
-        total += u.active_w * unit_busy_ps(trace, u.name) + u.idle_w * (trace.makespan_ps - active)
-    return total + dram_bytes_moved(chip, trace) * chip.dram.energy_pj_per_byte

@@ -19,11 +19,16 @@ import json
 from pathlib import Path
 from typing import Any
 
+from hwsim.commands.common import add_debug, add_model_options, load_chip_variant, load_model
 from hwsim.studies.compare import CompareError
 
-__all__ = ["COMPARE_FILES", "INPUT_ERRORS", "add_parser", "main"]
+__all__ = ["COMPARE_FILES", "add_parser", "input_errors", "main"]
 
-INPUT_ERRORS: tuple[type[BaseException], ...] = (CompareError,)
+
+def input_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions of this command that mean bad input (beyond the CLI's common ones)."""
+    return (CompareError,)
+
 
 #: The files ``hwsim compare`` writes into its folder.
 COMPARE_FILES = ("compare.json", "compare.csv", "compare.png")
@@ -31,9 +36,6 @@ COMPARE_FILES = ("compare.json", "compare.csv", "compare.png")
 
 def add_parser(sub: Any) -> None:
     """Add the ``compare`` subcommand to an ``add_subparsers`` object."""
-    from cost_models.table import PRECISIONS
-    from scheduler import POLICIES
-
     c = sub.add_parser(
         "compare",
         help="put runs side by side: report folders, or one model on several chips/policies/what-ifs",
@@ -53,56 +55,30 @@ def add_parser(sub: Any) -> None:
         help="chip YAML or bundled name (repeatable; default rk3588)",
     )
     c.add_argument(
-        "--policy",
-        action="append",
-        default=[],
-        choices=sorted(POLICIES),
-        help="policy (repeatable)",
-    )
-    c.add_argument(
         "--what-if", action="append", default=[], metavar="T.F=V[,T.F=V...]", dest="what_ifs",
         help="a variant of each chip, e.g. npu.clock_mhz=600,dram.bandwidth_gbps=20 (repeatable)",
     )  # fmt: skip
-    c.add_argument(
-        "--set", action="append", default=[], metavar="TARGET.FIELD=VALUE", dest="overrides",
-        help="override a chip field in every variant (repeatable)",
-    )  # fmt: skip
-    c.add_argument(
-        "--precision",
-        choices=PRECISIONS,
-        default="int8",
-        help="deployment precision (default int8)",
-    )
-    c.add_argument(
-        "--input-shape",
-        action="append",
-        default=[],
-        metavar="NAME=D1xD2x...",
-        help="pin an input shape",
-    )
+    add_model_options(c, policies="many", units=False)
     c.add_argument(
         "--out",
         type=Path,
         help="folder for compare.json/.csv/.png (default reports/compare-<model>/)",
     )
     c.add_argument("--json", action="store_true", help="print compare.json instead of the table")
-    c.add_argument(
-        "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
-    )
+    add_debug(c)
 
 
 def _simulated(args: argparse.Namespace, model: Path) -> tuple[list[Any], str]:
     """Simulate every variant of one model; returns (variants, model name)."""
-    from chips.schema import load_chip
     from chips.variants import override
     from cost_models.table import UnplaceableError
-    from graph_ir.onnx_import import load_onnx, parse_input_shape
     from hwsim.pipeline import run_graph
     from hwsim.report.files import summary
     from hwsim.studies.compare import Variant
+    from scheduler import DEFAULT_POLICY
 
     chips = args.chip or ["rk3588"]
-    policies = args.policy or ["affinity-locality"]
+    policies = args.policy or [DEFAULT_POLICY]
     what_ifs: list[list[str]] = [[]]
     for w in args.what_ifs:
         sets = [s.strip() for s in w.split(",") if s.strip()]
@@ -129,11 +105,8 @@ def _simulated(args: argparse.Namespace, model: Path) -> tuple[list[Any], str]:
         raise CompareError(
             f"two variants have the same label ({', '.join(labels)}); name each chip once"
         )
-    graph = load_onnx(model, dict(parse_input_shape(s) for s in args.input_shape))
-    bases = {}
-    for chip_ref in chips:
-        base = load_chip(chip_ref)
-        bases[chip_ref] = override(base, args.overrides) if args.overrides else base
+    graph = load_model(str(model), args.input_shape)
+    bases = {chip_ref: load_chip_variant(chip_ref, args.overrides) for chip_ref in chips}
     chip_of = {
         (c, tuple(w)): override(bases[c], w) if w else bases[c] for c in chips for w in what_ifs
     }

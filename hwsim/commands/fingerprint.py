@@ -6,16 +6,19 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from hwsim.commands.common import add_debug
 from hwsim.host.errors import MeasureError
 
-__all__ = ["INPUT_ERRORS", "add_parser", "main"]
+__all__ = ["add_parser", "input_errors", "main"]
 
 
 class FingerprintError(ValueError):
     """Bad arguments for ``fingerprint`` (exit 2)."""
 
 
-INPUT_ERRORS: tuple[type[BaseException], ...] = (FingerprintError, MeasureError)
+def input_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions of this command that mean bad input (beyond the CLI's common ones)."""
+    return (FingerprintError, MeasureError)
 
 
 def add_parser(sub: Any) -> None:
@@ -24,7 +27,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--threads", type=int, help="threads for the multi-thread figures and the chip's cores (default: all)")
     p.add_argument("--name", default="host", help="chip name in the file (default: host)")
     p.add_argument("--quick", action="store_true", help="small sizes, a few seconds (a smoke test, noisy figures)")
-    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    add_debug(p)
 
 
 def main(args: argparse.Namespace) -> int:

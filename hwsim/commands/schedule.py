@@ -9,24 +9,29 @@ import argparse
 import json
 from typing import Any
 
+from hwsim.commands.common import add_debug
 from scheduler.taskgraph import TaskGraphError
 
-__all__ = ["INPUT_ERRORS", "add_parser", "main"]
+__all__ = ["add_parser", "input_errors", "main"]
 
-INPUT_ERRORS: tuple[type[BaseException], ...] = (TaskGraphError,)
+
+def input_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions of this command that mean bad input (beyond the CLI's common ones)."""
+    return (TaskGraphError,)
 
 
 def add_parser(sub: Any) -> None:
     """Add the ``schedule`` subparser to ``sub`` (an argparse subparsers object)."""
+    from scheduler import DEFAULT_POLICY
     from scheduler.policies import TASK_POLICIES
 
     p = sub.add_parser("schedule", help="schedule an abstract task graph (JSON or STG) and report the makespan")
     p.add_argument("taskgraph", help="task-graph JSON file, or a Standard Task Graph (.stg) file")
-    p.add_argument("--policy", choices=TASK_POLICIES, default="affinity-locality", help="scheduling policy")
+    p.add_argument("--policy", choices=TASK_POLICIES, default=DEFAULT_POLICY, help="scheduling policy")
     p.add_argument("--units", type=int, help="number of identical units for an STG file (default: 4)")
     p.add_argument("--time-limit", type=float, default=10.0, help="seconds the exact policy may spend (default: 10)")
     p.add_argument("--json", action="store_true", help="print the schedule as JSON")
-    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    add_debug(p)
 
 
 def _as_json(tg: Any, result: Any) -> dict[str, Any]:

@@ -6,11 +6,15 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from hwsim.commands.common import add_debug
 from hwsim.host.errors import MeasureError, ValidateError
 
-__all__ = ["INPUT_ERRORS", "add_parser", "main"]
+__all__ = ["add_parser", "input_errors", "main"]
 
-INPUT_ERRORS: tuple[type[BaseException], ...] = (ValidateError, MeasureError)
+
+def input_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions of this command that mean bad input (beyond the CLI's common ones)."""
+    return (ValidateError, MeasureError)
 
 
 def add_parser(sub: Any) -> None:
@@ -33,7 +37,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--calibration-out", type=Path, help="calibration file (default: <chip>_calibration.yaml beside the chip)")
     p.add_argument("--results", type=Path, default=Path("reports/validations.jsonl"),
                    help="append one JSON record per model here (default: reports/validations.jsonl)")  # fmt: skip
-    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    add_debug(p)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -21,6 +21,8 @@ from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from chips.units import GBPS_PER_BYTES_PER_PS, PS_PER_MS
+from hwsim.analysis.busy import busy_core_ps_until, busy_core_steps
 from hwsim.pipeline import RunResult
 from hwsim.report.trace import dma_track, link_key
 
@@ -35,9 +37,6 @@ __all__ = [
     "traffic_png",
     "utilization_bins",
 ]
-
-PS_PER_MS = 1e9
-_GBPS_PER_BYTES_PER_PS = 1000.0
 #: Above this many ops the Gantt chart merges bars closer than a pixel (and says so).
 GANTT_MAX_OPS = 20_000
 _GANTT_WIDTH_PX = 1800
@@ -107,15 +106,8 @@ def utilization_bins(
     if makespan > 0:
         width = makespan / bins
         for row, u in enumerate(result.chip.units):
-            recs = [r for r in result.trace.ops if r.unit == u.name and r.end_ps > r.start_ps]
-            if not recs:
-                continue
-            start = np.array([r.start_ps for r in recs], dtype=np.float64)
-            dur = np.array([r.end_ps - r.start_ps for r in recs], dtype=np.float64)
-            ncores = np.array([len(r.all_cores) for r in recs], dtype=np.float64)  # split ops
-            # busy core-time before each edge, summed over ops
-            before = (np.clip(edges_ps[None, :] - start[:, None], 0.0, dur[:, None]) * ncores[:, None]).sum(axis=0)
-            util[row] = np.diff(before) / (width * u.cores)
+            steps = busy_core_steps(r for r in result.trace.ops if r.unit == u.name)
+            util[row] = np.diff(busy_core_ps_until(steps, edges_ps)) / (width * u.cores)
         np.clip(util, 0.0, 1.0, out=util)
     return names, util, edges_ps / PS_PER_MS
 
@@ -394,10 +386,10 @@ def _steps(
         if m != memory:
             continue
         if time_ps == t[-1]:
-            v[-1] = bpps * _GBPS_PER_BYTES_PER_PS
+            v[-1] = bpps * GBPS_PER_BYTES_PER_PS
         else:
             t.append(time_ps)
-            v.append(bpps * _GBPS_PER_BYTES_PER_PS)
+            v.append(bpps * GBPS_PER_BYTES_PER_PS)
     if makespan_ps > t[-1]:
         t.append(makespan_ps)
         v.append(v[-1])
@@ -425,7 +417,7 @@ def bandwidth_png(result: RunResult, path: Path) -> None:
             edges = np.linspace(0.0, t[-1], _BANDWIDTH_BINS + 1)
             v = np.append(np.diff(np.interp(edges, t, integral)) / np.diff(edges), 0.0)
             t = edges
-        cap = trace.memory_capacity_bytes_per_ps[m] * _GBPS_PER_BYTES_PER_PS
+        cap = trace.memory_capacity_bytes_per_ps[m] * GBPS_PER_BYTES_PER_PS
         mean = float(np.sum(np.diff(t) * v[:-1]) / trace.makespan_ps) if trace.makespan_ps else 0.0
         ax.fill_between(t / PS_PER_MS, v, step="post", alpha=0.35, color="#1f77b4", linewidth=0)
         ax.step(

@@ -41,17 +41,17 @@ a shorter slice), so both viewers bind it to the right slice.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from chips.schema import Chip, Link
-from hwsim.analysis.analyze import power_timeline
+from hwsim.analysis.busy import busy_core_steps
+from hwsim.analysis.energy import power_timeline
 from hwsim.pipeline import RunResult
 from hwsim.sim.engine import PS_PER_NS, OpRecord, TransferRecord
 
 __all__ = [
     "FRAME_COLORS",
-    "busy_core_steps",
     "check_trace",
     "chrome_trace",
     "dma_track",
@@ -89,27 +89,6 @@ def dma_track(chip: Chip, record: TransferRecord) -> tuple[str, int]:
     if link is None:  # the engine refuses such a transfer, so a trace cannot hold one
         raise ValueError(f"no link from {record.src_domain!r} to {record.dst_domain!r}")
     return link_key(link), record.channel
-
-
-def busy_core_steps(ops: Iterable[OpRecord]) -> list[tuple[int, int]]:
-    """``(time_ps, busy cores)`` at every moment the number of busy cores changes.
-
-    >>> from hwsim.sim.engine import OpRecord
-    >>> busy_core_steps([OpRecord("a", "Conv", "npu", 0, 0, 10, 0),
-    ...                  OpRecord("b", "Conv", "npu", 1, 5, 10, 0)])
-    [(0, 1), (5, 2), (10, 0)]
-    """
-    delta: dict[int, int] = {}
-    for r in ops:
-        n = len(r.all_cores)  # an op split across cores keeps each of them busy
-        delta[r.start_ps] = delta.get(r.start_ps, 0) + n
-        delta[r.end_ps] = delta.get(r.end_ps, 0) - n
-    steps, busy = [], 0
-    for t in sorted(delta):
-        if delta[t]:
-            busy += delta[t]
-            steps.append((t, busy))
-    return steps
 
 
 def _shards_and_phases(

@@ -1,7 +1,8 @@
 """Which resource limits a run: vary one chip parameter at a time and watch the latency.
 
 A parameter is named like ``--set`` names a field: ``UNIT.FIELD`` (else ``DOMAIN.FIELD``),
-``dram.FIELD``, or ``link.SRC-DST.FIELD`` for a DMA link. Each is scaled by every factor (the
+``dram.FIELD``, or ``link.NAME.FIELD`` for a DMA link, NAME its key (``cpu<->npu``) or another
+of :attr:`chips.schema.Link.names` (``cpu-npu``). Each is scaled by every factor (the
 others kept as they are), the chip re-validated and the model simulated again. The
 *elasticity* of the latency to a parameter is ``d log(latency) / d log(parameter)`` at the
 chip as it is, from the two nearest points either side of it: -1 means latency is inversely
@@ -22,10 +23,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chips.schema import Chip, ChipError, chip_from_dict
+from chips.schema import Chip, ChipError, Link, chip_from_dict
+from chips.variants import link_index
 from cost_models.table import UnplaceableError
 from graph_ir.ir import ModelGraph
 from hwsim.pipeline import run_graph
+from scheduler import DEFAULT_POLICY
 
 __all__ = [
     "bottleneck_words",
@@ -109,7 +112,7 @@ def default_parameters(chip: Chip) -> list[str]:
             names.append(f"{u.name}.sram_kib")
     names.append("dram.bandwidth_gbps")
     names += [f"{d.name}.bandwidth_gbps" for d in chip.domains if d.kind == "sram"]
-    names += [f"link.{link.src}-{link.dst}.bandwidth_gbps" for link in chip.links]
+    names += [f"link.{link.key}.bandwidth_gbps" for link in chip.links]
     return names
 
 
@@ -117,17 +120,13 @@ def _holder(data: dict[str, Any], name: str) -> tuple[dict[str, Any], str]:
     """The dict in a chip dump that holds parameter ``name``, and the field."""
     if name.startswith("link."):
         target, dot, field = name[len("link.") :].rpartition(".")
-        links = data["links"]
-        found = [
-            k
-            for k in links
-            if f"{k['src']}-{k['dst']}" == target
-            or (k["bidirectional"] and f"{k['dst']}-{k['src']}" == target)
-        ]
-        if not dot or not found:
-            have = ", ".join(f"link.{k['src']}-{k['dst']}" for k in links) or "none"
+        links = [Link.model_validate(k) for k in data["links"]]
+        i = link_index(links, target)
+        if not dot or i is None:
+            have = ", ".join(f"link.{k.key}" for k in links) or "none"
             raise SensitivityError(f"--param {name}: no link {target!r} (links: {have})")
-        return found[0], field
+        holder: dict[str, Any] = data["links"][i]
+        return holder, field
     target, dot, field = name.partition(".")
     if not dot or not field:
         raise SensitivityError(f"--param {name!r}: expected TARGET.FIELD, e.g. npu.clock_mhz")
@@ -220,7 +219,7 @@ def sensitivity(
     parameters: Sequence[str] | None = None,
     factors: Sequence[float] = DEFAULT_FACTORS,
     precision: str = "int8",
-    policy: str = "affinity-locality",
+    policy: str = DEFAULT_POLICY,
 ) -> Sensitivity:
     """Simulate ``graph`` on ``chip`` with each parameter scaled by each factor.
 

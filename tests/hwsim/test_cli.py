@@ -14,9 +14,6 @@ RESNET = ROOT / "examples" / "models" / "resnet18.onnx"
 RK3588 = ROOT / "chips" / "rk3588.yaml"
 
 
-
-
-
 class TestRun:
     def test_writes_every_report(self, tmp_path, capsys):
         out = tmp_path / "r"
@@ -204,3 +201,56 @@ def test_usage_errors_are_one_line(argv, capsys):
     assert main(argv) == 2
     err = one_line_error(capsys)
     assert "error:" in err and "--help" in err
+
+
+#: An option without its partner: (extra argv, the option the one-line error names, its partner).
+PARTNERLESS = {
+    "budget-without-energy": (["--latency-budget-ms", "40"], "--latency-budget-ms", "--objective energy"),
+    "budget-with-latency": (["--objective", "latency", "--latency-budget-ms", "40"], "--latency-budget-ms",
+                            "--objective energy"),
+    "energy-without-budget": (["--objective", "energy"], "--latency-budget-ms", "--objective energy"),
+    "energy-with-zero-budget": (["--objective", "energy", "--latency-budget-ms", "0"], "--latency-budget-ms",
+                                "--objective energy"),
+    "in-flight-without-frames": (["--in-flight", "2"], "--in-flight", "--frames"),
+    "in-flight-with-one-frame": (["--frames", "1", "--in-flight", "1"], "--in-flight", "--frames"),
+    "frame-order-without-frames": (["--frame-order", "frame-major"], "--frame-order", "--frames"),
+    "default-frame-order-spelled-out": (["--frame-order", "interleaved"], "--frame-order", "--frames"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(PARTNERLESS))
+def test_an_option_without_its_partner_is_a_usage_error(case, tmp_path, capsys):
+    extra, option, partner = PARTNERLESS[case]
+    out = tmp_path / "r"
+    assert main(["run", "rk3588", str(RESNET), "--out", str(out), *extra]) == 2
+    err = one_line_error(capsys)
+    assert err.startswith("hwsim run: error: ") and option in err and partner in err, err
+    assert "--help" in err
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_options_with_their_partners_are_accepted(tmp_path, capsys):
+    out = tmp_path / "r"
+    argv = ["run", "rk3588", str(RESNET), "--out", str(out), "--no-plots", "--json",
+            "--frames", "2", "--in-flight", "1", "--frame-order", "frame-major"]  # fmt: skip
+    assert main(argv) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["frame_order"] == "frame-major" and s["frames"] == 2
+
+
+@pytest.mark.parametrize("spelling", ["cpu<->npu", "npu<->cpu", "cpu-npu", "npu-cpu"])
+def test_set_addresses_a_link_by_its_key(spelling, tmp_path, capsys):
+    base = ["run", "rk3588", str(RESNET), "--no-plots", "--json"]
+    assert main([*base, "--out", str(tmp_path / "a")]) == 0
+    before = json.loads(capsys.readouterr().out)
+    assert main([*base, "--out", str(tmp_path / "b"), "--set", f"link.{spelling}.bandwidth_gbps=0.5"]) == 0
+    slow = json.loads(capsys.readouterr().out)
+    assert f"link.{spelling}.bandwidth_gbps=0.5" in slow["chip_description"]
+    assert slow["latency_ms"] > before["latency_ms"]
+
+
+def test_set_names_the_links_when_one_is_unknown(tmp_path, capsys):
+    out = tmp_path / "r"
+    assert main(["run", "rk3588", str(RESNET), "--out", str(out), "--set", "link.cpu<->dsp.bandwidth_gbps=8"]) == 2
+    err = one_line_error(capsys)
+    assert "cpu<->dsp" in err and "link.cpu<->npu" in err and not out.exists()

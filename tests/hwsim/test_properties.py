@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from chips import Chip
 from cost_models import cost_table
 from graph_ir.synthetic import random_dag
-from hwsim.analysis.analyze import power_timeline
+from hwsim.analysis.energy import power_timeline
 from hwsim.analysis.frames import frame_stats
 from hwsim.pipeline import run_graph
 from hwsim.report.files import summary

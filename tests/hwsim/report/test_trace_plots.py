@@ -24,9 +24,10 @@ from onnx import TensorProto, helper
 
 from chips import load_chip
 from graph_ir import from_model_proto
+from hwsim.analysis.busy import busy_core_steps
 from hwsim.pipeline import RunResult, run, run_graph
 from hwsim.report import plots
-from hwsim.report.trace import busy_core_steps, check_trace, chrome_trace, separate_overlaps
+from hwsim.report.trace import check_trace, chrome_trace, separate_overlaps
 from tests.helpers import ROOT
 
 YOLO = ROOT / "examples" / "models" / "yolov8n.onnx"

@@ -18,7 +18,8 @@ from cost_models.base import OpCost
 from cost_models.npu import array_cycles
 from cost_models.table import CostTable, estimate
 from graph_ir.ir import Tensor
-from hwsim.analysis.analyze import analyze, power_timeline
+from hwsim.analysis.analyze import analyze
+from hwsim.analysis.energy import power_timeline
 from hwsim.analysis.frames import frame_stats
 from hwsim.cli import main
 from hwsim.sim.engine import (

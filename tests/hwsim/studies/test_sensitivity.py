@@ -35,7 +35,7 @@ def test_default_parameters_of_rk3588() -> None:
     assert names == [
         "cpu_big.clock_mhz", "cpu_little.clock_mhz", "gpu.clock_mhz", "gpu.compute_units",
         "npu.clock_mhz", "npu.mac_cols", "npu.sram_kib", "dram.bandwidth_gbps",
-        "link.cpu-npu.bandwidth_gbps", "link.cpu-gpu.bandwidth_gbps", "link.gpu-npu.bandwidth_gbps",
+        "link.cpu<->npu.bandwidth_gbps", "link.cpu<->gpu.bandwidth_gbps", "link.gpu<->npu.bandwidth_gbps",
     ]  # fmt: skip
 
 
@@ -60,10 +60,12 @@ def test_scaling_changes_exactly_one_field(
     assert after == before
 
 
-def test_link_named_either_way_when_bidirectional() -> None:
+@pytest.mark.parametrize("spelling", ["cpu<->npu", "npu<->cpu", "cpu-npu", "npu-cpu"])
+def test_link_named_by_key_or_either_way_when_bidirectional(spelling: str) -> None:
     chip = load_chip("rk3588")
-    a = sens.scaled_chip(chip, "link.npu-cpu.bandwidth_gbps", 2.0)
+    a = sens.scaled_chip(chip, f"link.{spelling}.bandwidth_gbps", 2.0)
     assert a.links[0].bandwidth_gbps == 2 * chip.links[0].bandwidth_gbps
+    assert [k.bandwidth_gbps for k in a.links[1:]] == [k.bandwidth_gbps for k in chip.links[1:]]
 
 
 @pytest.mark.parametrize(
@@ -73,7 +75,7 @@ def test_link_named_either_way_when_bidirectional() -> None:
         ("npu.warp_factor", "no field 'warp_factor' (numeric fields: "),
         ("npu.mem_bandwidth_gbps", "has no value to scale"),
         ("npu.kind", "is not a positive number"),
-        ("link.cpu-dsp.bandwidth_gbps", "no link 'cpu-dsp' (links: link.cpu-npu"),
+        ("link.cpu-dsp.bandwidth_gbps", "no link 'cpu-dsp' (links: link.cpu<->npu"),
         ("clock_mhz", "expected TARGET.FIELD"),
     ],
 )

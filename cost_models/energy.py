@@ -1,0 +1,126 @@
+"""Energy and power: the one home of every formula that turns watts, time and bytes into energy.
+
+A unit draws ``active_w`` per busy core and ``idle_w`` while none of its cores is busy; the DRAM
+costs ``energy_pj_per_byte`` per byte moved through it. Everything that prices a run (the op
+costs, the scheduler's energy search, the analysis of a trace, its power timeline) calls these
+functions, so the figures agree by construction.
+
+Time comes in nanoseconds (cost models, schedules) or in the engine's picoseconds (traces):
+W x ns = 1e3 pJ (:data:`chips.units.PJ_PER_W_NS`) and W x ps = 1 pJ.
+
+>>> from chips import load_chip
+>>> chip = load_chip("rk3588")
+>>> npu = chip.unit("npu")
+>>> energy_pj(npu.active_w, 10.0)  # one busy NPU core for 10 ns
+10000.0
+>>> unit_run_energy_pj(npu, busy_core_ps=10, active_ps=10, span_ps=30) == 10 * npu.active_w + 20 * npu.idle_w
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from chips.schema import Dram, Unit
+from chips.units import PJ_PER_W_NS
+
+__all__ = [
+    "dram_energy_pj",
+    "energy_pj",
+    "energy_pj_ps",
+    "op_energy_pj",
+    "power_w",
+    "unit_power_w",
+    "unit_run_energy_pj",
+]
+
+
+def energy_pj(power_w: float, duration_ns: float) -> float:
+    """Energy of ``power_w`` drawn for ``duration_ns``.
+
+    Returns
+    -------
+    float
+        Picojoules (W x ns = 1e3 pJ).
+
+    >>> energy_pj(2.0, 1.5)
+    3000.0
+    """
+    return power_w * duration_ns * PJ_PER_W_NS
+
+
+def energy_pj_ps(power_w: float, duration_ps: float) -> float:
+    """Energy of ``power_w`` drawn for ``duration_ps`` (the engine's clock).
+
+    Returns
+    -------
+    float
+        Picojoules (W x ps = 1 pJ).
+
+    >>> energy_pj_ps(2.0, 3)
+    6.0
+    """
+    return power_w * duration_ps
+
+
+def dram_energy_pj(dram: Dram, nbytes: float) -> float:
+    """Energy of moving ``nbytes`` to or from the DRAM.
+
+    Returns
+    -------
+    float
+        Picojoules.
+    """
+    return nbytes * dram.energy_pj_per_byte
+
+
+def op_energy_pj(unit: Unit, dram: Dram, latency_ns: float, dram_bytes: float) -> float:
+    """Energy of one op: one core of ``unit`` active for ``latency_ns``, plus its DRAM traffic.
+
+    Returns
+    -------
+    float
+        Picojoules.
+    """
+    return energy_pj(unit.active_w, latency_ns) + dram_energy_pj(dram, dram_bytes)
+
+
+def unit_run_energy_pj(unit: Unit, busy_core_ps: float, active_ps: float, span_ps: float) -> float:
+    """Energy of ``unit`` over a run of ``span_ps``.
+
+    Parameters
+    ----------
+    busy_core_ps
+        Core-time its cores were busy, summed over cores (an op split over 2 cores counts twice).
+    active_ps
+        Wall time at least one of its cores was busy; idle power is drawn for the rest of the span.
+
+    Returns
+    -------
+    float
+        Picojoules.
+    """
+    return energy_pj_ps(unit.active_w, busy_core_ps) + energy_pj_ps(unit.idle_w, span_ps - active_ps)
+
+
+def unit_power_w(unit: Unit, busy_cores: int) -> float:
+    """Power of ``unit`` with ``busy_cores`` cores busy: ``active_w`` each, ``idle_w`` when none is.
+
+    Returns
+    -------
+    float
+        Watts.
+    """
+    return unit.active_w * busy_cores if busy_cores else unit.idle_w
+
+
+def power_w(units: Iterable[tuple[Unit, int]], dram: Dram, dram_bytes_per_ps: float) -> float:
+    """Instantaneous power of a chip: each ``(unit, busy cores)`` plus the DRAM's byte rate.
+
+    Returns
+    -------
+    float
+        Watts (1 pJ per ps = 1 W).
+    """
+    w = sum(unit_power_w(u, b) for u, b in units)
+    return w + dram_bytes_per_ps * dram.energy_pj_per_byte

@@ -1,0 +1,84 @@
+"""Busy cores over time: the one home of how a trace's op records occupy a unit's cores.
+
+An op split across ``k`` cores keeps each of them busy (``len(record.all_cores)``); core-time
+sums over cores, *active* time is wall time with at least one core busy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from hwsim.sim.engine import OpRecord, Trace
+
+__all__ = ["busy_core_ps_until", "busy_core_steps", "busy_union_ps", "unit_active_ps", "unit_busy_ps"]
+
+
+def busy_union_ps(intervals: list[tuple[int, int]]) -> int:
+    """Length of the union of half-open intervals.
+
+    >>> busy_union_ps([(0, 10), (5, 15), (20, 25)])
+    20
+    """
+    total, cur_start, cur_end = 0, None, None
+    for s, e in sorted(intervals):
+        if cur_end is None or s > cur_end:
+            if cur_end is not None and cur_start is not None:
+                total += cur_end - cur_start
+            cur_start, cur_end = s, e
+        else:
+            cur_end = max(cur_end, e)
+    if cur_end is not None and cur_start is not None:
+        total += cur_end - cur_start
+    return total
+
+
+def unit_busy_ps(trace: Trace, unit: str) -> int:
+    """Core-time the unit was busy (a split op counts once per core it occupied), in ps."""
+    return sum(r.duration_ps * len(r.all_cores) for r in trace.ops if r.unit == unit)
+
+
+def unit_active_ps(trace: Trace, unit: str) -> int:
+    """Wall time at least one core of the unit was busy, in ps."""
+    return busy_union_ps([(r.start_ps, r.end_ps) for r in trace.ops if r.unit == unit])
+
+
+def busy_core_steps(ops: Iterable[OpRecord]) -> list[tuple[int, int]]:
+    """``(time_ps, busy cores)`` at every moment the number of busy cores changes.
+
+    >>> from hwsim.sim.engine import OpRecord
+    >>> busy_core_steps([OpRecord("a", "Conv", "npu", 0, 0, 10, 0),
+    ...                  OpRecord("b", "Conv", "npu", 1, 5, 10, 0)])
+    [(0, 1), (5, 2), (10, 0)]
+    """
+    delta: dict[int, int] = {}
+    for r in ops:
+        n = len(r.all_cores)  # an op split across cores keeps each of them busy
+        delta[r.start_ps] = delta.get(r.start_ps, 0) + n
+        delta[r.end_ps] = delta.get(r.end_ps, 0) - n
+    steps, busy = [], 0
+    for t in sorted(delta):
+        if delta[t]:
+            busy += delta[t]
+            steps.append((t, busy))
+    return steps
+
+
+def busy_core_ps_until(steps: Sequence[tuple[int, int]], times_ps: np.ndarray) -> np.ndarray:
+    """Busy core-time from 0 up to each of ``times_ps``, from :func:`busy_core_steps` ``steps``.
+
+    The integral of the busy-core step function: ``before[i]`` core-picoseconds up to
+    ``times_ps[i]``; differences between two times are the core-time inside that span.
+
+    >>> busy_core_ps_until([(0, 1), (5, 2), (10, 0)], np.array([0.0, 5.0, 7.0, 20.0])).tolist()
+    [0.0, 5.0, 9.0, 15.0]
+    """
+    if not steps:
+        return np.zeros(len(times_ps))
+    t = np.array([s for s, _ in steps], dtype=np.float64)
+    level = np.array([n for _, n in steps], dtype=np.float64)
+    done = np.concatenate(([0.0], np.cumsum(level[:-1] * np.diff(t))))  # core-time up to each step
+    k = np.searchsorted(t, times_ps, side="right") - 1
+    at = np.maximum(k, 0)
+    return np.where(k >= 0, done[at] + level[at] * (times_ps - t[at]), 0.0)

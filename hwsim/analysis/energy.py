@@ -1,0 +1,110 @@
+"""A trace's energy and power, priced by the one formula of :mod:`cost_models.energy`.
+
+Each unit draws ``active_w`` per busy core and ``idle_w`` while none of its cores is busy; the
+DRAM costs ``energy_pj_per_byte`` for every byte through it. :func:`run_energy` integrates that
+over a run; :func:`power_timeline` is the same as a step function of time, whose integral is
+:attr:`RunEnergy.total_pj`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from chips.schema import Chip
+from cost_models.energy import dram_energy_pj, power_w, unit_run_energy_pj
+from hwsim.analysis.busy import busy_core_steps, unit_active_ps, unit_busy_ps
+from hwsim.sim.engine import Trace
+
+__all__ = ["RunEnergy", "dram_bytes_moved", "power_timeline", "run_energy"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunEnergy:
+    """Energy of one run (all its frames): per unit, and the DRAM's.
+
+    Attributes
+    ----------
+    unit_pj : per unit name (in the chip's order), active plus idle energy, pJ.
+    dram_bytes : bytes through the shared DRAM.
+    dram_pj : their energy, pJ.
+    """
+
+    unit_pj: Mapping[str, float]
+    dram_bytes: int
+    dram_pj: float
+
+    @property
+    def total_pj(self) -> float:
+        """Units' and DRAM energy, pJ."""
+        total = 0.0
+        for pj in self.unit_pj.values():
+            total += pj
+        return total + self.dram_pj
+
+
+def dram_bytes_moved(chip: Chip, trace: Trace) -> int:
+    """Bytes through the shared DRAM: ops in DRAM domains, plus each DRAM end of a transfer."""
+    dram_domains = {d.name for d in chip.domains if d.kind == "dram"}
+    unit_domain = {u.name: u.domain for u in chip.units}
+    total = sum(r.dram_bytes for r in trace.ops if unit_domain[r.unit] in dram_domains)
+    for r in trace.transfers:
+        total += r.bytes * ((r.src_domain in dram_domains) + (r.dst_domain in dram_domains))
+    return total
+
+
+def run_energy(chip: Chip, trace: Trace) -> RunEnergy:
+    """Energy of the run in ``trace`` on ``chip`` (every frame of it).
+
+    >>> from chips import load_chip
+    >>> from hwsim.sim.engine import OpRecord, Trace
+    >>> chip = load_chip("rk3588")
+    >>> e = run_energy(chip, Trace(10, (OpRecord("a", "Conv", "npu", 0, 0, 10, 0),), (), ()))
+    >>> e.unit_pj["npu"] == 10 * chip.unit("npu").active_w, e.dram_pj
+    (True, 0.0)
+    """
+    span = trace.makespan_ps
+    unit_pj = {
+        u.name: unit_run_energy_pj(u, unit_busy_ps(trace, u.name), unit_active_ps(trace, u.name), span)
+        for u in chip.units
+    }
+    nbytes = dram_bytes_moved(chip, trace)
+    return RunEnergy(unit_pj, nbytes, dram_energy_pj(chip.dram, nbytes))
+
+
+def power_timeline(chip: Chip, trace: Trace) -> tuple[tuple[int, float], ...]:
+    """Power of the whole chip over the run: ``(time_ps, watts)`` at every change.
+
+    The DRAM draws ``energy_pj_per_byte`` times the bytes per picosecond streaming through it
+    (1 pJ/ps = 1 W). The last step is 0 W at the end of the run. Its integral over the run is
+    :attr:`RunEnergy.total_pj` (for a trace of several frames: the energy of all of them).
+
+    >>> from chips import load_chip
+    >>> from hwsim.sim.engine import OpRecord, Trace
+    >>> chip = load_chip("rk3588")
+    >>> t = Trace(10, (OpRecord("a", "Conv", "npu", 0, 0, 10, 0),), (), ())
+    >>> [(ts, round(w, 2)) for ts, w in power_timeline(chip, t)]  # NPU 1 W busy, the rest idle
+    [(0, 1.23), (10, 0.0)]
+    """
+    units = {u.name: u for u in chip.units}
+    level: dict[int, dict[str, int]] = {}
+    for u in chip.units:
+        for t, n in busy_core_steps(r for r in trace.ops if r.unit == u.name):
+            level.setdefault(t, {})[u.name] = n
+    dram_at: dict[int, float] = {}
+    for t, mem, use in trace.bandwidth_samples:
+        if mem == "dram":
+            dram_at[t] = use
+    busy = {u: 0 for u in units}
+    dram_use = 0.0
+    out: list[tuple[int, float]] = []
+    for t in sorted(set(level) | set(dram_at) | {0}):
+        if t >= trace.makespan_ps and trace.makespan_ps > 0:
+            break
+        busy.update(level.get(t, {}))
+        dram_use = dram_at.get(t, dram_use)
+        w = power_w(((units[u], b) for u, b in busy.items()), chip.dram, dram_use)
+        if not out or abs(out[-1][1] - w) > 1e-12:
+            out.append((t, w))
+    out.append((trace.makespan_ps, 0.0))
+    return tuple(out)

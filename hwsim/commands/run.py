@@ -1,0 +1,169 @@
+"""``hwsim run CHIP MODEL``: simulate one model on one chip and write every report.
+
+Exit codes: 0 done, 1 a deadline missed or no schedule within the latency budget, 2 bad input
+or options that do not go together (one line, nothing written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hwsim.commands.common import (
+    UsageError,
+    add_chip_model_arguments,
+    add_debug,
+    add_model_options,
+    load_target,
+)
+
+if TYPE_CHECKING:
+    from hwsim.pipeline import RunResult
+
+__all__ = ["add_parser", "check_usage", "input_errors", "main"]
+
+log = logging.getLogger("hwsim")
+
+
+def input_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions of this command that mean bad input (beyond the CLI's common ones)."""
+    return ()
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _deadline(text: str) -> tuple[str, float]:
+    name, sep, ms = text.rpartition("=")
+    try:
+        value = float(ms)
+    except ValueError:
+        value = -1.0
+    if not sep or not name or not value >= 0.0:
+        raise argparse.ArgumentTypeError(f"expected NAME=MS with MS a non-negative number, got {text!r}")
+    return name, value
+
+
+def add_parser(sub: Any) -> None:
+    """Add the ``run`` subcommand to an ``add_subparsers`` object."""
+    from hwsim.sim.engine import FRAME_ORDERS
+
+    r = sub.add_parser("run", help="simulate MODEL on CHIP and write reports")
+    add_chip_model_arguments(r)
+    r.add_argument("--out", type=Path, help="report folder (default: reports/<chip>-<model>/)")
+    add_model_options(r)
+    r.add_argument(
+        "--frames", type=_positive_int, default=1, metavar="N",
+        help="stream N inputs through the schedule: throughput, initiation interval, per-frame latency",
+    )  # fmt: skip
+    r.add_argument(
+        "--in-flight", type=_positive_int, metavar="K",
+        help="with --frames: admit a frame when the one K frames earlier is done (default: all at once)",
+    )  # fmt: skip
+    r.add_argument(
+        "--frame-order", choices=FRAME_ORDERS, default=None,
+        help=f"with --frames: a core runs a later frame's op while an earlier frame's next op waits "
+        f"({FRAME_ORDERS[0]}, default), or finishes each frame's ops before the next frame's (frame-major)",
+    )  # fmt: skip
+    r.add_argument(
+        "--objective", choices=("latency", "energy"), default="latency",
+        help="minimize latency, or energy within --latency-budget-ms (default: latency)",
+    )  # fmt: skip
+    r.add_argument("--latency-budget-ms", type=float, metavar="MS", help="with --objective energy: latency limit")
+    r.add_argument(
+        "--deadline", action="append", default=[], type=_deadline, metavar="NAME=MS",
+        help="finish graph output or node NAME within MS ms (repeatable); served first, slack reported, exit 1 if missed",
+    )  # fmt: skip
+    r.add_argument("--no-double-buffer", action="store_true", help="tiled ops load, compute, store in turn")
+    r.add_argument("--no-split", action="store_true", help="never split an op across the cores of a unit")
+    r.add_argument("--json", action="store_true", help="print summary.json to stdout instead of the summary")
+    r.add_argument("--no-plots", action="store_true", help="skip the PNG plots (faster)")
+    add_debug(r)
+
+
+def check_usage(args: argparse.Namespace) -> None:
+    """Refuse an option without its partner, before anything is read or written.
+
+    Raises
+    ------
+    UsageError
+        ``--objective energy`` without a positive ``--latency-budget-ms``, a budget without
+        ``--objective energy``, or ``--in-flight`` / ``--frame-order`` without ``--frames N > 1``.
+    """
+    if args.objective == "energy" and (args.latency_budget_ms is None or not args.latency_budget_ms > 0):
+        raise UsageError("--objective energy needs --latency-budget-ms MS (a positive number)")
+    if args.latency_budget_ms is not None and args.objective != "energy":
+        raise UsageError("--latency-budget-ms applies only with --objective energy")
+    if args.frames == 1:
+        given = [o for o, v in (("--in-flight", args.in_flight), ("--frame-order", args.frame_order)) if v is not None]
+        if given:
+            raise UsageError(f"{given[0]} applies only with --frames N, N > 1")
+
+
+def _simulate(args: argparse.Namespace) -> tuple[RunResult, Path] | None:
+    """Load, check the report folder, simulate; None when no schedule meets the latency budget."""
+    from cost_models.table import UnplaceableError
+    from hwsim.pipeline import run_graph
+    from hwsim.policy_check import BudgetError, resolve_deadlines
+    from hwsim.report.files import check_out_dir
+    from hwsim.sim.engine import FRAME_ORDERS, EngineOptions
+
+    chip, graph = load_target(args)
+    out = args.out if args.out is not None else Path("reports") / f"{chip.name}-{graph.name}"
+    check_out_dir(out)
+    deadlines = resolve_deadlines(graph, args.deadline, str(args.model))
+    options = EngineOptions(
+        double_buffer=not args.no_double_buffer, split=not args.no_split,
+        frame_order=args.frame_order or FRAME_ORDERS[0],
+    )  # fmt: skip
+    try:
+        result = run_graph(
+            graph, chip, args.precision, args.policy, frames=args.frames, options=options, in_flight=args.in_flight,
+            objective=args.objective, latency_budget_ms=args.latency_budget_ms, deadlines=deadlines,
+        )  # fmt: skip
+    except UnplaceableError as exc:
+        raise UnplaceableError(f"{args.model}: {exc}") from None
+    except BudgetError as exc:
+        print(f"hwsim: error: {args.model} on {chip.name}: {exc}", file=sys.stderr)
+        return None
+    return result, out
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run ``hwsim run``; returns the exit code."""
+    from hwsim.report.files import format_summary, summary, write_reports
+
+    check_usage(args)
+    done = _simulate(args)
+    if done is None:
+        return 1
+    result, out = done
+    if result.graph.unknown_ops:
+        log.warning("no cost formula for op types %s: costed as memory copies", ", ".join(result.graph.unknown_ops))
+    write_reports(result, out, plots=not args.no_plots)
+    if args.json:
+        print(json.dumps(summary(result), indent=2))
+    else:
+        print(format_summary(result, out))
+    missed = result.choice.missed if result.choice is not None else ()
+    if missed:
+        worst = min(missed, key=lambda d: d.slack_ms)
+        print(
+            f"hwsim: deadline missed: {args.model}: {worst.name} finishes at {worst.finish_ms:.6g} ms, "
+            f"{-worst.slack_ms:.6g} ms after its deadline of {worst.deadline_ms:g} ms "
+            f"({len(missed)} deadline(s) missed; reports in {out}/ marked deadline_missed)",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
