@@ -17,6 +17,9 @@ from chips.schema import (
     chip_from_dict,
     chip_json_schema,
     load_chip,
+    register_unit_kind,
+    unit_class,
+    unit_kinds,
 )
 from chips.variants import override, restrict
 
@@ -38,5 +41,8 @@ __all__ = [
     "chip_json_schema",
     "load_chip",
     "override",
+    "register_unit_kind",
     "restrict",
+    "unit_class",
+    "unit_kinds",
 ]

@@ -12,11 +12,14 @@ affinity table and power figures. Units of measure live in the field names.
 from __future__ import annotations
 
 import difflib
+import functools
+import operator
 from pathlib import Path
-from typing import Annotated, Literal, cast
+from typing import Annotated, Any, ClassVar, Literal, TypeVar, cast
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic.fields import FieldInfo
 
 __all__ = [
     "CATALOG_DIR",
@@ -36,7 +39,12 @@ __all__ = [
     "UnitCalibration",
     "bundled_chips",
     "chip_json_schema",
+    "kind_tag",
     "load_chip",
+    "register_unit_kind",
+    "unit_class",
+    "unit_kinds",
+    "unregister_unit_kind",
 ]
 
 CATALOG_DIR = Path(__file__).resolve().parent
@@ -135,7 +143,25 @@ class Link(_Spec):
         return nbytes / self.bandwidth_gbps + self.latency_ns
 
 
-class _UnitBase(_Spec):
+class Unit(_Spec):
+    """What every compute unit has, whatever its kind; a kind is a subclass registered with
+    :func:`register_unit_kind` (the chip's ``units`` accept every registered kind).
+
+    A kind states its facts on its class, so nothing elsewhere asks ``if kind == ...``:
+    ``kind`` (a ``Literal`` field with that one value as default), the class attributes
+    :attr:`general_purpose`, :attr:`ep_priority` and :attr:`sweep_fields`, and the methods
+    :meth:`dtypes` and :meth:`onchip_bytes`. Its cost model lives in ``cost_models``.
+    """
+
+    #: Whether the unit runs any op, those without a cost formula (category ``unknown``)
+    #: included; other units run those only when they list them in ``supported_ops``.
+    general_purpose: ClassVar[bool]
+    #: The kind's place in onnxruntime's execution-provider priority (lowest first: accelerators
+    #: before the CPU, which takes the rest); the ``ort-greedy`` policy orders units by it.
+    ep_priority: ClassVar[int]
+    #: The unit's fields a sensitivity study sweeps by default (``hwsim sensitivity``).
+    sweep_fields: ClassVar[tuple[str, ...]]
+
     name: str
     domain: str
     clock_mhz: PositiveFloat
@@ -171,9 +197,11 @@ class _UnitBase(_Spec):
     split_overhead_ns: NonNegFloat = Field(
         0.0, description="Extra cost of running one op split across cores (partition, sync)."
     )
+    #: The unit kind (``cpu``, ``gpu``, ...): each kind's class fixes it to one value.
+    kind: str
 
     @model_validator(mode="after")
-    def _splittable_ops_run_here(self) -> _UnitBase:
+    def _splittable_ops_run_here(self) -> Unit:
         for op_type in self.split_ops:
             if not self.can_run(op_type):
                 raise ValueError(f"split_ops: {op_type!r} is not an op type unit {self.name!r} runs")
@@ -187,6 +215,11 @@ class _UnitBase(_Spec):
 
     def dtypes(self) -> tuple[str, ...]:
         """Dtypes this unit computes natively, narrowest first."""
+        raise NotImplementedError
+
+    def onchip_bytes(self) -> float:
+        """Bytes of the on-chip buffer an op's output tile stays in between a layer and the ops
+        fused into its epilogue (SRAM, or the cache level the kind's kernels block for)."""
         raise NotImplementedError
 
     def dtype_for(self, requested: str) -> Dtype | None:
@@ -205,8 +238,98 @@ class _UnitBase(_Spec):
         return None
 
 
-class CpuUnit(_UnitBase):
+#: The registered unit kinds by their ``kind`` tag: the chip's ``units`` are their union.
+_KINDS: dict[str, type[Unit]] = {}
+#: What a kind's class must state (see :class:`Unit`).
+_KIND_FACTS = ("general_purpose", "ep_priority", "sweep_fields")
+_KIND_METHODS = ("dtypes", "onchip_bytes")
+U = TypeVar("U", bound=Unit)
+
+
+def kind_tag(cls: type[Unit]) -> str:
+    """The ``kind`` value a unit class is fixed to (its ``Literal`` default).
+
+    >>> kind_tag(NpuUnit)
+    'npu'
+    """
+    default = cls.model_fields["kind"].default
+    if not isinstance(default, str):
+        raise TypeError(f"{cls.__name__} must fix its kind: kind: Literal['x'] = 'x'")
+    return default
+
+
+def register_unit_kind(cls: type[U]) -> type[U]:
+    """Add a unit kind: chips may then hold units of ``cls`` (class decorator).
+
+    Raises
+    ------
+    TypeError
+        When ``cls`` does not fix its ``kind`` or lacks one of the facts every kind states.
+    ValueError
+        When another class already holds its kind.
+    """
+    kind = kind_tag(cls)
+    missing = [f for f in _KIND_FACTS if not hasattr(cls, f)]
+    missing += [f"{m}()" for m in _KIND_METHODS if getattr(cls, m) is getattr(Unit, m)]
+    if missing:
+        raise TypeError(f"unit kind {kind!r} ({cls.__name__}) does not state {', '.join(missing)}")
+    if _KINDS.get(kind, cls) is not cls:
+        raise ValueError(f"unit kind {kind!r} is already registered by {_KINDS[kind].__name__}")
+    _KINDS[kind] = cls
+    _rebuild_chip()
+    return cls
+
+
+def unregister_unit_kind(kind: str) -> None:
+    """Remove a unit kind added by :func:`register_unit_kind` (a test's clean-up)."""
+    unit_class(kind)
+    del _KINDS[kind]
+    _rebuild_chip()
+
+
+def unit_kinds() -> tuple[str, ...]:
+    """The registered unit kinds, in registration order (built-ins: cpu, gpu, npu, dsp)."""
+    return tuple(_KINDS)
+
+
+def unit_class(kind: str) -> type[Unit]:
+    """The class of unit ``kind``.
+
+    Raises
+    ------
+    KeyError
+        Naming the kind and the registered ones.
+    """
+    try:
+        return _KINDS[kind]
+    except KeyError:
+        raise KeyError(f"unknown unit kind {kind!r}; registered kinds: {', '.join(_KINDS)}") from None
+
+
+def _rebuild_chip() -> None:
+    """Make :class:`Chip` accept exactly the registered kinds: its ``units`` are a union of
+    their classes, told apart by ``kind`` (an unknown kind is a validation error naming the
+    registered ones)."""
+    chip = globals().get("Chip")
+    if chip is None:  # the built-in kinds register before Chip is defined
+        return
+    kinds: list[Any] = list(_KINDS.values())
+    member: Any = kinds[0]
+    if len(kinds) > 1:
+        member = Annotated[functools.reduce(operator.or_, kinds), Field(discriminator="kind")]
+    chip.model_fields["units"] = FieldInfo.merge_field_infos(
+        chip.model_fields["units"], annotation=tuple[member, ...]
+    )
+    chip.model_rebuild(force=True)
+
+
+@register_unit_kind
+class CpuUnit(Unit):
     """A CPU cluster: ``cores`` identical cores with SIMD, private L1/L2 and a shared L3."""
+
+    general_purpose: ClassVar[bool] = True
+    ep_priority: ClassVar[int] = 3
+    sweep_fields: ClassVar[tuple[str, ...]] = ("clock_mhz",)
 
     kind: Literal["cpu"] = "cpu"
     flops_per_cycle: dict[Dtype, PositiveFloat] = Field(
@@ -228,9 +351,18 @@ class CpuUnit(_UnitBase):
     def dtypes(self) -> tuple[str, ...]:
         return tuple(d for d in DTYPES if d in self.flops_per_cycle)
 
+    def onchip_bytes(self) -> float:
+        """L2: the level a fused epilogue's tile is blocked for (L3 is shared by the cluster)."""
+        return self.l2_kib * 1024
 
-class GpuUnit(_UnitBase):
+
+@register_unit_kind
+class GpuUnit(Unit):
     """A GPU: ``compute_units`` shader cores/SMs; one op uses the whole GPU."""
+
+    general_purpose: ClassVar[bool] = False
+    ep_priority: ClassVar[int] = 1
+    sweep_fields: ClassVar[tuple[str, ...]] = ("clock_mhz", "compute_units")
 
     kind: Literal["gpu"] = "gpu"
     compute_units: PositiveInt
@@ -252,9 +384,18 @@ class GpuUnit(_UnitBase):
     def dtypes(self) -> tuple[str, ...]:
         return tuple(d for d in DTYPES if d in self.flops_per_cycle)
 
+    def onchip_bytes(self) -> float:
+        """L2: where a kernel's output tile waits for the fused epilogue."""
+        return self.l2_kib * 1024
 
-class NpuUnit(_UnitBase):
+
+@register_unit_kind
+class NpuUnit(Unit):
     """An NPU: ``cores`` MAC arrays of ``mac_rows x mac_cols`` processing elements."""
+
+    general_purpose: ClassVar[bool] = False
+    ep_priority: ClassVar[int] = 0
+    sweep_fields: ClassVar[tuple[str, ...]] = ("clock_mhz", "mac_cols", "sram_kib")
 
     kind: Literal["npu"] = "npu"
     mac_rows: PositiveInt
@@ -287,9 +428,18 @@ class NpuUnit(_UnitBase):
     def dtypes(self) -> tuple[str, ...]:
         return tuple(d for d in DTYPES if d in self.macs_per_pe_per_cycle)
 
+    def onchip_bytes(self) -> float:
+        """One core's SRAM."""
+        return self.sram_kib * 1024
 
-class DspUnit(_UnitBase):
+
+@register_unit_kind
+class DspUnit(Unit):
     """A DSP: VLIW/SIMD vector lanes; strong at FFT, filters and elementwise, weak at big GEMM."""
+
+    general_purpose: ClassVar[bool] = False
+    ep_priority: ClassVar[int] = 2
+    sweep_fields: ClassVar[tuple[str, ...]] = ("clock_mhz", "sram_kib")
 
     kind: Literal["dsp"] = "dsp"
     flops_per_cycle: dict[Dtype, PositiveFloat] = Field(description="Per core.")
@@ -298,9 +448,11 @@ class DspUnit(_UnitBase):
     def dtypes(self) -> tuple[str, ...]:
         return tuple(d for d in DTYPES if d in self.flops_per_cycle)
 
+    def onchip_bytes(self) -> float:
+        """The local SRAM."""
+        return self.sram_kib * 1024
 
-Unit = Annotated[CpuUnit | GpuUnit | NpuUnit | DspUnit, Field(discriminator="kind")]
-UNIT_KINDS: tuple[str, ...] = ("cpu", "gpu", "npu", "dsp")
+
 
 
 class Chip(_Spec):
@@ -313,7 +465,9 @@ class Chip(_Spec):
     host_domain: str | None = Field(
         None, description="Where model inputs arrive and outputs are returned (default: first)."
     )
-    units: tuple[Unit, ...] = Field(min_length=1)
+    units: tuple[Unit, ...] = Field(
+        min_length=1, description="Compute units, each of a registered kind (``kind`` picks the class)."
+    )
     links: tuple[Link, ...] = ()
     affinity: dict[str, tuple[str, ...]] = Field(
         default_factory=dict,
@@ -346,7 +500,7 @@ class Chip(_Spec):
                     raise ValueError(
                         f"links.{i}.{end}: unknown domain {getattr(link, end)!r} (have {domains})"
                     )
-        targets = set(units) | set(UNIT_KINDS)
+        targets = set(units) | set(unit_kinds())
         for op, prefs in self.affinity.items():
             for p in prefs:
                 if p not in targets:
@@ -389,6 +543,9 @@ class Chip(_Spec):
     def preference(self, op_type: str) -> tuple[str, ...]:
         """Unit kinds or names preferred for ``op_type``, best first."""
         return self.affinity.get(op_type, self.default_affinity)
+
+
+_rebuild_chip()
 
 
 def _unique(field: str, names: list[str]) -> None:

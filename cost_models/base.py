@@ -1,5 +1,6 @@
 """What an op costs on a unit: the :class:`OpCost` result, the :class:`CostModel` protocol,
-the registry of one model per unit kind, and the helpers every model shares.
+the registry of one model per unit kind, the :class:`UnitModel` base with its registry of op
+handlers, and the helpers every model shares.
 
 A model's ``estimate`` returns ``None`` when the unit cannot run the op (unsupported op type or
 dtype); an exception from a model is a bug and propagates.
@@ -8,29 +9,39 @@ dtype); an exception from a model is a bug and propagates.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+from types import MappingProxyType
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
-from chips.schema import Chip, Dtype, Unit
+from chips.schema import Chip, Dtype, Unit, kind_tag, unit_class
 from cost_models.energy import op_energy_pj
+from graph_ir.categories import COSTED_CATEGORIES, Category
+from graph_ir.gemm import Gemm, conv_group, gemm_of
 from graph_ir.ir import Op
 
 __all__ = [
+    "ACTIVATIONS",
     "CostModel",
     "Gemm",
+    "Handler",
     "OpCost",
+    "UnitModel",
     "conv_group",
+    "efficiency",
     "finish",
     "gemm_of",
     "layout_cost",
     "model_for",
+    "op_handlers",
     "pipeline_tiles",
     "register_model",
+    "registered_kinds",
     "requested_dtype",
     "spill_plan",
     "tiling_extra_bytes",
     "unit_bandwidth_gbps",
+    "unregister_model",
 ]
 
 
@@ -76,9 +87,25 @@ class OpCost:
 
 
 class CostModel(Protocol):
-    """One model per unit kind."""
+    """One model per unit kind: what an op costs on a unit of that kind, and the kind's facts
+    that only a cost model knows."""
 
-    kind: str
+    @property
+    def kind(self) -> str:
+        """The unit kind it models (:func:`chips.schema.unit_kinds`)."""
+        ...
+
+    @property
+    def default_fuses(self) -> frozenset[str]:
+        """Op types a unit of this kind fuses into the conv/matmul before them when its
+        ``fuses`` field does not say (:mod:`cost_models.fusion`)."""
+        ...
+
+    @property
+    def default_efficiency(self) -> Mapping[Category, float]:
+        """Achieved fraction of peak per op category where the unit's ``efficiency`` names no
+        value for the op type; one entry per category of :data:`graph_ir.categories.COSTED_CATEGORIES`."""
+        ...
 
     def estimate(self, op: Op, unit: Unit, chip: Chip, precision: str) -> OpCost | None:
         """Cost of ``op`` on one core of ``unit`` at ``precision`` (int4..fp32 or ``model``)."""
@@ -87,14 +114,50 @@ class CostModel(Protocol):
 
 _MODELS: dict[str, CostModel] = {}
 
+#: Activations accelerator compilers run in a conv/matmul's epilogue (a kind's
+#: :attr:`CostModel.default_fuses` builds on them).
+ACTIVATIONS: tuple[str, ...] = (
+    "Relu", "Clip", "LeakyRelu", "PRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh",
+)  # fmt: skip
+
 
 def register_model(model: CostModel) -> CostModel:
-    """Register the cost model for ``model.kind`` (a plugin may add a new kind)."""
+    """Register the cost model for ``model.kind`` (a plugin may add a new kind).
+
+    Raises
+    ------
+    KeyError
+        When ``chips.schema`` has no such unit kind (register the unit class first).
+    ValueError
+        When the model lacks a default efficiency for some op category.
+    """
+    unit_class(model.kind)
+    missing = [c for c in COSTED_CATEGORIES if c not in model.default_efficiency]
+    if missing:
+        raise ValueError(f"cost model for unit kind {model.kind!r}: no default efficiency for {missing}")
     _MODELS[model.kind] = model
     return model
 
 
+def unregister_model(kind: str) -> None:
+    """Remove the cost model of ``kind`` (a test's clean-up)."""
+    model_for(kind)
+    del _MODELS[kind]
+
+
+def registered_kinds() -> tuple[str, ...]:
+    """Unit kinds that have a cost model, in registration order."""
+    return tuple(_MODELS)
+
+
 def model_for(kind: str) -> CostModel:
+    """The cost model of unit ``kind``.
+
+    Raises
+    ------
+    KeyError
+        Naming the kind and the kinds that have a model.
+    """
     try:
         return _MODELS[kind]
     except KeyError:
@@ -225,21 +288,24 @@ def finish(
     )
 
 
-def efficiency(unit: Unit, op: Op, defaults: Mapping[str, float], fallback: float) -> float:
-    """Achieved fraction of peak: the chip's per-op-type override, else the model's default."""
+def efficiency(unit: Unit, op: Op, defaults: Mapping[Category, float]) -> float:
+    """Achieved fraction of peak: the chip's per-op-type override, else the model's default for
+    the op's category (every model has one per category: :func:`register_model` checks)."""
     if op.op_type in unit.efficiency:
         return unit.efficiency[op.op_type]
-    return defaults.get(op.category, fallback)
+    return defaults[op.category]
 
 
 def unit_dtype(op: Op, unit: Unit, precision: str) -> Dtype | None:
     """The dtype ``unit`` runs ``op`` in, or None when it cannot run the op at all.
 
-    Views run anywhere. Ops without a cost formula (``unknown``) run only on CPUs or on units
-    that list them in ``supported_ops``. Otherwise the unit must accept the op type and have
-    the requested dtype or a wider one.
+    Views run anywhere. Ops without a cost formula (``unknown``) run only on general-purpose
+    units (:attr:`chips.schema.Unit.general_purpose`: CPUs) or on units that list them in
+    ``supported_ops``. Otherwise the unit must accept the op type and have the requested dtype
+    or a wider one.
     """
-    if op.category == "unknown" and unit.kind != "cpu" and op.op_type not in (unit.supported_ops or ()):
+    unknown = op.category == "unknown"
+    if unknown and not unit.general_purpose and op.op_type not in (unit.supported_ops or ()):
         return None
     if op.category != "layout" and not unit.can_run(op.op_type):
         return None
@@ -251,15 +317,40 @@ def op_bytes(op: Op, dtype: str) -> tuple[int, int, int]:
     return op.input_bytes(dtype), op.weight_bytes(dtype), op.output_bytes(dtype)
 
 
-class UnitModel:
-    """Shared front half of the built-in models: eligibility, dtype choice, free views.
+U = TypeVar("U", bound=Unit)
+#: Costs one op family on one unit: ``(model, op, unit, chip, dtype, in_b, w_b, out_b)``, the
+#: bytes of the op's activation inputs, weights and outputs in ``dtype``.
+Handler = Callable[[Any, Op, Any, Chip, Dtype, int, int, int], OpCost]
 
-    Subclasses set ``kind`` and implement :meth:`cost` for ops the unit can run.
+
+def op_handlers(*families: tuple[Iterable[str], Handler]) -> Mapping[str, Handler]:
+    """A model's handler registry from ``(op types, handler)`` families (a later one wins)."""
+    return MappingProxyType({t: h for op_types, h in families for t in op_types})
+
+
+class UnitModel(Generic[U]):
+    """The base of the built-in models: eligibility, dtype choice, free views, then the handler
+    registered for the op's type, else the model's :meth:`roofline`.
+
+    A subclass sets :attr:`unit_class` (the schema class of its kind, which names the kind),
+    :attr:`default_fuses`, :attr:`default_efficiency`, :attr:`handlers` (op type -> handler,
+    built with :func:`op_handlers`) and implements :meth:`roofline`.
     """
 
-    kind: str = ""
+    #: The schema class of the modelled kind (:mod:`chips.schema`).
+    unit_class: type[U]
+    default_fuses: ClassVar[frozenset[str]]
+    default_efficiency: ClassVar[Mapping[Category, float]]
+    #: Op type -> the handler of its family; an op type not listed is costed by :meth:`roofline`.
+    handlers: ClassVar[Mapping[str, Handler]] = MappingProxyType({})
+
+    @property
+    def kind(self) -> str:
+        return kind_tag(self.unit_class)
 
     def estimate(self, op: Op, unit: Unit, chip: Chip, precision: str) -> OpCost | None:
+        if not isinstance(unit, self.unit_class):
+            raise TypeError(f"{type(self).__name__} models {self.kind} units; {unit.name!r} is a {unit.kind}")
         dtype = unit_dtype(op, unit, precision)
         if dtype is None:
             return None
@@ -267,72 +358,14 @@ class UnitModel:
             return layout_cost(unit, dtype)
         return self.cost(op, unit, chip, dtype, *op_bytes(op, dtype))
 
-    def cost(
-        self, op: Op, unit: Unit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int
-    ) -> OpCost:
-        """Cost of an op the unit runs in ``dtype``; bytes of inputs, weights and outputs."""
+    def cost(self, op: Op, unit: U, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
+        """Cost of an op the unit runs in ``dtype``: its op type's handler, else the roofline."""
+        handler = self.handlers.get(op.op_type)
+        if handler is None:
+            return self.roofline(op, unit, chip, dtype, in_b, w_b, out_b)
+        return handler(self, op, unit, chip, dtype, in_b, w_b, out_b)
+
+    def roofline(self, op: Op, unit: U, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
+        """The generic cost of an op no handler claims: work at the unit's rate against bytes
+        at its bandwidth."""
         raise NotImplementedError
-
-
-class Gemm(NamedTuple):
-    """``batch`` independent ``M x N x K`` GEMMs (batch: conv groups or the matmul's batch)."""
-
-    batch: int
-    m: int
-    n: int
-    k: int
-
-
-def gemm_of(op: Op) -> Gemm | None:
-    """The GEMM a conv or matmul lowers to (None for other ops), as MAC arrays and tensor-core
-    kernels see it: a conv is im2col (M = output pixels, N = output channels per group,
-    K = input channels per group x kernel window); a depthwise conv puts its channels across N
-    and reduces over the kernel window; a transposed conv scatters (M = input pixels,
-    N = output channels per group x kernel window, K = input channels per group, then col2im).
-
-    >>> from graph_ir.ir import Tensor
-    >>> y = Tensor("y", (1, 128, 64), "float32")
-    >>> a = Tensor("a", (1, 128, 768), "float32")
-    >>> b = Tensor("b", (768, 64), "float32", is_weight=True)
-    >>> gemm_of(Op("m", "MatMul", "matmul", (a, b), (y,)))
-    Gemm(batch=1, m=128, n=64, k=768)
-    >>> x = Tensor("x", (1, 16, 32, 32), "float32")
-    >>> w = Tensor("w", (64, 16, 3, 3), "float32", is_weight=True)
-    >>> gemm_of(Op("c", "Conv", "conv", (x, w), (Tensor("o", (1, 64, 32, 32), "float32"),)))
-    Gemm(batch=1, m=1024, n=64, k=144)
-    """
-    if op.category == "matmul" and op.outputs and len(op.inputs) >= 2:
-        out = op.outputs[0].shape
-        if not out:
-            return None
-        n = out[-1]
-        m = out[-2] if len(out) >= 2 else 1
-        batch = math.prod(out[:-2]) if len(out) > 2 else 1
-        a = op.inputs[0].shape
-        if op.op_type == "Gemm":
-            k = a[0] if op.attrs.get("transA", 0) else a[-1]
-        elif op.op_type in ("MatMul", "MatMulInteger", "QLinearMatMul"):
-            k = a[-1] if a else 1
-        else:  # Einsum and other contractions: K from the MAC count
-            k = op.macs // max(1, batch * m * n)
-        return Gemm(max(batch, 1), max(m, 1), max(n, 1), max(k, 1))
-    if op.category == "conv" and op.weights and op.outputs:
-        w, out = op.weights[0].shape, op.outputs[0].shape
-        if len(w) < 2 or len(out) < 2:
-            return None
-        group = conv_group(op)
-        kernel = math.prod(w[2:])
-        if op.op_type == "ConvTranspose":
-            x = op.inputs[0].shape
-            return Gemm(group, x[0] * math.prod(x[2:]), w[1] * kernel, max(1, w[0] // group))
-        m = out[0] * math.prod(out[2:])
-        if group > 1 and w[1] == 1:  # depthwise: channels across the columns
-            return Gemm(1, m, w[0], kernel)
-        return Gemm(group, m, w[0] // group, w[1] * kernel)
-    return None
-
-
-def conv_group(op: Op) -> int:
-    """A conv's ``group`` attribute (1 when absent or malformed)."""
-    group = op.attrs.get("group", 1)
-    return group if isinstance(group, int) and group > 0 else 1

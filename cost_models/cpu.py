@@ -26,26 +26,31 @@ L2) that re-read is most of the kernel's time.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
-from chips.schema import Chip, CpuUnit, Dtype, Unit
+from chips.schema import Chip, CpuUnit, Dtype
 from cost_models.base import (
     OpCost,
     UnitModel,
     conv_group,
     efficiency,
     finish,
+    gemm_of,
+    op_handlers,
     register_model,
     spill_plan,
     unit_bandwidth_gbps,
 )
 from cost_models.energy import dram_energy_pj, energy_pj
+from graph_ir.categories import Category
 from graph_ir.ir import Op, deployed_bytes
 
 __all__ = [
     "DEFAULT_EFFICIENCY",
     "DEPTHWISE_FACTOR",
     "HALF_EFFICIENCY_FLOPS",
+    "RECURRENT_OP_TYPES",
     "CpuModel",
     "calibration_basis_ns",
     "core_bytes",
@@ -58,7 +63,7 @@ __all__ = [
 ]
 
 #: Fraction of SIMD peak reached per op category (hand-written NEON/AVX kernels, one thread).
-DEFAULT_EFFICIENCY = {
+DEFAULT_EFFICIENCY: Mapping[Category, float] = {
     "conv": 0.55, "matmul": 0.65, "rnn": 0.45, "elementwise": 0.5, "activation": 0.35,
     "pool": 0.4, "reduce": 0.4, "norm": 0.3, "softmax": 0.3, "signal": 0.3, "data": 1.0,
     "unknown": 1.0,
@@ -67,32 +72,33 @@ DEFAULT_EFFICIENCY = {
 HALF_EFFICIENCY_FLOPS = 20_000.0
 #: Depthwise convolutions reuse little data per load: this factor scales conv efficiency.
 DEPTHWISE_FACTOR = 0.35
+#: Recurrent op types (category ``rnn``): the input projection as one GEMM, then step by step.
+RECURRENT_OP_TYPES = ("LSTM", "GRU", "RNN")
 
 
-class CpuModel(UnitModel):
-    kind = "cpu"
+class CpuModel(UnitModel[CpuUnit]):
+    """The cache-level roofline of one core; embedding lookups (``Gather``) and recurrent ops
+    have handlers of their own; a calibrated efficiency then corrects any of them."""
 
-    def cost(
-        self, op: Op, unit: Unit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int
+    unit_class = CpuUnit
+    #: The activations onnxruntime's FusedConv/MLAS applies in the kernel.
+    default_fuses = frozenset(("Relu", "Clip", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid"))
+    default_efficiency = DEFAULT_EFFICIENCY
+
+    def cost(self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
+        """The op family's cost (:meth:`UnitModel.cost`), corrected by a calibrated efficiency."""
+        return _calibrated(op, unit, dtype, super().cost(op, unit, chip, dtype, in_b, w_b, out_b))
+
+    def roofline(
+        self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int
     ) -> OpCost:
-        assert isinstance(unit, CpuUnit)
-        if op.op_type == "Gather":  # an embedding lookup reads the rows it gathers, not the table
-            w_b = min(w_b, out_b)
-        flops = op.flops
-        key = kernel_type(op)
-        if key != op.op_type and key in unit.efficiency:  # a kernel class of its own, fitted as such
-            eff = unit.efficiency[key] * shape_factor(op) / DEPTHWISE_FACTOR
-        else:
-            eff = efficiency(unit, op, DEFAULT_EFFICIENCY, 0.3) * shape_factor(op)
-        peak = unit.flops_per_cycle[dtype] * unit.clock_mhz * 1e-3  # FLOP/ns, one core
-        compute_ns = flops / (peak * eff) if flops else 0.0
+        """Work at the core's SIMD rate against the bytes of the cache level the working set fits
+        (DRAM for the weights), plus a GEMM's weight stream (:func:`weight_stream_ns`)."""
+        compute_ns = _compute_ns(op, unit, dtype)
         stall_ns = weight_stream_ns(op, unit, w_b)
-
         act = in_b + out_b
         working = act + w_b
-        levels = [(unit.l1_kib, unit.l1_bandwidth_gbps), (unit.l2_kib, unit.l2_bandwidth_gbps)]
-        if unit.l3_kib:
-            levels.append((unit.l3_kib, unit.l3_bandwidth_gbps))
+        levels = _cache_levels(unit)
         for kib, gbps in levels:
             if working <= kib * 1024:
                 cost = finish(op, unit, chip, dtype, compute_ns + stall_ns, act, gbps, w_b, 0, f"{dtype}, fits {kib:g} KiB")
@@ -103,22 +109,58 @@ class CpuModel(UnitModel):
             cost = finish(op, unit, chip, dtype, compute_ns + stall_ns, 0, 0.0, in_b + w_b + extra, out_b, note, tiles)
         if stall_ns:
             cost = replace(cost, stall_ns=stall_ns, note=f"{cost.note}, weights stall {stall_ns / 1e3:.3g} us")
-        if op.category == "rnn" and len(op.inputs) >= 3:
-            cost = _recurrence(op, unit, chip, dtype, cost)
-        calibrated = unit.efficiency.get(key, unit.efficiency.get(op.op_type))
-        if calibrated is None:
+        return cost
+
+    def gather(self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
+        """An embedding lookup reads the rows it gathers, not the table."""
+        return self.roofline(op, unit, chip, dtype, in_b, min(w_b, out_b), out_b)
+
+    def recurrent(self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
+        """LSTM/GRU/RNN: the roofline of the whole op, plus ``R`` re-read every step (:func:`_recurrence`)."""
+        cost = self.roofline(op, unit, chip, dtype, in_b, w_b, out_b)
+        return _recurrence(op, unit, chip, dtype, cost) if len(op.inputs) >= 3 else cost
+
+    handlers = op_handlers((("Gather",), gather), (RECURRENT_OP_TYPES, recurrent))
+
+
+def _compute_ns(op: Op, unit: CpuUnit, dtype: Dtype) -> float:
+    """The op's work at the core's SIMD peak times its efficiency (kernel class, shape)."""
+    key = kernel_type(op)
+    if key != op.op_type and key in unit.efficiency:  # a kernel class of its own, fitted as such
+        eff = unit.efficiency[key] * shape_factor(op) / DEPTHWISE_FACTOR
+    else:
+        eff = efficiency(unit, op, DEFAULT_EFFICIENCY) * shape_factor(op)
+    peak = unit.flops_per_cycle[dtype] * unit.clock_mhz * 1e-3  # FLOP/ns, one core
+    return op.flops / (peak * eff) if op.flops else 0.0
+
+
+def _cache_levels(unit: CpuUnit) -> list[tuple[float, float]]:
+    """``(KiB, GB/s)`` of each cache level, L1 first."""
+    levels = [(unit.l1_kib, unit.l1_bandwidth_gbps), (unit.l2_kib, unit.l2_bandwidth_gbps)]
+    if unit.l3_kib:
+        levels.append((unit.l3_kib, unit.l3_bandwidth_gbps))
+    return levels
+
+
+def _calibrated(op: Op, unit: CpuUnit, dtype: Dtype, cost: OpCost) -> OpCost:
+    """``cost`` corrected by the unit's calibrated efficiency for the op's kernel class, if any
+    (see the module docstring): the core's own throughput for most ops, the weight stream's
+    share of the level bandwidth for recurrent ones."""
+    calibrated = unit.efficiency.get(kernel_type(op), unit.efficiency.get(op.op_type))
+    if calibrated is None:
+        return cost
+    compute_ns = _compute_ns(op, unit, dtype)
+    if op.category == "rnn":  # weight streaming at a fraction of the level's bandwidth
+        if calibrated >= 1.0:
             return cost
-        if op.category == "rnn":  # weight streaming at a fraction of the level's bandwidth
-            if calibrated >= 1.0:
-                return cost
-            new_compute, new_memory = compute_ns, cost.memory_ns / calibrated
-        else:  # the core's own throughput: work, or the bytes streamed through L1, over e
-            core = max(compute_ns, core_bytes(op, dtype) / (unit.l1_bandwidth_gbps * calibrated))
-            new_compute, new_memory = core + stall_ns, cost.memory_ns
-        old = max(cost.compute_ns, cost.memory_ns)
-        extra_pj = energy_pj(unit.active_w, max(new_compute, new_memory) - old)
-        return replace(cost, compute_ns=new_compute, memory_ns=new_memory, energy_pj=cost.energy_pj + extra_pj,
-                       note=f"{cost.note}, calibrated {calibrated:.3g}")  # fmt: skip
+        new_compute, new_memory = compute_ns, cost.memory_ns / calibrated
+    else:  # the core's own throughput: work, or the bytes streamed through L1, over e
+        core = max(compute_ns, core_bytes(op, dtype) / (unit.l1_bandwidth_gbps * calibrated))
+        new_compute, new_memory = core + cost.stall_ns, cost.memory_ns
+    old = max(cost.compute_ns, cost.memory_ns)
+    extra_pj = energy_pj(unit.active_w, max(new_compute, new_memory) - old)
+    return replace(cost, compute_ns=new_compute, memory_ns=new_memory, energy_pj=cost.energy_pj + extra_pj,
+                   note=f"{cost.note}, calibrated {calibrated:.3g}")  # fmt: skip
 
 
 def core_bytes(op: Op, dtype: str) -> int:
@@ -176,18 +218,16 @@ def weight_stream_ns(op: Op, unit: CpuUnit, weight_bytes: int) -> float:
 
 
 def gemm_rows(op: Op) -> int:
-    """Rows of a MatMul/Gemm's output (``M``; 1 for a matrix-vector product).
+    """Rows of a MatMul/Gemm's output, all batches together (``batch x M`` of its
+    :func:`~cost_models.base.gemm_of`; 1 for a matrix-vector product or no GEMM at all).
 
     >>> from graph_ir.ir import Op, Tensor
-    >>> gemm_rows(Op("mm", "MatMul", "matmul", (), (Tensor("y", (1, 128, 3072), "float32"),)))
+    >>> a, b = Tensor("a", (1, 128, 768), "float32"), Tensor("b", (768, 3072), "float32", is_weight=True)
+    >>> gemm_rows(Op("mm", "MatMul", "matmul", (a, b), (Tensor("y", (1, 128, 3072), "float32"),)))
     128
     """
-    if not op.outputs or not op.outputs[0].shape:
-        return 1
-    rows = 1
-    for d in op.outputs[0].shape[:-1]:
-        rows *= int(d)
-    return rows
+    gemm = gemm_of(op)
+    return gemm.batch * gemm.m if gemm is not None else 1
 
 
 def last_level_cache_bytes(unit: CpuUnit) -> float:
@@ -216,9 +256,7 @@ def _recurrence(op: Op, unit: CpuUnit, chip: Chip, dtype: str, cost: OpCost) -> 
     if steps <= 1 or r_b <= 0:
         return cost
     state = (op.input_bytes(dtype) + op.output_bytes(dtype)) // steps
-    levels = [(unit.l1_kib, unit.l1_bandwidth_gbps), (unit.l2_kib, unit.l2_bandwidth_gbps)]
-    if unit.l3_kib:
-        levels.append((unit.l3_kib, unit.l3_bandwidth_gbps))
+    levels = _cache_levels(unit)
     reread = (steps - 1) * r_b
     gbps = next((g for kib, g in levels if r_b + state <= kib * 1024), 0.0)
     if gbps > 0:

@@ -3,7 +3,9 @@ at large matrix products; operands stream through the local SRAM."""
 
 from __future__ import annotations
 
-from chips.schema import Chip, DspUnit, Dtype, Unit
+from collections.abc import Mapping
+
+from chips.schema import Chip, DspUnit, Dtype
 from cost_models.base import (
     STREAM_CHUNK_BYTES,
     OpCost,
@@ -13,25 +15,31 @@ from cost_models.base import (
     register_model,
     spill_plan,
 )
+from graph_ir.categories import Category
 from graph_ir.ir import Op
 
 __all__ = ["DEFAULT_EFFICIENCY", "DspModel"]
 
-DEFAULT_EFFICIENCY = {
+#: Fraction of the lanes' peak reached per op category.
+DEFAULT_EFFICIENCY: Mapping[Category, float] = {
     "signal": 0.8, "elementwise": 0.7, "activation": 0.6, "pool": 0.5, "reduce": 0.6,
     "norm": 0.5, "softmax": 0.5, "conv": 0.2, "matmul": 0.15, "rnn": 0.15, "data": 1.0,
     "unknown": 1.0,
 }  # fmt: skip
 
 
-class DspModel(UnitModel):
-    kind = "dsp"
+class DspModel(UnitModel[DspUnit]):
+    """One roofline for every op: work on the vector lanes, operands streamed through SRAM."""
 
-    def cost(
-        self, op: Op, unit: Unit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int
+    unit_class = DspUnit
+    #: None: a DSP runs each op as a kernel of its own.
+    default_fuses = frozenset()
+    default_efficiency = DEFAULT_EFFICIENCY
+
+    def roofline(
+        self, op: Op, unit: DspUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int
     ) -> OpCost:
-        assert isinstance(unit, DspUnit)
-        eff = efficiency(unit, op, DEFAULT_EFFICIENCY, 0.3)
+        eff = efficiency(unit, op, DEFAULT_EFFICIENCY)
         peak = unit.flops_per_cycle[dtype] * unit.clock_mhz * 1e-3
         compute_ns = op.flops / (peak * eff) if op.flops else 0.0
         extra, tiles = spill_plan(in_b, w_b, out_b, unit.sram_kib * 1024, STREAM_CHUNK_BYTES)

@@ -38,10 +38,12 @@ into a conv's epilogue (:mod:`cost_models.fusion`) drop theirs.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from chips.schema import Chip, Dtype, GpuUnit, Unit
+from chips.schema import Chip, Dtype, GpuUnit
 from cost_models.base import (
+    ACTIVATIONS,
     STREAM_CHUNK_BYTES,
     Gemm,
     OpCost,
@@ -50,11 +52,14 @@ from cost_models.base import (
     efficiency,
     finish,
     layout_cost,
+    op_handlers,
     register_model,
     spill_plan,
     unit_bandwidth_gbps,
 )
 from cost_models.base import gemm_of as base_gemm_of
+from graph_ir.categories import Category
+from graph_ir.gemm import GEMM_OP_TYPES
 from graph_ir.ir import PRECISION_BYTES, Op
 
 __all__ = [
@@ -62,6 +67,7 @@ __all__ = [
     "DEFAULT_EFFICIENCY",
     "ELIDED_OPS",
     "K_STEP_BYTES",
+    "MATRIX_RATE_CATEGORIES",
     "STAGES",
     "WARPS_TO_SATURATE",
     "CtaTile",
@@ -79,7 +85,7 @@ __all__ = [
 #: Achieved fraction of the rate each op category gets. conv/matmul: the mainloop of a large
 #: CUTLASS GEMM reaches ~85-90 % of the dense tensor-core peak (assumption); tile padding,
 #: waves and the shared-memory feed are modelled on top, not folded in here.
-DEFAULT_EFFICIENCY = {
+DEFAULT_EFFICIENCY: Mapping[Category, float] = {
     "conv": 0.85, "matmul": 0.85, "rnn": 0.25, "elementwise": 0.5, "activation": 0.5,
     "pool": 0.4, "reduce": 0.3, "norm": 0.3, "softmax": 0.3, "signal": 0.35, "data": 1.0,
     "unknown": 1.0,
@@ -95,10 +101,10 @@ STAGES = 2
 WARPS_TO_SATURATE = 8
 #: Ops the engine builder removes: producers/readers address slices of one buffer.
 ELIDED_OPS = frozenset(("Concat", "Split"))
-#: Ops whose arithmetic runs on the vector cores (never on tensor cores).
-_VECTOR_CATEGORIES = frozenset(
-    ("elementwise", "activation", "pool", "reduce", "norm", "softmax", "data", "unknown")
-)
+#: Categories whose ops, when they are no GEMM, still run at ``flops_per_cycle`` (a matmul
+#: without a GEMM shape, recurrent cells, transforms); every other category runs on the vector
+#: cores at ``vector_flops_per_cycle``.
+MATRIX_RATE_CATEGORIES: frozenset[Category] = frozenset(("matmul", "rnn", "signal"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,38 +290,54 @@ def wave_utilization(threads: int, compute_units: int, threads_per_cu: int) -> f
     return max(threads, 1) / (waves * slots)
 
 
-class GpuModel(UnitModel):
-    kind = "gpu"
+class GpuModel(UnitModel[GpuUnit]):
+    """Convs and matmuls as implicit GEMMs on the tensor cores (:meth:`gemm`), Concat/Split
+    elided (:meth:`elided`), everything else a wave-quantized roofline on the vector cores."""
 
-    def cost(
-        self, op: Op, unit: Unit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int
-    ) -> OpCost:
-        assert isinstance(unit, GpuUnit)
-        if op.op_type in ELIDED_OPS:
-            return layout_cost(unit, dtype)
-        eff = efficiency(unit, op, DEFAULT_EFFICIENCY, 0.3)
+    unit_class = GpuUnit
+    #: Epilogue fusion as cuDNN/TensorRT do it.
+    default_fuses = frozenset((*ACTIVATIONS, "Add", "Mul"))
+    default_efficiency = DEFAULT_EFFICIENCY
+
+    def elided(self, op: Op, unit: GpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
+        """Producers and readers address slices of one buffer: no kernel at all."""
+        return layout_cost(unit, dtype)
+
+    def gemm(self, op: Op, unit: GpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
+        """The implicit GEMM's best CTA tile (:func:`plan_gemm`); a conv with no GEMM worth a
+        tensor core (:func:`gemm_of`) runs the roofline instead."""
+        gemm = gemm_of(op)
+        if gemm is None:
+            return self.roofline(op, unit, chip, dtype, in_b, w_b, out_b)
+        eff = efficiency(unit, op, DEFAULT_EFFICIENCY)
         extra, tiles = spill_plan(in_b, w_b, out_b, unit.l2_kib * 1024, STREAM_CHUNK_BYTES)
         spill = f", {tiles} L2 tiles" if tiles > 1 else ""
-        gemm = gemm_of(op)
-        if gemm is not None:
-            l2_gbps = (unit.l2_bytes_per_cycle or 0.0) * unit.clock_mhz * 1e-3
-            dram_ns = (in_b + w_b + extra + out_b) / unit_bandwidth_gbps(unit, chip)
-            plan = plan_gemm(gemm, unit, dtype, eff, out_b, dram_ns, l2_gbps)
-            t = plan.tile
-            note = (
-                f"{dtype}, CTA {t.m}x{t.n}x{t.k_step(dtype)}, {plan.ctas} CTAs, {plan.resident}/CU, "
-                f"{plan.waves} waves, {gemm.batch * gemm.m * gemm.n * gemm.k / plan.padded_macs:.0%} "
-                f"of padded MACs useful{spill}"
-            )
-            return finish(op, unit, chip, dtype, plan.compute_ns, plan.l2_bytes if l2_gbps else 0, l2_gbps,
-                          in_b + w_b + extra, out_b, note, tiles)  # fmt: skip
+        l2_gbps = (unit.l2_bytes_per_cycle or 0.0) * unit.clock_mhz * 1e-3
+        dram_ns = (in_b + w_b + extra + out_b) / unit_bandwidth_gbps(unit, chip)
+        plan = plan_gemm(gemm, unit, dtype, eff, out_b, dram_ns, l2_gbps)
+        t = plan.tile
+        note = (
+            f"{dtype}, CTA {t.m}x{t.n}x{t.k_step(dtype)}, {plan.ctas} CTAs, {plan.resident}/CU, "
+            f"{plan.waves} waves, {gemm.batch * gemm.m * gemm.n * gemm.k / plan.padded_macs:.0%} "
+            f"of padded MACs useful{spill}"
+        )
+        return finish(op, unit, chip, dtype, plan.compute_ns, plan.l2_bytes if l2_gbps else 0, l2_gbps,
+                      in_b + w_b + extra, out_b, note, tiles)  # fmt: skip
+
+    def roofline(
+        self, op: Op, unit: GpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int
+    ) -> OpCost:
+        """One thread per output element in waves of ``threads_per_cu`` per CU, at the vector
+        cores' rate (the matrix rate for :data:`MATRIX_RATE_CATEGORIES`)."""
+        eff = efficiency(unit, op, DEFAULT_EFFICIENCY)
+        extra, tiles = spill_plan(in_b, w_b, out_b, unit.l2_kib * 1024, STREAM_CHUNK_BYTES)
+        spill = f", {tiles} L2 tiles" if tiles > 1 else ""
         threads = sum(t.elements for t in op.outputs)
         util = wave_utilization(threads, unit.compute_units, unit.threads_per_cu)
-        vector = op.category in _VECTOR_CATEGORIES or op.category == "conv"
         per_cu = (
-            unit.vector_flops_per_cycle.get(dtype, unit.flops_per_cycle[dtype])
-            if vector
-            else unit.flops_per_cycle[dtype]
+            unit.flops_per_cycle[dtype]
+            if op.category in MATRIX_RATE_CATEGORIES
+            else unit.vector_flops_per_cycle.get(dtype, unit.flops_per_cycle[dtype])
         )
         peak = unit.compute_units * per_cu * unit.clock_mhz * 1e-3  # FLOP/ns
         compute_ns = op.flops / (peak * eff * util) if op.flops else 0.0
@@ -323,6 +345,8 @@ class GpuModel(UnitModel):
         return finish(
             op, unit, chip, dtype, compute_ns, 0, 0.0, in_b + w_b + extra, out_b, note, tiles
         )
+
+    handlers = op_handlers((GEMM_OP_TYPES, gemm), (ELIDED_OPS, elided))
 
 
 register_model(GpuModel())

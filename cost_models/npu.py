@@ -19,10 +19,12 @@ DRAM (:func:`~cost_models.base.tiling_extra_bytes`).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from chips.schema import Chip, Dtype, NpuUnit, Unit
+from chips.schema import Chip, Dtype, NpuUnit
 from cost_models.base import (
+    ACTIVATIONS,
     Gemm,
     OpCost,
     UnitModel,
@@ -30,21 +32,26 @@ from cost_models.base import (
     efficiency,
     finish,
     gemm_of,
+    op_handlers,
     pipeline_tiles,
     register_model,
     tiling_extra_bytes,
 )
 from cost_models.energy import energy_pj
+from graph_ir.categories import Category
+from graph_ir.gemm import GEMM_OP_TYPES
 from graph_ir.ir import PRECISION_BYTES, Op
 
 __all__ = [
     "DATAFLOWS", "NpuModel", "SramPlan", "array_cycles", "array_folds", "atom_padded", "gemm_of", "sram_plan",
 ]  # fmt: skip
 
-#: Fraction of the vector unit's peak per category (MAC-array ops are set by the geometry).
-DEFAULT_EFFICIENCY = {
+#: Fraction of the vector unit's peak per category. Ops on the MAC array are set by its
+#: geometry instead; conv and matmul here are those that do not lower to a GEMM.
+DEFAULT_EFFICIENCY: Mapping[Category, float] = {
     "elementwise": 0.8, "activation": 0.8, "pool": 0.7, "reduce": 0.5, "norm": 0.4,
-    "softmax": 0.4, "signal": 0.2, "data": 1.0, "unknown": 1.0, "rnn": 0.3,
+    "softmax": 0.4, "signal": 0.2, "data": 1.0, "unknown": 1.0, "rnn": 0.3, "conv": 0.5,
+    "matmul": 0.5,
 }  # fmt: skip
 
 #: Dataflows of a systolic array: weight-, output- and input-stationary.
@@ -72,15 +79,12 @@ def atom_padded(op: Op, gemm: tuple[int, int, int, int], atom: int | None) -> Ge
     gemm = Gemm(*gemm)
     if atom is None:
         return gemm
-    if op.category == "matmul":
+    if op.category == "matmul" or op.op_type == "ConvTranspose":  # K: the channels alone
         return gemm._replace(k=math.ceil(gemm.k / atom) * atom)
     if op.category != "conv" or not op.weights:
         return gemm
     w = op.weights[0].shape
-    group = conv_group(op)
-    if op.op_type == "ConvTranspose":  # K is the input channels per group alone
-        return gemm._replace(k=math.ceil(w[0] // group / atom) * atom)
-    if group > 1 and w[1] == 1:  # depthwise
+    if conv_group(op) > 1 and w[1] == 1:  # depthwise
         return gemm
     return gemm._replace(k=math.ceil(w[1] / atom) * atom * math.prod(w[2:]))
 
@@ -177,7 +181,7 @@ def sram_plan(in_bytes: int, weight_bytes: int, out_bytes: int, capacity_bytes: 
     return SramPlan(tiles, 2 * min_tile_bytes <= capacity_bytes, in_bytes + weight_bytes + extra, out_bytes)
 
 
-class NpuModel(UnitModel):
+class NpuModel(UnitModel[NpuUnit]):
     """Systolic MAC array for conv/matmul, vector unit for the rest, SRAM-tiled operands.
 
     A tiled op reports its tile count (:attr:`OpCost.tiles`); the engine overlaps tile
@@ -185,47 +189,65 @@ class NpuModel(UnitModel):
     there is no such overlap and the shorter of compute and memory time is added as overhead.
     """
 
-    kind = "npu"
+    unit_class = NpuUnit
+    #: RKNN-class compilers emit Conv+activation, Conv+Add(+activation) and Conv+Sigmoid+Mul
+    #: (SiLU) as one layer (assumption from rknn-toolkit2's fused-layer listings).
+    default_fuses = frozenset((*ACTIVATIONS, "Add", "Mul"))
+    default_efficiency = DEFAULT_EFFICIENCY
 
-    def cost(
-        self, op: Op, unit: Unit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int
-    ) -> OpCost:
-        assert isinstance(unit, NpuUnit)
-        clock_ghz = unit.clock_mhz * 1e-3
+    def gemm(self, op: Op, unit: NpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
+        """A conv or matmul on the MAC array (:func:`array_cycles`); one that does not lower
+        to a GEMM (a conv with computed weights) runs on the vector unit (:meth:`roofline`)."""
         gemm = gemm_of(op)
+        if gemm is None:
+            return self.roofline(op, unit, chip, dtype, in_b, w_b, out_b)
         rows, cols = unit.mac_rows, unit.mac_cols
-        if gemm is not None:
-            gemm = atom_padded(op, gemm, unit.channel_atom)
-            cycles = array_cycles(gemm, rows, cols, unit.dataflow)
-            rate = unit.macs_per_pe_per_cycle[dtype] * unit.efficiency.get(op.op_type, 1.0)
-            compute_ns = cycles / rate / clock_ghz
-            util = op.macs / (cycles * rows * cols) if cycles > 0 else 0.0
-            min_tile = 3 * rows * cols * PRECISION_BYTES[dtype]
-            note = f"{dtype}, {unit.dataflow} array {util:.0%} busy (B,M,N,K={tuple(gemm)})"
-        else:
-            eff = efficiency(unit, op, DEFAULT_EFFICIENCY, 0.5)
-            work = op.flops if op.category != "rnn" else op.macs * 2
-            lanes = unit.vector_ops_per_cycle if op.category != "rnn" else rows * cols
-            compute_ns = work / (lanes * clock_ghz * eff) if work else 0.0
-            min_tile = 3 * lanes * PRECISION_BYTES[dtype]
-            note = f"{dtype}, vector unit"
-        plan = sram_plan(in_b, w_b, out_b, unit.sram_kib * 1024, min_tile)
-        extra = plan.dram_read_bytes - in_b - w_b
-        if plan.tiles > 1:
-            note += f", {plan.tiles} SRAM tiles" + (f" (+{extra} B re-read)" if extra else "")
-        tiles = plan.tiles if plan.double_buffered else 1
-        cost = finish(op, unit, chip, dtype, compute_ns, 0, 0.0, plan.dram_read_bytes, plan.dram_write_bytes,
-                      note, tiles)
-        if plan.double_buffered:
-            return cost
-        # loads and compute take turns: the shorter of the two adds to the longer
-        serial_ns = min(cost.compute_ns, cost.memory_ns)
-        return replace(
-            cost,
-            overhead_ns=cost.overhead_ns + serial_ns,
-            energy_pj=cost.energy_pj + energy_pj(unit.active_w, serial_ns),
-            note=cost.note + ", single-buffered",
-        )
+        gemm = atom_padded(op, gemm, unit.channel_atom)
+        cycles = array_cycles(gemm, rows, cols, unit.dataflow)
+        rate = unit.macs_per_pe_per_cycle[dtype] * unit.efficiency.get(op.op_type, 1.0)
+        compute_ns = cycles / rate / (unit.clock_mhz * 1e-3)
+        util = op.macs / (cycles * rows * cols) if cycles > 0 else 0.0
+        min_tile = 3 * rows * cols * PRECISION_BYTES[dtype]
+        note = f"{dtype}, {unit.dataflow} array {util:.0%} busy (B,M,N,K={tuple(gemm)})"
+        return _sram_tiled(op, unit, chip, dtype, (in_b, w_b, out_b), compute_ns, min_tile, note)
+
+    def roofline(
+        self, op: Op, unit: NpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int
+    ) -> OpCost:
+        """The per-core vector unit; recurrent cells run their MACs on the array's PEs."""
+        clock_ghz = unit.clock_mhz * 1e-3
+        eff = efficiency(unit, op, DEFAULT_EFFICIENCY)
+        work = op.flops if op.category != "rnn" else op.macs * 2
+        lanes = unit.vector_ops_per_cycle if op.category != "rnn" else unit.mac_rows * unit.mac_cols
+        compute_ns = work / (lanes * clock_ghz * eff) if work else 0.0
+        min_tile = 3 * lanes * PRECISION_BYTES[dtype]
+        return _sram_tiled(op, unit, chip, dtype, (in_b, w_b, out_b), compute_ns, min_tile, f"{dtype}, vector unit")
+
+    handlers = op_handlers((GEMM_OP_TYPES, gemm))
+
+
+def _sram_tiled(op: Op, unit: NpuUnit, chip: Chip, dtype: Dtype, nbytes: tuple[int, int, int],
+                compute_ns: float, min_tile: float, note: str) -> OpCost:
+    """The cost of ``compute_ns`` of work whose operands (``nbytes``: inputs, weights, outputs)
+    stream through the core's SRAM in tiles of at least ``min_tile`` bytes (:func:`sram_plan`)."""
+    in_b, w_b, out_b = nbytes
+    plan = sram_plan(in_b, w_b, out_b, unit.sram_kib * 1024, min_tile)
+    extra = plan.dram_read_bytes - in_b - w_b
+    if plan.tiles > 1:
+        note += f", {plan.tiles} SRAM tiles" + (f" (+{extra} B re-read)" if extra else "")
+    tiles = plan.tiles if plan.double_buffered else 1
+    cost = finish(op, unit, chip, dtype, compute_ns, 0, 0.0, plan.dram_read_bytes, plan.dram_write_bytes,
+                  note, tiles)  # fmt: skip
+    if plan.double_buffered:
+        return cost
+    # loads and compute take turns: the shorter of the two adds to the longer
+    serial_ns = min(cost.compute_ns, cost.memory_ns)
+    return replace(
+        cost,
+        overhead_ns=cost.overhead_ns + serial_ns,
+        energy_pj=cost.energy_pj + energy_pj(unit.active_w, serial_ns),
+        note=cost.note + ", single-buffered",
+    )
 
 
 register_model(NpuModel())

@@ -16,6 +16,8 @@ from types import MappingProxyType
 
 import networkx as nx
 
+from graph_ir.categories import Category
+
 __all__ = [
     "DTYPE_BYTES",
     "FLOAT_DTYPES",
@@ -106,12 +108,13 @@ class Op:
     ``category`` tells cost models which handler family applies: ``conv``, ``matmul``,
     ``elementwise``, ``activation``, ``pool``, ``reduce``, ``norm``, ``softmax``, ``data``
     (copies: Concat, Slice, Transpose, ...), ``layout`` (views: Reshape, Flatten; free),
-    ``signal`` (DFT, STFT), ``rnn`` or ``unknown`` (no formula: costed as a memory copy).
+    ``signal`` (DFT, STFT), ``rnn`` or ``unknown`` (no formula: costed as a memory copy);
+    the list and what is known of each: :mod:`graph_ir.categories`.
     """
 
     name: str
     op_type: str
-    category: str
+    category: Category
     inputs: tuple[Tensor, ...]
     outputs: tuple[Tensor, ...]
     attrs: Mapping[str, object] = field(default_factory=dict)

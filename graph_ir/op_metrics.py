@@ -17,6 +17,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from graph_ir.categories import Category
+from graph_ir.gemm import matmul_k
 from graph_ir.ir import Tensor
 
 __all__ = ["Metrics", "metrics", "register", "registered_op_types"]
@@ -24,7 +26,7 @@ __all__ = ["Metrics", "metrics", "register", "registered_op_types"]
 
 @dataclass(frozen=True, slots=True)
 class Metrics:
-    category: str
+    category: Category
     macs: int = 0
     flops: int = 0
 
@@ -89,20 +91,29 @@ def _conv_t(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[
     return Metrics("conv", macs, 2 * macs)
 
 
+def _gemm_k(op_type: str, a: Tensor, attrs: Mapping[str, object]) -> int:
+    k = matmul_k(op_type, a.shape, attrs)
+    if k is None:
+        raise ValueError(f"{op_type} is no matrix product with a K of its first operand")
+    return k
+
+
 @register("Gemm")
 def _gemm(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
-    a = inputs[0]
-    k = a.shape[0] if attrs.get("transA", 0) else a.shape[-1]
-    macs = outputs[0].elements * k
+    macs = outputs[0].elements * _gemm_k("Gemm", inputs[0], attrs)
     return Metrics("matmul", macs, 2 * macs + outputs[0].elements)
 
 
-@register("MatMul", "MatMulInteger", "QLinearMatMul")
-def _matmul(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
-    a = inputs[0]
-    k = a.shape[-1] if a.shape else 1
-    macs = outputs[0].elements * k
-    return Metrics("matmul", macs, 2 * macs)
+def _matmul_for(op_type: str) -> Handler:
+    def handler(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
+        macs = outputs[0].elements * _gemm_k(op_type, inputs[0], attrs)
+        return Metrics("matmul", macs, 2 * macs)
+
+    return handler
+
+
+for _t in ("MatMul", "MatMulInteger", "QLinearMatMul"):
+    _REGISTRY[_t] = _matmul_for(_t)
 
 
 @register("Einsum")

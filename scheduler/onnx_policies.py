@@ -39,10 +39,6 @@ __all__ = [
     "solution_from_schedule",
 ]
 
-#: ort-greedy's unit order: accelerators first, CPUs take the rest.
-ORT_KIND_ORDER = ("npu", "gpu", "dsp", "cpu")
-
-
 #: Above this many ops the search plans with the plain costs: :func:`colocated_costs` runs
 #: fusion once per unit, ~7 s at 100k ops on 4 units (the whole run takes ~18 s there).
 COLOCATED_MAX_OPS = 20_000
@@ -181,8 +177,8 @@ def schedule_from_solution(
 
 
 def _ort(problem: Problem, chip: Chip) -> Solution:
-    kinds = [chip.unit(u).kind for u in problem.units]
-    prio = sorted(range(problem.n_units), key=lambda u: (ORT_KIND_ORDER.index(kinds[u]), u))
+    ep = [chip.unit(u).ep_priority for u in problem.units]  # accelerators first, CPUs take the rest
+    prio = sorted(range(problem.n_units), key=lambda u: (ep[u], u))
     return ort_greedy(problem, prio)
 
 

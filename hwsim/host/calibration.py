@@ -41,6 +41,7 @@ from pathlib import Path
 import yaml
 
 from chips.schema import Chip, chip_from_dict
+from graph_ir.categories import GEMM_CATEGORIES
 from hwsim.host.validate import Validation
 
 __all__ = ["CalibrationFit", "apply", "fit", "timed_over_profiled", "typical_ratio", "write_calibration"]
@@ -49,11 +50,6 @@ __all__ = ["CalibrationFit", "apply", "fit", "timed_over_profiled", "typical_rat
 TINY_ROOF_FRACTION = 0.02
 #: ...and it takes less than this many nanoseconds.
 TINY_KERNEL_NS = 20_000.0
-#: Categories whose kernels are fit on the ones the roofline makes core-bound, when a type has
-#: any (a GEMV among GEMMs says nothing about the core's rate). Not elementwise and other
-#: streaming types: there "core-bound" only means a kernel so small that the small-kernel
-#: factor dominates, the noisiest of all.
-GEMM_CATEGORIES = frozenset(("conv", "matmul"))
 #: Efficiencies below this are clipped (an op type this slow is a missing kernel, not a factor).
 MIN_EFFICIENCY = 0.002
 
@@ -145,6 +141,10 @@ def fit(validations: Sequence[Validation], unit: str) -> CalibrationFit:
         every.append(point)
         if n.memory_ns < own:
             unexplained.append(point)
+            # GEMM kernels are fit on the ones the roofline makes core-bound, when a type has
+            # any (a GEMV among GEMMs says nothing about the core's rate). Not elementwise and
+            # other streaming types: there "core-bound" only means a kernel so small that the
+            # small-kernel factor dominates, the noisiest of all.
             if n.category in GEMM_CATEGORIES and n.memory_ns < n.roof_ns:
                 core.append(point)
     ratios: dict[str, list[float]] = {}

@@ -25,6 +25,7 @@ from chips.schema import Chip, CpuUnit, chip_from_dict
 from cost_models.base import OpCost
 from cost_models.cpu import calibration_basis_ns, kernel_type
 from cost_models.table import cost_table
+from graph_ir.categories import GEMM_CATEGORIES
 from graph_ir.ir import ModelGraph, Op, Tensor
 from hwsim.host.errors import ValidateError
 from hwsim.host.measure import (
@@ -337,7 +338,7 @@ def predict_nodes(
                 return False
             name = producer[op.inputs[0].name]
             if name not in fused:
-                return graph.op(name).category in ("conv", "matmul")
+                return graph.op(name).category in GEMM_CATEGORIES
         return False
 
     out: dict[str, NodePrediction] = {}

@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from chips.units import GBPS_PER_BYTES_PER_PS, PS_PER_MS
+from graph_ir.categories import CATEGORY_INFO
 from hwsim.analysis.busy import busy_core_ps_until, busy_core_steps
 from hwsim.pipeline import RunResult
 from hwsim.report.trace import dma_track, link_key
@@ -44,22 +45,8 @@ _GANTT_WIDTH_PX = 1800
 _BANDWIDTH_MAX_STEPS = 20_000
 _BANDWIDTH_BINS = 2000
 
-#: One fixed colour per op category (see :class:`graph_ir.ir.Op`), stable across figures.
-CATEGORY_COLORS: dict[str, str] = {
-    "conv": "#1f77b4",
-    "matmul": "#ff7f0e",
-    "elementwise": "#2ca02c",
-    "activation": "#98df8a",
-    "pool": "#9467bd",
-    "reduce": "#8c564b",
-    "norm": "#e377c2",
-    "softmax": "#bcbd22",
-    "data": "#17becf",
-    "layout": "#c7c7c7",
-    "signal": "#aec7e8",
-    "rnn": "#ffbb78",
-    "unknown": "#7f7f7f",
-}
+#: One fixed colour per op category (:data:`graph_ir.categories.CATEGORY_INFO`), stable across figures.
+CATEGORY_COLORS: dict[str, str] = {c: info.color for c, info in CATEGORY_INFO.items()}
 _DMA_COLOR = "#555555"
 _CRITICAL_COLOR = "#d62728"
 

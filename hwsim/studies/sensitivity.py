@@ -31,12 +31,12 @@ from hwsim.pipeline import run_graph
 from scheduler import DEFAULT_POLICY
 
 __all__ = [
-    "bottleneck_words",
     "DEFAULT_FACTORS",
     "ParameterSweep",
     "Point",
     "Sensitivity",
     "SensitivityError",
+    "bottleneck_words",
     "default_parameters",
     "format_table",
     "parse_factors",
@@ -99,17 +99,12 @@ class Sensitivity:
 
 
 def default_parameters(chip: Chip) -> list[str]:
-    """The main parameters of a chip: every unit's clock, the NPU array width and SRAM, the
-    GPU's compute units, the DSP's SRAM, the DRAM, SRAM-domain and link bandwidths."""
+    """The main parameters of a chip: every unit's ``sweep_fields`` (its clock; the NPU array
+    width and SRAM, the GPU's compute units, the DSP's SRAM), the DRAM, SRAM-domain and link
+    bandwidths."""
     names: list[str] = []
     for u in chip.units:
-        names.append(f"{u.name}.clock_mhz")
-        if u.kind == "npu":
-            names += [f"{u.name}.mac_cols", f"{u.name}.sram_kib"]
-        elif u.kind == "gpu":
-            names.append(f"{u.name}.compute_units")
-        elif u.kind == "dsp":
-            names.append(f"{u.name}.sram_kib")
+        names += [f"{u.name}.{field}" for field in u.sweep_fields]
     names.append("dram.bandwidth_gbps")
     names += [f"{d.name}.bandwidth_gbps" for d in chip.domains if d.kind == "sram"]
     names += [f"link.{link.key}.bandwidth_gbps" for link in chip.links]

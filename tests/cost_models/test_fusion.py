@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chips import Chip, chip_from_dict
-from cost_models.fusion import DEFAULT_FUSES, fuse, fuses
+from cost_models.base import model_for
+from cost_models.fusion import fuse, fuses
 from cost_models.table import cost_table
 from graph_ir.ir import ModelGraph, Tensor, deployed_bytes
 from hwsim.pipeline import run, run_graph
@@ -114,7 +115,7 @@ class TestFuse:
         chip, g = _chip(npu_fuses=[]), conv_relu()
         assert fuse(g, chip, cost_table(g, chip), dict.fromkeys(g.order, "npu")).pairs == ()
         assert fuses(chip.unit("npu")) == frozenset()
-        assert fuses(_chip().unit("npu")) == DEFAULT_FUSES["npu"]
+        assert fuses(_chip().unit("npu")) == model_for("npu").default_fuses
         assert fuses(chip.unit("dsp")) == frozenset()  # DSPs fuse nothing by default
 
     def test_cpu_fuses_activations_as_onnxruntime_does(self) -> None:
