@@ -28,7 +28,7 @@ from cost_models.table import CostTable
 from graph_ir.ir import ModelError, ModelGraph
 from hwsim.analysis.analyze import analyze
 from hwsim.sim.engine import EngineOptions, Trace, simulate
-from scheduler import POLICIES, Schedule
+from scheduler import DEFAULT_POLICY, POLICIES, Schedule, get_policy
 
 __all__ = [
     "CHECKED_AGAINST",
@@ -44,8 +44,6 @@ __all__ = [
     "resolve_deadlines",
 ]
 
-#: The policy whose schedule is checked against the others through the engine.
-DEFAULT_POLICY = "affinity-locality"
 #: The policies the default is checked against.
 CHECKED_AGAINST = ("heft", "single-unit", "affinity-list")
 #: Graphs with more ops than this get the default's search alone (each check is a full simulation).
@@ -230,8 +228,7 @@ def choose_schedule(
         raise ValueError(f"unknown objective {objective!r}; have latency, energy")
     if objective == "energy" and latency_budget_ms is None:
         raise ValueError("objective 'energy' needs a latency budget")
-    if policy not in POLICIES:
-        raise ValueError(f"unknown policy {policy!r}; registered: {', '.join(POLICIES)}")
+    get_policy(policy)  # an unknown name is an error listing the registered ones
     dl: dict[str, float] = {}
     for d in deadlines:
         dl[d.node] = min(d.deadline_ms, dl.get(d.node, d.deadline_ms))
