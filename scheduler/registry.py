@@ -83,16 +83,16 @@ def _plain(name: str, fn: Callable[[Problem], Solution]) -> ProblemPolicy:
     return solve
 
 
-def _affinity_locality(problem: Problem, options: SolveOptions) -> Solved:
+def _solve_affinity_locality(problem: Problem, options: SolveOptions) -> Solved:
     return Solved(affinity_locality(problem, options.work_budget), "affinity-locality")
 
 
-def _best(problem: Problem, options: SolveOptions) -> Solved:
+def _solve_best(problem: Problem, options: SolveOptions) -> Solved:
     winner, sol = best(problem)
     return Solved(sol, f"best ({winner})")
 
 
-def _exact(problem: Problem, options: SolveOptions) -> Solved:
+def _solve_exact(problem: Problem, options: SolveOptions) -> Solved:
     _, incumbent = best(problem)
     res = exact(problem, incumbent, options.lower_bound_ns, options.exact_time_limit_s)
     return Solved(res.solution, "exact", res.bound_ns, res.proven)
@@ -132,14 +132,14 @@ def schedule(graph: ModelGraph, chip: Chip, table: CostTable, policy: str = DEFA
 for _policy in (
     # The default: seeds plus local search on the abstract problem (hwsim.policy_check also
     # checks it through the engine against HEFT, the best single unit and affinity-list).
-    Policy("affinity-locality", _affinity_locality, colocated=True),
+    Policy("affinity-locality", _solve_affinity_locality, colocated=True),
     Policy("heft", _plain("heft", heft)),
     Policy("peft", _plain("peft", peft)),
     Policy("cpop", _plain("cpop", cpop)),
     Policy("single-unit", _plain("single-unit", single_unit)),
     Policy("ort-greedy", _plain("ort-greedy", ort_greedy), ort_greedy_model),
-    Policy("best", _best),
-    Policy("exact", _exact),
+    Policy("best", _solve_best),
+    Policy("exact", _solve_exact),
     # The earlier one-pass policies, kept for comparison (affinity-list was the default).
     Policy("eft", _plain("eft", eft), eft_model),
     Policy("affinity-list", _plain("affinity-list", affinity_list), affinity_list_model),
