@@ -25,10 +25,10 @@ from pathlib import Path
 import numpy as np
 
 from scheduler import DEFAULT_POLICY
+from scheduler.best import CHEAP_POLICIES
 from scheduler.bounds import problem_bounds
 from scheduler.exact import exact
 from scheduler.generators import random_problem
-from scheduler.policies import CHEAP_POLICIES
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOWN = (DEFAULT_POLICY, "heft", "peft", "cpop")

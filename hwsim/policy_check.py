@@ -29,7 +29,7 @@ from cost_models.table import CostTable
 from graph_ir.ir import ModelError, ModelGraph
 from hwsim.analysis.energy import run_energy
 from hwsim.sim.engine import EngineOptions, Trace, simulate
-from scheduler import DEFAULT_POLICY, POLICIES, Schedule
+from scheduler import DEFAULT_POLICY, POLICIES, Schedule, get_policy
 
 __all__ = [
     "CHECKED_AGAINST",
@@ -228,8 +228,7 @@ def choose_schedule(
         raise ValueError(f"unknown objective {objective!r}; have latency, energy")
     if objective == "energy" and latency_budget_ms is None:
         raise ValueError("objective 'energy' needs a latency budget")
-    if policy not in POLICIES:
-        raise ValueError(f"unknown policy {policy!r}; registered: {', '.join(POLICIES)}")
+    get_policy(policy)  # an unknown name is an error listing the registered ones
     dl: dict[str, float] = {}
     for d in deadlines:
         dl[d.node] = min(d.deadline_ms, dl.get(d.node, d.deadline_ms))

@@ -1,22 +1,41 @@
-"""Schedulers: map the graph's ops onto the chip's units and order them.
+"""Schedulers: map a task graph's tasks, or a model's ops, onto the chip's units and order them.
 
-Policies are registered by name; each is ``policy(graph, chip, table) -> Schedule``. The
-abstract problem they share with task-graph files is in :mod:`scheduler.problem`; the policies
-themselves (one per module) in :mod:`scheduler.policies`.
+Where each idea lives:
+
+- the problem: :mod:`scheduler.problem` (``Problem``, ``Solution``, the exact evaluator);
+  task-graph files become one in :mod:`scheduler.taskgraph`, ONNX models in
+  :mod:`scheduler.onnx_policies` (which also turns a ``Solution`` back into a ``Schedule``);
+  random ones for tests in :mod:`scheduler.generators`;
+- what the engine runs: :mod:`scheduler.schedule` (``Schedule``, ``Placement``, transfers);
+- ranks (upward, downward, PEFT's optimistic costs, a placement's rank): :mod:`scheduler.ranks`;
+- list scheduling on a problem: :mod:`scheduler.list_scheduling`; the one-pass list scheduler
+  on models (tensors tracked per domain): :mod:`scheduler.one_pass`;
+- the policies, one per module: ``affinity-locality`` (the default search)
+  :mod:`scheduler.affinity_locality`, ``heft`` :mod:`scheduler.heft`, ``peft``
+  :mod:`scheduler.peft`, ``cpop`` :mod:`scheduler.cpop`, ``single-unit`` and
+  ``single-unit-list`` :mod:`scheduler.single_unit`, ``ort-greedy`` :mod:`scheduler.ort_greedy`,
+  ``best`` :mod:`scheduler.best`, ``exact`` (a MILP) :mod:`scheduler.exact`, ``eft``
+  :mod:`scheduler.eft`, ``affinity-list`` :mod:`scheduler.affinity_list`;
+- what a policy is: :mod:`scheduler.policy`; the one registry of them (``POLICIES``,
+  ``register_policy``, ``DEFAULT_POLICY``): :mod:`scheduler.registry`;
+- solving a task graph (bounds, reasons, deadlines): :mod:`scheduler.solver`,
+  :mod:`scheduler.deadlines`;
+- lower bounds: :mod:`scheduler.bounds`; why each task went where: :mod:`scheduler.explain`;
+- least energy under a latency budget: :mod:`scheduler.energy`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from chips.schema import Chip
-from cost_models.table import CostTable
-from graph_ir.ir import ModelGraph
-from scheduler.affinity_locality import affinity_locality as affinity_list
-from scheduler.affinity_locality import affinity_rank
-from scheduler.baselines import eft
-from scheduler.baselines import single_unit as single_unit_list
-from scheduler.onnx_policies import graph_policy
+from scheduler.affinity_list import affinity_rank
+from scheduler.registry import (
+    DEFAULT_POLICY,
+    POLICIES,
+    Policy,
+    UnknownPolicyError,
+    get_policy,
+    register_policy,
+    schedule,
+)
 from scheduler.schedule import (
     Placement,
     Schedule,
@@ -25,54 +44,24 @@ from scheduler.schedule import (
     implied_transfers,
     transfer_ns,
 )
+from scheduler.solver import DeadlineError, Result, solve
 
 __all__ = [
     "DEFAULT_POLICY",
     "POLICIES",
+    "DeadlineError",
     "Placement",
     "Policy",
+    "Result",
     "Schedule",
     "ScheduleError",
     "Transfer",
+    "UnknownPolicyError",
     "affinity_rank",
+    "get_policy",
     "implied_transfers",
     "register_policy",
     "schedule",
+    "solve",
     "transfer_ns",
 ]
-
-Policy = Callable[[ModelGraph, Chip, CostTable], Schedule]
-
-#: The default policy's name: every default and every "is this the default" test reads it.
-DEFAULT_POLICY = "affinity-locality"
-
-POLICIES: dict[str, Policy] = {
-    # The default: seeds plus local search on the abstract problem (hwsim.pipeline also checks
-    # it through the engine against HEFT, the best single unit and affinity-list).
-    "affinity-locality": graph_policy("affinity-locality"),
-    "heft": graph_policy("heft"),
-    "peft": graph_policy("peft"),
-    "cpop": graph_policy("cpop"),
-    "single-unit": graph_policy("single-unit"),
-    "ort-greedy": graph_policy("ort-greedy"),
-    "best": graph_policy("best"),
-    "exact": graph_policy("exact"),
-    # The earlier one-pass policies, kept for comparison (affinity-list was the default).
-    "eft": eft,
-    "affinity-list": affinity_list,
-    "single-unit-list": single_unit_list,
-}
-
-
-def register_policy(name: str, policy: Policy) -> None:
-    """Add a policy (plugins use this; built-ins are registered above)."""
-    POLICIES[name] = policy
-
-
-def schedule(graph: ModelGraph, chip: Chip, table: CostTable, policy: str = "affinity-locality") -> Schedule:
-    """Run the named policy."""
-    try:
-        fn = POLICIES[policy]
-    except KeyError:
-        raise ValueError(f"unknown policy {policy!r}; registered: {', '.join(POLICIES)}") from None
-    return fn(graph, chip, table)

@@ -1,78 +1,301 @@
-"""The one-pass ``affinity-list`` policy (the default before the search): affinity plus locality.
+"""The default policy, ``affinity-locality``: several list schedules, then a local search.
 
-Each op goes to the unit its type prefers (the chip's affinity table) unless another unit
-finishes it clearly earlier, either because it is much faster or because the preferred unit
-would first have to wait for tensors to cross domains. "Clearly" means by more than ``slack``
-times the op's own duration. Because input transfers are part of each candidate's finish
-time, neighbours tend to stay in one memory domain.
+1. Seeds: HEFT, PEFT (look-ahead), CPOP, upward ranks with communication weighted 0x and 2x,
+   and the best single unit (all locality, no parallelism).
+2. Local search from the best seeds: move one task, or a task together with its
+   heaviest-communicating neighbour (locality), to another unit; on small graphs also a task
+   with all its neighbours (a cluster, for transfer-heavy graphs) and a swap with a task on the
+   target unit; re-time the whole schedule exactly (tasks by upward rank computed for the
+   *actual* placement, idle gaps filled) and keep the move if the makespan (then the sum of
+   finish times) drops. Iterated: kick the best (a few tasks or one task's neighbourhood moved,
+   or the order jittered) and descend again, until the budget is spent or ``STALL_KICKS``
+   kicks in a row found nothing better.
+3. Order: keep the units and start a late task just before an earlier task on its unit when
+   that shortens the makespan.
+4. Affinity: a task is moved to the unit its operator type prefers when that costs nothing.
+
+The effort is a count of schedule evaluations that shrinks with the graph
+(``work_budget // (tasks + edges)``, at most ``MAX_EVALUATIONS``, and only
+``LARGE_WORK_BUDGET // (tasks + edges)`` above ``SMALL``), and the kicks draw from a generator
+seeded from the problem's size, so the result is deterministic: a 10k-op graph gets a handful
+of evaluations, a graph above ``HUGE`` only the HEFT seed.
 """
 
 from __future__ import annotations
 
-from chips.schema import Chip
-from cost_models.table import CostTable
-from graph_ir.ir import ModelGraph
-from scheduler.list_scheduler import Candidate, Chooser, list_schedule
-from scheduler.schedule import Schedule
+import numpy as np
 
-__all__ = ["DEFAULT_SLACK", "affinity_locality", "affinity_rank"]
+from scheduler.cpop import cpop
+from scheduler.heft import heft
+from scheduler.list_scheduling import list_schedule, retime
+from scheduler.peft import peft
+from scheduler.problem import Problem, Solution, evaluate, priority_order
+from scheduler.ranks import placement_rank, upward_rank
+from scheduler.single_unit import single_unit
 
-DEFAULT_SLACK = 0.1
+__all__ = ["DEFAULT_WORK_BUDGET", "affinity_locality", "order_search"]
+
+#: Task+edge visits the local search may spend in total (evaluations = this // (n + edges)).
+DEFAULT_WORK_BUDGET = 600_000
+#: At most this many evaluations however small the graph.
+MAX_EVALUATIONS = 8000
+#: The iterated local search stops after this many kicks in a row that found nothing better.
+STALL_KICKS = 100
+#: A descent after a kick may spend at most ``budget // KICK_DESCENT`` evaluations.
+KICK_DESCENT = 10
+#: Independent iterated-local-search walks sharing the budget.
+WALKS = 2
+#: The iterated local search walks on from schedules at most this much longer than the best.
+ACCEPT_WORSE = 0.02
+#: Share of the kicks that hand all of one unit's tasks to another unit.
+RELABEL_KICKS = 0.15
+#: Graphs up to this many tasks + edges get the richer moves (clusters and swaps).
+RICH = 400
+#: Seeds beyond HEFT and PEFT are tried only below this size (tasks + edges).
+SMALL = 20_000
+#: Above ``SMALL`` the search gets ``LARGE_WORK_BUDGET // size`` evaluations (each one re-times
+#: the whole graph; ~0.1 s at 10k ops), so a 10k-op model is scheduled in a few seconds.
+LARGE_WORK_BUDGET = 150_000
+#: Above this size (tasks + edges) only HEFT seeds the search (PEFT's look-ahead table is m^2 per edge).
+HUGE = 100_000
 
 
-def affinity_rank(chip: Chip, op_type: str, unit: str) -> int:
-    """Position of ``unit`` in the chip's preference list for ``op_type`` (unlisted: last).
+def _key(sol: Solution) -> tuple[float, float]:
+    return (round(sol.makespan_ns, 9), round(sum(sol.finish_ns), 9))
 
-    A unit matches an entry by its name or its kind.
+
+def _seeds(problem: Problem) -> list[Solution]:
+    size = problem.n + problem.n_edges()
+    out = [heft(problem)]
+    if size <= HUGE:
+        out.append(peft(problem))
+    if size <= SMALL:
+        out.append(cpop(problem))
+        for w in (0.0, 2.0):
+            out.append(list_schedule(problem, priority_order(problem, upward_rank(problem, comm_weight=w))))
+        out.append(single_unit(problem))
+    return out
+
+
+def _neighbours(problem: Problem) -> tuple[list[int], list[tuple[int, ...]]]:
+    """Per task: its heaviest-communicating neighbour (-1: none) and all its neighbours."""
+    partner: list[int] = []
+    around: list[tuple[int, ...]] = []
+    for i in range(problem.n):
+        nb = [(vol, j) for j, vol in problem.preds[i]] + [(vol, j) for j, vol in problem.succs[i]]
+        partner.append(max(nb)[1] if nb else -1)
+        around.append(tuple(sorted({j for _, j in nb})))
+    return partner, around
+
+
+def _moves(
+    problem: Problem, cur: Solution, i: int, u: int, partner: int, around: tuple[int, ...], rich: bool
+) -> list[dict[int, int]]:
+    """Candidate reassignments (task -> unit) that put task ``i`` on unit ``u``.
+
+    Always: ``i`` alone, and ``i`` with its heaviest-communicating neighbour. On small graphs
+    (``rich``) also: ``i`` with every neighbour that can run on ``u`` (a cluster kept in one
+    place when transfers dominate), and a swap with the task on ``u`` that starts nearest to
+    ``i`` (load kept level).
     """
-    kind = chip.unit(unit).kind
-    prefs = chip.preference(op_type)
-    for i, p in enumerate(prefs):
-        if p == unit or p == kind:
-            return i
-    return len(prefs)
+    unit, cap = cur.unit, problem.capable
+    out: list[dict[int, int]] = [{i: u}]
+    if partner >= 0 and unit[partner] != u and u in cap[partner]:
+        out.append({i: u, partner: u})
+    if rich:
+        group = {j: u for j in around if unit[j] != u and u in cap[j]}
+        if len(group) > 1 or (group and partner not in group):
+            group[i] = u
+            out.append(group)
+        v = unit[i]
+        others = [j for j in range(problem.n) if unit[j] == u and v in cap[j]]
+        if others:
+            j = min(others, key=lambda k: (abs(cur.start_ns[k] - cur.start_ns[i]), k))
+            out.append({i: u, j: v})
+    return out
 
 
-def _us(ns: float) -> str:
-    return f"{ns / 1e3:.1f} us"
+def _local_search(problem: Problem, sol: Solution, budget: int) -> tuple[Solution, int]:
+    """First-improvement descent over reassignment moves (:func:`_moves`); returns evaluations used."""
+    used = 0
+    best = retime(problem, sol.unit)
+    used += 1
+    if _key(sol) < _key(best):
+        best = sol
+    best_key = _key(best)
+    partner, around = _neighbours(problem)
+    rich = problem.n + problem.n_edges() <= RICH
+    improved = True
+    while improved and used < budget:
+        improved = False
+        # Latest-finishing tasks first: they sit on the critical tail.
+        tasks = sorted(range(problem.n), key=lambda i: (-best.finish_ns[i], i))
+        for i in tasks:
+            if used >= budget:
+                break
+            cur = best
+            for u in problem.capable[i]:
+                if u == cur.unit[i]:
+                    continue
+                for move in _moves(problem, cur, i, u, partner[i], around[i], rich):
+                    if used >= budget:
+                        break
+                    assign = list(cur.unit)
+                    for t, v in move.items():
+                        assign[t] = v
+                    cand = retime(problem, assign)
+                    used += 1
+                    k = _key(cand)
+                    if k < best_key:
+                        best, best_key, improved = cand, k, True
+                        break
+                if best is not cur:
+                    break
+    return best, used
 
 
-def make_chooser(chip: Chip, slack: float) -> Chooser:
-    order = {u.name: i for i, u in enumerate(chip.units)}
-    ranks: dict[tuple[str, str], int] = {}
+def order_search(problem: Problem, sol: Solution, budget: int) -> tuple[Solution, int]:
+    """Keep the units, change the order: start a late task just before an earlier task on its unit.
 
-    def rank(op_type: str, unit: str) -> int:
-        key = (op_type, unit)
-        if key not in ranks:
-            ranks[key] = affinity_rank(chip, op_type, unit)
-        return ranks[key]
+    First-improvement over "insert task ``i`` just before task ``j``" in the start order, for ``j``
+    on ``i``'s unit starting before it and every predecessor of ``i`` already placed. Only a
+    shorter makespan is accepted (an order that merely finishes some tasks sooner is not a
+    reason to reorder); returns evaluations used.
+    """
+    best, used = sol, 0
+    improved = True
+    while improved and used < budget:
+        improved = False
+        order = best.order()
+        pos = {t: k for k, t in enumerate(order)}
+        for i in sorted(range(problem.n), key=lambda t: (-best.finish_ns[t], t)):
+            if used >= budget or improved:
+                break
+            last_pred = max((pos[j] for j, _ in problem.preds[i]), default=-1)
+            for k in range(pos[i] - 1, last_pred, -1):
+                j = order[k]
+                if best.unit[j] != best.unit[i]:
+                    continue
+                if used >= budget:
+                    break
+                cand_order = order[:k] + [i] + [t for t in order[k:] if t != i]
+                cand = evaluate(problem, best.unit, cand_order)
+                used += 1
+                if round(cand.makespan_ns, 9) < round(best.makespan_ns, 9):
+                    best, improved = cand, True
+                    break
+    return best, used
 
-    def choose(op_type: str, cands: list[Candidate]) -> tuple[Candidate, str]:
-        fastest = min(cands, key=lambda c: (c.finish_ns, rank(op_type, c.unit), order[c.unit]))
-        pref = min(cands, key=lambda c: (rank(op_type, c.unit), c.finish_ns, order[c.unit]))
-        if pref is fastest:
-            return pref, f"affinity: {pref.unit} is preferred for {op_type} and finishes first"
-        duration = max(fastest.finish_ns - fastest.start_ns, pref.finish_ns - pref.start_ns)
-        late = pref.finish_ns - fastest.finish_ns
-        if late <= slack * duration:
-            return pref, (
-                f"affinity: {pref.unit} is preferred for {op_type}; {_us(late)} later than "
-                f"{fastest.unit} is within slack"
-            )
-        if pref.moved_bytes > fastest.moved_bytes and pref.start_ns > fastest.start_ns:
-            return fastest, (
-                f"locality: {fastest.unit} finishes {_us(late)} before preferred {pref.unit}, "
-                f"which would wait for {pref.moved_bytes - fastest.moved_bytes} B to cross domains"
-            )
-        return fastest, (
-            f"faster: {fastest.unit} finishes {_us(late)} before preferred {pref.unit}"
-        )
 
-    return choose
+def _prefer_affinity(problem: Problem, sol: Solution, budget: int) -> Solution:
+    """Move tasks to their preferred unit when the makespan does not grow."""
+    aff = problem.affinity
+    if budget <= 0 or not aff.any():
+        return sol
+    best = sol
+    used = 0
+    for i in range(problem.n):
+        if used >= budget:
+            break
+        caps = problem.capable[i]
+        pref = min(caps, key=lambda u: (aff[i, u], u))
+        if aff[i, best.unit[i]] <= aff[i, pref]:
+            continue
+        assign = list(best.unit)
+        assign[i] = pref
+        cand = retime(problem, assign)
+        used += 1
+        if cand.makespan_ns <= best.makespan_ns * (1 + 1e-12):
+            best = cand
+    return best
 
 
-def affinity_locality(
-    graph: ModelGraph, chip: Chip, table: CostTable, slack: float = DEFAULT_SLACK
-) -> Schedule:
-    """Schedule with the affinity-plus-locality rule (see the module docstring)."""
-    return list_schedule(graph, chip, table, make_chooser(chip, slack), "affinity-list")
+def _perturbed(problem: Problem, best: Solution, rng: np.random.Generator) -> Solution:
+    """A kick for the iterated local search: reassign a few tasks, or jitter the task order."""
+    assign = list(best.unit)
+    if rng.random() < 0.25:
+        rank = placement_rank(problem, assign)
+        jit = [r * rng.uniform(0.85, 1.15) for r in rank]
+        return evaluate(problem, assign, priority_order(problem, jit))
+    movable = [i for i in range(problem.n) if len(problem.capable[i]) > 1]
+    if not movable:
+        return best
+    if RELABEL_KICKS > 0 and problem.n_units > 1 and rng.random() < RELABEL_KICKS:
+        # Hand everything one unit runs to another unit (a jump out of a one-unit cluster).
+        a = assign[movable[int(rng.integers(0, len(movable)))]]
+        b = int(rng.integers(0, problem.n_units - 1))
+        b += b >= a
+        for j in range(problem.n):
+            if assign[j] == a and b in problem.capable[j]:
+                assign[j] = b
+        return retime(problem, assign)
+    if rng.random() < 0.5:
+        # Move a task and its neighbours to one unit (a cluster, for transfer-heavy graphs).
+        i = movable[int(rng.integers(0, len(movable)))]
+        caps = problem.capable[i]
+        u = caps[int(rng.integers(0, len(caps)))]
+        for j in (i, *(j for j, _ in problem.preds[i]), *(j for j, _ in problem.succs[i])):
+            if u in problem.capable[j]:
+                assign[j] = u
+        return retime(problem, assign)
+    for _ in range(int(rng.integers(1, 4))):
+        i = movable[int(rng.integers(0, len(movable)))]
+        caps = problem.capable[i]
+        assign[i] = caps[int(rng.integers(0, len(caps)))]
+    return retime(problem, assign)
+
+
+def affinity_locality(problem: Problem, work_budget: int = DEFAULT_WORK_BUDGET) -> Solution:
+    """Schedule ``problem`` with the default policy (see the module docstring)."""
+    if problem.n == 0:
+        return Solution((), (), (), (), 0.0)
+    size = problem.n + problem.n_edges()
+    budget = min(MAX_EVALUATIONS, (work_budget if size <= SMALL else min(work_budget, LARGE_WORK_BUDGET)) // size)
+    seeds = sorted(_seeds(problem), key=_key)
+    best = seeds[0]
+    # Descend from the best distinct seeds, then kick the best and descend again (iterated
+    # local search), until the evaluation budget is spent. The kicks use a generator seeded
+    # from the problem's size, so the result is deterministic.
+    distinct: list[Solution] = []
+    for s in seeds:
+        if all(s.unit != d.unit for d in distinct):
+            distinct.append(s)
+    spent = 0
+    share = budget // 8
+    # Every distinct seed gets a descent: on transfer-heavy graphs the best basin is often
+    # reached from a seed that starts out worst (e.g. CPOP's critical-path unit).
+    for s in distinct if budget > 0 else ():
+        cand, used = _local_search(problem, s, min(share, budget - spent))
+        spent += used
+        if _key(cand) < _key(best):
+            best = cand
+    # Independent walks (each its own generator, seeded from the problem's size) so one unlucky
+    # trajectory does not decide the result. A walk kicks from ``cur``, which may be up to
+    # ``ACCEPT_WORSE`` longer than the walk's best, and returns to that best after a third of
+    # ``STALL_KICKS`` fruitless kicks; it ends after ``STALL_KICKS`` or its share of the budget.
+    start = best
+    reserve = budget // 10
+    for walk in range(WALKS):
+        rng = np.random.default_rng(problem.n * 7919 + problem.n_units + 104_729 * walk)
+        stop = spent + (budget - reserve - spent) // (WALKS - walk)
+        wbest = cur = start
+        stale = 0
+        while spent + 2 <= stop and stale < STALL_KICKS:
+            kick = _perturbed(problem, cur, rng)
+            cand, used = _local_search(problem, kick, min(budget // KICK_DESCENT + 1, stop - spent - 1))
+            spent += used + 1
+            stale += 1
+            if _key(cand) < _key(wbest):
+                wbest, cur, stale = cand, cand, 0
+            elif cand.makespan_ns <= wbest.makespan_ns * (1 + ACCEPT_WORSE) and _key(cand) != _key(cur):
+                cur = cand
+            if stale and stale % max(1, STALL_KICKS // 3) == 0:
+                cur = wbest
+        if _key(wbest) < _key(best):
+            best = wbest
+    cand, used = order_search(problem, best, (budget - spent) // 2)
+    spent += used
+    if _key(cand) < _key(best):
+        best = cand
+    return _prefer_affinity(problem, best, budget - spent)
+

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from cost_models.energy import energy_pj
+from scheduler.list_scheduling import retime
 from scheduler.problem import Problem, Solution
-from scheduler.search import retime
 
 __all__ = ["ENERGY_WORK_BUDGET", "EnergyModel", "min_energy", "schedule_energy_pj"]
 

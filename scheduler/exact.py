@@ -25,12 +25,15 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.optimize import Bounds, LinearConstraint, OptimizeResult, milp
 from scipy.sparse import coo_matrix
 
 from scheduler.problem import Problem, Solution, solution_from_times
 
-__all__ = ["ExactResult", "exact"]
+__all__ = ["EXACT_TIME_LIMIT_S", "ExactResult", "exact", "time_windows"]
+
+#: ``exact`` gives up after this long (s) and keeps the best schedule found.
+EXACT_TIME_LIMIT_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +61,7 @@ def _reach(problem: Problem) -> list[set[int]]:
     return desc
 
 
-def _windows(problem: Problem) -> tuple[list[float], list[float], list[float]]:
+def time_windows(problem: Problem) -> tuple[list[float], list[float], list[float]]:
     """Per task: fastest run time, longest fastest chain before it (head) and after it (tail), ns."""
     n = problem.n
     fast = [min((problem.exec_list[i][u] for u in problem.capable[i]), default=0.0) for i in range(n)]
@@ -71,174 +74,228 @@ def _windows(problem: Problem) -> tuple[list[float], list[float], list[float]]:
     return fast, head, tail
 
 
+#: A constraint row: coefficients (variable -> weight), lower and upper bound.
+_Row = tuple[dict[int, float], float, float]
+
+
+class _Milp:
+    """The model of the module docstring while it is built: variables ``(lb, ub, integrality)``,
+    the objective (the makespan), and constraint rows. The windows (``fast``, ``head``,
+    ``tail``) and ``cap`` (the incumbent's makespan, slightly relaxed) bound everything."""
+
+    def __init__(self, problem: Problem, windows: tuple[list[float], list[float], list[float]], lb: float, cap: float):
+        self.problem = problem
+        self.fast, self.head, self.tail = windows
+        self.cap = cap
+        self.var: list[tuple[float, float, int]] = []
+        self.cost: list[float] = []
+        self.rows: list[_Row] = []
+        self.slots = [(u, c) for u in range(problem.n_units) for c in range(problem.cores[u])]
+        self.x = self._slot_variables()
+        n = problem.n
+        # Latest start: the incumbent's makespan less the task's fastest run and the tail after it.
+        latest = [max(self.head[i], cap - self.tail[i] - self.fast[i]) for i in range(n)]
+        self.s = [self.new(self.head[i], latest[i], 0) for i in range(n)]
+        self.cmax = self.new(lb, cap, 0)
+        self.cost[self.cmax] = 1.0
+        self.slots_of = {i: [k for k in range(len(self.slots)) if (i, k) in self.x] for i in range(n)}
+
+    def new(self, lo: float, hi: float, integer: int) -> int:
+        """A new variable's index."""
+        self.var.append((lo, hi, integer))
+        self.cost.append(0.0)
+        return len(self.var) - 1
+
+    def _slot_variables(self) -> dict[tuple[int, int], int]:
+        """``x[i, k]``: task ``i`` on core slot ``k`` (the ``t``-th task able to run on a unit
+        may only use its cores ``0..t``: identical cores are interchangeable)."""
+        problem, ex = self.problem, self.problem.exec_ns
+        x: dict[tuple[int, int], int] = {}
+        seen = [0] * problem.n_units  # tasks so far able to run on each unit (symmetry breaking)
+        for i in range(problem.n):
+            for k, (u, c) in enumerate(self.slots):
+                if math.isfinite(ex[i, u]) and c <= seen[u]:
+                    x[i, k] = self.new(0, 1, 1)
+            for u in problem.capable[i]:
+                seen[u] += 1
+        return x
+
+    def dur(self, i: int) -> dict[int, float]:
+        """Task ``i``'s run time as a linear term over its slot variables."""
+        ex = self.problem.exec_ns
+        return {self.x[i, k]: float(ex[i, self.slots[k][0]]) for k in self.slots_of[i]}
+
+    def add_assignments(self) -> None:
+        """Each task on one slot, and ``C >= s_i + dur_i + tail_i``."""
+        for i in range(self.problem.n):
+            self.rows.append(({self.x[i, k]: 1.0 for k in self.slots_of[i]}, 1.0, 1.0))
+            row = {self.cmax: 1.0, self.s[i]: -1.0}
+            for v, w in self.dur(i).items():
+                row[v] = -w
+            self.rows.append((row, self.tail[i], math.inf))
+
+    def add_slot_loads(self) -> None:
+        """The work on one core slot fits in the makespan."""
+        ex = self.problem.exec_ns
+        for k, (u, _c) in enumerate(self.slots):
+            row = {self.x[i, k]: float(ex[i, u]) for i in range(self.problem.n) if (i, k) in self.x}
+            if row:
+                row[self.cmax] = -1.0
+                self.rows.append((row, -math.inf, 0.0))
+
+    def add_precedences(self) -> None:
+        """``s_j >= s_i + dur_i + comm`` per edge, comm paid when the two land in different domains."""
+        problem = self.problem
+        domains = sorted(set(problem.unit_domain))
+        dom_slots = {d: [k for k, (u, _c) in enumerate(self.slots) if problem.unit_domain[u] == d] for d in domains}
+        for j in range(problem.n):
+            for i, vol in problem.preds[j]:
+                row = {self.s[j]: 1.0, self.s[i]: -1.0}
+                for v, w in self.dur(i).items():
+                    row[v] = row.get(v, 0.0) - w
+                if vol and len(domains) > 1:
+                    self._add_comm(row, i, j, vol, domains, dom_slots)
+                self.rows.append((row, 0.0, math.inf))
+
+    def _add_comm(
+        self, row: dict[int, float], i: int, j: int, vol: float, domains: list[int], dom_slots: dict[int, list[int]]
+    ) -> None:
+        """The transfer term of edge ``i -> j`` in ``row``, with its domain indicators."""
+        problem, x = self.problem, self.x
+        pair = {
+            (a, b): vol * float(problem.comm_scale[a, b]) + float(problem.comm_lat[a, b])
+            for a in domains for b in domains if a != b
+        }  # fmt: skip
+        costs = set(pair.values())
+        if len(costs) == 1:
+            # One cost for any cross-domain edge: d >= X_ia - X_ja for each domain a.
+            c0 = costs.pop()
+            d = self.new(0, 1, 0)
+            row[d] = -c0
+            for a in domains:
+                r = {d: 1.0}
+                for k in dom_slots[a]:
+                    if (i, k) in x:
+                        r[x[i, k]] = r.get(x[i, k], 0.0) - 1.0
+                    if (j, k) in x:
+                        r[x[j, k]] = r.get(x[j, k], 0.0) + 1.0
+                self.rows.append((r, 0.0, math.inf))
+            return
+        for (a, b), c_ab in pair.items():
+            e = self.new(0, 1, 0)
+            row[e] = -c_ab
+            r = {e: 1.0}
+            for k in dom_slots[a]:
+                if (i, k) in x:
+                    r[x[i, k]] = r.get(x[i, k], 0.0) - 1.0
+            for k in dom_slots[b]:
+                if (j, k) in x:
+                    r[x[j, k]] = r.get(x[j, k], 0.0) - 1.0
+            self.rows.append((r, -1.0, math.inf))
+
+    def add_disjunctions(self) -> None:
+        """Two tasks no path orders cannot overlap on one slot (see the module docstring)."""
+        desc = _reach(self.problem)
+        n = self.problem.n
+        for i in range(n):
+            for j in range(i + 1, n):
+                if j in desc[i]:
+                    continue
+                shared = [k for k in self.slots_of[i] if (j, k) in self.x]
+                if shared:
+                    self._add_pair(i, j, shared)
+
+    def _add_pair(self, i: int, j: int, shared: list[int]) -> None:
+        x, s, cap, fast, head, tail = self.x, self.s, self.cap, self.fast, self.head, self.tail
+        # Big-M per order from the windows: i's end minus j's start can be at most m_ij.
+        m_ij = cap - tail[i] - head[j]
+        m_ji = cap - tail[j] - head[i]
+        i_first = head[i] + fast[i] + fast[j] + tail[j] <= cap  # i then j on one core fits
+        j_first = head[j] + fast[j] + fast[i] + tail[i] <= cap
+        if not i_first and not j_first:
+            for k in shared:  # they cannot share a core
+                self.rows.append(({x[i, k]: 1.0, x[j, k]: 1.0}, -math.inf, 1.0))
+            return
+        if m_ij <= 0 or m_ji <= 0:
+            return  # the windows already order them
+        z = self.new(0 if j_first else 1, 1 if i_first else 0, 1)  # 1: i before j
+        q = self.new(0, 1, 0)  # 1: same slot
+        for k in shared:
+            self.rows.append(({q: 1.0, x[i, k]: -1.0, x[j, k]: -1.0}, -1.0, math.inf))
+        # s_j >= s_i + dur_i - M(1 - z) - M(1 - q)  ->  s_j - s_i - dur_i - M z - M q >= -2M
+        r1 = {s[j]: 1.0, s[i]: -1.0, z: -m_ij, q: -m_ij}
+        for v, w in self.dur(i).items():
+            r1[v] = r1.get(v, 0.0) - w
+        self.rows.append((r1, -2 * m_ij, math.inf))
+        # s_i >= s_j + dur_j - M z - M(1 - q)  ->  s_i - s_j - dur_j + M z - M q >= -M
+        r2 = {s[i]: 1.0, s[j]: -1.0, z: m_ji, q: -m_ji}
+        for v, w2 in self.dur(j).items():
+            r2[v] = r2.get(v, 0.0) - w2
+        self.rows.append((r2, -m_ji, math.inf))
+
+    def solve(self, time_limit_s: float) -> OptimizeResult:
+        """HiGHS on the model built so far."""
+        data: list[float] = []
+        ri: list[int] = []
+        ci: list[int] = []
+        lo: list[float] = []
+        hi: list[float] = []
+        for row_ix, (coefs, low, high) in enumerate(self.rows):
+            for v, w3 in coefs.items():
+                ri.append(row_ix)
+                ci.append(v)
+                data.append(w3)
+            lo.append(low)
+            hi.append(high)
+        a_mat = coo_matrix((data, (ri, ci)), shape=(len(self.rows), len(self.var))).tocsr()
+        return milp(
+            c=np.array(self.cost),
+            constraints=LinearConstraint(a_mat, np.array(lo), np.array(hi)),
+            integrality=np.array([v[2] for v in self.var]),
+            bounds=Bounds(np.array([v[0] for v in self.var]), np.array([v[1] for v in self.var])),
+            options={"time_limit": time_limit_s, "mip_rel_gap": 1e-7, "presolve": True},
+        )
+
+    def solution(self, values: np.ndarray) -> Solution:
+        """The schedule the solver's ``values`` describe, re-timed exactly."""
+        assign = [0] * self.problem.n
+        for i in range(self.problem.n):
+            ks = self.slots_of[i]
+            vals = [float(values[self.x[i, k]]) for k in ks]
+            assign[i] = self.slots[ks[vals.index(max(vals))]][0]
+        return solution_from_times(self.problem, assign, [float(values[v]) for v in self.s])
+
+
 def exact(
     problem: Problem,
     incumbent: Solution,
     lower_bound_ns: float = 0.0,
-    time_limit_s: float = 10.0,
+    time_limit_s: float = EXACT_TIME_LIMIT_S,
 ) -> ExactResult:
     """Optimal schedule of ``problem`` (or the best found in ``time_limit_s`` with its gap).
 
     ``incumbent`` is a valid schedule (e.g. the best heuristic); ``lower_bound_ns`` a known bound.
     """
-    n = problem.n
-    if n == 0:
+    if problem.n == 0:
         return ExactResult(incumbent, 0.0, True)
     ub = incumbent.makespan_ns
-    fast, head, tail = _windows(problem)
+    fast, head, tail = windows = time_windows(problem)
     lb = max(lower_bound_ns, max(h + f + t for h, f, t in zip(head, fast, tail, strict=True)))
     if ub <= lb * (1 + 1e-9):
         return ExactResult(incumbent, ub, True)
     # Every bound below derives from the incumbent's makespan; a little slack keeps the
     # incumbent itself feasible in floating point (a schedule that meets a big-M or a window
     # exactly was otherwise cut off, the model came out infeasible and nothing was proven).
-    cap = ub * (1 + 1e-6) + 1e-6
-    slots = [(u, c) for u in range(problem.n_units) for c in range(problem.cores[u])]
-    ex = problem.exec_ns
-    var: list[tuple[float, float, int]] = []  # (lb, ub, integrality)
-    cost: list[float] = []
-
-    def new(lo: float, hi: float, integer: int) -> int:
-        var.append((lo, hi, integer))
-        cost.append(0.0)
-        return len(var) - 1
-
-    x: dict[tuple[int, int], int] = {}
-    seen = [0] * problem.n_units  # tasks so far able to run on each unit (symmetry breaking)
-    for i in range(n):
-        for k, (u, c) in enumerate(slots):
-            if math.isfinite(ex[i, u]) and c <= seen[u]:
-                x[i, k] = new(0, 1, 1)
-        for u in problem.capable[i]:
-            seen[u] += 1
-    # Latest start: the incumbent's makespan less the task's fastest run and the tail after it.
-    latest = [max(head[i], cap - tail[i] - fast[i]) for i in range(n)]
-    s = [new(head[i], latest[i], 0) for i in range(n)]
-    cmax = new(lb, cap, 0)
-    cost[cmax] = 1.0
-    rows: list[tuple[dict[int, float], float, float]] = []
-    slots_of = {i: [k for k in range(len(slots)) if (i, k) in x] for i in range(n)}
-
-    def dur(i: int) -> dict[int, float]:
-        return {x[i, k]: float(ex[i, slots[k][0]]) for k in slots_of[i]}
-
-    for i in range(n):
-        rows.append(({x[i, k]: 1.0 for k in slots_of[i]}, 1.0, 1.0))
-        # C >= s_i + dur_i + tail_i
-        row = {cmax: 1.0, s[i]: -1.0}
-        for v, w in dur(i).items():
-            row[v] = -w
-        rows.append((row, tail[i], math.inf))
-    # The work on one core slot fits in the makespan.
-    for k, (u, _c) in enumerate(slots):
-        row = {x[i, k]: float(ex[i, u]) for i in range(n) if (i, k) in x}
-        if row:
-            row[cmax] = -1.0
-            rows.append((row, -math.inf, 0.0))
-    domains = sorted(set(problem.unit_domain))
-    nd = len(domains)
-    dom_slots = {d: [k for k, (u, _c) in enumerate(slots) if problem.unit_domain[u] == d] for d in domains}
-    for j in range(n):
-        for i, vol in problem.preds[j]:
-            # s_j >= s_i + dur_i + comm
-            row = {s[j]: 1.0, s[i]: -1.0}
-            for v, w in dur(i).items():
-                row[v] = row.get(v, 0.0) - w
-            if vol and nd > 1:
-                pair = {
-                    (a, b): vol * float(problem.comm_scale[a, b]) + float(problem.comm_lat[a, b])
-                    for a in domains for b in domains if a != b
-                }  # fmt: skip
-                costs = set(pair.values())
-                if len(costs) == 1:
-                    # One cost for any cross-domain edge: d >= X_ia - X_ja for each domain a.
-                    c0 = costs.pop()
-                    d = new(0, 1, 0)
-                    row[d] = -c0
-                    for a in domains:
-                        r = {d: 1.0}
-                        for k in dom_slots[a]:
-                            if (i, k) in x:
-                                r[x[i, k]] = r.get(x[i, k], 0.0) - 1.0
-                            if (j, k) in x:
-                                r[x[j, k]] = r.get(x[j, k], 0.0) + 1.0
-                        rows.append((r, 0.0, math.inf))
-                else:
-                    for (a, b), c_ab in pair.items():
-                        e = new(0, 1, 0)
-                        row[e] = -c_ab
-                        r = {e: 1.0}
-                        for k in dom_slots[a]:
-                            if (i, k) in x:
-                                r[x[i, k]] = r.get(x[i, k], 0.0) - 1.0
-                        for k in dom_slots[b]:
-                            if (j, k) in x:
-                                r[x[j, k]] = r.get(x[j, k], 0.0) - 1.0
-                        rows.append((r, -1.0, math.inf))
-            rows.append((row, 0.0, math.inf))
-    desc = _reach(problem)
-    for i in range(n):
-        for j in range(i + 1, n):
-            if j in desc[i]:
-                continue
-            shared = [k for k in slots_of[i] if (j, k) in x]
-            if not shared:
-                continue
-            # Big-M per order from the windows: i's end minus j's start can be at most m_ij.
-            m_ij = cap - tail[i] - head[j]
-            m_ji = cap - tail[j] - head[i]
-            i_first = head[i] + fast[i] + fast[j] + tail[j] <= cap  # i then j on one core fits
-            j_first = head[j] + fast[j] + fast[i] + tail[i] <= cap
-            if not i_first and not j_first:
-                for k in shared:  # they cannot share a core
-                    rows.append(({x[i, k]: 1.0, x[j, k]: 1.0}, -math.inf, 1.0))
-                continue
-            if m_ij <= 0 or m_ji <= 0:
-                continue  # the windows already order them
-            z = new(0 if j_first else 1, 1 if i_first else 0, 1)  # 1: i before j
-            q = new(0, 1, 0)  # 1: same slot
-            for k in shared:
-                rows.append(({q: 1.0, x[i, k]: -1.0, x[j, k]: -1.0}, -1.0, math.inf))
-            # s_j >= s_i + dur_i - M(1 - z) - M(1 - q)  ->  s_j - s_i - dur_i - M z - M q >= -2M
-            r1 = {s[j]: 1.0, s[i]: -1.0, z: -m_ij, q: -m_ij}
-            for v, w in dur(i).items():
-                r1[v] = r1.get(v, 0.0) - w
-            rows.append((r1, -2 * m_ij, math.inf))
-            # s_i >= s_j + dur_j - M z - M(1 - q)  ->  s_i - s_j - dur_j + M z - M q >= -M
-            r2 = {s[i]: 1.0, s[j]: -1.0, z: m_ji, q: -m_ji}
-            for v, w2 in dur(j).items():
-                r2[v] = r2.get(v, 0.0) - w2
-            rows.append((r2, -m_ji, math.inf))
-    data: list[float] = []
-    ri: list[int] = []
-    ci: list[int] = []
-    lo: list[float] = []
-    hi: list[float] = []
-    for row_ix, (coefs, low, high) in enumerate(rows):
-        for v, w3 in coefs.items():
-            ri.append(row_ix)
-            ci.append(v)
-            data.append(w3)
-        lo.append(low)
-        hi.append(high)
-    a_mat = coo_matrix((data, (ri, ci)), shape=(len(rows), len(var))).tocsr()
-    res = milp(
-        c=np.array(cost),
-        constraints=LinearConstraint(a_mat, np.array(lo), np.array(hi)),
-        integrality=np.array([v[2] for v in var]),
-        bounds=Bounds(np.array([v[0] for v in var]), np.array([v[1] for v in var])),
-        options={"time_limit": time_limit_s, "mip_rel_gap": 1e-7, "presolve": True},
-    )
+    model = _Milp(problem, windows, lb, ub * (1 + 1e-6) + 1e-6)
+    model.add_assignments()
+    model.add_slot_loads()
+    model.add_precedences()
+    model.add_disjunctions()
+    res = model.solve(time_limit_s)
     bound = max(lb, float(getattr(res, "mip_dual_bound", lb) or lb))
     best = incumbent
     if res.x is not None:
-        sol_x = res.x
-        assign = [0] * n
-        for i in range(n):
-            ks = slots_of[i]
-            vals = [float(sol_x[x[i, k]]) for k in ks]
-            assign[i] = slots[ks[vals.index(max(vals))]][0]
-        cand = solution_from_times(problem, assign, [float(sol_x[v]) for v in s])
+        cand = model.solution(res.x)
         if cand.makespan_ns < best.makespan_ns:
             best = cand
     proven = res.status == 0 or best.makespan_ns <= bound * (1 + 1e-6)

@@ -3,7 +3,7 @@ finishes earliest, idle gaps filled."""
 
 from __future__ import annotations
 
-from scheduler.list_eft import list_schedule
+from scheduler.list_scheduling import list_schedule
 from scheduler.problem import Problem, Solution, priority_order
 from scheduler.ranks import upward_rank
 

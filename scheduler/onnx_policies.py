@@ -1,4 +1,4 @@
-"""The abstract policies on ONNX models: ``(ModelGraph, Chip, CostTable)`` -> Problem -> Schedule.
+"""The policies on ONNX models: ``(ModelGraph, Chip, CostTable)`` -> Problem -> policy -> Schedule.
 
 Units keep their cores (a task goes to a unit; the evaluator picks the core); an edge's volume
 is the bytes of the tensors it carries (stored in the table's precision) and costs
@@ -11,7 +11,7 @@ contention and DMA channels, which the engine adds.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -19,23 +19,30 @@ from chips.schema import Chip
 from cost_models.energy import dram_energy_pj
 from cost_models.table import CostTable
 from graph_ir.ir import ModelGraph
-from scheduler.affinity_locality import affinity_rank
+from scheduler.affinity_list import affinity_rank
+from scheduler.affinity_locality import DEFAULT_WORK_BUDGET
+from scheduler.deadlines import deadline_first
 from scheduler.energy import EnergyModel, min_energy
-from scheduler.exact import exact
 from scheduler.explain import explain
 from scheduler.ort_greedy import ort_greedy
-from scheduler.policies import CHEAP_POLICIES, _best, _deadline_first
+from scheduler.policy import ProblemPolicy, SolveOptions
 from scheduler.problem import Problem, Solution, make_problem, solution_from_times
 from scheduler.schedule import Placement, Schedule, implied_transfers, tensor_bytes
-from scheduler.search import DEFAULT_WORK_BUDGET, affinity_locality
 
 __all__ = [
+    "COLOCATED_MAX_OPS",
+    "INPUTS",
+    "ONNX_WORK_BUDGET",
+    "OUTPUTS",
+    "colocated_costs",
     "deadline_schedule",
     "energy_model",
     "energy_schedule",
-    "graph_policy",
+    "model_options",
+    "ort_greedy_model",
     "problem_from_graph",
     "schedule_from_solution",
+    "schedule_model",
     "solution_from_schedule",
 ]
 
@@ -71,21 +78,41 @@ def problem_from_graph(graph: ModelGraph, chip: Chip, table: CostTable, colocate
     """The scheduling problem of ``graph`` on ``chip`` with the costs in ``table`` (with
     ``colocated``, those of :func:`colocated_costs`: what the default search plans with; the
     baselines keep the plain costs, as their published definitions have no fusion)."""
-    units = [u.name for u in chip.units]
-    doms = [d.name for d in chip.domains]
-    dom_ix = {d: k for k, d in enumerate(doms)}
     host_units = [u for u, unit in enumerate(chip.units) if unit.domain == chip.host]
     io = bool(host_units)
     names = [INPUTS, *graph.order, OUTPUTS] if io else list(graph.order)
     index = {n: k for k, n in enumerate(names)}
-    n, m = len(names), len(units)
+    planned = colocated_costs(graph, chip, table) if colocated else table
+    ex, aff = _exec_and_affinity(graph, chip, planned, index, host_units)
+    edges = _edges(graph, table, index, io)
+    dom_ix, scale, lat = _domain_links(chip)
+    return make_problem(
+        names,
+        [u.name for u in chip.units],
+        ex,
+        sorted(edges),
+        kinds=[graph.op(x).op_type if x not in (INPUTS, OUTPUTS) else "" for x in names],
+        cores=[u.cores for u in chip.units],
+        unit_domain=[dom_ix[u.domain] for u in chip.units],
+        comm_scale=scale,
+        comm_lat=lat,
+        affinity=aff,
+    )
+
+
+def _exec_and_affinity(
+    graph: ModelGraph, chip: Chip, planned: CostTable, index: Mapping[str, int], host_units: list[int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Run times (ns; ``inf``: cannot run) and affinity ranks, task x unit. The pseudo tasks
+    (present when ``host_units`` is not empty) take no time on the host domain's units."""
+    units = [u.name for u in chip.units]
+    n, m = len(index), len(units)
     ex = np.full((n, m), np.inf)
     aff = np.zeros((n, m), dtype=int)
-    if io:
+    if host_units:
         ex[0, host_units] = 0.0
         ex[n - 1, host_units] = 0.0
     ranks: dict[str, list[int]] = {}
-    planned = colocated_costs(graph, chip, table) if colocated else table
     for name in graph.order:
         i = index[name]
         row = planned.costs[name]
@@ -96,6 +123,12 @@ def problem_from_graph(graph: ModelGraph, chip: Chip, table: CostTable, colocate
         for u, uname in enumerate(units):
             if uname in row:
                 ex[i, u] = row[uname].latency_ns
+    return ex, aff
+
+
+def _edges(graph: ModelGraph, table: CostTable, index: Mapping[str, int], io: bool) -> list[tuple[int, int, float]]:
+    """``(producer, consumer, bytes)`` per pair of dependent tasks, the trips from and to the
+    host included when ``io``."""
     size: dict[str, int] = {}
     default_dtype = None if table.precision == "model" else table.precision
     for name in graph.order:
@@ -106,19 +139,27 @@ def problem_from_graph(graph: ModelGraph, chip: Chip, table: CostTable, colocate
     for s, d in g.edges:
         vol = float(sum(size.get(t, 0) for t in g.edges[s, d]["tensors"]))
         edges.append((index[s], index[d], vol))
-    if io:
-        for t in graph.inputs:
-            size[t.name] = tensor_bytes(t, default_dtype)
-        for name in graph.order:
-            vol = float(sum(size[t.name] for t in graph.op(name).activations if t.name not in graph.producer))
-            if vol:
-                edges.append((0, index[name], vol))
-        for t in graph.outputs:
-            if t.name in graph.producer:
-                # Every output returns home (the engine moves it once per destination domain, and
-                # transfers here do not contend, so an edge per consumer times the same arrival).
-                edges.append((index[graph.producer[t.name]], n - 1, float(size[t.name])))
-        edges = _merge(edges)
+    if not io:
+        return edges
+    n = len(index)
+    for t in graph.inputs:
+        size[t.name] = tensor_bytes(t, default_dtype)
+    for name in graph.order:
+        vol = float(sum(size[t.name] for t in graph.op(name).activations if t.name not in graph.producer))
+        if vol:
+            edges.append((0, index[name], vol))
+    for t in graph.outputs:
+        if t.name in graph.producer:
+            # Every output returns home (the engine moves it once per destination domain, and
+            # transfers here do not contend, so an edge per consumer times the same arrival).
+            edges.append((index[graph.producer[t.name]], n - 1, float(size[t.name])))
+    return _merge(edges)
+
+
+def _domain_links(chip: Chip) -> tuple[dict[str, int], np.ndarray, np.ndarray]:
+    """Each domain's index, and per ordered pair of domains the time per byte (ns/B) and latency (ns)."""
+    doms = [d.name for d in chip.domains]
+    dom_ix = {d: k for k, d in enumerate(doms)}
     nd = len(doms)
     scale = np.zeros((nd, nd))
     lat = np.zeros((nd, nd))
@@ -130,18 +171,7 @@ def problem_from_graph(graph: ModelGraph, chip: Chip, table: CostTable, colocate
             # Domains without a link hold no unit (the chip schema checks used domains).
             scale[dom_ix[a], dom_ix[b]] = 1.0 / link.bandwidth_gbps if link else 1e12
             lat[dom_ix[a], dom_ix[b]] = link.latency_ns if link else 1e12
-    return make_problem(
-        names,
-        units,
-        ex,
-        sorted(edges),
-        kinds=[graph.op(x).op_type if x not in (INPUTS, OUTPUTS) else "" for x in names],
-        cores=[u.cores for u in chip.units],
-        unit_domain=[dom_ix[u.domain] for u in chip.units],
-        comm_scale=scale,
-        comm_lat=lat,
-        affinity=aff,
-    )
+    return dom_ix, scale, lat
 
 
 #: Names of the host-side pseudo tasks (not ONNX node names: those cannot contain "<").
@@ -182,6 +212,12 @@ def _ort(problem: Problem, chip: Chip) -> Solution:
     return ort_greedy(problem, prio)
 
 
+def ort_greedy_model(graph: ModelGraph, chip: Chip, table: CostTable) -> Schedule:
+    """``ort-greedy`` on a model: the units by kind (:data:`ORT_KIND_ORDER`), then as listed."""
+    problem = problem_from_graph(graph, chip, table)
+    return schedule_from_solution(graph, chip, table, problem, _ort(problem, chip), "ort-greedy")
+
+
 #: The default policy's search effort on models: a twentieth of a task graph's. Models are
 #: mostly chains with a few branches, where the seeds are already good, and `hwsim run` checks
 #: the result against HEFT and the best single unit in the engine anyway (`hwsim.policy_check`).
@@ -191,36 +227,20 @@ def _ort(problem: Problem, chip: Chip) -> Solution:
 ONNX_WORK_BUDGET = DEFAULT_WORK_BUDGET // 20
 
 
-def graph_policy(name: str) -> Callable[[ModelGraph, Chip, CostTable], Schedule]:
-    """The engine-facing policy ``name`` (a cheap policy, ``best`` or ``exact``)."""
-
-    def run(graph: ModelGraph, chip: Chip, table: CostTable) -> Schedule:
-        colocated = name == "affinity-locality" and len(graph.order) <= COLOCATED_MAX_OPS
-        problem = problem_from_graph(graph, chip, table, colocated=colocated)
-        label = name
-        if name == "ort-greedy":
-            sol = _ort(problem, chip)
-        elif name == "affinity-locality":
-            sol = affinity_locality(problem, ONNX_WORK_BUDGET)
-        elif name in CHEAP_POLICIES:
-            sol = CHEAP_POLICIES[name](problem)
-        elif name == "best":
-            winner, sol = _best(problem)
-            label = f"best ({winner})"
-        elif name == "exact":
-            _, inc = _best(problem)
-            sol = exact(problem, inc, 0.0, EXACT_TIME_LIMIT_S).solution
-        else:
-            raise ValueError(f"unknown policy {name!r}")
-        return schedule_from_solution(graph, chip, table, problem, sol, label)
-
-    run.__name__ = name.replace("-", "_")
-    run.__doc__ = f"The {name!r} policy on an ONNX graph (see scheduler.onnx_policies)."
-    return run
+def model_options() -> SolveOptions:
+    """What the policies are told on a model: the search's model budget."""
+    return SolveOptions(work_budget=ONNX_WORK_BUDGET)
 
 
-#: ``exact`` on a model gives up after this long and keeps the best schedule found.
-EXACT_TIME_LIMIT_S = 10.0
+def schedule_model(
+    solve: ProblemPolicy, graph: ModelGraph, chip: Chip, table: CostTable, colocated: bool = False
+) -> Schedule:
+    """Run the problem policy ``solve`` on a model: build the problem (planned with colocated
+    costs when ``colocated`` and the graph has at most :data:`COLOCATED_MAX_OPS` ops), solve it
+    with :func:`model_options`, and turn the solution into the engine's :class:`Schedule`."""
+    problem = problem_from_graph(graph, chip, table, colocated=colocated and len(graph.order) <= COLOCATED_MAX_OPS)
+    solved = solve(problem, model_options())
+    return schedule_from_solution(graph, chip, table, problem, solved.solution, solved.label)
 
 
 def solution_from_schedule(problem: Problem, sched: Schedule) -> Solution:
@@ -276,5 +296,5 @@ def deadline_schedule(
     problem = problem_from_graph(graph, chip, table)
     index = {name: i for i, name in enumerate(problem.tasks)}
     sol = solution_from_schedule(problem, sched)
-    alt = _deadline_first(problem, {index[k]: v for k, v in deadlines_ns.items()}, sol)
+    alt = deadline_first(problem, {index[k]: v for k, v in deadlines_ns.items()}, sol)
     return schedule_from_solution(graph, chip, table, problem, alt, sched.policy)

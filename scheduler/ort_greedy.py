@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scheduler.list_eft import list_schedule
+from scheduler.list_scheduling import list_schedule
 from scheduler.problem import Problem, Solution, priority_order
 from scheduler.ranks import upward_rank
 

@@ -3,7 +3,7 @@ the unit minimizing its finish time plus the optimistic cost of what follows it 
 
 from __future__ import annotations
 
-from scheduler.list_eft import list_schedule
+from scheduler.list_scheduling import list_schedule
 from scheduler.problem import Problem, Solution, priority_order
 from scheduler.ranks import optimistic_cost_table
 

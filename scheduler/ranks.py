@@ -1,5 +1,5 @@
 """Task priorities used by the list schedulers: upward and downward ranks, PEFT's optimistic
-cost table. Mean costs are over the units able to run a task; a mean edge cost is over every
+cost table, and the upward rank of a fixed placement. Mean costs are over the units able to run a task; a mean edge cost is over every
 ordered pair of units (the chance that two tasks land on different units included)."""
 
 from __future__ import annotations
@@ -10,7 +10,14 @@ import numpy as np
 
 from scheduler.problem import Problem
 
-__all__ = ["downward_rank", "mean_comm", "mean_exec", "optimistic_cost_table", "upward_rank"]
+__all__ = [
+    "downward_rank",
+    "mean_comm",
+    "mean_exec",
+    "optimistic_cost_table",
+    "placement_rank",
+    "upward_rank",
+]
 
 
 def mean_exec(problem: Problem) -> list[float]:
@@ -77,3 +84,18 @@ def optimistic_cost_table(problem: Problem) -> np.ndarray:
             row = np.maximum(row, cand.min(axis=1))
         oct_[i] = row
     return oct_
+
+
+def placement_rank(problem: Problem, assign: Sequence[int]) -> list[float]:
+    """Upward rank with each task's real cost on its unit and real transfer times."""
+    ex, ps, pl = problem.exec_list, problem.pair_scale, problem.pair_lat
+    rank = [0.0] * problem.n
+    for i in range(problem.n - 1, -1, -1):
+        u = assign[i]
+        best = 0.0
+        for j, vol in problem.succs[i]:
+            v = assign[j]
+            t = rank[j] + (vol * ps[u][v] + pl[u][v] if vol and u != v else 0.0)
+            best = max(best, t)
+        rank[i] = ex[i][u] + best
+    return rank

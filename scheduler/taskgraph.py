@@ -104,16 +104,27 @@ def parse_task_graph(data: Any, src: str = "<task graph>") -> TaskGraph:
     extra = set(data) - {"units", "tasks", "edges"}
     if extra:
         raise TaskGraphError(f"{src}: unknown field {min(extra)!r}")
-    units = data.get("units")
+    units = _units(data.get("units"), src)
+    names, costs, deadlines = _tasks(data.get("tasks"), units, src)
+    edges = _edges(data.get("edges", []), {name: k for k, name in enumerate(names)}, src)
+    return _build(units, names, costs, edges, deadlines, src)
+
+
+def _units(units: Any, src: str) -> list[str]:
+    """The ``units`` field: a non-empty list of distinct names."""
     if not isinstance(units, list) or not units or not all(isinstance(u, str) for u in units):
         raise TaskGraphError(f"{src}: units: expected a non-empty list of names")
     if len(set(units)) < len(units):
         dup = next(u for k, u in enumerate(units) if u in units[:k])
         raise TaskGraphError(f"{src}: units: duplicate unit {dup!r}")
-    unit_ix = {u: k for k, u in enumerate(units)}
-    tasks = data.get("tasks")
+    return units
+
+
+def _tasks(tasks: Any, units: list[str], src: str) -> tuple[list[str], np.ndarray, dict[int, float]]:
+    """The ``tasks`` field: names, run times (task x unit, ``inf``: cannot run) and deadlines."""
     if not isinstance(tasks, list):
         raise TaskGraphError(f"{src}: tasks: expected a list")
+    unit_ix = {u: k for k, u in enumerate(units)}
     names: list[str] = []
     index: dict[str, int] = {}
     costs = np.full((len(tasks), len(units)), np.inf)
@@ -140,7 +151,11 @@ def parse_task_graph(data: Any, src: str = "<task graph>") -> TaskGraph:
             deadlines[k] = _num(t["deadline"], f"task {name!r}: deadline", src)
         index[name] = k
         names.append(name)
-    edges_in = data.get("edges", [])
+    return names, costs, deadlines
+
+
+def _edges(edges_in: Any, index: Mapping[str, int], src: str) -> list[tuple[int, int, float]]:
+    """The ``edges`` field: ``(src, dst, comm)`` by task index, no self-loop or duplicate."""
     if not isinstance(edges_in, list):
         raise TaskGraphError(f"{src}: edges: expected a list")
     edges: list[tuple[int, int, float]] = []
@@ -161,7 +176,7 @@ def parse_task_graph(data: Any, src: str = "<task graph>") -> TaskGraph:
             raise TaskGraphError(f"{src}: edges[{k}]: duplicate edge {e['src']!r} -> {e['dst']!r}")
         seen.add((s, d))
         edges.append((s, d, _num(e.get("comm", 0.0), f"edges[{k}].comm", src)))
-    return _build(units, names, costs, edges, deadlines, src)
+    return edges
 
 
 def parse_stg(text: str, n_units: int = DEFAULT_STG_UNITS, src: str = "<stg>") -> TaskGraph:

@@ -22,12 +22,11 @@ def input_errors() -> tuple[type[BaseException], ...]:
 
 def add_parser(sub: Any) -> None:
     """Add the ``schedule`` subparser to ``sub`` (an argparse subparsers object)."""
-    from scheduler import DEFAULT_POLICY
-    from scheduler.policies import TASK_POLICIES
+    from scheduler import DEFAULT_POLICY, POLICIES
 
     p = sub.add_parser("schedule", help="schedule an abstract task graph (JSON or STG) and report the makespan")
     p.add_argument("taskgraph", help="task-graph JSON file, or a Standard Task Graph (.stg) file")
-    p.add_argument("--policy", choices=TASK_POLICIES, default=DEFAULT_POLICY, help="scheduling policy")
+    p.add_argument("--policy", choices=list(POLICIES), default=DEFAULT_POLICY, help="scheduling policy")
     p.add_argument("--units", type=int, help="number of identical units for an STG file (default: 4)")
     p.add_argument("--time-limit", type=float, default=10.0, help="seconds the exact policy may spend (default: 10)")
     p.add_argument("--json", action="store_true", help="print the schedule as JSON")
@@ -62,7 +61,7 @@ def main(args: argparse.Namespace) -> int:
     """Run ``hwsim schedule``; returns the exit code."""
     import sys
 
-    from scheduler.policies import DeadlineError, solve
+    from scheduler.solver import DeadlineError, solve
     from scheduler.taskgraph import load_task_graph
 
     if args.units is not None and args.units < 1:

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scheduler.affinity_locality import affinity_locality, order_search
 from scheduler.bounds import problem_bounds
-from scheduler.exact import _windows, exact
+from scheduler.exact import exact, time_windows
 from scheduler.generators import random_problem
 from scheduler.heft import heft
 from scheduler.problem import Problem, evaluate, make_problem
-from scheduler.search import _order_search, affinity_locality
 from tests.helpers import EPS, check_valid
 
 
@@ -72,7 +72,7 @@ def test_windows_are_the_fastest_chains_before_and_after():
         ["a", "b", "c", "d"], ["u0", "u1"], [[1.0, 5.0], [2.0, 2.5], [9.0, 3.0], [4.0, math.inf]],
         [(0, 1, 1.0), (1, 2, 1.0)],
     )  # fmt: skip
-    fast, head, tail = _windows(p)
+    fast, head, tail = time_windows(p)
     assert fast == [1.0, 2.0, 3.0, 4.0]
     assert head == [0.0, 1.0, 3.0, 0.0]
     assert tail == [5.0, 3.0, 0.0, 0.0]
@@ -97,7 +97,7 @@ def test_order_search_starts_a_late_task_earlier():
     )  # fmt: skip
     start = evaluate(p, [0, 0, 0, 1], [0, 1, 2, 3])
     assert start.makespan_ns == pytest.approx(17.0)
-    better, used = _order_search(p, start, 100)
+    better, used = order_search(p, start, 100)
     check_valid(p, better)
     assert better.unit == start.unit
     assert better.makespan_ns == pytest.approx(11.0)
@@ -115,7 +115,7 @@ def test_order_search_starts_a_late_task_earlier():
 def test_order_search_keeps_units_and_never_worsens(seed, n, n_units, budget, kind):
     p = random_problem(seed, n, n_units, 1.0, kind)
     start = heft(p)
-    s, used = _order_search(p, start, budget)
+    s, used = order_search(p, start, budget)
     check_valid(p, s)
     assert s.unit == start.unit
     assert s.makespan_ns <= start.makespan_ns + EPS

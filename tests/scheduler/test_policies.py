@@ -6,12 +6,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from scheduler import POLICIES
+from scheduler.affinity_locality import affinity_locality
+from scheduler.best import CHEAP_POLICIES
 from scheduler.bounds import problem_bounds
 from scheduler.exact import exact
 from scheduler.generators import random_problem
-from scheduler.policies import CHEAP_POLICIES, TASK_POLICIES, DeadlineError, solve
-from scheduler.problem import Problem, evaluate, make_problem
-from scheduler.search import affinity_locality
+from scheduler.problem import Problem, Timeline, evaluate, make_problem
+from scheduler.solver import DeadlineError, solve
 from tests.helpers import EPS, check_valid
 
 problems = st.builds(
@@ -89,7 +91,7 @@ def test_evaluate_fills_idle_gaps():
 
 def test_empty_problem():
     p = make_problem([], ["u0"], [[]], [])
-    for name in TASK_POLICIES:
+    for name in POLICIES:
         assert solve(p, name).solution.makespan_ns == 0.0
 
 
@@ -165,3 +167,13 @@ def test_min_energy_moves_work_to_the_frugal_unit_when_time_allows():
     loose = min_energy(p, model, start, 4.0)
     assert loose.unit == (1, 1)
     assert schedule_energy_pj(p, model, loose) < schedule_energy_pj(p, model, tight) < schedule_energy_pj(p, model, start)
+
+
+@pytest.mark.xfail(strict=True, reason="known bug, kept for identical schedules: Timeline.insert puts a zero-time task "
+                   "after a longer one of the same start, its finish times go unsorted and earliest() overlaps them")
+def test_a_zero_time_task_does_not_open_a_gap_inside_a_busy_interval():
+    tl = Timeline([1])
+    tl.insert(0, 0, 0.0, 10.0)
+    assert tl.earliest(0, 0.0, 0.0) == (0.0, 0)
+    tl.insert(0, 0, 0.0, 0.0)
+    assert tl.earliest(0, 0.0, 5.0)[0] >= 10.0

@@ -1,6 +1,6 @@
 """List scheduling on a :class:`~scheduler.problem.Problem`: take tasks in a priority order and
 put each on the unit (and core) where it finishes first, optionally plus a look-ahead term
-(PEFT's optimistic cost to the exits)."""
+(PEFT's optimistic cost to the exits); :func:`retime` is list scheduling with every unit given."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from scheduler.problem import Problem, Solution, Timeline
+from scheduler.problem import Problem, Solution, Timeline, evaluate, priority_order
+from scheduler.ranks import placement_rank
 
-__all__ = ["list_schedule"]
+__all__ = ["list_schedule", "retime"]
 
 
 def list_schedule(
@@ -67,3 +68,8 @@ def list_schedule(
         unit[i], core[i], start[i], finish[i] = u, c, s, s + w
         makespan = max(makespan, s + w)
     return Solution(tuple(unit), tuple(core), tuple(start), tuple(finish), makespan)
+
+
+def retime(problem: Problem, assign: Sequence[int]) -> Solution:
+    """Exact schedule for a fixed assignment: ready tasks by placement rank, gaps filled."""
+    return evaluate(problem, assign, priority_order(problem, placement_rank(problem, assign)))

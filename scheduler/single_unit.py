@@ -1,0 +1,56 @@
+"""The best single unit: everything on one unit (tasks it cannot run go to their fastest unit),
+the unit giving the shortest schedule wins.
+
+Two policies hold this idea: ``single-unit`` (idle gaps filled) and ``single-unit-list``, the
+one-pass form kept for comparison (no gap filling; on models it is the one-pass list scheduler
+of :mod:`scheduler.one_pass`, as it was before the search existed).
+"""
+
+from __future__ import annotations
+
+from chips.schema import Chip
+from cost_models.table import CostTable
+from graph_ir.ir import ModelGraph
+from scheduler.list_scheduling import list_schedule
+from scheduler.one_pass import earliest_finish, one_pass_schedule
+from scheduler.problem import Problem, Solution, priority_order
+from scheduler.ranks import upward_rank
+from scheduler.schedule import Schedule
+
+__all__ = ["single_unit", "single_unit_list", "single_unit_list_model"]
+
+
+def single_unit(problem: Problem, insertion: bool = True) -> Solution:
+    """Schedule ``problem`` on its best single unit (``insertion``: tasks may fill idle gaps)."""
+    order = priority_order(problem, upward_rank(problem))
+    best: Solution | None = None
+    for u in range(problem.n_units):
+        fixed: list[int | None] = []
+        for i, caps in enumerate(problem.capable):
+            row = problem.exec_list[i]
+            fixed.append(u if u in caps else min(caps, key=lambda v: (row[v], v)))
+        s = list_schedule(problem, order, fixed=fixed, insertion=insertion)
+        if best is None or s.makespan_ns < best.makespan_ns:
+            best = s
+    assert best is not None or problem.n_units == 0
+    return best if best is not None else list_schedule(problem, order, insertion=insertion)
+
+
+def single_unit_list(problem: Problem) -> Solution:
+    """``single-unit-list`` on an abstract problem: the best single unit without gap filling."""
+    return single_unit(problem, insertion=False)
+
+
+def single_unit_list_model(graph: ModelGraph, chip: Chip, table: CostTable) -> Schedule:
+    """``single-unit-list`` on a model: the one-pass list scheduler restricted to each unit in turn."""
+    best: Schedule | None = None
+    for unit in chip.units:
+        allowed = {
+            op: (unit.name,) if unit.name in row else (min(row, key=lambda u: row[u].latency_ns),)
+            for op, row in table.costs.items()
+        }
+        s = one_pass_schedule(graph, chip, table, earliest_finish, f"single-unit ({unit.name})", allowed)
+        if best is None or s.est_makespan_ns < best.est_makespan_ns:
+            best = s
+    assert best is not None  # a chip has at least one unit
+    return best
