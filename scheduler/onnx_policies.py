@@ -213,7 +213,7 @@ def _ort(problem: Problem, chip: Chip) -> Solution:
 
 
 def ort_greedy_model(graph: ModelGraph, chip: Chip, table: CostTable) -> Schedule:
-    """``ort-greedy`` on a model: the units by kind (:data:`ORT_KIND_ORDER`), then as listed."""
+    """``ort-greedy`` on a model: the units by their kind's ``ep_priority``, then as listed."""
     problem = problem_from_graph(graph, chip, table)
     return schedule_from_solution(graph, chip, table, problem, _ort(problem, chip), "ort-greedy")
 
