@@ -47,7 +47,7 @@ All inputs are there at time 0, or, with ``in_flight = K``, frame ``i`` is admit
 How the code is laid out:
 
 - :mod:`hwsim.sim.plan` resolves the schedule into arrays by op and transfer index;
-- :class:`Simulation` (here) holds the clock, the heap of typed :class:`Event` s and the
+- :class:`Simulation` (here) holds the clock, the heap of typed events (:class:`EventKind`, instance) and the
   resources, and reacts to each event: it starts ops on free cores and transfers on free
   channels, streams blocks and transfers through :class:`~hwsim.sim.resources.SharedBandwidth`,
   and delivers tensors, which makes further ops ready;
@@ -60,7 +60,6 @@ from __future__ import annotations
 import heapq
 import math
 from enum import Enum
-from typing import NamedTuple
 
 from chips.schema import Chip
 from chips.units import PS_PER_NS
@@ -111,11 +110,9 @@ class EventKind(Enum):
     TRANSFER_DONE = "a transfer's last byte arrived"
 
 
-class Event(NamedTuple):
-    """An event of an op instance or a transfer instance (``frame * per_frame + index``)."""
-
-    kind: EventKind
-    instance: int
+#: An event: what happens, and to which op instance or transfer instance
+#: (``frame * per_frame + index``). A plain tuple, not a class: the loop makes one per block.
+Event = tuple[EventKind, int]
 
 
 _OP_BODY, _BLOCK_DONE = EventKind.OP_BODY, EventKind.BLOCK_DONE
@@ -359,7 +356,7 @@ class Simulation:
         log.used_cores[inst] = cores if shards > 1 else ()
         blocks = self._blocks[inst] = op_blocks(cost, self.options.double_buffer, shards)
         log.dram_bytes[inst] = sum(b.bytes for b in blocks)
-        self.push(now + math.ceil(cost.overhead_ns * PS_PER_NS), Event(_OP_BODY, inst))
+        self.push(now + math.ceil(cost.overhead_ns * PS_PER_NS), (_OP_BODY, inst))
 
     def start_block(self, inst: int) -> bool:
         """Start the op's next block (or finish the op); True when a flow was added."""
@@ -373,10 +370,10 @@ class Simulation:
         if b.bytes > 0 and b.dur_ns > 0:
             uses = {self.plan.memory[inst % self.n_ops]: 1.0}
             self.bandwidth.request(
-                b.bytes, b.bytes / (b.dur_ns * PS_PER_NS), uses, Event(_BLOCK_DONE, inst)
+                b.bytes, b.bytes / (b.dur_ns * PS_PER_NS), uses, (_BLOCK_DONE, inst)
             )
             return True
-        self.push(now + math.ceil(b.dur_ns * PS_PER_NS), Event(_BLOCK_DONE, inst))
+        self.push(now + math.ceil(b.dur_ns * PS_PER_NS), (_BLOCK_DONE, inst))
         return False
 
     def end_block(self, inst: int) -> bool:
@@ -422,7 +419,7 @@ class Simulation:
             for xi, channel in pool.grant():
                 log.channel[xi] = channel
                 log.start_ps[xi] = now
-                self.push(now + latency[xi % n_x], Event(_TRANSFER_BODY, xi))
+                self.push(now + latency[xi % n_x], (_TRANSFER_BODY, xi))
 
     def stream_transfer(self, xi: int) -> bool:
         """The transfer's latency is paid: stream its bytes; True when a flow was added."""
@@ -432,9 +429,7 @@ class Simulation:
         if nbytes <= 0:
             self.finish_transfer(xi)
             return False
-        self.bandwidth.request(
-            nbytes, xp.rate_bytes_per_ps[j], xp.uses[j], Event(_TRANSFER_DONE, xi)
-        )
+        self.bandwidth.request(nbytes, xp.rate_bytes_per_ps[j], xp.uses[j], (_TRANSFER_DONE, xi))
         return True
 
     def finish_transfer(self, xi: int) -> None:
