@@ -1,0 +1,104 @@
+"""How an op's time is laid out: its fixed overhead, then one or more *blocks*.
+
+A block lasts ``max(compute, memory)`` uncontended, its bytes streamed evenly over it; under
+contention it waits for its bytes (:class:`hwsim.sim.resources.SharedBandwidth`). An op whose
+working set fits (``OpCost.tiles == 1``) is one block:
+``latency = overhead + max(compute, memory)``, exactly its cost-model latency. A tiled op
+(``tiles = T > 1``) is double-buffered: tile ``i + 1`` loads while tile ``i`` computes and tile
+``i - 1`` is stored, with the first load and the last store exposed. With ``c = compute / T``,
+``L = read bytes / T`` and ``S = write bytes / T`` (in ns at the op's bandwidth)::
+
+    latency = overhead + L + max(c, L) + (T - 2) * max(c, L + S) + max(c, S) + S     (T >= 2)
+
+(the ``T - 2`` steady tiles are simulated as one block). Without double buffering
+(:class:`hwsim.sim.options.EngineOptions`), every tile loads, computes and stores in turn:
+``overhead + T * (L + c + S)``. :func:`op_time_ns` gives these uncontended times.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cost_models.base import OpCost
+
+__all__ = ["MAX_SERIAL_GROUPS", "Block", "op_blocks", "op_time_ns"]
+
+#: Tile-by-tile ops (no double buffering) run their tiles in at most this many groups.
+MAX_SERIAL_GROUPS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """A stretch of an op: ``dur_ns`` uncontended, ``bytes`` streamed evenly over it.
+
+    ``compute_ns`` is its compute part; ``tiles`` names the tiles it covers (``"0"``,
+    ``"1-6"``, ``"load 0"``; empty for an untiled op).
+    """
+
+    dur_ns: float
+    bytes: int
+    compute_ns: float
+    tiles: str
+
+
+def _part(total: int, parts: int, i: int) -> int:
+    """Bytes of part ``i`` when ``total`` is cut in ``parts`` near-equal integer parts."""
+    return total * (i + 1) // parts - total * i // parts
+
+
+def op_blocks(cost: OpCost, double_buffer: bool = True, shards: int = 1) -> list[Block]:
+    """The blocks an op runs as after its overhead (see the module docstring).
+
+    ``shards`` identical shards run side by side: their bytes add up, their times do not.
+
+    >>> c = OpCost("u", "int8", 400.0, 200.0, 100.0, 1000, 0, 0.0, tiles=4)
+    >>> [(b.tiles, b.dur_ns) for b in op_blocks(c)]
+    [('load 0', 50.0), ('0', 100.0), ('1-2', 200.0), ('3', 100.0)]
+    """
+    t = cost.tiles
+    if t <= 1 or cost.dram_bytes <= 0:
+        body = max(cost.compute_ns, cost.memory_ns)
+        return [Block(body, cost.dram_bytes * shards, cost.compute_ns, "")]
+    ns_per_byte = cost.memory_ns / cost.dram_bytes
+    r, w = cost.dram_read_bytes, cost.dram_write_bytes
+    c = cost.compute_ns / t
+    blocks: list[Block] = []
+
+    def add(compute_ns: float, nbytes: int, tiles: str) -> None:
+        dur = max(compute_ns, nbytes * ns_per_byte)
+        if dur > 0 or nbytes > 0:
+            blocks.append(Block(dur, nbytes * shards, compute_ns, tiles))
+
+    if not double_buffer:
+        # Tile by tile: load, compute, store in turn. Consecutive tiles are run in at most
+        # MAX_SERIAL_GROUPS groups (a group loads its tiles, computes them, stores them): the
+        # same uncontended time, and a bounded number of blocks however fine the tiling.
+        groups = min(t, MAX_SERIAL_GROUPS)
+        for g in range(groups):
+            lo, hi = t * g // groups, t * (g + 1) // groups
+            name = f"{lo}" if hi - lo == 1 else f"{lo}-{hi - 1}"
+            add(0.0, r * hi // t - r * lo // t, f"load {name}")
+            add(c * (hi - lo), 0, name)
+            add(0.0, w * hi // t - w * lo // t, f"store {name}")
+        return blocks
+    add(0.0, _part(r, t, 0), "load 0")
+    add(c, _part(r, t, 1), "0")
+    if t > 2:
+        # parts 2..t-1 of the reads and 0..t-3 of the writes, in closed form
+        steady = (r - r * 2 // t) + w * (t - 2) // t
+        add(c * (t - 2), steady, f"1-{t - 2}" if t > 3 else "1")
+    add(c, _part(w, t, t - 2), f"{t - 1}")
+    add(0.0, _part(w, t, t - 1), f"store {t - 1}")
+    return blocks
+
+
+def op_time_ns(cost: OpCost, double_buffer: bool = True) -> float:
+    """Uncontended time of an op in the engine: overhead plus its blocks (ns).
+
+    >>> c = OpCost("u", "int8", 400.0, 200.0, 100.0, 1000, 0, 0.0)
+    >>> op_time_ns(c)  # untiled: max(compute, memory) + overhead
+    500.0
+    >>> op_time_ns(OpCost("u", "int8", 400.0, 200.0, 100.0, 1000, 0, 0.0, tiles=4))
+    550.0
+    """
+    return cost.overhead_ns + sum(b.dur_ns for b in op_blocks(cost, double_buffer))

@@ -1,0 +1,205 @@
+"""What the engine leaves behind: one record per op and per transfer, gathered in a :class:`Trace`.
+
+While it runs, the engine notes each op instance's and each transfer instance's times in an
+:class:`OpLog` and a :class:`TransferLog` (an instance of frame ``f`` is
+``f * per_frame + index``); :func:`build_trace` turns them into the frozen, time-ordered records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from chips.units import PS_PER_NS
+from scheduler.schedule import Transfer
+
+__all__ = ["OpLog", "OpPhase", "OpRecord", "Trace", "TransferLog", "TransferRecord", "build_trace"]
+
+
+@dataclass(frozen=True, slots=True)
+class OpPhase:
+    """One phase of a tiled op: ``kind`` is ``compute`` or ``memory``; ``tiles`` names them
+    (``"0"``, ``"1-6"``); ``bytes`` streamed (memory phases)."""
+
+    kind: str
+    tiles: str
+    start_ps: int
+    end_ps: int
+    bytes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class OpRecord:
+    """One op as it ran: ``start_ps`` includes its fixed overhead; DRAM bytes it moved.
+
+    ``cores`` lists every core it occupied when split (``core`` first; empty: just ``core``);
+    ``phases`` are the load/compute phases of a tiled op; ``frame`` its input frame.
+    """
+
+    op: str
+    op_type: str
+    unit: str
+    core: int
+    start_ps: int
+    end_ps: int
+    dram_bytes: int
+    frame: int = 0
+    cores: tuple[int, ...] = ()
+    tiles: int = 1
+    phases: tuple[OpPhase, ...] = ()
+
+    @property
+    def duration_ps(self) -> int:
+        return self.end_ps - self.start_ps
+
+    @property
+    def all_cores(self) -> tuple[int, ...]:
+        """Every core the op occupied."""
+        return self.cores or (self.core,)
+
+
+@dataclass(frozen=True, slots=True)
+class TransferRecord:
+    """One DMA transfer: queued when its tensor was ready, started when a channel was free."""
+
+    tensor: str
+    src_domain: str
+    dst_domain: str
+    channel: int
+    bytes: int
+    producer: str
+    consumers: tuple[str, ...]
+    queued_ps: int
+    start_ps: int
+    end_ps: int
+    frame: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """Everything that happened, in time order. ``bandwidth_samples`` are
+    ``(time_ps, memory, bytes_per_ps)`` whenever a memory's total use changes."""
+
+    makespan_ps: int
+    ops: tuple[OpRecord, ...]
+    transfers: tuple[TransferRecord, ...]
+    bandwidth_samples: tuple[tuple[int, str, float], ...]
+    memory_capacity_bytes_per_ps: dict[str, float] = field(default_factory=dict)
+    frames: int = 1
+    #: When each frame's inputs were admitted (``in_flight`` runs only; empty: all at time 0).
+    frame_admit_ps: tuple[int, ...] = ()
+    in_flight: int | None = None
+    #: How cores ordered the frames' ops (:data:`hwsim.sim.options.FRAME_ORDERS`).
+    frame_order: str = "interleaved"
+
+    @property
+    def makespan_ns(self) -> float:
+        return self.makespan_ps / PS_PER_NS
+
+
+@dataclass(slots=True)
+class OpLog:
+    """Each op instance as the engine ran it (``-1``: not yet); the per-op facts come first.
+
+    ``names``, ``op_types``, ``units`` and ``cores`` are per op of one frame (the graph's
+    order); the other lists per instance (``frame * len(names) + op``).
+    """
+
+    names: Sequence[str]
+    op_types: Sequence[str]
+    units: Sequence[str]
+    cores: Sequence[int]
+    start_ps: list[int]
+    end_ps: list[int]
+    tiles: list[int]
+    used_cores: list[tuple[int, ...]]
+    phases: list[list[OpPhase]]
+    dram_bytes: list[int]
+
+    @classmethod
+    def empty(
+        cls, names: Sequence[str], op_types: Sequence[str], units: Sequence[str],
+        cores: Sequence[int], frames: int,
+    ) -> OpLog:  # fmt: skip
+        """A log of ``frames`` copies of the ops, none run yet."""
+        n = len(names) * frames
+        return cls(
+            names, op_types, units, cores, [-1] * n, [-1] * n, [1] * n, [()] * n,
+            [[] for _ in range(n)], [0] * n,
+        )  # fmt: skip
+
+    def unfinished(self) -> list[str]:
+        """Names of the op instances that never ended."""
+        n = len(self.names)
+        return [self.names[x % n] for x, end in enumerate(self.end_ps) if end < 0]
+
+    def records(self) -> list[OpRecord]:
+        """The records, ordered by start, unit, core, frame, then the op's place in the graph."""
+        n = len(self.names)
+        keyed = []
+        for inst in range(len(self.end_ps)):
+            i, frame = inst % n, inst // n
+            r = OpRecord(
+                self.names[i], self.op_types[i], self.units[i], self.cores[i], self.start_ps[inst],
+                self.end_ps[inst], self.dram_bytes[inst], frame, self.used_cores[inst],
+                self.tiles[inst], tuple(self.phases[inst]),
+            )  # fmt: skip
+            keyed.append(((r.start_ps, r.unit, r.core, frame, i), r))
+        keyed.sort(key=lambda kr: kr[0])
+        return [r for _, r in keyed]
+
+
+@dataclass(slots=True)
+class TransferLog:
+    """Each transfer instance as the engine ran it (``-1``: not yet): queued, started, ended,
+    on which channel of its link. ``transfers`` are the schedule's, per frame."""
+
+    transfers: Sequence[Transfer]
+    queued_ps: list[int]
+    start_ps: list[int]
+    end_ps: list[int]
+    channel: list[int]
+
+    @classmethod
+    def empty(cls, transfers: Sequence[Transfer], frames: int) -> TransferLog:
+        """A log of ``frames`` copies of the transfers, none started yet."""
+        n = len(transfers) * frames
+        return cls(transfers, [-1] * n, [-1] * n, [-1] * n, [-1] * n)
+
+    def unfinished(self) -> list[str]:
+        """Tensors of the transfer instances that never ended."""
+        n = len(self.transfers)
+        return [self.transfers[x % n].tensor for x, end in enumerate(self.end_ps) if end < 0]
+
+    def records(self) -> list[TransferRecord]:
+        """The records, ordered by start, frame, source, destination, then tensor."""
+        n = len(self.transfers)
+        out = []
+        for xi in range(len(self.end_ps)):
+            t = self.transfers[xi % n]
+            out.append(TransferRecord(
+                t.tensor, t.src_domain, t.dst_domain, self.channel[xi], t.bytes, t.producer,
+                t.consumers, self.queued_ps[xi], self.start_ps[xi], self.end_ps[xi], xi // n,
+            ))  # fmt: skip
+        out.sort(key=lambda r: (r.start_ps, r.frame, r.src_domain, r.dst_domain, r.tensor))
+        return out
+
+
+def build_trace(
+    ops: OpLog,
+    transfers: TransferLog,
+    bandwidth_samples: Sequence[tuple[int, str, float]],
+    capacity_bytes_per_ps: dict[str, float],
+    frames: int = 1,
+    frame_admit_ps: Sequence[int] = (),
+    in_flight: int | None = None,
+    frame_order: str = "interleaved",
+) -> Trace:
+    """The :class:`Trace` of a finished run; its makespan is the last record's end (0 if none)."""
+    op_records = ops.records()
+    x_records = transfers.records()
+    makespan = max([r.end_ps for r in op_records] + [r.end_ps for r in x_records] + [0])
+    return Trace(
+        makespan, tuple(op_records), tuple(x_records), tuple(bandwidth_samples),
+        dict(capacity_bytes_per_ps), frames, tuple(frame_admit_ps), in_flight, frame_order,
+    )  # fmt: skip

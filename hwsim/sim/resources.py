@@ -1,0 +1,267 @@
+"""The engine's resources: a unit's cores, a link's DMA channels, the memories' bandwidth.
+
+Each is a small class that the event loop (:mod:`hwsim.sim.engine`) asks for what it needs and
+gives back what it is done with; none of them knows about ops, frames or time beyond what it is
+handed, so each can be tried alone.
+
+- :class:`CorePool`: the cores of one unit. A core runs one op, or one shard of a split op, at
+  a time; an op split ``k`` ways takes ``k`` cores at once or none.
+- :class:`ChannelPool`: the DMA channels of one link, keyed by :attr:`chips.schema.Link.key`
+  (both directions of a bidirectional link share them). Transfers wait in a FIFO queue; a
+  free channel goes to the oldest waiting transfer, the lowest-numbered channel first.
+- :class:`SharedBandwidth`: the bandwidth of every memory (the shared DRAM, an SRAM domain's
+  own), shared max-min fairly by the flows streaming through it at the same moment, each flow
+  also capped at its own uncontended rate (:func:`max_min_rates`).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from hwsim.sim.options import SimulationError
+
+__all__ = ["ChannelPool", "CorePool", "Flow", "SharedBandwidth", "max_min_rates"]
+
+T = TypeVar("T")
+O = TypeVar("O", bound=Hashable)
+
+
+class CorePool:
+    """The cores of one unit (numbered from 0), each busy with one op or shard, or idle.
+
+    >>> pool = CorePool("npu", 3)
+    >>> pool.request(1, extra=1)  # core 1 and one more idle core for a 2-way split
+    (1, 0)
+    >>> pool.request(2, extra=1) is None  # only core 2 is idle: the split must wait
+    True
+    >>> pool.release((1, 0)); pool.idle()
+    [0, 1, 2]
+    """
+
+    __slots__ = ("busy", "unit")
+
+    def __init__(self, unit: str, cores: int) -> None:
+        if cores < 1:
+            raise ValueError(f"unit {unit!r} needs at least one core, got {cores}")
+        self.unit = unit
+        #: ``busy[c]``: core ``c`` runs something.
+        self.busy = [False] * cores
+
+    def __len__(self) -> int:
+        return len(self.busy)
+
+    def idle(self, besides: int = -1) -> list[int]:
+        """The idle cores other than ``besides``, lowest first."""
+        return [c for c, b in enumerate(self.busy) if not b and c != besides]
+
+    def request(self, core: int, extra: int = 0) -> tuple[int, ...] | None:
+        """Take ``core`` and the ``extra`` lowest-numbered other idle cores, ``core`` first.
+
+        All or nothing: None, taking nothing, when ``core`` is busy or fewer than ``extra``
+        other cores are idle (the caller waits for a core to be released).
+        """
+        if self.busy[core]:
+            return None
+        others = self.idle(core)
+        if len(others) < extra:
+            return None
+        taken = (core, *others[:extra])
+        self.acquire(taken)
+        return taken
+
+    def acquire(self, cores: Sequence[int]) -> None:
+        """Take exactly ``cores``; a busy one is a bug of the caller (ValueError)."""
+        busy = self.busy
+        for c in cores:
+            if busy[c]:
+                raise ValueError(f"core {c} of unit {self.unit!r} is busy")
+        for c in cores:
+            busy[c] = True
+
+    def release(self, cores: Iterable[int]) -> None:
+        """Give ``cores`` back; one that was not taken is a bug of the caller (ValueError)."""
+        busy = self.busy
+        for c in cores:
+            if not busy[c]:
+                raise ValueError(f"core {c} of unit {self.unit!r} was not taken")
+            busy[c] = False
+
+
+class ChannelPool(Generic[T]):
+    """The DMA channels of one link and the FIFO queue of transfers waiting for one.
+
+    >>> link = ChannelPool("a<->b", 2)
+    >>> for t in ("x", "y", "z"):
+    ...     link.request(t)
+    >>> link.grant()  # two channels: the first two transfers start, the third waits
+    [('x', 0), ('y', 1)]
+    >>> link.release(1); link.grant()
+    [('z', 1)]
+    """
+
+    __slots__ = ("_free", "_queue", "key")
+
+    def __init__(self, key: str, channels: int) -> None:
+        if channels < 1:
+            raise ValueError(f"link {key!r} needs at least one DMA channel, got {channels}")
+        self.key = key
+        self._free = list(range(channels))  # a heap: the lowest free channel first
+        self._queue: deque[T] = deque()
+
+    @property
+    def waiting(self) -> int:
+        """Transfers queued for a channel."""
+        return len(self._queue)
+
+    @property
+    def free(self) -> int:
+        """Channels idle now."""
+        return len(self._free)
+
+    def request(self, transfer: T) -> None:
+        """Queue ``transfer`` for a channel (it starts at the next :meth:`grant` with one free)."""
+        self._queue.append(transfer)
+
+    def grant(self) -> list[tuple[T, int]]:
+        """Hand free channels to waiting transfers, oldest first: ``(transfer, channel)`` pairs."""
+        out = []
+        queue, free = self._queue, self._free
+        while queue and free:
+            out.append((queue.popleft(), heapq.heappop(free)))
+        return out
+
+    def release(self, channel: int) -> None:
+        """Give ``channel`` back (a transfer on it ended)."""
+        heapq.heappush(self._free, channel)
+
+
+@dataclass(slots=True)
+class Flow(Generic[O]):
+    """Bytes streaming through memories at ``rate`` bytes/ps, at most ``cap`` bytes/ps.
+
+    ``uses`` maps each memory the flow streams through to the bytes of that memory's bandwidth
+    one byte of the flow takes (a DRAM-to-DRAM copy reads and writes: 2). ``owner`` is what the
+    caller gets back when the flow is done.
+    """
+
+    seq: int
+    remaining: float
+    cap: float
+    uses: dict[str, float]
+    owner: O
+    rate: float = 0.0
+    end_ps: int = 0
+
+
+def max_min_rates(flows: Sequence[Flow[O]], capacity: Mapping[str, float]) -> None:
+    """Set every flow's ``rate``: max-min fair under the per-flow caps and memory capacities.
+
+    Progressive filling: all unfrozen flows speed up together until one reaches its cap or a
+    memory is saturated; those freeze, the others go on.
+
+    >>> a, b = Flow(1, 100.0, 1.0, {"dram": 1.0}, "a"), Flow(2, 100.0, 0.25, {"dram": 1.0}, "b")
+    >>> max_min_rates([a, b], {"dram": 1.0}); a.rate, b.rate
+    (0.75, 0.25)
+    """
+    residual = dict(capacity)
+    active = list(flows)
+    for f in flows:
+        f.rate = 0.0
+    while active:
+        delta = min(f.cap - f.rate for f in active)
+        load: dict[str, float] = {}
+        for f in active:
+            for m, a in f.uses.items():
+                load[m] = load.get(m, 0.0) + a
+        for m, a in load.items():
+            delta = min(delta, residual[m] / a)
+        delta = max(delta, 0.0)
+        for f in active:
+            f.rate += delta
+        for m, a in load.items():
+            residual[m] -= delta * a
+        saturated = {m for m in load if residual[m] <= 1e-12 * capacity[m]}
+        active = [f for f in active if f.cap - f.rate > 1e-15 and not (saturated & f.uses.keys())]
+
+
+class SharedBandwidth(Generic[O]):
+    """Every memory's bandwidth (bytes/ps), shared by the flows streaming through it.
+
+    The loop :meth:`request` s a flow, and after any change :meth:`reallocate` s: each flow
+    gets its max-min fair rate and the time it will end at that rate. Between changes the loop
+    :meth:`advance` s the clock and :meth:`release_finished` hands back the flows done by then.
+    Every change of a memory's total use is kept in :attr:`samples`.
+
+    >>> bw = SharedBandwidth({"dram": 1.0})
+    >>> _ = bw.request(100, 1.0, {"dram": 1.0}, "a"); _ = bw.request(100, 1.0, {"dram": 1.0}, "b")
+    >>> bw.reallocate(0); bw.next_end_ps()  # two flows at 0.5 bytes/ps each
+    200
+    >>> bw.advance(200); [f.owner for f in bw.release_finished(200)]
+    ['a', 'b']
+    """
+
+    __slots__ = ("_last_use", "_seq", "capacity", "flows", "samples")
+
+    def __init__(self, capacity: Mapping[str, float]) -> None:
+        self.capacity = dict(capacity)
+        #: The flows streaming now, oldest first.
+        self.flows: list[Flow[O]] = []
+        #: ``(time_ps, memory, bytes_per_ps)`` whenever a memory's total use changes.
+        self.samples: list[tuple[int, str, float]] = []
+        self._last_use = {m: 0.0 for m in self.capacity}
+        self._seq = 0
+
+    def request(self, nbytes: float, cap: float, uses: dict[str, float], owner: O) -> Flow[O]:
+        """Start streaming ``nbytes`` at most ``cap`` bytes/ps; rates change at :meth:`reallocate`."""
+        self._seq += 1
+        flow = Flow(self._seq, nbytes, cap, uses, owner)
+        self.flows.append(flow)
+        return flow
+
+    def next_end_ps(self) -> int | None:
+        """When the first flow ends at the current rates (None: nothing streams)."""
+        return min((f.end_ps for f in self.flows), default=None)
+
+    def advance(self, dt_ps: int) -> None:
+        """Stream every flow for ``dt_ps`` at its current rate."""
+        for f in self.flows:
+            f.remaining -= f.rate * dt_ps
+
+    def release_finished(self, now_ps: int) -> list[Flow[O]]:
+        """Remove and return the flows that end by ``now_ps``, in the order they started."""
+        flows = self.flows
+        done = [f for f in flows if f.end_ps <= now_ps]
+        if done:
+            flows[:] = [f for f in flows if f.end_ps > now_ps]
+            done.sort(key=lambda f: f.seq)
+        return done
+
+    def reallocate(self, now_ps: int) -> None:
+        """Share the bandwidth anew among the flows; note each memory whose total use changed.
+
+        Raises
+        ------
+        SimulationError
+            If a flow gets no bandwidth at all (it streams through a zero-capacity memory).
+        """
+        max_min_rates(self.flows, self.capacity)
+        use = {m: 0.0 for m in self.capacity}
+        for f in self.flows:
+            if f.rate <= 0:
+                dead = ", ".join(sorted(m for m in f.uses if self.capacity[m] <= 0))
+                raise SimulationError(
+                    f"a memory stream has no bandwidth (zero-capacity memory: {dead or 'none, cap 0'})"
+                )
+            f.end_ps = now_ps + max(1, math.ceil(f.remaining / f.rate))
+            for m, a in f.uses.items():
+                use[m] += a * f.rate
+        last = self._last_use
+        for m, u in use.items():
+            if abs(u - last[m]) > 1e-12:
+                self.samples.append((now_ps, m, u))
+                last[m] = u
