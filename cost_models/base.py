@@ -63,7 +63,7 @@ class OpCost:
     energy_pj: float
     note: str = ""
     #: SRAM/cache tiles the working set is cut into (1: it fits); the engine runs a tiled op
-    #: as double-buffered load/compute/store phases (see ``hwsim.sim.engine``).
+    #: as double-buffered load/compute/store phases (see ``hwsim.sim.blocks``).
     tiles: int = 1
     #: The part of ``compute_ns`` the core spends waiting on a stream it does not overlap with
     #: its work (a CPU GEMM's weights from DRAM, :func:`cost_models.cpu.weight_stream_ns`); an
