@@ -2,21 +2,31 @@
 
 Exit codes: 0 success, 1 simulation or internal failure, 2 bad input or usage. Bad input
 gets one line naming the file and the field or node (``--debug`` shows the traceback) and
-nothing is written.
+nothing is written. A package hwsim needs that is not installed is bad input too: one line
+with the ``pip install`` command that fixes it, exit 2.
+
+A reader that stops early (``hwsim chips | head -1``) ends the command quietly with exit 0,
+as CPython's documentation of SIGPIPE recommends (stdout is pointed at ``os.devnull`` so that
+nothing more is written): the reader chose to stop, that is no failure of hwsim, and a shell
+with ``set -o pipefail`` keeps going. Report files are written before anything is printed, so
+they are complete; an exit code the command had already decided (a missed deadline, exit 1)
+is kept when the pipe closes only at the final flush.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import io
 import logging
+import os
 import sys
 import traceback
 from collections.abc import Sequence
 from types import ModuleType
 from typing import NoReturn
 
-__all__ = ["COMMANDS", "build_parser", "main"]
+__all__ = ["COMMANDS", "PIP_NAMES", "build_parser", "main", "missing_package_hint"]
 
 #: Every subcommand, in the order ``hwsim --help`` lists them: command name -> module. Each
 #: module has ``add_parser(sub)`` (adds its subparser to the ``add_subparsers`` object),
@@ -32,6 +42,20 @@ COMMANDS: dict[str, str] = {
     "schedule": "hwsim.commands.schedule",
     "fingerprint": "hwsim.commands.fingerprint",
     "validate": "hwsim.commands.validate",
+}
+
+#: The packages hwsim imports that ``pip`` installs (the ``dependencies`` of pyproject.toml):
+#: import name -> the name ``pip install`` takes. One that is missing is a broken or partial
+#: install, never an internal error: the CLI names the ``pip install`` command that fixes it.
+PIP_NAMES: dict[str, str] = {
+    "numpy": "numpy",
+    "scipy": "scipy",
+    "networkx": "networkx",
+    "pydantic": "pydantic",
+    "matplotlib": "matplotlib",
+    "yaml": "pyyaml",
+    "onnx": "onnx",
+    "onnxruntime": "onnxruntime",
 }
 
 
@@ -73,10 +97,56 @@ def _input_errors(command: str) -> tuple[type[BaseException], ...]:
     return common + tuple(_command_module(command).input_errors())
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code (0 ok, 1 simulation failure, 2 bad input or usage)."""
+def missing_package_hint(exc: ImportError) -> str | None:
+    """The one-line message for a failed import of a package of :data:`PIP_NAMES`, else None.
+
+    >>> missing = ModuleNotFoundError("No module named 'onnxruntime'", name="onnxruntime")
+    >>> print(missing_package_hint(missing))
+    onnxruntime is not installed (No module named 'onnxruntime'); install it with: pip install onnxruntime
+    >>> print(missing_package_hint(ModuleNotFoundError("No module named 'hwsim.x'", name="hwsim.x")))
+    None
+    """
+    top = (exc.name or "").partition(".")[0]
+    if top not in PIP_NAMES:
+        return None
+    return f"{top} is not installed ({exc}); install it with: pip install {PIP_NAMES[top]}"
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at ``os.devnull``, so that the interpreter's last flush does not fail again."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return  # not a real file (a test's capture): nothing is flushed at exit
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the command; bad input and usage errors are one line on stderr and exit 2."""
     from hwsim.commands.common import UsageError
 
+    input_errors = _input_errors(args.command)
+    try:
+        code = int(_command_module(args.command).main(args))
+    except UsageError as exc:
+        print(f"hwsim {args.command}: error: {exc} (see `hwsim {args.command} --help`)", file=sys.stderr)
+        return 2
+    except input_errors as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"hwsim: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit
+    except BrokenPipeError:
+        _quiet_stdout()
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (0 ok, 1 simulation failure, 2 bad input or usage)."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -87,22 +157,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="hwsim: %(levelname)s: %(message)s",
         stream=sys.stderr,
     )
-    input_errors = _input_errors(args.command)
     try:
-        return int(_command_module(args.command).main(args))
-    except UsageError as exc:
-        print(f"hwsim {args.command}: error: {exc} (see `hwsim {args.command} --help`)", file=sys.stderr)
-        return 2
-    except input_errors as exc:
-        if args.debug:
-            traceback.print_exc()
-        print(f"hwsim: error: {exc}", file=sys.stderr)
-        return 2
+        return _run(args)
     except KeyboardInterrupt:
         print("hwsim: interrupted", file=sys.stderr)
         return 130
-    except Exception as exc:  # noqa: BLE001 - the CLI's last line of defence: one line, exit 1
+    except BrokenPipeError:  # hwsim writes to no pipe but stdout and stderr: the reader is gone
+        _quiet_stdout()
+        return 0
+    except ImportError as exc:
+        hint = missing_package_hint(exc)
+        if hint is None:
+            return _internal_error(exc, args.debug)
         if args.debug:
             traceback.print_exc()
-        print(f"hwsim: internal error: {type(exc).__name__}: {exc} (rerun with --debug)", file=sys.stderr)
-        return 1
+        print(f"hwsim {args.command}: error: {hint}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - the CLI's last line of defence: one line, exit 1
+        return _internal_error(exc, args.debug)
+
+
+def _internal_error(exc: BaseException, debug: bool) -> int:
+    """One line naming ``exc``, exit 1; with ``--debug`` the traceback first and no hint to use it."""
+    if debug:
+        traceback.print_exc()
+    hint = "" if debug else " (rerun with --debug)"
+    print(f"hwsim: internal error: {type(exc).__name__}: {exc}{hint}", file=sys.stderr)
+    return 1

@@ -18,7 +18,11 @@ __all__ = ["DeadlineError", "Result", "solve"]
 
 
 class DeadlineError(RuntimeError):
-    """A schedule misses a hard deadline."""
+    """A schedule misses a hard deadline; ``result`` is that schedule (``slack_ns`` < 0 where late)."""
+
+    def __init__(self, message: str, result: Result) -> None:
+        super().__init__(message)
+        self.result = result
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +98,7 @@ def solve(
         i = min(missed, key=lambda k: (slack[k], k))
         raise DeadlineError(
             f"task {problem.tasks[i]!r} finishes at {sol.finish_ns[i]:.6g}, after its deadline "
-            f"{dl[i]:.6g} (late by {-slack[i]:.6g}; {len(missed)} deadline(s) missed)"
+            f"{dl[i]:.6g} (late by {-slack[i]:.6g}; {len(missed)} deadline(s) missed)",
+            result,
         )
     return result

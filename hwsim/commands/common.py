@@ -61,12 +61,12 @@ def add_model_options(
 
     p.add_argument(
         "--precision", choices=PRECISIONS, default="int8",
-        help="deployment precision of float tensors; 'model' keeps the file's dtypes (default: int8)",
+        help="deployment precision of float tensors; 'model' keeps the file's dtypes (default: %(default)s)",
     )  # fmt: skip
     if policies == "one":
         p.add_argument(
             "--policy", choices=sorted(POLICIES), default=DEFAULT_POLICY,
-            help=f"scheduling policy (default: {DEFAULT_POLICY})",
+            help="scheduling policy (default: %(default)s)",
         )  # fmt: skip
     else:
         p.add_argument(

@@ -9,10 +9,11 @@ simulated or read back from a folder, so both kinds of input give the same table
 ...                       "critical_path_ms": 1.0, "units": {"npu": {"utilization": 0.25}}})]
 >>> print(format_table(rows))  # doctest: +NORMALIZE_WHITESPACE
 hwsim compare: 2 runs of m
-  run  latency ms  vs first  energy mJ  crit path ms  cross-domain  util npu
-  a         2.000     1.00x      1.000         1.500           0 B     50.0%
-  b         1.000     0.50x      2.000         1.000           0 B     25.0%
+  run  latency ms  speed-up  energy mJ  crit path ms  cross-domain  util npu
+  a         2.000     x1.00      1.000         1.500           0 B     50.0%
+  b         1.000     x2.00      2.000         1.000           0 B     25.0%
   fastest: b (1.000 ms); lowest energy: a (1.000 mJ)
+  speed-up: the first run's latency / this run's (x2.00 = twice as fast as a)
 """
 
 from __future__ import annotations
@@ -160,14 +161,14 @@ def format_table(variants: Sequence[Variant]) -> str:
     units = unit_names(variants)
     models = sorted({str(r["model"]) for r in data["runs"]})
     label_w = max(3, *(len(r["label"]) for r in data["runs"]))
-    head = f"  {'run':<{label_w}}  latency ms  vs first  energy mJ  crit path ms  cross-domain"
+    head = f"  {'run':<{label_w}}  latency ms  speed-up  energy mJ  crit path ms  cross-domain"
     head += "".join(f"  {'util ' + u:>{max(6, len(u) + 5)}}" for u in units)
     lines = [f"hwsim compare: {len(variants)} runs of {', '.join(models)}", head]
-    first = data["runs"][0]["latency_ms"]
     for r in data["runs"]:
-        ratio = f"{r['latency_ms'] / first:.2f}x" if first > 0 else "-"
+        speedup = r["speedup_vs_first"]
+        speed = f"x{speedup:.2f}" if speedup is not None else "-"
         line = (
-            f"  {r['label']:<{label_w}}  {r['latency_ms']:10.3f}  {ratio:>8}  {r['energy_mj']:9.3f}"
+            f"  {r['label']:<{label_w}}  {r['latency_ms']:10.3f}  {speed:>8}  {r['energy_mj']:9.3f}"
             f"  {r['critical_path_ms']:12.3f}  {_bytes(r['cross_domain_bytes']):>12}"
         )
         for u in units:
@@ -179,5 +180,8 @@ def format_table(variants: Sequence[Variant]) -> str:
     lines.append(
         f"  fastest: {data['fastest']} ({by_label[data['fastest']]['latency_ms']:.3f} ms); "
         f"lowest energy: {data['lowest_energy']} ({by_label[data['lowest_energy']]['energy_mj']:.3f} mJ)"
+    )
+    lines.append(
+        f"  speed-up: the first run's latency / this run's (x2.00 = twice as fast as {data['runs'][0]['label']})"
     )
     return "\n".join(lines)

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
+import shlex
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -254,3 +258,108 @@ def test_set_names_the_links_when_one_is_unknown(tmp_path, capsys):
     assert main(["run", "rk3588", str(RESNET), "--out", str(out), "--set", "link.cpu<->dsp.bandwidth_gbps=8"]) == 2
     err = one_line_error(capsys)
     assert "cpu<->dsp" in err and "link.cpu<->npu" in err and not out.exists()
+
+
+class TestMissingPackage:
+    """A package hwsim needs that is not installed: one line with the pip command, exit 2 (issue 11 item 1)."""
+
+    @pytest.fixture
+    def no_onnxruntime(self, monkeypatch):
+        monkeypatch.setitem(sys.modules, "onnxruntime", None)  # `import onnxruntime` now fails
+
+    def test_validate(self, no_onnxruntime, tmp_path, capsys):
+        results = tmp_path / "v.jsonl"
+        assert main(["validate", "rk3588", str(RESNET), "--results", str(results)]) == 2
+        err = one_line_error(capsys)
+        assert err.startswith("hwsim validate: error: onnxruntime is not installed")
+        assert err.endswith("install it with: pip install onnxruntime") and "internal error" not in err
+        assert not results.exists()
+
+    def test_fingerprint(self, no_onnxruntime, tmp_path, capsys):
+        out = tmp_path / "host.yaml"
+        assert main(["fingerprint", "--quick", "-o", str(out)]) == 2
+        err = one_line_error(capsys)
+        assert err.startswith("hwsim fingerprint: error: onnxruntime is not installed")
+        assert err.endswith("pip install onnxruntime") and not out.exists()
+
+    def test_debug_shows_the_traceback_and_does_not_suggest_debug(self, no_onnxruntime, tmp_path, capsys):
+        assert main(["--debug", "fingerprint", "--quick", "-o", str(tmp_path / "h.yaml")]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err[0] == "Traceback (most recent call last):" and "ModuleNotFoundError" in err[-2]
+        assert err[-1].startswith("hwsim fingerprint: error: onnxruntime is not installed")
+        assert not any("--debug" in line for line in err)
+
+    def test_every_dependency_has_its_pip_name(self):
+        import tomllib
+
+        from hwsim.cli import PIP_NAMES
+
+        deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+        names = {re.split(r"[<>=!~\[; ]", d, maxsplit=1)[0].lower() for d in deps}
+        assert set(PIP_NAMES.values()) == names
+
+    def test_an_import_error_of_hwsim_itself_stays_an_internal_error(self, monkeypatch, capsys):
+        def broken(args):
+            raise ModuleNotFoundError("No module named 'hwsim.nope'", name="hwsim.nope")
+
+        monkeypatch.setattr("hwsim.commands.chips.main", broken)
+        assert main(["chips"]) == 1
+        err = one_line_error(capsys)
+        assert err.startswith("hwsim: internal error: ModuleNotFoundError") and "pip install" not in err
+
+
+class TestInternalError:
+    @pytest.fixture
+    def crash(self, monkeypatch):
+        def boom(args):
+            raise RuntimeError("boom")
+
+        monkeypatch.setattr("hwsim.commands.chips.main", boom)
+
+    def test_one_line_that_suggests_debug(self, crash, capsys):
+        assert main(["chips"]) == 1
+        assert one_line_error(capsys) == "hwsim: internal error: RuntimeError: boom (rerun with --debug)"
+
+    def test_with_debug_the_traceback_and_no_suggestion_to_rerun_with_debug(self, crash, capsys):
+        assert main(["--debug", "chips"]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err[0] == "Traceback (most recent call last):"
+        assert err[-1] == "hwsim: internal error: RuntimeError: boom"
+
+
+class TestClosedStdout:
+    """A reader that stops early ends hwsim quietly, exit 0 (issue 11 item 15; the choice is in hwsim.cli)."""
+
+    @staticmethod
+    def _pipeline(command: str) -> subprocess.CompletedProcess[str]:
+        script = f"set -o pipefail; {shlex.quote(sys.executable)} -m hwsim {command} | head -1"
+        return subprocess.run(["bash", "-c", script], check=False, capture_output=True, text=True, cwd=ROOT, timeout=300)
+
+    @staticmethod
+    def _closed_reader(*argv: str) -> tuple[int, str]:
+        """Run hwsim with a stdout pipe whose read end is closed before hwsim writes (no race)."""
+        p = subprocess.Popen([sys.executable, "-m", "hwsim", *argv], cwd=ROOT, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)  # fmt: skip
+        assert p.stdout is not None and p.stderr is not None
+        p.stdout.close()
+        err = p.stderr.read()
+        return p.wait(timeout=300), err
+
+    def test_chips_into_head(self):
+        done = self._pipeline("chips")
+        assert (done.returncode, done.stderr) == (0, "")
+        assert len(done.stdout.splitlines()) == 1
+
+    def test_run_json_into_head(self, tmp_path):
+        done = self._pipeline(f"run rk3588 {RESNET} --json --no-plots --out {tmp_path / 'r'}")
+        assert (done.returncode, done.stderr, done.stdout) == (0, "", "{\n")
+        assert json.loads((tmp_path / "r" / "summary.json").read_text())["chip"] == "rk3588"  # written first
+
+    @pytest.mark.parametrize("argv", [["chips"], ["schema"]])
+    def test_a_reader_gone_before_the_first_write(self, argv):
+        assert self._closed_reader(*argv) == (0, "")
+
+    def test_run_with_a_reader_gone(self, tmp_path):
+        out = tmp_path / "r"
+        assert self._closed_reader("run", "rk3588", str(RESNET), "--json", "--no-plots", "--out", str(out)) == (0, "")
+        assert (out / "summary.json").is_file()

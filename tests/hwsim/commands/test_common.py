@@ -66,6 +66,22 @@ class TestSharedOptions:
         assert p.parse_args(["compare", "m"]).policy == []  # repeatable; empty means the default
         assert p.parse_args(["compare", "m", "--policy", "heft", "--policy", "eft"]).policy == ["heft", "eft"]
 
+    @pytest.mark.parametrize("command", list(COMMANDS))
+    def test_help_shows_the_default_policy_and_precision(
+        self, command: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Every command with --policy or --precision says its default in --help (issue 11 item 16)."""
+        options = _options(_subparsers(build_parser())[command])
+        assert main([command, "--help"]) == 0
+        text = "".join(capsys.readouterr().out.split())  # argparse wraps help lines, at hyphens too
+        assert "%(default)" not in text
+        if "--policy" in options:
+            assert f"schedulingpolicy(default:{DEFAULT_POLICY})" in text or (
+                f"schedulingpolicy(repeatable;default:{DEFAULT_POLICY})" in text
+            )
+        if "--precision" in options:
+            assert f"dtypes(default:{options['--precision'].default})" in text
+
     def test_units_where_a_single_chip_is_simulated(self) -> None:
         subs = _subparsers(build_parser())
         assert "--units" in _options(subs["run"]) and "--units" in _options(subs["sensitivity"])

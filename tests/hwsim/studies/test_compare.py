@@ -65,11 +65,25 @@ class TestFolders:
         assert float(rows[1]["latency_ms"]) == summaries[1]["latency_ms"]
         assert rows[1]["utilization_cpu_big"] == ""  # edge8 has no such unit
         assert _png(out / "compare.png")
+        self._speedup_means_one_thing(printed, data, rows)
         assert sorted(p.name for p in out.iterdir()) == [
             "compare.csv",
             "compare.json",
             "compare.png",
         ]
+
+    @staticmethod
+    def _speedup_means_one_thing(printed: str, data: dict, rows: list[dict[str, str]]) -> None:
+        """The terminal's speed-up column, compare.json and compare.csv give the same number:
+        the first run's latency over this run's (issue 11: the terminal showed the inverse)."""
+        lines = printed.splitlines()
+        assert "speed-up" in lines[1] and "vs first" not in printed
+        first = data["runs"][0]["latency_ms"]
+        for run, row in zip(data["runs"], rows):
+            assert run["speedup_vs_first"] == pytest.approx(first / run["latency_ms"])
+            assert float(row["speedup_vs_first"]) == pytest.approx(run["speedup_vs_first"])
+            line = next(x for x in lines if x.strip().startswith(run["label"] + " "))
+            assert line.split()[2] == f"x{run['speedup_vs_first']:.2f}"
 
     def test_json_output_and_rerun_into_the_same_folder(
         self, run_dirs: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -235,7 +249,8 @@ def test_library_functions_on_plain_summaries(tmp_path: Path) -> None:
     assert [r["cross_domain_bytes"] for r in data["runs"]] == [2000, 7]
     assert [r["speedup_vs_first"] for r in data["runs"]] == [1.0, 4.0]
     table = format_table([Variant("a", a), Variant("b", b)])
-    assert "util u" in table and "util v" in table and "0.25x" in table
+    assert "util u" in table and "util v" in table
+    assert "x4.00" in table and "0.25" not in table  # b takes a quarter of a's time: four times as fast
     with pytest.raises(CompareError, match="nothing to compare"):
         compare_json([])
     (tmp_path / "summary.json").write_text(json.dumps(a))
