@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -196,9 +196,12 @@ class Timeline:
         return best, best_core
 
     def insert(self, unit: int, core: int, start: float, finish: float) -> None:
+        """Add a busy interval; intervals stay sorted by (start, finish), so a zero-time task
+        starting with a longer one goes before it and the finish times stay sorted too (which
+        :meth:`earliest` bisects)."""
         starts, finishes = self._start[unit][core], self._finish[unit][core]
-        k = bisect_right(starts, start)
-        if k < len(starts) and starts[k] == start:
+        k = bisect_left(starts, start)
+        while k < len(starts) and starts[k] == start and finishes[k] <= finish:
             k += 1
         starts.insert(k, start)
         finishes.insert(k, finish)
