@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chips.schema import Chip, ChipError, Link, chip_from_dict
-from chips.variants import link_index
+from chips.variants import link_index, no_field
 from cost_models.table import UnplaceableError
 from graph_ir.ir import ModelGraph
 from hwsim.pipeline import run_graph
@@ -143,9 +143,7 @@ def _base_value(data: dict[str, Any], name: str) -> float:
         numeric = sorted(
             k for k, v in holder.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
         )
-        raise SensitivityError(
-            f"--param {name}: no field {field!r} (numeric fields: {', '.join(numeric)})"
-        )
+        raise SensitivityError(no_field("--param", name, field, numeric, what="numeric fields"))
     value = holder[field]
     if value is None:
         raise SensitivityError(

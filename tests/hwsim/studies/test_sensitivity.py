@@ -73,6 +73,7 @@ def test_link_named_by_key_or_either_way_when_bidirectional(spelling: str) -> No
     [
         ("warp.clock_mhz", "no unit or domain named 'warp'"),
         ("npu.warp_factor", "no field 'warp_factor' (numeric fields: "),
+        ("npu.clock_mzh", "no field 'clock_mzh' (did you mean clock_mhz? numeric fields: "),
         ("npu.mem_bandwidth_gbps", "has no value to scale"),
         ("npu.kind", "is not a positive number"),
         ("link.cpu-dsp.bandwidth_gbps", "no link 'cpu-dsp' (links: link.cpu<->npu"),
