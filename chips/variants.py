@@ -20,7 +20,15 @@ import yaml
 
 from chips.schema import Chip, ChipError, Link, chip_from_dict, nearest
 
-__all__ = ["link_index", "no_field", "override", "restrict"]
+__all__ = ["link_index", "no_field", "override", "restrict", "set_field"]
+
+
+def set_field(holder: dict[str, Any], field: str, value: object) -> None:
+    """Set ``field`` of ``holder`` (a part of a chip's dump) as a variant does: a derived link that
+    is changed becomes an explicit one (else validation would derive it again, undoing it)."""
+    holder[field] = value
+    if holder.get("derived"):
+        holder["derived"] = False
 
 
 def no_field(option: str, name: str, field: str, fields: Sequence[str], what: str = "fields") -> str:
@@ -110,9 +118,7 @@ def override(chip: Chip, assignments: Sequence[str], option: str = "--set") -> C
         fields = [f for f in holder if f != "derived"]
         if field not in fields:
             raise ChipError(no_field(option, a, field, fields))
-        holder[field] = value
-        if holder.get("derived"):
-            holder["derived"] = False
+        set_field(holder, field, value)
     data["description"] = f"{data['description']} [{option} {' '.join(assignments)}]".strip()
     return chip_from_dict(data, source=f"{chip.name} with {option} {' '.join(assignments)}")
 
