@@ -667,6 +667,12 @@ def _field(obj: object, key: str, default: object = None) -> Any:
     return getattr(obj, key, default)
 
 
+def _name(obj: object, key: str) -> str | None:
+    """``_field(obj, key)`` when it is a string (raw data may hold anything there)."""
+    value = _field(obj, key)
+    return value if isinstance(value, str) else None
+
+
 def _items(obj: object, key: str) -> list[Any]:
     value = _field(obj, key, ())
     return list(value) if isinstance(value, (list, tuple)) else []
@@ -683,12 +689,12 @@ def _reaches(links: Sequence[object], a: str, b: str) -> bool:
 
 def _used_domains(data: object) -> list[str]:
     """The domains a chip needs links between: its units' and its host's, sorted."""
-    used = {_field(u, "domain") for u in _items(data, "units")}
-    host = _field(data, "host_domain")
-    if host is None:
+    used = {_name(u, "domain") for u in _items(data, "units")}
+    host = _name(data, "host_domain")
+    if _field(data, "host_domain") is None:
         first = _items(data, "domains")[:1]
-        host = _field(first[0], "name") if first else None
-    return sorted(d for d in used | {host} if isinstance(d, str) and d)
+        host = _name(first[0], "name") if first else None
+    return sorted(d for d in used | {host} if d)
 
 
 def _with_derived(data: dict[str, Any]) -> dict[str, Any]:
@@ -696,11 +702,11 @@ def _with_derived(data: dict[str, Any]) -> dict[str, Any]:
     derived again, so that they follow the DRAM."""
     out = dict(data)
     domains = _items(data, "domains")
-    names = {_field(d, "name") for d in domains}
+    names = {_name(d, "name") for d in domains}
     units = []
     for u in _items(data, "units"):
-        name = _field(u, "name")
-        if isinstance(name, str) and not _field(u, "domain"):
+        name = _name(u, "name")
+        if name is not None and not _field(u, "domain"):
             u = {**u, "domain": name} if isinstance(u, dict) else u.model_copy(update={"domain": name})
             if name not in names:
                 domains.append({"name": name, "kind": "dram"})
@@ -713,7 +719,7 @@ def _with_derived(data: dict[str, Any]) -> dict[str, Any]:
     links = [k for k in _items(data, "links") if _field(k, "derived") is not True]
     dram = _field(data, "dram")
     bandwidth, latency = _field(dram, "bandwidth_gbps"), _field(dram, "latency_ns")
-    kind = {_field(d, "name"): _field(d, "kind", "dram") for d in domains}
+    kind = {_name(d, "name"): _field(d, "kind", "dram") for d in domains}
     if isinstance(bandwidth, (int, float)) and isinstance(latency, (int, float)):
         dram_link = {"bandwidth_gbps": bandwidth, "latency_ns": latency, "derived": True}
         used = [d for d in _used_domains(out) if kind.get(d) == "dram"]
@@ -734,27 +740,28 @@ def _layout_problems(chip: object) -> list[str]:
     """Every cross-reference problem of a chip (a validated one, or a file's raw data after
     :func:`_with_derived`): duplicate names, unknown domains, units or kinds, missing links."""
     problems: list[str] = []
-    domains = [_field(d, "name") for d in _items(chip, "domains")]
-    kinds = {_field(d, "name"): _field(d, "kind", "dram") for d in _items(chip, "domains")}
-    units = [_field(u, "name") for u in _items(chip, "units")]
+    domains = [_name(d, "name") for d in _items(chip, "domains")]
+    kinds = {_name(d, "name"): _field(d, "kind", "dram") for d in _items(chip, "domains")}
+    units = [_name(u, "name") for u in _items(chip, "units")]
     problems += _duplicates("domains", domains) + _duplicates("units", units)
     have = ", ".join(str(d) for d in domains)
     for u in _items(chip, "units"):
-        if isinstance(_field(u, "domain"), str) and _field(u, "domain") not in kinds:
-            problems.append(f"units[{_field(u, 'name')}].domain: unknown domain {_field(u, 'domain')!r} (have {have})")
-    host = _field(chip, "host_domain")
-    if isinstance(host, str) and host not in kinds:
+        domain = _name(u, "domain")
+        if domain is not None and domain not in kinds:
+            problems.append(f"units[{_name(u, 'name')}].domain: unknown domain {domain!r} (have {have})")
+    host = _name(chip, "host_domain")
+    if host is not None and host not in kinds:
         problems.append(f"host_domain: unknown domain {host!r} (have {have})")
     links = _items(chip, "links")
     for k in links:
         for end in ("src", "dst"):
-            if isinstance(_field(k, end), str) and _field(k, end) not in kinds:
-                where = f"links[{_field(k, 'src')}-{_field(k, 'dst')}].{end}"
-                problems.append(f"{where}: unknown domain {_field(k, end)!r} (have {have})")
+            if _name(k, end) is not None and _name(k, end) not in kinds:
+                where = f"links[{_name(k, 'src')}-{_name(k, 'dst')}].{end}"
+                problems.append(f"{where}: unknown domain {_name(k, end)!r} (have {have})")
     targets = set(units) | set(unit_kinds())
     affinity = _field(chip, "affinity")
     for op, prefs in (affinity.items() if isinstance(affinity, dict) else ()):
-        bad = [p for p in prefs or () if isinstance(p, str) and p not in targets]
+        bad = [p for p in _items({"p": prefs}, "p") if isinstance(p, str) and p not in targets]
         problems += [f"affinity.{op}: {p!r} is neither a unit nor a unit kind" for p in bad]
     for p in _items(chip, "default_affinity"):
         if isinstance(p, str) and p not in targets:
@@ -782,11 +789,11 @@ def _missing_links(links: list[Any], used: list[str], kinds: dict[Any, Any]) -> 
     return problems
 
 
-def _duplicates(field: str, names: list[object]) -> list[str]:
-    seen: set[object] = set()
+def _duplicates(field: str, names: list[str | None]) -> list[str]:
+    seen: set[str | None] = set()
     out = []
     for n in names:
-        if n in seen:
+        if n is not None and n in seen:
             out.append(f"{field}: duplicate name {n!r}")
         seen.add(n)
     return out
@@ -808,8 +815,8 @@ def _resolve(ref: str | Path) -> Path:
     catalog = bundled_chips()
     if str(ref) in catalog:
         return catalog[str(ref)]
-    close = difflib.get_close_matches(str(ref), list(catalog), n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else f"; bundled chips: {', '.join(catalog)}"
+    close = nearest(str(ref), catalog)
+    hint = f"; did you mean {close!r}?" if close else f"; bundled chips: {', '.join(catalog)}"
     raise ChipError(f"{ref}: no such chip file or bundled chip{hint}")
 
 
@@ -819,7 +826,7 @@ def load_chip(ref: str | Path) -> Chip:
     Raises
     ------
     ChipError
-        With a one-line message naming the file and the offending field.
+        Naming the file and every problem (see :func:`chip_from_dict`).
     """
     path = _resolve(ref)
     try:

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chips import ChipError, bundled_chips, chip_from_dict, load_chip, override
 from chips.schema import Link
@@ -204,3 +206,34 @@ class TestDefaultedFields:
             "rk3588": ("units[gpu].cores", "units[gpu].threads_per_cu", "units[gpu].max_ctas_per_cu",
                        "units[gpu].shared_mem_bytes_per_cycle", "units[npu].dataflow"),
         }  # fmt: skip
+
+
+_JUNK = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 3), st.text(max_size=3), st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=2), st.integers(), max_size=2),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    where=st.sampled_from(["top", "dram", "unit0", "unit1", "domain", "link"]),
+    key=st.sampled_from(["name", "domain", "kind", "src", "dst", "units", "domains", "links", "dram",
+                         "host_domain", "affinity", "default_affinity", "bandwidth_gbps", "clock_mhz",
+                         "latency_ns", "bidirectional", "derived"]),
+    value=_JUNK,
+)  # fmt: skip
+def test_any_broken_file_is_a_chip_error_naming_each_problem(where: str, key: str, value: object) -> None:
+    """Derivation and the layout checks read raw data: whatever it holds, the answer is a
+    ChipError (never a crash), one line per problem."""
+    data = chip(cpu("cpu"), npu("npu", domain="tcm"),
+                domains=[{"name": "tcm", "kind": "sram", "bandwidth_gbps": 50}],
+                links=[{"src": "cpu", "dst": "tcm", "bandwidth_gbps": 5, "latency_ns": 0}])  # fmt: skip
+    holder = {"top": data, "dram": data["dram"], "unit0": data["units"][0], "unit1": data["units"][1],
+              "domain": data["domains"][0], "link": data["links"][0]}[where]  # fmt: skip
+    holder[key] = value
+    try:
+        chip_from_dict(data, source="f.yaml")
+    except ChipError as exc:
+        message = str(exc)
+        assert message.startswith("f.yaml: ") and exc.problems
+        assert message.count("\n") == (len(exc.problems) if len(exc.problems) > 1 else 0)
