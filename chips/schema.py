@@ -933,9 +933,15 @@ def _error_lines(exc: ValidationError, data: object, root: type[BaseModel]) -> l
     unknown: list[str] = []
     other: list[tuple[tuple[Any, ...], str]] = []  # (location of a missing field or (), line)
     suggested: set[tuple[Any, ...]] = set()
+    # pydantic adds "should have at least 1 item" to a list whose items all failed: not news
+    failed_items = {
+        tuple(e["loc"][:i]) for e in exc.errors() for i, p in enumerate(e["loc"]) if isinstance(p, int)
+    }
     for err in exc.errors():
         loc = tuple(err["loc"])
         error = _field(err.get("ctx"), "error")
+        if err["type"] == "too_short" and loc in failed_items:
+            continue
         if isinstance(error, _Problems):
             other += [((), p) for p in error.problems]
         elif err["type"] == "extra_forbidden":

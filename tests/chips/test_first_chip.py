@@ -115,6 +115,13 @@ class TestEveryProblemAtOnce:
               for a, b in (("cpu", "tcm"), ("cpu", "tcm2"), ("tcm", "tcm2"))),
         )
 
+    def test_a_list_whose_items_all_fail_is_not_called_empty(self, tmp_path: Path) -> None:
+        _, problems = problems_of(chip(cpu("cpu", l3_kb=1), domains=[{"name": "cpu", "kind": "sram"}]), tmp_path)
+        assert problems == (
+            "units[cpu].l3_kb: unknown key (did you mean l3_kib?)",
+            "domains[cpu]: sram domain 'cpu' needs bandwidth_gbps",
+        )
+
     def test_every_layout_problem_of_a_valid_file(self, tmp_path: Path) -> None:
         data = chip(cpu("cpu", domain="l3"), npu("npu", domain="l4"), default_affinity=["tpu"],
                     domains=[{"name": "cpu"}])  # fmt: skip
