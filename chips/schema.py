@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import functools
 import operator
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, TypeVar, cast
 
@@ -60,20 +61,77 @@ Efficiency = Annotated[float, Field(gt=0, le=1)]
 
 
 class ChipError(ValueError):
-    """A chip description is missing, malformed or inconsistent (bad input, exit code 2)."""
+    """A chip description is missing, malformed or inconsistent (bad input, exit code 2).
+
+    The message names the file; one problem is one line, several are a first line with the
+    file and their count, then one indented line each (:attr:`problems`).
+    """
+
+    def __init__(self, message: str, problems: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        #: Each problem as ``where: what`` (the message's own text when there is one problem).
+        self.problems: tuple[str, ...] = tuple(problems) or (message,)
+
+    @classmethod
+    def listing(cls, source: str, problems: Sequence[str]) -> ChipError:
+        """One error for every problem of ``source``.
+
+        >>> print(ChipError.listing("chip.yaml", ["dram.latency_ns: Field required"]))
+        chip.yaml: dram.latency_ns: Field required
+        >>> print(ChipError.listing("chip.yaml", ["a: bad", "b: worse"]))
+        chip.yaml: 2 problems:
+          a: bad
+          b: worse
+        """
+        if len(problems) == 1:
+            return cls(f"{source}: {problems[0]}", problems)
+        lines = "".join(f"\n  {p}" for p in problems)
+        return cls(f"{source}: {len(problems)} problems:{lines}", problems)
+
+
+class _Problems(ValueError):
+    """Every cross-field problem of a chip at once (raised inside validation, unpacked by
+    :func:`chip_from_dict`)."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = tuple(problems)
 
 
 class _Spec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    #: Defaulted fields that shape the simulated numbers although their default is not a number
+    #: (a choice of model, such as an NPU's dataflow).
+    numeric_choices: ClassVar[frozenset[str]] = frozenset()
+
+    def defaulted_fields(self) -> tuple[str, ...]:
+        """This spec's fields that shape timing, power or energy and that its data left out, so
+        that they hold a default nobody chose: those whose default is a number (not a flag),
+        and :attr:`numeric_choices`. A default of None (take another field's value, or leave a
+        term out), names, kinds, op lists and flags are structure and never listed."""
+        out = []
+        for name, info in type(self).model_fields.items():
+            if name in self.model_fields_set or info.is_required():
+                continue
+            default = info.get_default(call_default_factory=True)
+            number = isinstance(default, (int, float)) and not isinstance(default, bool)
+            if number or name in self.numeric_choices:
+                out.append(name)
+        return tuple(out)
+
 
 class Dram(_Spec):
     """The physical DRAM every ``kind: dram`` domain is carved from; its bandwidth is shared."""
 
-    bandwidth_gbps: PositiveFloat = Field(description="Peak bandwidth in GB/s (1e9 bytes/s).")
-    latency_ns: NonNegFloat = Field(description="Access latency added once per op or transfer.")
-    energy_pj_per_byte: NonNegFloat = Field(20.0, description="Energy per byte moved to/from DRAM.")
-    capacity_mib: PositiveFloat | None = None
+    bandwidth_gbps: PositiveFloat = Field(
+        description="Peak bandwidth in GB/s (1e9 bytes/s), shared by every unit in a dram domain."
+    )
+    latency_ns: NonNegFloat = Field(description="Access latency in ns, added once per op or transfer.")
+    energy_pj_per_byte: NonNegFloat = Field(
+        20.0, description="Energy in pJ per byte moved to or from DRAM."
+    )
+    capacity_mib: PositiveFloat | None = Field(None, description="Size in MiB (informative).")
 
 
 class Domain(_Spec):
@@ -84,12 +142,16 @@ class Domain(_Spec):
     own bandwidth and capacity.
     """
 
-    name: str
-    kind: Literal["dram", "sram"] = "dram"
-    bandwidth_gbps: PositiveFloat | None = Field(
-        None, description="Own bandwidth of an sram domain; dram domains use the DRAM's."
+    name: str = Field(description="The domain's name; units and links refer to it.")
+    kind: Literal["dram", "sram"] = Field(
+        "dram",
+        description="dram: a view of the shared DRAM (dram domains reach each other through it); "
+        "sram: an on-chip buffer with its own bandwidth_gbps.",
     )
-    capacity_kib: PositiveFloat | None = None
+    bandwidth_gbps: PositiveFloat | None = Field(
+        None, description="Own bandwidth in GB/s of an sram domain; dram domains use the DRAM's."
+    )
+    capacity_kib: PositiveFloat | None = Field(None, description="Size in KiB (informative).")
 
     @model_validator(mode="after")
     def _sram_has_bandwidth(self) -> Domain:
@@ -101,12 +163,23 @@ class Domain(_Spec):
 class Link(_Spec):
     """A DMA path between two domains (both directions unless ``bidirectional: false``)."""
 
-    src: str
-    dst: str
-    bandwidth_gbps: PositiveFloat
-    latency_ns: NonNegFloat = Field(description="Set-up latency paid once per transfer.")
-    dma_channels: PositiveInt = 1
-    bidirectional: bool = True
+    src: str = Field(description="The domain data comes from.")
+    dst: str = Field(description="The domain data goes to.")
+    bandwidth_gbps: PositiveFloat = Field(description="Copy bandwidth in GB/s of one DMA channel.")
+    latency_ns: NonNegFloat = Field(description="Set-up latency in ns paid once per transfer.")
+    dma_channels: PositiveInt = Field(
+        1, description="Transfers the link carries at once (each at bandwidth_gbps)."
+    )
+    bidirectional: bool = Field(
+        True, description="Whether the link also carries dst -> src (sharing its channels)."
+    )
+    derived: bool = Field(
+        False,
+        description="Set by hwsim, never in a chip file: two dram domains the file links by no "
+        "link reach each other through the DRAM, a DRAM-to-DRAM copy at the DRAM's "
+        "bandwidth_gbps and latency_ns on 1 channel. A derived link is derived again, following "
+        "the DRAM, each time the chip is validated; an explicit link always wins.",
+    )
 
     @property
     def key(self) -> str:
@@ -162,20 +235,28 @@ class Unit(_Spec):
     #: The unit's fields a sensitivity study sweeps by default (``hwsim sensitivity``).
     sweep_fields: ClassVar[tuple[str, ...]]
 
-    name: str
-    domain: str
-    clock_mhz: PositiveFloat
-    cores: PositiveInt = 1
-    mem_bandwidth_gbps: PositiveFloat | None = Field(
-        None, description="The unit's own port into its domain; None means the domain's."
+    name: str = Field(description="The unit's name (reports, --set, --units and affinity use it).")
+    domain: str = Field(
+        "",
+        description="The memory domain the unit's tensors live in. Left out: a domain of its own, "
+        "named after the unit, of kind dram (the chip adds it to domains).",
     )
-    op_overhead_ns: NonNegFloat = Field(0.0, description="Fixed cost per op (dispatch, launch).")
-    active_w: NonNegFloat = Field(1.0, description="Power while a core runs an op, per core.")
-    idle_w: NonNegFloat = Field(0.05, description="Power while idle, whole unit.")
+    clock_mhz: PositiveFloat = Field(description="Clock in MHz.")
+    cores: PositiveInt = Field(
+        1, description="Identical cores (an NPU's MAC arrays); each runs one op at a time."
+    )
+    mem_bandwidth_gbps: PositiveFloat | None = Field(
+        None, description="The unit's own port into its domain in GB/s; None means the domain's."
+    )
+    op_overhead_ns: NonNegFloat = Field(
+        0.0, description="Fixed cost in ns per op (dispatch, launch, layer set-up)."
+    )
+    active_w: NonNegFloat = Field(1.0, description="Power in W of one core while it runs an op.")
+    idle_w: NonNegFloat = Field(0.05, description="Power in W of the whole unit while it idles.")
     supported_ops: tuple[str, ...] | None = Field(
         None, description="If set, the only ONNX op types this unit can run."
     )
-    unsupported_ops: tuple[str, ...] = ()
+    unsupported_ops: tuple[str, ...] = Field((), description="ONNX op types this unit cannot run.")
     fuses: tuple[str, ...] | None = Field(
         None,
         description=(
@@ -195,10 +276,15 @@ class Unit(_Spec):
         ),
     )
     split_overhead_ns: NonNegFloat = Field(
-        0.0, description="Extra cost of running one op split across cores (partition, sync)."
+        0.0, description="Extra cost in ns of running one op split across cores (partition, sync)."
     )
     #: The unit kind (``cpu``, ``gpu``, ...): each kind's class fixes it to one value.
     kind: str
+
+    def defaulted_fields(self) -> tuple[str, ...]:
+        """As :meth:`_Spec.defaulted_fields`; ``split_overhead_ns`` only when the unit splits ops."""
+        out = super().defaulted_fields()
+        return out if self.split_ops else tuple(f for f in out if f != "split_overhead_ns")
 
     @model_validator(mode="after")
     def _splittable_ops_run_here(self) -> Unit:
@@ -333,14 +419,14 @@ class CpuUnit(Unit):
 
     kind: Literal["cpu"] = "cpu"
     flops_per_cycle: dict[Dtype, PositiveFloat] = Field(
-        description="Per core; a MAC counts 2 (e.g. NEON fp32 2x128-bit FMA = 16)."
+        description="FLOP per cycle per core by dtype; a MAC counts 2 (e.g. NEON fp32 2x128-bit FMA = 16)."
     )
-    l1_kib: PositiveFloat = 64
-    l2_kib: PositiveFloat = 512
-    l3_kib: NonNegFloat = 0
-    l1_bandwidth_gbps: PositiveFloat = 100.0
-    l2_bandwidth_gbps: PositiveFloat = 50.0
-    l3_bandwidth_gbps: PositiveFloat = 30.0
+    l1_kib: PositiveFloat = Field(64, description="L1 data cache per core in KiB.")
+    l2_kib: PositiveFloat = Field(512, description="L2 cache per core in KiB.")
+    l3_kib: NonNegFloat = Field(0, description="L3 cache shared by the cluster in KiB (0: none).")
+    l1_bandwidth_gbps: PositiveFloat = Field(100.0, description="L1 bandwidth per core in GB/s.")
+    l2_bandwidth_gbps: PositiveFloat = Field(50.0, description="L2 bandwidth per core in GB/s.")
+    l3_bandwidth_gbps: PositiveFloat = Field(30.0, description="L3 bandwidth per core in GB/s.")
     weight_stream_gbps: PositiveFloat | None = Field(
         None,
         description="Rate at which a MatMul/Gemm kernel streams its weights from DRAM *in addition to* its "
@@ -365,20 +451,27 @@ class GpuUnit(Unit):
     sweep_fields: ClassVar[tuple[str, ...]] = ("clock_mhz", "compute_units")
 
     kind: Literal["gpu"] = "gpu"
-    compute_units: PositiveInt
-    flops_per_cycle: dict[Dtype, PositiveFloat] = Field(description="Per compute unit.")
+    compute_units: PositiveInt = Field(description="Shader cores / SMs; one op uses them all.")
+    flops_per_cycle: dict[Dtype, PositiveFloat] = Field(
+        description="FLOP per cycle per compute unit by dtype (a MAC counts 2)."
+    )
     threads_per_cu: PositiveInt = Field(1024, description="Resident threads per CU (waves).")
-    l2_kib: PositiveFloat = 512
-    shared_mem_kib: PositiveFloat = Field(32, description="Shared memory per CU (limits resident CTAs).")
+    l2_kib: PositiveFloat = Field(512, description="L2 cache of the whole GPU in KiB.")
+    shared_mem_kib: PositiveFloat = Field(
+        32, description="Shared memory per CU in KiB (limits resident CTAs)."
+    )
     vector_flops_per_cycle: dict[Dtype, PositiveFloat] = Field(
         default_factory=dict,
         description="Per CU, for non-GEMM ops (elementwise, pooling ...) where it differs from "
         "flops_per_cycle (e.g. CUDA cores beside tensor cores); a dtype absent uses flops_per_cycle.",
     )
     max_ctas_per_cu: PositiveInt = Field(16, description="Resident thread blocks (CTAs) per CU at most.")
-    shared_mem_bytes_per_cycle: PositiveFloat = Field(128, description="Shared-memory bandwidth per CU.")
+    shared_mem_bytes_per_cycle: PositiveFloat = Field(
+        128, description="Shared-memory bandwidth per CU in bytes per cycle."
+    )
     l2_bytes_per_cycle: PositiveFloat | None = Field(
-        None, description="L2 -> CUs bandwidth for the whole GPU at its clock; None: no L2 term."
+        None,
+        description="L2 -> CUs bandwidth of the whole GPU in bytes per cycle; None: no L2 term.",
     )
 
     def dtypes(self) -> tuple[str, ...]:
@@ -397,16 +490,22 @@ class NpuUnit(Unit):
     ep_priority: ClassVar[int] = 0
     sweep_fields: ClassVar[tuple[str, ...]] = ("clock_mhz", "mac_cols", "sram_kib")
 
+    numeric_choices: ClassVar[frozenset[str]] = frozenset({"dataflow"})
+
     kind: Literal["npu"] = "npu"
-    mac_rows: PositiveInt
-    mac_cols: PositiveInt
+    mac_rows: PositiveInt = Field(description="Rows of each core's MAC array (processing elements).")
+    mac_cols: PositiveInt = Field(description="Columns of each core's MAC array.")
     macs_per_pe_per_cycle: dict[Dtype, PositiveFloat] = Field(
         description="MACs per PE per cycle by dtype (int8 1.0, int4 2.0, fp16 0.25 ...)."
     )
     vector_ops_per_cycle: PositiveFloat = Field(
-        64, description="Per core, for elementwise/activation/pooling work (post-processing unit)."
+        64,
+        description="Elementwise/activation/pooling operations per cycle per core "
+        "(post-processing unit).",
     )
-    sram_kib: PositiveFloat = Field(description="On-core buffer per core for inputs, weights, outputs.")
+    sram_kib: PositiveFloat = Field(
+        description="On-core buffer per core in KiB for inputs, weights, outputs."
+    )
     dataflow: Literal["ws", "os", "is"] = Field(
         "ws",
         description=(
@@ -442,8 +541,10 @@ class DspUnit(Unit):
     sweep_fields: ClassVar[tuple[str, ...]] = ("clock_mhz", "sram_kib")
 
     kind: Literal["dsp"] = "dsp"
-    flops_per_cycle: dict[Dtype, PositiveFloat] = Field(description="Per core.")
-    sram_kib: PositiveFloat = 256
+    flops_per_cycle: dict[Dtype, PositiveFloat] = Field(
+        description="FLOP per cycle per core by dtype (a MAC counts 2)."
+    )
+    sram_kib: PositiveFloat = Field(256, description="Local SRAM (TCM) in KiB.")
 
     def dtypes(self) -> tuple[str, ...]:
         return tuple(d for d in DTYPES if d in self.flops_per_cycle)
@@ -456,19 +557,32 @@ class DspUnit(Unit):
 
 
 class Chip(_Spec):
-    """A whole SoC."""
+    """A whole SoC.
 
-    name: str
-    description: str = ""
-    dram: Dram
-    domains: tuple[Domain, ...] = Field(min_length=1)
+    Two things a file may leave out are derived when the chip is validated: a unit without a
+    ``domain`` gets a ``kind: dram`` domain of its own, named after it (or the domain of that
+    name, if the file has one); and two dram domains the file links by no link reach each other
+    through the DRAM (a derived :class:`Link`: the DRAM's bandwidth and latency, 1 channel).
+    """
+
+    name: str = Field(description="The chip's name (reports and report folders use it).")
+    description: str = Field("", description="One line about the chip, shown by `hwsim chips`.")
+    dram: Dram = Field(description="The DRAM every kind: dram domain is carved from.")
+    domains: tuple[Domain, ...] = Field(
+        min_length=1,
+        description="Where tensors live. Units without a domain add their own (kind dram).",
+    )
     host_domain: str | None = Field(
         None, description="Where model inputs arrive and outputs are returned (default: first)."
     )
     units: tuple[Unit, ...] = Field(
         min_length=1, description="Compute units, each of a registered kind (``kind`` picks the class)."
     )
-    links: tuple[Link, ...] = ()
+    links: tuple[Link, ...] = Field(
+        (),
+        description="DMA between domains. Every pair of domains in use needs one, except two dram "
+        "domains: those without a link copy through the DRAM (a derived link).",
+    )
     affinity: dict[str, tuple[str, ...]] = Field(
         default_factory=dict,
         description="ONNX op type -> unit kinds or unit names, most preferred first.",
@@ -482,38 +596,16 @@ class Chip(_Spec):
         "file; its per-unit `efficiency` and `op_overhead_ns` replace the unit's at load time.",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _derive(cls, data: Any) -> Any:
+        return _with_derived(data) if isinstance(data, dict) else data
+
     @model_validator(mode="after")
     def _consistent(self) -> Chip:
-        domains = [d.name for d in self.domains]
-        _unique("domains", domains)
-        units = [u.name for u in self.units]
-        _unique("units", units)
-        dom_set = set(domains)
-        for i, u in enumerate(self.units):
-            if u.domain not in dom_set:
-                raise ValueError(f"units.{i}.domain: unknown domain {u.domain!r} (have {domains})")
-        if self.host_domain is not None and self.host_domain not in dom_set:
-            raise ValueError(f"host_domain: unknown domain {self.host_domain!r} (have {domains})")
-        for i, link in enumerate(self.links):
-            for end in ("src", "dst"):
-                if getattr(link, end) not in dom_set:
-                    raise ValueError(
-                        f"links.{i}.{end}: unknown domain {getattr(link, end)!r} (have {domains})"
-                    )
-        targets = set(units) | set(unit_kinds())
-        for op, prefs in self.affinity.items():
-            for p in prefs:
-                if p not in targets:
-                    raise ValueError(f"affinity.{op}: {p!r} is neither a unit nor a unit kind")
-        for p in self.default_affinity:
-            if p not in targets:
-                raise ValueError(f"default_affinity: {p!r} is neither a unit nor a unit kind")
-        used = sorted({u.domain for u in self.units} | {self.host})
-        for a in used:
-            for b in used:
-                if a < b and (self.link_between(a, b) is None or self.link_between(b, a) is None):
-                    missing = (a, b) if self.link_between(a, b) is None else (b, a)
-                    raise ValueError(f"links: no link from domain {missing[0]!r} to {missing[1]!r}")
+        problems = _layout_problems(self)
+        if problems:
+            raise _Problems(problems)
         return self
 
     @property
@@ -544,16 +636,167 @@ class Chip(_Spec):
         """Unit kinds or names preferred for ``op_type``, best first."""
         return self.affinity.get(op_type, self.default_affinity)
 
+    def defaulted_fields(self) -> tuple[str, ...]:
+        """The fields that shape timing, power or energy which the chip's data did not set: each
+        holds a default nobody chose for this chip (see :meth:`_Spec.defaulted_fields` for which
+        fields count). Named like ``dram.energy_pj_per_byte``, ``units[npu].active_w`` and
+        ``links[cpu<->npu].dma_channels`` (a derived link's channel count included); a
+        calibration's ``op_overhead_ns`` counts as set.
+
+        >>> chip = chip_from_dict({"name": "c", "dram": {"bandwidth_gbps": 10, "latency_ns": 100},
+        ...     "units": [{"name": "cpu", "kind": "cpu", "clock_mhz": 1000, "cores": 2,
+        ...                "flops_per_cycle": {"fp32": 16}}]})
+        >>> chip.defaulted_fields()[:4]
+        ('dram.energy_pj_per_byte', 'units[cpu].op_overhead_ns', 'units[cpu].active_w', 'units[cpu].idle_w')
+        """
+        out = [f"dram.{f}" for f in self.dram.defaulted_fields()]
+        out += [f"domains[{d.name}].{f}" for d in self.domains for f in d.defaulted_fields()]
+        out += [f"units[{u.name}].{f}" for u in self.units for f in u.defaulted_fields()]
+        out += [f"links[{k.key}].{f}" for k in self.links for f in k.defaulted_fields()]
+        return tuple(out)
+
 
 _rebuild_chip()
 
 
-def _unique(field: str, names: list[str]) -> None:
-    seen: set[str] = set()
+def _field(obj: object, key: str, default: object = None) -> Any:
+    """``obj[key]`` of raw data or ``obj.key`` of a model (``default`` when absent): the
+    derivation and the layout checks read a validated chip and a file's raw data alike."""
+    if isinstance(obj, dict):
+        return obj.get(key, default)
+    return getattr(obj, key, default)
+
+
+def _name(obj: object, key: str) -> str | None:
+    """``_field(obj, key)`` when it is a string (raw data may hold anything there)."""
+    value = _field(obj, key)
+    return value if isinstance(value, str) else None
+
+
+def _items(obj: object, key: str) -> list[Any]:
+    value = _field(obj, key, ())
+    return list(value) if isinstance(value, (list, tuple)) else []
+
+
+def _reaches(links: Sequence[object], a: str, b: str) -> bool:
+    """Whether one of ``links`` carries data from domain ``a`` to ``b``."""
+    return any(
+        (_field(k, "src"), _field(k, "dst")) == (a, b)
+        or (_field(k, "bidirectional", True) is not False and (_field(k, "dst"), _field(k, "src")) == (a, b))
+        for k in links
+    )
+
+
+def _used_domains(data: object) -> list[str]:
+    """The domains a chip needs links between: its units' and its host's, sorted."""
+    used = {_name(u, "domain") for u in _items(data, "units")}
+    host = _name(data, "host_domain")
+    if _field(data, "host_domain") is None:
+        first = _items(data, "domains")[:1]
+        host = _name(first[0], "name") if first else None
+    return sorted(d for d in used | {host} if d)
+
+
+def _with_derived(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with what it leaves out derived (see :class:`Chip`); links derived earlier are
+    derived again, so that they follow the DRAM."""
+    out = dict(data)
+    domains = _items(data, "domains")
+    names = {_name(d, "name") for d in domains}
+    units = []
+    for u in _items(data, "units"):
+        name = _name(u, "name")
+        if name is not None and not _field(u, "domain"):
+            u = {**u, "domain": name} if isinstance(u, dict) else u.model_copy(update={"domain": name})
+            if name not in names:
+                domains.append({"name": name, "kind": "dram"})
+                names.add(name)
+        units.append(u)
+    if units:
+        out["units"] = units
+    if domains:
+        out["domains"] = domains
+    links = [k for k in _items(data, "links") if _field(k, "derived") is not True]
+    dram = _field(data, "dram")
+    bandwidth, latency = _field(dram, "bandwidth_gbps"), _field(dram, "latency_ns")
+    kind = {_name(d, "name"): _field(d, "kind", "dram") for d in domains}
+    if isinstance(bandwidth, (int, float)) and isinstance(latency, (int, float)):
+        dram_link = {"bandwidth_gbps": bandwidth, "latency_ns": latency, "derived": True}
+        used = [d for d in _used_domains(out) if kind.get(d) == "dram"]
+        for i, a in enumerate(used):
+            for b in used[i + 1 :]:
+                there, back = _reaches(links, a, b), _reaches(links, b, a)
+                if not there and not back:
+                    links.append({"src": a, "dst": b, **dram_link})
+                elif not there or not back:
+                    src, dst = (a, b) if not there else (b, a)
+                    links.append({"src": src, "dst": dst, "bidirectional": False, **dram_link})
+    if links or "links" in data:
+        out["links"] = links
+    return out
+
+
+def _layout_problems(chip: object) -> list[str]:
+    """Every cross-reference problem of a chip (a validated one, or a file's raw data after
+    :func:`_with_derived`): duplicate names, unknown domains, units or kinds, missing links."""
+    problems: list[str] = []
+    domains = [_name(d, "name") for d in _items(chip, "domains")]
+    kinds = {_name(d, "name"): _field(d, "kind", "dram") for d in _items(chip, "domains")}
+    units = [_name(u, "name") for u in _items(chip, "units")]
+    problems += _duplicates("domains", domains) + _duplicates("units", units)
+    have = ", ".join(str(d) for d in domains)
+    for u in _items(chip, "units"):
+        domain = _name(u, "domain")
+        if domain is not None and domain not in kinds:
+            problems.append(f"units[{_name(u, 'name')}].domain: unknown domain {domain!r} (have {have})")
+    host = _name(chip, "host_domain")
+    if host is not None and host not in kinds:
+        problems.append(f"host_domain: unknown domain {host!r} (have {have})")
+    links = _items(chip, "links")
+    for k in links:
+        for end in ("src", "dst"):
+            if _name(k, end) is not None and _name(k, end) not in kinds:
+                where = f"links[{_name(k, 'src')}-{_name(k, 'dst')}].{end}"
+                problems.append(f"{where}: unknown domain {_name(k, end)!r} (have {have})")
+    targets = set(units) | set(unit_kinds())
+    affinity = _field(chip, "affinity")
+    for op, prefs in (affinity.items() if isinstance(affinity, dict) else ()):
+        bad = [p for p in _items({"p": prefs}, "p") if isinstance(p, str) and p not in targets]
+        problems += [f"affinity.{op}: {p!r} is neither a unit nor a unit kind" for p in bad]
+    for p in _items(chip, "default_affinity"):
+        if isinstance(p, str) and p not in targets:
+            problems.append(f"default_affinity: {p!r} is neither a unit nor a unit kind")
+    return problems + _missing_links(links, [d for d in _used_domains(chip) if d in kinds], kinds)
+
+
+def _missing_links(links: list[Any], used: list[str], kinds: dict[Any, Any]) -> list[str]:
+    """A problem for each pair of ``used`` domains with a direction no link carries, where one of
+    them is an sram domain (two dram domains reach each other through the DRAM)."""
+    problems = []
+    for i, a in enumerate(used):
+        for b in used[i + 1 :]:
+            sram = [d for d in (a, b) if kinds[d] == "sram"]
+            there, back = _reaches(links, a, b), _reaches(links, b, a)
+            if not sram or (there and back):
+                continue
+            pair = f"between domains {a!r} and {b!r}" if not there and not back else (
+                f"from domain {a!r} to {b!r}" if not there else f"from domain {b!r} to {a!r}"
+            )
+            problems.append(
+                f"links: no link {pair} ({sram[0]!r} is an sram domain: add a link; only two "
+                "dram domains reach each other through the DRAM)"
+            )
+    return problems
+
+
+def _duplicates(field: str, names: list[str | None]) -> list[str]:
+    seen: set[str | None] = set()
+    out = []
     for n in names:
-        if n in seen:
-            raise ValueError(f"{field}: duplicate name {n!r}")
+        if n is not None and n in seen:
+            out.append(f"{field}: duplicate name {n!r}")
         seen.add(n)
+    return out
 
 
 def bundled_chips() -> dict[str, Path]:
@@ -572,8 +815,8 @@ def _resolve(ref: str | Path) -> Path:
     catalog = bundled_chips()
     if str(ref) in catalog:
         return catalog[str(ref)]
-    close = difflib.get_close_matches(str(ref), list(catalog), n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else f"; bundled chips: {', '.join(catalog)}"
+    close = nearest(str(ref), catalog)
+    hint = f"; did you mean {close!r}?" if close else f"; bundled chips: {', '.join(catalog)}"
     raise ChipError(f"{ref}: no such chip file or bundled chip{hint}")
 
 
@@ -583,7 +826,7 @@ def load_chip(ref: str | Path) -> Chip:
     Raises
     ------
     ChipError
-        With a one-line message naming the file and the offending field.
+        Naming the file and every problem (see :func:`chip_from_dict`).
     """
     path = _resolve(ref)
     try:
@@ -632,7 +875,7 @@ def _with_calibration(data: dict[str, object], chip_path: Path) -> dict[str, obj
     try:
         cal = Calibration.model_validate(raw)
     except ValidationError as exc:
-        raise ChipError(f"{cal_path}: {_first_error(exc)}") from None
+        raise ChipError.listing(str(cal_path), _error_lines(exc, raw, Calibration)) from None
     units = data.get("units")
     names = [u.get("name") for u in units if isinstance(u, dict)] if isinstance(units, list) else []
     for name in cal.units:
@@ -651,21 +894,104 @@ def _with_calibration(data: dict[str, object], chip_path: Path) -> dict[str, obj
 
 
 def chip_from_dict(data: dict[str, object], source: str = "<chip>") -> Chip:
-    """Validate a chip from plain data; errors name ``source`` and the first bad field."""
+    """Validate a chip from plain data.
+
+    Raises
+    ------
+    ChipError
+        Naming ``source`` and every problem: each field error (an unknown key first, with the
+        nearest field name), then every cross-reference problem, those of the raw data too
+        when a field is invalid, so that one run reports them all.
+    """
     try:
         return Chip.model_validate(data)
     except ValidationError as exc:
-        raise ChipError(f"{source}: {_first_error(exc)}") from None
+        problems = _error_lines(exc, data, Chip)
+        if not any(isinstance(_field(e.get("ctx"), "error"), _Problems) for e in exc.errors()):
+            problems += [p for p in _layout_problems(_with_derived(data)) if p not in problems]
+        raise ChipError.listing(source, problems) from None
 
 
-def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"])
-    msg = str(err["msg"]).removeprefix("Value error, ")
-    extra = f" ({len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
-    if err["type"] == "extra_forbidden":
-        msg = "unknown key"
-    return f"{loc}: {msg}{extra}" if loc else f"{msg}{extra}"
+def nearest(word: str, choices: Iterable[str]) -> str | None:
+    """The choice ``word`` is most likely a typo of, if any is close.
+
+    >>> nearest("clock_mzh", ["clock_mhz", "cores"]), nearest("zzz", ["cores"])
+    ('clock_mhz', None)
+    """
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return close[0] if close else None
+
+
+def spec_fields(model: type[BaseModel]) -> tuple[str, ...]:
+    """The fields a file may set on ``model`` (what an unknown key is compared with)."""
+    return tuple(f for f in model.model_fields if (model, f) != (Link, "derived"))
+
+
+def _error_lines(exc: ValidationError, data: object, root: type[BaseModel]) -> list[str]:
+    """One line per problem of ``exc``: unknown keys first (with the nearest field), then the
+    rest; a required field that an unknown key beside it is the typo of is not repeated."""
+    unknown: list[str] = []
+    other: list[tuple[tuple[Any, ...], str]] = []  # (location of a missing field or (), line)
+    suggested: set[tuple[Any, ...]] = set()
+    # pydantic adds "should have at least 1 item" to a list whose items all failed: not news
+    failed_items = {
+        tuple(e["loc"][:i]) for e in exc.errors() for i, p in enumerate(e["loc"]) if isinstance(p, int)
+    }
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        error = _field(err.get("ctx"), "error")
+        if err["type"] == "too_short" and loc in failed_items:
+            continue
+        if isinstance(error, _Problems):
+            other += [((), p) for p in error.problems]
+        elif err["type"] == "extra_forbidden":
+            model = _model_at(root, loc[:-1])
+            fields = spec_fields(model) if model is not None else ()
+            close = nearest(str(loc[-1]), fields)
+            hint = f" (did you mean {close}?)" if close else f" (fields: {', '.join(fields)})"
+            unknown.append(f"{_where(data, loc)}: unknown key{hint if fields else ''}")
+            suggested.add(loc[:-1] + (close,))
+        else:
+            msg = str(err["msg"]).removeprefix("Value error, ")
+            missing = loc if err["type"] == "missing" else ()
+            other.append((missing, f"{_where(data, loc)}: {msg}" if loc else msg))
+    return unknown + [line for missing, line in other if not missing or missing not in suggested]
+
+
+def _model_at(root: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The spec class that holds the keys at ``loc`` (a pydantic error location), if known."""
+    if root is Calibration:
+        return Calibration if not loc else UnitCalibration if loc[:1] == ("units",) else None
+    match loc:
+        case ():
+            return Chip
+        case ("dram",):
+            return Dram
+        case ("domains", int()):
+            return Domain
+        case ("links", int()):
+            return Link
+        case ("units", int(), str(kind)) if kind in _KINDS:
+            return _KINDS[kind]
+    return None
+
+
+def _where(data: object, loc: tuple[Any, ...]) -> str:
+    """A readable location: ``units[npu_main].clock_mhz`` for pydantic's ``units.3.npu.clock_mhz``
+    (an item named by its name, or a link by its ends, and no kind tag)."""
+    parts = [str(p) for p in loc]
+    if len(loc) >= 2 and loc[0] in ("units", "domains", "links") and isinstance(loc[1], int):
+        items = _items(data, str(loc[0]))
+        item = items[loc[1]] if loc[1] < len(items) else None
+        name = _field(item, "name")
+        if loc[0] == "links" and isinstance(_field(item, "src"), str):
+            name = f"{_field(item, 'src')}-{_field(item, 'dst')}"
+        head = f"{loc[0]}[{name if isinstance(name, str) else loc[1]}]"
+        rest = loc[2:]
+        if loc[0] == "units" and rest and rest[0] in _KINDS:
+            rest = rest[1:]
+        parts = [head, *(str(p) for p in rest)]
+    return ".".join(parts)
 
 
 def chip_json_schema() -> dict[str, object]:

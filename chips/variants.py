@@ -18,9 +18,29 @@ from typing import Any
 
 import yaml
 
-from chips.schema import Chip, ChipError, Link, chip_from_dict
+from chips.schema import Chip, ChipError, Link, chip_from_dict, nearest
 
-__all__ = ["link_index", "override", "restrict"]
+__all__ = ["link_index", "no_field", "override", "restrict", "set_field"]
+
+
+def set_field(holder: dict[str, Any], field: str, value: object) -> None:
+    """Set ``field`` of ``holder`` (a part of a chip's dump) as a variant does: a derived link that
+    is changed becomes an explicit one (else validation would derive it again, undoing it)."""
+    holder[field] = value
+    if holder.get("derived"):
+        holder["derived"] = False
+
+
+def no_field(option: str, name: str, field: str, fields: Sequence[str], what: str = "fields") -> str:
+    """The one message for a chip field an option names that its target lacks: the nearest
+    field first, then every valid one (``--set``, ``--what-if`` and ``sensitivity --param``).
+
+    >>> no_field("--set", "npu.clock_mzh=600", "clock_mzh", ["cores", "clock_mhz"])
+    "--set npu.clock_mzh=600: no field 'clock_mzh' (did you mean clock_mhz? fields: clock_mhz, cores)"
+    """
+    close = nearest(field, fields)
+    hint = f"did you mean {close}? " if close else ""
+    return f"{option} {name}: no field {field!r} ({hint}{what}: {', '.join(sorted(fields))})"
 
 
 def restrict(chip: Chip, spec: str) -> Chip:
@@ -70,25 +90,37 @@ def link_index(links: Sequence[Link], name: str) -> int | None:
     return next((i for i, link in enumerate(links) if name in link.names), None)
 
 
-def override(chip: Chip, assignments: Sequence[str]) -> Chip:
+def override(chip: Chip, assignments: Sequence[str], option: str = "--set") -> Chip:
     """Apply ``TARGET.FIELD=VALUE`` assignments; TARGET is a unit, else a domain, ``dram``, or
     ``link.NAME`` with NAME a link's key (``cpu<->npu``) or another of its :attr:`Link.names`.
 
-    VALUE is read as YAML (``600``, ``[int8, fp16]``, ``{int8: 2}``).
+    VALUE is read as YAML (``600``, ``[int8, fp16]``, ``{int8: 2}``). Setting a field of a derived
+    link makes it an explicit one. ``option`` is what errors call the assignments (``--set``,
+    ``--what-if``).
+
+    Raises
+    ------
+    ChipError
+        For a malformed assignment, an unknown target or field (with the nearest field and the
+        valid ones), or a result that is not a valid chip.
     """
     data = chip.model_dump()
     for a in assignments:
         key, sep, raw = a.partition("=")
         target, dot, field = key.rpartition(".") if key.startswith("link.") else key.partition(".")
         if not sep or not dot or not field or not target:
-            raise ChipError(f"--set {a!r}: expected TARGET.FIELD=VALUE, e.g. npu.clock_mhz=600")
+            raise ChipError(f"{option} {a!r}: expected TARGET.FIELD=VALUE, e.g. npu.clock_mhz=600")
         try:
             value = yaml.safe_load(raw)
         except yaml.YAMLError:
-            raise ChipError(f"--set {a!r}: the value is not valid YAML") from None
-        _holder(chip, data, target, a)[field] = value
-    data["description"] = f"{data['description']} [--set {' '.join(assignments)}]".strip()
-    return chip_from_dict(data, source=f"{chip.name} with --set {' '.join(assignments)}")
+            raise ChipError(f"{option} {a!r}: the value is not valid YAML") from None
+        holder = _holder(chip, data, target, f"{option} {a!r}")
+        fields = [f for f in holder if f != "derived"]
+        if field not in fields:
+            raise ChipError(no_field(option, a, field, fields))
+        set_field(holder, field, value)
+    data["description"] = f"{data['description']} [{option} {' '.join(assignments)}]".strip()
+    return chip_from_dict(data, source=f"{chip.name} with {option} {' '.join(assignments)}")
 
 
 def _holder(chip: Chip, data: dict[str, Any], target: str, assignment: str) -> dict[str, Any]:
@@ -100,7 +132,7 @@ def _holder(chip: Chip, data: dict[str, Any], target: str, assignment: str) -> d
         i = link_index(chip.links, target[len("link.") :])
         if i is None:
             have = ", ".join(f"link.{link.key}" for link in chip.links) or "none"
-            raise ChipError(f"--set {assignment!r}: no link {target[len('link.') :]!r} (links: {have})")
+            raise ChipError(f"{assignment}: no link {target[len('link.') :]!r} (links: {have})")
         holder = data["links"][i]
         return holder
     # a unit first: domains often share their unit's name
@@ -108,7 +140,7 @@ def _holder(chip: Chip, data: dict[str, Any], target: str, assignment: str) -> d
     if not matches:
         names = [u["name"] for u in data["units"]] + [d["name"] for d in data["domains"]]
         raise ChipError(
-            f"--set {assignment!r}: no unit or domain named {target!r}, nor 'dram' or 'link.NAME' "
+            f"{assignment}: no unit or domain named {target!r}, nor 'dram' or 'link.NAME' "
             f"(have {', '.join(names)})"
         )
     holder = matches[0]

@@ -108,7 +108,7 @@ def _simulated(args: argparse.Namespace, model: Path) -> tuple[list[Any], str]:
     graph = load_model(str(model), args.input_shape)
     bases = {chip_ref: load_chip_variant(chip_ref, args.overrides) for chip_ref in chips}
     chip_of = {
-        (c, tuple(w)): override(bases[c], w) if w else bases[c] for c in chips for w in what_ifs
+        (c, tuple(w)): override(bases[c], w, "--what-if") if w else bases[c] for c in chips for w in what_ifs
     }
     variants = []
     for label, chip_ref, sets, policy in specs:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chips.schema import Chip, ChipError, Link, chip_from_dict
-from chips.variants import link_index
+from chips.variants import link_index, no_field, set_field
 from cost_models.table import UnplaceableError
 from graph_ir.ir import ModelGraph
 from hwsim.pipeline import run_graph
@@ -101,13 +101,13 @@ class Sensitivity:
 def default_parameters(chip: Chip) -> list[str]:
     """The main parameters of a chip: every unit's ``sweep_fields`` (its clock; the NPU array
     width and SRAM, the GPU's compute units, the DSP's SRAM), the DRAM, SRAM-domain and link
-    bandwidths."""
+    bandwidths (a derived link's is the DRAM's)."""
     names: list[str] = []
     for u in chip.units:
         names += [f"{u.name}.{field}" for field in u.sweep_fields]
     names.append("dram.bandwidth_gbps")
     names += [f"{d.name}.bandwidth_gbps" for d in chip.domains if d.kind == "sram"]
-    names += [f"link.{link.key}.bandwidth_gbps" for link in chip.links]
+    names += [f"link.{link.key}.bandwidth_gbps" for link in chip.links if not link.derived]
     return names
 
 
@@ -143,9 +143,7 @@ def _base_value(data: dict[str, Any], name: str) -> float:
         numeric = sorted(
             k for k, v in holder.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
         )
-        raise SensitivityError(
-            f"--param {name}: no field {field!r} (numeric fields: {', '.join(numeric)})"
-        )
+        raise SensitivityError(no_field("--param", name, field, numeric, what="numeric fields"))
     value = holder[field]
     if value is None:
         raise SensitivityError(
@@ -169,8 +167,8 @@ def scaled_chip(chip: Chip, name: str, factor: float) -> Chip:
     data = chip.model_dump()
     base = _base_value(data, name)
     holder, field = _holder(data, name)
-    holder[field] = (
-        max(1, round(base * factor)) if isinstance(holder[field], int) else base * factor
+    set_field(
+        holder, field, max(1, round(base * factor)) if isinstance(holder[field], int) else base * factor
     )
     data["description"] = f"{data['description']} [{name} x{factor:g}]".strip()
     return chip_from_dict(data, source=f"{chip.name} with {name} x{factor:g}")

@@ -276,8 +276,14 @@ def _drop_cpu_gpu_links(d: dict[str, Any]) -> None:
     d["links"] = [link for link in d["links"] if {link["src"], link["dst"]} != {"cpu", "gpu"}]
 
 
+def _gpu_in_sram(d: dict[str, Any]) -> None:
+    """The GPU's domain made an on-chip SRAM, its link to the CPU removed (gpu<->npu stays)."""
+    _drop_cpu_gpu_links(d)
+    d["domains"][1] = {"name": "gpu", "kind": "sram", "bandwidth_gbps": 100}
+
+
 BAD_CHIPS: list[tuple[str, Mutation, tuple[str, ...]]] = [
-    ("unknown_key", lambda d: d["units"][0].update(foo=1), ("units.0.cpu.foo", "unknown key")),
+    ("unknown_key", lambda d: d["units"][0].update(foo=1), ("units[cpu_big].foo: unknown key (fields: name, domain,",)),
     ("unknown_top_level_key", lambda d: d.update(colour="red"), ("colour", "unknown key")),
     (
         "missing_field",
@@ -287,7 +293,7 @@ BAD_CHIPS: list[tuple[str, Mutation, tuple[str, ...]]] = [
     (
         "missing_unit_field",
         lambda d: d["units"][2].pop("compute_units"),
-        ("units.2.gpu.compute_units", "required"),
+        ("units[gpu].compute_units: Field required",),
     ),
     (
         "negative_bandwidth",
@@ -297,18 +303,18 @@ BAD_CHIPS: list[tuple[str, Mutation, tuple[str, ...]]] = [
     (
         "efficiency_above_one",
         lambda d: d["units"][0].update(efficiency={"Conv": 1.5}),
-        ("units.0.cpu.efficiency.Conv", "less than or equal to 1"),
+        ("units[cpu_big].efficiency.Conv:", "less than or equal to 1"),
     ),
-    ("unknown_unit_kind", lambda d: d["units"][0].update(kind="tpu"), ("units.0", "'tpu'")),
+    ("unknown_unit_kind", lambda d: d["units"][0].update(kind="tpu"), ("units[cpu_big]:", "'tpu'")),
     (
         "unit_in_unknown_domain",
         lambda d: d["units"][1].update(domain="l3"),
-        ("units.1.domain", "unknown domain 'l3'"),
+        ("units[cpu_little].domain: unknown domain 'l3' (have cpu, gpu, npu)",),
     ),
     (
         "link_to_unknown_domain",
         lambda d: d["links"][0].update(dst="tcm"),
-        ("links.0.dst", "unknown domain 'tcm'"),
+        ("links[cpu-tcm].dst: unknown domain 'tcm'",),
     ),
     ("unknown_host_domain", lambda d: d.update(host_domain="tcm"), ("host_domain", "'tcm'")),
     (
@@ -334,12 +340,18 @@ BAD_CHIPS: list[tuple[str, Mutation, tuple[str, ...]]] = [
     (
         "sram_domain_without_bandwidth",
         lambda d: d["domains"].append({"name": "tcm", "kind": "sram"}),
-        ("domains.3", "needs bandwidth_gbps"),
+        ("domains[tcm]: sram domain 'tcm' needs bandwidth_gbps",),
     ),
     (
-        "used_domains_without_link",
-        _drop_cpu_gpu_links,
-        ("links", "no link from domain 'cpu' to 'gpu'"),
+        "sram_domain_without_link",
+        _gpu_in_sram,
+        ("links: no link between domains 'cpu' and 'gpu' ('gpu' is an sram domain: add a link",),
+    ),
+    (
+        "sram_domain_with_a_one_way_link",
+        lambda d: (_gpu_in_sram(d), d["links"].append({"src": "cpu", "dst": "gpu", "bandwidth_gbps": 1,
+                                                       "latency_ns": 0, "bidirectional": False})),
+        ("links: no link from domain 'gpu' to 'cpu'",),
     ),
     ("no_units", lambda d: d.update(units=[]), ("units", "at least 1")),
 ]
@@ -429,7 +441,7 @@ class TestVariants:
         assert chip.unit("npu").clock_mhz == 600 and chip.dram.bandwidth_gbps == 20
         with pytest.raises(ChipError, match="dram.bandwidth_gbps"):
             override(load_chip("rk3588"), ["dram.bandwidth_gbps=-1"])
-        with pytest.raises(ChipError, match="unknown key"):
+        with pytest.raises(ChipError, match=r"no field 'clok_mhz' \(did you mean clock_mhz\? fields: active_w,"):
             override(load_chip("rk3588"), ["npu.clok_mhz=600"])
         with pytest.raises(ChipError, match="no unit or domain named 'tpu'"):
             override(load_chip("rk3588"), ["tpu.clock_mhz=1"])

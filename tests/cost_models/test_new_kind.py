@@ -148,7 +148,7 @@ def test_a_toy_kinds_facts_are_read_from_its_classes(toy_kind: None, resnet18: M
 
 def test_after_clean_up_the_kind_is_unknown_and_the_error_names_the_known_ones() -> None:
     assert "toy" not in unit_kinds() and "toy" not in registered_kinds()
-    with pytest.raises(ChipError, match=r"units\.1.*'toy'.*'cpu', 'gpu', 'npu', 'dsp'"):
+    with pytest.raises(ChipError, match=r"units\[toy\]: .*'toy'.*'cpu', 'gpu', 'npu', 'dsp'"):
         chip_from_dict(_toy_chip_data())
 
 

@@ -190,6 +190,10 @@ class TestBadInput:
         [
             (["--chip", "rk3588", "--chip", "nosuchchip"], "nosuchchip"),
             (["--what-if", "warp.clock_mhz=1"], "no unit or domain named 'warp'"),
+            (  # a typo says which option, the nearest field and every valid one
+                ["--what-if", "npu.clock_mzh=1"],
+                "--what-if npu.clock_mzh=1: no field 'clock_mzh' (did you mean clock_mhz? fields: active_w,",
+            ),
             (["--what-if", ","], "names no TARGET.FIELD=VALUE"),
             (["--chip", "rk3588", "--chip", "rk3588"], "same label"),
             ([], "at least two runs"),

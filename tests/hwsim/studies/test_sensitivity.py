@@ -73,6 +73,7 @@ def test_link_named_by_key_or_either_way_when_bidirectional(spelling: str) -> No
     [
         ("warp.clock_mhz", "no unit or domain named 'warp'"),
         ("npu.warp_factor", "no field 'warp_factor' (numeric fields: "),
+        ("npu.clock_mzh", "no field 'clock_mzh' (did you mean clock_mhz? numeric fields: "),
         ("npu.mem_bandwidth_gbps", "has no value to scale"),
         ("npu.kind", "is not a positive number"),
         ("link.cpu-dsp.bandwidth_gbps", "no link 'cpu-dsp' (links: link.cpu<->npu"),
@@ -240,3 +241,17 @@ def test_cli_refuses_a_foreign_folder(
     )
     assert "holds files hwsim did not write (data.csv)" in one_line_error(capsys)
     assert [p.name for p in out.iterdir()] == ["data.csv"]
+
+
+def test_a_derived_link_is_swept_through_the_dram_or_by_name() -> None:
+    """A link the chip file left out follows the DRAM: not a default parameter of its own, and
+    scaling it by name makes it explicit (the change is not derived away)."""
+    from chips import chip_from_dict
+
+    unit = {"kind": "cpu", "clock_mhz": 1000, "flops_per_cycle": {"fp32": 16}}
+    chip = chip_from_dict({"name": "c", "dram": {"bandwidth_gbps": 10, "latency_ns": 0},
+                           "units": [{"name": "a", **unit}, {"name": "b", **unit}]})  # fmt: skip
+    assert sens.default_parameters(chip) == ["a.clock_mhz", "b.clock_mhz", "dram.bandwidth_gbps"]
+    assert sens.scaled_chip(chip, "dram.bandwidth_gbps", 2.0).links[0].bandwidth_gbps == 20
+    scaled = sens.scaled_chip(chip, "link.a<->b.bandwidth_gbps", 0.5)
+    assert [(k.bandwidth_gbps, k.derived) for k in scaled.links] == [(5, False)]
