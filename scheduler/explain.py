@@ -43,7 +43,7 @@ def explain(problem: Problem, sol: Solution, time_unit: str = "") -> list[str]:
         if has_aff:
             pref = min(problem.capable[i], key=lambda v: (aff[i, v], v))
             if pref == u:
-                out.append(f"affinity: {name} is preferred for {kind}; the schedule is no longer with it")
+                out.append(f"affinity: {name} is the chip's preferred unit for {kind}")
                 continue
         saved = [
             (vol * ps[sol.unit[j]][rival] + pl[sol.unit[j]][rival], problem.tasks[j])

@@ -11,7 +11,7 @@ contention and DMA channels, which the engine adds.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -186,10 +186,12 @@ def _merge(edges: list[tuple[int, int, float]]) -> list[tuple[int, int, float]]:
 
 
 def schedule_from_solution(
-    graph: ModelGraph, chip: Chip, table: CostTable, problem: Problem, sol: Solution, policy: str
+    graph: ModelGraph, chip: Chip, table: CostTable, problem: Problem, sol: Solution, policy: str,
+    reasons: Sequence[str] | None = None,
 ) -> Schedule:
-    """The engine's :class:`Schedule` for ``sol``: per-core order by start time, reasons attached."""
-    reasons = explain(problem, sol, " ns")
+    """The engine's :class:`Schedule` for ``sol``: per-core order by start time, reasons attached
+    (``reasons`` per task, else :func:`~scheduler.explain.explain`'s)."""
+    reasons = list(reasons) if reasons is not None else explain(problem, sol, " ns")
     placements = {}
     by_core: dict[tuple[str, int], list[tuple[float, int]]] = {
         (u.name, c): [] for u in chip.units for c in range(u.cores)
@@ -240,7 +242,7 @@ def schedule_model(
     with :func:`model_options`, and turn the solution into the engine's :class:`Schedule`."""
     problem = problem_from_graph(graph, chip, table, colocated=colocated and len(graph.order) <= COLOCATED_MAX_OPS)
     solved = solve(problem, model_options())
-    return schedule_from_solution(graph, chip, table, problem, solved.solution, solved.label)
+    return schedule_from_solution(graph, chip, table, problem, solved.solution, solved.label, solved.reasons)
 
 
 def solution_from_schedule(problem: Problem, sched: Schedule) -> Solution:

@@ -45,12 +45,15 @@ class Solved:
     label : the name reported for it (``best`` says which policy won: ``"best (heft)"``).
     bound_ns : a lower bound the policy proved on the way (``exact``), problem time units.
     proven : whether the policy proved the schedule optimal.
+    reasons : why each task is where it is, in the policy's own terms (None: judged against
+        the schedule by :func:`scheduler.explain.explain`).
     """
 
     solution: Solution
     label: str
     bound_ns: float = 0.0
     proven: bool = False
+    reasons: tuple[str, ...] | None = None
 
 
 #: A policy on an abstract problem.

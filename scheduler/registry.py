@@ -33,7 +33,12 @@ from scheduler.peft import peft
 from scheduler.policy import ModelPolicy, ProblemPolicy, Solved, SolveOptions
 from scheduler.problem import Problem, Solution
 from scheduler.schedule import Schedule
-from scheduler.single_unit import single_unit, single_unit_list, single_unit_list_model
+from scheduler.single_unit import (
+    single_unit,
+    single_unit_list,
+    single_unit_list_model,
+    single_unit_reasons,
+)
 
 __all__ = ["DEFAULT_POLICY", "POLICIES", "Policy", "UnknownPolicyError", "get_policy", "register_policy", "schedule"]
 
@@ -87,6 +92,11 @@ def _solve_affinity_locality(problem: Problem, options: SolveOptions) -> Solved:
     return Solved(affinity_locality(problem, options.work_budget), "affinity-locality")
 
 
+def _solve_single_unit(problem: Problem, options: SolveOptions) -> Solved:
+    sol = single_unit(problem)
+    return Solved(sol, "single-unit", reasons=single_unit_reasons(problem, sol))
+
+
 def _solve_best(problem: Problem, options: SolveOptions) -> Solved:
     winner, sol = best(problem)
     return Solved(sol, f"best ({winner})")
@@ -136,7 +146,7 @@ for _policy in (
     Policy("heft", _plain("heft", heft)),
     Policy("peft", _plain("peft", peft)),
     Policy("cpop", _plain("cpop", cpop)),
-    Policy("single-unit", _plain("single-unit", single_unit)),
+    Policy("single-unit", _solve_single_unit),
     Policy("ort-greedy", _plain("ort-greedy", ort_greedy), ort_greedy_model),
     Policy("best", _solve_best),
     Policy("exact", _solve_exact),

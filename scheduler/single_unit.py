@@ -17,7 +17,7 @@ from scheduler.problem import Problem, Solution, priority_order
 from scheduler.ranks import upward_rank
 from scheduler.schedule import Schedule
 
-__all__ = ["single_unit", "single_unit_list", "single_unit_list_model"]
+__all__ = ["single_unit", "single_unit_list", "single_unit_list_model", "single_unit_reasons"]
 
 
 def single_unit(problem: Problem, insertion: bool = True) -> Solution:
@@ -34,6 +34,28 @@ def single_unit(problem: Problem, insertion: bool = True) -> Solution:
             best = s
     assert best is not None or problem.n_units == 0
     return best if best is not None else list_schedule(problem, order, insertion=insertion)
+
+
+def single_unit_reasons(problem: Problem, sol: Solution) -> tuple[str, ...]:
+    """Why each task of a single-unit schedule is where it is: on the one unit, or, where that
+    unit cannot run it, on the task's fastest unit.
+
+    The one unit is the one holding most tasks (the policy tries each unit and keeps the one
+    whose schedule is shortest).
+    """
+    counts = [0] * problem.n_units
+    for u in sol.unit:
+        counts[u] += 1
+    main = max(range(problem.n_units), key=lambda u: (counts[u], -u)) if problem.n_units else 0
+    name = problem.units[main] if problem.n_units else ""
+    out = []
+    for i in range(problem.n):
+        u = sol.unit[i]
+        if u == main:
+            out.append(f"single-unit: the whole model on {name}, the unit that finishes it first alone")
+        else:
+            out.append(f"single-unit: {name} cannot run it; {problem.units[u]} is its fastest unit")
+    return tuple(out)
 
 
 def single_unit_list(problem: Problem) -> Solution:

@@ -167,3 +167,24 @@ def test_the_search_plans_with_colocated_fusion() -> None:
     assert planned.costs[sig]["cpu_big"].latency_ns <= table.costs[sig]["cpu_big"].latency_ns
     assert set(planned.costs) == set(table.costs)
     assert all(set(planned.costs[op]) == set(table.costs[op]) for op in table.costs)
+
+
+def test_reasons_describe_the_kept_schedule(yolov8n, rk3588) -> None:
+    # issue 11: with single-unit kept, every op's reason read "affinity: npu is preferred for Conv;
+    # the schedule is no longer with it", the search's wording for a schedule that did not run
+    result = run_graph(yolov8n, rk3588)
+    assert result.choice is not None and result.choice.winner == "single-unit"
+    reasons = [p.reason for p in result.schedule.placements.values()]
+    assert reasons and all(r.startswith("single-unit: ") for r in reasons)
+    assert all("no longer" not in r for r in reasons)
+    on_npu = [p.reason for p in result.schedule.placements.values() if p.unit == "npu"]
+    assert set(on_npu) == {"single-unit: the whole model on npu, the unit that finishes it first alone"}
+
+
+@pytest.mark.parametrize("policy", ["affinity-locality", "heft", "cpop", "ort-greedy"])
+def test_no_reason_is_worded_as_a_claim_about_the_schedule_length(kws, policy) -> None:
+    result = run_graph(kws, load_chip("rk3588"), policy=policy)
+    for p in result.schedule.placements.values():
+        assert "no longer" not in p.reason
+        if p.reason.startswith("affinity:"):
+            assert p.reason == f"affinity: {p.unit} is the chip's preferred unit for {kws.op(p.op).op_type}"
