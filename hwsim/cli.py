@@ -164,7 +164,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from graph_ir.onnx_import import load_onnx, parse_input_shape
     from hwsim.pipeline import run_graph
     from hwsim.policy_check import BudgetError, resolve_deadlines
-    from hwsim.report.files import check_out_dir, format_summary, summary, write_reports
+    from hwsim.report.files import check_out_dir, write_reports
+    from hwsim.report.summary import build_summary
+    from hwsim.report.terminal import format_summary
     from hwsim.sim.engine import EngineOptions
 
     if args.objective == "energy" and (args.latency_budget_ms is None or not args.latency_budget_ms > 0):
@@ -196,11 +198,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return 1
     if graph.unknown_ops:
         log.warning("no cost formula for op types %s: costed as memory copies", ", ".join(graph.unknown_ops))
-    write_reports(result, out, plots=not args.no_plots)
+    summary = build_summary(result)
+    write_reports(result, out, plots=not args.no_plots, summary=summary)
     if args.json:
-        print(json.dumps(summary(result), indent=2))
+        print(json.dumps(summary.to_json(), indent=2))
     else:
-        print(format_summary(result, out))
+        print(format_summary(summary, out))
     missed = result.choice.missed if result.choice is not None else ()
     if missed:
         worst = min(missed, key=lambda d: d.slack_ms)

@@ -98,7 +98,7 @@ def _simulated(args: argparse.Namespace, model: Path) -> tuple[list[Any], str]:
     from cost_models.table import UnplaceableError
     from graph_ir.onnx_import import load_onnx, parse_input_shape
     from hwsim.pipeline import run_graph
-    from hwsim.report.files import summary
+    from hwsim.report.summary import build_summary
     from hwsim.studies.compare import Variant
 
     chips = args.chip or ["rk3588"]
@@ -144,7 +144,7 @@ def _simulated(args: argparse.Namespace, model: Path) -> tuple[list[Any], str]:
             result = run_graph(graph, chip, args.precision, policy)
         except UnplaceableError as exc:
             raise UnplaceableError(f"{model} ({label}): {exc}") from None
-        variants.append(Variant(label, summary(result)))
+        variants.append(Variant(label, build_summary(result).to_json()))
     return variants, graph.name
 
 
