@@ -167,7 +167,7 @@ def _summary_section(page: _Page) -> str:
     body = _table(["metric", "value"], rows)
     body += _table(["", "tensor", "shape", "dtype"], io_rows[:TOP_N])
     body += _capped(len(io_rows), TOP_N, "graph inputs and outputs")
-    return _section("Summary", body)
+    return body
 
 
 def _warnings_section(page: _Page) -> str:
@@ -186,8 +186,8 @@ def _warnings_section(page: _Page) -> str:
             + (f" and {len(fallbacks) - TOP_N} more" if len(fallbacks) > TOP_N else "")
         )
     if not items:
-        return _section("Warnings", "<p>None: every op had a cost formula and ran in the requested precision.</p>")
-    return _section("Warnings", "<ul>" + "".join(f'<li class="warn">{i}</li>' for i in items) + "</ul>")
+        return "<p>None: every op had a cost formula and ran in the requested precision.</p>"
+    return "<ul>" + "".join(f'<li class="warn">{i}</li>' for i in items) + "</ul>"
 
 
 def _units_section(page: _Page) -> str:
@@ -203,7 +203,7 @@ def _units_section(page: _Page) -> str:
         f"{100 * u.utilization:.1f}%</div>"
         for u in units
     )
-    return _section("Units", table + bars + page.figures_of("units"))
+    return table + bars + page.figures_of("units")
 
 
 def _critical_path_section(page: _Page) -> str:
@@ -219,7 +219,7 @@ def _critical_path_section(page: _Page) -> str:
     body += f"<p>{_ms(page.summary.critical_path_ms)} ms over {len(path)} ops, in order:</p>"
     body += _table(["start ms", "duration ms", "unit.core", "op type", "node"], rows, [True, True])
     body += _capped(len(path), TOP_N, "critical-path ops (critical_path.txt has them all)")
-    return _section("Schedule and critical path", body)
+    return body
 
 
 def _traffic_section(page: _Page) -> str:
@@ -251,7 +251,7 @@ def _traffic_section(page: _Page) -> str:
         body += _capped(len(xfers), TOP_N, "transfers (trace.json has them all)")
     else:
         body += "<p>No DMA transfers: every tensor stayed in its domain.</p>"
-    return _section("Traffic between memory domains", body + page.figures_of("traffic"))
+    return body + page.figures_of("traffic")
 
 
 def _top_ops_section(page: _Page) -> str:
@@ -272,7 +272,7 @@ def _top_ops_section(page: _Page) -> str:
     by_bytes = sorted(recs, key=lambda r: (-r.dram_bytes, r.op))
     body = "<h3>By time</h3>" + _table(head, rows(by_time), num) + _capped(len(recs), TOP_N, "ops")
     body += "<h3>By DRAM bytes</h3>" + _table(head, rows(by_bytes), num) + _capped(len(recs), TOP_N, "ops")
-    return _section("Top ops", body)
+    return body
 
 
 def _decisions_section(page: _Page) -> str:
@@ -289,7 +289,7 @@ def _decisions_section(page: _Page) -> str:
     body += "<h3>Per op, in graph order</h3>"
     body += _table(["node", "op type", "unit.core", "reason"], rows)
     body += _capped(len(graph.order), TOP_N, "ops (trace.json holds every reason)")
-    return _section("Scheduler decisions", body)
+    return body
 
 
 def _more_section(page: _Page) -> str:
@@ -303,33 +303,43 @@ def _more_section(page: _Page) -> str:
         if len(text) > 2000:
             text = text[:2000] + f" ... ({len(text)} characters, see summary.json)"
         rows.append((k, text))
-    return _section("More (other summary.json fields)", _table(["field", "value"], rows))
+    return _table(["field", "value"], rows)
 
 
 @dataclass(frozen=True, slots=True)
 class Section:
-    """A part of the page: its key (figures name it), its renderer, the ``summary.json`` keys it shows."""
+    """A part of the page.
+
+    ``key`` names it for figures, ``title`` is its heading (none: the page's header),
+    ``render`` gives its body ("" leaves the section out), ``shows`` lists the ``summary.json``
+    keys it shows.
+    """
 
     key: str
+    title: str
     render: Callable[[_Page], str]
     shows: frozenset[str] = frozenset()
+
+    def html(self, page: _Page) -> str:
+        body = self.render(page)
+        return _section(self.title, body) if body and self.title else body
 
 
 #: The page's parts in order. A ``summary.json`` key no section shows goes to the "more" table.
 SECTIONS: tuple[Section, ...] = (
-    Section("intro", _intro, frozenset({"chip", "chip_description", "model", "precision", "policy", "requested_policy"})),
+    Section("intro", "", _intro, frozenset({"chip", "chip_description", "model", "precision", "policy", "requested_policy"})),
     Section(
-        "summary", _summary_section,
+        "summary", "Summary", _summary_section,
         frozenset({"latency_ms", "energy_mj", "dram_energy_mj", "dram_bytes", "ops", "total_macs",
                    "critical_path_ms", "cross_domain_bytes", "scheduler_estimate_ms", "lower_bound_ms"}),
     ),
-    Section("warnings", _warnings_section, frozenset({"unknown_ops", "dtype_fallbacks"})),
-    Section("units", _units_section, frozenset({"units", "ops_per_unit"})),
-    Section("critical_path", _critical_path_section, frozenset({"critical_path"})),
-    Section("traffic", _traffic_section, frozenset({"traffic"})),
-    Section("top_ops", _top_ops_section),
-    Section("decisions", _decisions_section),
-    Section("more", _more_section),
+    Section("warnings", "Warnings", _warnings_section, frozenset({"unknown_ops", "dtype_fallbacks"})),
+    Section("units", "Units", _units_section, frozenset({"units", "ops_per_unit"})),
+    Section("critical_path", "Schedule and critical path", _critical_path_section, frozenset({"critical_path"})),
+    Section("traffic", "Traffic between memory domains", _traffic_section, frozenset({"traffic"})),
+    Section("top_ops", "Top ops", _top_ops_section),
+    Section("decisions", "Scheduler decisions", _decisions_section),
+    Section("more", "More (other summary.json fields)", _more_section),
 )  # fmt: skip
 
 #: ``summary.json`` keys the sections show; every other key goes to the "more" table.
@@ -367,7 +377,7 @@ def html_report(result: RunResult, summary: Summary, figures: Sequence[Figure] =
         f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>\n"
     )
     parts = [head]
-    parts += [s.render(page) for s in SECTIONS]
+    parts += [s.html(page) for s in SECTIONS]
     known = {s.key for s in SECTIONS}
     for f in page.figures:
         if f.section not in known:
