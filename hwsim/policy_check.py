@@ -265,8 +265,8 @@ def choose_schedule(
         assert latency_budget_ms is not None
         kept, choice = _energy(graph, chip, table, policy, best, sims, choice, latency_budget_ms, sim, dl)
     sched = kept.schedule
-    if sched.policy != policy:
-        sched = replace(sched, policy=policy)
+    if sched.policy != kept.name:  # the schedule is named for the candidate that ran, not the request
+        sched = replace(sched, policy=kept.name)
     results = tuple(DeadlineResult(d.name, d.node, d.deadline_ms, kept.finish_ms.get(d.node, 0.0)) for d in deadlines)
     return Chosen(sched, kept.table, kept.fused, kept.trace, replace(choice, deadlines=results))
 

@@ -73,7 +73,7 @@ def _simulated(args: argparse.Namespace, model: Path) -> tuple[list[Any], str]:
     from chips.variants import override
     from cost_models.table import UnplaceableError
     from hwsim.pipeline import run_graph
-    from hwsim.report.files import summary
+    from hwsim.report.summary import build_summary
     from hwsim.studies.compare import Variant
     from scheduler import DEFAULT_POLICY
 
@@ -117,7 +117,7 @@ def _simulated(args: argparse.Namespace, model: Path) -> tuple[list[Any], str]:
             result = run_graph(graph, chip, args.precision, policy)
         except UnplaceableError as exc:
             raise UnplaceableError(f"{model} ({label}): {exc}") from None
-        variants.append(Variant(label, summary(result)))
+        variants.append(Variant(label, build_summary(result).to_json()))
     return variants, graph.name
 
 

@@ -142,7 +142,9 @@ def _simulate(args: argparse.Namespace) -> tuple[RunResult, Path] | None:
 
 def main(args: argparse.Namespace) -> int:
     """Run ``hwsim run``; returns the exit code."""
-    from hwsim.report.files import format_summary, summary, write_reports
+    from hwsim.report.files import write_reports
+    from hwsim.report.summary import build_summary
+    from hwsim.report.terminal import format_summary
 
     check_usage(args)
     done = _simulate(args)
@@ -151,11 +153,12 @@ def main(args: argparse.Namespace) -> int:
     result, out = done
     if result.graph.unknown_ops:
         log.warning("no cost formula for op types %s: costed as memory copies", ", ".join(result.graph.unknown_ops))
-    write_reports(result, out, plots=not args.no_plots)
+    summary = build_summary(result)
+    write_reports(result, out, plots=not args.no_plots, summary=summary)
     if args.json:
-        print(json.dumps(summary(result), indent=2))
+        print(json.dumps(summary.to_json(), indent=2))
     else:
-        print(format_summary(result, out))
+        print(format_summary(summary, out))
     missed = result.choice.missed if result.choice is not None else ()
     if missed:
         worst = min(missed, key=lambda d: d.slack_ms)

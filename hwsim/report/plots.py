@@ -1,14 +1,20 @@
 """PNG figures of a simulated run: utilization heatmap, Gantt chart, traffic matrix, bandwidth.
 
 Matplotlib's object API only (``Figure`` with an Agg canvas): no pyplot, no global state, so
-the functions are safe to call from threads and from library code. Every function takes a
-:class:`~hwsim.pipeline.RunResult` and a path and writes one PNG; all handle a run with no
-transfers, a run of zero length (a graph of views) and units that never ran anything.
+the functions are safe to call from threads and from library code. Every figure function takes
+a :class:`~hwsim.pipeline.RunResult` (or the JSON of a study), returns the PNG's bytes and also
+writes them to ``path`` when one is given; all handle a run with no transfers, a run of zero
+length (a graph of views) and units that never ran anything.
+
+The four figures of a run are laid out with fixed margins (in inches, the left one sized to
+the longest tick label) and drawn once: ``hwsim run`` draws them on every run, and a layout
+engine would lay out every text twice.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import io
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -20,12 +26,14 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from matplotlib.transforms import offset_copy
 
 from chips.units import GBPS_PER_BYTES_PER_PS, PS_PER_MS
 from graph_ir.categories import CATEGORY_INFO
 from hwsim.analysis.busy import busy_core_ps_until, busy_core_steps
 from hwsim.pipeline import RunResult
-from hwsim.report.trace import dma_track, link_key
+from hwsim.report.trace import dma_track
+from hwsim.sim.engine import Trace
 
 __all__ = [
     "CATEGORY_COLORS",
@@ -38,12 +46,17 @@ __all__ = [
     "traffic_png",
     "utilization_bins",
 ]
+
 #: Above this many ops the Gantt chart merges bars closer than a pixel (and says so).
 GANTT_MAX_OPS = 20_000
 _GANTT_WIDTH_PX = 1800
 #: Above this many steps a bandwidth curve is drawn as its mean over equal bins (and says so).
 _BANDWIDTH_MAX_STEPS = 20_000
 _BANDWIDTH_BINS = 2000
+#: Resolution of the run's figures: 1200 to 1400 pixels across.
+_DPI = 100
+#: Matplotlib's default text size (points), used by tick labels.
+_FONT_PT = 10.0
 
 #: One fixed colour per op category (:data:`graph_ir.categories.CATEGORY_INFO`), stable across figures.
 CATEGORY_COLORS: dict[str, str] = {c: info.color for c, info in CATEGORY_INFO.items()}
@@ -51,13 +64,53 @@ _DMA_COLOR = "#555555"
 _CRITICAL_COLOR = "#d62728"
 
 
-def _title(result: RunResult, what: str) -> str:
+def _run_title(result: RunResult, what: str) -> str:
     return f"{result.chip.name} / {result.graph.name}: {what} (latency {result.analysis.latency_ms:.3f} ms)"
 
 
-def _save(fig: Figure, path: Path, dpi: int = 110) -> None:
+def _png(fig: Figure, path: Path | None, dpi: int = _DPI) -> bytes:
+    """Draw ``fig`` once on an Agg canvas; its PNG bytes, also written to ``path`` if given."""
     FigureCanvasAgg(fig)
-    fig.savefig(Path(path), dpi=dpi, format="png")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    data = buf.getvalue()
+    if path is not None:
+        Path(path).write_bytes(data)
+    return data
+
+
+def _save(fig: Figure, path: Path | None, dpi: int = 110) -> bytes:
+    """The PNG of a study's figure (laid out by matplotlib's constrained layout)."""
+    return _png(fig, path, dpi)
+
+
+def _title(ax: Axes, text: str) -> None:
+    """A title at a fixed place above ``ax`` (matplotlib need not search for artists it would overlap)."""
+    ax.set_title(text, fontsize=10, y=1.0, pad=6.0)
+
+
+def _axis_labels(ax: Axes, xlabel: str | None = None, ylabel: str | None = None, ylabel_left_in: float = 0.0) -> None:
+    """Axis labels at fixed places: ``xlabel`` under the tick labels, ``ylabel`` ``ylabel_left_in``
+    inches left of the axes (so matplotlib need not measure the tick labels to place them)."""
+    fig = ax.get_figure()
+    assert isinstance(fig, Figure)
+    if xlabel is not None:
+        ax.set_xlabel(xlabel)
+        ax.xaxis.set_label_coords(0.5, 0.0, offset_copy(ax.transAxes, fig, y=-22.0, units="points"))
+    if ylabel is not None:
+        ax.set_ylabel(ylabel)
+        ax.yaxis.set_label_coords(0.0, 0.5, offset_copy(ax.transAxes, fig, x=-72 * ylabel_left_in, units="points"))
+
+
+def _label_width_in(labels: Iterable[str], fontsize_pt: float = _FONT_PT) -> float:
+    """A generous estimate of the widest label's width (inches) in matplotlib's sans font."""
+    return max((len(s) for s in labels), default=0) * 0.62 * fontsize_pt / 72
+
+
+def _rect(fig: Figure, left_in: float, bottom_in: float, right_in: float, top_in: float) -> tuple[float, float, float, float]:
+    """The figure-fraction rectangle ``(x, y, width, height)`` inside the given margins (inches)."""
+    w, h = fig.get_size_inches()
+    return (left_in / w, bottom_in / h, 1.0 - (left_in + right_in) / w, 1.0 - (bottom_in + top_in) / h)
 
 
 def utilization_bins(
@@ -99,7 +152,7 @@ def utilization_bins(
     return names, util, edges_ps / PS_PER_MS
 
 
-def heatmap_png(result: RunResult, path: Path, bins: int = 100) -> None:
+def heatmap_png(result: RunResult, path: Path | None = None, bins: int = 100) -> bytes:
     """Units x time heatmap of utilization (0..1), with each unit's overall utilization."""
     names, util, edges_ms = utilization_bins(result, bins)
     usage = {u.unit: u for u in result.analysis.units}
@@ -108,8 +161,8 @@ def heatmap_png(result: RunResult, path: Path, bins: int = 100) -> None:
         for n in names
     ]
     right = float(edges_ms[-1]) if edges_ms[-1] > 0 else 1.0
-    fig = Figure(figsize=(12, 1.4 + 0.5 * len(names)), layout="constrained")
-    ax = fig.add_subplot()
+    fig = Figure(figsize=(12, 1.4 + 0.5 * len(names)))
+    ax = fig.add_axes(_rect(fig, _label_width_in(labels) + 0.2, 0.55, 1.2, 0.3))
     image = ax.imshow(
         util,
         aspect="auto",
@@ -120,10 +173,11 @@ def heatmap_png(result: RunResult, path: Path, bins: int = 100) -> None:
         extent=(0.0, right, len(names) - 0.5, -0.5),
     )
     ax.set_yticks(range(len(names)), labels)
-    ax.set_xlabel("time (ms)" if edges_ms[-1] > 0 else "time (ms): zero-length run")
-    ax.set_title(_title(result, f"unit utilization, {bins} bins"), fontsize=10)
-    fig.colorbar(image, ax=ax, label="utilization (busy cores / cores)", pad=0.01)
-    _save(fig, path)
+    _axis_labels(ax, "time (ms)" if edges_ms[-1] > 0 else "time (ms): zero-length run")
+    _title(ax, _run_title(result, f"unit utilization, {bins} bins"))
+    cax = fig.add_axes(_rect(fig, 12 - 1.05, 0.55, 0.87, 0.3))
+    fig.colorbar(image, cax=cax, label="utilization (busy cores / cores)")
+    return _png(fig, path)
 
 
 def _critical_transfers(result: RunResult) -> set[int]:
@@ -188,7 +242,109 @@ def _merge(bars: Sequence[_Bar], gap: float) -> list[_Bar]:
     return out
 
 
-def gantt_png(result: RunResult, path: Path, max_ops: int = GANTT_MAX_OPS) -> None:
+#: Colours of frames in a multi-frame Gantt chart (they cycle after 10).
+_FRAME_COLORS = tuple(colormaps["tab10"](i) for i in range(10))
+
+
+def _gantt_rows(result: RunResult) -> tuple[list[str], dict[tuple[str, int], int], list[int]]:
+    """Row labels (a row per core, then per DMA channel), the row of each (unit or link, index),
+    and the row after each unit's last core (where a separating line goes)."""
+    rows: list[str] = []
+    row_of: dict[tuple[str, int], int] = {}
+    group_ends: list[int] = []
+    for u in result.chip.units:
+        for c in range(u.cores):
+            row_of[(u.name, c)] = len(rows)
+            rows.append(f"{u.name}/{c}")
+        group_ends.append(len(rows))
+    for link in result.chip.links:
+        for ch in range(link.dma_channels):
+            row_of[(link.key, ch)] = len(rows)
+            rows.append(f"DMA {link.key} ch{ch}")
+    return rows, row_of, group_ends
+
+
+def _gantt_bars(
+    result: RunResult, trace: Trace, row_of: Mapping[tuple[str, int], int], n_rows: int
+) -> tuple[list[list[_Bar]], list[list[_Bar]], list[str]]:
+    """Bars per row, the critical-path bars per row (none with several frames), and the colour
+    keys in order of first use: op categories and ``dma``, or ``frame N``."""
+    multi = trace.frames > 1
+    on_path = set() if multi else set(result.analysis.critical_path)
+    crit_x = set() if multi else _critical_transfers(result)
+    per_row: list[list[_Bar]] = [[] for _ in range(n_rows)]
+    critical: list[list[_Bar]] = [[] for _ in range(n_rows)]
+    keys: list[str] = []
+    for r in trace.ops:
+        key = f"frame {r.frame}" if multi else result.graph.op(r.op).category
+        if key not in keys:
+            keys.append(key)
+        bar = (r.start_ps / PS_PER_MS, (r.end_ps - r.start_ps) / PS_PER_MS, key)
+        for core in r.all_cores:  # an op split across cores fills each of their rows
+            per_row[row_of[(r.unit, core)]].append(bar)
+            if r.op in on_path:
+                critical[row_of[(r.unit, core)]].append(bar)
+    for i, x in enumerate(trace.transfers):
+        bar = (x.start_ps / PS_PER_MS, (x.end_ps - x.start_ps) / PS_PER_MS, f"frame {x.frame}" if multi else "dma")
+        row = row_of[dma_track(result.chip, x)]
+        per_row[row].append(bar)
+        if i in crit_x:
+            critical[row].append(bar)
+    return per_row, critical, keys
+
+
+def _bar_color(key: str) -> Any:
+    """The colour of a bar's key: ``frame N``, ``dma`` or an op category."""
+    if key.startswith("frame "):
+        return _FRAME_COLORS[int(key.split()[1]) % len(_FRAME_COLORS)]
+    return _DMA_COLOR if key == "dma" else CATEGORY_COLORS.get(key, CATEGORY_COLORS["unknown"])
+
+
+def _draw_bars(ax: Axes, per_row: Sequence[Sequence[_Bar]], critical: Sequence[Sequence[_Bar]], edges: bool) -> None:
+    """One ``broken_barh`` per row and colour, then a red strip over each row's critical bars."""
+    height = 0.7
+    for row, bars in enumerate(per_row):
+        by_key: dict[str, list[tuple[float, float]]] = {}
+        for s, w, key in bars:
+            by_key.setdefault(key, []).append((s, w))
+        for key, spans in sorted(by_key.items()):
+            ax.broken_barh(
+                spans, (row - height / 2, height), facecolors=_bar_color(key), edgecolors="white",
+                linewidth=0.3 if edges else 0,
+            )  # fmt: skip
+    for row, bars in enumerate(critical):
+        if bars:
+            ax.broken_barh([(s, w) for s, w, _ in bars], (row - 0.47, 0.1), facecolors=_CRITICAL_COLOR, linewidth=0)
+
+
+def _gantt_legend(trace: Trace, keys: list[str]) -> list[Patch]:
+    """Legend entries: frames (with several frames), else op categories, DMA and the critical path."""
+    if trace.frames > 1:
+        more = "+10k" if trace.frames > 10 else ""
+        return [Patch(facecolor=_FRAME_COLORS[f], label=f"frame {f}{more}") for f in range(min(trace.frames, 10))]
+    order = list(CATEGORY_COLORS)
+    cats = sorted(keys, key=lambda c: (order.index(c) if c in order else len(order), c))
+    handles = [Patch(facecolor=_bar_color(c), label=c) for c in cats]
+    if trace.transfers:
+        handles.append(Patch(facecolor=_DMA_COLOR, label="DMA transfer"))
+    handles.append(Patch(facecolor=_CRITICAL_COLOR, label="critical path"))
+    return handles
+
+
+def _gantt_title(result: RunResult, trace: Trace, merged_bars: int | None) -> str:
+    what = f"schedule, {len(trace.ops)} ops, {len(trace.transfers)} transfers"
+    if trace.frames > 1:
+        ii = f", II {result.stream.initiation_interval_ms:.3f} ms" if result.stream is not None else ""
+        what += f"; {trace.frames} frames ({trace.frame_order}){ii}, coloured by frame"
+    else:
+        a = result.analysis
+        what += f"; critical path {len(set(a.critical_path))} ops, {a.critical_path_ms:.3f} ms"
+    if merged_bars is not None:
+        what += f"\nDOWN-SAMPLED: bars closer than 1/{_GANTT_WIDTH_PX} of the run merged, {merged_bars} drawn"
+    return _run_title(result, what)
+
+
+def gantt_png(result: RunResult, path: Path | None = None, max_ops: int = GANTT_MAX_OPS) -> bytes:
     """Gantt chart: one row per core and per DMA channel, ops coloured by category.
 
     Critical-path ops and transfers are marked by a red strip along the top of their row.
@@ -197,109 +353,34 @@ def gantt_png(result: RunResult, path: Path, max_ops: int = GANTT_MAX_OPS) -> No
     Above ``max_ops`` ops, bars of a row closer than about a pixel are merged (coloured by
     the category or frame covering most of them), and the title says so.
     """
-    chip, graph = result.chip, result.graph
     trace = result.stream_trace if result.stream_trace is not None else result.trace
-    multi = trace.frames > 1
-    frame_colors = [colormaps["tab10"](i) for i in range(10)]
-    rows: list[str] = []
-    row_of: dict[tuple[str, int], int] = {}
-    group_ends: list[int] = []
-    for u in chip.units:
-        for c in range(u.cores):
-            row_of[(u.name, c)] = len(rows)
-            rows.append(f"{u.name}/{c}")
-        group_ends.append(len(rows))
-    for link in chip.links:
-        for ch in range(link.dma_channels):
-            row_of[(link_key(link), ch)] = len(rows)
-            rows.append(f"DMA {link_key(link)} ch{ch}")
-
+    rows, row_of, group_ends = _gantt_rows(result)
+    per_row, critical, keys = _gantt_bars(result, trace, row_of, len(rows))
     makespan_ms = trace.makespan_ps / PS_PER_MS
     right = makespan_ms if makespan_ms > 0 else 1.0
     downsample = len(trace.ops) > max_ops
-    on_path = set() if multi else set(result.analysis.critical_path)
-    crit_x = set() if multi else _critical_transfers(result)
-    per_row: list[list[_Bar]] = [[] for _ in rows]
-    critical: list[list[_Bar]] = [[] for _ in rows]
-    categories: list[str] = []
-    for r in trace.ops:
-        cat = f"frame {r.frame}" if multi else graph.op(r.op).category
-        if cat not in categories:
-            categories.append(cat)
-        bar = (r.start_ps / PS_PER_MS, (r.end_ps - r.start_ps) / PS_PER_MS, cat)
-        for core in r.all_cores:  # an op split across cores fills each of their rows
-            row = row_of[(r.unit, core)]
-            per_row[row].append(bar)
-            if r.op in on_path:
-                critical[row].append(bar)
-    for i, x in enumerate(trace.transfers):
-        bar = (x.start_ps / PS_PER_MS, (x.end_ps - x.start_ps) / PS_PER_MS, f"frame {x.frame}" if multi else "dma")
-        row = row_of[dma_track(chip, x)]
-        per_row[row].append(bar)
-        if i in crit_x:
-            critical[row].append(bar)
     for bars in per_row + critical:
         bars.sort()
         if downsample:
             bars[:] = _merge(bars, right / _GANTT_WIDTH_PX)
-
-    fig = Figure(figsize=(14, 1.6 + 0.28 * len(rows)), layout="constrained")
-    ax = fig.add_subplot()
-    height = 0.7
-    for row, bars in enumerate(per_row):
-        by_key: dict[str, list[tuple[float, float]]] = {}
-        for s, w, key in bars:
-            by_key.setdefault(key, []).append((s, w))
-        for key, spans in sorted(by_key.items()):
-            color: Any = (
-                _DMA_COLOR if key == "dma" else CATEGORY_COLORS.get(key, CATEGORY_COLORS["unknown"])
-            )
-            if multi:
-                color = frame_colors[int(key.split()[1]) % len(frame_colors)]
-            ax.broken_barh(
-                spans,
-                (row - height / 2, height),
-                facecolors=color,
-                edgecolors="white",
-                linewidth=0 if downsample else 0.3,
-            )
-    for row, bars in enumerate(critical):  # a red strip over the row's critical bars
-        if bars:
-            spans = [(s, w) for s, w, _ in bars]
-            ax.broken_barh(spans, (row - 0.47, 0.1), facecolors=_CRITICAL_COLOR, linewidth=0)
+    handles = _gantt_legend(trace, keys)
+    height_in = max(1.6 + 0.28 * len(rows), 0.9 + 0.19 * len(handles))
+    top_in = 0.55 if downsample else 0.35
+    fig = Figure(figsize=(14, height_in))
+    ax = fig.add_axes(_rect(fig, _label_width_in(rows, 8) + 0.2, 0.5, 1.75, top_in))
+    _draw_bars(ax, per_row, critical, edges=not downsample)
     for end in group_ends:
         ax.axhline(end - 0.5, color="#bbbbbb", linewidth=0.6)
     ax.set_yticks(range(len(rows)), rows, fontsize=8)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlim(0.0, right)
-    ax.set_xlabel("time (ms)" if makespan_ms > 0 else "time (ms): zero-length run")
+    _axis_labels(ax, "time (ms)" if makespan_ms > 0 else "time (ms): zero-length run")
     ax.grid(axis="x", color="#e5e5e5", linewidth=0.6)
     ax.set_axisbelow(True)
-    what = f"schedule, {len(trace.ops)} ops, {len(trace.transfers)} transfers"
-    if multi:
-        ii = f", II {result.stream.initiation_interval_ms:.3f} ms" if result.stream is not None else ""
-        what += f"; {trace.frames} frames ({trace.frame_order}){ii}, coloured by frame"
-    else:
-        what += f"; critical path {len(on_path)} ops, {result.analysis.critical_path_ms:.3f} ms"
-    if downsample:
-        n_bars = sum(len(bars) for bars in per_row)
-        what += f"\nDOWN-SAMPLED: bars closer than 1/{_GANTT_WIDTH_PX} of the run merged, {n_bars} drawn"
-    ax.set_title(_title(result, what), fontsize=10)
-    order = list(CATEGORY_COLORS)
-    categories.sort(key=lambda c: (order.index(c) if c in order else len(order), c))
-    if multi:
-        shown = sorted(range(min(trace.frames, len(frame_colors))))
-        handles = [Patch(facecolor=frame_colors[f], label=f"frame {f}" + ("+10k" if trace.frames > 10 else "")) for f in shown]
-    else:
-        handles = [
-            Patch(facecolor=CATEGORY_COLORS.get(c, CATEGORY_COLORS["unknown"]), label=c)
-            for c in categories
-        ]
-        if trace.transfers:
-            handles.append(Patch(facecolor=_DMA_COLOR, label="DMA transfer"))
-        handles.append(Patch(facecolor=_CRITICAL_COLOR, label="critical path"))
-    fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
-    _save(fig, path)
+    _title(ax, _gantt_title(result, trace, sum(map(len, per_row)) if downsample else None))
+    fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0 - 1.65 / 14, 1.0 - 0.1 / height_in),
+               fontsize=8, frameon=False)  # fmt: skip
+    return _png(fig, path)
 
 
 def _human_bytes(n: float) -> str:
@@ -316,7 +397,7 @@ def _human_bytes(n: float) -> str:
     return f"{n:.0f} B"
 
 
-def traffic_png(result: RunResult, path: Path) -> None:
+def traffic_png(result: RunResult, path: Path | None = None) -> bytes:
     """Source x destination domain matrix of DMA bytes (every domain, zero rows included)."""
     domains = [d.name for d in result.chip.domains]
     pos = {d: i for i, d in enumerate(domains)}
@@ -326,13 +407,14 @@ def traffic_png(result: RunResult, path: Path) -> None:
         nbytes[pos[row.src_domain], pos[row.dst_domain]] += row.bytes
         count[pos[row.src_domain], pos[row.dst_domain]] += row.transfers
     side = 2.2 + 1.1 * len(domains)
-    fig = Figure(figsize=(side + 1.8, side), layout="constrained")
-    ax = fig.add_subplot()
+    fig = Figure(figsize=(side + 1.8, side))
+    left_in = _label_width_in(domains) + 0.6
+    ax = fig.add_axes(_rect(fig, left_in, 0.75, 1.45, 0.6))
     vmax = float(nbytes.max()) if nbytes.max() > 0 else 1.0
     unit, scale = next(
         (u, k) for u, k in (("MB", 1e6), ("KB", 1e3), ("bytes", 1.0)) if vmax >= k or k == 1.0
     )
-    image = ax.imshow(nbytes / scale, cmap="Blues", vmin=0.0, vmax=vmax / scale)
+    image = ax.imshow(nbytes / scale, cmap="Blues", vmin=0.0, vmax=vmax / scale, aspect="auto")
     cmap = colormaps["Blues"]
     for i in range(len(domains)):
         for j in range(len(domains)):
@@ -341,27 +423,19 @@ def traffic_png(result: RunResult, path: Path) -> None:
             text = _human_bytes(nbytes[i, j])
             if count[i, j]:
                 text += f"\n{count[i, j]} transfer{'s' if count[i, j] > 1 else ''}"
-            ax.text(
-                j,
-                i,
-                text,
-                ha="center",
-                va="center",
-                fontsize=9,
-                color="white" if light else "black",
-            )
+            ax.text(j, i, text, ha="center", va="center", fontsize=9, color="white" if light else "black")
     ax.set_xticks(range(len(domains)), domains)
     ax.set_yticks(range(len(domains)), domains)
-    ax.set_xlabel("destination domain")
-    ax.set_ylabel("source domain")
+    _axis_labels(ax, "destination domain", "source domain", ylabel_left_in=left_in - 0.4)
     total = _human_bytes(nbytes.sum()) if nbytes.sum() else "no bytes"
-    ax.set_title(
+    _title(
+        ax,
         f"{result.chip.name} / {result.graph.name}: DMA traffic\n"
         f"{total} in {int(count.sum())} transfers (latency {result.analysis.latency_ms:.3f} ms)",
-        fontsize=10,
     )
-    fig.colorbar(image, ax=ax, label=unit, shrink=0.8)
-    _save(fig, path)
+    cax = fig.add_axes(_rect(fig, side + 1.8 - 1.2, 0.75 + 0.1 * (side - 1.35), 1.0, 0.6 + 0.1 * (side - 1.35)))
+    fig.colorbar(image, cax=cax, label=unit)
+    return _png(fig, path)
 
 
 def _steps(
@@ -383,54 +457,50 @@ def _steps(
     return np.array(t, dtype=np.float64), np.array(v)
 
 
-def bandwidth_png(result: RunResult, path: Path) -> None:
+def _bandwidth_axes(ax: Axes, trace: Trace, memory: str) -> None:
+    """Bandwidth in use by ``memory`` over the run (GB/s), its mean and its capacity."""
+    t, v = _steps(trace.bandwidth_samples, memory, trace.makespan_ps)
+    averaged = len(t) > _BANDWIDTH_MAX_STEPS
+    if averaged:  # exact mean over equal bins: the integral of a step function is linear
+        integral = np.concatenate(([0.0], np.cumsum(np.diff(t) * v[:-1])))
+        edges = np.linspace(0.0, t[-1], _BANDWIDTH_BINS + 1)
+        v = np.append(np.diff(np.interp(edges, t, integral)) / np.diff(edges), 0.0)
+        t = edges
+    cap = trace.memory_capacity_bytes_per_ps[memory] * GBPS_PER_BYTES_PER_PS
+    mean = float(np.sum(np.diff(t) * v[:-1]) / trace.makespan_ps) if trace.makespan_ps else 0.0
+    ax.fill_between(t / PS_PER_MS, v, step="post", alpha=0.35, color="#1f77b4", linewidth=0)
+    ax.step(
+        t / PS_PER_MS,
+        v,
+        where="post",
+        color="#1f77b4",
+        linewidth=0.8,
+        label=f"in use{f' (mean over {_BANDWIDTH_BINS} bins)' if averaged else ''}: "
+        f"mean {mean:.2f} GB/s, {100 * mean / cap:.0f}% of capacity",
+    )
+    ax.axhline(cap, color=_CRITICAL_COLOR, linestyle="--", linewidth=1.0, label=f"capacity {cap:g} GB/s")
+    ax.set_ylim(0.0, cap * 1.3)
+    _axis_labels(ax, ylabel=f"{memory} (GB/s)", ylabel_left_in=0.45)
+    ax.legend(loc="upper right", fontsize=8, ncols=2, framealpha=0.9)
+    ax.grid(color="#e5e5e5", linewidth=0.6)
+
+
+def bandwidth_png(result: RunResult, path: Path | None = None) -> bytes:
     """Bandwidth in use over time per memory (step plot), with its capacity as a dashed line."""
     trace = result.trace
     memories = sorted(trace.memory_capacity_bytes_per_ps)
-    fig = Figure(figsize=(12, 1.2 + 2.2 * len(memories)), layout="constrained")
-    axes: list[Axes] = []
+    fig = Figure(figsize=(12, 1.2 + 2.2 * len(memories)))
+    left, bottom, width, height = _rect(fig, 0.8, 0.55, 0.2, 0.3)
+    fig.subplots_adjust(left=left, bottom=bottom, right=left + width, top=bottom + height, hspace=0.15)
+    axes: list[Axes] = list(np.atleast_1d(fig.subplots(max(1, len(memories)), 1, sharex=True, squeeze=False)[:, 0]))
     if not memories:
-        ax = fig.add_subplot()
-        ax.text(0.5, 0.5, "no memory bandwidth recorded", ha="center", va="center")
-        axes.append(ax)
-    right = trace.makespan_ps / PS_PER_MS if trace.makespan_ps > 0 else 1.0
-    for k, m in enumerate(memories):
-        ax = fig.add_subplot(len(memories), 1, k + 1, sharex=axes[0] if axes else None)
-        axes.append(ax)
-        t, v = _steps(trace.bandwidth_samples, m, trace.makespan_ps)
-        averaged = len(t) > _BANDWIDTH_MAX_STEPS
-        if averaged:  # exact mean over equal bins: the integral of a step function is linear
-            integral = np.concatenate(([0.0], np.cumsum(np.diff(t) * v[:-1])))
-            edges = np.linspace(0.0, t[-1], _BANDWIDTH_BINS + 1)
-            v = np.append(np.diff(np.interp(edges, t, integral)) / np.diff(edges), 0.0)
-            t = edges
-        cap = trace.memory_capacity_bytes_per_ps[m] * GBPS_PER_BYTES_PER_PS
-        mean = float(np.sum(np.diff(t) * v[:-1]) / trace.makespan_ps) if trace.makespan_ps else 0.0
-        ax.fill_between(t / PS_PER_MS, v, step="post", alpha=0.35, color="#1f77b4", linewidth=0)
-        ax.step(
-            t / PS_PER_MS,
-            v,
-            where="post",
-            color="#1f77b4",
-            linewidth=0.8,
-            label=f"in use{f' (mean over {_BANDWIDTH_BINS} bins)' if averaged else ''}: "
-            f"mean {mean:.2f} GB/s, {100 * mean / cap:.0f}% of capacity",
-        )
-        ax.axhline(
-            cap,
-            color=_CRITICAL_COLOR,
-            linestyle="--",
-            linewidth=1.0,
-            label=f"capacity {cap:g} GB/s",
-        )
-        ax.set_ylim(0.0, cap * 1.3)
-        ax.set_xlim(0.0, right)
-        ax.set_ylabel(f"{m} (GB/s)")
-        ax.legend(loc="upper right", fontsize=8, ncols=2, framealpha=0.9)
-        ax.grid(color="#e5e5e5", linewidth=0.6)
-    axes[-1].set_xlabel("time (ms)" if trace.makespan_ps > 0 else "time (ms): zero-length run")
-    axes[0].set_title(_title(result, "memory bandwidth in use"), fontsize=10)
-    _save(fig, path)
+        axes[0].text(0.5, 0.5, "no memory bandwidth recorded", ha="center", va="center")
+    for ax, m in zip(axes, memories):
+        _bandwidth_axes(ax, trace, m)
+    axes[-1].set_xlim(0.0, trace.makespan_ps / PS_PER_MS if trace.makespan_ps > 0 else 1.0)
+    _axis_labels(axes[-1], "time (ms)" if trace.makespan_ps > 0 else "time (ms): zero-length run")
+    _title(axes[0], _run_title(result, "memory bandwidth in use"))
+    return _png(fig, path)
 
 
 def _grouped_bars(
@@ -457,7 +527,7 @@ def _grouped_bars(
     ax.margins(y=0.15)
 
 
-def compare_png(data: Mapping[str, Any], path: Path) -> None:
+def compare_png(data: Mapping[str, Any], path: Path | None = None) -> bytes:
     """Grouped bars of runs side by side (the content of ``compare.json``).
 
     Four panels: time (latency and critical path, ms), energy (mJ), traffic (cross-domain
@@ -503,10 +573,10 @@ def compare_png(data: Mapping[str, Any], path: Path) -> None:
     fig.suptitle(
         f"{', '.join(models)}: {len(runs)} runs compared (fastest {data['fastest']})", fontsize=11
     )
-    _save(fig, path)
+    return _save(fig, path)
 
 
-def sensitivity_png(data: Mapping[str, Any], path: Path) -> None:
+def sensitivity_png(data: Mapping[str, Any], path: Path | None = None) -> bytes:
     """Latency against each parameter's factor, and each parameter's elasticity.
 
     ``data`` is the content of ``sensitivity.json``. Left: latency (ms) over the factor
@@ -566,4 +636,4 @@ def sensitivity_png(data: Mapping[str, Any], path: Path) -> None:
     if bottleneck:
         title += f"; bottleneck {bottleneck}"
     fig.suptitle(title, fontsize=11)
-    _save(fig, path)
+    return _save(fig, path)

@@ -42,26 +42,26 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeGuard
 
-from chips.schema import Chip, Link
+from chips.schema import Chip
+from chips.units import GBPS_PER_BYTES_PER_PS, PS_PER_NS
 from hwsim.analysis.busy import busy_core_steps
 from hwsim.analysis.energy import power_timeline
 from hwsim.pipeline import RunResult
-from hwsim.sim.engine import PS_PER_NS, OpRecord, TransferRecord
+from hwsim.sim.engine import OpRecord, Trace, TransferRecord
 
 __all__ = [
     "FRAME_COLORS",
     "check_trace",
     "chrome_trace",
     "dma_track",
-    "link_key",
     "separate_overlaps",
 ]
 
 #: Order of events that share a timestamp: slices first, then flows, then counters.
 _RANK = {"E": -1, "X": 0, "B": 0, "s": 1, "f": 2, "C": 3}
-_GBPS_PER_BYTES_PER_PS = 1000.0  # 1 byte/ps = 1e12 B/s = 1000 GB/s
 
 Event = dict[str, Any]
 
@@ -78,17 +78,12 @@ FRAME_COLORS = (
 )
 
 
-def link_key(link: Link) -> str:
-    """Name of a link's channel pool, as the engine keys it: ``a<->b`` or ``a->b``."""
-    return f"{link.src}<->{link.dst}" if link.bidirectional else f"{link.src}->{link.dst}"
-
-
 def dma_track(chip: Chip, record: TransferRecord) -> tuple[str, int]:
     """The (link key, channel) a transfer ran on."""
     link = chip.link_between(record.src_domain, record.dst_domain)
     if link is None:  # the engine refuses such a transfer, so a trace cannot hold one
         raise ValueError(f"no link from {record.src_domain!r} to {record.dst_domain!r}")
-    return link_key(link), record.channel
+    return link.key, record.channel
 
 
 def _shards_and_phases(
@@ -141,6 +136,220 @@ def _inside_start(start_ns: int, end_ns: int) -> float:
     return _us(start_ns + min(1.0, (end_ns - start_ns) / 2))
 
 
+_Slice = tuple[int, int, int, int]  # pid, tid, start ns, end ns
+
+
+class _Events:
+    """The trace under construction: metadata in order, timed events with their sort keys."""
+
+    def __init__(self, multi: bool) -> None:
+        self.multi = multi
+        self.meta: list[Event] = []
+        self.timed: list[tuple[tuple[float, int, int, int, float], Event]] = []
+        self._next_flow_id = 1
+
+    def suffix(self, frame: int) -> str:
+        """`` [fN]`` after an op's or transfer's name in a multi-frame trace."""
+        return f" [f{frame}]" if self.multi else ""
+
+    def colour(self, frame: int) -> dict[str, Any]:
+        return {"cname": FRAME_COLORS[frame % len(FRAME_COLORS)]} if self.multi else {}
+
+    def frame_args(self, r: OpRecord | TransferRecord) -> dict[str, Any]:
+        return _frame_args(r) if self.multi else {}
+
+    def add(self, event: Event, end: float = 0.0) -> None:
+        """A timed event; ``end`` (ns) orders slices that start together, longest first."""
+        key = (float(event["ts"]), _RANK[event["ph"]], event["pid"], event.get("tid", 0), end)
+        self.timed.append((key, event))
+
+    def name_process(self, pid: int, name: str) -> None:
+        self.meta.append({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": name}})
+        self.meta.append({"name": "process_sort_index", "ph": "M", "pid": pid, "args": {"sort_index": pid}})
+
+    def name_thread(self, pid: int, tid: int, name: str) -> None:
+        self.meta.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": name}})
+        self.meta.append(
+            {"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid, "args": {"sort_index": tid}}
+        )
+
+    def flow(self, name: str, src: _Slice, dst: _Slice) -> None:
+        """A dependency arrow from just inside the end of ``src`` to just inside the start of ``dst``."""
+        base = {"name": name, "cat": "dependency", "id": self._next_flow_id}
+        self.add({**base, "ph": "s", "ts": _inside_end(src[2], src[3]), "pid": src[0], "tid": src[1]})
+        self.add({**base, "ph": "f", "bp": "e", "ts": _inside_start(dst[2], dst[3]), "pid": dst[0], "tid": dst[1]})
+        self._next_flow_id += 1
+
+    def events(self) -> list[Event]:
+        """Metadata first, then the timed events by time (ties keep the order they were added in)."""
+        self.timed.sort(key=lambda kv: kv[0])
+        return self.meta + [e for _, e in self.timed]
+
+
+@dataclass(frozen=True, slots=True)
+class _Tracks:
+    """Process ids of the units, the DMA and memory processes, and the DMA thread of each (link, channel)."""
+
+    unit_pid: Mapping[str, int]
+    dma_pid: int
+    memory_pid: int
+    dma_tid: Mapping[tuple[str, int], int]
+
+
+def _name_tracks(ev: _Events, chip: Chip, trace: Trace) -> _Tracks:
+    """Name every process and thread: pids from 1 (some importers treat pid 0 specially), tid = core + 1."""
+    unit_pid: dict[str, int] = {}
+    for i, u in enumerate(chip.units):
+        pid = unit_pid[u.name] = i + 1
+        ev.name_process(pid, f"{u.name} ({u.kind}, {u.cores} core{'s' if u.cores > 1 else ''})")
+        for c in range(u.cores):
+            ev.name_thread(pid, c + 1, f"{u.name} core {c}")
+        if any(r.phases for r in trace.ops if r.unit == u.name):  # tiled ops: their phases
+            for c in range(u.cores):
+                ev.name_thread(pid, u.cores + c + 1, f"{u.name} core {c} tiles")
+                ev.name_thread(pid, 2 * u.cores + c + 1, f"{u.name} core {c} load/store")
+    dma_pid = len(chip.units) + 1
+    ev.name_process(dma_pid, "DMA")
+    dma_tid: dict[tuple[str, int], int] = {}
+    for link in chip.links:
+        for ch in range(link.dma_channels):
+            tid = dma_tid[(link.key, ch)] = len(dma_tid) + 1
+            ev.name_thread(dma_pid, tid, f"{link.key} ch{ch}")
+    ev.name_process(dma_pid + 1, "memory")
+    return _Tracks(unit_pid, dma_pid, dma_pid + 1, dma_tid)
+
+
+def _op_events(ev: _Events, result: RunResult, trace: Trace, tracks: _Tracks) -> dict[tuple[str, int], _Slice]:
+    """A complete event per op (plus its shards and tile phases); the slice of each (op, frame)."""
+    placements = result.schedule.placements
+    op_slice: dict[tuple[str, int], _Slice] = {}
+    for r in trace.ops:
+        pid, tid = tracks.unit_pid[r.unit], r.core + 1
+        s, e = _ns(r.start_ps), _ns(r.end_ps)
+        op_slice[(r.op, r.frame)] = (pid, tid, s, e)
+        args: dict[str, Any] = {
+            "node": r.op,
+            "op_type": r.op_type,
+            "unit": r.unit,
+            "core": r.core,
+            "dram_bytes": r.dram_bytes,
+            "reason": placements[r.op].reason,
+            **ev.frame_args(r),
+        }
+        ev.add(
+            {"name": r.op + ev.suffix(r.frame), **ev.colour(r.frame), "cat": r.op_type, "ph": "X", "ts": _us(s),
+             "dur": _us(e - s), "pid": pid, "tid": tid, "args": args},
+            e,
+        )  # fmt: skip
+        _shards_and_phases(r, pid, result.chip.unit(r.unit).cores, ev.add, ev.suffix(r.frame), ev.colour(r.frame))
+    return op_slice
+
+
+def _transfer_events(ev: _Events, chip: Chip, trace: Trace, tracks: _Tracks) -> list[_Slice]:
+    """A complete event per DMA transfer on its (link, channel) thread; their slices in trace order."""
+    xfer_slice: list[_Slice] = []
+    for x in trace.transfers:
+        track, ch = dma_track(chip, x)
+        tid = tracks.dma_tid[(track, ch)]
+        s, e = _ns(x.start_ps), _ns(x.end_ps)
+        xfer_slice.append((tracks.dma_pid, tid, s, e))
+        args = {
+            "tensor": x.tensor,
+            "bytes": x.bytes,
+            "src": x.src_domain,
+            "dst": x.dst_domain,
+            "producer": x.producer,
+            "consumers": list(x.consumers),
+            "queued_us": x.queued_ps / 1e6,
+            "wait_us": (x.start_ps - x.queued_ps) / 1e6,
+            "link": track,
+            "channel": ch,
+            **ev.frame_args(x),
+        }
+        ev.add(
+            {"name": x.tensor + ev.suffix(x.frame), **ev.colour(x.frame), "cat": "dma", "ph": "X", "ts": _us(s),
+             "dur": _us(e - s), "pid": tracks.dma_pid, "tid": tid, "args": args},
+            e,
+        )  # fmt: skip
+    return xfer_slice
+
+
+def _flow_events(
+    ev: _Events, result: RunResult, trace: Trace, op_slice: Mapping[tuple[str, int], _Slice], xfer_slice: list[_Slice]
+) -> None:
+    """Dependency arrows: producer -> transfer -> consumers across domains, producer -> consumer
+    between units of one domain."""
+    for x, here in zip(trace.transfers, xfer_slice):
+        if x.producer:
+            ev.flow(x.tensor + ev.suffix(x.frame), op_slice[(x.producer, x.frame)], here)
+        for consumer in x.consumers:
+            if consumer:  # "" is the return of a graph output to the host
+                ev.flow(x.tensor + ev.suffix(x.frame), here, op_slice[(consumer, x.frame)])
+    graph, placements = result.graph, result.schedule.placements
+    domain_of = {u.name: u.domain for u in result.chip.units}
+    for frame in range(trace.frames):
+        for p in graph.order:
+            for c in graph.g.successors(p):
+                up, uc = placements[p].unit, placements[c].unit
+                if up != uc and domain_of[up] == domain_of[uc]:
+                    name = ", ".join(graph.g.edges[p, c]["tensors"]) + ev.suffix(frame)
+                    ev.flow(name, op_slice[(p, frame)], op_slice[(c, frame)])
+
+
+def _counter_events(ev: _Events, chip: Chip, trace: Trace, tracks: _Tracks) -> None:
+    """Busy cores and utilization per unit; bandwidth per memory; chip power."""
+    for u in chip.units:
+        pid = tracks.unit_pid[u.name]
+        steps = busy_core_steps(r for r in trace.ops if r.unit == u.name)
+        if not steps or steps[0][0] > 0:
+            steps.insert(0, (0, 0))
+        for t, busy in steps:
+            ev.add({"name": "busy cores", "ph": "C", "ts": _us(_ns(t)), "pid": pid, "args": {"cores": busy}})
+            ev.add(
+                {"name": "utilization", "ph": "C", "ts": _us(_ns(t)), "pid": pid,
+                 "args": {"%": round(100.0 * busy / u.cores, 6)}}
+            )  # fmt: skip
+    capacity = trace.memory_capacity_bytes_per_ps
+    counter_name = {
+        m: f"{m} bandwidth (of {capacity[m] * GBPS_PER_BYTES_PER_PS:g} GB/s)" for m in sorted(capacity)
+    }
+    for m in sorted(capacity):
+        ev.add({"name": counter_name[m], "ph": "C", "ts": 0.0, "pid": tracks.memory_pid, "args": {"GB/s": 0.0}})
+    for t, m, bpps in trace.bandwidth_samples:
+        gbps = round(max(0.0, float(bpps)) * GBPS_PER_BYTES_PER_PS, 9)
+        ev.add(
+            {"name": counter_name.get(m, f"{m} bandwidth"), "ph": "C", "ts": _us(_ns(t)), "pid": tracks.memory_pid,
+             "args": {"GB/s": gbps}}
+        )  # fmt: skip
+    for t, watts in power_timeline(chip, trace):
+        ev.add({"name": "chip power (W)", "ph": "C", "ts": _us(_ns(t)), "pid": tracks.memory_pid, "args": {"W": round(watts, 9)}})
+
+
+def _other_data(result: RunResult, trace: Trace) -> dict[str, Any]:
+    """The trace's ``otherData``: the run's identity and headline figures."""
+    a = result.analysis
+    capacity = trace.memory_capacity_bytes_per_ps
+    other: dict[str, Any] = {
+        "chip": result.chip.name,
+        "model": result.graph.name,
+        "precision": result.precision,
+        "policy": result.schedule.policy,
+        "latency_ms": a.latency_ms,
+        "critical_path_ms": a.critical_path_ms,
+        "energy_mj": a.energy_mj,
+        "ops": len(trace.ops),
+        "dma_transfers": len(trace.transfers),
+        "makespan_ps": trace.makespan_ps,
+        "memory_capacity_gbps": {m: capacity[m] * GBPS_PER_BYTES_PER_PS for m in sorted(capacity)},
+    }
+    if trace.frames > 1:
+        other["frames"] = trace.frames
+        other["frame_order"] = trace.frame_order
+        if result.stream is not None:
+            other["initiation_interval_ms"] = result.stream.initiation_interval_ms
+    return other
+
+
 def chrome_trace(result: RunResult) -> dict[str, Any]:
     """The run as a Trace Event Format object (``json.dump`` it to a ``.json`` file).
 
@@ -157,247 +366,17 @@ def chrome_trace(result: RunResult) -> dict[str, Any]:
         plain ``str``/``int``/``float``/``list``/``dict`` values, in a deterministic order:
         metadata first, then events by time.
     """
-    chip, graph = result.chip, result.graph
     trace = result.stream_trace if result.stream_trace is not None else result.trace
-    multi = trace.frames > 1
-
-    def suffix(frame: int) -> str:
-        return f" [f{frame}]" if multi else ""
-
-    def colour(frame: int) -> dict[str, Any]:
-        return {"cname": FRAME_COLORS[frame % len(FRAME_COLORS)]} if multi else {}
-
-    placements = result.schedule.placements
-    meta: list[Event] = []
-    timed: list[tuple[tuple[float, int, int, int, float], Event]] = []
-
-    def add(event: Event, end: float = 0.0) -> None:
-        key = (float(event["ts"]), _RANK[event["ph"]], event["pid"], event.get("tid", 0), end)
-        timed.append((key, event))
-
-    def name_process(pid: int, name: str) -> None:
-        meta.append({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": name}})
-        meta.append(
-            {"name": "process_sort_index", "ph": "M", "pid": pid, "args": {"sort_index": pid}}
-        )
-
-    def name_thread(pid: int, tid: int, name: str) -> None:
-        meta.append(
-            {"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": name}}
-        )
-        meta.append(
-            {
-                "name": "thread_sort_index",
-                "ph": "M",
-                "pid": pid,
-                "tid": tid,
-                "args": {"sort_index": tid},
-            }
-        )
-
-    # ---- tracks: pids from 1 (some importers treat pid 0 specially), tid = core + 1
-    unit_pid: dict[str, int] = {}
-    for i, u in enumerate(chip.units):
-        pid = unit_pid[u.name] = i + 1
-        name_process(pid, f"{u.name} ({u.kind}, {u.cores} core{'s' if u.cores > 1 else ''})")
-        for c in range(u.cores):
-            name_thread(pid, c + 1, f"{u.name} core {c}")
-        if any(r.phases for r in trace.ops if r.unit == u.name):  # tiled ops: their phases
-            for c in range(u.cores):
-                name_thread(pid, u.cores + c + 1, f"{u.name} core {c} tiles")
-                name_thread(pid, 2 * u.cores + c + 1, f"{u.name} core {c} load/store")
-    dma_pid = len(chip.units) + 1
-    memory_pid = dma_pid + 1
-    name_process(dma_pid, "DMA")
-    dma_tid: dict[tuple[str, int], int] = {}
-    for link in chip.links:
-        for ch in range(link.dma_channels):
-            tid = dma_tid[(link_key(link), ch)] = len(dma_tid) + 1
-            name_thread(dma_pid, tid, f"{link_key(link)} ch{ch}")
-    name_process(memory_pid, "memory")
-
-    # ---- ops
-    op_slice: dict[tuple[str, int], tuple[int, int, int, int]] = {}  # (op, frame) -> (pid, tid, start_ns, end_ns)
-    for r in trace.ops:
-        pid, tid = unit_pid[r.unit], r.core + 1
-        s, e = _ns(r.start_ps), _ns(r.end_ps)
-        op_slice[(r.op, r.frame)] = (pid, tid, s, e)
-        args: dict[str, Any] = {
-            "node": r.op,
-            "op_type": r.op_type,
-            "unit": r.unit,
-            "core": r.core,
-            "dram_bytes": r.dram_bytes,
-            "reason": placements[r.op].reason,
-            **(_frame_args(r) if multi else {}),
-        }
-        add(
-            {
-                "name": r.op + suffix(r.frame),
-                **colour(r.frame),
-                "cat": r.op_type,
-                "ph": "X",
-                "ts": _us(s),
-                "dur": _us(e - s),
-                "pid": pid,
-                "tid": tid,
-                "args": args,
-            },
-            e,
-        )
-        _shards_and_phases(r, pid, chip.unit(r.unit).cores, add, suffix(r.frame), colour(r.frame))
-
-    # ---- transfers
-    xfer_slice: list[tuple[int, int, int]] = []  # (tid, start_ns, end_ns), in trace order
-    for x in trace.transfers:
-        track, ch = dma_track(chip, x)
-        tid = dma_tid[(track, ch)]
-        s, e = _ns(x.start_ps), _ns(x.end_ps)
-        xfer_slice.append((tid, s, e))
-        args = {
-            "tensor": x.tensor,
-            "bytes": x.bytes,
-            "src": x.src_domain,
-            "dst": x.dst_domain,
-            "producer": x.producer,
-            "consumers": list(x.consumers),
-            "queued_us": x.queued_ps / 1e6,
-            "wait_us": (x.start_ps - x.queued_ps) / 1e6,
-            "link": track,
-            "channel": ch,
-            **(_frame_args(x) if multi else {}),
-        }
-        add(
-            {
-                "name": x.tensor + suffix(x.frame),
-                **colour(x.frame),
-                "cat": "dma",
-                "ph": "X",
-                "ts": _us(s),
-                "dur": _us(e - s),
-                "pid": dma_pid,
-                "tid": tid,
-                "args": args,
-            },
-            e,
-        )
-
-    # ---- flows
-    next_id = 1
-
-    def flow(name: str, src: tuple[int, int, int, int], dst: tuple[int, int, int, int]) -> None:
-        nonlocal next_id
-        base = {"name": name, "cat": "dependency", "id": next_id}
-        add({**base, "ph": "s", "ts": _inside_end(src[2], src[3]), "pid": src[0], "tid": src[1]})
-        add(
-            {
-                **base,
-                "ph": "f",
-                "bp": "e",
-                "ts": _inside_start(dst[2], dst[3]),
-                "pid": dst[0],
-                "tid": dst[1],
-            }
-        )
-        next_id += 1
-
-    for x, (tid, s, e) in zip(trace.transfers, xfer_slice):
-        here = (dma_pid, tid, s, e)
-        if x.producer:
-            flow(x.tensor + suffix(x.frame), op_slice[(x.producer, x.frame)], here)
-        for consumer in x.consumers:
-            if consumer:  # "" is the return of a graph output to the host
-                flow(x.tensor + suffix(x.frame), here, op_slice[(consumer, x.frame)])
-    domain_of = {u.name: u.domain for u in chip.units}
-    for frame in range(trace.frames):
-        for p in graph.order:
-            for c in graph.g.successors(p):
-                up, uc = placements[p].unit, placements[c].unit
-                if up != uc and domain_of[up] == domain_of[uc]:
-                    name = ", ".join(graph.g.edges[p, c]["tensors"]) + suffix(frame)
-                    flow(name, op_slice[(p, frame)], op_slice[(c, frame)])
-
-    # ---- counters
-    for u in chip.units:
-        pid = unit_pid[u.name]
-        steps = busy_core_steps(r for r in trace.ops if r.unit == u.name)
-        if not steps or steps[0][0] > 0:
-            steps.insert(0, (0, 0))
-        for t, busy in steps:
-            add(
-                {
-                    "name": "busy cores",
-                    "ph": "C",
-                    "ts": _us(_ns(t)),
-                    "pid": pid,
-                    "args": {"cores": busy},
-                }
-            )
-            add(
-                {
-                    "name": "utilization",
-                    "ph": "C",
-                    "ts": _us(_ns(t)),
-                    "pid": pid,
-                    "args": {"%": round(100.0 * busy / u.cores, 6)},
-                }
-            )
-    memories = sorted(trace.memory_capacity_bytes_per_ps)
-    counter_name = {
-        m: f"{m} bandwidth (of {trace.memory_capacity_bytes_per_ps[m] * _GBPS_PER_BYTES_PER_PS:g} GB/s)"
-        for m in memories
-    }
-    for m in memories:
-        add(
-            {
-                "name": counter_name[m],
-                "ph": "C",
-                "ts": 0.0,
-                "pid": memory_pid,
-                "args": {"GB/s": 0.0},
-            }
-        )
-    for t, m, bpps in trace.bandwidth_samples:
-        gbps = round(max(0.0, float(bpps)) * _GBPS_PER_BYTES_PER_PS, 9)
-        add(
-            {
-                "name": counter_name.get(m, f"{m} bandwidth"),
-                "ph": "C",
-                "ts": _us(_ns(t)),
-                "pid": memory_pid,
-                "args": {"GB/s": gbps},
-            }
-        )
-
-    for t, watts in power_timeline(chip, trace):
-        add({"name": "chip power (W)", "ph": "C", "ts": _us(_ns(t)), "pid": memory_pid, "args": {"W": round(watts, 9)}})
-
-    timed.sort(key=lambda kv: kv[0])  # stable: ties keep construction order
-    a = result.analysis
-    other = {
-        "chip": chip.name,
-        "model": graph.name,
-        "precision": result.precision,
-        "policy": result.schedule.policy,
-        "latency_ms": a.latency_ms,
-        "critical_path_ms": a.critical_path_ms,
-        "energy_mj": a.energy_mj,
-        "ops": len(trace.ops),
-        "dma_transfers": len(trace.transfers),
-        "makespan_ps": trace.makespan_ps,
-        "memory_capacity_gbps": {
-            m: trace.memory_capacity_bytes_per_ps[m] * _GBPS_PER_BYTES_PER_PS for m in memories
-        },
-    }
-    if multi:
-        other["frames"] = trace.frames
-        other["frame_order"] = trace.frame_order
-        if result.stream is not None:
-            other["initiation_interval_ms"] = result.stream.initiation_interval_ms
+    ev = _Events(multi=trace.frames > 1)
+    tracks = _name_tracks(ev, result.chip, trace)
+    op_slice = _op_events(ev, result, trace, tracks)
+    xfer_slice = _transfer_events(ev, result.chip, trace, tracks)
+    _flow_events(ev, result, trace, op_slice, xfer_slice)
+    _counter_events(ev, result.chip, trace, tracks)
     return {
-        "traceEvents": separate_overlaps(meta + [e for _, e in timed]),
+        "traceEvents": separate_overlaps(ev.events()),
         "displayTimeUnit": "ns",
-        "otherData": other,
+        "otherData": _other_data(result, trace),
     }
 
 
@@ -432,24 +411,21 @@ def _lanes(slices: list[Event]) -> list[int]:
     return lane_of
 
 
-def separate_overlaps(events: list[Event]) -> list[Event]:
-    """Move complete events that partly overlap others on their track to extra tracks.
-
-    Each extra track gets a new ``tid`` in the same process, a ``thread_name`` of
-    ``"<track name> (overlap N)"`` and a sort index just after its track. A flow event
-    (``s``/``f``) moves with the innermost slice that encloses its timestamp. Events are not
-    changed in place; a trace without such overlaps comes back equal.
-
-    >>> ev = [{"ph": "X", "name": n, "ts": t, "dur": 2.0, "pid": 1, "tid": 1} for n, t in [("a", 0.0), ("b", 1.0)]]
-    >>> [(e["name"], e["tid"]) for e in separate_overlaps(ev) if e["ph"] == "X"]
-    [('a', 1), ('b', 2)]
-    """
+def _slice_tracks(events: list[Event]) -> dict[tuple[int, int], list[int]]:
+    """Indices of the complete events (``X``) on each track (pid, tid), in event order."""
     tracks: dict[tuple[int, int], list[int]] = {}
     for i, e in enumerate(events):
         if e.get("ph") == "X":
             tracks.setdefault((e["pid"], e.get("tid", 0)), []).append(i)
+    return tracks
+
+
+def _extra_lanes(
+    events: list[Event], tracks: Mapping[tuple[int, int], list[int]]
+) -> tuple[dict[int, int], list[tuple[int, int, int, int]]]:
+    """The new tid of every slice that must move, and the new threads ``(pid, old tid, lane, new tid)``."""
     moved: dict[int, int] = {}  # event index -> new tid
-    new_threads: list[tuple[int, int, int, int]] = []  # pid, old tid, lane, new tid
+    new_threads: list[tuple[int, int, int, int]] = []
     used_tids: dict[int, set[int]] = {}
     for e in events:
         if "pid" in e and "tid" in e:
@@ -467,10 +443,14 @@ def separate_overlaps(events: list[Event]) -> list[Event]:
         for i, lane in zip(idx, lanes):
             if lane:
                 moved[i] = tid_of_lane[lane]
-    if not moved:
-        return list(events)
-    out = [dict(e, tid=moved[i]) if i in moved else e for i, e in enumerate(events)]
-    for i, e in enumerate(events):  # flows follow their enclosing slice
+    return moved, new_threads
+
+
+def _flows_follow(
+    events: list[Event], out: list[Event], tracks: Mapping[tuple[int, int], list[int]], moved: Mapping[int, int]
+) -> None:
+    """Move each flow event (in ``out``) to the thread its innermost enclosing slice moved to."""
+    for i, e in enumerate(events):
         if e.get("ph") in ("s", "f") and (e["pid"], e.get("tid", 0)) in tracks:
             inside = [
                 j
@@ -481,6 +461,10 @@ def separate_overlaps(events: list[Event]) -> list[Event]:
                 j = min(inside, key=lambda j: events[j]["dur"])
                 if j in moved:
                     out[i] = dict(e, tid=moved[j])
+
+
+def _overlap_thread_meta(events: list[Event], new_threads: list[tuple[int, int, int, int]]) -> list[Event]:
+    """``thread_name`` ``"<track name> (overlap N)"`` and a sort index just after its track, per new thread."""
     names = {
         (e["pid"], e["tid"]): e["args"]["name"]
         for e in events
@@ -494,32 +478,134 @@ def separate_overlaps(events: list[Event]) -> list[Event]:
     meta: list[Event] = []
     for pid, tid, lane, new in new_threads:
         base = names.get((pid, tid), f"thread {tid}")
+        meta.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": new, "args": {"name": f"{base} (overlap {lane})"}})
         meta.append(
-            {
-                "name": "thread_name",
-                "ph": "M",
-                "pid": pid,
-                "tid": new,
-                "args": {"name": f"{base} (overlap {lane})"},
-            }
-        )
-        meta.append(
-            {
-                "name": "thread_sort_index",
-                "ph": "M",
-                "pid": pid,
-                "tid": new,
-                "args": {"sort_index": sort_index.get((pid, tid), tid) * 1000 + lane},
-            }
-        )
+            {"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": new,
+             "args": {"sort_index": sort_index.get((pid, tid), tid) * 1000 + lane}}
+        )  # fmt: skip
+    return meta
+
+
+def separate_overlaps(events: list[Event]) -> list[Event]:
+    """Move complete events that partly overlap others on their track to extra tracks.
+
+    Each extra track gets a new ``tid`` in the same process, a ``thread_name`` of
+    ``"<track name> (overlap N)"`` and a sort index just after its track. A flow event
+    (``s``/``f``) moves with the innermost slice that encloses its timestamp. Events are not
+    changed in place; a trace without such overlaps comes back equal.
+
+    >>> ev = [{"ph": "X", "name": n, "ts": t, "dur": 2.0, "pid": 1, "tid": 1} for n, t in [("a", 0.0), ("b", 1.0)]]
+    >>> [(e["name"], e["tid"]) for e in separate_overlaps(ev) if e["ph"] == "X"]
+    [('a', 1), ('b', 2)]
+    """
+    tracks = _slice_tracks(events)
+    moved, new_threads = _extra_lanes(events, tracks)
+    if not moved:
+        return list(events)
+    out = [dict(e, tid=moved[i]) if i in moved else e for i, e in enumerate(events)]
+    _flows_follow(events, out, tracks, moved)
+    meta = _overlap_thread_meta(events, new_threads)
     n_meta = sum(1 for e in out if e.get("ph") == "M")
     if any(e.get("ph") == "M" for e in out[n_meta:]):  # metadata not leading: append at the end
         return out + meta
     return out[:n_meta] + meta + out[n_meta:]
 
 
-def _number(x: object) -> bool:
+def _number(x: object) -> TypeGuard[float]:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+class _TraceCheck:
+    """What :func:`check_trace` collects while it reads the events, and the checks on it."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+        self.processes: set[int] = set()
+        self.threads: set[tuple[int, int]] = set()
+        self.used_pids: set[int] = set()
+        self.used_threads: set[tuple[int, int]] = set()
+        self.slices: dict[tuple[int, int], list[Event]] = {}
+        self.begins: dict[tuple[int, int], list[float]] = {}
+        self.flows: dict[tuple[str, object], list[float]] = {}
+        self.finishes: dict[tuple[str, object], list[float]] = {}
+
+    def read(self, k: int, e: Event) -> None:
+        """Check event number ``k`` alone and remember what the whole-trace checks need."""
+        ph, pid = e.get("ph"), e.get("pid")
+        if not isinstance(ph, str) or not isinstance(pid, int):
+            self.problems.append(f"event {k}: needs a string 'ph' and an integer 'pid'")
+            return
+        tid = e.get("tid", 0)
+        if ph == "M":
+            if e.get("name") == "process_name":
+                self.processes.add(pid)
+            elif e.get("name") == "thread_name":
+                self.threads.add((pid, tid))
+            return
+        self.used_pids.add(pid)
+        ts = e.get("ts")
+        if not _number(ts) or ts < 0:
+            self.problems.append(f"event {k} ({e.get('name')!r}): ts {ts!r} is not a finite time >= 0")
+            return
+        if ph == "X":
+            dur = e.get("dur")
+            if not _number(dur) or dur < 0:
+                self.problems.append(f"event {k} ({e.get('name')!r}): dur {dur!r} is not a finite duration >= 0")
+                return
+            self.slices.setdefault((pid, tid), []).append(e)
+            self.used_threads.add((pid, tid))
+        elif ph in ("B", "E"):
+            self._begin_end(ph, pid, tid, ts)
+        elif ph == "C":
+            args = e.get("args")
+            if not isinstance(args, dict) or not args or not all(_number(v) for v in args.values()):
+                self.problems.append(f"counter {e.get('name')!r} at {ts} us: args must be finite numbers")
+        elif ph in ("s", "f"):
+            self.used_threads.add((pid, tid))
+            key = (str(e.get("cat", "")), e.get("id"))
+            (self.flows if ph == "s" else self.finishes).setdefault(key, []).append(ts)
+
+    def _begin_end(self, ph: str, pid: int, tid: int, ts: float) -> None:
+        self.used_threads.add((pid, tid))
+        stack = self.begins.setdefault((pid, tid), [])
+        if ph == "B":
+            stack.append(ts)
+        elif not stack:
+            self.problems.append(f"pid {pid} tid {tid}: end event at {ts} us without a begin")
+        elif stack.pop() > ts + _EPS_US:
+            self.problems.append(f"pid {pid} tid {tid}: end event at {ts} us before its begin")
+
+    def check_names_begins_flows(self) -> None:
+        for pid in sorted(self.used_pids - self.processes):
+            self.problems.append(f"pid {pid}: no process_name metadata")
+        for pid, tid in sorted(self.used_threads - self.threads):
+            self.problems.append(f"pid {pid} tid {tid}: no thread_name metadata")
+        for (pid, tid), stack in sorted(self.begins.items()):
+            if stack:
+                self.problems.append(f"pid {pid} tid {tid}: {len(stack)} begin event(s) never end")
+        for key, starts in self.flows.items():
+            ends = self.finishes.get(key, [])
+            if len(ends) < len(starts):
+                self.problems.append(f"flow {key[0]!r} id {key[1]!r}: {len(starts)} start(s), {len(ends)} finish(es)")
+            elif min(ends) < min(starts) - _EPS_US:
+                self.problems.append(f"flow {key[0]!r} id {key[1]!r}: finishes before it starts")
+
+    def check_overlaps(self) -> None:
+        """Slices on one track must nest or follow each other."""
+        for (pid, tid), evs in sorted(self.slices.items()):
+            evs.sort(key=lambda e: (e["ts"], -e["dur"]))
+            open_: list[Event] = []
+            for e in evs:
+                while open_ and open_[-1]["ts"] + open_[-1]["dur"] <= e["ts"] + _EPS_US:
+                    open_.pop()
+                if open_ and e["ts"] + e["dur"] > open_[-1]["ts"] + open_[-1]["dur"] + _EPS_US:
+                    o = open_[-1]
+                    self.problems.append(
+                        f"pid {pid} tid {tid}: slice {e.get('name')!r} [{e['ts']:g}, {e['ts'] + e['dur']:g}] us "
+                        f"partly overlaps {o.get('name')!r} [{o['ts']:g}, {o['ts'] + o['dur']:g}] us"
+                    )
+                    continue
+                open_.append(e)
 
 
 def check_trace(trace: Mapping[str, Any] | list[Event]) -> list[str]:
@@ -554,87 +640,9 @@ def check_trace(trace: Mapping[str, Any] | list[Event]) -> list[str]:
     events = trace if isinstance(trace, list) else trace.get("traceEvents")
     if not isinstance(events, list):
         return ["no traceEvents list"]
-    problems: list[str] = []
-    processes: set[int] = set()
-    threads: set[tuple[int, int]] = set()
-    used_pids: set[int] = set()
-    used_threads: set[tuple[int, int]] = set()
-    slices: dict[tuple[int, int], list[Event]] = {}
-    begins: dict[tuple[int, int], list[float]] = {}
-    flows: dict[tuple[str, object], list[float]] = {}
-    finishes: dict[tuple[str, object], list[float]] = {}
+    check = _TraceCheck()
     for k, e in enumerate(events):
-        ph, pid = e.get("ph"), e.get("pid")
-        if not isinstance(ph, str) or not isinstance(pid, int):
-            problems.append(f"event {k}: needs a string 'ph' and an integer 'pid'")
-            continue
-        tid = e.get("tid", 0)
-        if ph == "M":
-            if e.get("name") == "process_name":
-                processes.add(pid)
-            elif e.get("name") == "thread_name":
-                threads.add((pid, tid))
-            continue
-        used_pids.add(pid)
-        ts = e.get("ts")
-        if not _number(ts) or ts < 0:
-            problems.append(f"event {k} ({e.get('name')!r}): ts {ts!r} is not a finite time >= 0")
-            continue
-        if ph == "X":
-            dur = e.get("dur")
-            if not _number(dur) or dur < 0:
-                problems.append(
-                    f"event {k} ({e.get('name')!r}): dur {dur!r} is not a finite duration >= 0"
-                )
-                continue
-            slices.setdefault((pid, tid), []).append(e)
-            used_threads.add((pid, tid))
-        elif ph in ("B", "E"):
-            used_threads.add((pid, tid))
-            stack = begins.setdefault((pid, tid), [])
-            if ph == "B":
-                stack.append(ts)
-            elif not stack:
-                problems.append(f"pid {pid} tid {tid}: end event at {ts} us without a begin")
-            elif stack.pop() > ts + _EPS_US:
-                problems.append(f"pid {pid} tid {tid}: end event at {ts} us before its begin")
-        elif ph == "C":
-            args = e.get("args")
-            if not isinstance(args, dict) or not args or not all(_number(v) for v in args.values()):
-                problems.append(
-                    f"counter {e.get('name')!r} at {ts} us: args must be finite numbers"
-                )
-        elif ph in ("s", "f"):
-            used_threads.add((pid, tid))
-            key = (str(e.get("cat", "")), e.get("id"))
-            (flows if ph == "s" else finishes).setdefault(key, []).append(ts)
-    for pid in sorted(used_pids - processes):
-        problems.append(f"pid {pid}: no process_name metadata")
-    for pid, tid in sorted(used_threads - threads):
-        problems.append(f"pid {pid} tid {tid}: no thread_name metadata")
-    for (pid, tid), stack in sorted(begins.items()):
-        if stack:
-            problems.append(f"pid {pid} tid {tid}: {len(stack)} begin event(s) never end")
-    for key, starts in flows.items():
-        ends = finishes.get(key, [])
-        if len(ends) < len(starts):
-            problems.append(
-                f"flow {key[0]!r} id {key[1]!r}: {len(starts)} start(s), {len(ends)} finish(es)"
-            )
-        elif min(ends) < min(starts) - _EPS_US:
-            problems.append(f"flow {key[0]!r} id {key[1]!r}: finishes before it starts")
-    for (pid, tid), evs in sorted(slices.items()):
-        evs.sort(key=lambda e: (e["ts"], -e["dur"]))
-        open_: list[Event] = []
-        for e in evs:
-            while open_ and open_[-1]["ts"] + open_[-1]["dur"] <= e["ts"] + _EPS_US:
-                open_.pop()
-            if open_ and e["ts"] + e["dur"] > open_[-1]["ts"] + open_[-1]["dur"] + _EPS_US:
-                o = open_[-1]
-                problems.append(
-                    f"pid {pid} tid {tid}: slice {e.get('name')!r} [{e['ts']:g}, {e['ts'] + e['dur']:g}] us "
-                    f"partly overlaps {o.get('name')!r} [{o['ts']:g}, {o['ts'] + o['dur']:g}] us"
-                )
-                continue
-            open_.append(e)
-    return problems
+        check.read(k, e)
+    check.check_names_begins_flows()
+    check.check_overlaps()
+    return check.problems

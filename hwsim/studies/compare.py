@@ -1,6 +1,6 @@
 """Runs side by side: chips, policies or what-if variants of one model, or earlier report folders.
 
-Everything works on ``summary.json`` content (:func:`hwsim.report.files.summary`), whether it was just
+Everything works on ``summary.json`` content (:meth:`hwsim.report.summary.Summary.to_json`), whether it was just
 simulated or read back from a folder, so both kinds of input give the same table, JSON and plot.
 
 >>> rows = [Variant("a", {"chip": "x", "model": "m", "latency_ms": 2.0, "energy_mj": 1.0,

@@ -14,7 +14,7 @@ from cost_models.fusion import fuse, fuses
 from cost_models.table import cost_table
 from graph_ir.ir import ModelGraph, Tensor, deployed_bytes
 from hwsim.pipeline import run, run_graph
-from hwsim.report.files import summary
+from hwsim.report.summary import build_summary
 from hwsim.sim.engine import simulate
 from tests.helpers import ROOT, fixed_schedule, graph_from_ops
 
@@ -164,8 +164,8 @@ class TestPipeline:
         chip, g = _chip(only_npu=True), conv_relu()
         plain = run_graph(g, chip, fuse_ops=False)
         fused = run_graph(g, chip)
-        assert summary(fused)["fused_ops"] == [["conv", "relu"]]
-        assert summary(plain)["fused_ops"] == []
+        assert build_summary(fused).to_json()["fused_ops"] == [["conv", "relu"]]
+        assert build_summary(plain).to_json()["fused_ops"] == []
         assert fused.analysis.dram_bytes < plain.analysis.dram_bytes
         assert fused.analysis.latency_ms < plain.analysis.latency_ms
 
@@ -184,7 +184,7 @@ class TestRealModels:
             assert fused.schedule.placements[pair.consumer].unit == pair.unit
         plain = run_graph(graph, fused.chip, fuse_ops=False)
         assert fused.analysis.dram_bytes < plain.analysis.dram_bytes
-        assert summary(fused)["fused_ops"] == [[p.producer, p.consumer] for p in fused.fused]
+        assert build_summary(fused).to_json()["fused_ops"] == [[p.producer, p.consumer] for p in fused.fused]
 
     def test_rk3588_npu_does_not_fuse_silu(self) -> None:
         result = run("rk3588", MODELS / "yolov5n.onnx")

@@ -17,7 +17,8 @@ from hwsim import policy_check
 from hwsim.cli import main
 from hwsim.pipeline import run_graph
 from hwsim.policy_check import resolve_deadlines
-from hwsim.report.files import format_summary, summary
+from hwsim.report.summary import build_summary
+from hwsim.report.terminal import format_summary
 from tests.helpers import ROOT
 
 MODELS = ROOT / "examples" / "models"
@@ -39,18 +40,24 @@ def test_default_is_checked_and_never_slower_than_heft_or_one_unit(kws, chip_nam
     kept = res.trace.makespan_ps / 1e9
     assert kept == pytest.approx(min(lat.values()))
     assert kept == pytest.approx(lat[c.winner])
-    assert res.schedule.policy == "affinity-locality"
-    s = summary(res)
+    assert res.schedule.policy == c.winner and c.policy == "affinity-locality"
+    summary = build_summary(res)
+    s = summary.to_json()
     assert s["policy_check_winner"] == c.winner
     assert s["policy_check"] == {k: pytest.approx(v, abs=1e-6) for k, v in lat.items()}
-    assert f"kept {c.winner}" in format_summary(res)
+    # the summary names the schedule kept, and the one asked for beside it
+    assert s["policy"] == c.winner and s["requested_policy"] == "affinity-locality"
+    text = format_summary(summary)
+    assert f"kept {c.winner}" in text
+    assert text.splitlines()[0] == f"hwsim: {kws.name} on {chip_name} (int8, {c.winner})"
 
 
 def test_large_graphs_and_other_policies_are_not_checked(kws, monkeypatch):
     chip = load_chip("edge8")
     heft = run_graph(kws, chip, policy="heft")
     assert heft.choice is not None and not heft.choice.checked
-    assert "policy_check" not in summary(heft)
+    s = build_summary(heft).to_json()
+    assert "policy_check" not in s and s["policy"] == s["requested_policy"] == "heft"
     monkeypatch.setattr(policy_check, "CHECK_MAX_OPS", len(kws) - 1)
     alone = run_graph(kws, chip)
     assert alone.choice is not None and [k.name for k in alone.choice.candidates] == ["affinity-locality"]
@@ -84,6 +91,7 @@ def test_cli_energy_mode(tmp_path, capsys):
     assert em["chosen"]["energy_mj"] <= em["latency_optimal"]["energy_mj"]
     assert em["chosen"]["latency_ms"] <= 100.0
     assert s["energy_mj"] == pytest.approx(em["chosen"]["energy_mj"], abs=1e-6)
+    assert s["policy"] == em["chosen"]["schedule"] and s["requested_policy"] == "affinity-locality"
     bad = tmp_path / "bad"
     rc = main(["run", "edge8", str(KWS), "--out", str(bad), "--objective", "energy", "--latency-budget-ms", "0.01"])
     err = capsys.readouterr().err
@@ -120,7 +128,7 @@ def test_a_deadline_serves_its_path_first_and_reports_slack():
     assert d.name == "short" and d.node == "relu" and d.met
     assert d.finish_ms < relu_end / 2
     assert d.slack_ms == pytest.approx(relu_end / 2 - d.finish_ms)
-    s = summary(res)
+    s = build_summary(res).to_json()
     assert s["deadline_missed"] is False and s["deadlines"][0]["slack_ms"] >= 0
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import re
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -21,8 +22,9 @@ from graph_ir import from_model_proto
 from graph_ir.synthetic import random_dag
 from hwsim.cli import main
 from hwsim.pipeline import RunResult, run_graph
-from hwsim.report.files import summary
-from hwsim.report.html import FIGURES, SHOWN_SUMMARY_KEYS, TOP_N, html_report
+from hwsim.report.files import FIGURES, REPORTS
+from hwsim.report.html import SECTIONS, SHOWN_SUMMARY_KEYS, TOP_N, Figure, html_report
+from hwsim.report.summary import DeadlineSummary, build_summary
 from tests.helpers import ROOT
 
 RESNET = ROOT / "examples" / "models" / "resnet18.onnx"
@@ -98,7 +100,7 @@ def evil() -> RunResult:
 def test_hostile_names_appear_as_text_only(evil: RunResult) -> None:
     assert evil.graph.unknown_ops == (EVIL_OP,)
     assert {r.unit for r in evil.trace.ops} == {EVIL_UNIT}
-    page = html_report(evil, summary(evil))
+    page = html_report(evil, build_summary(evil))
     parsed = _parse(page)
     tags = [t for t, _ in parsed.tags]
     assert set(tags) <= ALLOWED_TAGS, set(tags) - ALLOWED_TAGS
@@ -123,27 +125,27 @@ def test_hostile_names_appear_as_text_only(evil: RunResult) -> None:
 def test_page_is_self_contained_and_embeds_the_pngs(evil: RunResult, tmp_path: Path) -> None:
     from hwsim.report import plots
 
-    plots.heatmap_png(evil, tmp_path / "heatmap.png")
-    plots.gantt_png(evil, tmp_path / "gantt.png")
-    images = {n: (tmp_path / n).read_bytes() for n in ("heatmap.png", "gantt.png")}
-    page = html_report(evil, summary(evil), images)
+    images = {"heatmap.png": plots.heatmap_png(evil), "gantt.png": plots.gantt_png(evil)}
+    figures = [Figure(f.name, f.caption, f.section, images.get(f.name)) for f in REPORTS if f.figure]
+    page = html_report(evil, build_summary(evil), figures)
     imgs = [a for t, a in _parse(page).tags if t == "img"]
     assert len(imgs) == 2
     got = sorted(
         base64.b64decode(str(a["src"]).removeprefix("data:image/png;base64,")) for a in imgs
     )
     assert got == sorted(images.values())
+    assert [a["alt"] for a in imgs] == [f.caption for f in REPORTS if f.name in images]
     for _, attrs in _parse(page).tags:  # nothing is fetched from elsewhere
         assert "href" not in attrs and str(attrs.get("src", "data:image/png;base64,")).startswith(
             "data:image/png;base64,"
         )
     assert "bandwidth.png was not drawn" in page  # the missing figures say so
     with pytest.raises(ValueError, match="not a PNG"):
-        html_report(evil, summary(evil), {"heatmap.png": b"GIF89a"})
+        html_report(evil, build_summary(evil), [Figure("heatmap.png", "", "units", b"GIF89a")])
 
 
 def test_sections_show_the_run(evil: RunResult) -> None:
-    text = "".join(_parse(html_report(evil, summary(evil))).text)
+    text = "".join(_parse(html_report(evil, build_summary(evil))).text)
     for heading in ("Summary", "Warnings", "Units", "Schedule and critical path",
                     "Traffic between memory domains", "Top ops", "Scheduler decisions"):  # fmt: skip
         assert heading in text
@@ -153,21 +155,49 @@ def test_sections_show_the_run(evil: RunResult) -> None:
         assert p.reason and p.reason in text
 
 
-def test_extra_summary_keys_go_to_the_more_table(evil: RunResult) -> None:
-    s = summary(evil) | {"frames_per_s": 123.25, "fused_ops": ["<u>a</u>+b"]}
+def _more_fields(page: str) -> list[str]:
+    """The field names in the page's "more" table."""
+    if "More (other summary.json fields)" not in page:
+        return []
+    table = page[page.index("More (other summary.json fields)") :]
+    return re.findall(r"<tr><td>([^<]*)</td>", table)
+
+
+def test_summary_fields_no_section_shows_go_to_the_more_table(evil: RunResult) -> None:
+    late = DeadlineSummary("<u>out</u>", "n", 0.5, 0.75, -0.25, False)
+    s = replace(build_summary(evil), deadlines=(late,))
     page = html_report(evil, s)
+    more = _more_fields(page)
+    assert more == sorted(k for k in s.to_json() if k not in SHOWN_SUMMARY_KEYS)
+    assert {"deadlines", "deadline_missed", "frames", "policy_check", "fused_ops"} <= set(more)
     text = "".join(_parse(page).text)
-    assert "More (other summary.json fields)" in text
-    assert "frames_per_s" in text and "123.25" in text and '["<u>a</u>+b"]' in text
-    base = {k: v for k, v in summary(evil).items() if k in SHOWN_SUMMARY_KEYS}
-    assert "More (other" not in html_report(evil, base)
+    assert '"<u>out</u>"' in text and "-0.25" in text  # escaped, as text
+    bare = replace(s, stream=None, policy_check=(), policy_check_winner=None, deadlines=())
+    assert _more_fields(html_report(evil, bare)) == ["fused_ops"]
+
+
+def test_every_shown_key_is_a_summary_key_and_sections_are_unique(evil: RunResult) -> None:
+    keys = set(build_summary(evil).to_json())
+    assert SHOWN_SUMMARY_KEYS <= keys, SHOWN_SUMMARY_KEYS - keys
+    assert len({s.key for s in SECTIONS}) == len(SECTIONS)
+    assert {f.section for f in REPORTS if f.figure} <= {s.key for s in SECTIONS}
+
+
+def test_a_figure_of_an_unknown_section_gets_its_own(evil: RunResult) -> None:
+    from hwsim.report import plots
+
+    png = plots.traffic_png(evil)
+    page = html_report(evil, build_summary(evil), [Figure("extra.png", "An extra figure", "elsewhere", png)])
+    text = "".join(_parse(page).text)
+    assert text.index("extra.png") > text.index("Scheduler decisions")
+    assert "An extra figure" in text
 
 
 def test_tables_are_capped_so_big_graphs_stay_small() -> None:
     chip = load_chip("rk3588")
     small = run_graph(random_dag(120, seed=3), chip)
     big = run_graph(random_dag(2400, seed=3), chip)
-    pages = {n: html_report(r, summary(r)) for n, r in (("small", small), ("big", big))}
+    pages = {n: html_report(r, build_summary(r)) for n, r in (("small", small), ("big", big))}
     for page in pages.values():
         for table in re.findall(r"<table>.*?</table>", page, flags=re.DOTALL):
             assert table.count("<tr>") <= TOP_N + 1
@@ -183,7 +213,7 @@ def test_run_writes_report_html_with_every_figure(
     page = (out / "report.html").read_text(encoding="utf-8")
     imgs = [a for t, a in _parse(page).tags if t == "img"]
     assert len(imgs) == len(FIGURES)
-    for name, a in zip(["heatmap.png", "gantt.png", "traffic.png", "bandwidth.png"], imgs):
+    for name, a in zip(FIGURES, imgs):
         assert base64.b64decode(str(a["src"]).split(",", 1)[1]) == (out / name).read_bytes()
     # --no-plots still writes the page, without figures; the folder may be reused
     assert main(["run", "rk3588", str(RESNET), "--out", str(out), "--no-plots"]) == 0

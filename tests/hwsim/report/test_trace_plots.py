@@ -153,10 +153,12 @@ class TestChromeTrace:
         other = trace["otherData"]
         assert other["chip"] == "rk3588" and other["model"] == results[name].graph.name
         assert other["latency_ms"] == results[name].analysis.latency_ms
+        assert other["policy"] == results[name].schedule.policy  # the schedule that ran
 
     def test_deterministic(self, results: dict[str, RunResult], name: str) -> None:
         r = results[name]
-        again = run_graph(r.graph, r.chip, r.precision, r.schedule.policy)
+        assert r.choice is not None
+        again = run_graph(r.graph, r.chip, r.precision, r.choice.policy)
         assert json.dumps(chrome_trace(r)) == json.dumps(chrome_trace(again))
 
     def test_one_slice_per_op_with_args(self, results: dict[str, RunResult], name: str) -> None:

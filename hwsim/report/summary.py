@@ -1,0 +1,340 @@
+"""The summary of a run: one typed, frozen object built once per run.
+
+:func:`build_summary` reads a :class:`~hwsim.pipeline.RunResult` once; the same :class:`Summary`
+then feeds ``summary.json`` (:meth:`Summary.to_json`), ``report.html`` and the terminal summary
+(:func:`hwsim.report.terminal.format_summary`). Floats are rounded as ``summary.json`` shows them
+(6 decimals, throughput 3), so every view of the run says the same numbers.
+
+``policy`` names the schedule that was kept (the engine check may keep another candidate than
+the one asked for, energy mode an ``energy@k`` schedule); ``requested_policy`` names the policy
+asked for.
+
+>>> from hwsim.pipeline import run
+>>> s = build_summary(run("rk3588", "examples/models/resnet18.onnx"))
+>>> s.model, s.requested_policy, s.to_json()["policy"] == s.policy
+('resnet18', 'affinity-locality', True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from chips.units import NS_PER_MS
+from hwsim.analysis.analyze import TrafficRow, UnitUsage
+from hwsim.pipeline import RunResult
+from hwsim.policy_check import Candidate, ScheduleChoice
+from scheduler.bounds import lower_bound_ns
+
+__all__ = [
+    "DeadlineSummary",
+    "EnergyMode",
+    "ScheduleFigures",
+    "StreamSummary",
+    "Summary",
+    "build_summary",
+    "requested_policy",
+]
+
+def _r(x: float, nd: int = 6) -> float:
+    return round(float(x), nd)
+
+
+@dataclass(frozen=True, slots=True)
+class StreamSummary:
+    """Frames streamed through the schedule (one unless ``--frames``); times in ms, energy in mJ."""
+
+    frames: int
+    in_flight: int | None
+    frame_order: str
+    throughput_fps: float
+    initiation_interval_ms: float
+    frame_latency_ms: tuple[float, ...]
+    frame_latency_mean_ms: float
+    frame_latency_max_ms: float
+    bottleneck_unit: str
+    bottleneck_busy_ms_per_frame: float
+    energy_per_frame_mj: float
+    split_ops: int
+    tiled_ops: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "frames": self.frames,
+            "in_flight": self.in_flight,
+            "frame_order": self.frame_order,
+            "throughput_fps": self.throughput_fps,
+            "initiation_interval_ms": self.initiation_interval_ms,
+            "frame_latency_ms": list(self.frame_latency_ms),
+            "frame_latency_mean_ms": self.frame_latency_mean_ms,
+            "frame_latency_max_ms": self.frame_latency_max_ms,
+            "bottleneck_unit": self.bottleneck_unit,
+            "bottleneck_busy_ms_per_frame": self.bottleneck_busy_ms_per_frame,
+            "energy_per_frame_mj": self.energy_per_frame_mj,
+            "split_ops": self.split_ops,
+            "tiled_ops": self.tiled_ops,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleFigures:
+    """One schedule simulated in energy mode: its name, latency (ms) and energy (mJ)."""
+
+    schedule: str
+    latency_ms: float
+    energy_mj: float
+
+
+@dataclass(frozen=True, slots=True)
+class EnergyMode:
+    """Energy mode (``--objective energy``): the schedule kept, the latency-optimal one, all tried."""
+
+    latency_budget_ms: float
+    chosen: ScheduleFigures
+    latency_optimal: ScheduleFigures
+    tried: tuple[ScheduleFigures, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        def figures(f: ScheduleFigures) -> dict[str, Any]:
+            return {"schedule": f.schedule, "latency_ms": f.latency_ms, "energy_mj": f.energy_mj}
+
+        return {
+            "chosen": figures(self.chosen),
+            "latency_optimal": figures(self.latency_optimal),
+            "tried": {f.schedule: {"latency_ms": f.latency_ms, "energy_mj": f.energy_mj} for f in self.tried},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DeadlineSummary:
+    """One deadline (``--deadline``): the node it constrains, its finish and slack (ms)."""
+
+    name: str
+    node: str
+    deadline_ms: float
+    finish_ms: float
+    slack_ms: float
+    met: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """What ``summary.json`` says about a run (see the module docstring); build with :func:`build_summary`.
+
+    ``policy_check`` holds ``(schedule, simulated latency ms)`` of every candidate the engine
+    check simulated (empty when nothing was checked).
+    """
+
+    chip: str
+    chip_description: str
+    model: str
+    precision: str
+    policy: str
+    requested_policy: str
+    latency_ms: float
+    energy_mj: float
+    dram_energy_mj: float
+    dram_bytes: int
+    ops: int
+    total_macs: int
+    units: tuple[UnitUsage, ...]
+    ops_per_unit: tuple[tuple[str, int], ...]
+    critical_path: tuple[str, ...]
+    critical_path_ms: float
+    traffic: tuple[TrafficRow, ...]
+    cross_domain_bytes: int
+    unknown_ops: tuple[str, ...]
+    dtype_fallbacks: tuple[str, ...]
+    fused_ops: tuple[tuple[str, str], ...]
+    scheduler_estimate_ms: float
+    lower_bound_ms: float
+    stream: StreamSummary | None = None
+    policy_check: tuple[tuple[str, float], ...] = ()
+    policy_check_winner: str | None = None
+    energy_mode: EnergyMode | None = None
+    deadlines: tuple[DeadlineSummary, ...] = ()
+
+    @property
+    def cross_domain_transfers(self) -> int:
+        return sum(t.transfers for t in self.traffic)
+
+    @property
+    def deadline_missed(self) -> bool:
+        return any(not d.met for d in self.deadlines)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``summary.json`` content: plain JSON types, keys in a fixed order."""
+        return {
+            "chip": self.chip,
+            "chip_description": self.chip_description,
+            "model": self.model,
+            "precision": self.precision,
+            "policy": self.policy,
+            "requested_policy": self.requested_policy,
+            "latency_ms": self.latency_ms,
+            "energy_mj": self.energy_mj,
+            "dram_energy_mj": self.dram_energy_mj,
+            "dram_bytes": self.dram_bytes,
+            "ops": self.ops,
+            "total_macs": self.total_macs,
+            "units": {
+                u.unit: {
+                    "kind": u.kind,
+                    "cores": u.cores,
+                    "ops": u.ops,
+                    "busy_ms": u.busy_ms,
+                    "active_ms": u.active_ms,
+                    "utilization": u.utilization,
+                    "energy_mj": u.energy_mj,
+                }
+                for u in self.units
+            },
+            "ops_per_unit": dict(self.ops_per_unit),
+            "critical_path": list(self.critical_path),
+            "critical_path_ms": self.critical_path_ms,
+            "traffic": [
+                {"src_domain": t.src_domain, "dst_domain": t.dst_domain, "bytes": t.bytes, "transfers": t.transfers}
+                for t in self.traffic
+            ],
+            "cross_domain_bytes": self.cross_domain_bytes,
+            "unknown_ops": list(self.unknown_ops),
+            "dtype_fallbacks": list(self.dtype_fallbacks),
+            "fused_ops": [list(pair) for pair in self.fused_ops],
+            "scheduler_estimate_ms": self.scheduler_estimate_ms,
+            "lower_bound_ms": self.lower_bound_ms,
+            **(self.stream.to_json() if self.stream is not None else {}),
+            **self._choice_json(),
+        }
+
+    def _choice_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.policy_check:
+            out["policy_check"] = dict(self.policy_check)
+            out["policy_check_winner"] = self.policy_check_winner
+        if self.energy_mode is not None:
+            out["objective"] = "energy"
+            out["latency_budget_ms"] = self.energy_mode.latency_budget_ms
+            out["energy_mode"] = self.energy_mode.to_json()
+        if self.deadlines:
+            out["deadlines"] = [
+                {"name": d.name, "node": d.node, "deadline_ms": d.deadline_ms, "finish_ms": d.finish_ms,
+                 "slack_ms": d.slack_ms, "met": d.met}
+                for d in self.deadlines
+            ]  # fmt: skip
+            out["deadline_missed"] = self.deadline_missed
+        return out
+
+
+def requested_policy(result: RunResult) -> str:
+    """The policy asked for; ``result.schedule.policy`` names the schedule that ran (the engine
+    check may keep another candidate, energy mode an ``energy@k`` schedule)."""
+    return result.choice.policy if result.choice is not None else result.schedule.policy
+
+
+def _stream(result: RunResult) -> StreamSummary | None:
+    s = result.stream
+    if s is None:
+        return None
+    return StreamSummary(
+        frames=s.frames,
+        in_flight=s.in_flight,
+        frame_order=s.frame_order,
+        throughput_fps=_r(s.throughput_fps, 3),
+        initiation_interval_ms=_r(s.initiation_interval_ms),
+        frame_latency_ms=tuple(_r(x) for x in s.frame_latency_ms),
+        frame_latency_mean_ms=_r(sum(s.frame_latency_ms) / s.frames),
+        frame_latency_max_ms=_r(max(s.frame_latency_ms)),
+        bottleneck_unit=s.bottleneck_unit,
+        bottleneck_busy_ms_per_frame=_r(s.bottleneck_busy_ms),
+        energy_per_frame_mj=_r(s.energy_per_frame_mj),
+        split_ops=sum(1 for r in result.trace.ops if r.cores),
+        tiled_ops=sum(1 for r in result.trace.ops if r.tiles > 1),
+    )
+
+
+def _policy_check(c: ScheduleChoice | None) -> tuple[tuple[str, float], ...]:
+    """``(schedule, simulated latency ms)`` of the candidates the engine check simulated, if it ran."""
+    if c is None or not c.checked:
+        return ()
+    return tuple((k.name, _r(k.latency_ms)) for k in c.candidates)
+
+
+def _energy_mode(c: ScheduleChoice | None) -> EnergyMode | None:
+    if c is None or c.objective != "energy" or c.latency_optimal is None or c.chosen is None:
+        return None
+    assert c.latency_budget_ms is not None  # energy mode always has a budget
+
+    def figures(k: Candidate) -> ScheduleFigures:
+        return ScheduleFigures(k.name, _r(k.latency_ms), _r(k.energy_mj))
+
+    return EnergyMode(
+        latency_budget_ms=c.latency_budget_ms,
+        chosen=figures(c.chosen),
+        latency_optimal=figures(c.latency_optimal),
+        tried=tuple(figures(k) for k in c.energy_candidates),
+    )
+
+
+def _deadlines(c: ScheduleChoice | None) -> tuple[DeadlineSummary, ...]:
+    if c is None:
+        return ()
+    return tuple(
+        DeadlineSummary(d.name, d.node, d.deadline_ms, _r(d.finish_ms), _r(d.slack_ms), d.met) for d in c.deadlines
+    )
+
+
+def _dtype_fallbacks(result: RunResult) -> tuple[str, ...]:
+    """``deployed<-requested:unit`` for every unit that runs an op in another dtype than asked for."""
+    if result.precision == "model":
+        return ()
+    return tuple(
+        sorted(
+            {
+                f"{c.dtype}<-{result.precision}:{u}"
+                for row in result.table.costs.values()
+                for u, c in row.items()
+                if c.dtype != result.precision
+            }
+        )
+    )
+
+
+def build_summary(result: RunResult) -> Summary:
+    """Summarize a finished run (once; every report reads the same object)."""
+    a, g, c = result.analysis, result.graph, result.choice
+    placed: dict[str, int] = {}
+    for p in result.schedule.placements.values():
+        placed[p.unit] = placed.get(p.unit, 0) + 1
+    return Summary(
+        chip=result.chip.name,
+        chip_description=result.chip.description,
+        model=g.name,
+        precision=result.precision,
+        policy=result.schedule.policy,
+        requested_policy=requested_policy(result),
+        latency_ms=_r(a.latency_ms),
+        energy_mj=_r(a.energy_mj),
+        dram_energy_mj=_r(a.dram_energy_mj),
+        dram_bytes=a.dram_bytes,
+        ops=len(g),
+        total_macs=g.total_macs,
+        units=tuple(
+            UnitUsage(u.unit, u.kind, u.cores, u.ops, _r(u.busy_ms), _r(u.active_ms), _r(u.utilization), _r(u.energy_mj))
+            for u in a.units
+        ),
+        ops_per_unit=tuple(sorted(placed.items())),
+        critical_path=tuple(a.critical_path),
+        critical_path_ms=_r(a.critical_path_ms),
+        traffic=tuple(a.traffic),
+        cross_domain_bytes=sum(t.bytes for t in a.traffic),
+        unknown_ops=tuple(g.unknown_ops),
+        dtype_fallbacks=_dtype_fallbacks(result),
+        fused_ops=tuple((f.producer, f.consumer) for f in result.fused),
+        scheduler_estimate_ms=_r(result.schedule.est_makespan_ns / NS_PER_MS),
+        lower_bound_ms=_r(lower_bound_ns(g, result.table, result.chip) / NS_PER_MS),
+        stream=_stream(result),
+        policy_check=_policy_check(c),
+        policy_check_winner=c.winner if c is not None and c.checked else None,
+        energy_mode=_energy_mode(c),
+        deadlines=_deadlines(c),
+    )

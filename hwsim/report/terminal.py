@@ -1,0 +1,80 @@
+"""The short summary ``hwsim run`` prints on the terminal: a view of the run's :class:`Summary`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hwsim.report.summary import Summary
+
+__all__ = ["format_summary"]
+
+
+def _mb(n: float) -> str:
+    return f"{n / 1e6:.2f} MB" if n >= 1e5 else f"{n / 1e3:.1f} KB"
+
+
+def _stream_line(s: Summary) -> list[str]:
+    f = s.stream
+    if f is None or f.frames <= 1:
+        return []
+    line = (
+        f"  {f.frames} frames    {f.throughput_fps:.1f} frames/s, II {f.initiation_interval_ms:.3f} ms ({f.frame_order}), "
+        f"latency {f.frame_latency_mean_ms:.3f} ms mean / {f.frame_latency_max_ms:.3f} max, "
+        f"{f.energy_per_frame_mj:.2f} mJ/frame, bottleneck {f.bottleneck_unit}"
+    )
+    return [line]
+
+
+def _choice_lines(s: Summary) -> list[str]:
+    """How the schedule was chosen: the engine check, energy mode, deadlines."""
+    lines = []
+    if s.policy_check:
+        cands = ", ".join(f"{name} {ms:.3f}" for name, ms in s.policy_check)
+        lines.append(f"  policy check  kept {s.policy_check_winner} (simulated ms: {cands})")
+    e = s.energy_mode
+    if e is not None:
+        lo, ch = e.latency_optimal, e.chosen
+        lines.append(
+            f"  energy mode   {ch.energy_mj:.3f} mJ at {ch.latency_ms:.3f} ms (budget {e.latency_budget_ms:g} ms); "
+            f"latency-optimal {lo.energy_mj:.3f} mJ at {lo.latency_ms:.3f} ms"
+        )
+    for d in s.deadlines:
+        state = "met" if d.met else "MISSED"
+        lines.append(
+            f"  deadline      {d.name} <= {d.deadline_ms:g} ms: finishes {d.finish_ms:.3f} ms, "
+            f"slack {d.slack_ms:.3f} ms ({state})"
+        )
+    return lines
+
+
+def format_summary(s: Summary, out_dir: Path | None = None) -> str:
+    """A short human summary for the terminal; ``out_dir`` adds the line naming the report folder.
+
+    The header names the model, the chip, the precision and the schedule that was kept
+    (``Summary.policy``).
+    """
+    lines = [
+        f"hwsim: {s.model} on {s.chip} ({s.precision}, {s.policy})",
+        (
+            f"  latency       {s.latency_ms:.3f} ms    energy {s.energy_mj:.2f} mJ    "
+            f"{s.ops} ops, {s.total_macs / 1e9:.2f} GMAC"
+        ),
+        "  unit            busy      util   ops",
+    ]
+    for u in s.units:
+        lines.append(f"    {u.unit:<12}{u.busy_ms:8.3f} ms {u.utilization:6.1%} {u.ops:5d}")
+    path = s.critical_path
+    head = " -> ".join(path[:4]) + (f" -> ... ({len(path) - 4} more)" if len(path) > 4 else "")
+    lines.append(f"  critical path {s.critical_path_ms:.3f} ms over {len(path)} ops: {head}")
+    parts = ", ".join(f"{t.src_domain}->{t.dst_domain} {_mb(t.bytes)}" for t in s.traffic)
+    lines.append(
+        f"  cross-domain  {_mb(s.cross_domain_bytes)} in {s.cross_domain_transfers} transfers"
+        + (f" ({parts})" if parts else "")
+    )
+    lines += _stream_line(s)
+    lines += _choice_lines(s)
+    if s.unknown_ops:
+        lines.append(f"  unknown ops   {', '.join(s.unknown_ops)} (costed as memory copies)")
+    if out_dir is not None:
+        lines.append(f"  reports       {out_dir}/")
+    return "\n".join(lines)
