@@ -145,6 +145,26 @@ def _run(args: argparse.Namespace) -> int:
     return code
 
 
+class _StderrHandler(logging.StreamHandler):
+    """The handler :func:`configure_logging` installs (and replaces on the next call)."""
+
+
+def configure_logging(debug: bool) -> None:
+    """Send the ``hwsim`` loggers to the current ``sys.stderr``, one line per record.
+
+    Replaces the handler an earlier call installed, so a second ``main([...])`` in one process
+    (tests, notebooks) writes to the stderr of its own time, not to the first call's.
+    """
+    logger = logging.getLogger("hwsim")
+    for h in [h for h in logger.handlers if isinstance(h, _StderrHandler)]:
+        logger.removeHandler(h)
+    handler = _StderrHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("hwsim: %(levelname)s: %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG if debug else logging.INFO)
+    logger.propagate = False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (0 ok, 1 simulation failure, 2 bad input or usage)."""
     parser = build_parser()
@@ -152,11 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: usage errors exit 2, --help exits 0
         return int(exc.code) if isinstance(exc.code, int) else 2
-    logging.basicConfig(
-        level=logging.DEBUG if args.debug else logging.INFO,
-        format="hwsim: %(levelname)s: %(message)s",
-        stream=sys.stderr,
-    )
+    configure_logging(args.debug)
     try:
         return _run(args)
     except KeyboardInterrupt:

@@ -76,7 +76,7 @@ def run_graph(
     )  # fmt: skip
     sched, table, trace = chosen.schedule, chosen.table, chosen.trace
     stream_trace = simulate(graph, chip, table, sched, options, frames, in_flight) if frames > 1 else None
-    stream = frame_stats(chip, stream_trace if stream_trace is not None else trace)
+    stream = frame_stats(chip, stream_trace) if stream_trace is not None else None
     return RunResult(
         graph, chip, precision, table, sched, trace, analyze(graph, chip, trace), stream, stream_trace,
         chosen.fused, chosen.choice,

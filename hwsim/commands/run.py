@@ -143,7 +143,7 @@ def _simulate(args: argparse.Namespace) -> tuple[RunResult, Path] | None:
 def main(args: argparse.Namespace) -> int:
     """Run ``hwsim run``; returns the exit code."""
     from hwsim.report.files import write_reports
-    from hwsim.report.summary import build_summary
+    from hwsim.report.summary import build_summary, dtype_fallback_ops
     from hwsim.report.terminal import format_summary
 
     check_usage(args)
@@ -153,6 +153,10 @@ def main(args: argparse.Namespace) -> int:
     result, out = done
     if result.graph.unknown_ops:
         log.warning("no cost formula for op types %s: costed as memory copies", ", ".join(result.graph.unknown_ops))
+    for fallback, count in dtype_fallback_ops(result).items():
+        dtype, _, unit = fallback.partition(":")
+        deployed, _, asked = dtype.partition("<-")
+        log.warning("%d op(s) on %s run in %s: the unit has no %s for them", count, unit, deployed, asked)
     summary = build_summary(result)
     write_reports(result, out, plots=not args.no_plots, summary=summary)
     if args.json:

@@ -33,6 +33,7 @@ __all__ = [
     "StreamSummary",
     "Summary",
     "build_summary",
+    "dtype_fallback_ops",
     "requested_policy",
 ]
 
@@ -42,7 +43,7 @@ def _r(x: float, nd: int = 6) -> float:
 
 @dataclass(frozen=True, slots=True)
 class StreamSummary:
-    """Frames streamed through the schedule (one unless ``--frames``); times in ms, energy in mJ."""
+    """Frames streamed through the schedule (``--frames N``, N > 1); times in ms, energy in mJ."""
 
     frames: int
     in_flight: int | None
@@ -55,8 +56,6 @@ class StreamSummary:
     bottleneck_unit: str
     bottleneck_busy_ms_per_frame: float
     energy_per_frame_mj: float
-    split_ops: int
-    tiled_ops: int
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -71,8 +70,6 @@ class StreamSummary:
             "bottleneck_unit": self.bottleneck_unit,
             "bottleneck_busy_ms_per_frame": self.bottleneck_busy_ms_per_frame,
             "energy_per_frame_mj": self.energy_per_frame_mj,
-            "split_ops": self.split_ops,
-            "tiled_ops": self.tiled_ops,
         }
 
 
@@ -148,6 +145,11 @@ class Summary:
     fused_ops: tuple[tuple[str, str], ...]
     scheduler_estimate_ms: float
     lower_bound_ms: float
+    split_ops: int = 0
+    tiled_ops: int = 0
+    #: Chip fields that shape timing, power or energy and that the chip file left at a default
+    #: nobody chose (:meth:`chips.schema.Chip.defaulted_fields`).
+    defaulted_fields: tuple[str, ...] = ()
     stream: StreamSummary | None = None
     policy_check: tuple[tuple[str, float], ...] = ()
     policy_check_winner: str | None = None
@@ -202,6 +204,9 @@ class Summary:
             "fused_ops": [list(pair) for pair in self.fused_ops],
             "scheduler_estimate_ms": self.scheduler_estimate_ms,
             "lower_bound_ms": self.lower_bound_ms,
+            "split_ops": self.split_ops,
+            "tiled_ops": self.tiled_ops,
+            "defaulted_fields": list(self.defaulted_fields),
             **(self.stream.to_json() if self.stream is not None else {}),
             **self._choice_json(),
         }
@@ -247,8 +252,6 @@ def _stream(result: RunResult) -> StreamSummary | None:
         bottleneck_unit=s.bottleneck_unit,
         bottleneck_busy_ms_per_frame=_r(s.bottleneck_busy_ms),
         energy_per_frame_mj=_r(s.energy_per_frame_mj),
-        split_ops=sum(1 for r in result.trace.ops if r.cores),
-        tiled_ops=sum(1 for r in result.trace.ops if r.tiles > 1),
     )
 
 
@@ -283,20 +286,19 @@ def _deadlines(c: ScheduleChoice | None) -> tuple[DeadlineSummary, ...]:
     )
 
 
-def _dtype_fallbacks(result: RunResult) -> tuple[str, ...]:
-    """``deployed<-requested:unit`` for every unit that runs an op in another dtype than asked for."""
+def dtype_fallback_ops(result: RunResult) -> dict[str, int]:
+    """``deployed<-requested:unit`` -> how many ops the run placed there in another dtype than
+    asked for. Only ops that ran count: a unit that could fall back but ran nothing is not listed.
+    """
     if result.precision == "model":
-        return ()
-    return tuple(
-        sorted(
-            {
-                f"{c.dtype}<-{result.precision}:{u}"
-                for row in result.table.costs.values()
-                for u, c in row.items()
-                if c.dtype != result.precision
-            }
-        )
-    )
+        return {}
+    out: dict[str, int] = {}
+    for op, p in result.schedule.placements.items():
+        c = result.table.costs[op][p.unit]
+        if c.dtype != result.precision:
+            key = f"{c.dtype}<-{result.precision}:{p.unit}"
+            out[key] = out.get(key, 0) + 1
+    return dict(sorted(out.items()))
 
 
 def build_summary(result: RunResult) -> Summary:
@@ -328,10 +330,13 @@ def build_summary(result: RunResult) -> Summary:
         traffic=tuple(a.traffic),
         cross_domain_bytes=sum(t.bytes for t in a.traffic),
         unknown_ops=tuple(g.unknown_ops),
-        dtype_fallbacks=_dtype_fallbacks(result),
+        dtype_fallbacks=tuple(dtype_fallback_ops(result)),
         fused_ops=tuple((f.producer, f.consumer) for f in result.fused),
         scheduler_estimate_ms=_r(result.schedule.est_makespan_ns / NS_PER_MS),
         lower_bound_ms=_r(lower_bound_ns(g, result.table, result.chip) / NS_PER_MS),
+        split_ops=sum(1 for r in result.trace.ops if r.cores),
+        tiled_ops=sum(1 for r in result.trace.ops if r.tiles > 1),
+        defaulted_fields=result.chip.defaulted_fields(),
         stream=_stream(result),
         policy_check=_policy_check(c),
         policy_check_winner=c.winner if c is not None and c.checked else None,

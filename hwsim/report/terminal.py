@@ -13,6 +13,27 @@ def _mb(n: float) -> str:
     return f"{n / 1e6:.2f} MB" if n >= 1e5 else f"{n / 1e3:.1f} KB"
 
 
+def unit_lines(s: Summary) -> list[str]:
+    """The units table: wall time with a core busy, core-time summed over cores, utilization
+    (core-time over cores x latency) and ops. Core-time can exceed the latency on a multi-core
+    unit, so both are shown, each under a header that says which it is."""
+    w = max([12, *(len(u.unit) for u in s.units)])
+    lines = [f"  {'unit':<{w + 2}}{'busy (wall)':>13}{'core-time':>13}{'cores':>7}{'util':>8}{'ops':>6}"]
+    for u in s.units:
+        lines.append(
+            f"    {u.unit:<{w}}{u.active_ms:10.3f} ms{u.busy_ms:10.3f} ms{u.cores:7d}{u.utilization:8.1%}{u.ops:6d}"
+        )
+    return lines
+
+
+def _defaults_line(s: Summary) -> list[str]:
+    """Chip fields the file left at defaults nobody chose (they shape time, power and energy)."""
+    if not s.defaulted_fields:
+        return []
+    shown = ", ".join(s.defaulted_fields[:4]) + (f" (+{len(s.defaulted_fields) - 4} more)" if len(s.defaulted_fields) > 4 else "")
+    return [f"  defaults      {len(s.defaulted_fields)} chip field(s) not set in the file, defaults used: {shown}"]
+
+
 def _stream_line(s: Summary) -> list[str]:
     f = s.stream
     if f is None or f.frames <= 1:
@@ -59,10 +80,8 @@ def format_summary(s: Summary, out_dir: Path | None = None) -> str:
             f"  latency       {s.latency_ms:.3f} ms    energy {s.energy_mj:.2f} mJ    "
             f"{s.ops} ops, {s.total_macs / 1e9:.2f} GMAC"
         ),
-        "  unit            busy      util   ops",
     ]
-    for u in s.units:
-        lines.append(f"    {u.unit:<12}{u.busy_ms:8.3f} ms {u.utilization:6.1%} {u.ops:5d}")
+    lines += unit_lines(s)
     path = s.critical_path
     head = " -> ".join(path[:4]) + (f" -> ... ({len(path) - 4} more)" if len(path) > 4 else "")
     lines.append(f"  critical path {s.critical_path_ms:.3f} ms over {len(path)} ops: {head}")
@@ -73,6 +92,7 @@ def format_summary(s: Summary, out_dir: Path | None = None) -> str:
     )
     lines += _stream_line(s)
     lines += _choice_lines(s)
+    lines += _defaults_line(s)
     if s.unknown_ops:
         lines.append(f"  unknown ops   {', '.join(s.unknown_ops)} (costed as memory copies)")
     if out_dir is not None:

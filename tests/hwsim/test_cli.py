@@ -352,7 +352,7 @@ class TestClosedStdout:
 
     def test_run_json_into_head(self, tmp_path):
         done = self._pipeline(f"run rk3588 {RESNET} --json --no-plots --out {tmp_path / 'r'}")
-        assert (done.returncode, done.stderr, done.stdout) == (0, "", "{\n")
+        assert (done.returncode, _not_warnings(done.stderr), done.stdout) == (0, "", "{\n")
         assert json.loads((tmp_path / "r" / "summary.json").read_text())["chip"] == "rk3588"  # written first
 
     @pytest.mark.parametrize("argv", [["chips"], ["schema"]])
@@ -361,5 +361,11 @@ class TestClosedStdout:
 
     def test_run_with_a_reader_gone(self, tmp_path):
         out = tmp_path / "r"
-        assert self._closed_reader("run", "rk3588", str(RESNET), "--json", "--no-plots", "--out", str(out)) == (0, "")
+        code, err = self._closed_reader("run", "rk3588", str(RESNET), "--json", "--no-plots", "--out", str(out))
+        assert (code, _not_warnings(err)) == (0, "")
         assert (out / "summary.json").is_file()
+
+
+def _not_warnings(stderr: str) -> str:
+    """stderr without hwsim's warning lines (a run may warn, e.g. of ops run in a wider dtype)."""
+    return "".join(line for line in stderr.splitlines(keepends=True) if not line.startswith("hwsim: WARNING: "))

@@ -12,7 +12,7 @@ from hwsim.cli import main
 from hwsim.pipeline import RunResult, run
 from hwsim.report.summary import Summary, build_summary, requested_policy
 from hwsim.report.terminal import format_summary
-from tests.helpers import ROOT
+from tests.helpers import MODELS, ROOT
 
 YOLO = ROOT / "examples" / "models" / "yolov8n.onnx"
 
@@ -21,10 +21,15 @@ KEYS = [
     "chip", "chip_description", "model", "precision", "policy", "requested_policy", "latency_ms", "energy_mj",
     "dram_energy_mj", "dram_bytes", "ops", "total_macs", "units", "ops_per_unit", "critical_path",
     "critical_path_ms", "traffic", "cross_domain_bytes", "unknown_ops", "dtype_fallbacks", "fused_ops",
-    "scheduler_estimate_ms", "lower_bound_ms", "frames", "in_flight", "frame_order", "throughput_fps",
-    "initiation_interval_ms", "frame_latency_ms", "frame_latency_mean_ms", "frame_latency_max_ms",
-    "bottleneck_unit", "bottleneck_busy_ms_per_frame", "energy_per_frame_mj", "split_ops", "tiled_ops",
+    "scheduler_estimate_ms", "lower_bound_ms", "split_ops", "tiled_ops", "defaulted_fields",
     "policy_check", "policy_check_winner",
+]  # fmt: skip
+#: Only with ``--frames N`` (N > 1), between ``defaulted_fields`` and ``policy_check`` (issue 11:
+#: ``throughput_fps`` and ``frame_latency_ms`` appeared in one-frame runs).
+FRAME_KEYS = [
+    "frames", "in_flight", "frame_order", "throughput_fps", "initiation_interval_ms", "frame_latency_ms",
+    "frame_latency_mean_ms", "frame_latency_max_ms", "bottleneck_unit", "bottleneck_busy_ms_per_frame",
+    "energy_per_frame_mj",
 ]  # fmt: skip
 
 
@@ -66,8 +71,26 @@ def test_terminal_summary_reads_the_summary(yolo: RunResult, tmp_path: Path) -> 
     assert f"latency       {s.latency_ms:.3f} ms" in text
     assert "policy check  kept single-unit" in text
     assert text.endswith(f"reports       {tmp_path}/")
-    for u in s.units:
-        assert f"    {u.unit:<12}{u.busy_ms:8.3f} ms" in text
+    for u in s.units:  # issue 11: core-time beside a smaller latency, with no word on what it was
+        assert f"    {u.unit:<12}{u.active_ms:10.3f} ms{u.busy_ms:10.3f} ms{u.cores:7d}" in text
+    assert "busy (wall)" in text and "core-time" in text
+    npu = next(u for u in s.units if u.unit == "npu")
+    assert npu.active_ms <= s.latency_ms < npu.busy_ms  # wall time fits in the run; core-time need not
+
+
+def test_frame_fields_only_with_frames() -> None:
+    from chips import load_chip
+    from graph_ir import load_onnx
+    from hwsim.pipeline import run_graph
+    from tests.helpers import MODELS
+
+    graph, chip = load_onnx(MODELS / "resnet18.onnx"), load_chip("rk3588")
+    one = build_summary(run_graph(graph, chip)).to_json()
+    assert not set(FRAME_KEYS) & set(one) and "frames" not in format_summary(build_summary(run_graph(graph, chip)))
+    three = build_summary(run_graph(graph, chip, frames=3)).to_json()
+    keys = list(three)
+    at = keys.index("defaulted_fields") + 1
+    assert keys[at : at + len(FRAME_KEYS)] == FRAME_KEYS and three["frames"] == 3
 
 
 def test_cli_writes_and_prints_the_kept_policy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -81,3 +104,45 @@ def test_cli_writes_and_prints_the_kept_policy(tmp_path: Path, capsys: pytest.Ca
     assert capsys.readouterr().out.splitlines()[0] == "hwsim: yolov8n on rk3588 (int8, heft)"
     written = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert (written["policy"], written["requested_policy"]) == ("heft", "heft")
+
+
+def test_dtype_fallbacks_name_only_units_that_ran_such_ops(
+    rk3588, yolov8n, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # issue 11: a fallback was listed for a GPU that ran no op, and a real one never reached the terminal
+    from hwsim.cli import main
+    from hwsim.pipeline import run_graph
+    from hwsim.report.summary import dtype_fallback_ops
+
+    result = run_graph(yolov8n, rk3588, "int4")
+    ran = {p.unit for p in result.schedule.placements.values()}
+    fallbacks = dtype_fallback_ops(result)
+    assert fallbacks and all(k.rsplit(":", 1)[1] in ran for k in fallbacks)
+    assert sum(fallbacks.values()) == sum(
+        1 for op, p in result.schedule.placements.items() if result.table.costs[op][p.unit].dtype != "int4"
+    )
+    assert build_summary(result).dtype_fallbacks == tuple(fallbacks)
+    assert main(["run", "rk3588", str(MODELS / "yolov8n.onnx"), "--precision", "int4", "--no-plots",
+                 "--out", str(tmp_path / "r")]) == 0  # fmt: skip
+    err = capsys.readouterr().err
+    for key, count in fallbacks.items():
+        unit = key.rsplit(":", 1)[1]
+        assert f"WARNING: {count} op(s) on {unit} run in int8: the unit has no int4 for them" in err
+
+
+def test_defaulted_chip_fields_are_listed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 11: a chip silently got active_w 1.0, idle_w 0.05, op_overhead_ns 0
+    import yaml
+
+    from hwsim.cli import main
+
+    chip = {"name": "mine", "dram": {"bandwidth_gbps": 10, "latency_ns": 100},
+            "units": [{"name": "cpu", "kind": "cpu", "clock_mhz": 2000, "flops_per_cycle": {"fp32": 16},
+                       "l1_kib": 32, "l2_kib": 512}]}  # fmt: skip
+    (tmp_path / "mine.yaml").write_text(yaml.safe_dump(chip))
+    assert main(["run", str(tmp_path / "mine.yaml"), str(MODELS / "mlp_mnist.onnx"), "--no-plots",
+                 "--out", str(tmp_path / "r")]) == 0  # fmt: skip
+    s = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert {"units[cpu].active_w", "units[cpu].idle_w", "units[cpu].op_overhead_ns"} <= set(s["defaulted_fields"])
+    out = capsys.readouterr().out
+    assert f"defaults      {len(s['defaulted_fields'])} chip field(s) not set in the file" in out
