@@ -146,7 +146,10 @@ class Flow(Generic[O]):
 
     ``uses`` maps each memory the flow streams through to the bytes of that memory's bandwidth
     one byte of the flow takes (a DRAM-to-DRAM copy reads and writes: 2). ``owner`` is what the
-    caller gets back when the flow is done.
+    caller gets back when the flow is done. ``stretch_ps`` is the time it has lost to sharing
+    so far: the integral of ``1 - rate / cap`` over its time (nothing while it streams at its
+    cap), so it takes ``bytes / cap + stretch_ps`` in all, up to its end's rounding to a whole
+    picosecond.
     """
 
     seq: int
@@ -156,6 +159,7 @@ class Flow(Generic[O]):
     owner: O
     rate: float = 0.0
     end_ps: int = 0
+    stretch_ps: float = 0.0
 
 
 def max_min_rates(flows: Sequence[Flow[O]], capacity: Mapping[str, float]) -> None:
@@ -228,9 +232,11 @@ class SharedBandwidth(Generic[O]):
         return min((f.end_ps for f in self.flows), default=None)
 
     def advance(self, dt_ps: int) -> None:
-        """Stream every flow for ``dt_ps`` at its current rate."""
+        """Stream every flow for ``dt_ps`` at its current rate (a flow below its cap is stretched)."""
         for f in self.flows:
             f.remaining -= f.rate * dt_ps
+            if f.rate < f.cap:
+                f.stretch_ps += dt_ps * (1.0 - f.rate / f.cap)
 
     def release_finished(self, now_ps: int) -> list[Flow[O]]:
         """Remove and return the flows that end by ``now_ps``, in the order they started."""
