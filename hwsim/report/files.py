@@ -85,6 +85,7 @@ def summary(result: RunResult) -> dict[str, Any]:
         "ops_per_unit": dict(sorted(placed.items())),
         "critical_path": list(a.critical_path),
         "critical_path_ms": _r(a.critical_path_ms),
+        "contention": _contention_fields(result),
         "traffic": [
             {"src_domain": t.src_domain, "dst_domain": t.dst_domain, "bytes": t.bytes, "transfers": t.transfers}
             for t in a.traffic
@@ -98,6 +99,30 @@ def summary(result: RunResult) -> dict[str, Any]:
         **_stream_fields(result),
         **_choice_fields(result),
     }
+
+
+def _contention_fields(result: RunResult) -> dict[str, Any]:
+    """Time lost to bandwidth sharing and waits (``hwsim.analysis.contention``; sums, not wall time)."""
+    c = result.analysis.contention
+    return {
+        "bandwidth_stretch_ms": _r(c.bandwidth_stretch_ms),
+        "bandwidth_stretch_on_critical_path_ms": _r(c.bandwidth_stretch_on_critical_path_ms),
+        "core_wait_ms": _r(c.core_wait_ms),
+        "dma_wait_ms": _r(c.dma_wait_ms),
+        "top_stretched_ops": [
+            {"node": s.node, "unit": s.unit, "stretch_ms": _r(s.stretch_ms)} for s in c.top_stretched_ops
+        ],
+    }
+
+
+def contention_line(result: RunResult) -> str:
+    """The terminal's contention line: what sharing bandwidth and waiting cost, summed over ops."""
+    c = result.analysis.contention
+    return (
+        f"  contention    DRAM/SRAM sharing stretched ops and transfers by {c.bandwidth_stretch_ms:.3f} ms "
+        f"in all ({c.bandwidth_stretch_on_critical_path_ms:.3f} ms on the critical path); "
+        f"waits: cores {c.core_wait_ms:.3f} ms, DMA {c.dma_wait_ms:.3f} ms"
+    )
 
 
 def _choice_fields(result: RunResult) -> dict[str, Any]:
@@ -197,6 +222,7 @@ def format_summary(result: RunResult, out_dir: Path | None = None) -> str:
     path = a.critical_path
     head = " -> ".join(path[:4]) + (f" -> ... ({len(path) - 4} more)" if len(path) > 4 else "")
     lines.append(f"  critical path {a.critical_path_ms:.3f} ms over {len(path)} ops: {head}")
+    lines.append(contention_line(result))
     total = sum(t.bytes for t in a.traffic)
     n = sum(t.transfers for t in a.traffic)
     parts = ", ".join(f"{t.src_domain}->{t.dst_domain} {_mb(t.bytes)}" for t in a.traffic)

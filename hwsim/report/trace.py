@@ -8,7 +8,8 @@ Layout of the trace:
 - one process ``memory`` holding a bandwidth counter (GB/s) per memory (the shared DRAM and
   every SRAM domain); every unit process also holds a ``busy cores`` counter and a
   ``utilization`` counter (busy cores over cores, in percent);
-- one complete event (``"ph": "X"``) per op and per DMA transfer;
+- one complete event (``"ph": "X"``) per op and per DMA transfer; ``args.stretch_us`` says how
+  much longer sharing a memory's bandwidth made it (only when it did);
 - flow arrows (``"ph": "s"`` / ``"ph": "f"``, category ``dependency``) for every data
   dependency that crosses units: producer -> consumer when both units share a memory domain,
   otherwise producer -> transfer and transfer -> each consumer.
@@ -230,6 +231,7 @@ def chrome_trace(result: RunResult) -> dict[str, Any]:
             "dram_bytes": r.dram_bytes,
             "reason": placements[r.op].reason,
             **(_frame_args(r) if multi else {}),
+            **({"stretch_us": r.stretch_ps / 1e6} if r.stretch_ps > 0 else {}),
         }
         add(
             {
@@ -266,6 +268,7 @@ def chrome_trace(result: RunResult) -> dict[str, Any]:
             "link": track,
             "channel": ch,
             **(_frame_args(x) if multi else {}),
+            **({"stretch_us": x.stretch_ps / 1e6} if x.stretch_ps > 0 else {}),
         }
         add(
             {
