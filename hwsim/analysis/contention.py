@@ -2,9 +2,12 @@
 
 The engine records three different costs per op and per transfer (:mod:`hwsim.sim.records`):
 
-- **bandwidth stretch** (``stretch_ps``): the op or transfer streamed through a memory (the
-  shared DRAM, or an SRAM domain's own) while other streams shared its bandwidth, so it ran
-  longer than it would have alone: its duration minus its uncontended duration;
+- **bandwidth stretch** (``stretch_ps``): its duration minus its uncontended duration (an op's
+  cost-model time, a transfer's link latency plus bytes at the link's rate). It comes from
+  streaming through a memory (the shared DRAM, or an SRAM domain's own) below the stream's own
+  rate: other streams shared the memory's bandwidth at the same moment, or the memory is
+  slower than the stream (a copy between two DRAM domains reads and writes DRAM, so it moves
+  at most half of DRAM's bandwidth even alone);
 - **core wait** (``OpRecord.wait_core_ps``): the op's inputs were all in its domain, but its core
   was busy or the schedule's order for the core put another op first;
 - **DMA wait** (``TransferRecord.wait_channel_ps``): the transfer's tensor was ready, but every

@@ -74,7 +74,8 @@ class TransferRecord:
 
     It waited ``start_ps - queued_ps`` for a channel (:attr:`wait_channel_ps`), then took its
     link's latency plus ``bytes`` at the link's rate, plus ``stretch_ps``: the time lost
-    because the memories it streams through were shared (up to a picosecond of rounding).
+    because the memories it streams through were shared, or are slower than the link (a
+    DRAM-to-DRAM copy reads and writes DRAM), up to a picosecond of rounding.
     """
 
     tensor: str
