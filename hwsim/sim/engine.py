@@ -85,7 +85,7 @@ from hwsim.sim.records import (
     TransferRecord,
     build_trace,
 )
-from hwsim.sim.resources import ChannelPool, CorePool, SharedBandwidth
+from hwsim.sim.resources import ChannelPool, CorePool, Flow, SharedBandwidth
 from hwsim.sim.splitting import shard_cost
 from scheduler.schedule import Schedule
 
@@ -203,21 +203,25 @@ class Simulation:
             done = bandwidth.release_finished(t_next)
             changed = bool(done)
             for flow in done:
-                if flow.stretch_ps > 0:
-                    self.note_stretch(flow.owner, flow.stretch_ps)
+                if flow.slowed:
+                    self.note_stretch(flow)
                 handle(flow.owner)
             while heap and heap[0][0] <= t_next:
                 changed = handle(heapq.heappop(heap)[2]) or changed
             if changed:
                 bandwidth.reallocate(t_next)
 
-    def note_stretch(self, owner: Event, stretch_ps: float) -> None:
-        """A block or transfer whose stream lost ``stretch_ps`` to bandwidth sharing ended."""
-        kind, inst = owner
+    def note_stretch(self, flow: Flow[Event]) -> None:
+        """A block's or transfer's stream that ran below its rate is done: add the time it lost."""
+        kind, inst = flow.owner
         if kind is _BLOCK_DONE:
-            self.op_log.stretch_ps[inst] += stretch_ps
+            b = self._blocks[inst][self._block_at[inst]]
+            self.op_log.stretch_ps[inst] += flow.stretch_ps(self._block_start[inst], b.bytes)
         else:
-            self.transfer_log.stretch_ps[inst] += stretch_ps
+            xp = self.plan.transfers
+            j = inst % self.n_x
+            start = self.transfer_log.start_ps[inst] + xp.latency_ps[j]
+            self.transfer_log.stretch_ps[inst] += flow.stretch_ps(start, xp.transfers[j].bytes)
 
     def handle(self, event: Event) -> bool:
         """React to ``event``; True when a flow started streaming."""
