@@ -10,6 +10,7 @@ from cost_models import cost_table
 from graph_ir.ir import Tensor
 from hwsim.analysis.contention import contention
 from hwsim.sim.engine import PS_PER_NS, simulate
+from hwsim.sim.resources import SharedBandwidth
 from tests.helpers import fixed_schedule, graph_from_ops, two_cpu_chip
 
 BIG = (1, 64, 128, 128)  # far beyond the toy chip's caches: memory-bound
@@ -19,6 +20,31 @@ def _two_adds():
     x = Tensor("x", BIG, "float32")
     y1, y2 = Tensor("y1", BIG, "float32"), Tensor("y2", BIG, "float32")
     return graph_from_ops("two_adds", [x], [("add1", "Add", [x, x], [y1]), ("add2", "Add", [x, x], [y2])])
+
+
+class TestFlowStretch:
+    def test_a_flow_sharing_a_memory_loses_what_it_streamed_below_its_cap(self):
+        bw: SharedBandwidth[str] = SharedBandwidth({"dram": 1.0})
+        bw.request(100, 1.0, {"dram": 1.0}, "a")
+        bw.request(300, 1.0, {"dram": 1.0}, "b")
+        bw.reallocate(0)  # 0.5 byte/ps each until a is done at 200
+        bw.advance(200)
+        (a,) = bw.release_finished(200)
+        assert a.slowed and a.stretch_ps(0, 100) == pytest.approx(100.0)  # 200 ps for 100 ps of bytes
+        bw.reallocate(200)  # b alone again at its cap: 200 bytes left
+        bw.advance(bw.next_end_ps() - 200)
+        (b,) = bw.release_finished(400)
+        assert b.end_ps == 400 and b.stretch_ps(0, 300) == pytest.approx(100.0)
+
+    def test_a_flow_alone_at_its_cap_loses_nothing(self):
+        bw: SharedBandwidth[str] = SharedBandwidth({"dram": 1.0})
+        bw.request(100, 0.25, {"dram": 1.0}, "a")
+        bw.request(100, 0.25, {"dram": 1.0}, "b")  # 0.5 of 1.0 in use: room for both
+        bw.reallocate(0)
+        bw.advance(400)
+        done = bw.release_finished(400)
+        assert [f.owner for f in done] == ["a", "b"]
+        assert all(not f.slowed and f.stretch_ps(0, 100) == 0.0 for f in done)
 
 
 class TestBandwidthStretch:
