@@ -350,11 +350,12 @@ def test_stretch_is_what_sharing_added_and_waits_start_when_inputs_arrive(
         assert r.stretch_ps >= 0 and r.wait_core_ps >= 0
         assert abs(r.duration_ps - (uncontended_ps + r.stretch_ps)) <= len(op_blocks(cost, double_buffer, k)) + 2
 
-    # a transfer: actual = link latency + bytes at the link's rate + stretch
+    # a transfer: actual = link latency + bytes at the link's rate + stretch, to the rounding of
+    # its latency, its end and its stretch to whole picoseconds
     for x in trace.transfers:
         uncontended_ps = transfer_ns(chip, x.src_domain, x.dst_domain, x.bytes) * PS_PER_NS
         assert x.stretch_ps >= 0 and x.wait_channel_ps >= 0
-        assert abs(x.end_ps - x.start_ps - (uncontended_ps + x.stretch_ps)) <= 2
+        assert abs(x.end_ps - x.start_ps - (uncontended_ps + x.stretch_ps)) <= 3
 
     if frames == 1:  # an op is ready when its last input is there in its domain
         rec = {r.op: r for r in trace.ops}
