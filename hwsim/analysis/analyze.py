@@ -1,4 +1,5 @@
-"""What a trace means: per-unit utilization, the critical path, cross-domain traffic, energy.
+"""What a trace means: per-unit utilization, the critical path, cross-domain traffic, energy,
+and what contention cost (:mod:`hwsim.analysis.contention`).
 
 The critical path is the longest chain of data dependencies through the simulated run, each
 op weighted by how long it actually ran and each edge by how long its DMA transfer took (queue
@@ -14,8 +15,9 @@ from chips.schema import Chip
 from chips.units import PJ_PER_MJ, PS_PER_MS
 from graph_ir.ir import ModelGraph
 from hwsim.analysis.busy import busy_union_ps
+from hwsim.analysis.contention import Contention, contention
 from hwsim.analysis.energy import run_energy
-from hwsim.sim.engine import Trace
+from hwsim.sim.records import OpRecord, Trace, TransferRecord
 
 __all__ = ["Analysis", "TrafficRow", "UnitUsage", "analyze"]
 
@@ -53,46 +55,62 @@ class Analysis:
     critical_path: tuple[str, ...]
     critical_path_ms: float
     traffic: tuple[TrafficRow, ...]
+    #: Time lost to shared bandwidth and waits for cores and DMA channels (sums, not wall time).
+    contention: Contention
 
 
-def _critical_path(graph: ModelGraph, chip: Chip, trace: Trace) -> tuple[tuple[str, ...], int]:
-    dur = {r.op: r.duration_ps for r in trace.ops}
+def _critical_path(
+    graph: ModelGraph, chip: Chip, trace: Trace
+) -> tuple[tuple[OpRecord, ...], tuple[TransferRecord, ...], int]:
+    """The critical path's ops and transfers (in order) and its length (ps)."""
+    rec = {r.op: r for r in trace.ops}
     domain_of = {r.op: chip.unit(r.unit).domain for r in trace.ops}
-    xfer = {(r.tensor, r.dst_domain): r.end_ps - r.start_ps for r in trace.transfers}
+    moved = {(r.tensor, r.dst_domain): r for r in trace.transfers}
     host = chip.host
     dist: dict[str, int] = {}
     back: dict[str, str | None] = {}
+    via: dict[str, TransferRecord | None] = {}  # the transfer into the op on its longest chain
     g = graph.g
-    for n in graph.order:
-        op = graph.op(n)
+
+    def longest(keys: list[tuple[str, str]]) -> tuple[int, TransferRecord | None]:
+        """The longest of these transfers (0, None: none crossed a domain)."""
         best, arg = 0, None
-        for t in op.activations:  # graph inputs carried in from the host
-            if t.name not in graph.producer:
-                best = max(best, xfer.get((t.name, domain_of[n]), 0))
+        for k in keys:
+            x = moved.get(k)
+            if x is not None and x.end_ps - x.start_ps > best:
+                best, arg = x.end_ps - x.start_ps, x
+        return best, arg
+
+    for n in graph.order:
+        op, d = graph.op(n), domain_of[n]
+        # graph inputs carried in from the host
+        best, into = longest([(t.name, d) for t in op.activations if t.name not in graph.producer])
+        arg = None
         for p in g.predecessors(n):
-            edge = max(xfer.get((t, domain_of[n]), 0) for t in g.edges[p, n]["tensors"])
+            edge, x = longest([(t, d) for t in g.edges[p, n]["tensors"]])
             if dist[p] + edge > best or (dist[p] + edge == best and arg is None):
-                best, arg = dist[p] + edge, p
-        dist[n] = best + dur[n]
-        back[n] = arg
+                best, arg, into = dist[p] + edge, p, x
+        dist[n] = best + rec[n].duration_ps
+        back[n], via[n] = arg, into
     if not dist:
-        return (), 0
-    end_len: dict[str, int] = {}
+        return (), (), 0
+    end: dict[str, tuple[int, TransferRecord | None]] = {}
     graph_outputs = {o.name for o in graph.outputs}
     for n in graph.order:
-        out = max(
-            (xfer.get((t.name, host), 0) for t in graph.op(n).outputs if t.name in graph_outputs),
-            default=0,
-        )
-        end_len[n] = dist[n] + out
+        out, x = longest([(t.name, host) for t in graph.op(n).outputs if t.name in graph_outputs])
+        end[n] = (dist[n] + out, x)
     index = {n: i for i, n in enumerate(graph.order)}
-    last = max(graph.order, key=lambda n: (end_len[n], -index[n]))
-    path = []
+    last = max(graph.order, key=lambda n: (end[n][0], -index[n]))
+    ops: list[OpRecord] = []
+    moves = [end[last][1]]
     cur: str | None = last
     while cur is not None:
-        path.append(cur)
+        ops.append(rec[cur])
+        moves.append(via[cur])
         cur = back[cur]
-    return tuple(reversed(path)), end_len[last]
+    return (
+        tuple(reversed(ops)), tuple(x for x in reversed(moves) if x is not None), end[last][0]
+    )
 
 
 def analyze(graph: ModelGraph, chip: Chip, trace: Trace) -> Analysis:
@@ -115,15 +133,16 @@ def analyze(graph: ModelGraph, chip: Chip, trace: Trace) -> Analysis:
         row[0] += r.bytes
         row[1] += 1
     traffic = tuple(TrafficRow(s, d, b, n) for (s, d), (b, n) in sorted(rows.items()))
-    path, length = _critical_path(graph, chip, trace)
+    path, path_transfers, length = _critical_path(graph, chip, trace)
     return Analysis(
         latency_ms=makespan / PS_PER_MS,
         energy_mj=energy.total_pj / PJ_PER_MJ,
         dram_energy_mj=energy.dram_pj / PJ_PER_MJ,
         dram_bytes=energy.dram_bytes,
         units=tuple(units),
-        critical_path=path,
+        critical_path=tuple(r.op for r in path),
         critical_path_ms=length / PS_PER_MS,
         traffic=traffic,
+        contention=contention(trace, path, path_transfers),
     )
 

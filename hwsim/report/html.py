@@ -34,6 +34,7 @@ from typing import Any
 from chips.units import PS_PER_MS
 from hwsim.pipeline import RunResult
 from hwsim.report.summary import Summary
+from hwsim.report.terminal import contention_words
 
 __all__ = ["SECTIONS", "SHOWN_SUMMARY_KEYS", "TOP_N", "Figure", "Section", "html_report"]
 
@@ -156,7 +157,7 @@ def _summary_section(page: _Page) -> str:
         ("energy", f"{s.energy_mj:.3f} mJ (DRAM {s.dram_energy_mj:.3f} mJ)"),
         ("ops", f"{s.ops} ({s.total_macs / 1e9:.3f} GMAC)"),
         ("critical path", f"{_ms(s.critical_path_ms)} ms over {len(s.critical_path)} ops"),
-        ("time lost to contention", f"{_ms(max(0.0, s.latency_ms - s.critical_path_ms))} ms"),
+        ("contention (sums over ops)", contention_words(s)),
         ("DRAM traffic", _bytes(s.dram_bytes)),
         ("cross-domain traffic", f"{_bytes(s.cross_domain_bytes)} in {s.cross_domain_transfers} transfers"),
         ("lower bound", f"{_ms(s.lower_bound_ms)} ms"),
@@ -185,8 +186,16 @@ def _warnings_section(page: _Page) -> str:
             + ", ".join(f"<code>{_e(f)}</code>" for f in fallbacks[:TOP_N])
             + (f" and {len(fallbacks) - TOP_N} more" if len(fallbacks) > TOP_N else "")
         )
+    defaulted = page.summary.defaulted_fields
+    if defaulted:
+        items.append(
+            f"{len(defaulted)} chip field(s) not set in the chip file, defaults used (they shape time, power "
+            "or energy): " + ", ".join(f"<code>{_e(f)}</code>" for f in defaulted[:TOP_N])
+            + (f" and {len(defaulted) - TOP_N} more" if len(defaulted) > TOP_N else "")
+        )
     if not items:
-        return "<p>None: every op had a cost formula and ran in the requested precision.</p>"
+        return ("<p>None: every op had a cost formula and ran in the requested precision, and the chip "
+                "file set every field that shapes the numbers.</p>")  # fmt: skip
     return "<ul>" + "".join(f'<li class="warn">{i}</li>' for i in items) + "</ul>"
 
 
@@ -333,7 +342,7 @@ SECTIONS: tuple[Section, ...] = (
         frozenset({"latency_ms", "energy_mj", "dram_energy_mj", "dram_bytes", "ops", "total_macs",
                    "critical_path_ms", "cross_domain_bytes", "scheduler_estimate_ms", "lower_bound_ms"}),
     ),
-    Section("warnings", "Warnings", _warnings_section, frozenset({"unknown_ops", "dtype_fallbacks"})),
+    Section("warnings", "Warnings", _warnings_section, frozenset({"unknown_ops", "dtype_fallbacks", "defaulted_fields"})),
     Section("units", "Units", _units_section, frozenset({"units", "ops_per_unit"})),
     Section("critical_path", "Schedule and critical path", _critical_path_section, frozenset({"critical_path"})),
     Section("traffic", "Traffic between memory domains", _traffic_section, frozenset({"traffic"})),

@@ -27,6 +27,7 @@ from hwsim.policy_check import Candidate, ScheduleChoice
 from scheduler.bounds import lower_bound_ns
 
 __all__ = [
+    "ContentionSummary",
     "DeadlineSummary",
     "EnergyMode",
     "ScheduleFigures",
@@ -115,6 +116,28 @@ class DeadlineSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class ContentionSummary:
+    """Time lost to shared memory bandwidth and waits, in ms (:mod:`hwsim.analysis.contention`):
+    sums over ops and transfers, not wall time, except the stretch on the critical path."""
+
+    bandwidth_stretch_ms: float
+    bandwidth_stretch_on_critical_path_ms: float
+    core_wait_ms: float
+    dma_wait_ms: float
+    #: ``(node, unit, stretch ms)`` of the most stretched ops.
+    top_stretched_ops: tuple[tuple[str, str, float], ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "bandwidth_stretch_ms": self.bandwidth_stretch_ms,
+            "bandwidth_stretch_on_critical_path_ms": self.bandwidth_stretch_on_critical_path_ms,
+            "core_wait_ms": self.core_wait_ms,
+            "dma_wait_ms": self.dma_wait_ms,
+            "top_stretched_ops": [{"node": n, "unit": u, "stretch_ms": ms} for n, u, ms in self.top_stretched_ops],
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Summary:
     """What ``summary.json`` says about a run (see the module docstring); build with :func:`build_summary`.
 
@@ -138,6 +161,7 @@ class Summary:
     ops_per_unit: tuple[tuple[str, int], ...]
     critical_path: tuple[str, ...]
     critical_path_ms: float
+    contention: ContentionSummary
     traffic: tuple[TrafficRow, ...]
     cross_domain_bytes: int
     unknown_ops: tuple[str, ...]
@@ -194,6 +218,7 @@ class Summary:
             "ops_per_unit": dict(self.ops_per_unit),
             "critical_path": list(self.critical_path),
             "critical_path_ms": self.critical_path_ms,
+            "contention": self.contention.to_json(),
             "traffic": [
                 {"src_domain": t.src_domain, "dst_domain": t.dst_domain, "bytes": t.bytes, "transfers": t.transfers}
                 for t in self.traffic
@@ -228,6 +253,14 @@ class Summary:
             ]  # fmt: skip
             out["deadline_missed"] = self.deadline_missed
         return out
+
+
+def _contention(result: RunResult) -> ContentionSummary:
+    c = result.analysis.contention
+    return ContentionSummary(
+        _r(c.bandwidth_stretch_ms), _r(c.bandwidth_stretch_on_critical_path_ms), _r(c.core_wait_ms),
+        _r(c.dma_wait_ms), tuple((s.node, s.unit, _r(s.stretch_ms)) for s in c.top_stretched_ops),
+    )  # fmt: skip
 
 
 def requested_policy(result: RunResult) -> str:
@@ -327,6 +360,7 @@ def build_summary(result: RunResult) -> Summary:
         ops_per_unit=tuple(sorted(placed.items())),
         critical_path=tuple(a.critical_path),
         critical_path_ms=_r(a.critical_path_ms),
+        contention=_contention(result),
         traffic=tuple(a.traffic),
         cross_domain_bytes=sum(t.bytes for t in a.traffic),
         unknown_ops=tuple(g.unknown_ops),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from hwsim.report.summary import Summary
 
-__all__ = ["format_summary"]
+__all__ = ["contention_words", "format_summary", "unit_lines"]
 
 
 def _mb(n: float) -> str:
@@ -24,6 +24,17 @@ def unit_lines(s: Summary) -> list[str]:
             f"    {u.unit:<{w}}{u.active_ms:10.3f} ms{u.busy_ms:10.3f} ms{u.cores:7d}{u.utilization:8.1%}{u.ops:6d}"
         )
     return lines
+
+
+def contention_words(s: Summary) -> str:
+    """What sharing memory bandwidth and waiting for cores and DMA channels cost, summed over ops
+    (not wall time; the critical-path share is), in words; the terminal and report.html show it."""
+    c = s.contention
+    return (
+        f"memory sharing stretched ops and transfers by {c.bandwidth_stretch_ms:.3f} ms in all "
+        f"({c.bandwidth_stretch_on_critical_path_ms:.3f} ms on the critical path); "
+        f"waits: cores {c.core_wait_ms:.3f} ms, DMA {c.dma_wait_ms:.3f} ms"
+    )
 
 
 def _defaults_line(s: Summary) -> list[str]:
@@ -85,6 +96,7 @@ def format_summary(s: Summary, out_dir: Path | None = None) -> str:
     path = s.critical_path
     head = " -> ".join(path[:4]) + (f" -> ... ({len(path) - 4} more)" if len(path) > 4 else "")
     lines.append(f"  critical path {s.critical_path_ms:.3f} ms over {len(path)} ops: {head}")
+    lines.append(f"  contention    {contention_words(s)}")
     parts = ", ".join(f"{t.src_domain}->{t.dst_domain} {_mb(t.bytes)}" for t in s.traffic)
     lines.append(
         f"  cross-domain  {_mb(s.cross_domain_bytes)} in {s.cross_domain_transfers} transfers"

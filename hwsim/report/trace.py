@@ -8,7 +8,8 @@ Layout of the trace:
 - one process ``memory`` holding a bandwidth counter (GB/s) per memory (the shared DRAM and
   every SRAM domain); every unit process also holds a ``busy cores`` counter and a
   ``utilization`` counter (busy cores over cores, in percent);
-- one complete event (``"ph": "X"``) per op and per DMA transfer;
+- one complete event (``"ph": "X"``) per op and per DMA transfer; ``args.stretch_us`` says how
+  much longer sharing a memory's bandwidth made it (only when it did);
 - flow arrows (``"ph": "s"`` / ``"ph": "f"``, category ``dependency``) for every data
   dependency that crosses units: producer -> consumer when both units share a memory domain,
   otherwise producer -> transfer and transfer -> each consumer.
@@ -235,6 +236,7 @@ def _op_events(ev: _Events, result: RunResult, trace: Trace, tracks: _Tracks) ->
             "dram_bytes": r.dram_bytes,
             "reason": placements[r.op].reason,
             **ev.frame_args(r),
+            **({"stretch_us": r.stretch_ps / 1e6} if r.stretch_ps > 0 else {}),
         }
         ev.add(
             {"name": r.op + ev.suffix(r.frame), **ev.colour(r.frame), "cat": r.op_type, "ph": "X", "ts": _us(s),
@@ -265,6 +267,7 @@ def _transfer_events(ev: _Events, chip: Chip, trace: Trace, tracks: _Tracks) -> 
             "link": track,
             "channel": ch,
             **ev.frame_args(x),
+            **({"stretch_us": x.stretch_ps / 1e6} if x.stretch_ps > 0 else {}),
         }
         ev.add(
             {"name": x.tensor + ev.suffix(x.frame), **ev.colour(x.frame), "cat": "dma", "ph": "X", "ts": _us(s),

@@ -23,6 +23,12 @@ latency; a tiled op (``OpCost.tiles > 1``) is double-buffered, tile ``i + 1`` lo
 tile ``i`` computes (or, without double buffering, every tile loads, computes and stores in
 turn). :func:`op_time_ns` gives the uncontended times.
 
+Beside the times, the records keep what contention cost: each op's and transfer's
+``stretch_ps`` (how much longer than alone it took because a memory's bandwidth was shared) and
+each op's ``wait_core_ps`` (from its last input's arrival to its start); a transfer waited
+``start_ps - queued_ps`` for a channel (:class:`~hwsim.sim.records.OpRecord`,
+:class:`~hwsim.sim.records.TransferRecord`).
+
 An op whose type its unit lists in ``split_ops`` may run split across ``k`` cores of the unit
 (:mod:`hwsim.sim.splitting`): ``k`` identical shards, each costed as an op of its own, plus the
 unit's ``split_overhead_ns``. ``Placement.cores`` fixes ``k``; when it is None the engine splits
@@ -79,7 +85,7 @@ from hwsim.sim.records import (
     TransferRecord,
     build_trace,
 )
-from hwsim.sim.resources import ChannelPool, CorePool, SharedBandwidth
+from hwsim.sim.resources import ChannelPool, CorePool, Flow, SharedBandwidth
 from hwsim.sim.splitting import shard_cost
 from scheduler.schedule import Schedule
 
@@ -147,6 +153,8 @@ class Simulation:
         self.admission = Admission(frames, in_flight, self.n_ops + self.n_x)
         #: Inputs each op instance still waits for; tensors present, as (frame, tensor, domain).
         self.pending = list(p.inputs_needed) * frames
+        #: Ops that wait for no input: ready when their frame is admitted.
+        self._no_inputs = [i for i, n in enumerate(p.inputs_needed) if n == 0]
         self._present: set[tuple[int, str, str]] = set()
         self.dispatch = dispatch_for(
             options.frame_order, p.core_order, self.n_ops, frames, self.pending, self.admission
@@ -195,11 +203,25 @@ class Simulation:
             done = bandwidth.release_finished(t_next)
             changed = bool(done)
             for flow in done:
+                if flow.slowed:
+                    self.note_stretch(flow)
                 handle(flow.owner)
             while heap and heap[0][0] <= t_next:
                 changed = handle(heapq.heappop(heap)[2]) or changed
             if changed:
                 bandwidth.reallocate(t_next)
+
+    def note_stretch(self, flow: Flow[Event]) -> None:
+        """A block's or transfer's stream that ran below its rate is done: add the time it lost."""
+        kind, inst = flow.owner
+        if kind is _BLOCK_DONE:
+            b = self._blocks[inst][self._block_at[inst]]
+            self.op_log.stretch_ps[inst] += flow.stretch_ps(self._block_start[inst], b.bytes)
+        else:
+            xp = self.plan.transfers
+            j = inst % self.n_x
+            start = self.transfer_log.start_ps[inst] + xp.latency_ps[j]
+            self.transfer_log.stretch_ps[inst] += flow.stretch_ps(start, xp.transfers[j].bytes)
 
     def handle(self, event: Event) -> bool:
         """React to ``event``; True when a flow started streaming."""
@@ -248,6 +270,7 @@ class Simulation:
         for i in p.waiting.get((tensor, domain), ()):
             pending[base + i] -= 1
             if pending[base + i] == 0:
+                self.op_log.ready_ps[base + i] = self.now
                 self._to_check.add((p.unit[i], p.core[i]))
         xp = p.transfers
         for j in xp.outgoing.get((tensor, domain), ()):
@@ -259,6 +282,9 @@ class Simulation:
     def admit(self, frame: int) -> None:
         """``frame``'s graph inputs arrive in the host domain now."""
         self.admission.admit(frame, self.now)
+        ready, base = self.op_log.ready_ps, frame * self.n_ops
+        for i in self._no_inputs:
+            ready[base + i] = self.now
         for name in self.plan.graph_inputs:
             self.arrive(frame, name, self.plan.host)
 

@@ -34,6 +34,14 @@ class OpRecord:
 
     ``cores`` lists every core it occupied when split (``core`` first; empty: just ``core``);
     ``phases`` are the load/compute phases of a tiled op; ``frame`` its input frame.
+
+    ``stretch_ps`` is how much longer it ran than it would have alone: sharing a memory's
+    bandwidth slowed its streams below their own rate (:class:`hwsim.sim.resources.Flow`). So
+    ``duration_ps`` is its uncontended time (:func:`hwsim.sim.blocks.op_time_ns` of the cost it
+    ran with, shards included) plus ``stretch_ps``, up to a picosecond per block of rounding.
+    ``wait_core_ps`` is how long it waited between being ready (its last input arrived in its
+    domain; its frame admitted, for an op without inputs) and starting: its core was busy, or
+    the schedule's order for the core put another op first.
     """
 
     op: str
@@ -47,6 +55,8 @@ class OpRecord:
     cores: tuple[int, ...] = ()
     tiles: int = 1
     phases: tuple[OpPhase, ...] = ()
+    stretch_ps: int = 0
+    wait_core_ps: int = 0
 
     @property
     def duration_ps(self) -> int:
@@ -60,7 +70,13 @@ class OpRecord:
 
 @dataclass(frozen=True, slots=True)
 class TransferRecord:
-    """One DMA transfer: queued when its tensor was ready, started when a channel was free."""
+    """One DMA transfer: queued when its tensor was ready, started when a channel was free.
+
+    It waited ``start_ps - queued_ps`` for a channel (:attr:`wait_channel_ps`), then took its
+    link's latency plus ``bytes`` at the link's rate, plus ``stretch_ps``: the time lost
+    because the memories it streams through were shared, or are slower than the link (a
+    DRAM-to-DRAM copy reads and writes DRAM), up to a picosecond of rounding.
+    """
 
     tensor: str
     src_domain: str
@@ -73,6 +89,12 @@ class TransferRecord:
     start_ps: int
     end_ps: int
     frame: int = 0
+    stretch_ps: int = 0
+
+    @property
+    def wait_channel_ps(self) -> int:
+        """How long it waited in its link's queue for a free DMA channel."""
+        return self.start_ps - self.queued_ps
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +124,9 @@ class OpLog:
     """Each op instance as the engine ran it (``-1``: not yet); the per-op facts come first.
 
     ``names``, ``op_types``, ``units`` and ``cores`` are per op of one frame (the graph's
-    order); the other lists per instance (``frame * len(names) + op``).
+    order); the other lists per instance (``frame * len(names) + op``). ``ready_ps``: when the
+    instance could have started (its last input there); ``stretch_ps``: the time its streams
+    lost to bandwidth sharing (unrounded).
     """
 
     names: Sequence[str]
@@ -115,6 +139,8 @@ class OpLog:
     used_cores: list[tuple[int, ...]]
     phases: list[list[OpPhase]]
     dram_bytes: list[int]
+    ready_ps: list[int]
+    stretch_ps: list[float]
 
     @classmethod
     def empty(
@@ -125,7 +151,7 @@ class OpLog:
         n = len(names) * frames
         return cls(
             names, op_types, units, cores, [-1] * n, [-1] * n, [1] * n, [()] * n,
-            [[] for _ in range(n)], [0] * n,
+            [[] for _ in range(n)], [0] * n, [-1] * n, [0.0] * n,
         )  # fmt: skip
 
     def unfinished(self) -> list[str]:
@@ -139,10 +165,12 @@ class OpLog:
         keyed = []
         for inst in range(len(self.end_ps)):
             i, frame = inst % n, inst // n
+            start, ready = self.start_ps[inst], self.ready_ps[inst]
             r = OpRecord(
-                self.names[i], self.op_types[i], self.units[i], self.cores[i], self.start_ps[inst],
+                self.names[i], self.op_types[i], self.units[i], self.cores[i], start,
                 self.end_ps[inst], self.dram_bytes[inst], frame, self.used_cores[inst],
-                self.tiles[inst], tuple(self.phases[inst]),
+                self.tiles[inst], tuple(self.phases[inst]), round(self.stretch_ps[inst]),
+                max(0, start - ready) if ready >= 0 else 0,
             )  # fmt: skip
             keyed.append(((r.start_ps, r.unit, r.core, frame, i), r))
         keyed.sort(key=lambda kr: kr[0])
@@ -152,19 +180,21 @@ class OpLog:
 @dataclass(slots=True)
 class TransferLog:
     """Each transfer instance as the engine ran it (``-1``: not yet): queued, started, ended,
-    on which channel of its link. ``transfers`` are the schedule's, per frame."""
+    on which channel of its link, time lost to bandwidth sharing (unrounded). ``transfers``
+    are the schedule's, per frame."""
 
     transfers: Sequence[Transfer]
     queued_ps: list[int]
     start_ps: list[int]
     end_ps: list[int]
     channel: list[int]
+    stretch_ps: list[float]
 
     @classmethod
     def empty(cls, transfers: Sequence[Transfer], frames: int) -> TransferLog:
         """A log of ``frames`` copies of the transfers, none started yet."""
         n = len(transfers) * frames
-        return cls(transfers, [-1] * n, [-1] * n, [-1] * n, [-1] * n)
+        return cls(transfers, [-1] * n, [-1] * n, [-1] * n, [-1] * n, [0.0] * n)
 
     def unfinished(self) -> list[str]:
         """Tensors of the transfer instances that never ended."""
@@ -180,6 +210,7 @@ class TransferLog:
             out.append(TransferRecord(
                 t.tensor, t.src_domain, t.dst_domain, self.channel[xi], t.bytes, t.producer,
                 t.consumers, self.queued_ps[xi], self.start_ps[xi], self.end_ps[xi], xi // n,
+                round(self.stretch_ps[xi]),
             ))  # fmt: skip
         out.sort(key=lambda r: (r.start_ps, r.frame, r.src_domain, r.dst_domain, r.tensor))
         return out

@@ -146,7 +146,8 @@ class Flow(Generic[O]):
 
     ``uses`` maps each memory the flow streams through to the bytes of that memory's bandwidth
     one byte of the flow takes (a DRAM-to-DRAM copy reads and writes: 2). ``owner`` is what the
-    caller gets back when the flow is done.
+    caller gets back when the flow is done; ``slowed``: it has streamed below its cap
+    (:func:`max_min_rates` sets it).
     """
 
     seq: int
@@ -156,17 +157,34 @@ class Flow(Generic[O]):
     owner: O
     rate: float = 0.0
     end_ps: int = 0
+    slowed: bool = False
+
+    def stretch_ps(self, start_ps: int, nbytes: float) -> float:
+        """Once done, when it was requested at ``start_ps`` for ``nbytes``: the time it lost to
+        streaming below its cap (0 unless ``slowed``).
+
+        That is the integral of ``1 - rate / cap`` over its time: its time less the time the
+        bytes it streamed (to the end's whole picosecond) take at its cap.
+
+        >>> f = Flow(1, -0.5, 1.0, {"dram": 1.0}, "a", end_ps=150, slowed=True)
+        >>> f.stretch_ps(0, 100.0)  # 100.5 bytes in 150 ps at most 1 byte/ps
+        49.5
+        """
+        if not self.slowed:
+            return 0.0
+        return max(0.0, (self.end_ps - start_ps) - (nbytes - self.remaining) / self.cap)
 
 
 def max_min_rates(flows: Sequence[Flow[O]], capacity: Mapping[str, float]) -> None:
     """Set every flow's ``rate``: max-min fair under the per-flow caps and memory capacities.
 
     Progressive filling: all unfrozen flows speed up together until one reaches its cap or a
-    memory is saturated; those freeze, the others go on.
+    memory is saturated; those freeze, the others go on. A flow frozen below its cap is marked
+    ``slowed``.
 
     >>> a, b = Flow(1, 100.0, 1.0, {"dram": 1.0}, "a"), Flow(2, 100.0, 0.25, {"dram": 1.0}, "b")
-    >>> max_min_rates([a, b], {"dram": 1.0}); a.rate, b.rate
-    (0.75, 0.25)
+    >>> max_min_rates([a, b], {"dram": 1.0}); a.rate, b.rate, a.slowed, b.slowed
+    (0.75, 0.25, True, False)
     """
     residual = dict(capacity)
     active = list(flows)
@@ -186,6 +204,10 @@ def max_min_rates(flows: Sequence[Flow[O]], capacity: Mapping[str, float]) -> No
         for m, a in load.items():
             residual[m] -= delta * a
         saturated = {m for m in load if residual[m] <= 1e-12 * capacity[m]}
+        if saturated:  # flows frozen below their cap
+            for f in active:
+                if f.cap - f.rate > 1e-15 and saturated & f.uses.keys():
+                    f.slowed = True
         active = [f for f in active if f.cap - f.rate > 1e-15 and not (saturated & f.uses.keys())]
 
 
@@ -194,7 +216,8 @@ class SharedBandwidth(Generic[O]):
 
     The loop :meth:`request` s a flow, and after any change :meth:`reallocate` s: each flow
     gets its max-min fair rate and the time it will end at that rate. Between changes the loop
-    :meth:`advance` s the clock and :meth:`release_finished` hands back the flows done by then.
+    :meth:`advance` s the clock and :meth:`release_finished` hands back the flows done by then,
+    each able to say the time it lost to running below its cap (:meth:`Flow.stretch_ps`).
     Every change of a memory's total use is kept in :attr:`samples`.
 
     >>> bw = SharedBandwidth({"dram": 1.0})

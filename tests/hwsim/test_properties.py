@@ -18,10 +18,12 @@ from hwsim.analysis.energy import power_timeline
 from hwsim.analysis.frames import frame_stats
 from hwsim.pipeline import run_graph
 from hwsim.report.summary import build_summary
+from hwsim.sim.blocks import op_blocks, op_time_ns
 from hwsim.sim.engine import FRAME_ORDERS, PS_PER_NS, EngineOptions, simulate
 from hwsim.sim.splitting import shard_cost
 from scheduler import POLICIES, schedule
 from scheduler.bounds import critical_path_bound_ns, load_bound_ns
+from scheduler.schedule import transfer_ns
 from tests.helpers import fixed_schedule, random_chips
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -318,3 +320,55 @@ def test_slower_chip_never_speeds_up_a_fixed_split_schedule(graph, chip, seed, f
     table2 = cost_table(graph, slower, "int8")
     after = simulate(graph, slower, table2, fixed(slower, table2), options).makespan_ps
     assert after >= before - 2 * len(graph)
+
+
+@ENGINE_SETTINGS
+@given(
+    graph=graphs,
+    chip=splitting_chips(),
+    seed=seeds,
+    frames=st.integers(1, 3),
+    in_flight=st.none() | st.integers(1, 2),
+    double_buffer=st.booleans(),
+    frame_order=st.sampled_from(FRAME_ORDERS),
+)
+def test_stretch_is_what_sharing_added_and_waits_start_when_inputs_arrive(
+    graph, chip, seed, frames, in_flight, double_buffer, frame_order
+):
+    table = cost_table(graph, chip, "int8")
+    sched = fixed_schedule(graph, chip, table, _random_placement(graph, chip, table, seed))
+    options = EngineOptions(double_buffer=double_buffer, frame_order=frame_order)
+    trace = simulate(graph, chip, table, sched, options, frames, in_flight)
+
+    # an op: actual = uncontended (overhead + blocks, its shards' cost) + stretch, to the rounding
+    # of its overhead and each block to whole picoseconds
+    for r in trace.ops:
+        k = len(r.all_cores)
+        cost = table.costs[r.op][r.unit] if k == 1 else shard_cost(graph.op(r.op), chip.unit(r.unit), chip, table.precision, k)
+        assert cost is not None
+        uncontended_ps = op_time_ns(cost, double_buffer) * PS_PER_NS
+        assert r.stretch_ps >= 0 and r.wait_core_ps >= 0
+        assert abs(r.duration_ps - (uncontended_ps + r.stretch_ps)) <= len(op_blocks(cost, double_buffer, k)) + 2
+
+    # a transfer: actual = link latency + bytes at the link's rate + stretch, to the rounding of
+    # its latency, its end and its stretch to whole picoseconds
+    for x in trace.transfers:
+        uncontended_ps = transfer_ns(chip, x.src_domain, x.dst_domain, x.bytes) * PS_PER_NS
+        assert x.stretch_ps >= 0 and x.wait_channel_ps >= 0
+        assert abs(x.end_ps - x.start_ps - (uncontended_ps + x.stretch_ps)) <= 3
+
+    if frames == 1:  # an op is ready when its last input is there in its domain
+        rec = {r.op: r for r in trace.ops}
+        domain = {r.op: chip.unit(r.unit).domain for r in trace.ops}
+        moved = {(x.tensor, x.dst_domain): x.end_ps for x in trace.transfers}
+
+        def arrival(tensor: str, where: str) -> int:
+            src = graph.producer.get(tensor)
+            here = domain[src] if src is not None else chip.host
+            if here == where:
+                return rec[src].end_ps if src is not None else 0
+            return moved[(tensor, where)]
+
+        for r in trace.ops:
+            ready = max((arrival(t.name, domain[r.op]) for t in graph.op(r.op).activations), default=0)
+            assert r.start_ps - r.wait_core_ps == ready

@@ -182,6 +182,7 @@ class TestChromeTrace:
                 "core": rec.core,
                 "dram_bytes": rec.dram_bytes,
                 "reason": r.schedule.placements[rec.op].reason,
+                **({"stretch_us": rec.stretch_ps / 1e6} if rec.stretch_ps > 0 else {}),
             }
             assert e["pid"] == pid_of[rec.unit]
             assert e["ts"] == pytest.approx(rec.start_ps / 1e6, abs=1e-3)
