@@ -22,6 +22,8 @@ Tightening (each is valid for every schedule no longer than the incumbent ``U``)
 from __future__ import annotations
 
 import math
+import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +36,18 @@ __all__ = ["EXACT_TIME_LIMIT_S", "ExactResult", "exact", "time_windows"]
 
 #: ``exact`` gives up after this long (s) and keeps the best schedule found.
 EXACT_TIME_LIMIT_S = 10.0
+
+#: ``scipy.optimize.milp``'s statuses that answer: optimal (0), time or node limit (1).
+_ANSWERED = (0, 1)
+
+#: HiGHS options of each try until one answers (see :meth:`_Milp.solve`). scipy passes
+#: ``random_seed`` to HiGHS as it is, with a warning that :meth:`_Milp._milp` silences.
+_ATTEMPTS: tuple[dict[str, object], ...] = (
+    {"presolve": True},
+    {"presolve": False},
+    {"presolve": True, "random_seed": 1},
+    {"presolve": False, "random_seed": 1},
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,7 +248,27 @@ class _Milp:
         self.rows.append((r2, -m_ji, math.inf))
 
     def solve(self, time_limit_s: float) -> OptimizeResult:
-        """HiGHS on the model built so far."""
+        """HiGHS on the model built so far, tried again in other ways until it answers.
+
+        HiGHS 1.12 (scipy 1.17) can end a MIP in a solve error (status 4, no solution) when a
+        heuristic's incumbent sits at its feasibility tolerance (ERGO-Code/HiGHS#2782, #2808),
+        even on five tasks whose optimum it had proven in milliseconds
+        (``random_problem(23630, 5, 2, 5.0, "related")`` on cores ``[2, 1]``), and its presolve
+        can call the model infeasible (status 2; ``random_problem(1586461716, 5, 2, 0.5,
+        "related")`` on cores ``[2, 1]``), which it never is: it holds the incumbent. About
+        one small model in 500 meets one of these. The search takes another path without
+        presolve or with another random seed; each try gets what is left of ``time_limit_s``."""
+        t0 = time.monotonic()
+        res = self._milp(time_limit_s, _ATTEMPTS[0])
+        for options in _ATTEMPTS[1:]:
+            left_s = time_limit_s - (time.monotonic() - t0)
+            if res.status in _ANSWERED or left_s <= 0:
+                break
+            res = self._milp(left_s, options)
+        return res
+
+    def _milp(self, time_limit_s: float, options: dict[str, object]) -> OptimizeResult:
+        """One ``scipy.optimize.milp`` call on the model built so far, with HiGHS ``options``."""
         data: list[float] = []
         ri: list[int] = []
         ci: list[int] = []
@@ -248,13 +282,15 @@ class _Milp:
             lo.append(low)
             hi.append(high)
         a_mat = coo_matrix((data, (ri, ci)), shape=(len(self.rows), len(self.var))).tocsr()
-        return milp(
-            c=np.array(self.cost),
-            constraints=LinearConstraint(a_mat, np.array(lo), np.array(hi)),
-            integrality=np.array([v[2] for v in self.var]),
-            bounds=Bounds(np.array([v[0] for v in self.var]), np.array([v[1] for v in self.var])),
-            options={"time_limit": time_limit_s, "mip_rel_gap": 1e-7, "presolve": True},
-        )
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "Unrecognized options detected", RuntimeWarning)
+            return milp(
+                c=np.array(self.cost),
+                constraints=LinearConstraint(a_mat, np.array(lo), np.array(hi)),
+                integrality=np.array([v[2] for v in self.var]),
+                bounds=Bounds(np.array([v[0] for v in self.var]), np.array([v[1] for v in self.var])),
+                options={"time_limit": time_limit_s, "mip_rel_gap": 1e-7, **options},
+            )
 
     def solution(self, values: np.ndarray) -> Solution:
         """The schedule the solver's ``values`` describe, re-timed exactly."""

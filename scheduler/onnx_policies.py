@@ -26,7 +26,7 @@ from scheduler.energy import EnergyModel, min_energy
 from scheduler.explain import explain
 from scheduler.ort_greedy import ort_greedy
 from scheduler.policy import ProblemPolicy, SolveOptions
-from scheduler.problem import Problem, Solution, make_problem, solution_from_times
+from scheduler.problem import Problem, Solution, make_problem, solution_from_times, start_order
 from scheduler.schedule import Placement, Schedule, implied_transfers, tensor_bytes
 
 __all__ = [
@@ -190,19 +190,21 @@ def schedule_from_solution(
     reasons: Sequence[str] | None = None,
 ) -> Schedule:
     """The engine's :class:`Schedule` for ``sol``: per-core order by start time, reasons attached
-    (``reasons`` per task, else :func:`~scheduler.explain.explain`'s)."""
+    (``reasons`` per task, else :func:`~scheduler.explain.explain`'s).
+
+    The per-core orders follow one topological order (:func:`~scheduler.problem.start_order`),
+    so the engine can always run them, whatever rounding the start times carry."""
     reasons = list(reasons) if reasons is not None else explain(problem, sol, " ns")
     placements = {}
-    by_core: dict[tuple[str, int], list[tuple[float, int]]] = {
-        (u.name, c): [] for u in chip.units for c in range(u.cores)
-    }
+    by_core: dict[tuple[str, int], list[str]] = {(u.name, c): [] for u in chip.units for c in range(u.cores)}
     for i, name in enumerate(problem.tasks):
-        if name in (INPUTS, OUTPUTS):
-            continue
-        unit = problem.units[sol.unit[i]]
-        placements[name] = Placement(name, unit, sol.core[i], sol.start_ns[i], sol.finish_ns[i], reasons[i])
-        by_core[(unit, sol.core[i])].append((sol.start_ns[i], i))
-    order = {k: tuple(problem.tasks[i] for _, i in sorted(v)) for k, v in by_core.items()}
+        if name not in (INPUTS, OUTPUTS):
+            unit = problem.units[sol.unit[i]]
+            placements[name] = Placement(name, unit, sol.core[i], sol.start_ns[i], sol.finish_ns[i], reasons[i])
+    for i in start_order(problem, sol.start_ns):
+        if (name := problem.tasks[i]) in placements:
+            by_core[(problem.units[sol.unit[i]], sol.core[i])].append(name)
+    order = {k: tuple(v) for k, v in by_core.items()}
     unit_of = {n: p.unit for n, p in placements.items()}
     transfers = implied_transfers(graph, chip, table, unit_of)
     return Schedule(policy, placements, order, transfers, sol.makespan_ns)

@@ -32,6 +32,7 @@ __all__ = [
     "make_problem",
     "priority_order",
     "solution_from_times",
+    "start_order",
 ]
 
 
@@ -235,9 +236,20 @@ def evaluate(problem: Problem, assign: Sequence[int], order: Sequence[int], inse
 
 
 def solution_from_times(problem: Problem, assign: Sequence[int], start: Sequence[float]) -> Solution:
-    """Rebuild a solution from given start times (re-timed by :func:`evaluate` in start order)."""
-    order = sorted(range(problem.n), key=lambda i: (start[i], i))
-    return evaluate(problem, assign, order)
+    """Rebuild a solution from given start times, re-timed by :func:`evaluate` in
+    :func:`start_order` (times from a solver may put a task a rounding error before its
+    zero-time predecessor; re-timed in plain start order, it read that predecessor's finish
+    before it was set and the result broke the precedence)."""
+    return evaluate(problem, assign, start_order(problem, start))
+
+
+def start_order(problem: Problem, start: Sequence[float]) -> list[int]:
+    """The tasks by ``start`` (ties: task index), except that no task comes before one of its
+    predecessors: a topological order that always takes the ready task starting first.
+
+    For start times that respect the precedences it is the plain sort by ``(start, index)``.
+    """
+    return priority_order(problem, [-s for s in start])
 
 
 def priority_order(problem: Problem, priority: Sequence[float]) -> list[int]:

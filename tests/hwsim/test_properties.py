@@ -5,13 +5,14 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import math
 import random
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chips import Chip
+from chips import Chip, chip_from_dict
 from cost_models import cost_table
 from graph_ir.synthetic import random_dag
 from hwsim.analysis.energy import power_timeline
@@ -23,6 +24,9 @@ from hwsim.sim.engine import FRAME_ORDERS, PS_PER_NS, EngineOptions, simulate
 from hwsim.sim.splitting import shard_cost
 from scheduler import POLICIES, schedule
 from scheduler.bounds import critical_path_bound_ns, load_bound_ns
+from scheduler.heft import heft
+from scheduler.onnx_policies import problem_from_graph, schedule_from_solution
+from scheduler.problem import solution_from_times
 from scheduler.schedule import transfer_ns
 from tests.helpers import fixed_schedule, random_chips
 
@@ -126,6 +130,79 @@ def test_lower_bandwidth_or_clock_never_speeds_up_a_fixed_schedule(graph, chip, 
     table2 = cost_table(graph, slower, "int8")
     after = simulate(graph, slower, table2, fixed_schedule(graph, slower, table2, where)).makespan_ps
     assert after >= before - 2 * len(graph)
+
+
+# ---------------------------------------------------------------- schedules from a solver's start times
+
+#: The chip on which hypothesis found ``exact`` deadlocking (with ``random_dag(16, 115797212)``):
+#: u1-u3 have no per-op overhead, so a Reshape takes no time there.
+ZERO_TIME_CHIP = chip_from_dict(
+    {
+        "name": "random",
+        "dram": {"bandwidth_gbps": 2.0, "latency_ns": 0.0},
+        "domains": [
+            {"name": "d0", "kind": "sram", "bandwidth_gbps": 5.0},
+            {"name": "d1", "kind": "sram", "bandwidth_gbps": 5.0},
+        ],
+        "units": [
+            {"name": "u0", "kind": "cpu", "domain": "d0", "clock_mhz": 200.0, "op_overhead_ns": 3773.758012935674,
+             "cores": 1, "flops_per_cycle": {"int8": 32, "fp32": 8}},
+            {"name": "u1", "kind": "dsp", "domain": "d0", "clock_mhz": 200.0, "op_overhead_ns": 0.0,
+             "flops_per_cycle": {"int8": 64, "fp32": 16}, "sram_kib": 128},
+            {"name": "u2", "kind": "npu", "domain": "d0", "clock_mhz": 200.0, "op_overhead_ns": 0.0, "cores": 1,
+             "mac_rows": 8, "mac_cols": 8, "macs_per_pe_per_cycle": {"int8": 1.0}, "sram_kib": 16.0},
+            {"name": "u3", "kind": "cpu", "domain": "d1", "clock_mhz": 200.0, "op_overhead_ns": 0.0, "cores": 1,
+             "flops_per_cycle": {"int8": 32, "fp32": 8}},
+        ],
+        "links": [
+            {"src": "d0", "dst": "d1", "bandwidth_gbps": 17.040917056026686, "latency_ns": 0.0, "dma_channels": 1}
+        ],
+    }
+)  # fmt: skip
+
+
+def _check_estimates_respect_the_graph(graph, sched) -> None:
+    """Every op's estimated start is at or after each producer's estimated finish."""
+    for src, dst in graph.g.edges:
+        assert sched.placements[dst].est_start_ns >= sched.placements[src].est_finish_ns
+
+
+def test_exact_runs_where_the_milp_starts_an_op_before_its_zero_time_producer():
+    # HiGHS started n3_Conv one rounding step before n2_Reshape (0 ns, same NPU). Rebuilt in
+    # plain start order the schedule ran n3 before n2 on the NPU ("14 ops never ran"), and its
+    # estimate (575843 ns) had n3 ignore n2.
+    graph = random_dag(16, 115797212)
+    result = run_graph(graph, ZERO_TIME_CHIP, "int8", "exact")
+    assert sorted(r.op for r in result.trace.ops) == sorted(graph.order)
+    assert result.schedule.policy == "exact"
+    _check_estimates_respect_the_graph(graph, result.schedule)
+    assert result.schedule.est_makespan_ns == pytest.approx(584647.4265105529, rel=1e-9)
+
+
+def _earlier(t: float, steps: int) -> float:
+    """``t`` moved ``steps`` representable floats earlier (a solver's rounding)."""
+    for _ in range(steps):
+        t = math.nextafter(t, -math.inf)
+    return t
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph=graphs, steps=st.lists(st.integers(0, 2), min_size=42, max_size=42))
+def test_schedules_from_rounded_start_times_always_run(graph, steps):
+    # A solver's start times respect the graph only to its tolerance: with zero-time ops a
+    # consumer may start a step or two before its producer. The engine must still run it all,
+    # whether the times are re-timed first (as `exact` does) or taken as they are.
+    chip = ZERO_TIME_CHIP
+    table = cost_table(graph, chip, "int8")
+    problem = problem_from_graph(graph, chip, table)
+    sol = heft(problem)
+    rounded = tuple(_earlier(t, steps[i]) for i, t in enumerate(sol.start_ns))
+    retimed = solution_from_times(problem, sol.unit, rounded)
+    for rebuilt in (retimed, dataclasses.replace(sol, start_ns=rounded)):
+        sched = schedule_from_solution(graph, chip, table, problem, rebuilt, "heft")
+        trace = simulate(graph, chip, table, sched)
+        assert sorted(r.op for r in trace.ops) == sorted(graph.order)
+    _check_estimates_respect_the_graph(graph, schedule_from_solution(graph, chip, table, problem, retimed, "heft"))
 
 
 # ---------------------------------------------------------------- engine fidelity (splits, tiles, frames)

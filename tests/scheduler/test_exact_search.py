@@ -8,7 +8,10 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.optimize import OptimizeResult
+from scipy.optimize import milp as scipy_milp
 
+import scheduler.exact as exact_module
 from scheduler.affinity_locality import affinity_locality, order_search
 from scheduler.bounds import problem_bounds
 from scheduler.exact import exact, time_windows
@@ -64,6 +67,47 @@ def test_exact_matches_brute_force_with_multicore_units(seed, n, cores, ccr, kin
     check_valid(p, r.solution)
     assert r.proven
     assert r.solution.makespan_ns == pytest.approx(brute_force_ns(p), rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("args", "cores"),
+    [
+        ((23630, 5, 2, 5.0, "related"), [2, 1]),  # a solve error with presolve
+        ((1586461716, 5, 2, 0.5, "related"), [2, 1]),  # presolve calls the model infeasible
+        ((1951810314, 6, 1, 5.0, "unrelated"), [2]),  # a solve error with and without presolve
+    ],
+)
+def test_exact_proves_the_optimum_where_a_highs_try_fails(args, cores):
+    # HiGHS 1.12 gave up on these (see exact._Milp.solve); exact returned the incumbent
+    # unproven after some milliseconds, whatever the time limit.
+    p = _with_cores(random_problem(*args), cores)
+    r = exact(p, heft(p), problem_bounds(p).best_ns, 20.0)
+    check_valid(p, r.solution)
+    assert r.proven
+    assert r.solution.makespan_ns == pytest.approx(brute_force_ns(p), rel=1e-6)
+
+
+def test_exact_tries_highs_again_until_it_answers(monkeypatch):
+    # A solve error, then "infeasible" (the model holds the incumbent, so never true), then
+    # the real solver: each try another way, within what is left of the time limit.
+    p = make_problem(
+        ["long", "short", "after"], ["u0", "u1"], [[4.0, 40.0], [1.0, 10.0], [1.0, 1.0]], [(1, 2, 0.0)]
+    )
+    tries: list[dict] = []
+
+    def flaky_milp(**kwargs):
+        tries.append(dict(kwargs["options"]))
+        if len(tries) < 3:
+            return OptimizeResult(status=4 if len(tries) == 1 else 2, x=None, fun=None, mip_dual_bound=None)
+        return scipy_milp(**kwargs)
+
+    monkeypatch.setattr(exact_module, "milp", flaky_milp)
+    r = exact(p, evaluate(p, [0, 0, 0], [1, 2, 0]), 0.0, time_limit_s=7.0)
+    assert r.proven
+    assert r.solution.makespan_ns == pytest.approx(brute_force_ns(p))
+    assert [(t["presolve"], t.get("random_seed")) for t in tries] == [(True, None), (False, None), (True, 1)]
+    assert tries[0]["time_limit"] == 7.0
+    assert 7.0 > tries[1]["time_limit"] > tries[2]["time_limit"] > 0
 
 
 def test_windows_are_the_fastest_chains_before_and_after():

@@ -1,0 +1,66 @@
+"""Schedules rebuilt from a solver's start times, which carry rounding errors.
+
+A MILP solver's start times respect the precedences only to its tolerance: a task can start a
+hair before its zero-time predecessor. Rebuilt in plain start order, the successor was timed
+before its predecessor (its inputs read as ready at 0) and the engine's per-core order ran it
+first, waiting for an input that never came.
+"""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scheduler.generators import random_problem
+from scheduler.heft import heft
+from scheduler.problem import Problem, make_problem, solution_from_times, start_order
+from tests.helpers import check_valid
+
+
+def with_zero_time_tasks(p: Problem, zero: set[int]) -> Problem:
+    """``p`` with the tasks in ``zero`` taking no time on the units that can run them."""
+    ex = p.exec_ns.copy()
+    for i in zero:
+        ex[i][ex[i] < float("inf")] = 0.0
+    edges = [(j, i, vol) for i in range(p.n) for j, vol in p.preds[i]]
+    return make_problem(p.tasks, p.units, ex, edges, kinds=p.kinds, cores=p.cores)
+
+
+def early(start: float, ulps: int) -> float:
+    """``start`` moved ``ulps`` representable steps earlier (a solver's rounding)."""
+    for _ in range(ulps):
+        start = math.nextafter(start, -math.inf)
+    return start
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(2, 16),
+    n_units=st.integers(1, 3),
+    zero=st.sets(st.integers(0, 15)),
+    jitter=st.lists(st.integers(0, 2), min_size=16, max_size=16),
+)
+def test_rounded_start_times_rebuild_a_valid_schedule(seed, n, n_units, zero, jitter):
+    p = with_zero_time_tasks(random_problem(seed, n, n_units, 0.5, "unrelated"), {i for i in zero if i < n})
+    if any(not caps for caps in p.capable):
+        return
+    exact_times = heft(p)
+    rounded = [early(s, jitter[i]) for i, s in enumerate(exact_times.start_ns)]
+    order = start_order(p, rounded)
+    position = {task: k for k, task in enumerate(order)}
+    assert sorted(order) == list(range(p.n))
+    assert all(position[j] < position[i] for i in range(p.n) for j, _ in p.preds[i])
+    rebuilt = solution_from_times(p, exact_times.unit, rounded)
+    check_valid(p, rebuilt)
+    assert rebuilt.unit == exact_times.unit
+
+
+def test_start_order_is_the_start_sort_when_times_respect_the_precedences():
+    # a -> b (a takes no time, b starts when a does), c alone earlier, d alone at a tie with a.
+    p = make_problem(["a", "b", "c", "d"], ["u"], [[0.0], [2.0], [1.0], [1.0]], [(0, 1, 0.0)])
+    assert start_order(p, [5.0, 5.0, 1.0, 5.0]) == [2, 0, 1, 3]
+    # b a hair before a: b still follows a, the other tasks keep their places by start.
+    assert start_order(p, [5.0, 5.0 - 1e-12, 1.0, 5.0]) == [2, 0, 1, 3]
