@@ -286,6 +286,20 @@ def nchwc_reorders(graph: ModelGraph, block: int) -> list[Op]:
     return out
 
 
+def _pattern_kernels(
+    graph: ModelGraph, kernels: Mapping[str, str], fused: set[str]
+) -> tuple[dict[str, Op], set[str]]:
+    """Nodes onnxruntime ran as a pattern kernel (``QuickGelu``): node -> the kernel as one op,
+    and the nodes it absorbed (costed 0)."""
+    patterns: dict[str, Op] = {}
+    absorbed: set[str] = set()
+    for name, kind in kernels.items():
+        if kind == "QuickGelu" and name not in fused and (hit := quick_gelu(graph, name)) is not None:
+            patterns[name] = hit[0]
+            absorbed.add(hit[1])
+    return patterns, absorbed
+
+
 def predict_nodes(
     graph: ModelGraph,
     chip: Chip,
@@ -316,13 +330,7 @@ def predict_nodes(
     from cost_models.table import estimate
 
     unit = chip.units[0].name
-    kernels = kernels or {}
-    patterns: dict[str, Op] = {}
-    absorbed: set[str] = set()
-    for name, kind in kernels.items():
-        if kind == "QuickGelu" and name not in fused and (hit := quick_gelu(graph, name)) is not None:
-            patterns[name] = hit[0]
-            absorbed.add(hit[1])
+    patterns, absorbed = _pattern_kernels(graph, kernels or {}, fused)
     extra = [*patterns.values(), *inserted]
     roof_chip = _roofline_chip(chip, {t for op in graph.ops() for t in (op.op_type, kernel_type(op))}
                                | {p.op_type for p in extra})  # fmt: skip
