@@ -253,8 +253,8 @@ ENGINE_SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check
 seeds = st.integers(0, 2**31 - 1)
 
 
-@ENGINE_SETTINGS
-@given(
+#: Random graphs on random splitting chips, run through the engine with random frames and options.
+engine_cases = given(
     graph=graphs,
     chip=splitting_chips(),
     seed=seeds,
@@ -263,6 +263,10 @@ seeds = st.integers(0, 2**31 - 1)
     double_buffer=st.booleans(),
     frame_order=st.sampled_from(FRAME_ORDERS),
 )
+
+
+@ENGINE_SETTINGS
+@engine_cases
 def test_engine_cores_bytes_and_bandwidth(graph, chip, seed, frames, in_flight, double_buffer, frame_order):
     table = cost_table(graph, chip, "int8")
     sched = fixed_schedule(graph, chip, table, _random_placement(graph, chip, table, seed))
@@ -400,15 +404,7 @@ def test_slower_chip_never_speeds_up_a_fixed_split_schedule(graph, chip, seed, f
 
 
 @ENGINE_SETTINGS
-@given(
-    graph=graphs,
-    chip=splitting_chips(),
-    seed=seeds,
-    frames=st.integers(1, 3),
-    in_flight=st.none() | st.integers(1, 2),
-    double_buffer=st.booleans(),
-    frame_order=st.sampled_from(FRAME_ORDERS),
-)
+@engine_cases
 def test_stretch_is_what_sharing_added_and_waits_start_when_inputs_arrive(
     graph, chip, seed, frames, in_flight, double_buffer, frame_order
 ):
