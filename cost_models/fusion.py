@@ -140,7 +140,7 @@ def fuse(graph: ModelGraph, chip: Chip, table: CostTable, placement: Mapping[str
             saved += r + w
             if m != head:
                 pairs.append(FusedPair(head, m, unit_name))
-    return FusionResult(CostTable(table.precision, costs), tuple(pairs), saved)
+    return FusionResult(replace(table, costs=costs), tuple(pairs), saved)
 
 
 def _can_head(op: Op, allowed: frozenset[str]) -> bool:

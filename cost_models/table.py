@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from chips.schema import Chip, CpuUnit, Unit
 from cost_models.base import OpCost, model_for
 from cost_models.cpu import last_level_cache_bytes
+from cost_models.quant import with_scale_read
 from graph_ir.ir import ModelGraph, Op
 
 __all__ = ["PRECISIONS", "CostTable", "UnplaceableError", "cost_table", "estimate", "steady_state_unit"]
@@ -21,10 +23,19 @@ class UnplaceableError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class CostTable:
-    """``costs[op][unit]`` for every unit able to run ``op`` (at least one per op)."""
+    """``costs[op][unit]`` for every unit able to run ``op`` (at least one per op).
+
+    ``precision`` is the whole model's; ``dtypes`` the ops deployed in another one (a
+    quantization binding, :mod:`graph_ir.quant_binding`), read through :meth:`precision_of`.
+    """
 
     precision: str
     costs: Mapping[str, Mapping[str, OpCost]]
+    dtypes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    def precision_of(self, op: str) -> str:
+        """The precision ``op`` was costed at: its own dtype, else the table's precision."""
+        return self.dtypes.get(op, self.precision)
 
     def eligible(self, op: str) -> tuple[str, ...]:
         return tuple(self.costs[op])
@@ -40,13 +51,22 @@ def estimate(op: Op, chip: Chip, unit_name: str, precision: str = "int8") -> OpC
     return model_for(unit.kind).estimate(op, unit, chip, precision)
 
 
-def steady_state_unit(unit: Unit, graph: ModelGraph, precision: str) -> Unit:
+def steady_state_unit(
+    unit: Unit, graph: ModelGraph, precision: str, dtypes: Mapping[str, str] | None = None
+) -> Unit:
     """``unit`` as it runs ``graph`` in a loop: a CPU whose last-level cache holds all the
     model's weights keeps them there between inferences, so its GEMMs do not stall on weights
-    from DRAM (``weight_stream_gbps`` dropped; :func:`cost_models.cpu.weight_stream_ns`)."""
+    from DRAM (``weight_stream_gbps`` dropped; :func:`cost_models.cpu.weight_stream_ns`).
+    ``dtypes`` gives ops deployed in another dtype than ``precision``."""
     if not isinstance(unit, CpuUnit) or unit.weight_stream_gbps is None:
         return unit
-    weights = sum(op.weight_bytes(None if precision == "model" else precision) for op in graph.ops())
+    dtypes = dtypes or {}
+
+    def deployed(op_name: str) -> str | None:
+        p = dtypes.get(op_name, precision)
+        return None if p == "model" else p
+
+    weights = sum(op.weight_bytes(deployed(op.name)) for op in graph.ops())
     if weights > last_level_cache_bytes(unit):
         return unit
     return unit.model_copy(update={"weight_stream_gbps": None})
@@ -64,35 +84,57 @@ def _signature(op: Op) -> tuple[object, ...]:
     )
 
 
-def cost_table(graph: ModelGraph, chip: Chip, precision: str = "int8") -> CostTable:
+def cost_table(
+    graph: ModelGraph,
+    chip: Chip,
+    precision: str = "int8",
+    dtypes: Mapping[str, str] | None = None,
+    granularity: Mapping[str, str] | None = None,
+) -> CostTable:
     """Estimate every op of ``graph`` on every unit of ``chip``.
 
-    Identical ops (same type, shapes and attributes) are estimated once per unit.
+    Identical ops (same type, shapes, attributes and precision) are estimated once per unit.
+
+    Parameters
+    ----------
+    precision
+        The precision of every op ``dtypes`` does not name.
+    dtypes
+        Op name -> the precision it is deployed in (a quantization binding), else ``precision``.
+    granularity
+        Op name -> ``per-tensor`` or ``per-channel`` (its weights' scales); per-channel int8 and
+        int4 ops also read their scales (:func:`cost_models.quant.with_scale_read`).
 
     Raises
     ------
     UnplaceableError
         When no unit can run an op, naming the node, its op type and the precision.
     """
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision {precision!r} is not one of {PRECISIONS}")
+    dtypes = dict(dtypes or {})
+    granularity = granularity or {}
+    for p in {precision, *dtypes.values()}:
+        if p not in PRECISIONS:
+            raise ValueError(f"precision {p!r} is not one of {PRECISIONS}")
     memo: dict[tuple[object, ...], dict[str, OpCost]] = {}
-    models = [(steady_state_unit(u, graph, precision), model_for(u.kind)) for u in chip.units]
+    models = [(steady_state_unit(u, graph, precision, dtypes), model_for(u.kind)) for u in chip.units]
     costs: dict[str, dict[str, OpCost]] = {}
     for op in graph.ops():
-        key = _signature(op)
+        p = dtypes.get(op.name, precision)
+        gran = granularity.get(op.name, "per-tensor")
+        key = (_signature(op), p, gran)
         row = memo.get(key)
         if row is None:
             row = {}
             for unit, model in models:
-                c = model.estimate(op, unit, chip, precision)
+                c = model.estimate(op, unit, chip, p)
                 if c is not None:
-                    row[unit.name] = c
+                    row[unit.name] = with_scale_read(c, op, unit, chip, gran)
             memo[key] = row
         if not row:
             raise UnplaceableError(
                 f"node {op.name!r} ({op.op_type}): no unit of chip {chip.name!r} can run it at "
-                f"precision {precision}"
+                f"precision {p}"
             )
         costs[op.name] = row
-    return CostTable(precision, costs)
+    kept = {n: d for n, d in dtypes.items() if d != precision}
+    return CostTable(precision, costs, MappingProxyType(kept))

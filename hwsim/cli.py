@@ -42,6 +42,8 @@ COMMANDS: dict[str, str] = {
     "schedule": "hwsim.commands.schedule",
     "fingerprint": "hwsim.commands.fingerprint",
     "validate": "hwsim.commands.validate",
+    "quantize": "hwsim.commands.quantize",
+    "accuracy": "hwsim.commands.accuracy",
 }
 
 #: The packages hwsim imports that ``pip`` installs (the ``dependencies`` of pyproject.toml):

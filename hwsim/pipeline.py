@@ -14,6 +14,7 @@ from cost_models.fusion import FusedPair
 from cost_models.table import CostTable, cost_table
 from graph_ir.ir import ModelGraph
 from graph_ir.onnx_import import load_onnx
+from graph_ir.quant_binding import Conversion, ResolvedBinding, insert_conversions, wider
 from hwsim.analysis.analyze import Analysis, analyze
 from hwsim.analysis.frames import FrameStats, frame_stats
 from hwsim.policy_check import Deadline, ScheduleChoice, choose_schedule
@@ -43,6 +44,10 @@ class RunResult:
     fused: tuple[FusedPair, ...] = ()
     #: How the schedule was chosen: candidates checked through the engine, energy mode, deadlines.
     choice: ScheduleChoice | None = None
+    #: The quantization binding the ops were costed in (``run --quant``), None: ``precision``
+    #: for all; and the conversion ops it inserted into ``graph``.
+    quant: ResolvedBinding | None = None
+    conversions: tuple[Conversion, ...] = ()
 
 
 def run_graph(
@@ -57,6 +62,7 @@ def run_graph(
     objective: str = "latency",
     latency_budget_ms: float | None = None,
     deadlines: Sequence[Deadline] = (),
+    quant: ResolvedBinding | None = None,
 ) -> RunResult:
     """Cost, schedule, simulate and analyze an already loaded graph on a chip.
 
@@ -68,8 +74,19 @@ def run_graph(
     checked through the engine against HEFT, the best single unit and affinity-list on graphs of
     up to 5k ops; ``objective="energy"`` minimizes energy within ``latency_budget_ms``;
     ``deadlines`` (from :func:`hwsim.policy_check.resolve_deadlines`) are served first.
+    ``quant`` costs each op in its bound dtype instead of ``precision`` (which becomes the
+    binding's default) and inserts the conversions where dtypes change
+    (:func:`graph_ir.quant_binding.insert_conversions`; each is costed at the wider of its two
+    dtypes).
     """
-    table = cost_table(graph, chip, precision)
+    conversions: tuple[Conversion, ...] = ()
+    if quant is None:
+        table = cost_table(graph, chip, precision)
+    else:
+        precision = quant.default
+        graph, conversions = insert_conversions(graph, quant.dtypes, quant.default)
+        dtypes = {**quant.dtypes, **{c.op: wider(c.src_dtype, c.dst_dtype) for c in conversions}}
+        table = cost_table(graph, chip, precision, dtypes, quant.granularity)
     chosen = choose_schedule(
         graph, chip, table, policy, options=options, fuse_ops=fuse_ops, objective=objective,
         latency_budget_ms=latency_budget_ms, deadlines=deadlines,
@@ -79,7 +96,7 @@ def run_graph(
     stream = frame_stats(chip, stream_trace) if stream_trace is not None else None
     return RunResult(
         graph, chip, precision, table, sched, trace, analyze(graph, chip, trace), stream, stream_trace,
-        chosen.fused, chosen.choice,
+        chosen.fused, chosen.choice, quant, conversions,
     )
 
 

@@ -31,7 +31,9 @@ log = logging.getLogger("hwsim")
 
 def input_errors() -> tuple[type[BaseException], ...]:
     """Exceptions of this command that mean bad input (beyond the CLI's common ones)."""
-    return ()
+    from graph_ir.quant_binding import BindingError
+
+    return (BindingError,)
 
 
 def _positive_int(text: str) -> int:
@@ -85,6 +87,11 @@ def add_parser(sub: Any) -> None:
         "--deadline", action="append", default=[], type=_deadline, metavar="NAME=MS",
         help="finish graph output or node NAME within MS ms (repeatable); served first, slack reported, exit 1 if missed",
     )  # fmt: skip
+    r.add_argument(
+        "--quant", type=Path, metavar="BINDING.yaml",
+        help="cost each op in the dtype its quantization binding gives (instead of one --precision), "
+        "conversions inserted where dtypes change; see docs/quantization.md",
+    )  # fmt: skip
     r.add_argument("--no-double-buffer", action="store_true", help="tiled ops load, compute, store in turn")
     r.add_argument("--no-split", action="store_true", help="never split an op across the cores of a unit")
     r.add_argument("--json", action="store_true", help="print summary.json to stdout instead of the summary")
@@ -99,8 +106,15 @@ def check_usage(args: argparse.Namespace) -> None:
     ------
     UsageError
         ``--objective energy`` without a positive ``--latency-budget-ms``, a budget without
-        ``--objective energy``, or ``--in-flight`` / ``--frame-order`` without ``--frames N > 1``.
+        ``--objective energy``, ``--in-flight`` / ``--frame-order`` without ``--frames N > 1``, or
+        ``--quant`` with a ``--precision`` other than the default (the binding's ``default``
+        is the precision then).
     """
+    if getattr(args, "quant", None) is not None and args.precision != "int8":
+        raise UsageError(
+            f"--quant and --precision {args.precision} do not go together: the binding's 'default' "
+            "gives the dtype of every op no rule names"
+        )
     if args.objective == "energy" and (args.latency_budget_ms is None or not args.latency_budget_ms > 0):
         raise UsageError("--objective energy needs --latency-budget-ms MS (a positive number)")
     if args.latency_budget_ms is not None and args.objective != "energy":
@@ -123,6 +137,11 @@ def _simulate(args: argparse.Namespace) -> tuple[RunResult, Path] | None:
     out = args.out if args.out is not None else Path("reports") / f"{chip.name}-{graph.name}"
     check_out_dir(out)
     deadlines = resolve_deadlines(graph, args.deadline, str(args.model))
+    quant = None
+    if args.quant is not None:
+        from graph_ir.quant_binding import load_binding, resolve_graph
+
+        quant = resolve_graph(load_binding(args.quant), graph, str(args.quant))
     options = EngineOptions(
         double_buffer=not args.no_double_buffer, split=not args.no_split,
         frame_order=args.frame_order or FRAME_ORDERS[0],
@@ -130,7 +149,7 @@ def _simulate(args: argparse.Namespace) -> tuple[RunResult, Path] | None:
     try:
         result = run_graph(
             graph, chip, args.precision, args.policy, frames=args.frames, options=options, in_flight=args.in_flight,
-            objective=args.objective, latency_budget_ms=args.latency_budget_ms, deadlines=deadlines,
+            objective=args.objective, latency_budget_ms=args.latency_budget_ms, deadlines=deadlines, quant=quant,
         )  # fmt: skip
     except UnplaceableError as exc:
         raise UnplaceableError(f"{args.model}: {exc}") from None

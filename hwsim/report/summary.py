@@ -30,6 +30,7 @@ __all__ = [
     "ContentionSummary",
     "DeadlineSummary",
     "EnergyMode",
+    "QuantSummary",
     "ScheduleFigures",
     "StreamSummary",
     "Summary",
@@ -138,6 +139,34 @@ class ContentionSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class QuantSummary:
+    """The quantization binding of a run (``run --quant``): ops per dtype and the conversions it
+    inserted, each ``(op, op_type, tensor, from dtype, to dtype, unit, uncontended ms)``."""
+
+    binding: str
+    default: str
+    ops_per_dtype: tuple[tuple[str, int], ...]
+    conversions: tuple[tuple[str, str, str, str, str, str, float], ...]
+
+    @property
+    def conversion_ms(self) -> float:
+        """Sum of the conversions' uncontended times (ms)."""
+        return _r(sum(c[6] for c in self.conversions))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "binding": self.binding,
+            "default": self.default,
+            "ops_per_dtype": dict(self.ops_per_dtype),
+            "conversion_ms": self.conversion_ms,
+            "conversions": [
+                {"op": c[0], "op_type": c[1], "tensor": c[2], "from": c[3], "to": c[4], "unit": c[5], "ms": c[6]}
+                for c in self.conversions
+            ],
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Summary:
     """What ``summary.json`` says about a run (see the module docstring); build with :func:`build_summary`.
 
@@ -179,6 +208,7 @@ class Summary:
     policy_check_winner: str | None = None
     energy_mode: EnergyMode | None = None
     deadlines: tuple[DeadlineSummary, ...] = ()
+    quant: QuantSummary | None = None
 
     @property
     def cross_domain_transfers(self) -> int:
@@ -234,6 +264,7 @@ class Summary:
             "defaulted_fields": list(self.defaulted_fields),
             **(self.stream.to_json() if self.stream is not None else {}),
             **self._choice_json(),
+            **({"quant": self.quant.to_json()} if self.quant is not None else {}),
         }
 
     def _choice_json(self) -> dict[str, Any]:
@@ -328,10 +359,26 @@ def dtype_fallback_ops(result: RunResult) -> dict[str, int]:
     out: dict[str, int] = {}
     for op, p in result.schedule.placements.items():
         c = result.table.costs[op][p.unit]
-        if c.dtype != result.precision:
-            key = f"{c.dtype}<-{result.precision}:{p.unit}"
+        asked = result.table.precision_of(op)
+        if c.dtype != asked:
+            key = f"{c.dtype}<-{asked}:{p.unit}"
             out[key] = out.get(key, 0) + 1
     return dict(sorted(out.items()))
+
+
+def _quant(result: RunResult) -> QuantSummary | None:
+    q = result.quant
+    if q is None:
+        return None
+    per_dtype: dict[str, int] = {}
+    for d in q.dtypes.values():
+        per_dtype[d] = per_dtype.get(d, 0) + 1
+    rows = []
+    for c in result.conversions:
+        unit = result.schedule.placements[c.op].unit
+        ms = result.table.costs[c.op][unit].latency_ns / NS_PER_MS
+        rows.append((c.op, c.op_type, c.tensor, c.src_dtype, c.dst_dtype, unit, _r(ms)))
+    return QuantSummary(q.source, q.default, tuple(sorted(per_dtype.items())), tuple(rows))
 
 
 def build_summary(result: RunResult) -> Summary:
@@ -376,4 +423,5 @@ def build_summary(result: RunResult) -> Summary:
         policy_check_winner=c.winner if c is not None and c.checked else None,
         energy_mode=_energy_mode(c),
         deadlines=_deadlines(c),
+        quant=_quant(result),
     )

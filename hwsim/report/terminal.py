@@ -79,6 +79,16 @@ def _choice_lines(s: Summary) -> list[str]:
     return lines
 
 
+def _quant_line(s: Summary) -> list[str]:
+    """The binding's line (``run --quant``): ops per dtype, conversions and their time."""
+    q = s.quant
+    if q is None:
+        return []
+    dtypes = ", ".join(f"{n} {d}" for d, n in q.ops_per_dtype)
+    line = f"  quantization  {q.binding}: {dtypes}; {len(q.conversions)} conversions, {q.conversion_ms:.3f} ms uncontended"
+    return [line]
+
+
 def format_summary(s: Summary, out_dir: Path | None = None) -> str:
     """A short human summary for the terminal; ``out_dir`` adds the line naming the report folder.
 
@@ -104,6 +114,7 @@ def format_summary(s: Summary, out_dir: Path | None = None) -> str:
     )
     lines += _stream_line(s)
     lines += _choice_lines(s)
+    lines += _quant_line(s)
     lines += _defaults_line(s)
     if s.unknown_ops:
         lines.append(f"  unknown ops   {', '.join(s.unknown_ops)} (costed as memory copies)")

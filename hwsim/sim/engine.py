@@ -139,7 +139,7 @@ class Simulation:
     ) -> None:  # fmt: skip
         p = self.plan = run_plan
         self.options, self.frames, self.in_flight = options, frames, in_flight
-        self._graph, self._chip, self._precision = graph, chip, table.precision
+        self._graph, self._chip, self._precision_of = graph, chip, table.precision_of
         self.n_ops, self.n_x = len(p.names), len(p.transfers.transfers)
         self.now = 0
         self._seq = 0
@@ -304,7 +304,7 @@ class Simulation:
         if key not in self._shard_costs:
             unit = self._chip.unit(self.plan.unit[i])
             op = self._graph.op(self.plan.names[i])
-            self._shard_costs[key] = shard_cost(op, unit, self._chip, self._precision, shards)
+            self._shard_costs[key] = shard_cost(op, unit, self._chip, self._precision_of(op.name), shards)
         return self._shard_costs[key]
 
     def best_shards(self, i: int, most: int) -> int:

@@ -1,0 +1,299 @@
+"""Static quantization with onnxruntime: a QDQ model from a float model, calibration data and a
+quantization binding (:mod:`graph_ir.quant_binding`).
+
+The binding decides, per node: int8 or int4 nodes are quantized (weights QInt8 / QInt4,
+activations QUInt8 / QUInt4), per-channel or per-tensor; nodes bound to fp32, fp16 or bf16 are
+left out (``nodes_to_exclude``) and stay fp32 in the file: onnxruntime's static quantizer does
+not cast them, so accuracy is measured at fp32 for them while ``hwsim run --quant`` costs them
+in their bound dtype.
+
+int4 is QDQ with 4-bit ranges (``QuantType.QInt4``; onnxruntime puts Q/DQ of 4-bit types in the
+``com.microsoft`` domain before opset 21): onnxruntime dequantizes and computes in float, so
+int4 is simulated numerically, exactly rounded to 16 levels, not run by an int4 kernel. Its
+weight-only MatMulNBits quantizer is not used: :func:`int4_mode` says which is available.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+from graph_ir.quant_binding import OpQuant, QuantBinding, resolve
+
+__all__ = [
+    "QUANTIZABLE",
+    "DataError",
+    "QuantizeResult",
+    "arrays_digest",
+    "batches",
+    "check_weights",
+    "int4_mode",
+    "load_data",
+    "load_weighted",
+    "quantizable_nodes",
+    "quantize_model",
+]
+
+#: Op types whose weights are quantized (the layers of a sensitivity study).
+QUANTIZABLE = frozenset({"Conv", "ConvTranspose", "Gemm", "MatMul"})
+_INT = {"int8": ("QInt8", "QUInt8"), "int4": ("QInt4", "QUInt4")}
+
+
+class DataError(ValueError):
+    """A model without weights, or data that does not fit the model (bad input, exit 2)."""
+
+
+@dataclass(frozen=True, slots=True)
+class QuantizeResult:
+    """What :func:`quantize_model` did: nodes per dtype, nodes left in float, the int4 note."""
+
+    out: Path
+    nodes_per_dtype: Mapping[str, tuple[str, ...]]
+    excluded: tuple[str, ...]
+    int4_note: str
+
+
+def int4_mode() -> str:
+    """How int4 is produced with the installed onnxruntime, in one sentence."""
+    import onnxruntime
+    from onnxruntime.quantization import QuantType
+
+    if not hasattr(QuantType, "QInt4"):
+        return f"none: onnxruntime {onnxruntime.__version__} has no QuantType.QInt4; int4 is costed only"
+    try:
+        importlib.import_module("onnxruntime.quantization.matmul_nbits_quantizer")
+    except ImportError as exc:
+        nbits = f"its MatMulNBits quantizer does not import ({exc})"
+    else:
+        nbits = "its MatMulNBits quantizer (weight-only) is available but not used"
+    return (
+        f"onnxruntime {onnxruntime.__version__}: int4 as QDQ with QInt4 weights and QUInt4 activations "
+        f"(simulated: dequantized and computed in float); {nbits}"
+    )
+
+
+def check_weights(model: onnx.ModelProto, path: Path) -> None:
+    """Refuse a model whose weights are absent (hwsim's weightless examples, a lost ``.bin``).
+
+    Raises
+    ------
+    DataError
+        Naming the file and the first initializer without data.
+    """
+    if not model.graph.initializer:
+        raise DataError(f"{path}: the model has no weights (no initializers) to quantize or evaluate")
+    for t in model.graph.initializer:
+        if t.data_location == onnx.TensorProto.EXTERNAL:
+            info = {e.key: e.value for e in t.external_data}
+            where = path.parent / info.get("location", "")
+            if not where.is_file():
+                raise DataError(
+                    f"{path}: weightless model: initializer {t.name!r} lives in {info.get('location')!r}, "
+                    "which does not exist"
+                )
+
+
+def load_weighted(path: str | Path) -> onnx.ModelProto:
+    """Load an ONNX model with its weights, refusing a weightless one (see :func:`check_weights`)."""
+    from graph_ir.ir import ModelError
+
+    path = Path(path)
+    if not path.is_file():
+        raise ModelError(f"{path}: file not found")
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception as exc:  # noqa: BLE001 - protobuf raises several types for a bad file
+        raise ModelError(f"{path}: not a valid ONNX file ({type(exc).__name__})") from None
+    check_weights(model, path)
+    return model
+
+
+def _input_specs(model: onnx.ModelProto) -> list[tuple[str, list[int | None]]]:
+    inits = {t.name for t in model.graph.initializer}
+    out = []
+    for vi in model.graph.input:
+        if vi.name in inits:
+            continue
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in vi.type.tensor_type.shape.dim]
+        out.append((vi.name, dims))
+    return out
+
+
+def load_data(path: str | Path, model: onnx.ModelProto, model_path: str | Path) -> dict[str, np.ndarray]:
+    """The arrays of an ``.npz`` file, checked against the model's inputs.
+
+    Each input of the model is an array keyed by its name whose first axis counts samples; the
+    other axes match the input's. A ``labels`` array (one integer per sample) may be present.
+
+    Raises
+    ------
+    DataError
+        Naming the file and the array that is missing or has the wrong shape.
+    """
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{path}: not a readable .npz file ({exc})") from None
+    n = None
+    for name, dims in _input_specs(model):
+        if name not in arrays:
+            raise DataError(f"{path}: no array {name!r} for input {name!r} of {model_path} (arrays: {sorted(arrays)})")
+        a = arrays[name]
+        want = [None, *dims[1:]] if dims else []
+        if a.ndim != len(dims) or any(w is not None and w != s for w, s in zip(want, a.shape)):
+            shown = "x".join("?" if d is None else str(d) for d in dims)
+            raise DataError(
+                f"{path}: array {name!r} has shape {'x'.join(map(str, a.shape))}, which does not fit "
+                f"input {name!r} [{shown}] of {model_path} (first axis: samples)"
+            )
+        if n is not None and a.shape[0] != n:
+            raise DataError(f"{path}: array {name!r} has {a.shape[0]} samples, another input {n}")
+        n = a.shape[0]
+    if "labels" in arrays and n is not None and arrays["labels"].shape != (n,):
+        raise DataError(f"{path}: 'labels' has shape {arrays['labels'].shape}, expected ({n},)")
+    return arrays
+
+
+def batches(arrays: Mapping[str, np.ndarray], model: onnx.ModelProto) -> list[dict[str, np.ndarray]]:
+    """The model's feeds, one per batch: the batch size is the input's first dimension when
+    static (1 for the shipped model), else every sample at once."""
+    specs = _input_specs(model)
+    first = specs[0][1][0] if specs and specs[0][1] else None
+    n = len(arrays[specs[0][0]]) if specs else 0
+    step = first if first else max(n, 1)
+    return [{name: arrays[name][i : i + step] for name, _ in specs} for i in range(0, n - step + 1, step)]
+
+
+def arrays_digest(arrays: Mapping[str, np.ndarray]) -> str:
+    """sha256 over the arrays' names, dtypes, shapes and bytes, ``labels`` left out: two files
+    with the same inputs are the same data."""
+    h = hashlib.sha256()
+    for k in sorted(arrays):
+        if k == "labels":
+            continue
+        a = np.ascontiguousarray(arrays[k])
+        h.update(f"{k}|{a.dtype}|{a.shape}|".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def quantizable_nodes(model: onnx.ModelProto) -> list[str]:
+    """Names of the nodes whose weights a quantizer would quantize, in graph order."""
+    inits = {t.name for t in model.graph.initializer}
+    return [n.name for n in model.graph.node if n.op_type in QUANTIZABLE and any(i in inits for i in n.input[1:2])]
+
+
+def _weight_axis(node: onnx.NodeProto) -> int:
+    """The output-channel axis of the node's weight (input 1)."""
+    if node.op_type == "Gemm":
+        trans_b = next((a.i for a in node.attribute if a.name == "transB"), 0)
+        return 0 if trans_b else 1
+    return {"Conv": 0, "ConvTranspose": 1}.get(node.op_type, -1)
+
+
+def _overrides(
+    model: onnx.ModelProto, ops: Mapping[str, OpQuant], base: str, per_channel: bool
+) -> dict[str, list[dict[str, Any]]]:
+    """TensorQuantOverrides for int nodes whose dtype or granularity differs from the global ones."""
+    from onnxruntime.quantization import QuantType
+
+    inits = {t.name for t in model.graph.initializer}
+    out: dict[str, list[dict[str, Any]]] = {}
+    for node in model.graph.node:
+        q = ops[node.name]
+        if q.dtype not in _INT:
+            continue
+        wt, at = (getattr(QuantType, t) for t in _INT[q.dtype])
+        node_pc = q.granularity == "per-channel"
+        for i, name in enumerate(node.input):
+            if not name:
+                continue
+            if name in inits and i == 1 and (q.dtype != base or node_pc != per_channel):
+                entry: dict[str, Any] = {"quant_type": wt}
+                if node_pc:
+                    entry["axis"] = _weight_axis(node)
+                out[name] = [entry]
+            elif name not in inits and q.dtype != base:
+                out[name] = [{"quant_type": at}]
+    return out
+
+
+class _Reader:
+    """onnxruntime's CalibrationDataReader over a list of feeds."""
+
+    def __init__(self, feeds: Sequence[dict[str, np.ndarray]]) -> None:
+        self._it: Iterator[dict[str, np.ndarray]] = iter(feeds)
+
+    def get_next(self) -> dict[str, np.ndarray] | None:
+        return next(self._it, None)
+
+
+def quantize_model(
+    model_path: str | Path,
+    calib: Mapping[str, np.ndarray],
+    binding: QuantBinding,
+    out: str | Path,
+    binding_source: str = "<binding>",
+    nodes: Sequence[str] | None = None,
+) -> QuantizeResult:
+    """Write the QDQ model of ``model_path`` quantized per ``binding`` to ``out``.
+
+    ``nodes`` restricts quantization to those nodes (a sensitivity study quantizes one layer
+    alone). ``out`` is written only when the quantizer succeeds.
+
+    Raises
+    ------
+    graph_ir.quant_binding.BindingError
+        A rule that matches no node.
+    DataError
+        A binding that quantizes nothing, or int4 without onnxruntime support.
+    """
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+
+    model = load_weighted(model_path)
+    ops = resolve(binding, [(n.name, n.op_type) for n in model.graph.node], binding_source)
+    int_nodes = {n: q.dtype for n, q in ops.items() if q.dtype in _INT and (nodes is None or n in nodes)}
+    if not int_nodes:
+        raise DataError(f"{binding_source}: the binding quantizes no node of {model_path} (all float)")
+    if "int4" in int_nodes.values() and not hasattr(QuantType, "QInt4"):
+        raise DataError(f"{binding_source}: int4 asked, but {int4_mode()}")
+    base = binding.default if binding.default in _INT else max(int_nodes.values())
+    per_channel = binding.granularity == "per-channel"
+    excluded = tuple(n for n, q in ops.items() if q.dtype not in _INT)
+    reader = type("Reader", (_Reader, CalibrationDataReader), {})(batches(calib, model))
+    out = Path(out)
+    fd, tmp = tempfile.mkstemp(suffix=".onnx", dir=out.parent if out.parent.is_dir() else None)
+    os.close(fd)
+    try:
+        quantize_static(
+            str(model_path), tmp, reader, quant_format=QuantFormat.QDQ, per_channel=per_channel,
+            weight_type=getattr(QuantType, _INT[base][0]), activation_type=getattr(QuantType, _INT[base][1]),
+            nodes_to_quantize=list(int_nodes) if (nodes is not None or binding.default not in _INT) else None,
+            nodes_to_exclude=list(excluded),
+            extra_options={"TensorQuantOverrides": _overrides(model, ops, base, per_channel)},
+        )  # fmt: skip
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    per_dtype: dict[str, list[str]] = {}
+    for n, d in int_nodes.items():
+        per_dtype.setdefault(d, []).append(n)
+    note = int4_mode() if "int4" in int_nodes.values() else ""
+    return QuantizeResult(out, {d: tuple(v) for d, v in sorted(per_dtype.items())}, excluded, note)
