@@ -42,6 +42,7 @@ COMMANDS: dict[str, str] = {
     "schedule": "hwsim.commands.schedule",
     "fingerprint": "hwsim.commands.fingerprint",
     "validate": "hwsim.commands.validate",
+    "sweep": "hwsim.commands.sweep",
 }
 
 #: The packages hwsim imports that ``pip`` installs (the ``dependencies`` of pyproject.toml):
