@@ -57,6 +57,11 @@ PIP_NAMES: dict[str, str] = {
     "yaml": "pyyaml",
     "onnx": "onnx",
     "onnxruntime": "onnxruntime",
+    "dask": "dask",
+    "distributed": "distributed",
+    "optuna": "optuna",
+    "sqlalchemy": "sqlalchemy",
+    "tqdm": "tqdm",
 }
 
 
