@@ -44,6 +44,7 @@ COMMANDS: dict[str, str] = {
     "validate": "hwsim.commands.validate",
     "quantize": "hwsim.commands.quantize",
     "accuracy": "hwsim.commands.accuracy",
+    "sweep": "hwsim.commands.sweep",
 }
 
 #: The packages hwsim imports that ``pip`` installs (the ``dependencies`` of pyproject.toml):
@@ -58,6 +59,11 @@ PIP_NAMES: dict[str, str] = {
     "yaml": "pyyaml",
     "onnx": "onnx",
     "onnxruntime": "onnxruntime",
+    "dask": "dask",
+    "distributed": "distributed",
+    "optuna": "optuna",
+    "sqlalchemy": "sqlalchemy",
+    "tqdm": "tqdm",
 }
 
 

@@ -1,0 +1,129 @@
+"""Measure ``hwsim sweep``: NSGA-II against the exhaustive grid, and how points scale over workers.
+
+    python benchmarks/bench_sweep.py [--seeds 5] [--budget-share 0.1] [--workers 1,2]
+
+1. The grid of :data:`GRID` (resnet18 on the RK3588) is evaluated exhaustively on a process pool
+   of 1 and of 2 workers, and on a Dask ``LocalCluster`` of 2: points per second each, the
+   scaling efficiency (pps at 2 / (2 x pps at 1)), and Dask's overhead per task (the round trip
+   of an empty task) and per point (the extra wall time over the process pool's, per point).
+2. NSGA-II (:func:`hwsim.studies.sweep_search.search_model`) runs with a budget of a tenth of
+   the grid's points, per seed, answering from the grid's results (the simulation is
+   deterministic, so a lookup is what a fresh evaluation would give): the hypervolume of its
+   feasible front over the grid's, both normalized in the grid's box (sweep_front).
+
+Prints Markdown tables (docs/sweep.md has them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from hwsim.studies.sweep import (
+    Point,
+    SweepSpec,
+    batch_size,
+    evaluate,
+    feasibility,
+    grid_points,
+    open_executor,
+    run_points,
+    task_overhead_s,
+)
+from hwsim.studies.sweep_front import box_of, normalized_hypervolume, pareto_mask
+from hwsim.studies.sweep_search import search_model
+from hwsim.studies.sweep_store import StoredPoint, SweepStore
+
+GRID = {
+    "precision": ("int8", "fp16", "int4"),
+    "npu.clock_mhz": (600, 800, 1000, 1200),
+    "npu.sram_kib": (128, 384, 1024),
+    "prune": (0.0, 0.25, 0.5, 0.75),
+    "policy": ("heft", "eft"),
+}
+SPEC = SweepSpec(
+    models=(str(ROOT / "examples/models/resnet18.onnx"),),
+    chips=("rk3588",),
+    grid=GRID,
+    objectives=("latency_ms", "energy_mj"),
+    constraints={"latency_ms": "<= 4"},
+)
+
+
+def _evaluate_grid(points: Sequence[Point], workers: int, dask: str | None) -> tuple[float, float, int, dict[str, StoredPoint]]:
+    """(wall s, per-task overhead s, batch size, results) of the whole grid on one engine."""
+    store = SweepStore("sqlite://")
+    first = evaluate(points[0])
+    with open_executor(workers, dask) as ex:
+        overhead = task_overhead_s(ex)
+        size = batch_size(first.seconds, overhead, len(points), workers)
+        start = time.perf_counter()
+        run_points(ex, points, store, size)
+        wall = time.perf_counter() - start
+    return wall, overhead, size, store.get(p.key for p in points)
+
+
+def _feasible(spec: SweepSpec, results: Sequence[StoredPoint]) -> np.ndarray:
+    """The minimized objective values of the feasible results (points x objectives)."""
+    constraints = spec.constraint_list()
+    feasible = [r for r in results if feasibility(r, constraints)[0]]
+    return np.array([[dict(r.objectives)[o] for o in spec.objectives] for r in feasible]).reshape(-1, 2)
+
+
+def _hv(spec: SweepSpec, results: Sequence[StoredPoint], box: tuple[np.ndarray, np.ndarray]) -> float:
+    v = _feasible(spec, results)
+    return normalized_hypervolume(v[pareto_mask(v)], box) if len(v) else 0.0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--budget-share", type=float, default=0.1)
+    ap.add_argument("--workers", default="1,2")
+    args = ap.parse_args(argv)
+    points = grid_points(SPEC)
+    print(f"grid: {len(points)} points (resnet18 on rk3588, {' x '.join(str(len(v)) for v in GRID.values())})\n")
+    print("| engine | workers | batch | points/s | efficiency | task overhead ms |")
+    print("|---|---|---|---|---|---|")
+    pps: dict[int, float] = {}
+    results: dict[str, StoredPoint] = {}
+    for w in (int(x) for x in args.workers.split(",")):
+        wall, overhead, size, results = _evaluate_grid(points, w, None)
+        pps[w] = len(points) / wall
+        eff = pps[w] / (w * pps[min(pps)]) if w != min(pps) else 1.0
+        print(f"| process pool | {w} | {size} | {pps[w]:.1f} | {100 * eff:.0f}% | {1e3 * overhead:.2f} |")
+    w = max(pps)
+    wall, overhead, size, _ = _evaluate_grid(points, w, "local")
+    dask_pps = len(points) / wall
+    extra_ms = 1e3 * (1 / dask_pps - 1 / pps[w])
+    print(f"| dask LocalCluster | {w} | {size} | {dask_pps:.1f} | - | {1e3 * overhead:.2f} |")
+    print(f"\nDask's extra wall time per point over the process pool at {w} workers: {extra_ms:.2f} ms")
+    seconds = [r.seconds for r in results.values()]
+    print(f"simulation time per point: median {1e3 * statistics.median(seconds):.1f} ms\n")
+
+    box = box_of(_feasible(SPEC, list(results.values())))  # the box the report uses: feasible points
+    grid_hv = _hv(SPEC, list(results.values()), box)
+    budget = max(1, round(args.budget_share * len(points)))
+    print(f"| seed | trials | distinct points | hypervolume | share of the grid's ({grid_hv:.4f}) |")
+    print("|---|---|---|---|---|")
+    shares = []
+    for seed in range(args.seeds):
+        found = search_model(SPEC, SPEC.models[0], budget, lambda ps: {p.key: results[p.key] for p in ps}, seed)
+        hv = _hv(SPEC, [results[p.key] for p in found], box)
+        shares.append(hv / grid_hv)
+        print(f"| {seed} | {budget} | {len(found)} | {hv:.4f} | {100 * hv / grid_hv:.2f}% |")
+    print(f"\nmean share {100 * statistics.mean(shares):.2f}%, worst {100 * min(shares):.2f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
