@@ -70,8 +70,11 @@ def normalize(summary: dict[str, Any]) -> dict[str, Any]:
 
     - ``requested_policy`` was added beside ``policy`` (issue 10): ``policy`` names the kept
       schedule, ``requested_policy`` the one asked for. Compared as they were before it.
+    - ``fusion`` (mode, groups considered, kept, rolled back) was added when fusion became a
+      decision per chip (issue 12); the groups fused stay in ``fused_ops``, which is compared.
     """
     s = dict(summary)
+    s.pop("fusion", None)
     s.pop("requested_policy", None)
     s.pop("policy", None)
     return s
