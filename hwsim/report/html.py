@@ -368,7 +368,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("traffic", "Traffic between memory domains", _traffic_section, frozenset({"traffic"})),
     Section("top_ops", "Top ops", _top_ops_section),
     Section("decisions", "Scheduler decisions", _decisions_section),
-    Section("fusion", "Fusion decisions", _fusion_section, frozenset({"fused_ops", "fusion"})),
+    Section("fusion", "Fusion decisions", _fusion_section, frozenset({"fusion"})),
     Section("more", "More (other summary.json fields)", _more_section),
 )  # fmt: skip
 
