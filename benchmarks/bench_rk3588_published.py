@@ -50,7 +50,7 @@ def table() -> str:
     for name, (ms_pub, source) in PUBLISHED.items():
         graph = load_onnx(ROOT / "examples" / "models" / f"{name}.onnx")
         fused = run_graph(graph, chip, "int8")
-        plain = run_graph(graph, chip, "int8", fuse_ops=False)
+        plain = run_graph(graph, chip, "int8", fuse="off")
         err = fused.analysis.latency_ms / ms_pub - 1
         errors.append(err)
         if "anchor" not in source:

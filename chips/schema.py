@@ -234,6 +234,8 @@ class Unit(_Spec):
     ep_priority: ClassVar[int]
     #: The unit's fields a sensitivity study sweeps by default (``hwsim sensitivity``).
     sweep_fields: ClassVar[tuple[str, ...]]
+    #: What :meth:`onchip_bytes` is called in a sentence ("SRAM", "L2").
+    onchip_level: ClassVar[str] = "on-chip buffer"
 
     name: str = Field(description="The unit's name (reports, --set, --units and affinity use it).")
     domain: str = Field(
@@ -416,6 +418,7 @@ class CpuUnit(Unit):
     general_purpose: ClassVar[bool] = True
     ep_priority: ClassVar[int] = 3
     sweep_fields: ClassVar[tuple[str, ...]] = ("clock_mhz",)
+    onchip_level: ClassVar[str] = "L2"
 
     kind: Literal["cpu"] = "cpu"
     flops_per_cycle: dict[Dtype, PositiveFloat] = Field(
@@ -449,6 +452,7 @@ class GpuUnit(Unit):
     general_purpose: ClassVar[bool] = False
     ep_priority: ClassVar[int] = 1
     sweep_fields: ClassVar[tuple[str, ...]] = ("clock_mhz", "compute_units")
+    onchip_level: ClassVar[str] = "L2"
 
     kind: Literal["gpu"] = "gpu"
     compute_units: PositiveInt = Field(description="Shader cores / SMs; one op uses them all.")
@@ -489,6 +493,7 @@ class NpuUnit(Unit):
     general_purpose: ClassVar[bool] = False
     ep_priority: ClassVar[int] = 0
     sweep_fields: ClassVar[tuple[str, ...]] = ("clock_mhz", "mac_cols", "sram_kib")
+    onchip_level: ClassVar[str] = "SRAM"
 
     numeric_choices: ClassVar[frozenset[str]] = frozenset({"dataflow"})
 
@@ -539,6 +544,7 @@ class DspUnit(Unit):
     general_purpose: ClassVar[bool] = False
     ep_priority: ClassVar[int] = 2
     sweep_fields: ClassVar[tuple[str, ...]] = ("clock_mhz", "sram_kib")
+    onchip_level: ClassVar[str] = "SRAM"
 
     kind: Literal["dsp"] = "dsp"
     flops_per_cycle: dict[Dtype, PositiveFloat] = Field(

@@ -102,6 +102,13 @@ class CostModel(Protocol):
         ...
 
     @property
+    def accumulates_in_buffer(self) -> bool:
+        """Whether a conv/matmul's accumulators sit in the unit's on-chip buffer (an NPU's SRAM),
+        so a fused epilogue holds the output tile there at accumulator width; CPU and GPU kernels
+        keep them in registers and apply the epilogue there (:mod:`cost_models.fusion`)."""
+        ...
+
+    @property
     def default_efficiency(self) -> Mapping[Category, float]:
         """Achieved fraction of peak per op category where the unit's ``efficiency`` names no
         value for the op type; one entry per category of :data:`graph_ir.categories.COSTED_CATEGORIES`."""
@@ -341,6 +348,7 @@ class UnitModel(Generic[U]):
     unit_class: type[U]
     default_fuses: ClassVar[frozenset[str]]
     default_efficiency: ClassVar[Mapping[Category, float]]
+    accumulates_in_buffer: ClassVar[bool] = False
     #: Op type -> the handler of its family; an op type not listed is costed by :meth:`roofline`.
     handlers: ClassVar[Mapping[str, Handler]] = MappingProxyType({})
 

@@ -29,12 +29,28 @@ DRAM: its producer does not write it and its readers do not read it back. A fuse
 stays (a folded BatchNormalization's excepted); its per-op dispatch overhead goes (it runs as
 part of the head's layer).
 
+**Fusion is a decision, per group and per chip** (``mode="auto"``): a fused
+group keeps its intermediate on chip, so its *working set* per output tile (the head's output
+tile, at :data:`ACCUMULATOR_BYTES` per element after a conv/matmul on a unit whose accumulators
+sit in that buffer (an NPU's), the largest
+epilogue result tile, and the epilogue's other operands: a tile of a residual ``Add``'s second
+input, a per-channel constant whole) must fit the unit's on-chip buffer
+(:meth:`chips.schema.Unit.onchip_bytes`). What does not fit spills: per tile it is written to
+DRAM and read back (:func:`spill_bytes`; a head that ran in one tile is re-tiled instead),
+extra traffic on the head. The group's members are
+costed fused (spill included) and unfused (a folded BatchNormalization stays folded: folding
+changes weights, it keeps nothing on chip), each as the sum of its members' latencies, and the
+cheaper is kept, with a one-line reason (:class:`FusionDecision`). ``mode="on"`` fuses every
+legal group, ``mode="off"`` none; both still record the decisions they overrode. A kept group
+that spills runs with its spill charged, in either mode.
+
 >>> sorted(model_for("npu").default_fuses)[:3]
 ['Add', 'Clip', 'HardSigmoid']
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
@@ -45,7 +61,19 @@ from cost_models.table import CostTable
 from graph_ir.categories import EPILOGUE_CATEGORIES, GEMM_CATEGORIES
 from graph_ir.ir import ModelGraph, Op, Tensor, deployed_bytes
 
-__all__ = ["FusedPair", "FusionResult", "fuse", "fuses"]
+__all__ = [
+    "ACCUMULATOR_BYTES", "FUSE_MODES", "FusedPair", "FusionDecision", "FusionResult", "fuse", "fuses",
+    "spill_bytes", "working_set_bytes",
+]  # fmt: skip
+
+#: ``fuse`` modes: ``auto`` keeps a group where fused is the cheaper, ``on`` fuses every legal
+#: group, ``off`` none (``hwsim run --fuse``).
+FUSE_MODES: tuple[str, ...] = ("auto", "on", "off")
+
+#: Bytes per element of a conv/matmul's accumulator, which a fused epilogue reads before the
+#: result is narrowed to the deployed dtype: int32 behind integer MACs, fp32 behind float ones
+#: (assumption: no unit here accumulates narrower).
+ACCUMULATOR_BYTES = 4
 
 #: Per-channel affine ops: an epilogue stage, folded into the weights right after a conv/matmul,
 #: and a group head of their own (carrying their activation) anywhere else.
@@ -62,12 +90,55 @@ class FusedPair:
 
 
 @dataclass(frozen=True, slots=True)
+class FusionDecision:
+    """Whether one candidate group was fused on ``unit``, and why.
+
+    ``members`` is the whole legal group, head first. ``unfused_ns`` and ``fused_ns`` are the
+    sums of the members' latencies without and with fusion (spill included; "without" keeps a
+    folded BatchNormalization folded); ``saved_dram_bytes`` what fusing saves in DRAM traffic
+    against that (spill deducted, negative when the spill moves more than fusion saves).
+    ``working_set_bytes`` is the fused group's on-chip bytes per tile (:func:`working_set_bytes`)
+    against the unit's ``onchip_bytes``; ``spill_bytes`` what does not fit, over all tiles.
+    """
+
+    head: str
+    members: tuple[str, ...]
+    unit: str
+    kept: bool
+    unfused_ns: float
+    fused_ns: float
+    saved_dram_bytes: int
+    working_set_bytes: int
+    onchip_bytes: int
+    spill_bytes: int
+    reason: str
+
+    @property
+    def gain_ns(self) -> float:
+        """Predicted latency fusing saves (negative: fused is slower), ns."""
+        return self.unfused_ns - self.fused_ns
+
+
+@dataclass(frozen=True, slots=True)
 class FusionResult:
-    """The cost table with fusion applied, what was fused, and the DRAM bytes it saved."""
+    """The cost table with fusion applied, what was fused, the DRAM bytes it saved, the mode and
+    one decision per candidate group (in graph order of their heads)."""
 
     table: CostTable
     pairs: tuple[FusedPair, ...]
     saved_dram_bytes: int
+    mode: str = "on"
+    decisions: tuple[FusionDecision, ...] = ()
+
+    @property
+    def kept(self) -> int:
+        """Candidate groups fused."""
+        return sum(1 for d in self.decisions if d.kept)
+
+    @property
+    def rolled_back(self) -> int:
+        """Candidate groups left unfused."""
+        return len(self.decisions) - self.kept
 
 
 def fuses(unit: Unit) -> frozenset[str]:
@@ -108,16 +179,30 @@ class _Wiring:
         return sorted(found - excluded, key=self.position.__getitem__)
 
 
-def fuse(graph: ModelGraph, chip: Chip, table: CostTable, placement: Mapping[str, str]) -> FusionResult:
+def fuse(
+    graph: ModelGraph, chip: Chip, table: CostTable, placement: Mapping[str, str], mode: str = "auto"
+) -> FusionResult:
     """Apply fusion to the costs of ops placed by ``placement`` (op name -> unit name).
 
+    ``mode`` is one of :data:`FUSE_MODES`: ``auto`` fuses a legal group where fused is the
+    cheaper (see the module docstring), ``on`` every legal group, ``off`` none.
+
     Returns a new :class:`CostTable` in which only the placed unit's entry of a fused op
-    changes, the fused (head, member) pairs in graph order and the DRAM bytes saved.
+    changes, the fused (head, member) pairs in graph order, the DRAM bytes saved and the
+    decisions.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``mode``.
     """
+    if mode not in FUSE_MODES:
+        raise ValueError(f"unknown fusion mode {mode!r}; have {', '.join(FUSE_MODES)}")
     wiring = _Wiring.of(graph)
     grouped: set[str] = set()
     costs: dict[str, dict[str, OpCost]] = {op: dict(row) for op, row in table.costs.items()}
     pairs: list[FusedPair] = []
+    decisions: list[FusionDecision] = []
     saved = 0
     for head in graph.order:
         unit_name = placement.get(head)
@@ -127,20 +212,172 @@ def fuse(graph: ModelGraph, chip: Chip, table: CostTable, placement: Mapping[str
         group = _group(wiring, head, unit, placement, grouped, costs[head][unit_name])
         if len(group) == 1:
             continue
-        grouped.update(group)
-        folded = _folded(graph, head, group, wiring.consumers)
-        removed_read, removed_write = _internal_bytes(wiring, group, costs, unit_name)
-        for m in group:
-            cost = costs[m][unit_name]
-            r = min(removed_read.get(m, 0), cost.dram_read_bytes)
-            w = min(removed_write.get(m, 0), cost.dram_write_bytes)
-            if m == folded:  # its scale and shift live in the head's weights and bias now
-                r, w = cost.dram_read_bytes, cost.dram_write_bytes
-            costs[m][unit_name] = _fused_cost(cost, m, head, folded, unit, chip, r, w)
-            saved += r + w
+        decision, applied = _decide(wiring, group, costs, unit, chip, mode)
+        decisions.append(decision)
+        grouped.update(applied.costs)
+        for m, cost in applied.costs.items():
+            costs[m][unit_name] = cost
             if m != head:
                 pairs.append(FusedPair(head, m, unit_name))
-    return FusionResult(replace(table, costs=costs), tuple(pairs), saved)
+        saved += applied.saved_dram_bytes
+    return FusionResult(replace(table, costs=costs), tuple(pairs), saved, mode, tuple(decisions))
+
+
+@dataclass(frozen=True, slots=True)
+class _Variant:
+    """One way to run a group: the fused costs of the members it fuses (head first; none: no
+    fusion), the DRAM bytes that saves (spill deducted) and its members' summed latency (ns)."""
+
+    costs: Mapping[str, OpCost]
+    saved_dram_bytes: int
+    latency_ns: float
+
+
+def _variant(
+    wiring: _Wiring, group: list[str], fused: list[str], costs: Mapping[str, Mapping[str, OpCost]], unit: Unit,
+    chip: Chip, spill: int = 0,
+) -> _Variant:
+    """``group`` run with the members ``fused`` (part of it, head first, or none) fused on
+    ``unit``, ``spill`` bytes of the working set spilled by the head (charged to its cost)."""
+    if len(fused) < 2:
+        return _Variant({}, 0, sum(costs[m][unit.name].latency_ns for m in group))
+    head = fused[0]
+    folded = _folded(wiring.graph, head, fused, wiring.consumers)
+    removed_read, removed_write = _internal_bytes(wiring, fused, costs, unit.name)
+    out: dict[str, OpCost] = {}
+    saved = -spill
+    for m in fused:
+        cost = costs[m][unit.name]
+        r = min(removed_read.get(m, 0), cost.dram_read_bytes)
+        w = min(removed_write.get(m, 0), cost.dram_write_bytes)
+        if m == folded:  # its scale and shift live in the head's weights and bias now
+            r, w = cost.dram_read_bytes, cost.dram_write_bytes
+        out[m] = _fused_cost(cost, m, head, folded, unit, chip, r, w)
+        saved += r + w
+    if spill:
+        out[head] = _spilled(out[head], spill, unit, chip)
+    latency = sum((out[m] if m in out else costs[m][unit.name]).latency_ns for m in group)
+    return _Variant(out, saved, latency)
+
+
+def _spilled(cost: OpCost, spill: int, unit: Unit, chip: Chip) -> OpCost:
+    """The fused head's ``cost`` with ``spill`` more DRAM bytes, half written, half read back."""
+    memory_ns = cost.memory_ns + spill / unit_bandwidth_gbps(unit, chip)
+    extra_ns = max(cost.compute_ns, memory_ns) - max(cost.compute_ns, cost.memory_ns)
+    energy = cost.energy_pj + dram_energy_pj(chip.dram, spill) + energy_pj(unit.active_w, extra_ns)
+    return replace(
+        cost,
+        memory_ns=memory_ns,
+        dram_read_bytes=cost.dram_read_bytes + spill // 2,
+        dram_write_bytes=cost.dram_write_bytes + spill - spill // 2,
+        energy_pj=energy,
+        note=cost.note + f", spills {spill} B of its fused working set",
+    )
+
+
+def _decide(
+    wiring: _Wiring, group: list[str], costs: Mapping[str, Mapping[str, OpCost]], unit: Unit, chip: Chip,
+    mode: str = "auto",
+) -> tuple[FusionDecision, _Variant]:
+    """Fused or not: the legal ``group`` (head first) on ``unit`` costed both ways, and the way
+    ``mode`` keeps (``auto``: the cheaper; a tie goes to fusing unless it moves more bytes).
+
+    Unfused, a BatchNormalization the head folds stays folded. Returns the decision and the
+    variant to apply.
+    """
+    head = group[0]
+    head_cost = costs[head][unit.name]
+    accumulator = model_for(unit.kind).accumulates_in_buffer
+    ws = working_set_bytes(wiring.graph, group, head_cost.dtype, head_cost.tiles, accumulator)
+    onchip = int(unit.onchip_bytes())
+    spill = spill_bytes(ws, onchip, head_cost.tiles)
+    fused = _variant(wiring, group, group, costs, unit, chip, spill)
+    folded = _folded(wiring.graph, head, group, wiring.consumers)
+    unfused = _variant(wiring, group, [head, folded] if folded is not None else [], costs, unit, chip)
+    saved = fused.saved_dram_bytes - unfused.saved_dram_bytes
+    cheaper = fused.latency_ns < unfused.latency_ns or (fused.latency_ns == unfused.latency_ns and saved >= 0)
+    kept = mode == "on" or (mode == "auto" and cheaper)
+    decision = FusionDecision(
+        head, tuple(group), unit.name, kept, unfused.latency_ns, fused.latency_ns, saved, ws, onchip, spill, "",
+    )  # fmt: skip
+    decision = replace(decision, reason=_reason(decision, mode, unit, folded))
+    return decision, fused if kept else unfused
+
+
+def working_set_bytes(
+    graph: ModelGraph, group: list[str], dtype: str, tiles: int, accumulator: bool = False
+) -> int:
+    """On-chip bytes a fused ``group`` (head first) holds per output tile of its head, the head
+    cut into ``tiles``: the head's output tile, the largest epilogue result tile, a tile of each
+    other streamed operand of the epilogue and each constant operand whole. With ``accumulator``
+    (the unit's accumulators sit in that buffer:
+    :attr:`cost_models.base.CostModel.accumulates_in_buffer`) a conv/matmul head's output tile
+    counts :data:`ACCUMULATOR_BYTES` per element, else its deployed bytes.
+    """
+    head = graph.op(group[0])
+    made = {t.name for m in group for t in graph.op(m).outputs}
+    if accumulator and head.category in GEMM_CATEGORIES:
+        head_out = sum(t.elements for t in head.outputs) * ACCUMULATOR_BYTES
+    else:
+        head_out = sum(deployed_bytes(t, dtype) for t in head.outputs)
+    result = max((deployed_bytes(t, dtype) for m in group[1:] for t in graph.op(m).outputs), default=0)
+    operands = {t.name: t for m in group[1:] for t in graph.op(m).inputs if t.name not in made}
+    streamed = sum(deployed_bytes(t, dtype) for t in operands.values() if not t.is_weight)
+    constant = sum(deployed_bytes(t, dtype) for t in operands.values() if t.is_weight)
+    return math.ceil((head_out + result + streamed) / max(1, tiles)) + constant
+
+
+def spill_bytes(working_set: int, onchip_bytes: int, tiles: int) -> int:
+    """DRAM bytes a fused group moves because its ``working_set`` (bytes per tile of its head,
+    cut into ``tiles``) overflows ``onchip_bytes``: per tile the excess is written out and read
+    back. A head that ran in one tile spills nothing: its layer fitted whole, so the fused layer
+    can be cut into tiles that fit at no DRAM cost; a tiled head already streams in the finest
+    tiles its unit runs (:func:`cost_models.base.pipeline_tiles`), which the group keeps.
+
+    >>> spill_bytes(1000, 4096, 8), spill_bytes(5000, 4096, 8), spill_bytes(5000, 4096, 1)
+    (0, 14464, 0)
+    """
+    if tiles <= 1:
+        return 0
+    return 2 * max(0, working_set - onchip_bytes) * tiles
+
+
+def _size(n: float) -> str:
+    """Bytes in binary units, as buffers are quoted.
+
+    >>> _size(512), _size(384 * 1024), _size(1.2 * 2**20)
+    ('512 B', '384 KiB', '1.2 MiB')
+    """
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n:.0f} B"
+
+
+def _reason(d: FusionDecision, mode: str, unit: Unit, folded: str | None) -> str:
+    """One line: why ``d`` is kept or rolled back."""
+    us = abs(d.gain_ns) / 1e3
+    fits = f"fused working set {_size(d.working_set_bytes)}"
+    where = f"{_size(d.onchip_bytes)} {unit.onchip_level}"
+    if d.gain_ns > 0 or (d.gain_ns == 0 and d.saved_dram_bytes >= 0):
+        if d.saved_dram_bytes >= 0:
+            why = f"saves {us:.3g} us and {d.saved_dram_bytes} DRAM bytes"
+        else:
+            why = f"saves {us:.3g} us though it moves {-d.saved_dram_bytes} more DRAM bytes"
+        if d.spill_bytes:
+            why += f" despite a spill ({fits} > {where})"
+        if mode == "off":
+            return f"not fused (--fuse off); fusing would have {why.replace('saves', 'saved', 1)}"
+        return why
+    if d.spill_bytes:
+        why = f"{fits} > {where}: spills cost {us:.3g} us more"
+    else:
+        why = f"fused costs {us:.3g} us more"
+    if mode == "on":
+        return f"fused (--fuse on) although {why}"
+    if mode == "off":
+        return f"not fused (--fuse off); {why}"
+    return why + (f"; {folded} stays folded into {d.head}'s weights" if folded is not None else "")
 
 
 def _can_head(op: Op, allowed: frozenset[str]) -> bool:

@@ -194,6 +194,8 @@ class NpuModel(UnitModel[NpuUnit]):
     #: (SiLU) as one layer (assumption from rknn-toolkit2's fused-layer listings).
     default_fuses = frozenset((*ACTIVATIONS, "Add", "Mul"))
     default_efficiency = DEFAULT_EFFICIENCY
+    #: The array's accumulators drain into the SRAM tile the epilogue reads (assumption).
+    accumulates_in_buffer = True
 
     def gemm(self, op: Op, unit: NpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
         """A conv or matmul on the MAC array (:func:`array_cycles`); one that does not lower

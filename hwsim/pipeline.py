@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from chips.schema import Chip, load_chip
-from cost_models.fusion import FusedPair
+from cost_models.fusion import FusedPair, FusionResult
 from cost_models.table import CostTable, cost_table
 from graph_ir.ir import ModelGraph
 from graph_ir.onnx_import import load_onnx
@@ -48,6 +48,8 @@ class RunResult:
     #: for all; and the conversion ops it inserted into ``graph``.
     quant: ResolvedBinding | None = None
     conversions: tuple[Conversion, ...] = ()
+    #: Fusion mode and the decision on each candidate group (:func:`cost_models.fusion.fuse`).
+    fusion: FusionResult | None = None
 
 
 def run_graph(
@@ -58,18 +60,21 @@ def run_graph(
     frames: int = 1,
     options: EngineOptions | None = None,
     in_flight: int | None = None,
-    fuse_ops: bool = True,
+    fuse_ops: bool | None = None,
     objective: str = "latency",
     latency_budget_ms: float | None = None,
     deadlines: Sequence[Deadline] = (),
     quant: ResolvedBinding | None = None,
+    fuse: str = "auto",
 ) -> RunResult:
     """Cost, schedule, simulate and analyze an already loaded graph on a chip.
 
     ``frames > 1`` also streams that many inputs through the schedule (``stream``), at most
     ``in_flight`` at a time if given; ``options`` switch engine features (double buffering, op
-    splitting) for what-if runs. ``fuse_ops``
-    applies :func:`cost_models.fusion.fuse` to the placed ops between scheduling and simulation.
+    splitting) for what-if runs. ``fuse`` (``auto``, ``on``, ``off``) is how
+    :func:`cost_models.fusion.fuse` treats the placed ops between scheduling and simulation:
+    each legal group fused where that is cheaper on this chip, every one, or none.
+    ``fuse_ops`` is the older switch: ``False`` means ``fuse="off"``, ``True`` ``fuse="on"``.
     The schedule comes from :func:`hwsim.policy_check.choose_schedule`: the default policy is
     checked through the engine against HEFT, the best single unit and affinity-list on graphs of
     up to 5k ops; ``objective="energy"`` minimizes energy within ``latency_budget_ms``;
@@ -79,6 +84,8 @@ def run_graph(
     (:func:`graph_ir.quant_binding.insert_conversions`; each is costed at the wider of its two
     dtypes).
     """
+    if fuse_ops is not None:
+        fuse = "on" if fuse_ops else "off"
     conversions: tuple[Conversion, ...] = ()
     if quant is None:
         table = cost_table(graph, chip, precision)
@@ -88,7 +95,7 @@ def run_graph(
         dtypes = {**quant.dtypes, **{c.op: wider(c.src_dtype, c.dst_dtype) for c in conversions}}
         table = cost_table(graph, chip, precision, dtypes, quant.granularity)
     chosen = choose_schedule(
-        graph, chip, table, policy, options=options, fuse_ops=fuse_ops, objective=objective,
+        graph, chip, table, policy, options=options, fuse=fuse, objective=objective,
         latency_budget_ms=latency_budget_ms, deadlines=deadlines,
     )  # fmt: skip
     sched, table, trace = chosen.schedule, chosen.table, chosen.trace
@@ -96,7 +103,7 @@ def run_graph(
     stream = frame_stats(chip, stream_trace) if stream_trace is not None else None
     return RunResult(
         graph, chip, precision, table, sched, trace, analyze(graph, chip, trace), stream, stream_trace,
-        chosen.fused, chosen.choice, quant, conversions,
+        chosen.fused, chosen.choice, quant, conversions, chosen.fusion,
     )
 
 

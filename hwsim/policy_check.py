@@ -24,7 +24,8 @@ from dataclasses import dataclass, replace
 
 from chips.schema import Chip
 from chips.units import NS_PER_MS, PJ_PER_MJ, PS_PER_MS
-from cost_models.fusion import FusedPair, fuse
+from cost_models.fusion import FUSE_MODES, FusedPair, FusionResult
+from cost_models.fusion import fuse as apply_fusion
 from cost_models.table import CostTable
 from graph_ir.ir import ModelError, ModelGraph
 from hwsim.analysis.energy import run_energy
@@ -130,6 +131,8 @@ class Chosen:
     fused: tuple[FusedPair, ...]
     trace: Trace
     choice: ScheduleChoice
+    #: The fusion mode and decisions of the kept schedule (:func:`cost_models.fusion.fuse`).
+    fusion: FusionResult | None = None
 
 
 def resolve_deadlines(
@@ -164,7 +167,7 @@ class _Sim:
     name: str
     schedule: Schedule
     table: CostTable
-    fused: tuple[FusedPair, ...]
+    fusion: FusionResult
     trace: Trace
     finish_ms: Mapping[str, float]
 
@@ -180,15 +183,14 @@ def _simulate(
     table: CostTable,
     sched: Schedule,
     options: EngineOptions | None,
-    fuse_ops: bool,
+    fuse: str,
     nodes: Sequence[str],
 ) -> _Sim:
-    fusion = fuse(graph, chip, table, {n: p.unit for n, p in sched.placements.items()}) if fuse_ops else None
-    t = fusion.table if fusion is not None else table
-    trace = simulate(graph, chip, t, sched, options)
+    fusion = apply_fusion(graph, chip, table, {n: p.unit for n, p in sched.placements.items()}, fuse)
+    trace = simulate(graph, chip, fusion.table, sched, options)
     want = set(nodes)
     finish = {r.op: r.end_ps / PS_PER_MS for r in trace.ops if r.op in want and r.frame == 0}
-    return _Sim(name, sched, t, fusion.pairs if fusion is not None else (), trace, finish)
+    return _Sim(name, sched, fusion.table, fusion, trace, finish)
 
 
 def _worst_slack(sim: _Sim, deadlines: Mapping[str, float]) -> float:
@@ -206,19 +208,20 @@ def choose_schedule(
     policy: str = DEFAULT_POLICY,
     *,
     options: EngineOptions | None = None,
-    fuse_ops: bool = True,
+    fuse: str = "auto",
     objective: str = "latency",
     latency_budget_ms: float | None = None,
     deadlines: Sequence[Deadline] = (),
 ) -> Chosen:
     """Schedule, check and simulate ``graph`` (see the module docstring).
 
-    ``deadlines`` come from :func:`resolve_deadlines`.
+    ``deadlines`` come from :func:`resolve_deadlines`; ``fuse`` is the fusion mode
+    (:data:`cost_models.fusion.FUSE_MODES`) each candidate is simulated with.
 
     Raises
     ------
     ValueError
-        Unknown policy or objective, or ``objective="energy"`` without a budget.
+        Unknown policy, objective or fusion mode, or ``objective="energy"`` without a budget.
     BudgetError
         ``objective="energy"`` and even the fastest schedule is slower than the budget.
     """
@@ -228,6 +231,8 @@ def choose_schedule(
         raise ValueError(f"unknown objective {objective!r}; have latency, energy")
     if objective == "energy" and latency_budget_ms is None:
         raise ValueError("objective 'energy' needs a latency budget")
+    if fuse not in FUSE_MODES:
+        raise ValueError(f"unknown fusion mode {fuse!r}; have {', '.join(FUSE_MODES)}")
     get_policy(policy)  # an unknown name is an error listing the registered ones
     dl: dict[str, float] = {}
     for d in deadlines:
@@ -238,7 +243,7 @@ def choose_schedule(
         names += [p for p in CHECKED_AGAINST if p in POLICIES]
 
     def sim(name: str, sched: Schedule) -> _Sim:
-        return _simulate(name, graph, chip, table, sched, options, fuse_ops, nodes)
+        return _simulate(name, graph, chip, table, sched, options, fuse, nodes)
 
     sims: list[_Sim] = []
     for name in names:
@@ -268,7 +273,8 @@ def choose_schedule(
     if sched.policy != kept.name:  # the schedule is named for the candidate that ran, not the request
         sched = replace(sched, policy=kept.name)
     results = tuple(DeadlineResult(d.name, d.node, d.deadline_ms, kept.finish_ms.get(d.node, 0.0)) for d in deadlines)
-    return Chosen(sched, kept.table, kept.fused, kept.trace, replace(choice, deadlines=results))
+    fusion = kept.fusion
+    return Chosen(sched, kept.table, fusion.pairs, kept.trace, replace(choice, deadlines=results), fusion)
 
 
 def _energy(

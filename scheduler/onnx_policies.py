@@ -68,7 +68,8 @@ def colocated_costs(graph: ModelGraph, chip: Chip, table: CostTable) -> CostTabl
     costs = {op: dict(row) for op, row in table.costs.items()}
     for unit in chip.units:
         placement = {op: unit.name if unit.name in row else next(iter(row)) for op, row in table.costs.items()}
-        for op, row in fuse(graph, chip, table, placement).table.costs.items():
+        # Every legal group, as planning always assumed: the run's fusion decisions come after.
+        for op, row in fuse(graph, chip, table, placement, mode="on").table.costs.items():
             if unit.name in row:
                 costs[op][unit.name] = row[unit.name]
     return CostTable(table.precision, costs, table.dtypes)

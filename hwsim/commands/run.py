@@ -92,6 +92,13 @@ def add_parser(sub: Any) -> None:
         help="cost each op in the dtype its quantization binding gives (instead of one --precision), "
         "conversions inserted where dtypes change; see docs/quantization.md",
     )  # fmt: skip
+    from cost_models.fusion import FUSE_MODES
+
+    r.add_argument(
+        "--fuse", choices=FUSE_MODES, default=FUSE_MODES[0],
+        help="fuse each legal conv/matmul epilogue group where it is cheaper on this chip (auto), every one (on), "
+        "or none (off) (default: auto)",
+    )  # fmt: skip
     r.add_argument("--no-double-buffer", action="store_true", help="tiled ops load, compute, store in turn")
     r.add_argument("--no-split", action="store_true", help="never split an op across the cores of a unit")
     r.add_argument("--json", action="store_true", help="print summary.json to stdout instead of the summary")
@@ -149,7 +156,7 @@ def _simulate(args: argparse.Namespace) -> tuple[RunResult, Path] | None:
     try:
         result = run_graph(
             graph, chip, args.precision, args.policy, frames=args.frames, options=options, in_flight=args.in_flight,
-            objective=args.objective, latency_budget_ms=args.latency_budget_ms, deadlines=deadlines, quant=quant,
+            objective=args.objective, latency_budget_ms=args.latency_budget_ms, deadlines=deadlines, quant=quant, fuse=args.fuse,
         )  # fmt: skip
     except UnplaceableError as exc:
         raise UnplaceableError(f"{args.model}: {exc}") from None

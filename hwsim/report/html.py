@@ -2,7 +2,8 @@
 
 Sections (:data:`SECTIONS`): summary, warnings (op types without a cost formula, dtype
 fallbacks), per-unit table, schedule and critical path, the domain x domain traffic matrix, the
-top ops by time and by DRAM bytes, the scheduler's decisions (``Placement.reason``) and a "more"
+top ops by time and by DRAM bytes, the scheduler's decisions (``Placement.reason``), the fusion
+decisions (:class:`cost_models.fusion.FusionDecision`) and a "more"
 table holding every ``summary.json`` key no section shows (each section names the keys it
 shows), so fields added later still appear. Figures come in as :class:`Figure` objects, each
 naming the section that shows it (the report registry, :data:`hwsim.report.files.REPORTS`).
@@ -301,6 +302,25 @@ def _decisions_section(page: _Page) -> str:
     return body
 
 
+def _fusion_section(page: _Page) -> str:
+    """Each legal fusion group: fused or not, the predicted gain and why (first :data:`TOP_N`)."""
+    f = page.result.fusion
+    if f is None or not f.decisions:
+        return ""
+    body = (
+        f"<p>Mode <code>{_e(f.mode)}</code>: {len(f.decisions)} legal group(s) considered, {f.kept} fused, "
+        f"{f.rolled_back} left unfused. Gain: the members' summed latency unfused minus fused (spills included).</p>"
+    )
+    rows = [
+        (" + ".join(d.members), d.unit, "fused" if d.kept else "not fused", f"{d.gain_ns / 1e3:.3f}",
+         d.saved_dram_bytes, d.reason)
+        for d in f.decisions[:TOP_N]
+    ]  # fmt: skip
+    body += _table(["group", "unit", "decision", "gain (us)", "DRAM bytes saved", "reason"], rows,
+                   [False, False, False, True, True, False])  # fmt: skip
+    return body + _capped(len(f.decisions), TOP_N, "fusion groups")
+
+
 def _more_section(page: _Page) -> str:
     s = page.summary.to_json()
     extra = sorted(k for k in s if k not in SHOWN_SUMMARY_KEYS)
@@ -348,6 +368,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("traffic", "Traffic between memory domains", _traffic_section, frozenset({"traffic"})),
     Section("top_ops", "Top ops", _top_ops_section),
     Section("decisions", "Scheduler decisions", _decisions_section),
+    Section("fusion", "Fusion decisions", _fusion_section, frozenset({"fusion"})),
     Section("more", "More (other summary.json fields)", _more_section),
 )  # fmt: skip
 

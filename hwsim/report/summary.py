@@ -30,6 +30,7 @@ __all__ = [
     "ContentionSummary",
     "DeadlineSummary",
     "EnergyMode",
+    "FusionSummary",
     "QuantSummary",
     "ScheduleFigures",
     "StreamSummary",
@@ -102,6 +103,20 @@ class EnergyMode:
             "latency_optimal": figures(self.latency_optimal),
             "tried": {f.schedule: {"latency_ms": f.latency_ms, "energy_mj": f.energy_mj} for f in self.tried},
         }
+
+
+@dataclass(frozen=True, slots=True)
+class FusionSummary:
+    """Fusion as the run decided it (``--fuse``): the mode and how many legal groups were
+    considered, fused (kept) and left unfused (rolled back)."""
+
+    mode: str
+    considered: int
+    kept: int
+    rolled_back: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"mode": self.mode, "considered": self.considered, "kept": self.kept, "rolled_back": self.rolled_back}
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +224,7 @@ class Summary:
     energy_mode: EnergyMode | None = None
     deadlines: tuple[DeadlineSummary, ...] = ()
     quant: QuantSummary | None = None
+    fusion: FusionSummary | None = None
 
     @property
     def cross_domain_transfers(self) -> int:
@@ -257,6 +273,7 @@ class Summary:
             "unknown_ops": list(self.unknown_ops),
             "dtype_fallbacks": list(self.dtype_fallbacks),
             "fused_ops": [list(pair) for pair in self.fused_ops],
+            **({"fusion": self.fusion.to_json()} if self.fusion is not None else {}),
             "scheduler_estimate_ms": self.scheduler_estimate_ms,
             "lower_bound_ms": self.lower_bound_ms,
             "split_ops": self.split_ops,
@@ -350,6 +367,13 @@ def _deadlines(c: ScheduleChoice | None) -> tuple[DeadlineSummary, ...]:
     )
 
 
+def _fusion(result: RunResult) -> FusionSummary | None:
+    f = result.fusion
+    if f is None:
+        return None
+    return FusionSummary(f.mode, len(f.decisions), f.kept, f.rolled_back)
+
+
 def dtype_fallback_ops(result: RunResult) -> dict[str, int]:
     """``deployed<-requested:unit`` -> how many ops the run placed there in another dtype than
     asked for. Only ops that ran count: a unit that could fall back but ran nothing is not listed.
@@ -424,4 +448,5 @@ def build_summary(result: RunResult) -> Summary:
         energy_mode=_energy_mode(c),
         deadlines=_deadlines(c),
         quant=_quant(result),
+        fusion=_fusion(result),
     )

@@ -21,6 +21,7 @@ KEYS = [
     "chip", "chip_description", "model", "precision", "policy", "requested_policy", "latency_ms", "energy_mj",
     "dram_energy_mj", "dram_bytes", "ops", "total_macs", "units", "ops_per_unit", "critical_path",
     "critical_path_ms", "contention", "traffic", "cross_domain_bytes", "unknown_ops", "dtype_fallbacks", "fused_ops",
+    "fusion",
     "scheduler_estimate_ms", "lower_bound_ms", "split_ops", "tiled_ops", "defaulted_fields",
     "policy_check", "policy_check_winner",
 ]  # fmt: skip
