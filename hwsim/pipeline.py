@@ -6,7 +6,7 @@ Each step is a plain function a test can call alone; :func:`run` chains them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from chips.schema import Chip, load_chip
@@ -43,6 +43,10 @@ class RunResult:
     fused: tuple[FusedPair, ...] = ()
     #: How the schedule was chosen: candidates checked through the engine, energy mode, deadlines.
     choice: ScheduleChoice | None = None
+    #: The power cap the run honoured (``EngineOptions.max_power_w``; None: none), and the same
+    #: schedule simulated without it, one frame (what the cap cost).
+    max_power_w: float | None = None
+    uncapped_trace: Trace | None = None
 
 
 def run_graph(
@@ -62,7 +66,8 @@ def run_graph(
 
     ``frames > 1`` also streams that many inputs through the schedule (``stream``), at most
     ``in_flight`` at a time if given; ``options`` switch engine features (double buffering, op
-    splitting) for what-if runs. ``fuse_ops``
+    splitting, a power cap) for what-if runs; under a cap the same schedule is also simulated
+    without it (``uncapped_trace``). ``fuse_ops``
     applies :func:`cost_models.fusion.fuse` to the placed ops between scheduling and simulation.
     The schedule comes from :func:`hwsim.policy_check.choose_schedule`: the default policy is
     checked through the engine against HEFT, the best single unit and affinity-list on graphs of
@@ -77,9 +82,12 @@ def run_graph(
     sched, table, trace = chosen.schedule, chosen.table, chosen.trace
     stream_trace = simulate(graph, chip, table, sched, options, frames, in_flight) if frames > 1 else None
     stream = frame_stats(chip, stream_trace) if stream_trace is not None else None
+    uncapped = None
+    if options is not None and options.max_power_w is not None:
+        uncapped = simulate(graph, chip, table, sched, replace(options, max_power_w=None))
     return RunResult(
         graph, chip, precision, table, sched, trace, analyze(graph, chip, trace), stream, stream_trace,
-        chosen.fused, chosen.choice,
+        chosen.fused, chosen.choice, options.max_power_w if options is not None else None, uncapped,
     )
 
 
