@@ -307,10 +307,10 @@ class Summary:
             "split_ops": self.split_ops,
             "tiled_ops": self.tiled_ops,
             "defaulted_fields": list(self.defaulted_fields),
-            **({"power": self.power.to_json()} if self.power is not None else {}),
-            **({"thermal": self.thermal.to_json()} if self.thermal is not None else {}),
             **(self.stream.to_json() if self.stream is not None else {}),
             **self._choice_json(),
+            **({"power": self.power.to_json()} if self.power is not None else {}),
+            **({"thermal": self.thermal.to_json()} if self.thermal is not None else {}),
         }
 
     def _choice_json(self) -> dict[str, Any]:
