@@ -33,7 +33,15 @@ from hwsim.sim.frames import Core
 from hwsim.sim.plan import Plan
 from hwsim.sim.resources import CorePool, PowerBudget
 
-__all__ = ["PowerCapError", "PowerGate", "blocks_dram_w", "chip_power_now", "check_cap", "transfer_dram_w"]
+__all__ = [
+    "PowerCapError",
+    "PowerGate",
+    "blocks_dram_w",
+    "check_cap",
+    "chip_power_now",
+    "largest_solo_power_w",
+    "transfer_dram_w",
+]
 
 
 class PowerCapError(ValueError):
@@ -110,22 +118,18 @@ class PowerGate:
         self.budget.release(self._held.pop(("x", xi)))
 
 
-def check_cap(
-    chip: Chip, run_plan: Plan, cap_w: float, op_cost: Callable[[int, int], OpCost], double_buffer: bool
-) -> None:
-    """Refuse a cap that some op or transfer exceeds alone (the rest of the chip idle).
+def largest_solo_power_w(
+    chip: Chip, run_plan: Plan, op_cost: Callable[[int, int], OpCost], double_buffer: bool
+) -> tuple[float, str]:
+    """The chip's highest power while a single op or transfer runs alone (the rest idle), and
+    what runs: the least cap under which every op and transfer can run.
 
     ``op_cost(i, shards)`` is op ``i``'s cost on its unit as ``shards`` shards; an op runs on
-    the cores its placement fixes, else on one.
-
-    Raises
-    ------
-    PowerCapError
-        Naming the op or transfer, the power it draws alone and the cap.
+    the cores its placement fixes, else on one. Watts.
     """
     base = sum(unit_power_w(u, 0) for u in chip.units)
     dram_cap = run_plan.capacity_bytes_per_ps["dram"]
-    worst, what = base, "the idle chip"
+    worst, what = base, "nothing (the idle chip)"
     for i, name in enumerate(run_plan.names):
         k = run_plan.fixed_cores[i] or 1
         u = chip.unit(run_plan.unit[i])
@@ -137,6 +141,20 @@ def check_cap(
         w = base + transfer_dram_w(chip, run_plan, j)
         if w > worst:
             worst, what = w, f"transfer of {tr.tensor!r} ({tr.src_domain}->{tr.dst_domain})"
+    return worst, what
+
+
+def check_cap(
+    chip: Chip, run_plan: Plan, cap_w: float, op_cost: Callable[[int, int], OpCost], double_buffer: bool
+) -> None:
+    """Refuse a cap below :func:`largest_solo_power_w`: something could never run.
+
+    Raises
+    ------
+    PowerCapError
+        Naming the op or transfer, the power it draws alone and the cap.
+    """
+    worst, what = largest_solo_power_w(chip, run_plan, op_cost, double_buffer)
     if worst > cap_w * (1 + PowerBudget.EPS):
         raise PowerCapError(
             f"--max-power-w {cap_w:g} W is below the chip's power while {what} runs alone "
