@@ -13,7 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from chips.schema import Chip
-from cost_models.energy import dram_energy_pj, dram_power_w, power_w, unit_power_w, unit_run_energy_pj
+from cost_models.energy import (
+    dram_energy_pj,
+    dram_power_w,
+    power_w,
+    unit_power_w,
+    unit_run_energy_pj,
+)
 from hwsim.analysis.busy import busy_core_steps, unit_active_ps, unit_busy_ps
 from hwsim.sim.engine import Trace
 

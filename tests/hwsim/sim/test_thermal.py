@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -80,7 +81,7 @@ def _replay(spec: Thermal, steps: tuple[tuple[int, float], ...]) -> list[tuple[i
     """The exact exponential over the trace's own power timeline (independent of the engine)."""
     tau = spec.resistance_c_per_w * spec.capacitance_j_per_c * PS_PER_S
     temp, out = spec.ambient_c, [(0, spec.ambient_c)]
-    for (t0, w), (t1, _) in zip(steps, steps[1:], strict=False):
+    for (t0, w), (t1, _) in itertools.pairwise(steps):
         t_inf = spec.ambient_c + w * spec.resistance_c_per_w
         temp = t_inf + (temp - t_inf) * math.exp(-(t1 - t0) / tau)
         out.append((t1, temp))
