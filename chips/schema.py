@@ -36,6 +36,7 @@ __all__ = [
     "GpuUnit",
     "Link",
     "NpuUnit",
+    "Thermal",
     "Unit",
     "UnitCalibration",
     "bundled_chips",
@@ -562,6 +563,39 @@ class DspUnit(Unit):
 
 
 
+class Thermal(_Spec):
+    """A first-order thermal model of the whole chip (an optional what-if; no bundled chip has one).
+
+    One thermal mass: ``C dT/dt = P(t) - (T - ambient) / R``, with ``P`` the chip's power as the
+    trace gives it (:func:`cost_models.energy.power_w`). While ``T`` is at or above
+    ``throttle_c`` the clocks run at ``throttle_clock_factor``: an op that starts then has the
+    clock-bound part of its compute time divided by the factor (``hwsim.sim.thermal``).
+    """
+
+    resistance_c_per_w: PositiveFloat = Field(
+        description="Junction-to-ambient thermal resistance in degrees C per W."
+    )
+    capacitance_j_per_c: PositiveFloat = Field(description="Heat capacity in J per degree C.")
+    ambient_c: float = Field(description="Ambient temperature in degrees C (the start temperature).")
+    throttle_c: float = Field(description="Temperature in degrees C at which the clocks throttle.")
+    throttle_clock_factor: Efficiency = Field(
+        description="Clock while throttled, as a fraction of the nominal clock (0 < f <= 1)."
+    )
+
+    @model_validator(mode="after")
+    def _throttle_above_ambient(self) -> Thermal:
+        if not self.throttle_c > self.ambient_c:
+            raise ValueError(
+                f"throttle_c ({self.throttle_c:g}) must be above ambient_c ({self.ambient_c:g})"
+            )
+        return self
+
+    @property
+    def time_constant_s(self) -> float:
+        """``R * C``: how fast the temperature follows the power, in seconds."""
+        return self.resistance_c_per_w * self.capacitance_j_per_c
+
+
 class Chip(_Spec):
     """A whole SoC.
 
@@ -600,6 +634,11 @@ class Chip(_Spec):
         None,
         description="A calibration file (written by `hwsim validate --calibrate`), relative to this "
         "file; its per-unit `efficiency` and `op_overhead_ns` replace the unit's at load time.",
+    )
+    thermal: Thermal | None = Field(
+        None,
+        description="A first-order thermal model (what-if): temperature from the power, clocks "
+        "throttled above `throttle_c`. None: no thermal model, the clocks never throttle.",
     )
 
     @model_validator(mode="before")

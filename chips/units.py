@@ -12,7 +12,9 @@ them reads these constants.
 
 from __future__ import annotations
 
-__all__ = ["GBPS_PER_BYTES_PER_PS", "NS_PER_MS", "PJ_PER_MJ", "PJ_PER_W_NS", "PS_PER_MS", "PS_PER_NS"]
+__all__ = [
+    "GBPS_PER_BYTES_PER_PS", "NS_PER_MS", "PJ_PER_MJ", "PJ_PER_W_NS", "PS_PER_MS", "PS_PER_NS", "PS_PER_S",
+]
 
 #: Picoseconds per nanosecond: the engine's integer clock ticks in picoseconds.
 PS_PER_NS = 1000
@@ -20,6 +22,8 @@ PS_PER_NS = 1000
 NS_PER_MS = 1_000_000
 #: Picoseconds per millisecond.
 PS_PER_MS = PS_PER_NS * NS_PER_MS
+#: Picoseconds per second (thermal time constants are in seconds).
+PS_PER_S = PS_PER_MS * 1000
 #: 1 byte/ps = 1e12 B/s = 1000 GB/s.
 GBPS_PER_BYTES_PER_PS = 1000.0
 #: Picojoules in one watt for one nanosecond (W x ns = 1e-9 J = 1e3 pJ).

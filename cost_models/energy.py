@@ -26,6 +26,7 @@ from chips.units import PJ_PER_W_NS
 
 __all__ = [
     "dram_energy_pj",
+    "dram_power_w",
     "energy_pj",
     "energy_pj_ps",
     "op_energy_pj",
@@ -114,6 +115,21 @@ def unit_power_w(unit: Unit, busy_cores: int) -> float:
     return unit.active_w * busy_cores if busy_cores else unit.idle_w
 
 
+def dram_power_w(dram: Dram, dram_bytes_per_ps: float) -> float:
+    """Power of the DRAM streaming ``dram_bytes_per_ps``.
+
+    Returns
+    -------
+    float
+        Watts (1 pJ per ps = 1 W).
+
+    >>> from chips.schema import Dram
+    >>> dram_power_w(Dram(bandwidth_gbps=10, latency_ns=0, energy_pj_per_byte=20.0), 0.01)
+    0.2
+    """
+    return dram_bytes_per_ps * dram.energy_pj_per_byte
+
+
 def power_w(units: Iterable[tuple[Unit, int]], dram: Dram, dram_bytes_per_ps: float) -> float:
     """Instantaneous power of a chip: each ``(unit, busy cores)`` plus the DRAM's byte rate.
 
@@ -123,4 +139,4 @@ def power_w(units: Iterable[tuple[Unit, int]], dram: Dram, dram_bytes_per_ps: fl
         Watts (1 pJ per ps = 1 W).
     """
     w = sum(unit_power_w(u, b) for u, b in units)
-    return w + dram_bytes_per_ps * dram.energy_pj_per_byte
+    return w + dram_power_w(dram, dram_bytes_per_ps)

@@ -6,7 +6,7 @@ Each step is a plain function a test can call alone; :func:`run` chains them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from chips.schema import Chip, load_chip
@@ -50,6 +50,10 @@ class RunResult:
     conversions: tuple[Conversion, ...] = ()
     #: Fusion mode and the decision on each candidate group (:func:`cost_models.fusion.fuse`).
     fusion: FusionResult | None = None
+    #: The power cap the run honoured (``EngineOptions.max_power_w``; None: none), and the same
+    #: schedule simulated without it, one frame (what the cap cost).
+    max_power_w: float | None = None
+    uncapped_trace: Trace | None = None
 
 
 def run_graph(
@@ -71,7 +75,8 @@ def run_graph(
 
     ``frames > 1`` also streams that many inputs through the schedule (``stream``), at most
     ``in_flight`` at a time if given; ``options`` switch engine features (double buffering, op
-    splitting) for what-if runs. ``fuse`` (``auto``, ``on``, ``off``) is how
+    splitting, a power cap) for what-if runs; under a cap the same schedule is also simulated
+    without it (``uncapped_trace``). ``fuse`` (``auto``, ``on``, ``off``) is how
     :func:`cost_models.fusion.fuse` treats the placed ops between scheduling and simulation:
     each legal group fused where that is cheaper on this chip, every one, or none.
     ``fuse_ops`` is the older switch: ``False`` means ``fuse="off"``, ``True`` ``fuse="on"``.
@@ -101,9 +106,13 @@ def run_graph(
     sched, table, trace = chosen.schedule, chosen.table, chosen.trace
     stream_trace = simulate(graph, chip, table, sched, options, frames, in_flight) if frames > 1 else None
     stream = frame_stats(chip, stream_trace) if stream_trace is not None else None
+    uncapped = None
+    if options is not None and options.max_power_w is not None:
+        uncapped = simulate(graph, chip, table, sched, replace(options, max_power_w=None))
     return RunResult(
         graph, chip, precision, table, sched, trace, analyze(graph, chip, trace), stream, stream_trace,
         chosen.fused, chosen.choice, quant, conversions, chosen.fusion,
+        options.max_power_w if options is not None else None, uncapped,
     )
 
 

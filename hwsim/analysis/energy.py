@@ -3,7 +3,8 @@
 Each unit draws ``active_w`` per busy core and ``idle_w`` while none of its cores is busy; the
 DRAM costs ``energy_pj_per_byte`` for every byte through it. :func:`run_energy` integrates that
 over a run; :func:`power_timeline` is the same as a step function of time, whose integral is
-:attr:`RunEnergy.total_pj`.
+:attr:`RunEnergy.total_pj`. :func:`run_power` reads the average and the peak of that timeline,
+for the chip, each unit and the DRAM.
 """
 
 from __future__ import annotations
@@ -12,11 +13,27 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from chips.schema import Chip
-from cost_models.energy import dram_energy_pj, power_w, unit_run_energy_pj
+from cost_models.energy import (
+    dram_energy_pj,
+    dram_power_w,
+    power_w,
+    unit_power_w,
+    unit_run_energy_pj,
+)
 from hwsim.analysis.busy import busy_core_steps, unit_active_ps, unit_busy_ps
 from hwsim.sim.engine import Trace
 
-__all__ = ["RunEnergy", "dram_bytes_moved", "power_timeline", "run_energy"]
+__all__ = [
+    "PowerFigures",
+    "RunEnergy",
+    "RunPower",
+    "dram_bytes_moved",
+    "dram_power_timeline",
+    "power_timeline",
+    "run_energy",
+    "run_power",
+    "unit_power_timeline",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,3 +125,86 @@ def power_timeline(chip: Chip, trace: Trace) -> tuple[tuple[int, float], ...]:
             out.append((t, w))
     out.append((trace.makespan_ps, 0.0))
     return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class PowerFigures:
+    """Power of one part of the chip over a run, in watts.
+
+    Attributes
+    ----------
+    average_w : its energy over the run's span.
+    peak_w : the highest instantaneous power.
+    peak_at_ps : when it is first reached.
+    """
+
+    average_w: float
+    peak_w: float
+    peak_at_ps: int
+
+
+@dataclass(frozen=True, slots=True)
+class RunPower:
+    """Average and peak power of a run: the chip's, each unit's (the chip's order), the DRAM's."""
+
+    chip: PowerFigures
+    units: Mapping[str, PowerFigures]
+    dram: PowerFigures
+
+
+def _figures(steps: tuple[tuple[int, float], ...], energy_pj: float, span_ps: int) -> PowerFigures:
+    """Peak of a ``(time_ps, watts)`` step function, average from its energy (pJ / ps = W)."""
+    peak_at, peak = 0, 0.0
+    for t, w in steps:
+        if t < span_ps and w > peak:
+            peak_at, peak = t, w
+    return PowerFigures(energy_pj / span_ps if span_ps > 0 else 0.0, peak, peak_at)
+
+
+def unit_power_timeline(chip: Chip, trace: Trace, unit: str) -> tuple[tuple[int, float], ...]:
+    """Power of ``unit`` over the run: ``(time_ps, watts)`` from 0 and at every change.
+
+    >>> from chips import load_chip
+    >>> from hwsim.sim.engine import OpRecord, Trace
+    >>> chip = load_chip("rk3588")
+    >>> t = Trace(10, (OpRecord("a", "Conv", "npu", 0, 2, 10, 0),), (), ())
+    >>> unit_power_timeline(chip, t, "npu") == ((0, chip.unit("npu").idle_w), (2, chip.unit("npu").active_w))
+    True
+    """
+    u = chip.unit(unit)
+    level = {0: unit_power_w(u, 0)}
+    for t, busy in busy_core_steps(r for r in trace.ops if r.unit == unit):
+        if t < trace.makespan_ps:
+            level[t] = unit_power_w(u, busy)
+    return tuple(sorted(level.items()))
+
+
+def dram_power_timeline(chip: Chip, trace: Trace) -> tuple[tuple[int, float], ...]:
+    """Power of the DRAM over the run: ``(time_ps, watts)`` from 0 and at every change."""
+    level = {0: 0.0}
+    for t, mem, use in trace.bandwidth_samples:
+        if mem == "dram" and t < trace.makespan_ps:
+            level[t] = dram_power_w(chip.dram, use)
+    return tuple(sorted(level.items()))
+
+
+def run_power(chip: Chip, trace: Trace) -> RunPower:
+    """Average and peak power of the run in ``trace``: the chip's (:func:`power_timeline`), each
+    unit's and the DRAM's. Averages are energies (:func:`run_energy`) over the makespan.
+
+    >>> from chips import load_chip
+    >>> from hwsim.sim.engine import OpRecord, Trace
+    >>> chip = load_chip("rk3588")
+    >>> p = run_power(chip, Trace(10, (OpRecord("a", "Conv", "npu", 0, 0, 10, 0),), (), ()))
+    >>> round(p.chip.peak_w, 2), p.chip.peak_at_ps, p.units["npu"].peak_w == chip.unit("npu").active_w
+    (1.23, 0, True)
+    """
+    energy, span = run_energy(chip, trace), trace.makespan_ps
+    units = {
+        u.name: _figures(unit_power_timeline(chip, trace, u.name), energy.unit_pj[u.name], span) for u in chip.units
+    }
+    return RunPower(
+        _figures(power_timeline(chip, trace), energy.total_pj, span),
+        units,
+        _figures(dram_power_timeline(chip, trace), energy.dram_pj, span),
+    )

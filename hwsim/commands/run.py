@@ -1,7 +1,8 @@
 """``hwsim run CHIP MODEL``: simulate one model on one chip and write every report.
 
 Exit codes: 0 done, 1 a deadline missed or no schedule within the latency budget, 2 bad input
-or options that do not go together (one line, nothing written).
+or options that do not go together (one line, nothing written), a power cap (``--max-power-w``)
+below what one op or transfer draws alone among them.
 """
 
 from __future__ import annotations
@@ -30,10 +31,22 @@ log = logging.getLogger("hwsim")
 
 
 def input_errors() -> tuple[type[BaseException], ...]:
-    """Exceptions of this command that mean bad input (beyond the CLI's common ones)."""
+    """Exceptions of this command that mean bad input (beyond the CLI's common ones): a bad
+    quantization binding, a power cap below what one op draws alone."""
     from graph_ir.quant_binding import BindingError
+    from hwsim.sim.power import PowerCapError
 
-    return (BindingError,)
+    return (BindingError, PowerCapError)
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
 
 
 def _positive_int(text: str) -> int:
@@ -99,6 +112,11 @@ def add_parser(sub: Any) -> None:
         help="fuse each legal conv/matmul epilogue group where it is cheaper on this chip (auto), every one (on), "
         "or none (off) (default: auto)",
     )  # fmt: skip
+    r.add_argument(
+        "--max-power-w", type=_positive_float, metavar="W",
+        help="cap the chip's instantaneous power at W watts: work waits until its power fits; the "
+        "report says what it cost (exit 2 when one op alone draws more)",
+    )  # fmt: skip
     r.add_argument("--no-double-buffer", action="store_true", help="tiled ops load, compute, store in turn")
     r.add_argument("--no-split", action="store_true", help="never split an op across the cores of a unit")
     r.add_argument("--json", action="store_true", help="print summary.json to stdout instead of the summary")
@@ -151,7 +169,7 @@ def _simulate(args: argparse.Namespace) -> tuple[RunResult, Path] | None:
         quant = resolve_graph(load_binding(args.quant), graph, str(args.quant))
     options = EngineOptions(
         double_buffer=not args.no_double_buffer, split=not args.no_split,
-        frame_order=args.frame_order or FRAME_ORDERS[0],
+        frame_order=args.frame_order or FRAME_ORDERS[0], max_power_w=args.max_power_w,
     )  # fmt: skip
     try:
         result = run_graph(

@@ -1,9 +1,10 @@
 """``report.html``: one self-contained page per run, for people rather than tools.
 
 Sections (:data:`SECTIONS`): summary, warnings (op types without a cost formula, dtype
-fallbacks), per-unit table, schedule and critical path, the domain x domain traffic matrix, the
-top ops by time and by DRAM bytes, the scheduler's decisions (``Placement.reason``), the fusion
-decisions (:class:`cost_models.fusion.FusionDecision`) and a "more"
+fallbacks), per-unit table, schedule and critical path, the domain x domain traffic matrix,
+power (average and peak per unit, a power cap's cost, the temperature), the top ops by time and by
+DRAM bytes, the scheduler's decisions (``Placement.reason``), the fusion decisions
+(:class:`cost_models.fusion.FusionDecision`) and a "more"
 table holding every ``summary.json`` key no section shows (each section names the keys it
 shows), so fields added later still appear. Figures come in as :class:`Figure` objects, each
 naming the section that shows it (the report registry, :data:`hwsim.report.files.REPORTS`).
@@ -35,7 +36,7 @@ from typing import Any
 from chips.units import PS_PER_MS
 from hwsim.pipeline import RunResult
 from hwsim.report.summary import Summary
-from hwsim.report.terminal import contention_words
+from hwsim.report.terminal import contention_words, power_words
 
 __all__ = ["SECTIONS", "SHOWN_SUMMARY_KEYS", "TOP_N", "Figure", "Section", "html_report"]
 
@@ -321,6 +322,17 @@ def _fusion_section(page: _Page) -> str:
     return body + _capped(len(f.decisions), TOP_N, "fusion groups")
 
 
+def _power_section(page: _Page) -> str:
+    p = page.summary.power
+    if p is None:
+        return ""
+    rows: list[tuple[object, ...]] = [("chip", f"{p.chip.average_w:.3f}", f"{p.chip.peak_w:.3f}", _ms(p.chip.peak_at_ms))]
+    rows += [(u, f"{x.average_w:.3f}", f"{x.peak_w:.3f}", _ms(x.peak_at_ms)) for u, x in p.units]
+    rows.append(("DRAM", f"{p.dram.average_w:.3f}", f"{p.dram.peak_w:.3f}", _ms(p.dram.peak_at_ms)))
+    words = "".join(f"<p>{_e(w)}</p>" for w in power_words(page.summary))
+    return words + _table(["", "average W", "peak W", "peak at ms"], rows)
+
+
 def _more_section(page: _Page) -> str:
     s = page.summary.to_json()
     extra = sorted(k for k in s if k not in SHOWN_SUMMARY_KEYS)
@@ -366,6 +378,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("units", "Units", _units_section, frozenset({"units", "ops_per_unit"})),
     Section("critical_path", "Schedule and critical path", _critical_path_section, frozenset({"critical_path"})),
     Section("traffic", "Traffic between memory domains", _traffic_section, frozenset({"traffic"})),
+    Section("power", "Power", _power_section, frozenset({"power"})),
     Section("top_ops", "Top ops", _top_ops_section),
     Section("decisions", "Scheduler decisions", _decisions_section),
     Section("fusion", "Fusion decisions", _fusion_section, frozenset({"fusion"})),

@@ -17,11 +17,12 @@ asked for.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from chips.units import NS_PER_MS
+from chips.units import NS_PER_MS, PS_PER_MS
 from hwsim.analysis.analyze import TrafficRow, UnitUsage
+from hwsim.analysis.energy import PowerFigures, run_power
 from hwsim.pipeline import RunResult
 from hwsim.policy_check import Candidate, ScheduleChoice
 from scheduler.bounds import lower_bound_ns
@@ -31,10 +32,13 @@ __all__ = [
     "DeadlineSummary",
     "EnergyMode",
     "FusionSummary",
+    "PowerLine",
+    "PowerSummary",
     "QuantSummary",
     "ScheduleFigures",
     "StreamSummary",
     "Summary",
+    "ThermalSummary",
     "build_summary",
     "dtype_fallback_ops",
     "requested_policy",
@@ -182,6 +186,75 @@ class QuantSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class PowerLine:
+    """Average and peak power of the chip, a unit or the DRAM (W), and when it peaks (ms)."""
+
+    average_w: float
+    peak_w: float
+    peak_at_ms: float
+
+    @classmethod
+    def of(cls, f: PowerFigures) -> PowerLine:
+        return cls(_r(f.average_w), _r(f.peak_w), _r(f.peak_at_ps / PS_PER_MS))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"average_w": self.average_w, "peak_w": self.peak_w, "peak_at_ms": self.peak_at_ms}
+
+
+@dataclass(frozen=True, slots=True)
+class PowerSummary:
+    """Power of the run ``trace.json`` shows (the stream with ``--frames N``, over ``frames``):
+    the chip's, each unit's, the DRAM's (:func:`hwsim.analysis.energy.run_power`). Under a cap
+    (``--max-power-w``), the cap and what it cost: the one-frame latency of the same schedule
+    without it."""
+
+    frames: int
+    chip: PowerLine
+    units: tuple[tuple[str, PowerLine], ...]
+    dram: PowerLine
+    max_power_w: float | None = None
+    uncapped_latency_ms: float | None = None
+    uncapped_peak_w: float | None = None
+    cap_cost_ms: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "frames": self.frames,
+            **self.chip.to_json(),
+            "units": {u: line.to_json() for u, line in self.units},
+            "dram": self.dram.to_json(),
+        }
+        if self.max_power_w is not None:
+            out["max_power_w"] = self.max_power_w
+            out["uncapped_latency_ms"] = self.uncapped_latency_ms
+            out["uncapped_peak_w"] = self.uncapped_peak_w
+            out["cap_cost_ms"] = self.cap_cost_ms
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ThermalSummary:
+    """The chip's temperature over the run ``trace.json`` shows (a chip with a thermal model)."""
+
+    ambient_c: float
+    throttle_c: float
+    peak_c: float
+    peak_at_ms: float
+    throttled_ms: float
+    throttled_ops: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ambient_c": self.ambient_c,
+            "throttle_c": self.throttle_c,
+            "peak_c": self.peak_c,
+            "peak_at_ms": self.peak_at_ms,
+            "throttled_ms": self.throttled_ms,
+            "throttled_ops": self.throttled_ops,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Summary:
     """What ``summary.json`` says about a run (see the module docstring); build with :func:`build_summary`.
 
@@ -225,6 +298,8 @@ class Summary:
     deadlines: tuple[DeadlineSummary, ...] = ()
     quant: QuantSummary | None = None
     fusion: FusionSummary | None = None
+    power: PowerSummary | None = None
+    thermal: ThermalSummary | None = None
 
     @property
     def cross_domain_transfers(self) -> int:
@@ -282,6 +357,8 @@ class Summary:
             **(self.stream.to_json() if self.stream is not None else {}),
             **self._choice_json(),
             **({"quant": self.quant.to_json()} if self.quant is not None else {}),
+            **({"power": self.power.to_json()} if self.power is not None else {}),
+            **({"thermal": self.thermal.to_json()} if self.thermal is not None else {}),
         }
 
     def _choice_json(self) -> dict[str, Any]:
@@ -372,6 +449,31 @@ def _fusion(result: RunResult) -> FusionSummary | None:
     if f is None:
         return None
     return FusionSummary(f.mode, len(f.decisions), f.kept, f.rolled_back)
+def _power(result: RunResult) -> PowerSummary:
+    trace = result.stream_trace if result.stream_trace is not None else result.trace
+    p = run_power(result.chip, trace)
+    units = tuple((u, PowerLine.of(f)) for u, f in p.units.items())
+    line = PowerSummary(trace.frames, PowerLine.of(p.chip), units, PowerLine.of(p.dram))
+    uncapped = result.uncapped_trace
+    cap = result.max_power_w
+    if uncapped is None or cap is None:
+        return line
+    free_ms = _r(uncapped.makespan_ps / PS_PER_MS)
+    capped_ms = _r(result.trace.makespan_ps / PS_PER_MS)
+    free_peak = _r(run_power(result.chip, uncapped).chip.peak_w)
+    return replace(line, max_power_w=cap, uncapped_latency_ms=free_ms, uncapped_peak_w=free_peak,
+                   cap_cost_ms=_r(capped_ms - free_ms))  # fmt: skip
+
+
+def _thermal(result: RunResult) -> ThermalSummary | None:
+    trace = result.stream_trace if result.stream_trace is not None else result.trace
+    spec, log = result.chip.thermal, trace.thermal
+    if spec is None or log is None:
+        return None
+    return ThermalSummary(
+        spec.ambient_c, spec.throttle_c, _r(log.peak_c), _r(log.peak_at_ps / PS_PER_MS),
+        _r(log.throttled_ps / PS_PER_MS), log.throttled_ops,
+    )  # fmt: skip
 
 
 def dtype_fallback_ops(result: RunResult) -> dict[str, int]:
@@ -449,4 +551,6 @@ def build_summary(result: RunResult) -> Summary:
         deadlines=_deadlines(c),
         quant=_quant(result),
         fusion=_fusion(result),
+        power=_power(result),
+        thermal=_thermal(result),
     )

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from hwsim.report.summary import Summary
 
-__all__ = ["contention_words", "format_summary", "unit_lines"]
+__all__ = ["contention_words", "format_summary", "power_words", "unit_lines"]
 
 
 def _mb(n: float) -> str:
@@ -35,6 +35,28 @@ def contention_words(s: Summary) -> str:
         f"({c.bandwidth_stretch_on_critical_path_ms:.3f} ms on the critical path); "
         f"waits: cores {c.core_wait_ms:.3f} ms, DMA {c.dma_wait_ms:.3f} ms"
     )
+
+
+def power_words(s: Summary) -> list[str]:
+    """The chip's average and peak power, what a cap cost, the temperature: lines of words
+    (the terminal and report.html show them)."""
+    p = s.power
+    if p is None:
+        return []
+    of = f" over {p.frames} frames" if p.frames > 1 else ""
+    out = [f"average {p.chip.average_w:.3f} W, peak {p.chip.peak_w:.3f} W at {p.chip.peak_at_ms:.3f} ms{of}"]
+    if p.max_power_w is not None:
+        out.append(
+            f"cap {p.max_power_w:g} W held: latency {s.latency_ms:.3f} ms against {p.uncapped_latency_ms:.3f} ms "
+            f"without it (+{p.cap_cost_ms:.3f} ms; uncapped peak {p.uncapped_peak_w:.3f} W)"
+        )
+    t = s.thermal
+    if t is not None:
+        out.append(
+            f"temperature peak {t.peak_c:.2f} C at {t.peak_at_ms:.3f} ms (throttle at {t.throttle_c:g} C): "
+            f"throttled {t.throttled_ms:.3f} ms, {t.throttled_ops} op(s) started throttled"
+        )
+    return out
 
 
 def _defaults_line(s: Summary) -> list[str]:
@@ -112,6 +134,7 @@ def format_summary(s: Summary, out_dir: Path | None = None) -> str:
         f"  cross-domain  {_mb(s.cross_domain_bytes)} in {s.cross_domain_transfers} transfers"
         + (f" ({parts})" if parts else "")
     )
+    lines += [f"  {'power' if k == 0 else '':<14}{w}" for k, w in enumerate(power_words(s))]
     lines += _stream_line(s)
     lines += _choice_lines(s)
     lines += _quant_line(s)

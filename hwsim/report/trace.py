@@ -6,7 +6,8 @@ Layout of the trace:
 - one process ``DMA`` with one thread per (link, channel); both directions of a bidirectional
   link share its channels, as they do in the engine, so a track is named ``cpu<->npu ch0``;
 - one process ``memory`` holding a bandwidth counter (GB/s) per memory (the shared DRAM and
-  every SRAM domain); every unit process also holds a ``busy cores`` counter and a
+  every SRAM domain), the chip's power (W) and, for a chip with a thermal model, its
+  temperature (``chip temperature (C)``); every unit process also holds a ``busy cores`` counter and a
   ``utilization`` counter (busy cores over cores, in percent);
 - one complete event (``"ph": "X"``) per op and per DMA transfer; ``args.stretch_us`` says how
   much longer sharing a memory's bandwidth made it (only when it did);
@@ -300,7 +301,8 @@ def _flow_events(
 
 
 def _counter_events(ev: _Events, chip: Chip, trace: Trace, tracks: _Tracks) -> None:
-    """Busy cores and utilization per unit; bandwidth per memory; chip power."""
+    """Busy cores and utilization per unit; bandwidth per memory; chip power; the temperature
+    (a chip with a thermal model)."""
     for u in chip.units:
         pid = tracks.unit_pid[u.name]
         steps = busy_core_steps(r for r in trace.ops if r.unit == u.name)
@@ -326,6 +328,12 @@ def _counter_events(ev: _Events, chip: Chip, trace: Trace, tracks: _Tracks) -> N
         )  # fmt: skip
     for t, watts in power_timeline(chip, trace):
         ev.add({"name": "chip power (W)", "ph": "C", "ts": _us(_ns(t)), "pid": tracks.memory_pid, "args": {"W": round(watts, 9)}})
+    if trace.thermal is not None:  # a chip with a thermal model
+        for t, temp_c in trace.thermal.samples:
+            ev.add(
+                {"name": "chip temperature (C)", "ph": "C", "ts": _us(_ns(t)), "pid": tracks.memory_pid,
+                 "args": {"C": round(temp_c, 9)}}
+            )  # fmt: skip
 
 
 def _other_data(result: RunResult, trace: Trace) -> dict[str, Any]:

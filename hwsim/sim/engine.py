@@ -50,6 +50,13 @@ frames (:mod:`hwsim.sim.frames`):
 All inputs are there at time 0, or, with ``in_flight = K``, frame ``i`` is admitted when frame
 ``i - K`` completes; a core never runs an op of a frame not yet admitted (interleaved).
 
+Two what-ifs change the run only when asked for. A power cap (``EngineOptions.max_power_w``,
+:mod:`hwsim.sim.power`) is a resource like the cores: an op or a transfer starts only when the
+power it adds fits under the cap, else its core or link waits. A chip with a thermal model
+(``Chip.thermal``, :mod:`hwsim.sim.thermal`) heats with the power; an op that starts while the
+chip is at or above the throttle temperature runs its clock-bound compute at the throttled
+clock. The temperature is in ``Trace.thermal``.
+
 How the code is laid out:
 
 - :mod:`hwsim.sim.plan` resolves the schedule into arrays by op and transfer index;
@@ -76,6 +83,7 @@ from hwsim.sim.blocks import Block, op_blocks, op_time_ns
 from hwsim.sim.frames import Admission, Core, dispatch_for
 from hwsim.sim.options import FRAME_ORDERS, EngineOptions, SimulationError
 from hwsim.sim.plan import Plan, plan
+from hwsim.sim.power import PowerGate, blocks_dram_w, check_cap, chip_power_now, transfer_dram_w
 from hwsim.sim.records import (
     OpLog,
     OpPhase,
@@ -87,6 +95,7 @@ from hwsim.sim.records import (
 )
 from hwsim.sim.resources import ChannelPool, CorePool, Flow, SharedBandwidth
 from hwsim.sim.splitting import shard_cost
+from hwsim.sim.thermal import ThermalState
 from scheduler.schedule import Schedule
 
 __all__ = [
@@ -173,6 +182,12 @@ class Simulation:
         cores = [k for keys in self._core_keys.values() for k in keys]
         self._core_rank = {k: r for r, k in enumerate(cores)}
         self._to_check: set[Core] = set(cores)
+        self.power: PowerGate | None = None
+        if options.max_power_w is not None:
+            check_cap(chip, p, options.max_power_w, self.checked_shard_cost, options.double_buffer)
+            self.power = PowerGate(chip, p, options.max_power_w)
+            self._transfer_w = [transfer_dram_w(chip, p, j) for j in range(self.n_x)]
+        self.thermal = ThermalState(chip.thermal) if chip.thermal is not None else None
 
     # ---- the loop
 
@@ -198,6 +213,9 @@ class Simulation:
                 t_next = t_flow
             else:
                 t_next = t_heap
+            if self.thermal is not None:
+                watts = chip_power_now(self._chip, self.pools, bandwidth.use_bytes_per_ps("dram"))
+                self.thermal.advance(self.now, t_next, watts)
             bandwidth.advance(t_next - self.now)
             self.now = t_next
             done = bandwidth.release_finished(t_next)
@@ -254,6 +272,7 @@ class Simulation:
         return build_trace(
             self.op_log, self.transfer_log, self.bandwidth.samples, dict(self.plan.capacity_bytes_per_ps),
             self.frames, self.admission.admissions(), self.in_flight, self.options.frame_order,
+            self.thermal.log() if self.thermal is not None else None,
         )  # fmt: skip
 
     # ---- tensors and frames
@@ -307,6 +326,17 @@ class Simulation:
             self._shard_costs[key] = shard_cost(op, unit, self._chip, self._precision_of(op.name), shards)
         return self._shard_costs[key]
 
+    def checked_shard_cost(self, i: int, shards: int) -> OpCost:
+        """:meth:`shard_cost` of a split the plan has checked (``Placement.cores``)."""
+        cost = self.shard_cost(i, shards)
+        assert cost is not None
+        return cost
+
+    def cost_now(self, i: int, shards: int) -> OpCost:
+        """The cost op ``i`` runs with as ``shards`` shards if it starts now (throttled when hot)."""
+        cost = self.checked_shard_cost(i, shards)
+        return self.thermal.cost_now(cost) if self.thermal is not None else cost
+
     def best_shards(self, i: int, most: int) -> int:
         """The number of shards, up to ``most``, with the shortest uncontended time for op ``i``."""
         double_buffer = self.options.double_buffer
@@ -342,7 +372,7 @@ class Simulation:
             if want is None or want <= 1:
                 continue
             cores = pool.request(k[1], want - 1)
-            if cores is not None:
+            if cores is not None and self.power_fits(k, inst, cores):
                 self.launch(k, inst, cores)
 
     def _start_others(self, candidates: list[Core]) -> None:
@@ -367,14 +397,48 @@ class Simulation:
                 if spare:
                     cores = (core, *spare[: self.best_shards(i, 1 + len(spare)) - 1])
             pool.acquire(cores)
+            if not self.power_fits(k, inst, cores):
+                if len(cores) == 1:
+                    continue
+                cores = (core,)  # the split does not fit under the power cap: one core may
+                pool.acquire(cores)
+                if not self.power_fits(k, inst, cores):
+                    continue
             self.launch(k, inst, cores)
+
+    def power_fits(self, k: Core, inst: int, cores: tuple[int, ...]) -> bool:
+        """Op instance ``inst`` may start on ``cores`` (taken) under the power cap; when it may
+        not, the cores are given back and ``k`` waits for power to be released."""
+        gate = self.power
+        if gate is None:
+            return True
+        i, pool = inst % self.n_ops, self.pools[k[0]]
+        blocks = op_blocks(self.cost_now(i, len(cores)), self.options.double_buffer, len(cores))
+        dram_w = blocks_dram_w(self._chip, self.plan.memory[i], blocks, gate.dram_capacity)
+        if gate.take_op(inst, k[0], sum(pool.busy) - len(cores), len(cores), dram_w):
+            return True
+        pool.release(cores)
+        gate.blocked_cores.add(k)
+        return False
+
+    def power_released(self) -> None:
+        """Power was given back: cores and links that waited for it look again."""
+        gate = self.power
+        assert gate is not None
+        self._to_check.update(gate.blocked_cores)
+        gate.blocked_cores.clear()
+        if gate.links_blocked:
+            gate.links_blocked = False
+            self._links_may_grant = True
+
 
     def launch(self, k: Core, inst: int, cores: tuple[int, ...]) -> None:
         """Start op instance ``inst`` on ``cores`` (already taken; ``k``'s core first)."""
         i = inst % self.n_ops
         shards = len(cores)
-        cost = self.shard_cost(i, shards)
-        assert cost is not None
+        cost = self.cost_now(i, shards)
+        if self.thermal is not None and self.thermal.throttled:
+            self.thermal.throttled_ops += 1
         self.dispatch.took(k, inst)
         log, now = self.op_log, self.now
         log.start_ps[inst] = now
@@ -423,7 +487,11 @@ class Simulation:
         p = self.plan
         i = inst % self.n_ops
         unit = p.unit[i]
-        self.pools[unit].release(self.op_log.used_cores[inst] or (p.core[i],))
+        cores = self.op_log.used_cores[inst] or (p.core[i],)
+        self.pools[unit].release(cores)
+        if self.power is not None:
+            self.power.release_op(inst, unit, sum(self.pools[unit].busy), len(cores))
+            self.power_released()
         self._to_check.update(self._core_keys[unit])
         frame = inst // self.n_ops
         for name in p.outputs[i]:
@@ -441,11 +509,17 @@ class Simulation:
             self.now,
             self.transfer_log,
         )
+        admit = self._admit_transfer if self.power is not None else None
         for pool in self.links.values():
-            for xi, channel in pool.grant():
+            for xi, channel in pool.grant(admit):
                 log.channel[xi] = channel
                 log.start_ps[xi] = now
                 self.push(now + latency[xi % n_x], (_TRANSFER_BODY, xi))
+
+    def _admit_transfer(self, xi: int) -> bool:
+        """Transfer instance ``xi`` may take a channel under the power cap (its DRAM power fits)."""
+        assert self.power is not None
+        return self.power.take_transfer(xi, self._transfer_w[xi % self.n_x])
 
     def stream_transfer(self, xi: int) -> bool:
         """The transfer's latency is paid: stream its bytes; True when a flow was added."""
@@ -465,6 +539,9 @@ class Simulation:
         j = xi % self.n_x
         self.links[xp.link[j]].release(self.transfer_log.channel[xi])
         self._links_may_grant = True
+        if self.power is not None:
+            self.power.release_transfer(xi)
+            self.power_released()
         frame = xi // self.n_x
         self.arrive(frame, xp.transfers[j].tensor, xp.transfers[j].dst_domain)
         self.frame_done(frame)

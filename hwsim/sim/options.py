@@ -22,9 +22,11 @@ class EngineOptions:
     per tile in turn). ``split``: ops the unit can split run over its idle cores when their
     placement does not fix the number of cores (``Placement.cores is None``). ``frame_order``
     (one of :data:`FRAME_ORDERS`): how a core mixes the ops of several frames
-    (:mod:`hwsim.sim.frames`).
+    (:mod:`hwsim.sim.frames`). ``max_power_w``: a cap on the chip's instantaneous power; work
+    waits until its power fits (:mod:`hwsim.sim.power`; None: no cap).
     """
 
     double_buffer: bool = True
     split: bool = True
     frame_order: str = "interleaved"
+    max_power_w: float | None = None

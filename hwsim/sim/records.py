@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from chips.units import PS_PER_NS
+from hwsim.sim.thermal import ThermalLog
 from scheduler.schedule import Transfer
 
 __all__ = ["OpLog", "OpPhase", "OpRecord", "Trace", "TransferLog", "TransferRecord", "build_trace"]
@@ -113,6 +114,8 @@ class Trace:
     in_flight: int | None = None
     #: How cores ordered the frames' ops (:data:`hwsim.sim.options.FRAME_ORDERS`).
     frame_order: str = "interleaved"
+    #: The temperature over the run (a chip with a thermal model; None: none).
+    thermal: ThermalLog | None = None
 
     @property
     def makespan_ns(self) -> float:
@@ -225,6 +228,7 @@ def build_trace(
     frame_admit_ps: Sequence[int] = (),
     in_flight: int | None = None,
     frame_order: str = "interleaved",
+    thermal: ThermalLog | None = None,
 ) -> Trace:
     """The :class:`Trace` of a finished run; its makespan is the last record's end (0 if none)."""
     op_records = ops.records()
@@ -232,5 +236,5 @@ def build_trace(
     makespan = max([r.end_ps for r in op_records] + [r.end_ps for r in x_records] + [0])
     return Trace(
         makespan, tuple(op_records), tuple(x_records), tuple(bandwidth_samples),
-        dict(capacity_bytes_per_ps), frames, tuple(frame_admit_ps), in_flight, frame_order,
+        dict(capacity_bytes_per_ps), frames, tuple(frame_admit_ps), in_flight, frame_order, thermal,
     )  # fmt: skip

@@ -12,6 +12,9 @@ handed, so each can be tried alone.
 - :class:`SharedBandwidth`: the bandwidth of every memory (the shared DRAM, an SRAM domain's
   own), shared max-min fairly by the flows streaming through it at the same moment, each flow
   also capped at its own uncontended rate (:func:`max_min_rates`).
+- :class:`PowerBudget`: a power cap in watts (``hwsim run --max-power-w``); an op or a transfer
+  takes the power it may add for as long as it runs, or waits (:mod:`hwsim.sim.power` says how
+  much each takes).
 """
 
 from __future__ import annotations
@@ -19,13 +22,13 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from hwsim.sim.options import SimulationError
 
-__all__ = ["ChannelPool", "CorePool", "Flow", "SharedBandwidth", "max_min_rates"]
+__all__ = ["ChannelPool", "CorePool", "Flow", "PowerBudget", "SharedBandwidth", "max_min_rates"]
 
 T = TypeVar("T")
 O = TypeVar("O", bound=Hashable)
@@ -127,17 +130,66 @@ class ChannelPool(Generic[T]):
         """Queue ``transfer`` for a channel (it starts at the next :meth:`grant` with one free)."""
         self._queue.append(transfer)
 
-    def grant(self) -> list[tuple[T, int]]:
-        """Hand free channels to waiting transfers, oldest first: ``(transfer, channel)`` pairs."""
+    def grant(self, admit: Callable[[T], bool] | None = None) -> list[tuple[T, int]]:
+        """Hand free channels to waiting transfers, oldest first: ``(transfer, channel)`` pairs.
+
+        ``admit`` (optional) may hold the oldest waiting transfer back (it returns False): the
+        queue stays as it is, first in first out, until a later grant admits it.
+        """
         out = []
         queue, free = self._queue, self._free
         while queue and free:
+            if admit is not None and not admit(queue[0]):
+                break
             out.append((queue.popleft(), heapq.heappop(free)))
         return out
 
     def release(self, channel: int) -> None:
         """Give ``channel`` back (a transfer on it ended)."""
         heapq.heappush(self._free, channel)
+
+
+class PowerBudget:
+    """A power cap, in watts: what is drawn regardless (``base_w``) plus what running work took.
+
+    Work takes the power it may add when it starts (:meth:`request`) and gives it back when it
+    ends (:meth:`release`); a request that would go over the cap takes nothing and the work
+    waits, like a core or a DMA channel.
+
+    >>> cap = PowerBudget(5.0, base_w=1.0)
+    >>> cap.request(3.0), cap.request(2.0)  # 1 + 3 fits, 1 + 3 + 2 does not
+    (True, False)
+    >>> cap.release(3.0); cap.request(2.0), cap.in_use_w
+    (True, 3.0)
+    """
+
+    __slots__ = ("cap_w", "in_use_w")
+
+    #: Relative slack for float round-off when a request just reaches the cap.
+    EPS = 1e-9
+
+    def __init__(self, cap_w: float, base_w: float = 0.0) -> None:
+        if not cap_w > 0:
+            raise ValueError(f"a power cap must be a positive number of watts, got {cap_w}")
+        if base_w > cap_w * (1 + self.EPS):
+            raise ValueError(f"the cap ({cap_w:g} W) is below the power drawn regardless ({base_w:g} W)")
+        self.cap_w = cap_w
+        self.in_use_w = base_w
+
+    def fits(self, watts: float) -> bool:
+        """``watts`` more stay within the cap."""
+        return self.in_use_w + watts <= self.cap_w * (1 + self.EPS)
+
+    def request(self, watts: float) -> bool:
+        """Take ``watts`` if they fit (True), else take nothing (False)."""
+        if not self.fits(watts):
+            return False
+        self.in_use_w += watts
+        return True
+
+    def release(self, watts: float) -> None:
+        """Give back ``watts`` taken by :meth:`request`."""
+        self.in_use_w -= watts
 
 
 @dataclass(slots=True)
@@ -245,6 +297,10 @@ class SharedBandwidth(Generic[O]):
         flow = Flow(self._seq, nbytes, cap, uses, owner)
         self.flows.append(flow)
         return flow
+
+    def use_bytes_per_ps(self, memory: str) -> float:
+        """The total rate streaming through ``memory`` now (as of the last :meth:`reallocate`)."""
+        return self._last_use[memory]
 
     def next_end_ps(self) -> int | None:
         """When the first flow ends at the current rates (None: nothing streams)."""

@@ -208,3 +208,32 @@ class TestSharedBandwidth:
         bw.request(10, 1.0, {"sram0": 1.0}, "stuck")
         with pytest.raises(SimulationError, match="zero-capacity memory: sram0"):
             bw.reallocate(0)
+
+
+class TestPowerBudget:
+    def test_a_request_fits_or_takes_nothing(self):
+        from hwsim.sim.resources import PowerBudget
+
+        cap = PowerBudget(5.0, base_w=1.0)
+        assert cap.request(3.0) and cap.in_use_w == 4.0
+        assert not cap.request(1.5) and cap.in_use_w == 4.0  # 5.5 W would pass the cap
+        assert cap.request(1.0) and cap.in_use_w == 5.0  # exactly the cap fits
+        cap.release(3.0)
+        assert cap.in_use_w == 2.0 and cap.fits(3.0) and not cap.fits(3.1)
+
+    def test_a_cap_below_the_base_or_not_positive_is_refused(self):
+        from hwsim.sim.resources import PowerBudget
+
+        with pytest.raises(ValueError, match="below the power drawn regardless"):
+            PowerBudget(1.0, base_w=2.0)
+        with pytest.raises(ValueError, match="positive"):
+            PowerBudget(0.0)
+
+
+def test_grant_with_admit_holds_the_queue_in_order():
+    link: ChannelPool[str] = ChannelPool("a<->b", 3)
+    for t in ("x", "y", "z"):
+        link.request(t)
+    assert link.grant(lambda t: t != "y") == [("x", 0)]  # y held back; z stays behind it
+    assert link.waiting == 2 and link.free == 2
+    assert link.grant() == [("y", 1), ("z", 2)]
