@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import onnx
@@ -51,7 +52,7 @@ class _Builder:
         self.inits.append(numpy_helper.from_array(arr, n))
         return n
 
-    def node(self, op: str, inputs: Sequence[str], shapes: Sequence[tuple[int, ...]], **attrs: object) -> list[str]:
+    def node(self, op: str, inputs: Sequence[str], shapes: Sequence[tuple[int, ...]], **attrs: Any) -> list[str]:
         name = self.name(op)
         outs = [f"{name}_out{k}" for k in range(len(shapes))]
         self.nodes.append(helper.make_node(op, list(inputs), outs, name=name, **attrs))
@@ -116,14 +117,16 @@ def models(draw: st.DrawFn, ops: Sequence[str] = ALL_OPS, max_nodes: int = 8, mi
     seed = draw(st.integers(0, 2**32 - 1))
     b = _Builder(np.random.default_rng(seed))
     b.shapes["x"] = (1, draw(st.integers(1, 6)), draw(st.integers(2, 5)), draw(st.integers(2, 5)))
-    for op in draw(st.lists(st.sampled_from(list(ops)), min_size=min_nodes, max_size=max_nodes)):
+    drawn: list[str] = draw(st.lists(st.sampled_from(list(ops)), min_size=min_nodes, max_size=max_nodes))
+    for op in drawn:
         _add_op(draw, b, op)
     if not b.nodes:
         b.node("Relu", ["x"], [b.shapes["x"]])
     made = [o for nd in b.nodes for o in nd.output]
     outputs = [o for o in made if o not in b.read]
     extra = [o for o in made if o in b.read and len(b.shapes[o]) == 4]
-    if extra and draw(st.booleans()):
+    also_read: bool = draw(st.booleans())
+    if extra and also_read:
         outputs.append(draw(st.sampled_from(extra)))
     graph = helper.make_graph(
         b.nodes, "random", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(b.shapes["x"]))],
