@@ -194,11 +194,13 @@ def split_node(
 
 def replace_nodes(graph: Graph, old: Sequence[onnx.NodeProto], new: Sequence[onnx.NodeProto]) -> None:
     """Remove ``old`` from ``graph`` and put ``new`` where the first of them was; the node list is
-    then re-sorted topologically (``new`` may read tensors made after that place)."""
-    ids = {id(n) for n in old}
-    first = next((k for k, n in enumerate(graph.node) if id(n) in ids), len(graph.node))
-    kept = [n for n in graph.node if id(n) not in ids]
-    before = sum(1 for n in graph.node[:first] if id(n) not in ids)
+    then re-sorted topologically (``new`` may read tensors made after that place). Nodes are
+    matched by content (protobuf wrappers have no stable identity)."""
+    gone = [n.SerializeToString(deterministic=True) for n in old]
+    is_old = [n.SerializeToString(deterministic=True) in gone for n in graph.node]
+    first = is_old.index(True) if any(is_old) else len(is_old)
+    kept = [n for n, o in zip(graph.node, is_old, strict=True) if not o]
+    before = sum(1 for o in is_old[:first] if not o)
     nodes = [*kept[:before], *new, *kept[before:]]
     nodes = topo_nodes(nodes)
     del graph.node[:]

@@ -67,8 +67,9 @@ def _weights(rng: np.random.Generator, shape: tuple[int, ...], fan_in: int) -> n
 
 def _add_op(draw: st.DrawFn, b: _Builder, op: str) -> None:
     """Add one ``op`` reading tensors already drawn."""
-    tensors = sorted(t for t, s in b.shapes.items() if len(s) == 4)
-    x = draw(st.sampled_from(tensors))
+    tensors = [t for t, s in b.shapes.items() if len(s) == 4]
+    chain: bool = draw(st.booleans())  # half the time read the newest tensor: chains like conv -> bn
+    x = tensors[-1] if chain else draw(st.sampled_from(tensors))
     n, c, h, w = b.shapes[x]
     if op == "Conv":
         co, k = draw(st.integers(1, 8)), draw(st.sampled_from([1, 3]))
