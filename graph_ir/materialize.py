@@ -62,10 +62,13 @@ def absent_tensor(name: str, shape: Sequence[int], dtype: int, location: str) ->
     return t
 
 
-def fill_absent_weights(model: onnx.ModelProto, base_dir: str | Path | None = None, seed: int = 0) -> onnx.ModelProto:
+def fill_absent_weights(
+    model: onnx.ModelProto, base_dir: str | Path | None = None, seed: int = 0, random: bool = True
+) -> onnx.ModelProto:
     """A copy of ``model`` whose external initializers have values: read from their file where it
-    exists under ``base_dir``, else seeded random values of a realistic range (see the module
-    docstring). Non-float absent initializers get zeros.
+    exists under ``base_dir``, else (``random``) seeded random values of a realistic range (see
+    the module docstring; non-float absent initializers get zeros) or (not ``random``) left
+    absent.
 
     >>> from onnx import helper
     >>> w = absent_tensor("w", (4, 4), TensorProto.FLOAT, "absent.bin")
@@ -87,6 +90,8 @@ def fill_absent_weights(model: onnx.ModelProto, base_dir: str | Path | None = No
             onnx.external_data_helper.load_external_data_for_tensor(t, str(base_dir))
             t.data_location = TensorProto.DEFAULT
             del t.external_data[:]
+            continue
+        if not random:
             continue
         arr = _random_values(t, roles.get(t.name), rng)
         out.graph.initializer[i].CopyFrom(numpy_helper.from_array(arr, t.name))

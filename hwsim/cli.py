@@ -42,6 +42,7 @@ COMMANDS: dict[str, str] = {
     "schedule": "hwsim.commands.schedule",
     "fingerprint": "hwsim.commands.fingerprint",
     "validate": "hwsim.commands.validate",
+    "rewrite": "hwsim.commands.rewrite",
 }
 
 #: The packages hwsim imports that ``pip`` installs (the ``dependencies`` of pyproject.toml):
