@@ -21,7 +21,12 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hwsim.commands.common import add_chip_model_arguments, add_debug, add_model_options, load_chip_variant
+from hwsim.commands.common import (
+    add_chip_model_arguments,
+    add_debug,
+    add_model_options,
+    load_chip_variant,
+)
 
 if TYPE_CHECKING:
     import onnx
