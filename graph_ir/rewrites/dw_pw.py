@@ -59,7 +59,7 @@ def dw_pw(model: onnx.ModelProto, options: PassOptions) -> PassResult:
             continue
         weight = inits[node.input[1]]
         group = int(edit.attr(node, "group", 1))
-        if group > 1 and int(weight.dims[1]) == 1:  # depthwise: one input channel per group
+        if int(weight.dims[1]) == 1:  # depthwise: one input channel per group (a 1-channel input too)
             readers = [] if node.output[0] in outputs else consumers.get(node.output[0], [])
             site, new, reason = _merge_site(graph, node, readers, inits)
         elif group == 1 and math.prod(weight.dims[2:]) > 1:
