@@ -111,7 +111,7 @@ def test_grouped_conv_is_skipped() -> None:
 
 
 #: bundled model -> convs padded to 32 channels (the NPU's array width on the bundled RK3588).
-BUNDLED = {"mobilenetv2": 5, "squeezenet11": 5, "yolov5n": 5, "yolov8n": 9}
+BUNDLED = {"mobilenetv2": 5, "squeezenet11": 5, "yolov5m": 7, "yolov5n": 5, "yolov8n": 9}
 
 
 @pytest.mark.parametrize("name", ["mobilenetv2", "squeezenet11"])
