@@ -15,8 +15,12 @@ from tests.graph_ir.rewrites.strategies import models
 @given(model=models(ops=("Identity", "Dropout", "Reshape", "Transpose", "Cast", "Relu", "Conv", "Concat")))
 def test_random_graphs(model: onnx.ModelProto) -> None:
     result = proven("eliminate_identity", model)
-    left = [n.name for n in result.model.graph.node if n.op_type in ("Identity", "Dropout", "Transpose", "Cast")]
-    assert sorted(left) == sorted(s.nodes[0] for s in result.skipped)
+    # every pass-through op the strategy makes (Transpose/Cast are always no-ops there) is gone
+    # unless skipped, and a skipped node is still there
+    left = {n.name for n in result.model.graph.node}
+    kept = {n.name for n in result.model.graph.node if n.op_type in ("Identity", "Dropout", "Transpose", "Cast")}
+    skipped = {s.nodes[0] for s in result.skipped}
+    assert kept <= skipped <= left
 
 
 def _chain(*nodes: onnx.NodeProto, outputs: tuple[str, ...] = ("y",)) -> onnx.ModelProto:
