@@ -45,6 +45,7 @@ COMMANDS: dict[str, str] = {
     "quantize": "hwsim.commands.quantize",
     "accuracy": "hwsim.commands.accuracy",
     "sweep": "hwsim.commands.sweep",
+    "rewrite": "hwsim.commands.rewrite",
 }
 
 #: The packages hwsim imports that ``pip`` installs (the ``dependencies`` of pyproject.toml):

@@ -25,8 +25,9 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
 
+from graph_ir import materialize
+from graph_ir.materialize import fill_absent_weights
 from hwsim.host.errors import MeasureError
 
 __all__ = [
@@ -107,7 +108,8 @@ def time_call(fn: Callable[[], object], runs: int = 10, warmup: int = 2, min_tot
 
 
 def load_with_random_weights(path: str | Path, seed: int = 0) -> onnx.ModelProto:
-    """Load ``path``; float initializers whose external data is absent get random values.
+    """Load ``path``; initializers whose external data is absent get seeded random values
+    (:func:`graph_ir.materialize.fill_absent_weights`, read from their file where it exists).
 
     Raises
     ------
@@ -120,52 +122,22 @@ def load_with_random_weights(path: str | Path, seed: int = 0) -> onnx.ModelProto
         raise MeasureError(f"{path}: file not found") from None
     except Exception as exc:  # noqa: BLE001 - onnx raises DecodeError and others for a bad file
         raise MeasureError(f"{path}: not a readable ONNX file ({type(exc).__name__})") from None
-    base = Path(path).resolve().parent
-    rng = np.random.default_rng(seed)
-    for i, t in enumerate(model.graph.initializer):
-        if t.data_location != TensorProto.EXTERNAL:
-            continue
-        where = {e.key: e.value for e in t.external_data}.get("location", "")
-        if where and (base / where).exists():
-            onnx.external_data_helper.load_external_data_for_tensor(t, str(base))
-            t.data_location = TensorProto.DEFAULT
-            del t.external_data[:]
-            continue
-        dtype = helper.tensor_dtype_to_np_dtype(t.data_type)
-        arr = (rng.standard_normal(tuple(t.dims), dtype=np.float32) * 0.02).astype(dtype)
-        model.graph.initializer[i].CopyFrom(numpy_helper.from_array(arr, t.name))
-    return model
+    return fill_absent_weights(model, Path(path).resolve().parent, seed)
 
 
 def random_inputs(model: onnx.ModelProto, seed: int = 0, shapes: Mapping[str, Sequence[int]] | None = None) -> dict[str, np.ndarray]:
-    """Random feeds for every graph input that is not an initializer.
+    """Random feeds for every graph input that is not an initializer
+    (:func:`graph_ir.materialize.random_inputs`).
 
-    Integer inputs get small non-negative values (valid token ids / indices for any vocabulary
-    of at least 100 entries); ``attention_mask`` inputs get ones.
+    Raises
+    ------
+    MeasureError
+        An input with a dynamic dimension that ``shapes`` does not pin.
     """
-    rng = np.random.default_rng(seed)
-    inits = {t.name for t in model.graph.initializer}
-    feeds: dict[str, np.ndarray] = {}
-    for vi in model.graph.input:
-        if vi.name in inits:
-            continue
-        tt = vi.type.tensor_type
-        if shapes and vi.name in shapes:
-            shape = [int(d) for d in shapes[vi.name]]
-        else:
-            dims = [d.dim_value if d.HasField("dim_value") else 0 for d in tt.shape.dim]
-            if any(d <= 0 for d in dims):
-                raise MeasureError(f"input {vi.name!r} has a dynamic dimension; pin it with --input-shape")
-            shape = dims
-        dtype = helper.tensor_dtype_to_np_dtype(tt.elem_type)
-        if np.issubdtype(dtype, np.integer):
-            arr = np.ones(shape, dtype) if "mask" in vi.name else rng.integers(0, 100, size=shape).astype(dtype)
-        elif dtype == np.bool_:
-            arr = np.ones(shape, dtype=bool)
-        else:
-            arr = rng.uniform(-1.0, 1.0, size=shape).astype(dtype)
-        feeds[vi.name] = arr
-    return feeds
+    try:
+        return materialize.random_inputs(model, seed, shapes)
+    except materialize.MaterializeError as exc:
+        raise MeasureError(str(exc)) from None
 
 
 def make_session(model: onnx.ModelProto, threads: int = 1, opt: str = "all", profile_prefix: str | None = None) -> Any:
