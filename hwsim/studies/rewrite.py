@@ -102,6 +102,19 @@ def predict(
     )
 
 
+def pass_options(chip: Chip) -> PassOptions:
+    """The pass options a chip implies: ``channel_atom`` is the largest channel atom of its units
+    (an NPU that reduces over input channels in whole atoms, ``channel_atom`` of the unit), 0
+    when no unit has one.
+
+    >>> from chips import load_chip
+    >>> pass_options(load_chip("rk3588")).channel_atom
+    32
+    """
+    atoms = [a for u in chip.units if isinstance(a := getattr(u, "channel_atom", None), int)]
+    return PassOptions(channel_atom=max(atoms, default=0))
+
+
 def apply_passes(
     model: onnx.ModelProto,
     names: Sequence[str],
@@ -116,7 +129,8 @@ def apply_passes(
     """Apply the passes ``names`` in order, each on the model the previous ones left.
 
     With ``auto``, a pass's result is kept only when its predicted effect is a gain
-    (:attr:`Effect.gain`); otherwise every pass that applied somewhere is kept.
+    (:attr:`Effect.gain`); otherwise every pass that applied somewhere is kept. ``options``
+    default to what the chip implies (:func:`pass_options`: its channel atom).
 
     Returns
     -------
@@ -128,6 +142,7 @@ def apply_passes(
         A name that is not registered (checked before any pass runs).
     """
     passes = [get_pass(n) for n in names]
+    options = options if options is not None else pass_options(chip)
     current = model
     base = metrics(current, chip, precision, policy, input_shapes)
     outcomes: list[PassOutcome] = []
