@@ -16,6 +16,7 @@ from graph_ir.ir import ModelGraph
 from graph_ir.onnx_import import load_onnx
 from hwsim.analysis.analyze import Analysis, analyze
 from hwsim.analysis.frames import FrameStats, frame_stats
+from hwsim.analysis.memory import MemoryUse, fit_memory
 from hwsim.policy_check import Deadline, ScheduleChoice, choose_schedule
 from hwsim.sim.engine import EngineOptions, Trace, simulate
 from scheduler import DEFAULT_POLICY, Schedule
@@ -43,6 +44,9 @@ class RunResult:
     fused: tuple[FusedPair, ...] = ()
     #: How the schedule was chosen: candidates checked through the engine, energy mode, deadlines.
     choice: ScheduleChoice | None = None
+    #: Memory over ``trace`` per domain, after the spills that keep SRAM domains to capacity
+    #: (:func:`hwsim.analysis.memory.fit_memory`; ``table`` and ``trace`` include their cost).
+    memory: MemoryUse | None = None
 
 
 def run_graph(
@@ -74,12 +78,14 @@ def run_graph(
         graph, chip, table, policy, options=options, fuse_ops=fuse_ops, objective=objective,
         latency_budget_ms=latency_budget_ms, deadlines=deadlines,
     )  # fmt: skip
-    sched, table, trace = chosen.schedule, chosen.table, chosen.trace
+    sched = chosen.schedule
+    fit = fit_memory(graph, chip, chosen.table, sched, chosen.trace, options)
+    table, trace = fit.table, fit.trace
     stream_trace = simulate(graph, chip, table, sched, options, frames, in_flight) if frames > 1 else None
     stream = frame_stats(chip, stream_trace) if stream_trace is not None else None
     return RunResult(
         graph, chip, precision, table, sched, trace, analyze(graph, chip, trace), stream, stream_trace,
-        chosen.fused, chosen.choice,
+        chosen.fused, chosen.choice, fit.memory,
     )
 
 
