@@ -379,7 +379,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("units", "Units", _units_section, frozenset({"units", "ops_per_unit"})),
     Section("critical_path", "Schedule and critical path", _critical_path_section, frozenset({"critical_path"})),
     Section("traffic", "Traffic between memory domains", _traffic_section, frozenset({"traffic"})),
-    Section("memory", "Memory over time", _memory_section, frozenset({"peak_memory", "spills", "overcommitted"})),
+    Section("memory", "Memory over time", _memory_section, frozenset({"peak_memory", "spills"})),
     Section("top_ops", "Top ops", _top_ops_section),
     Section("decisions", "Scheduler decisions", _decisions_section),
     Section("more", "More (other summary.json fields)", _more_section),
