@@ -132,7 +132,9 @@ class Dram(_Spec):
     energy_pj_per_byte: NonNegFloat = Field(
         20.0, description="Energy in pJ per byte moved to or from DRAM."
     )
-    capacity_mib: PositiveFloat | None = Field(None, description="Size in MiB (informative).")
+    capacity_mib: PositiveFloat | None = Field(
+        None, description="Size in MiB: a run whose memory passes it fails (hwsim run --allow-overcommit reports it)."
+    )
 
 
 class Domain(_Spec):
@@ -152,7 +154,9 @@ class Domain(_Spec):
     bandwidth_gbps: PositiveFloat | None = Field(
         None, description="Own bandwidth in GB/s of an sram domain; dram domains use the DRAM's."
     )
-    capacity_kib: PositiveFloat | None = Field(None, description="Size in KiB (informative).")
+    capacity_kib: PositiveFloat | None = Field(
+        None, description="Size in KiB of an sram domain: what it cannot hold spills to DRAM (costed)."
+    )
 
     @model_validator(mode="after")
     def _sram_has_bandwidth(self) -> Domain:

@@ -17,6 +17,7 @@ from graph_ir.onnx_import import load_onnx
 from graph_ir.quant_binding import Conversion, ResolvedBinding, insert_conversions, wider
 from hwsim.analysis.analyze import Analysis, analyze
 from hwsim.analysis.frames import FrameStats, frame_stats
+from hwsim.analysis.memory import MemoryUse, fit_memory
 from hwsim.policy_check import Deadline, ScheduleChoice, choose_schedule
 from hwsim.sim.engine import EngineOptions, Trace, simulate
 from scheduler import DEFAULT_POLICY, Schedule
@@ -54,6 +55,9 @@ class RunResult:
     #: schedule simulated without it, one frame (what the cap cost).
     max_power_w: float | None = None
     uncapped_trace: Trace | None = None
+    #: Memory over ``trace`` per domain, after the spills that keep SRAM domains to capacity
+    #: (:func:`hwsim.analysis.memory.fit_memory`; ``table`` and ``trace`` include their cost).
+    memory: MemoryUse | None = None
 
 
 def run_graph(
@@ -103,7 +107,9 @@ def run_graph(
         graph, chip, table, policy, options=options, fuse=fuse, objective=objective,
         latency_budget_ms=latency_budget_ms, deadlines=deadlines,
     )  # fmt: skip
-    sched, table, trace = chosen.schedule, chosen.table, chosen.trace
+    sched = chosen.schedule
+    fit = fit_memory(graph, chip, chosen.table, sched, chosen.trace, options)
+    table, trace = fit.table, fit.trace
     stream_trace = simulate(graph, chip, table, sched, options, frames, in_flight) if frames > 1 else None
     stream = frame_stats(chip, stream_trace) if stream_trace is not None else None
     uncapped = None
@@ -112,7 +118,7 @@ def run_graph(
     return RunResult(
         graph, chip, precision, table, sched, trace, analyze(graph, chip, trace), stream, stream_trace,
         chosen.fused, chosen.choice, quant, conversions, chosen.fusion,
-        options.max_power_w if options is not None else None, uncapped,
+        options.max_power_w if options is not None else None, uncapped, fit.memory,
     )
 
 

@@ -1,8 +1,10 @@
 """``hwsim run CHIP MODEL``: simulate one model on one chip and write every report.
 
-Exit codes: 0 done, 1 a deadline missed or no schedule within the latency budget, 2 bad input
-or options that do not go together (one line, nothing written), a power cap (``--max-power-w``)
-below what one op or transfer draws alone among them.
+Exit codes: 0 done, 1 a deadline missed, no schedule within the latency budget, or the DRAM
+overcommitted (one line naming the domain, the peak and the capacity, nothing written;
+``--allow-overcommit`` reports it in the reports instead), 2 bad input or options that do not go
+together (one line, nothing written), a power cap (``--max-power-w``) below what one op or
+transfer draws alone among them.
 """
 
 from __future__ import annotations
@@ -119,6 +121,10 @@ def add_parser(sub: Any) -> None:
     )  # fmt: skip
     r.add_argument("--no-double-buffer", action="store_true", help="tiled ops load, compute, store in turn")
     r.add_argument("--no-split", action="store_true", help="never split an op across the cores of a unit")
+    r.add_argument(
+        "--allow-overcommit", action="store_true",
+        help="report a DRAM peak over dram.capacity_mib (summary.json overcommitted) instead of failing",
+    )  # fmt: skip
     r.add_argument("--json", action="store_true", help="print summary.json to stdout instead of the summary")
     r.add_argument("--no-plots", action="store_true", help="skip the PNG plots (faster)")
     add_debug(r)
@@ -195,6 +201,13 @@ def main(args: argparse.Namespace) -> int:
     if done is None:
         return 1
     result, out = done
+    over = result.memory.overcommitted() if result.memory is not None else None
+    if over is not None:
+        words = f"{args.model} on {result.chip.name}: {over.overflow_words()}"
+        if not args.allow_overcommit:
+            print(f"hwsim: error: {words} (--allow-overcommit reports it instead)", file=sys.stderr)
+            return 1
+        log.warning("%s (allowed by --allow-overcommit)", words)
     if result.graph.unknown_ops:
         log.warning("no cost formula for op types %s: costed as memory copies", ", ".join(result.graph.unknown_ops))
     for fallback, count in dtype_fallback_ops(result).items():

@@ -6,7 +6,7 @@ embeds (:data:`FIGURES`, with their captions and sections) all derive from it. T
 file, add one :class:`ReportFile` to :data:`REPORTS`.
 
 >>> REPORT_FILES[0], REPORT_FILES[-1], FIGURES
-('summary.json', 'report.html', ('heatmap.png', 'gantt.png', 'traffic.png', 'bandwidth.png'))
+('summary.json', 'report.html', ('heatmap.png', 'gantt.png', 'traffic.png', 'bandwidth.png', 'memory.png'))
 """
 
 from __future__ import annotations
@@ -130,6 +130,12 @@ def _bandwidth_png(run: ReportInputs) -> bytes:
     return bandwidth_png(run.result)
 
 
+def _memory_png(run: ReportInputs) -> bytes:
+    from hwsim.report.plots import memory_png
+
+    return memory_png(run.result)
+
+
 def _report_html(run: ReportInputs) -> bytes:
     figures = [Figure(f.name, f.caption, f.section, run.figures.get(f.name)) for f in REPORTS if f.figure]
     return html_report(run.result, run.summary, figures).encode("utf-8")
@@ -153,6 +159,10 @@ REPORTS: tuple[ReportFile, ...] = (
     ReportFile(
         "bandwidth.png", _bandwidth_png, figure=True, section="traffic",
         caption="Memory bandwidth in use against capacity",
+    ),
+    ReportFile(
+        "memory.png", _memory_png, figure=True, section="memory",
+        caption="Memory in use per domain over time, by kind (activations, weights, DMA staging, tile buffers)",
     ),
     ReportFile("report.html", _report_html),
 )  # fmt: skip

@@ -2,10 +2,10 @@
 
 Sections (:data:`SECTIONS`): summary, warnings (op types without a cost formula, dtype
 fallbacks), per-unit table, schedule and critical path, the domain x domain traffic matrix,
-power (average and peak per unit, a power cap's cost, the temperature), the top ops by time and by
-DRAM bytes, the scheduler's decisions (``Placement.reason``), the fusion decisions
-(:class:`cost_models.fusion.FusionDecision`) and a "more"
-table holding every ``summary.json`` key no section shows (each section names the keys it
+power (average and peak per unit, a power cap's cost, the temperature), peak memory per domain
+and the spills, the top ops by time and by DRAM bytes, the scheduler's decisions
+(``Placement.reason``), the fusion decisions (:class:`cost_models.fusion.FusionDecision`) and a
+"more" table holding every ``summary.json`` key no section shows (each section names the keys it
 shows), so fields added later still appear. Figures come in as :class:`Figure` objects, each
 naming the section that shows it (the report registry, :data:`hwsim.report.files.REPORTS`).
 
@@ -265,6 +265,38 @@ def _traffic_section(page: _Page) -> str:
     return body + page.figures_of("traffic")
 
 
+def _memory_section(page: _Page) -> str:
+    s = page.summary
+    if not s.peak_memory:
+        return page.figures_of("memory")
+    body = (
+        '<p class="note">Peak bytes held per memory place: activations from their producer\'s start to '
+        "their last reader's end (DMA copies from the transfer's start), resident weights, buffers "
+        "held only for a DMA (staging), and the tiles of tiled or split ops in their unit's on-chip "
+        "buffer. DRAM is the physical DRAM: every dram domain plus what was spilled.</p>"
+    )
+    rows = []
+    for p in s.peak_memory:
+        cap = "" if p.capacity_bytes is None else _bytes(p.capacity_bytes)
+        share = "" if not p.capacity_bytes else f"{100 * p.peak_bytes / p.capacity_bytes:.1f}%"
+        rows.append((
+            p.place, p.kind, _bytes(p.peak_bytes), cap, share, f"{p.at_ps / PS_PER_MS:.3f}", p.at_op,
+            _bytes(p.activations_bytes), _bytes(p.weights_bytes), _bytes(p.staging_bytes), _bytes(p.tiles_bytes),
+        ))  # fmt: skip
+    head = ["place", "kind", "peak", "capacity", "of capacity", "at ms", "at op", "activations", "weights", "staging", "tiles"]
+    body += _table(head, rows, [False, False, True, True, True, True, False, True, True, True, True])
+    over = s.overcommitted
+    if over is not None:
+        body += f'<p class="warn">Overcommitted (--allow-overcommit): {_e(over.overflow_words())}.</p>'
+    if s.spills:
+        spill_rows = [(x.tensor, x.domain, f"{x.bytes:,}") for x in s.spills[:TOP_N]]
+        body += "<h3>Spilled to DRAM</h3>" + _table(["tensor", "domain", "bytes"], spill_rows, [False, False, True])
+        body += _capped(len(s.spills), TOP_N, "spills (summary.json has them all)")
+    else:
+        body += "<p>No spills: every SRAM domain held its tensors.</p>"
+    return body + page.figures_of("memory")
+
+
 def _top_ops_section(page: _Page) -> str:
     graph = page.result.graph
     category = {n: graph.op(n).category for n in graph.order}
@@ -379,6 +411,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("critical_path", "Schedule and critical path", _critical_path_section, frozenset({"critical_path"})),
     Section("traffic", "Traffic between memory domains", _traffic_section, frozenset({"traffic"})),
     Section("power", "Power", _power_section, frozenset({"power"})),
+    Section("memory", "Memory over time", _memory_section, frozenset({"peak_memory", "spills"})),
     Section("top_ops", "Top ops", _top_ops_section),
     Section("decisions", "Scheduler decisions", _decisions_section),
     Section("fusion", "Fusion decisions", _fusion_section, frozenset({"fusion"})),

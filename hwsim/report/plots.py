@@ -1,4 +1,5 @@
-"""PNG figures of a simulated run: utilization heatmap, Gantt chart, traffic matrix, bandwidth.
+"""PNG figures of a simulated run: utilization heatmap, Gantt chart, traffic matrix, bandwidth,
+memory in use.
 
 Matplotlib's object API only (``Figure`` with an Agg canvas): no pyplot, no global state, so
 the functions are safe to call from threads and from library code. Every figure function takes
@@ -31,6 +32,7 @@ from matplotlib.transforms import offset_copy
 from chips.units import GBPS_PER_BYTES_PER_PS, PS_PER_MS
 from graph_ir.categories import CATEGORY_INFO
 from hwsim.analysis.busy import busy_core_ps_until, busy_core_steps
+from hwsim.analysis.memory import BYTES_PER_MIB, KINDS, MemoryUse, Peak, in_place, use_steps
 from hwsim.pipeline import RunResult
 from hwsim.report.trace import dma_track
 from hwsim.sim.engine import Trace
@@ -42,6 +44,7 @@ __all__ = [
     "compare_png",
     "gantt_png",
     "heatmap_png",
+    "memory_png",
     "sensitivity_png",
     "traffic_png",
     "utilization_bins",
@@ -500,6 +503,63 @@ def bandwidth_png(result: RunResult, path: Path | None = None) -> bytes:
     axes[-1].set_xlim(0.0, trace.makespan_ps / PS_PER_MS if trace.makespan_ps > 0 else 1.0)
     _axis_labels(axes[-1], "time (ms)" if trace.makespan_ps > 0 else "time (ms): zero-length run")
     _title(axes[0], _run_title(result, "memory bandwidth in use"))
+    return _png(fig, path)
+
+
+#: One colour per kind of memory held (:data:`hwsim.analysis.memory.KINDS`), stacked in that order.
+_MEMORY_COLORS = {"activations": "#1f77b4", "weights": "#2ca02c", "staging": "#ff7f0e", "tiles": "#9467bd"}
+
+
+def _memory_axes(ax: Axes, result: RunResult, use: MemoryUse, peak: Peak) -> None:
+    """One place's bytes in use over the run, stacked by kind, with its capacity when in view."""
+    dram = frozenset(d.name for d in result.chip.domains if d.kind == "dram")
+    mine = [b for b in use.buffers if in_place(peak.place, b, dram)]
+    times = np.array(sorted({0, result.trace.makespan_ps, *(t for t, _ in use.steps[peak.place])}), dtype=np.float64)
+    base = np.zeros(len(times))
+    scale = BYTES_PER_MIB
+    for kind in KINDS:
+        steps = use_steps(b for b in mine if b.kind == kind)
+        if len(steps) == 1:
+            continue
+        st = np.array([t for t, _ in steps], dtype=np.float64)
+        sv = np.array([v for _, v in steps], dtype=np.float64)
+        v = sv[np.searchsorted(st, times, side="right") - 1]
+        ax.fill_between(times / PS_PER_MS, base / scale, (base + v) / scale, step="post",
+                        color=_MEMORY_COLORS[kind], alpha=0.6, linewidth=0, label=kind)  # fmt: skip
+        base = base + v
+    top = max(peak.peak_bytes / scale, 1e-6)
+    if peak.capacity_bytes is not None and peak.capacity_bytes <= 4 * peak.peak_bytes:
+        ax.axhline(peak.capacity_bytes / scale, color=_CRITICAL_COLOR, linestyle="--", linewidth=1.0,
+                   label=f"capacity {peak.capacity_bytes / scale:g} MiB")  # fmt: skip
+        top = max(top, peak.capacity_bytes / scale)
+    elif peak.capacity_bytes is not None:
+        ax.plot([], [], " ", label=f"capacity {peak.capacity_bytes / scale:g} MiB (off scale)")
+    ax.plot([], [], " ", label=f"peak {peak.peak_bytes / scale:.3g} MiB" + (f" at {peak.at_op}" if peak.at_op else ""))
+    ax.set_ylim(0.0, top * 1.3)
+    _axis_labels(ax, ylabel=f"{peak.place} (MiB)", ylabel_left_in=0.6)
+    ax.legend(loc="upper right", fontsize=8, ncols=3, framealpha=0.9)
+    ax.grid(color="#e5e5e5", linewidth=0.6)
+
+
+def memory_png(result: RunResult, path: Path | None = None) -> bytes:
+    """Memory in use over time per place (:mod:`hwsim.analysis.memory`), stacked by kind
+    (activations, weights, DMA staging, tile buffers), with the capacity when the chip gives one."""
+    use = result.memory
+    peaks = [p for p in use.peaks if p.peak_bytes > 0] if use is not None else []
+    fig = Figure(figsize=(12, 1.2 + 2.2 * max(1, len(peaks))))
+    left, bottom, width, height = _rect(fig, 0.8, 0.55, 0.2, 0.3)
+    fig.subplots_adjust(left=left, bottom=bottom, right=left + width, top=bottom + height, hspace=0.15)
+    axes: list[Axes] = list(np.atleast_1d(fig.subplots(max(1, len(peaks)), 1, sharex=True, squeeze=False)[:, 0]))
+    if use is None or not peaks:
+        axes[0].text(0.5, 0.5, "no memory in use recorded", ha="center", va="center")
+    else:
+        for ax, peak in zip(axes, peaks):
+            _memory_axes(ax, result, use, peak)
+    makespan = result.trace.makespan_ps
+    axes[-1].set_xlim(0.0, makespan / PS_PER_MS if makespan > 0 else 1.0)
+    _axis_labels(axes[-1], "time (ms)" if makespan > 0 else "time (ms): zero-length run")
+    spilled = f", {len(use.spills)} tensors spilled to DRAM" if use is not None and use.spills else ""
+    _title(axes[0], _run_title(result, f"memory in use{spilled}"))
     return _png(fig, path)
 
 

@@ -23,6 +23,7 @@ from typing import Any
 from chips.units import NS_PER_MS, PS_PER_MS
 from hwsim.analysis.analyze import TrafficRow, UnitUsage
 from hwsim.analysis.energy import PowerFigures, run_power
+from hwsim.analysis.memory import DRAM, KINDS, Peak, Spill
 from hwsim.pipeline import RunResult
 from hwsim.policy_check import Candidate, ScheduleChoice
 from scheduler.bounds import lower_bound_ns
@@ -300,6 +301,10 @@ class Summary:
     fusion: FusionSummary | None = None
     power: PowerSummary | None = None
     thermal: ThermalSummary | None = None
+    #: Each place's peak memory (:mod:`hwsim.analysis.memory`); empty: not measured.
+    peak_memory: tuple[Peak, ...] = ()
+    #: Tensors moved from an SRAM domain to DRAM to keep it to capacity.
+    spills: tuple[Spill, ...] = ()
 
     @property
     def cross_domain_transfers(self) -> int:
@@ -359,7 +364,34 @@ class Summary:
             **({"quant": self.quant.to_json()} if self.quant is not None else {}),
             **({"power": self.power.to_json()} if self.power is not None else {}),
             **({"thermal": self.thermal.to_json()} if self.thermal is not None else {}),
+            **self._memory_json(),
         }
+
+    @property
+    def overcommitted(self) -> Peak | None:
+        """The physical DRAM's peak when it passes its capacity (None: it fits)."""
+        return next((p for p in self.peak_memory if p.place == DRAM and p.over_capacity), None)
+
+    def _memory_json(self) -> dict[str, Any]:
+        """``peak_memory`` per place, ``spills``, and ``overcommitted`` when the DRAM overflows."""
+        if not self.peak_memory:
+            return {}
+        peaks = {}
+        for p in self.peak_memory:
+            held = (p.activations_bytes, p.weights_bytes, p.staging_bytes, p.tiles_bytes)
+            peaks[p.place] = {
+                "kind": p.kind, "peak_bytes": p.peak_bytes, "capacity_bytes": p.capacity_bytes,
+                "at_ms": _r(p.at_ps / PS_PER_MS), "at_op": p.at_op or None,
+                "resident_bytes": dict(zip(KINDS, held, strict=True)),
+            }  # fmt: skip
+        out: dict[str, Any] = {
+            "peak_memory": peaks,
+            "spills": [{"tensor": s.tensor, "domain": s.domain, "bytes": s.bytes} for s in self.spills],
+        }
+        over = self.overcommitted
+        if over is not None:
+            out["overcommitted"] = {"domain": over.place, "peak_bytes": over.peak_bytes, "capacity_bytes": over.capacity_bytes}
+        return out
 
     def _choice_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -553,4 +585,6 @@ def build_summary(result: RunResult) -> Summary:
         fusion=_fusion(result),
         power=_power(result),
         thermal=_thermal(result),
+        peak_memory=result.memory.peaks if result.memory is not None else (),
+        spills=result.memory.spills if result.memory is not None else (),
     )

@@ -7,7 +7,9 @@ Layout of the trace:
   link share its channels, as they do in the engine, so a track is named ``cpu<->npu ch0``;
 - one process ``memory`` holding a bandwidth counter (GB/s) per memory (the shared DRAM and
   every SRAM domain), the chip's power (W) and, for a chip with a thermal model, its
-  temperature (``chip temperature (C)``); every unit process also holds a ``busy cores`` counter and a
+  temperature (``chip temperature (C)``), and a ``memory in use: PLACE`` counter (bytes) per place of
+  :mod:`hwsim.analysis.memory` (every domain, the physical DRAM, the units' on-chip buffers
+  that tiled or split ops used); every unit process also holds a ``busy cores`` counter and a
   ``utilization`` counter (busy cores over cores, in percent);
 - one complete event (``"ph": "X"``) per op and per DMA transfer; ``args.stretch_us`` says how
   much longer sharing a memory's bandwidth made it (only when it did);
@@ -51,6 +53,7 @@ from chips.schema import Chip
 from chips.units import GBPS_PER_BYTES_PER_PS, PS_PER_NS
 from hwsim.analysis.busy import busy_core_steps
 from hwsim.analysis.energy import power_timeline
+from hwsim.analysis.memory import BYTES_PER_MIB, memory_use
 from hwsim.pipeline import RunResult
 from hwsim.sim.engine import OpRecord, Trace, TransferRecord
 
@@ -336,6 +339,21 @@ def _counter_events(ev: _Events, chip: Chip, trace: Trace, tracks: _Tracks) -> N
             )  # fmt: skip
 
 
+def _memory_counters(ev: _Events, result: RunResult, trace: Trace, tracks: _Tracks) -> None:
+    """Bytes in use per memory place over the run shown (a stream's memory keeps the spills of
+    the single-frame run)."""
+    use = result.memory
+    if use is None:
+        return
+    if trace is not result.trace:
+        use = memory_use(result.graph, result.chip, result.table, trace, use.spilled, use.double_buffer)
+    for place in use.places:
+        cap = "" if place.capacity_bytes is None else f" (of {place.capacity_bytes / BYTES_PER_MIB:g} MiB)"
+        name = f"memory in use: {place.name}{cap}"
+        for t, nbytes in use.steps[place.name]:
+            ev.add({"name": name, "ph": "C", "ts": _us(_ns(t)), "pid": tracks.memory_pid, "args": {"bytes": nbytes}})
+
+
 def _other_data(result: RunResult, trace: Trace) -> dict[str, Any]:
     """The trace's ``otherData``: the run's identity and headline figures."""
     a = result.analysis
@@ -384,6 +402,7 @@ def chrome_trace(result: RunResult) -> dict[str, Any]:
     xfer_slice = _transfer_events(ev, result.chip, trace, tracks)
     _flow_events(ev, result, trace, op_slice, xfer_slice)
     _counter_events(ev, result.chip, trace, tracks)
+    _memory_counters(ev, result, trace, tracks)
     return {
         "traceEvents": separate_overlaps(ev.events()),
         "displayTimeUnit": "ns",

@@ -28,7 +28,7 @@ import json
 import math
 import operator
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from hwsim.analysis.memory import DRAM
 from hwsim.studies.sweep_store import StoredPoint, SweepStore
 
 if TYPE_CHECKING:
@@ -88,31 +89,20 @@ class ObjectiveUnavailable(SweepError):
 # -- objectives ---------------------------------------------------------------------------------
 
 
-def _peak_memory_mib(summary: Summary, domain: str) -> float:
-    """Peak bytes of ``domain`` in the summary's ``peak_memory``, in MiB (the adapter the lead
-    wires to the memory work: it reads ``peak_memory`` as domain -> bytes, or -> {"bytes": n})."""
-    peak = getattr(summary, "peak_memory", None)
-    if peak is None:
-        raise ObjectiveUnavailable("objective not available in this hwsim: its summary has no peak_memory")
-    data = peak.to_json() if hasattr(peak, "to_json") else peak
-    entry = dict(data).get(domain)
-    if entry is None:
-        raise ObjectiveUnavailable(f"peak_memory has no domain {domain!r} (domains: {', '.join(dict(data))})")
-    value = entry.get("bytes", entry.get("peak_bytes")) if isinstance(entry, Mapping) else entry
-    return float(value) / MIB
+def _peak_memory_mib(summary: Summary, place: str) -> float:
+    """Peak bytes of memory place ``place`` (a domain, or ``DRAM``: the physical DRAM all dram
+    domains share) from the summary's ``peak_memory`` (:mod:`hwsim.analysis.memory`), in MiB."""
+    peaks = {p.place: p for p in summary.peak_memory}
+    if place not in peaks:
+        raise ObjectiveUnavailable(f"peak_memory has no place {place!r} (places: {', '.join(peaks)})")
+    return peaks[place].peak_bytes / MIB
 
 
 def _peak_power_w(summary: Summary) -> float:
-    """The chip's peak power in W from the summary's ``power`` (the adapter for the power work)."""
-    power = getattr(summary, "power", None)
-    if power is None:
-        raise ObjectiveUnavailable("objective not available in this hwsim: its summary has no power")
-    data = power.to_json() if hasattr(power, "to_json") else power
-    chip = data.get("chip", data) if isinstance(data, Mapping) else data
-    value = chip.get("peak_w") if isinstance(chip, Mapping) else getattr(chip, "peak_w", None)
-    if value is None:
-        raise ObjectiveUnavailable("objective not available in this hwsim: power has no chip peak_w")
-    return float(value)
+    """The chip's peak power in W (``power`` of the summary, :func:`hwsim.analysis.energy.run_power`)."""
+    if summary.power is None:
+        raise ObjectiveUnavailable("objective not available: the run has no power figures")
+    return summary.power.chip.peak_w
 
 
 def _accuracy(summary: Summary) -> float:
@@ -146,7 +136,8 @@ OBJECTIVES: dict[str, Objective] = {
     for o in (
         Objective("latency_ms", lambda s: s.latency_ms, description="end-to-end latency of one inference"),
         Objective("energy_mj", lambda s: s.energy_mj, description="energy of one inference"),
-        Objective("peak_dram_mib", lambda s: _peak_memory_mib(s, "dram"), "peak_memory", description="peak DRAM in use"),
+        Objective("peak_dram_mib", lambda s: _peak_memory_mib(s, DRAM), "peak_memory",
+                  description="peak of the physical DRAM in use (all dram domains)"),
         Objective("peak_power_w", _peak_power_w, "power", description="peak chip power"),
         Objective("accuracy", _accuracy, "accuracy", sign=-1.0, description="model accuracy (maximized)"),
     )

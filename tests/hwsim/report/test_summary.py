@@ -23,7 +23,7 @@ KEYS = [
     "critical_path_ms", "contention", "traffic", "cross_domain_bytes", "unknown_ops", "dtype_fallbacks", "fused_ops",
     "fusion",
     "scheduler_estimate_ms", "lower_bound_ms", "split_ops", "tiled_ops", "defaulted_fields",
-    "policy_check", "policy_check_winner", "power",
+    "policy_check", "policy_check_winner", "power", "peak_memory", "spills",
 ]  # fmt: skip
 #: Only with ``--frames N`` (N > 1), between ``defaulted_fields`` and ``policy_check`` (issue 11:
 #: ``throughput_fps`` and ``frame_latency_ms`` appeared in one-frame runs).

@@ -5,8 +5,6 @@ from __future__ import annotations
 import csv
 import itertools
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
 
 import numpy as np
 import pytest
@@ -17,7 +15,6 @@ from hwsim.cli import main
 from hwsim.studies.sweep import (
     OBJECTIVES,
     ObjectiveUnavailable,
-    SweepError,
     _peak_memory_mib,
     batch_size,
     load_sweep,
@@ -151,15 +148,22 @@ def test_unreachable_dask_scheduler_is_one_line_exit_2(tmp_path: Path, capsys: p
     assert not (tmp_path / "out").exists()
 
 
-def test_an_objective_the_summary_lacks_names_what_is_missing(tmp_path: Path) -> None:
-    summary: Any = SimpleNamespace(latency_ms=1.0)
-    with pytest.raises(ObjectiveUnavailable, match="objective not available in this hwsim.*peak_memory"):
-        _peak_memory_mib(summary, "dram")
-    summary.peak_memory = {"dram": {"bytes": 3 << 20}, "npu": 1024}
-    assert _peak_memory_mib(summary, "dram") == 3.0
-    if not OBJECTIVES["peak_dram_mib"].available():
-        with pytest.raises(SweepError, match="objectives\\[0\\]: objective 'peak_dram_mib' not available"):
-            load_sweep(_write(tmp_path, SMALL.replace("[latency_ms, energy_mj]", "[peak_dram_mib]")))
+def test_memory_and_power_objectives_read_the_run(tmp_path: Path, rk3588) -> None:
+    from graph_ir import load_onnx
+    from hwsim.analysis.memory import DRAM
+    from hwsim.pipeline import run_graph
+    from hwsim.report.summary import build_summary
+    from tests.helpers import MODELS
+
+    summary = build_summary(run_graph(load_onnx(MODELS / "resnet18.onnx"), rk3588))
+    dram = next(p for p in summary.peak_memory if p.place == DRAM)
+    assert _peak_memory_mib(summary, DRAM) == dram.peak_bytes / (1 << 20) > 1.0
+    with pytest.raises(ObjectiveUnavailable, match="no place 'sram9'"):
+        _peak_memory_mib(summary, "sram9")
+    assert summary.power is not None and OBJECTIVES["peak_power_w"].read(summary) == summary.power.chip.peak_w > 0
+    assert OBJECTIVES["peak_dram_mib"].available() and OBJECTIVES["peak_power_w"].available()
+    sweep = load_sweep(_write(tmp_path, SMALL.replace("[latency_ms, energy_mj]", "[peak_dram_mib, peak_power_w]")))
+    assert [o for o in sweep.objectives] == ["peak_dram_mib", "peak_power_w"]
 
 
 def test_batch_keeps_overhead_under_one_percent() -> None:

@@ -1,0 +1,224 @@
+"""Memory over time (hwsim.analysis.memory): live ranges, spills, DRAM overcommit, the property."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from chips import Chip, chip_from_dict
+from cost_models import cost_table
+from graph_ir.ir import Tensor
+from graph_ir.synthetic import random_dag
+from hwsim.analysis.memory import (
+    BYTES_PER_KIB,
+    DRAM,
+    choose_spills,
+    fit_memory,
+    memory_use,
+    tile_bytes,
+)
+from hwsim.cli import main
+from hwsim.pipeline import run_graph
+from hwsim.report.summary import build_summary
+from hwsim.sim.engine import simulate
+from hwsim.sim.records import OpRecord, Trace, TransferRecord
+from scheduler import POLICIES
+from tests.helpers import (
+    MODELS,
+    fixed_schedule,
+    graph_from_ops,
+    one_line_error,
+    random_chips,
+    two_cpu_chip,
+)
+
+X = Tensor("x", (1, 100), "float32")
+W = Tensor("w", (100, 100), "float32", is_weight=True)
+A, Y1, Y2 = (Tensor(n, (1, 100), "float32") for n in ("a", "y1", "y2"))
+
+
+def _hand_run() -> tuple[object, Chip, object, Trace]:
+    """p = MatMul(x, w) and c1 = Relu(a) on cpu0 (domain a), c2 = Relu(a) on cpu2 (domain b),
+    with a trace written by hand (ps) so every live range is known."""
+    g = graph_from_ops("hand", [X], [("p", "MatMul", [X, W], [A]), ("c1", "Relu", [A], [Y1]), ("c2", "Relu", [A], [Y2])])
+    chip = chip_from_dict(two_cpu_chip())
+    table = cost_table(g, chip, "fp32")
+    ops = (
+        OpRecord("p", "MatMul", "cpu0", 0, 0, 10, 0),
+        OpRecord("c1", "Relu", "cpu0", 0, 10, 20, 0),
+        OpRecord("c2", "Relu", "cpu2", 0, 30, 40, 0),
+    )
+    transfers = (
+        TransferRecord("a", "a", "b", 0, 400, "p", ("c2",), 10, 12, 30),
+        TransferRecord("y2", "b", "a", 0, 400, "c2", ("",), 40, 40, 50),
+    )
+    return g, chip, table, Trace(50, ops, transfers, ())
+
+
+class TestLiveRanges:
+    def test_exact_bytes_at_each_instant(self):
+        g, chip, table, trace = _hand_run()
+        use = memory_use(g, chip, table, trace)
+        # domain a: x [0,10) 400, w [0,50) 40000, a [0,20) then held for its DMA [20,30),
+        # y1 (graph output) [10,50), y2's copy from its transfer's start [40,50)
+        assert use.steps["a"] == ((0, 40800), (10, 40800), (20, 40800), (30, 40400), (40, 40800), (50, 0))
+        # domain b: a's copy [12,40), y2 [30,40) then staged for its DMA [40,50)
+        assert use.steps["b"] == ((0, 0), (12, 400), (30, 800), (40, 400), (50, 0))
+        assert use.steps[DRAM] == ((0, 40800), (10, 40800), (12, 41200), (20, 41200), (30, 41200), (40, 41200), (50, 0))
+
+    def test_kinds_and_peak(self):
+        g, chip, table, trace = _hand_run()
+        use = memory_use(g, chip, table, trace)
+        kinds = {(b.tensor, b.place): b.kind for b in use.buffers}
+        assert kinds[("w", "a")] == "weights"
+        assert {(b.tensor, b.place, b.kind, b.start_ps, b.end_ps) for b in use.buffers if b.kind == "staging"} == {
+            ("a", "a", "staging", 20, 30), ("y2", "b", "staging", 40, 50)
+        }  # fmt: skip
+        b = next(p for p in use.peaks if p.place == "b")
+        assert (b.peak_bytes, b.at_ps, b.at_op, b.activations_bytes, b.staging_bytes) == (800, 30, "c2", 800, 0)
+        assert b.capacity_bytes is None and use.spills == () and use.overcommitted() is None
+
+    def test_tiles_and_shards(self):
+        assert tile_bytes(OpRecord("c", "Conv", "npu", 0, 0, 10, 1000, tiles=10)) == 200
+        assert tile_bytes(OpRecord("c", "Conv", "npu", 0, 0, 10, 1000, tiles=10), double_buffer=False) == 100
+        assert tile_bytes(OpRecord("c", "Conv", "npu", 0, 0, 10, 1000, cores=(0, 2))) == 1000
+        assert tile_bytes(OpRecord("c", "Conv", "npu", 0, 0, 10, 1000)) == 0
+
+    def test_bundled_run_places_and_summary(self):
+        from hwsim.pipeline import run
+
+        r = run("rk3588", MODELS / "resnet18.onnx")
+        s = build_summary(r).to_json()
+        assert set(s["peak_memory"]) == {"cpu", "gpu", "npu", DRAM, "gpu buffer", "npu buffer"}
+        npu = s["peak_memory"]["npu"]
+        assert npu["capacity_bytes"] == 8192 * 1024 * 1024 and npu["at_op"] in r.graph.order
+        assert sum(npu["resident_bytes"].values()) == npu["peak_bytes"]
+        assert s["spills"] == [] and "overcommitted" not in s
+
+
+def _sram_chip(capacity_kib: float | None) -> Chip:
+    data = two_cpu_chip()
+    data["domains"] = [{"name": "a"}, {"name": "b", "kind": "sram", "bandwidth_gbps": 50.0, "capacity_kib": capacity_kib}]
+    return chip_from_dict(data)
+
+
+def _chain():
+    x = Tensor("x", (1, 4096), "float32")
+    ts = [Tensor(f"t{i}", (1, 4096), "float32") for i in range(4)]
+    ops = [("r0", "Relu", [x], [ts[0]])] + [(f"r{i}", "Relu", [ts[i - 1]], [ts[i]]) for i in range(1, 4)]
+    return graph_from_ops("chain", [x], ops)
+
+
+class TestSpills:
+    def _run(self, capacity_kib):
+        g, chip = _chain(), _sram_chip(capacity_kib)
+        table = cost_table(g, chip, "fp32")
+        sched = fixed_schedule(g, chip, table, {f"r{i}": ("cpu2", 0) for i in range(4)})
+        return g, chip, table, sched, fit_memory(g, chip, table, sched, simulate(g, chip, table, sched))
+
+    def test_small_sram_spills_and_costs_them(self):
+        g, _, table, _, fit = self._run(20)  # 20 KiB: one 16 KiB tensor, not the two an op holds
+        _, _, roomy_table, _, roomy = self._run(1024)
+        assert roomy.memory.spills == () and roomy.table is roomy_table
+        spilled = {(s.tensor, s.domain) for s in fit.memory.spills}
+        assert spilled and all(d == "b" for _, d in spilled)
+        assert all(s.bytes == 16384 for s in fit.memory.spills)
+        cap = 20 * BYTES_PER_KIB
+        assert max(v for _, v in fit.memory.steps["b"]) <= cap
+        assert max(v for _, v in roomy.memory.steps["b"]) > cap
+        # spilled tensors are written by their producer and read back by their reader in DRAM
+        t = next(iter(spilled))[0]
+        producer = g.producer.get(t)
+        if producer is not None:
+            assert fit.table.costs[producer]["cpu2"].dram_write_bytes == table.costs[producer]["cpu2"].dram_write_bytes + 16384
+        assert fit.trace.makespan_ps > roomy.trace.makespan_ps
+        # spilled bytes count in the DRAM, not in the SRAM domain
+        assert max(v for _, v in fit.memory.steps[DRAM]) >= 16384
+
+    def test_choose_spills_keeps_earlier_ones(self):
+        _, chip, _, _, fit = self._run(20)
+        before = fit.memory.spilled
+        assert choose_spills(chip, fit.memory.buffers, before) == before
+
+    def test_summary_lists_spills(self):
+        g, chip = _chain(), _sram_chip(20)
+        r = run_graph(g, chip, "fp32", "single-unit")
+        s = build_summary(r).to_json()
+        if r.schedule.placements["r0"].unit == "cpu2":
+            assert s["spills"] and all(x["domain"] == "b" and x["bytes"] == 16384 for x in s["spills"])
+        assert s["peak_memory"]["b"]["peak_bytes"] <= 20 * BYTES_PER_KIB
+        assert s["peak_memory"]["b"]["capacity_bytes"] == 20 * BYTES_PER_KIB
+
+
+class TestOvercommit:
+    ARGS = ("run", "rk3588", str(MODELS / "resnet18.onnx"), "--set", "dram.capacity_mib=4", "--no-plots")
+
+    def test_dram_overflow_fails_in_one_line(self, tmp_path, capsys):
+        out = tmp_path / "r"
+        assert main([*self.ARGS, "--out", str(out)]) == 1
+        err = one_line_error(capsys)
+        assert "memory domain DRAM peaks at" in err and "capacity of 4194304 bytes (4.0 MiB)" in err
+        assert not out.exists()
+
+    def test_allow_overcommit_reports_the_same_numbers(self, tmp_path, capsys):
+        out = tmp_path / "r"
+        assert main([*self.ARGS, "--out", str(out)]) == 1
+        err = one_line_error(capsys)
+        assert main([*self.ARGS, "--out", str(out), "--allow-overcommit"]) == 0
+        s = json.loads((out / "summary.json").read_text())
+        over = s["overcommitted"]
+        assert over["domain"] == DRAM and over["capacity_bytes"] == 4 * 1024 * 1024
+        assert over["peak_bytes"] == s["peak_memory"][DRAM]["peak_bytes"] > over["capacity_bytes"]
+        assert f"peaks at {over['peak_bytes']} bytes" in err
+        assert "Overcommitted" in (out / "report.html").read_text()
+
+
+@st.composite
+def capped_chips(draw: st.DrawFn) -> Chip:
+    """Random chips whose SRAM domains have a small capacity."""
+    chip = draw(random_chips())
+    domains = [
+        replace_domain(d, draw(st.floats(1, 64))) if d.kind == "sram" else d for d in chip.domains
+    ]
+    return chip.model_copy(update={"domains": domains})
+
+
+def replace_domain(domain, capacity_kib: float):
+    return domain.model_copy(update={"capacity_kib": capacity_kib})
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    graph=st.builds(random_dag, st.integers(1, 25), st.integers(0, 2**31 - 1)),
+    chip=capped_chips(),
+    policy=st.sampled_from(sorted(POLICIES)),
+)
+def test_every_policy_keeps_sram_to_capacity(graph, chip, policy):
+    result = run_graph(graph, chip, "int8", policy)
+    use = result.memory
+    assert use is not None
+    for d in chip.domains:
+        if d.kind == "sram" and d.capacity_kib is not None:
+            assert max(v for _, v in use.steps[d.name]) <= d.capacity_kib * BYTES_PER_KIB
+    # every op still ran once, spilled or not
+    assert sorted(r.op for r in result.trace.ops) == sorted(graph.order)
+    assert {(s.tensor, s.domain) for s in use.spills} == use.spilled
+
+
+def test_rerun_of_hand_trace_is_deterministic():
+    g, chip, table, trace = _hand_run()
+    assert memory_use(g, chip, table, trace) == memory_use(g, chip, table, trace)
+    assert memory_use(g, chip, table, replace(trace, makespan_ps=60)).steps["a"][-1] == (60, 0)
+
+
+def test_stream_trace_has_memory_counters(tmp_path):
+    frames = 3
+    out = tmp_path / "r"
+    assert main(["run", "rk3588", str(MODELS / "resnet18.onnx"), "--frames", str(frames), "--no-plots", "--out", str(out)]) == 0
+    trace = json.loads((out / "trace.json").read_text())
+    counters = [e for e in trace["traceEvents"] if e.get("ph") == "C" and e["name"].startswith("memory in use: DRAM")]
+    assert counters and counters[-1]["args"]["bytes"] == 0
+    assert max(e["args"]["bytes"] for e in counters) >= json.loads((out / "summary.json").read_text())["peak_memory"][DRAM]["peak_bytes"]
