@@ -90,7 +90,7 @@ def range_points(lo: int, hi: int, count: int = 5) -> tuple[int, ...]:
     >>> range_points(3, 4)
     (3, 4)
     """
-    return tuple(sorted({int(round(float(v))) for v in np.linspace(lo, hi, count)}))
+    return tuple(sorted({round(float(v)) for v in np.linspace(lo, hi, count)}))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -25,8 +25,8 @@ __all__ = [
     "assume_counts",
     "load_chip_variant",
     "load_model",
-    "parse_input_shapes",
     "load_target",
+    "parse_input_shapes",
 ]
 
 
