@@ -136,3 +136,16 @@ class TestCli:
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("hwsim: error:")
         assert not (tmp_path / "r").exists()
+
+
+def test_loop_latency_grows_by_one_body_per_iteration() -> None:
+    """Latency(M trips) - latency(1 trip) is (M - 1) bodies: each iteration costs the same
+    within the per-op overhead (the body is a serial chain, so iterations do not overlap)."""
+    from chips.schema import load_chip
+    from hwsim.pipeline import run_graph
+
+    chip = load_chip("edge8")
+    ms = {m: run_graph(from_model_proto(dm.loop_model(m, n=256)), chip).analysis.latency_ms for m in (1, 2, 8)}
+    body = ms[2] - ms[1]
+    assert body > 0
+    assert ms[8] - ms[1] == pytest.approx(7 * body, rel=0.05)
