@@ -13,10 +13,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 import networkx as nx
 
 from graph_ir.categories import Category
+
+if TYPE_CHECKING:
+    from graph_ir.dynamic import AssumedDim
 
 __all__ = [
     "DTYPE_BYTES",
@@ -154,6 +158,11 @@ class ModelGraph:
         Tensor name -> name of the op producing it (graph inputs and weights absent).
     order : tuple of str
         Op names in a deterministic topological order (the ONNX file's order where valid).
+    assumed : tuple of AssumedDim
+        Data-dependent dimensions and loop trip counts given a value at import
+        (:mod:`graph_ir.dynamic`); empty for a model whose shapes are all static.
+    warnings : tuple of str
+        What import decided that a user should know (a slower If branch taken, a loop kept).
     """
 
     name: str
@@ -162,6 +171,8 @@ class ModelGraph:
     outputs: tuple[Tensor, ...]
     producer: Mapping[str, str]
     order: tuple[str, ...]
+    assumed: tuple[AssumedDim, ...] = ()
+    warnings: tuple[str, ...] = ()
     _ops: dict[str, Op] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -8,18 +8,21 @@ can be pinned with ``input_shapes``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import TypeVar
 
 import networkx as nx
 import onnx
 from google.protobuf.message import DecodeError
 from onnx import helper, numpy_helper, shape_inference
 
+from graph_ir import dynamic
 from graph_ir.ir import ModelError, ModelGraph, Op, Tensor, add_data_edge
 from graph_ir.op_metrics import metrics
 
-__all__ = ["from_model_proto", "load_onnx", "name_nodes", "parse_input_shape"]
+__all__ = ["from_model_proto", "load_onnx", "name_nodes", "node_attrs", "parse_input_shape"]
 
 
 def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
@@ -38,8 +41,15 @@ def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
     return name, shape
 
 
-def load_onnx(path: str | Path, input_shapes: Mapping[str, Sequence[int]] | None = None) -> ModelGraph:
+def load_onnx(
+    path: str | Path,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    assume: Mapping[str, int] | None = None,
+) -> ModelGraph:
     """Load ``path`` without its weights, infer shapes and build the graph IR.
+
+    ``assume`` (``--assume``) gives data-dependent dimensions and loop trip counts by node or
+    tensor name (:mod:`graph_ir.dynamic`).
 
     Raises
     ------
@@ -55,7 +65,7 @@ def load_onnx(path: str | Path, input_shapes: Mapping[str, Sequence[int]] | None
         raise ModelError(f"{path}: not a valid ONNX file ({type(exc).__name__}: {exc})") from None
     if model.ir_version <= 0 or not model.graph.node:
         raise ModelError(f"{path}: not an ONNX model (no graph nodes; truncated or another format?)")
-    return from_model_proto(model, source=str(path), name=path.stem, input_shapes=input_shapes)
+    return from_model_proto(model, source=str(path), name=path.stem, input_shapes=input_shapes, assume=assume)
 
 
 def from_model_proto(
@@ -63,6 +73,7 @@ def from_model_proto(
     source: str = "<model>",
     name: str = "model",
     input_shapes: Mapping[str, Sequence[int]] | None = None,
+    assume: Mapping[str, int] | None = None,
 ) -> ModelGraph:
     """Build the graph IR from an in-memory ONNX model (see :func:`load_onnx`)."""
     model_copy = onnx.ModelProto()
@@ -72,13 +83,30 @@ def from_model_proto(
     _pin_inputs(graph, init_names, input_shapes or {}, source)
     name_nodes(graph)
     _sort_nodes(graph, source)
+    assume = assume or {}
+    used: set[str] = set()
+    named = onnx.ModelProto()
+    named.CopyFrom(model_copy)
+    flow = _guarded(source, lambda: dynamic.resolve_control_flow(model_copy, assume, source, used))
+    inferred, assumed = dynamic.bound_shapes(
+        flow.model, assume, lambda m: _guarded(source, lambda: dynamic.infer_strict(m)), source, used
+    )
+    dynamic.check_assume_names(named, assume, used, source)
+    opset = next((o.version for o in model_copy.opset_import if o.domain in ("", "ai.onnx")), 0)
+    built = _build(inferred.graph, source, name, opset)
+    return replace(built, assumed=flow.assumed + assumed, warnings=flow.warnings)
+
+
+_T = TypeVar("_T")
+
+
+def _guarded(source: str, step: Callable[[], _T]) -> _T:
+    """Run ``step`` (shape inference, or a rewrite that ends with it); its failure is one line."""
     try:
-        inferred = shape_inference.infer_shapes(model_copy, check_type=False, strict_mode=True, data_prop=True)
+        return step()
     except (shape_inference.InferenceError, onnx.checker.ValidationError, RuntimeError) as exc:
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelError(f"{source}: shape inference failed: {msg}") from None
-    opset = next((o.version for o in model_copy.opset_import if o.domain in ("", "ai.onnx")), 0)
-    return _build(inferred.graph, source, name, opset)
 
 
 def _pin_inputs(
@@ -179,7 +207,7 @@ def _dtype_name(elem_type: int) -> str:
         return str(onnx.TensorProto.DataType.Name(elem_type)).lower()
 
 
-def _attrs(node: onnx.NodeProto) -> dict[str, object]:
+def node_attrs(node: onnx.NodeProto) -> dict[str, object]:
     out: dict[str, object] = {}
     for a in node.attribute:
         if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
@@ -250,11 +278,11 @@ def _build(graph: onnx.GraphProto, source: str, name: str, opset: int = 0) -> Mo
             if t not in tensors:
                 raise ModelError(
                     f"{source}: node {node.name!r} ({node.op_type}): output {t!r} has no static shape "
-                    f"after shape inference (a dynamic dimension? pin inputs with --input-shape)"
+                    f"after shape inference (a dynamic dimension? pin inputs with --input-shape, give it with --assume)"
                 )
             outs.append(tensors[t])
             producer[t] = node.name
-        attrs = _attrs(node)
+        attrs = node_attrs(node)
         if node.op_type == "DFT" and opset >= 20:
             attrs["axis"] = _input_axis(graph, node, 2, -2)
         m = metrics(node.op_type, ins, outs, attrs)

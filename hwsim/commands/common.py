@@ -22,9 +22,11 @@ __all__ = [
     "add_chip_model_arguments",
     "add_debug",
     "add_model_options",
+    "assume_counts",
     "load_chip_variant",
     "load_model",
     "load_target",
+    "parse_input_shapes",
 ]
 
 
@@ -77,6 +79,11 @@ def add_model_options(
         "--input-shape", action="append", default=[], metavar="NAME=D1xD2x...",
         help="pin a graph input's shape (repeatable), e.g. images=1x3x640x640",
     )  # fmt: skip
+    p.add_argument(
+        "--assume", action="append", default=[], metavar="NAME=COUNT",
+        help="size of a data-dependent dimension (output of node or tensor NAME, e.g. after NonMaxSuppression) "
+        "or a Loop's trip count (repeatable); NAME=LO..HI (run only) reports latency p50/p99 over the range",
+    )  # fmt: skip
     if units:
         p.add_argument(
             "--units", metavar="UNIT[:CORES],...",
@@ -108,8 +115,8 @@ def load_chip_variant(chip_ref: str, overrides: Sequence[str] = (), units: str |
     return chip
 
 
-def load_model(path: str, input_shapes: Sequence[str] = ()) -> ModelGraph:
-    """Load an ONNX model with ``--input-shape NAME=D1xD2x...`` pins.
+def load_model(path: str, input_shapes: Sequence[str] = (), assume: Sequence[str] = ()) -> ModelGraph:
+    """Load an ONNX model with ``--input-shape NAME=D1xD2x...`` pins and ``--assume NAME=COUNT``.
 
     Raises
     ------
@@ -118,7 +125,7 @@ def load_model(path: str, input_shapes: Sequence[str] = ()) -> ModelGraph:
     """
     from graph_ir.onnx_import import load_onnx
 
-    return load_onnx(path, _shapes(input_shapes))
+    return load_onnx(path, parse_input_shapes(input_shapes), assume_counts(assume))
 
 
 def load_target(args: argparse.Namespace) -> tuple[Chip, ModelGraph]:
@@ -126,12 +133,30 @@ def load_target(args: argparse.Namespace) -> tuple[Chip, ModelGraph]:
     :func:`add_model_options`: the shapes read first, then the chip, then the model."""
     from graph_ir.onnx_import import load_onnx
 
-    shapes = _shapes(args.input_shape)
+    shapes = parse_input_shapes(args.input_shape)
+    assume = assume_counts(getattr(args, "assume", ()))
     chip = load_chip_variant(args.chip, args.overrides, getattr(args, "units", None))
-    return chip, load_onnx(args.model, shapes)
+    return chip, load_onnx(args.model, shapes, assume)
 
 
-def _shapes(texts: Sequence[str]) -> dict[str, tuple[int, ...]]:
+def assume_counts(texts: Sequence[str], at_range: int | None = None) -> dict[str, int]:
+    """``--assume`` as name -> count; a ``LO..HI`` range gives ``at_range`` (None: its HI).
+
+    Raises
+    ------
+    graph_ir.ir.ModelError
+        A malformed value, or more than one range.
+    """
+    from graph_ir.dynamic import parse_assume
+    from graph_ir.ir import ModelError
+
+    parsed = [parse_assume(t) for t in texts]
+    if sum(1 for _, lo, hi in parsed if lo != hi) > 1:
+        raise ModelError("--assume: only one NAME=LO..HI range at a time")
+    return {n: (hi if at_range is None or lo == hi else at_range) for n, lo, hi in parsed}
+
+
+def parse_input_shapes(texts: Sequence[str]) -> dict[str, tuple[int, ...]]:
     from graph_ir.onnx_import import parse_input_shape
 
     return dict(parse_input_shape(s) for s in texts)

@@ -105,7 +105,7 @@ def _simulated(args: argparse.Namespace, model: Path) -> tuple[list[Any], str]:
         raise CompareError(
             f"two variants have the same label ({', '.join(labels)}); name each chip once"
         )
-    graph = load_model(str(model), args.input_shape)
+    graph = load_model(str(model), args.input_shape, args.assume)
     bases = {chip_ref: load_chip_variant(chip_ref, args.overrides) for chip_ref in chips}
     chip_of = {
         (c, tuple(w)): override(bases[c], w, "--what-if") if w else bases[c] for c in chips for w in what_ifs

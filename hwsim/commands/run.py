@@ -13,6 +13,7 @@ import argparse
 import json
 import logging
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +26,10 @@ from hwsim.commands.common import (
 )
 
 if TYPE_CHECKING:
+    from chips.schema import Chip
+    from graph_ir.ir import ModelGraph
     from hwsim.pipeline import RunResult
+    from hwsim.report.summary import AssumedRange
 
 __all__ = ["add_parser", "check_usage", "input_errors", "main"]
 
@@ -158,15 +162,23 @@ def check_usage(args: argparse.Namespace) -> None:
 
 def _simulate(args: argparse.Namespace) -> tuple[RunResult, Path] | None:
     """Load, check the report folder, simulate; None when no schedule meets the latency budget."""
-    from cost_models.table import UnplaceableError
-    from hwsim.pipeline import run_graph
-    from hwsim.policy_check import BudgetError, resolve_deadlines
     from hwsim.report.files import check_out_dir
-    from hwsim.sim.engine import FRAME_ORDERS, EngineOptions
 
     chip, graph = load_target(args)
     out = args.out if args.out is not None else Path("reports") / f"{chip.name}-{graph.name}"
     check_out_dir(out)
+    result = _run(args, chip, graph)
+    return None if result is None else (result, out)
+
+
+def _run(args: argparse.Namespace, chip: Chip, graph: ModelGraph) -> RunResult | None:
+    """Simulate ``graph`` on ``chip`` with the command's options; None when no schedule meets
+    the latency budget (the reason printed)."""
+    from cost_models.table import UnplaceableError
+    from hwsim.pipeline import run_graph
+    from hwsim.policy_check import BudgetError, resolve_deadlines
+    from hwsim.sim.engine import FRAME_ORDERS, EngineOptions
+
     deadlines = resolve_deadlines(graph, args.deadline, str(args.model))
     quant = None
     if args.quant is not None:
@@ -187,7 +199,30 @@ def _simulate(args: argparse.Namespace) -> tuple[RunResult, Path] | None:
     except BudgetError as exc:
         print(f"hwsim: error: {args.model} on {chip.name}: {exc}", file=sys.stderr)
         return None
-    return result, out
+    return result
+
+
+def _assumed_range(args: argparse.Namespace, chip: Chip, at_hi_ms: float) -> AssumedRange | None:
+    """Latency at a few points of the ``--assume NAME=LO..HI`` range (None: no range given);
+    the HI point is the run already made (``at_hi_ms``)."""
+    from graph_ir.dynamic import parse_assume, range_points
+    from graph_ir.onnx_import import load_onnx
+    from hwsim.commands.common import assume_counts, parse_input_shapes
+    from hwsim.report.summary import AssumedRange
+
+    ranged = [(n, lo, hi) for n, lo, hi in (parse_assume(t) for t in args.assume) if lo != hi]
+    if not ranged:
+        return None
+    name, lo, hi = ranged[0]
+    points = []
+    for value in range_points(lo, hi):
+        ms = at_hi_ms
+        if value != hi:
+            graph = load_onnx(args.model, parse_input_shapes(args.input_shape), assume_counts(args.assume, value))
+            result = _run(args, chip, graph)
+            ms = result.analysis.latency_ms if result is not None else float("nan")
+        points.append((value, round(ms, 6)))
+    return AssumedRange(name, lo, hi, tuple(points))
 
 
 def main(args: argparse.Namespace) -> int:
@@ -215,6 +250,14 @@ def main(args: argparse.Namespace) -> int:
         deployed, _, asked = dtype.partition("<-")
         log.warning("%d op(s) on %s run in %s: the unit has no %s for them", count, unit, deployed, asked)
     summary = build_summary(result)
+    if result.graph.assumed:
+        dims = ", ".join(f"{d.tensor}={d.value}" for d in result.graph.assumed)
+        log.warning("data-dependent dimensions assumed: %s (see assumed_dims in summary.json)", dims)
+    for line in result.graph.warnings:
+        log.warning("%s", line)
+    ranged = _assumed_range(args, result.chip, summary.latency_ms)
+    if ranged is not None:
+        summary = replace(summary, assumed_range=ranged)
     write_reports(result, out, plots=not args.no_plots, summary=summary)
     if args.json:
         print(json.dumps(summary.to_json(), indent=2))

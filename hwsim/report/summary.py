@@ -20,7 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
+
 from chips.units import NS_PER_MS, PS_PER_MS
+from graph_ir.dynamic import AssumedDim
 from hwsim.analysis.analyze import TrafficRow, UnitUsage
 from hwsim.analysis.energy import PowerFigures, run_power
 from hwsim.analysis.memory import DRAM, KINDS, Peak, Spill
@@ -256,6 +259,31 @@ class ThermalSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class AssumedRange:
+    """Latency over ``--assume NAME=LO..HI``: the points run and their p50 / p99."""
+
+    name: str
+    lo: int
+    hi: int
+    points: tuple[tuple[int, float], ...]  # (value, latency ms)
+
+    @property
+    def latency_p50_ms(self) -> float:
+        return _r(float(np.percentile([ms for _, ms in self.points], 50)))
+
+    @property
+    def latency_p99_ms(self) -> float:
+        return _r(float(np.percentile([ms for _, ms in self.points], 99)))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "lo": self.lo, "hi": self.hi,
+            "points": [{"value": v, "latency_ms": ms} for v, ms in self.points],
+            "latency_p50_ms": self.latency_p50_ms, "latency_p99_ms": self.latency_p99_ms,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
 class Summary:
     """What ``summary.json`` says about a run (see the module docstring); build with :func:`build_summary`.
 
@@ -305,6 +333,10 @@ class Summary:
     peak_memory: tuple[Peak, ...] = ()
     #: Tensors moved from an SRAM domain to DRAM to keep it to capacity.
     spills: tuple[Spill, ...] = ()
+    #: Data-dependent dimensions and trip counts given a value at import (:mod:`graph_ir.dynamic`).
+    assumed_dims: tuple[AssumedDim, ...] = ()
+    #: Latency over a ``--assume NAME=LO..HI`` range.
+    assumed_range: AssumedRange | None = None
 
     @property
     def cross_domain_transfers(self) -> int:
@@ -365,6 +397,8 @@ class Summary:
             **({"power": self.power.to_json()} if self.power is not None else {}),
             **({"thermal": self.thermal.to_json()} if self.thermal is not None else {}),
             **self._memory_json(),
+            **({"assumed_dims": [d.to_json() for d in self.assumed_dims]} if self.assumed_dims else {}),
+            **({"assumed_range": self.assumed_range.to_json()} if self.assumed_range is not None else {}),
         }
 
     @property
@@ -587,4 +621,5 @@ def build_summary(result: RunResult) -> Summary:
         thermal=_thermal(result),
         peak_memory=result.memory.peaks if result.memory is not None else (),
         spills=result.memory.spills if result.memory is not None else (),
+        assumed_dims=g.assumed,
     )

@@ -1,0 +1,377 @@
+"""Data-dependent shapes and control flow, made static so that a model can be costed.
+
+ONNX shape inference leaves some dimensions unknown: the number of boxes NonMaxSuppression
+keeps, the number of non-zero elements, TopK with a runtime ``k``, the values Unique finds, and
+every op after them. :func:`bound_shapes` gives each such dimension a value, from the op's own
+attributes and inputs where they bound it (:data:`BOUNDS`) or from ``--assume NAME=COUNT``, and
+pins it in the model so that shape inference carries it to the ops after. Every value given is
+an :class:`AssumedDim`, listed in ``summary.json`` (``assumed_dims``).
+
+Control flow (:func:`resolve_control_flow`): a Loop with a static trip count (or one given by
+``--assume LOOP=N``) is unrolled, so its body is costed once per iteration; an If with a constant
+condition becomes the branch it takes, one without the slower branch (by a chip-free measure:
+flops plus bytes moved).
+
+>>> parse_assume("nms=100")
+('nms', 100, 100)
+>>> parse_assume("nms=10..300")
+('nms', 10, 300)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+from onnx import helper, shape_inference
+
+from graph_ir.ir import ModelError
+
+__all__ = [
+    "BOUNDS",
+    "AssumedDim",
+    "bound_shapes",
+    "parse_assume",
+    "range_points",
+    "resolve_control_flow",
+]
+
+#: Where a value given on the command line comes from.
+ASSUMED = "--assume"
+#: The most iterations a Loop is unrolled at import (beyond: costed as before, with a note).
+MAX_UNROLL = 256
+
+
+@dataclass(frozen=True, slots=True)
+class AssumedDim:
+    """A dimension shape inference left unknown and hwsim gave a value.
+
+    ``tensor`` is the tensor (or, for a Loop's trip count, the Loop node), ``value`` the size
+    used, ``source`` where it came from (a sentence, or ``"--assume"``).
+    """
+
+    tensor: str
+    value: int
+    source: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"tensor": self.tensor, "value": self.value, "source": self.source}
+
+
+def parse_assume(text: str) -> tuple[str, int, int]:
+    """Parse ``NAME=COUNT`` or ``NAME=LO..HI`` into ``(name, lo, hi)``.
+
+    Raises
+    ------
+    ModelError
+        One line: no ``=``, an empty name, a count that is not a whole number >= 0, LO > HI.
+    """
+    name, sep, value = text.rpartition("=")
+    lo_txt, dots, hi_txt = value.partition("..")
+    try:
+        lo = int(lo_txt)
+        hi = int(hi_txt) if dots else lo
+    except ValueError:
+        raise ModelError(f"--assume {text!r}: expected NAME=COUNT or NAME=LO..HI with whole numbers") from None
+    if not sep or not name or lo < 0:
+        raise ModelError(f"--assume {text!r}: expected NAME=COUNT or NAME=LO..HI with whole numbers >= 0")
+    if lo > hi:
+        raise ModelError(f"--assume {text!r}: LO {lo} is greater than HI {hi}")
+    return name, lo, hi
+
+
+def range_points(lo: int, hi: int, count: int = 5) -> tuple[int, ...]:
+    """``count`` whole numbers from ``lo`` to ``hi`` evenly spaced (fewer when the range is small).
+
+    >>> range_points(10, 50)
+    (10, 20, 30, 40, 50)
+    >>> range_points(3, 4)
+    (3, 4)
+    """
+    return tuple(sorted({round(float(v)) for v in np.linspace(lo, hi, count)}))
+
+
+# ---------------------------------------------------------------------------------------------
+# Bounds of data-dependent ops
+
+
+Shapes = Mapping[str, tuple[int | None, ...]]
+Bound = Callable[[onnx.GraphProto, onnx.NodeProto, Shapes], "tuple[int, str] | None"]
+
+
+def _const(graph: onnx.GraphProto, name: str) -> np.ndarray | None:
+    from graph_ir.rewrites.edit import constant_value
+
+    return constant_value(graph, name) if name else None
+
+
+def _elements(shape: tuple[int | None, ...] | None) -> int | None:
+    if shape is None or any(d is None for d in shape):
+        return None
+    return int(np.prod([d for d in shape if d is not None], dtype=np.int64))
+
+
+def _nms(graph: onnx.GraphProto, node: onnx.NodeProto, shapes: Shapes) -> tuple[int, str] | None:
+    boxes, scores = shapes.get(node.input[0]), shapes.get(node.input[1])
+    if boxes is None or scores is None or len(scores) != 3 or None in scores:
+        return None
+    batch, classes, n_boxes = (int(d) for d in scores if d is not None)
+    given = _const(graph, node.input[2]) if len(node.input) > 2 else None
+    if given is not None and given.size == 1:
+        per_class = min(int(given.reshape(())), n_boxes)
+        return max(per_class * classes * batch, 1), "bound from max_output_boxes_per_class x classes x batch"
+    return max(n_boxes * classes * batch, 1), "bound from boxes x classes x batch (max_output_boxes_per_class not constant)"
+
+
+def _count(graph: onnx.GraphProto, node: onnx.NodeProto, shapes: Shapes) -> tuple[int, str] | None:
+    n = _elements(shapes.get(node.input[0]))
+    return None if n is None else (max(n, 1), "bound from the input's element count")
+
+
+def _topk(graph: onnx.GraphProto, node: onnx.NodeProto, shapes: Shapes) -> tuple[int, str] | None:
+    k = _const(graph, node.input[1]) if len(node.input) > 1 else None
+    if k is not None and k.size == 1:
+        return int(k.reshape(-1)[0]), "bound from the constant k"
+    shape = shapes.get(node.input[0])
+    axis = next((int(helper.get_attribute_value(a)) for a in node.attribute if a.name == "axis"), -1)
+    if shape is None or not shape or shape[axis] is None:
+        return None
+    return int(shape[axis] or 0), "bound from the axis length (k is not constant)"
+
+
+#: op_type -> the bound of its data-dependent output dimension (value, where it came from).
+BOUNDS: Mapping[str, Bound] = {"NonMaxSuppression": _nms, "NonZero": _count, "TopK": _topk, "Unique": _count}
+
+
+def _shapes(graph: onnx.GraphProto) -> dict[str, tuple[int | None, ...]]:
+    out: dict[str, tuple[int | None, ...]] = {}
+    for t in graph.initializer:
+        out[t.name] = tuple(int(d) for d in t.dims)
+    for vi in [*graph.input, *graph.value_info, *graph.output]:
+        tt = vi.type.tensor_type
+        if vi.name not in out and tt.HasField("shape"):
+            out[vi.name] = tuple(int(d.dim_value) if d.HasField("dim_value") else None for d in tt.shape.dim)
+    return out
+
+
+def _unknown_outputs(node: onnx.NodeProto, shapes: Shapes) -> list[str]:
+    return [o for o in node.output if o and (o not in shapes or None in shapes[o])]
+
+
+def _pin(model: onnx.ModelProto, inferred: onnx.GraphProto, node: onnx.NodeProto, tensor: str, value: int) -> None:
+    """Write ``tensor``'s inferred shape with every unknown dimension set to ``value`` into
+    ``model`` (its graph output entry, else a value_info), for the next shape inference. A TopK
+    output is its input's shape with the axis set to ``value``."""
+    source = next((vi for vi in [*inferred.value_info, *inferred.output] if vi.name == tensor), None)
+    graph = model.graph
+    target = next((vi for vi in graph.output if vi.name == tensor), None)
+    if target is None:
+        for vi in [vi for vi in graph.value_info if vi.name == tensor]:
+            graph.value_info.remove(vi)
+        target = graph.value_info.add()
+        target.name = tensor
+    if source is not None:
+        target.type.CopyFrom(source.type)
+    dims = target.type.tensor_type.shape.dim
+    if node.op_type == "TopK":
+        x = _shapes(inferred).get(node.input[0])
+        axis = next((int(helper.get_attribute_value(a)) for a in node.attribute if a.name == "axis"), -1)
+        if x is not None and None not in x:
+            sizes = list(x)
+            sizes[axis] = value
+            target.type.tensor_type.shape.Clear()
+            for size in sizes:
+                target.type.tensor_type.shape.dim.add().dim_value = int(size or 0)
+            return
+    for d in dims:
+        if not d.HasField("dim_value"):
+            d.Clear()
+            d.dim_value = value
+
+
+def bound_shapes(
+    model: onnx.ModelProto,
+    assume: Mapping[str, int],
+    infer: Callable[[onnx.ModelProto], onnx.ModelProto],
+    source: str,
+    used: set[str],
+) -> tuple[onnx.ModelProto, tuple[AssumedDim, ...]]:
+    """Infer shapes, giving each unknown dimension a value, node by node in order.
+
+    ``assume`` maps node or tensor names to a count (``--assume``); it wins over a bound; the
+    names it applied are added to ``used``. Returns the inferred model and what was assumed.
+
+    Raises
+    ------
+    ModelError
+        A node whose output stays unknown and that neither a bound nor ``--assume`` covers.
+    """
+    assumed: list[AssumedDim] = []
+    done: set[str] = set()
+    for _ in range(len(model.graph.node) + 1):
+        inferred = infer(model)
+        shapes = _shapes(inferred.graph)
+        node = next((n for n in inferred.graph.node if n.name not in done and _unknown_outputs(n, shapes)), None)
+        if node is None:
+            return inferred, tuple(assumed)
+        done.add(node.name)
+        for tensor in _unknown_outputs(node, shapes):
+            value, why = _value_for(inferred.graph, node, tensor, shapes, assume, source)
+            used.update(k for k in (tensor, node.name) if why == ASSUMED and k in assume)
+            _pin(model, inferred.graph, node, tensor, value)
+            assumed.append(AssumedDim(tensor, value, why))
+    raise ModelError(f"{source}: shapes did not settle after bounding every node")  # pragma: no cover
+
+
+def _value_for(
+    graph: onnx.GraphProto, node: onnx.NodeProto, tensor: str, shapes: Shapes, assume: Mapping[str, int], source: str
+) -> tuple[int, str]:
+    if tensor in assume:
+        return assume[tensor], ASSUMED
+    if node.name in assume:
+        return assume[node.name], ASSUMED
+    rule = BOUNDS.get(node.op_type)
+    found = rule(graph, node, shapes) if rule is not None else None
+    if found is None:
+        raise ModelError(
+            f"{source}: node {node.name!r} ({node.op_type}): output {tensor!r} has a data-dependent dimension "
+            f"that nothing bounds; give it with --assume {node.name}=COUNT"
+        )
+    return found
+
+
+def check_assume_names(model: onnx.ModelProto, assume: Mapping[str, object], used: set[str], source: str) -> None:
+    """Refuse an ``--assume`` name that is no node or tensor of ``model``, or that names one
+    without a data-dependent dimension (``used``: the names that were applied)."""
+    graph = model.graph
+    names = {n.name for n in graph.node} | {o for n in graph.node for o in n.output}
+    names |= {i.name for i in graph.input}
+    for key in assume:
+        if key not in names:
+            raise ModelError(f"{source}: --assume names {key!r}, which is no node or tensor of the model")
+        if key not in used:
+            raise ModelError(f"{source}: --assume names {key!r}, which has no data-dependent dimension or trip count")
+
+
+def infer_strict(model: onnx.ModelProto) -> onnx.ModelProto:
+    """ONNX shape inference as the importer runs it (strict, with data propagation)."""
+    return shape_inference.infer_shapes(model, check_type=False, strict_mode=True, data_prop=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Control flow
+
+
+@dataclass(frozen=True, slots=True)
+class ControlFlow:
+    """What :func:`resolve_control_flow` did: the model, the trip counts it assumed, and one
+    warning line per decision a user should know of (a slower branch taken, a loop kept)."""
+
+    model: onnx.ModelProto
+    assumed: tuple[AssumedDim, ...]
+    warnings: tuple[str, ...]
+
+
+def resolve_control_flow(model: onnx.ModelProto, assume: Mapping[str, int], source: str, used: set[str]) -> ControlFlow:
+    """Unroll each top-level Loop and inline each top-level If (see the module docstring).
+
+    Raises
+    ------
+    ModelError
+        A Loop whose trip count is not a constant, without ``--assume LOOP=N``.
+    """
+    from graph_ir.rewrites.base import PassOptions
+    from graph_ir.rewrites.unroll_loop import unroll_loop
+
+    graph = model.graph
+    if not any(n.op_type in ("Loop", "If") for n in graph.node):
+        return ControlFlow(model, (), ())
+    assumed: list[AssumedDim] = []
+    warnings: list[str] = []
+    inferred = infer_strict(model).graph
+    for node in [n for n in graph.node if n.op_type in ("Loop", "If")]:
+        if node.op_type == "Loop":
+            found = _fix_trip_count(graph, node, assume, source, used)
+            if found is not None:
+                assumed.append(found)
+                if found.value > MAX_UNROLL:
+                    warnings.append(f"loop {node.name!r} runs {found.value} times: over {MAX_UNROLL}, costed as one op")
+        elif _const(graph, node.input[0]) is None:
+            taken = _slower_branch(inferred, node)
+            _set_input(graph, node, 0, np.array(taken))
+            branch = "then" if taken else "else"
+            warnings.append(f"if {node.name!r}: condition not constant, costed as its slower branch ({branch})")
+    result = unroll_loop(model, PassOptions(max_unroll=MAX_UNROLL))
+    for site in result.skipped:
+        if not any(site.nodes[0] in w for w in warnings):
+            warnings.append(f"{site.nodes[0]!r} costed as one op: {site.reason}")
+    return ControlFlow(result.model, tuple(assumed), tuple(warnings))
+
+
+def _set_input(graph: onnx.GraphProto, node: onnx.NodeProto, index: int, value: np.ndarray) -> None:
+    from graph_ir.rewrites import edit
+
+    name = edit.unique_name(graph, f"{node.name}/input{index}")
+    edit.new_initializer(graph, name, value)
+    while len(node.input) <= index:
+        node.input.append("")
+    node.input[index] = name
+
+
+def _fix_trip_count(
+    graph: onnx.GraphProto, loop: onnx.NodeProto, assume: Mapping[str, int], source: str, used: set[str]
+) -> AssumedDim | None:
+    """Make ``loop``'s trip count and condition constants; what was assumed (None: nothing)."""
+    given = _const(graph, loop.input[0]) if loop.input else None
+    cond = _const(graph, loop.input[1]) if len(loop.input) > 1 and loop.input[1] else np.array(True)
+    body = next(a.g for a in loop.attribute if a.name == "body")
+    stops_early = cond is None or body.output[0].name != body.input[1].name
+    found: AssumedDim | None = None
+    if loop.name in assume:
+        used.add(loop.name)
+        found = AssumedDim(loop.name, assume[loop.name], ASSUMED)
+    elif given is None or given.size != 1:
+        raise ModelError(
+            f"{source}: loop {loop.name!r} has a trip count that is not a constant; give it with --assume {loop.name}=N"
+        )
+    elif stops_early:
+        found = AssumedDim(loop.name, int(given.reshape(())), "bound from the trip count M (the loop may stop early)")
+    if found is None:
+        return None
+    _set_input(graph, loop, 0, np.array(found.value, np.int64))
+    if len(loop.input) > 1 and loop.input[1]:
+        _set_input(graph, loop, 1, np.array(True))
+    body.output[0].name = body.input[1].name  # runs every iteration: the condition passes through
+    return found
+
+
+def _slower_branch(inferred: onnx.GraphProto, node: onnx.NodeProto) -> bool:
+    """Whether the then branch of ``node`` costs more than its else branch (flops plus bytes
+    written, a chip-free measure); ties take then."""
+    node = next(n for n in inferred.node if n.name == node.name)
+    outer = _shapes(inferred)
+    work = {}
+    for which in ("then_branch", "else_branch"):
+        body = next(a.g for a in node.attribute if a.name == which)
+        work[which] = _work(body, {**outer, **_shapes(body)})
+    return work["then_branch"] >= work["else_branch"]
+
+
+def _work(body: onnx.GraphProto, shapes: Shapes) -> int:
+    from graph_ir.ir import Tensor
+    from graph_ir.onnx_import import node_attrs
+    from graph_ir.op_metrics import metrics
+
+    def tensor(name: str) -> Tensor | None:
+        shape = shapes.get(name)
+        return None if shape is None or None in shape else Tensor(name, tuple(int(d or 0) for d in shape), "float32")
+
+    total = 0
+    for n in body.node:
+        ins = [t for t in (tensor(i) for i in n.input if i) if t is not None]
+        outs = [t for t in (tensor(o) for o in n.output if o) if t is not None]
+        m = metrics(n.op_type, ins, outs, node_attrs(n))
+        total += m.flops + sum(t.nbytes for t in outs)
+    return total
