@@ -26,6 +26,7 @@ from hwsim.analysis.energy import PowerFigures, run_power
 from hwsim.analysis.memory import DRAM, KINDS, Peak, Spill
 from hwsim.pipeline import RunResult
 from hwsim.policy_check import Candidate, ScheduleChoice
+from hwsim.report.provenance import Provenance
 from scheduler.bounds import lower_bound_ns
 
 __all__ = [
@@ -305,6 +306,8 @@ class Summary:
     peak_memory: tuple[Peak, ...] = ()
     #: Tensors moved from an SRAM domain to DRAM to keep it to capacity.
     spills: tuple[Spill, ...] = ()
+    #: hwsim version, chip and model sha256 and the options of the run (None: not known, an API run).
+    provenance: Provenance | None = None
 
     @property
     def cross_domain_transfers(self) -> int:
@@ -365,6 +368,7 @@ class Summary:
             **({"power": self.power.to_json()} if self.power is not None else {}),
             **({"thermal": self.thermal.to_json()} if self.thermal is not None else {}),
             **self._memory_json(),
+            **({"provenance": self.provenance.to_json()} if self.provenance is not None else {}),
         }
 
     @property
