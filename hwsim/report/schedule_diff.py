@@ -160,7 +160,7 @@ def _changes(a: ScheduleFile, b: ScheduleFile) -> tuple[tuple[OpChange, ...], in
 def diff_runs(a: RunRecord, b: RunRecord) -> RunDiff:
     """Compare two runs (see the module docstring); per-op changes need a schedule on both sides."""
     ta, tb = _totals(a), _totals(b)
-    names = [k for k in ("latency_ms", "energy_mj", "dram_bytes") if k in ta or k in tb]
+    names: list[str] = [k for k in ("latency_ms", "energy_mj", "dram_bytes") if k in ta or k in tb]
     names += sorted(k for k in set(ta) | set(tb) if k.startswith("busy_ms."))
     totals = tuple(Delta(n, ta.get(n), tb.get(n)) for n in names)
     if a.schedule is None or b.schedule is None:
