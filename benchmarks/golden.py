@@ -17,6 +17,7 @@ import contextlib
 import hashlib
 import io
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -50,17 +51,19 @@ VARIANTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 
 
 def cases() -> list[tuple[str, list[str]]]:
-    """``(case name, argv of hwsim run without --out)`` for every golden case."""
+    """``(case name, argv of hwsim run without --out)`` for every golden case; paths are relative to
+    the repository root (:func:`run_case` runs there), so the recorded ``provenance`` holds no
+    checkout's absolute path."""
     models = sorted(p.stem for p in (ROOT / "examples" / "models").glob("*.onnx"))
     chips = sorted(p.stem for p in (ROOT / "chips").glob("*.yaml"))
     out: list[tuple[str, list[str]]] = []
     for chip in chips:
         for model in models:
-            argv = [str(ROOT / "chips" / f"{chip}.yaml"), str(ROOT / "examples" / "models" / f"{model}.onnx")]
+            argv = [f"chips/{chip}.yaml", f"examples/models/{model}.onnx"]
             out.append((f"{chip}/{model}", argv))
     for variant, (opts, names) in VARIANTS.items():
         for model in names:
-            argv = [str(ROOT / "chips" / "rk3588.yaml"), str(ROOT / "examples" / "models" / f"{model}.onnx")]
+            argv = ["chips/rk3588.yaml", f"examples/models/{model}.onnx"]
             out.append((f"rk3588/{model}/{variant}", argv + list(opts)))
     return out
 
@@ -84,8 +87,13 @@ def run_case(argv: list[str]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "r"
         sink = io.StringIO()
-        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-            code = main(["run", *argv, "--out", str(out), "--no-plots"])
+        here = os.getcwd()
+        try:
+            os.chdir(ROOT)
+            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+                code = main(["run", *argv, "--out", str(out), "--no-plots"])
+        finally:
+            os.chdir(here)
         if code not in (0, 1) or not (out / "summary.json").exists():
             raise RuntimeError(f"hwsim run {' '.join(argv)} exited {code}: {sink.getvalue()[-500:]}")
         summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))

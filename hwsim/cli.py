@@ -46,6 +46,7 @@ COMMANDS: dict[str, str] = {
     "accuracy": "hwsim.commands.accuracy",
     "sweep": "hwsim.commands.sweep",
     "rewrite": "hwsim.commands.rewrite",
+    "diff": "hwsim.commands.diff",
 }
 
 #: The packages hwsim imports that ``pip`` installs (the ``dependencies`` of pyproject.toml):

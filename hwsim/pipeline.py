@@ -5,7 +5,7 @@ Each step is a plain function a test can call alone; :func:`run` chains them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -18,7 +18,7 @@ from graph_ir.quant_binding import Conversion, ResolvedBinding, insert_conversio
 from hwsim.analysis.analyze import Analysis, analyze
 from hwsim.analysis.frames import FrameStats, frame_stats
 from hwsim.analysis.memory import MemoryUse, fit_memory
-from hwsim.policy_check import Deadline, ScheduleChoice, choose_schedule
+from hwsim.policy_check import Deadline, ScheduleChoice, choose_schedule, replay_schedule
 from hwsim.sim.engine import EngineOptions, Trace, simulate
 from scheduler import DEFAULT_POLICY, Schedule
 
@@ -74,6 +74,8 @@ def run_graph(
     deadlines: Sequence[Deadline] = (),
     quant: ResolvedBinding | None = None,
     fuse: str = "auto",
+    schedule: Schedule | Callable[[ModelGraph, CostTable], Schedule] | None = None,
+    replay_label: str = "replayed",
 ) -> RunResult:
     """Cost, schedule, simulate and analyze an already loaded graph on a chip.
 
@@ -92,6 +94,10 @@ def run_graph(
     binding's default) and inserts the conversions where dtypes change
     (:func:`graph_ir.quant_binding.insert_conversions`; each is costed at the wider of its two
     dtypes).
+    ``schedule`` replays a given schedule instead (:func:`hwsim.policy_check.replay_schedule`:
+    no policy, no engine check; ``policy`` and ``objective`` are not used), or a function that
+    makes it from the graph and the cost table as costed (conversions inserted); ``replay_label`` is
+    what ``requested_policy`` then says.
     """
     if fuse_ops is not None:
         fuse = "on" if fuse_ops else "off"
@@ -103,10 +109,16 @@ def run_graph(
         graph, conversions = insert_conversions(graph, quant.dtypes, quant.default)
         dtypes = {**quant.dtypes, **{c.op: wider(c.src_dtype, c.dst_dtype) for c in conversions}}
         table = cost_table(graph, chip, precision, dtypes, quant.granularity)
-    chosen = choose_schedule(
-        graph, chip, table, policy, options=options, fuse=fuse, objective=objective,
-        latency_budget_ms=latency_budget_ms, deadlines=deadlines,
-    )  # fmt: skip
+    if schedule is not None:
+        given = schedule(graph, table) if callable(schedule) else schedule
+        chosen = replay_schedule(
+            graph, chip, table, given, options=options, fuse=fuse, deadlines=deadlines, label=replay_label
+        )
+    else:
+        chosen = choose_schedule(
+            graph, chip, table, policy, options=options, fuse=fuse, objective=objective,
+            latency_budget_ms=latency_budget_ms, deadlines=deadlines,
+        )  # fmt: skip
     sched = chosen.schedule
     fit = fit_memory(graph, chip, chosen.table, sched, chosen.trace, options)
     table, trace = fit.table, fit.trace

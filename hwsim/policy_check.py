@@ -42,6 +42,7 @@ __all__ = [
     "DeadlineResult",
     "ScheduleChoice",
     "choose_schedule",
+    "replay_schedule",
     "resolve_deadlines",
 ]
 
@@ -325,3 +326,28 @@ def _energy(
         chosen=chosen,
         energy_candidates=tuple(c for _, c in tried),
     )
+
+
+def replay_schedule(
+    graph: ModelGraph,
+    chip: Chip,
+    table: CostTable,
+    schedule: Schedule,
+    *,
+    options: EngineOptions | None = None,
+    fuse: str = "auto",
+    deadlines: Sequence[Deadline] = (),
+    label: str = "replayed",
+) -> Chosen:
+    """Simulate a given ``schedule`` as it is: no policy, no engine check (a replayed schedule file).
+
+    ``label`` becomes the choice's ``policy`` (``requested_policy`` in ``summary.json``); the
+    schedule keeps its own name. Fusion is decided by ``fuse`` on this chip, as in a normal run.
+    """
+    if fuse not in FUSE_MODES:
+        raise ValueError(f"unknown fusion mode {fuse!r}; have {', '.join(FUSE_MODES)}")
+    nodes = tuple(d.node for d in deadlines)
+    s = _simulate(schedule.policy, graph, chip, table, schedule, options, fuse, nodes)
+    results = tuple(DeadlineResult(d.name, d.node, d.deadline_ms, s.finish_ms.get(d.node, 0.0)) for d in deadlines)
+    choice = ScheduleChoice(label, s.name, (Candidate(s.name, s.latency_ms),), deadlines=results)
+    return Chosen(schedule, s.table, s.fusion.pairs, s.trace, choice, s.fusion)

@@ -26,10 +26,15 @@ from hwsim.commands.common import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from chips.schema import Chip
+    from cost_models.table import CostTable
     from graph_ir.ir import ModelGraph
     from hwsim.pipeline import RunResult
+    from hwsim.report.provenance import Provenance
     from hwsim.report.summary import AssumedRange
+    from scheduler import Schedule
 
 __all__ = ["add_parser", "check_usage", "input_errors", "main"]
 
@@ -40,9 +45,10 @@ def input_errors() -> tuple[type[BaseException], ...]:
     """Exceptions of this command that mean bad input (beyond the CLI's common ones): a bad
     quantization binding, a power cap below what one op draws alone."""
     from graph_ir.quant_binding import BindingError
+    from hwsim.report.schedule_file import ScheduleFileError
     from hwsim.sim.power import PowerCapError
 
-    return (BindingError, PowerCapError)
+    return (BindingError, PowerCapError, ScheduleFileError)
 
 
 def _positive_float(text: str) -> float:
@@ -129,6 +135,15 @@ def add_parser(sub: Any) -> None:
         "--allow-overcommit", action="store_true",
         help="report a DRAM peak over dram.capacity_mib (summary.json overcommitted) instead of failing",
     )  # fmt: skip
+    r.add_argument(
+        "--export-schedule", type=Path, metavar="FILE.json",
+        help="also write the schedule that ran as a versioned schedule file (see `hwsim schema --schedule`)",
+    )  # fmt: skip
+    r.add_argument(
+        "--schedule", type=Path, metavar="FILE.json",
+        help="replay this schedule file (placements and per-core order) instead of scheduling; "
+        "refused for another model",
+    )  # fmt: skip
     r.add_argument("--json", action="store_true", help="print summary.json to stdout instead of the summary")
     r.add_argument("--no-plots", action="store_true", help="skip the PNG plots (faster)")
     add_debug(r)
@@ -143,8 +158,10 @@ def check_usage(args: argparse.Namespace) -> None:
         ``--objective energy`` without a positive ``--latency-budget-ms``, a budget without
         ``--objective energy``, ``--in-flight`` / ``--frame-order`` without ``--frames N > 1``, or
         ``--quant`` with a ``--precision`` other than the default (the binding's ``default``
-        is the precision then).
+        is the precision then), ``--schedule`` with ``--objective energy`` or a ``--policy``.
     """
+    from scheduler import DEFAULT_POLICY
+
     if getattr(args, "quant", None) is not None and args.precision != "int8":
         raise UsageError(
             f"--quant and --precision {args.precision} do not go together: the binding's 'default' "
@@ -152,6 +169,11 @@ def check_usage(args: argparse.Namespace) -> None:
         )
     if args.objective == "energy" and (args.latency_budget_ms is None or not args.latency_budget_ms > 0):
         raise UsageError("--objective energy needs --latency-budget-ms MS (a positive number)")
+    if getattr(args, "schedule", None) is not None:
+        if args.objective != "latency":
+            raise UsageError("--schedule replays a schedule: --objective energy does not apply")
+        if args.policy != DEFAULT_POLICY:
+            raise UsageError(f"--schedule replays a schedule: --policy {args.policy} does not apply")
     if args.latency_budget_ms is not None and args.objective != "energy":
         raise UsageError("--latency-budget-ms applies only with --objective energy")
     if args.frames == 1:
@@ -185,6 +207,9 @@ def _run(args: argparse.Namespace, chip: Chip, graph: ModelGraph) -> RunResult |
         from graph_ir.quant_binding import load_binding, resolve_graph
 
         quant = resolve_graph(load_binding(args.quant), graph, str(args.quant))
+    replay = None
+    if args.schedule is not None:
+        replay = _replay(args, chip)
     options = EngineOptions(
         double_buffer=not args.no_double_buffer, split=not args.no_split,
         frame_order=args.frame_order or FRAME_ORDERS[0], max_power_w=args.max_power_w,
@@ -193,6 +218,7 @@ def _run(args: argparse.Namespace, chip: Chip, graph: ModelGraph) -> RunResult |
         result = run_graph(
             graph, chip, args.precision, args.policy, frames=args.frames, options=options, in_flight=args.in_flight,
             objective=args.objective, latency_budget_ms=args.latency_budget_ms, deadlines=deadlines, quant=quant, fuse=args.fuse,
+            schedule=replay, replay_label=f"replayed ({args.schedule})",
         )  # fmt: skip
     except UnplaceableError as exc:
         raise UnplaceableError(f"{args.model}: {exc}") from None
@@ -225,6 +251,43 @@ def _assumed_range(args: argparse.Namespace, chip: Chip, at_hi_ms: float) -> Ass
     return AssumedRange(name, lo, hi, tuple(points))
 
 
+def _replay(args: argparse.Namespace, chip: Chip) -> Callable[[ModelGraph, CostTable], Schedule]:
+    """The schedule file of ``--schedule``, read and checked now, turned into a schedule for the
+    graph and cost table of the run."""
+    from hwsim.report.provenance import file_sha256
+    from hwsim.report.schedule_file import load_schedule_file, to_schedule
+
+    sf = load_schedule_file(args.schedule)
+    model_sha = file_sha256(args.model)
+    return lambda graph, table: to_schedule(sf, graph, chip, table, model_sha, str(args.schedule))
+
+
+#: ``run`` options that do not change what is simulated, left out of the provenance.
+NOT_PROVENANCE = ("command", "out", "json", "no_plots", "debug", "export_schedule")
+
+
+def provenance(args: argparse.Namespace, result: RunResult) -> Provenance:
+    """The run's provenance: hwsim version, chip and model sha256, the options that shape it."""
+    from hwsim.report.provenance import Provenance, chip_sha256, file_sha256, hwsim_version
+
+    options = {k: v for k, v in vars(args).items() if k not in NOT_PROVENANCE}
+    return Provenance(hwsim_version(), chip_sha256(result.chip), file_sha256(args.model), options)
+
+
+def _export(path: Path, result: RunResult, prov: Provenance) -> None:
+    from hwsim.report.outdir import ReportError
+    from hwsim.report.schedule_file import schedule_file, schedule_file_json
+
+    data = schedule_file_json(schedule_file(result, prov.chip_sha256, prov.model_sha256))
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ReportError(f"{path}: cannot write the schedule file: {exc.strerror}") from None
+
+
 def main(args: argparse.Namespace) -> int:
     """Run ``hwsim run``; returns the exit code."""
     from hwsim.report.files import write_reports
@@ -249,7 +312,8 @@ def main(args: argparse.Namespace) -> int:
         dtype, _, unit = fallback.partition(":")
         deployed, _, asked = dtype.partition("<-")
         log.warning("%d op(s) on %s run in %s: the unit has no %s for them", count, unit, deployed, asked)
-    summary = build_summary(result)
+    prov = provenance(args, result)
+    summary = replace(build_summary(result), provenance=prov)
     if result.graph.assumed:
         dims = ", ".join(f"{d.tensor}={d.value}" for d in result.graph.assumed)
         log.warning("data-dependent dimensions assumed: %s (see assumed_dims in summary.json)", dims)
@@ -259,6 +323,8 @@ def main(args: argparse.Namespace) -> int:
     if ranged is not None:
         summary = replace(summary, assumed_range=ranged)
     write_reports(result, out, plots=not args.no_plots, summary=summary)
+    if args.export_schedule is not None:
+        _export(args.export_schedule, result, prov)
     if args.json:
         print(json.dumps(summary.to_json(), indent=2))
     else:

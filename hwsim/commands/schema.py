@@ -1,4 +1,4 @@
-"""``hwsim schema``: print the JSON Schema of chip files."""
+"""``hwsim schema``: print the JSON Schema of chip files (``--schedule``: of schedule files)."""
 
 from __future__ import annotations
 
@@ -18,13 +18,19 @@ def input_errors() -> tuple[type[BaseException], ...]:
 
 def add_parser(sub: Any) -> None:
     """Add the ``schema`` subcommand to an ``add_subparsers`` object."""
-    add_debug(sub.add_parser("schema", help="print the JSON Schema of chip files"))
+    p = sub.add_parser("schema", help="print the JSON Schema of chip files (or of schedule files)")
+    p.add_argument("--schedule", action="store_true", help="the schema of schedule files (run --export-schedule)")
+    add_debug(p)
 
 
 def main(args: argparse.Namespace) -> int:
     """Run ``hwsim schema``; returns the exit code."""
+    if args.schedule:
+        from hwsim.report.schedule_file import ScheduleFile
+
+        print(json.dumps(ScheduleFile.model_json_schema(), indent=2))
+        return 0
     from chips.schema import chip_json_schema
 
-    del args
     print(json.dumps(chip_json_schema(), indent=2))
     return 0

@@ -106,6 +106,15 @@ def _traffic_csv(run: ReportInputs) -> bytes:
     return out.getvalue().encode("utf-8")
 
 
+def _schedule_json(run: ReportInputs) -> bytes:
+    from hwsim.report.provenance import chip_sha256
+    from hwsim.report.schedule_file import schedule_file, schedule_file_json
+
+    prov = run.summary.provenance
+    chip_sha = prov.chip_sha256 if prov is not None else chip_sha256(run.result.chip)
+    return schedule_file_json(schedule_file(run.result, chip_sha, prov.model_sha256 if prov is not None else ""))
+
+
 def _heatmap_png(run: ReportInputs) -> bytes:
     from hwsim.report.plots import heatmap_png
 
@@ -147,6 +156,7 @@ REPORTS: tuple[ReportFile, ...] = (
     ReportFile("trace.json", _trace_json),
     ReportFile("critical_path.txt", _critical_path_txt),
     ReportFile("traffic.csv", _traffic_csv),
+    ReportFile("schedule.json", _schedule_json),
     ReportFile(
         "heatmap.png", _heatmap_png, figure=True, section="units",
         caption="Per-unit utilization over time (busy cores / cores per time bin)",

@@ -29,6 +29,7 @@ from hwsim.analysis.energy import PowerFigures, run_power
 from hwsim.analysis.memory import DRAM, KINDS, Peak, Spill
 from hwsim.pipeline import RunResult
 from hwsim.policy_check import Candidate, ScheduleChoice
+from hwsim.report.provenance import Provenance
 from scheduler.bounds import lower_bound_ns
 
 __all__ = [
@@ -337,6 +338,8 @@ class Summary:
     assumed_dims: tuple[AssumedDim, ...] = ()
     #: Latency over a ``--assume NAME=LO..HI`` range.
     assumed_range: AssumedRange | None = None
+    #: hwsim version, chip and model sha256 and the options of the run (None: not known, an API run).
+    provenance: Provenance | None = None
 
     @property
     def cross_domain_transfers(self) -> int:
@@ -399,6 +402,7 @@ class Summary:
             **self._memory_json(),
             **({"assumed_dims": [d.to_json() for d in self.assumed_dims]} if self.assumed_dims else {}),
             **({"assumed_range": self.assumed_range.to_json()} if self.assumed_range is not None else {}),
+            **({"provenance": self.provenance.to_json()} if self.provenance is not None else {}),
         }
 
     @property

@@ -135,4 +135,6 @@ class TestRunQuant:
         assert main(["run", "rk3588", m, "--precision", "fp16", "--out", str(tmp_path / "p"), "--no-plots"]) == 0
         q, p = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("q", "p"))
         assert q.pop("quant")["conversions"] == []
+        assert q.pop("provenance")["options"]["quant"] == str(b)  # the options differ, as given
+        assert p.pop("provenance")["options"]["precision"] == "fp16"
         assert q == p

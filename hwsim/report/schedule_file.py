@@ -1,0 +1,238 @@
+"""Schedule files: a run's schedule kept as versioned JSON, to replay or compare.
+
+``hwsim run --export-schedule FILE.json`` writes one (every report folder holds one too,
+``schedule.json``); ``hwsim run --schedule FILE.json`` replays it (:func:`to_schedule`), and
+``hwsim diff`` compares two. The format is the frozen pydantic model :class:`ScheduleFile`
+(``hwsim schema --schedule`` prints its JSON Schema); times are simulated nanoseconds.
+
+A file of an older :data:`SCHEMA_VERSION` is migrated on load, one version at a time, by the
+functions of :data:`MIGRATIONS`; a newer one is refused.
+
+>>> SCHEMA_VERSION, sorted(MIGRATIONS)
+(1, [0])
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from chips.schema import Chip
+from chips.units import PS_PER_NS
+from cost_models.table import CostTable
+from graph_ir.ir import ModelGraph
+from hwsim.pipeline import RunResult
+from hwsim.report.provenance import hwsim_version
+from scheduler import Schedule
+from scheduler.schedule import Placement, implied_transfers
+
+__all__ = [
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "ScheduleFile",
+    "ScheduleFileError",
+    "ScheduledOp",
+    "load_schedule_file",
+    "migrate",
+    "schedule_file",
+    "schedule_file_json",
+    "to_schedule",
+]
+
+#: The version :class:`ScheduleFile` writes.
+SCHEMA_VERSION = 1
+
+
+class ScheduleFileError(ValueError):
+    """A schedule file that cannot be read or replayed here (bad input: one line, exit 2)."""
+
+
+class ScheduledOp(BaseModel, frozen=True, extra="forbid"):
+    """One op of a schedule: where it ran, in which order, and when (simulated ns, frame 0)."""
+
+    op: str
+    op_type: str
+    unit: str
+    core: int
+    #: Every core it occupied (``core`` first; more than one: split by the engine).
+    cores: tuple[int, ...]
+    #: Its position in its core's order (0 first).
+    order: int
+    #: Cores the schedule asked to split it over (None: the engine decides).
+    split: int | None = None
+    #: The head of the fusion group it ran in (None: not fused).
+    fusion_group: str | None = None
+    dtype: str
+    start_ns: float
+    finish_ns: float
+    #: The scheduler's own estimate (ns), kept so that a replay reports the same estimate.
+    est_start_ns: float
+    est_finish_ns: float
+    dram_bytes: int
+    on_critical_path: bool = False
+    reason: str = ""
+
+
+class ScheduleFile(BaseModel, frozen=True, extra="forbid"):
+    """A whole schedule with its provenance (see the module docstring)."""
+
+    schema_version: int = SCHEMA_VERSION
+    hwsim_version: str
+    chip: str
+    chip_sha256: str
+    model: str
+    model_sha256: str
+    precision: str
+    #: The schedule's name (the policy or candidate that produced it).
+    policy: str
+    est_makespan_ns: float
+    latency_ns: float
+    ops: tuple[ScheduledOp, ...]
+
+
+def _v0_to_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 0 (pre-release): no ``cores`` per op (an op ran on its ``core``)."""
+    ops = [{**op, "cores": op.get("cores", [op.get("core", 0)])} for op in data.get("ops", [])]
+    return {**data, "ops": ops, "schema_version": 1}
+
+
+#: Migrations: version -> the function that turns a file of that version into the next.
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {0: _v0_to_v1}
+
+
+def migrate(data: dict[str, Any], source: str = "") -> dict[str, Any]:
+    """``data`` (a parsed file; no ``schema_version``: version 0) brought to :data:`SCHEMA_VERSION`.
+
+    Raises
+    ------
+    ScheduleFileError
+        A version newer than this hwsim writes, or one no migration starts from.
+    """
+    where = f"{source}: " if source else ""
+    version = data.get("schema_version", 0)
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ScheduleFileError(f"{where}schema_version must be a whole number, got {version!r}")
+    if version > SCHEMA_VERSION:
+        raise ScheduleFileError(
+            f"{where}schedule file version {version} is newer than this hwsim reads ({SCHEMA_VERSION}); upgrade hwsim"
+        )
+    while version < SCHEMA_VERSION:
+        if version not in MIGRATIONS:
+            raise ScheduleFileError(f"{where}no migration from schedule file version {version}")
+        data = MIGRATIONS[version](data)
+        version = data["schema_version"]
+    return data
+
+
+def load_schedule_file(path: str | Path) -> ScheduleFile:
+    """Read, migrate and validate a schedule file.
+
+    Raises
+    ------
+    ScheduleFileError
+        A file that is missing, not JSON, of a newer version or not a schedule file.
+    """
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ScheduleFileError(f"{path}: cannot read a schedule file: {exc}") from None
+    if not isinstance(data, dict):
+        raise ScheduleFileError(f"{path}: a schedule file is a JSON object, got {type(data).__name__}")
+    data = migrate(data, str(path))
+    try:
+        return ScheduleFile.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(x) for x in err["loc"])
+        raise ScheduleFileError(f"{path}: {field}: {err['msg']}") from None
+
+
+def _fusion_groups(result: RunResult) -> dict[str, str]:
+    head: dict[str, str] = {}
+    for pair in result.fused:
+        h = head.get(pair.producer, pair.producer)
+        head[pair.producer] = h
+        head[pair.consumer] = h
+    return head
+
+
+def schedule_file(result: RunResult, chip_sha256: str, model_sha256: str) -> ScheduleFile:
+    """The schedule of a finished run as a :class:`ScheduleFile` (times of frame 0)."""
+    sched = result.schedule
+    recs = {r.op: r for r in result.trace.ops if r.frame == 0}
+    order = {op: i for ops in sched.core_order.values() for i, op in enumerate(ops)}
+    groups = _fusion_groups(result)
+    critical = set(result.analysis.critical_path)
+    ops = []
+    for name, p in sched.placements.items():
+        r = recs[name]
+        ops.append(ScheduledOp(
+            op=name, op_type=r.op_type, unit=p.unit, core=p.core, cores=r.cores or (r.core,), order=order[name],
+            split=p.cores, fusion_group=groups.get(name), dtype=result.table.costs[name][p.unit].dtype,
+            start_ns=r.start_ps / PS_PER_NS, finish_ns=r.end_ps / PS_PER_NS, est_start_ns=p.est_start_ns,
+            est_finish_ns=p.est_finish_ns, dram_bytes=r.dram_bytes, on_critical_path=name in critical,
+            reason=p.reason,
+        ))  # fmt: skip
+    return ScheduleFile(
+        hwsim_version=hwsim_version(), chip=result.chip.name, chip_sha256=chip_sha256, model=result.graph.name,
+        model_sha256=model_sha256, precision=result.precision, policy=sched.policy,
+        est_makespan_ns=sched.est_makespan_ns, latency_ns=result.trace.makespan_ps / PS_PER_NS, ops=tuple(ops),
+    )  # fmt: skip
+
+
+def schedule_file_json(sf: ScheduleFile) -> bytes:
+    """The file's bytes: indented JSON, keys in the model's order, a final newline."""
+    return (json.dumps(sf.model_dump(mode="json"), indent=1) + "\n").encode("utf-8")
+
+
+def _check_model(sf: ScheduleFile, graph: ModelGraph, model_sha256: str, source: str) -> None:
+    if sf.model_sha256 != model_sha256:
+        raise ScheduleFileError(
+            f"{source}: the schedule is for another model ({sf.model}, sha256 {sf.model_sha256[:12]}...; "
+            f"this one's is {model_sha256[:12]}...)"
+        )
+    have, want = {o.op for o in sf.ops}, set(graph.order)
+    if have != want:
+        odd = sorted(want - have) or sorted(have - want)
+        raise ScheduleFileError(
+            f"{source}: the schedule is for another model: its ops differ from {graph.name}'s "
+            f"({len(want - have)} missing, {len(have - want)} unknown, e.g. {odd[0]!r})"
+        )
+
+
+def to_schedule(
+    sf: ScheduleFile, graph: ModelGraph, chip: Chip, table: CostTable, model_sha256: str, source: str = ""
+) -> Schedule:
+    """The :class:`scheduler.Schedule` of ``sf`` for ``graph`` on ``chip``: the same placements
+    and per-core orders; the transfers follow from them on this chip.
+
+    Raises
+    ------
+    ScheduleFileError
+        A schedule for another model (sha256 or op names differ), or a placement on a unit or
+        core this chip does not have.
+    """
+    source = source or "schedule"
+    _check_model(sf, graph, model_sha256, source)
+    units = {u.name: u.cores for u in chip.units}
+    by_core: dict[tuple[str, int], list[tuple[int, str]]] = {(u, c): [] for u, n in units.items() for c in range(n)}
+    placements: dict[str, Placement] = {}
+    for o in sf.ops:
+        if (o.unit, o.core) not in by_core:
+            raise ScheduleFileError(f"{source}: op {o.op!r} is placed on {o.unit} core {o.core}, which {chip.name} lacks")
+        if table.costs[o.op].get(o.unit) is None:
+            raise ScheduleFileError(f"{source}: op {o.op!r} cannot run on {o.unit} of {chip.name}")
+        placements[o.op] = Placement(o.op, o.unit, o.core, o.est_start_ns, o.est_finish_ns, o.reason, o.split)
+        by_core[(o.unit, o.core)].append((o.order, o.op))
+    core_order = {k: tuple(op for _, op in sorted(v)) for k, v in by_core.items()}
+    transfers = implied_transfers(graph, chip, table, {n: p.unit for n, p in placements.items()})
+    return Schedule(sf.policy, placements, core_order, transfers, sf.est_makespan_ns)
+
+
+def op_index(sf: ScheduleFile) -> Mapping[str, ScheduledOp]:
+    """The ops of ``sf`` by name."""
+    return {o.op: o for o in sf.ops}
