@@ -1,0 +1,42 @@
+"""One test per crash the reader fuzzers found, and the bounded huge inputs (sparse 2 GiB files)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.fuzz.harness import check_refusal_or_run
+
+
+def _sparse(path: Path, size_bytes: int) -> Path:
+    """A file of ``size_bytes`` that takes no disk space (a hole, as ``truncate -s`` makes)."""
+    path.touch()
+    os.truncate(path, size_bytes)
+    return path
+
+
+# --- task graphs (hwsim schedule) -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["g.json", "g.stg"])
+def test_taskgraph_not_utf8_is_refused(tmp_path: Path, name: str) -> None:
+    f = tmp_path / name
+    f.write_bytes(b"{\x80")
+    res = check_refusal_or_run("regression", ["schedule", str(f)], f)
+    assert res.code == 2 and "not a text file" in res.stderr
+
+
+def test_taskgraph_edge_end_not_a_string_is_refused(tmp_path: Path) -> None:
+    f = tmp_path / "g.json"
+    f.write_text('{"units": ["u"], "tasks": [{"name": "a", "cost": {"u": 1}}], "edges": [{"src": [], "dst": "a"}]}')
+    res = check_refusal_or_run("regression", ["schedule", str(f)], f)
+    assert res.code == 2 and "edges[0].src: unknown task []" in res.stderr
+
+
+@pytest.mark.parametrize("name", ["g.json", "g.stg"])
+def test_taskgraph_2gib_file_is_refused_unread(tmp_path: Path, name: str) -> None:
+    f = _sparse(tmp_path / name, 2 * 2**30)
+    res = check_refusal_or_run("regression", ["schedule", str(f)], f)
+    assert res.code == 2 and "2048.0 MiB, over the 256.0 MiB limit" in res.stderr
