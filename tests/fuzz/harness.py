@@ -36,7 +36,11 @@ def fuzz_settings(default: int) -> settings:
         max_examples=n,
         deadline=None,
         database=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+            HealthCheck.filter_too_much,
+        ],
     )
 
 
@@ -58,9 +62,15 @@ def run_cli(argv: list[str]) -> Outcome:
 
 
 def check_refusal_or_run(
-    reader: str, argv: list[str], file: Path, out_dir: Path | None = None, ok: tuple[int, ...] = (0,)
+    reader: str,
+    argv: list[str],
+    file: Path | tuple[Path, ...],
+    out_dir: Path | None = None,
+    ok: tuple[int, ...] = (0,),
 ) -> Outcome:
     """Run ``argv``; assert it ran (an exit code in ``ok``) or refused ``file`` properly (exit 2).
+
+    ``file`` may be several files (a chip and its calibration): the error names one of them.
 
     Raises
     ------
@@ -77,11 +87,16 @@ def check_refusal_or_run(
         return res
     assert res.code == 2, f"exit {res.code}: {res.stderr}"
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
-    errors = [k for k, ln in enumerate(lines) if not ln.startswith(("hwsim: WARNING", "hwsim: INFO", "  "))]
+    errors = [
+        k
+        for k, ln in enumerate(lines)
+        if not ln.startswith(("hwsim: WARNING", "hwsim: INFO", "  "))
+    ]
     assert len(errors) == 1, f"expected one error line, got: {res.stderr!r}"
     line = lines[errors[0]]
     assert line.startswith("hwsim"), line
-    assert str(file) in line or file.name in line, f"error does not name {file}: {line}"
+    files = file if isinstance(file, tuple) else (file,)
+    assert any(f.name in line for f in files), f"error does not name {files}: {line}"
     assert all(ln.startswith("  ") for ln in lines[errors[0] + 1 :]), res.stderr
     if out_dir is not None:
         assert not out_dir.exists() or not any(out_dir.iterdir()), f"{out_dir} written on a refusal"
@@ -90,14 +105,16 @@ def check_refusal_or_run(
 
 # --- strategies shared by the structured readers -------------------------------------------
 
-from typing import Any  # noqa: E402
+from typing import Any
 
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import strategies as st
 
 #: Any value JSON or YAML can hold (NaN and infinities included: YAML reads ``.nan``, JSON ``NaN``).
 VALUES: st.SearchStrategy[Any] = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 

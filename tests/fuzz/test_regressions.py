@@ -30,7 +30,9 @@ def test_taskgraph_not_utf8_is_refused(tmp_path: Path, name: str) -> None:
 
 def test_taskgraph_edge_end_not_a_string_is_refused(tmp_path: Path) -> None:
     f = tmp_path / "g.json"
-    f.write_text('{"units": ["u"], "tasks": [{"name": "a", "cost": {"u": 1}}], "edges": [{"src": [], "dst": "a"}]}')
+    f.write_text(
+        '{"units": ["u"], "tasks": [{"name": "a", "cost": {"u": 1}}], "edges": [{"src": [], "dst": "a"}]}'
+    )
     res = check_refusal_or_run("regression", ["schedule", str(f)], f)
     assert res.code == 2 and "edges[0].src: unknown task []" in res.stderr
 
@@ -40,3 +42,46 @@ def test_taskgraph_2gib_file_is_refused_unread(tmp_path: Path, name: str) -> Non
     f = _sparse(tmp_path / name, 2 * 2**30)
     res = check_refusal_or_run("regression", ["schedule", str(f)], f)
     assert res.code == 2 and "2048.0 MiB, over the 256.0 MiB limit" in res.stderr
+
+
+# --- chips and calibrations -------------------------------------------------------------------
+
+RK3588 = Path(__file__).parents[2] / "chips" / "rk3588.yaml"
+MLP = Path(__file__).parents[2] / "examples" / "models" / "mlp_mnist.onnx"
+
+
+def _run_chip(chip: Path, out: Path) -> list[str]:
+    return ["run", str(chip), str(MLP), "--out", str(out), "--no-plots"]
+
+
+def test_chip_key_with_a_carriage_return_stays_on_one_line(tmp_path: Path) -> None:
+    chip = tmp_path / "chip.yaml"
+    chip.write_text('"\\r": null\n' + RK3588.read_text())
+    res = check_refusal_or_run(
+        "regression", _run_chip(chip, tmp_path / "out"), chip, tmp_path / "out"
+    )
+    assert res.code == 2 and "\\r: unknown key" in res.stderr
+
+
+def test_calibration_not_utf8_is_refused(tmp_path: Path) -> None:
+    chip, cal = tmp_path / "chip.yaml", tmp_path / "cal.yaml"
+    chip.write_text(RK3588.read_text() + "\ncalibration: cal.yaml\n")
+    cal.write_bytes(b"\x80")
+    res = check_refusal_or_run(
+        "regression", _run_chip(chip, tmp_path / "out"), cal, tmp_path / "out"
+    )
+    assert res.code == 2 and "not a text file" in res.stderr
+
+
+def test_chip_and_calibration_of_2gib_are_refused_unread(tmp_path: Path) -> None:
+    chip = _sparse(tmp_path / "chip.yaml", 2 * 2**30)
+    res = check_refusal_or_run(
+        "regression", _run_chip(chip, tmp_path / "out"), chip, tmp_path / "out"
+    )
+    assert res.code == 2 and "over the 256.0 MiB limit" in res.stderr
+    chip2, cal = tmp_path / "chip2.yaml", _sparse(tmp_path / "cal.yaml", 2 * 2**30)
+    chip2.write_text(RK3588.read_text() + "\ncalibration: cal.yaml\n")
+    res = check_refusal_or_run(
+        "regression", _run_chip(chip2, tmp_path / "out"), cal, tmp_path / "out"
+    )
+    assert res.code == 2 and "over the 256.0 MiB limit" in res.stderr

@@ -36,7 +36,9 @@ def _schedule(reader: str, name: str, content: bytes, extra: list[str] = ()) -> 
     with tempfile.TemporaryDirectory() as d:
         f = Path(d) / name
         f.write_bytes(content)
-        check_refusal_or_run(reader, ["schedule", str(f), "--time-limit", "0.5", *extra], f, ok=(0, 1))
+        check_refusal_or_run(
+            reader, ["schedule", str(f), "--time-limit", "0.5", *extra], f, ok=(0, 1)
+        )
 
 
 def _json_text(data: Any) -> bytes:
@@ -64,7 +66,9 @@ def _stg_lines(rows: list[list[int]]) -> bytes:
 def _mutated_stg(draw: st.DrawFn) -> bytes:
     rows = [line.split() for line in VALID_STG.splitlines()]
     k = draw(st.integers(0, len(rows) - 1))
-    tokens = st.one_of(st.integers(-3, 8).map(str), st.sampled_from(["x", "-", "1e3", "99999999999", "#", ""]))
+    tokens = st.one_of(
+        st.integers(-3, 8).map(str), st.sampled_from(["x", "-", "1e3", "99999999999", "#", ""])
+    )
     rows[k] = draw(st.lists(tokens, max_size=6))
     if draw(st.booleans()):
         rows = rows[: draw(st.integers(0, len(rows)))]
