@@ -85,3 +85,50 @@ def test_chip_and_calibration_of_2gib_are_refused_unread(tmp_path: Path) -> None
         "regression", _run_chip(chip2, tmp_path / "out"), cal, tmp_path / "out"
     )
     assert res.code == 2 and "over the 256.0 MiB limit" in res.stderr
+
+
+# --- ONNX -----------------------------------------------------------------------------------
+
+
+def _mlp_edited(tmp_path: Path, edit: str) -> Path:
+    import onnx
+
+    m = onnx.load(str(MLP), load_external_data=False)
+    if edit == "dup":
+        m.graph.node[0].output[0] = m.graph.node[1].output[0]
+    else:
+        m.graph.node[1].input[0] = "nothing"
+    f = tmp_path / f"{edit}.onnx"
+    onnx.save(m, str(f))
+    return f
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [("dup", "is an output of two nodes"), ("dangling", "which no node, input or initializer")],
+)
+def test_onnx_tensor_with_two_producers_or_none_is_refused(
+    tmp_path: Path, edit: str, said: str
+) -> None:
+    f = _mlp_edited(tmp_path, edit)
+    res = check_refusal_or_run(
+        "regression", ["run", "rk3588", str(f), "--out", str(tmp_path / "o")], f, tmp_path / "o"
+    )
+    assert res.code == 2 and said in res.stderr
+
+
+def test_onnx_attribute_name_not_utf8_is_refused(tmp_path: Path) -> None:
+    f = tmp_path / "m.onnx"
+    f.write_bytes(MLP.read_bytes().replace(b"\x04beta", b"\x04\xe2eta", 1))
+    res = check_refusal_or_run(
+        "regression", ["run", "rk3588", str(f), "--out", str(tmp_path / "o")], f, tmp_path / "o"
+    )
+    assert res.code == 2 and "is not UTF-8 text" in res.stderr
+
+
+def test_onnx_of_2gib_is_refused_unread(tmp_path: Path) -> None:
+    f = _sparse(tmp_path / "big.onnx", 2 * 2**30)
+    res = check_refusal_or_run(
+        "regression", ["run", "rk3588", str(f), "--out", str(tmp_path / "o")], f, tmp_path / "o"
+    )
+    assert res.code == 2 and "over the 2048.0 MiB limit" in res.stderr
