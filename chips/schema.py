@@ -22,6 +22,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.fields import FieldInfo
 
+from graph_ir.files import MAX_TEXT_BYTES, oversize
+
 __all__ = [
     "CATALOG_DIR",
     "DTYPES",
@@ -84,10 +86,21 @@ class ChipError(ValueError):
           a: bad
           b: worse
         """
+        problems = [_printable(p) for p in problems]
         if len(problems) == 1:
             return cls(f"{source}: {problems[0]}", problems)
         lines = "".join(f"\n  {p}" for p in problems)
         return cls(f"{source}: {len(problems)} problems:{lines}", problems)
+
+
+def _printable(text: str) -> str:
+    """``text`` with its control characters escaped, so that a problem stays on its one line
+    whatever key or name the file holds.
+
+    >>> print(_printable("units.a\\rb: unknown key"))
+    units.a\\rb: unknown key
+    """
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 class _Problems(ValueError):
@@ -878,6 +891,9 @@ def load_chip(ref: str | Path) -> Chip:
         Naming the file and every problem (see :func:`chip_from_dict`).
     """
     path = _resolve(ref)
+    too_big = oversize(path, MAX_TEXT_BYTES)
+    if too_big:
+        raise ChipError(f"{path}: {too_big}")
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -915,10 +931,15 @@ class Calibration(_Spec):
 def _with_calibration(data: dict[str, object], chip_path: Path) -> dict[str, object]:
     """``data`` with its ``calibration`` file resolved (relative to ``chip_path``) and merged."""
     cal_path = (chip_path.parent / str(data["calibration"])).resolve()
+    too_big = oversize(cal_path, MAX_TEXT_BYTES)
+    if too_big:
+        raise ChipError(f"{cal_path}: {too_big}")
     try:
         raw = yaml.safe_load(cal_path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ChipError(f"{chip_path}: calibration: cannot read {cal_path} ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ChipError(f"{cal_path}: not a text file (byte {exc.start} is not UTF-8)") from None
     except yaml.YAMLError as exc:
         raise ChipError(f"{cal_path}: YAML syntax error: {str(exc).splitlines()[0]}") from None
     try:

@@ -19,6 +19,7 @@ from google.protobuf.message import DecodeError
 from onnx import helper, numpy_helper, shape_inference
 
 from graph_ir import dynamic
+from graph_ir.files import MAX_ONNX_BYTES, oversize
 from graph_ir.ir import ModelError, ModelGraph, Op, Tensor, add_data_edge
 from graph_ir.op_metrics import metrics
 
@@ -59,13 +60,28 @@ def load_onnx(
     path = Path(path)
     if not path.is_file():
         raise ModelError(f"{path}: file not found")
+    too_big = oversize(path, MAX_ONNX_BYTES)
+    if too_big:
+        raise ModelError(f"{path}: {too_big} (protobuf's; keep the weights as external data)")
     try:
         model = onnx.load(str(path), load_external_data=False)
     except (DecodeError, ValueError, RuntimeError, OSError) as exc:
         raise ModelError(f"{path}: not a valid ONNX file ({type(exc).__name__}: {exc})") from None
     if model.ir_version <= 0 or not model.graph.node:
         raise ModelError(f"{path}: not an ONNX model (no graph nodes; truncated or another format?)")
+    _check_names(model.graph, str(path))
     return from_model_proto(model, source=str(path), name=path.stem, input_shapes=input_shapes, assume=assume)
+
+
+def _check_names(graph: onnx.GraphProto, source: str) -> None:
+    """Refuse a name that is not UTF-8 text: protobuf hands such a string field over as bytes."""
+    names = [v.name for v in (*graph.input, *graph.output, *graph.initializer, *graph.value_info)]
+    for node in graph.node:
+        names += [node.name, node.op_type, node.domain, *node.input, *node.output]
+        names += [a.name for a in node.attribute]
+    bad = next((n for n in names if not isinstance(n, str)), None)
+    if bad is not None:
+        raise ModelError(f"{source}: the name {bad!r} is not UTF-8 text (a corrupted file?)")
 
 
 def from_model_proto(
@@ -159,7 +175,20 @@ def name_nodes(graph: onnx.GraphProto) -> None:
 
 def _sort_nodes(graph: onnx.GraphProto, source: str) -> None:
     """Order nodes topologically (shape inference needs it) and reject cycles."""
-    produced = {o: i for i, n in enumerate(graph.node) for o in n.output if o}
+    produced: dict[str, int] = {}
+    for i, n in enumerate(graph.node):
+        for o in n.output:
+            if o and o in produced:
+                raise ModelError(f"{source}: tensor {o!r} is an output of two nodes ({n.name!r} and another)")
+            if o:
+                produced[o] = i
+    known = produced.keys() | {v.name for v in graph.input} | {t.name for t in graph.initializer}
+    for node in graph.node:
+        dangling = next((t for t in node.input if t and t not in known), None)
+        if dangling is not None:
+            raise ModelError(
+                f"{source}: node {node.name!r} reads {dangling!r}, which no node, input or initializer provides"
+            )
     dep = nx.DiGraph()
     dep.add_nodes_from(range(len(graph.node)))
     for i, node in enumerate(graph.node):

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from graph_ir.files import MAX_TEXT_BYTES, oversize
 from scheduler.problem import Problem, make_problem
 
 __all__ = ["TaskGraph", "TaskGraphError", "load_task_graph", "parse_stg", "parse_task_graph"]
@@ -167,7 +168,7 @@ def _edges(edges_in: Any, index: Mapping[str, int], src: str) -> list[tuple[int,
         if extra:
             raise TaskGraphError(f"{src}: edges[{k}]: unknown field {min(extra)!r}")
         for end in ("src", "dst"):
-            if e.get(end) not in index:
+            if not isinstance(e.get(end), str) or e[end] not in index:
                 raise TaskGraphError(f"{src}: edges[{k}].{end}: unknown task {e.get(end)!r}")
         s, d = index[e["src"]], index[e["dst"]]
         if s == d:
@@ -229,10 +230,15 @@ def load_task_graph(path: str | Path, n_units: int | None = None) -> TaskGraph:
     """Load a JSON task graph (``.json``, or text starting with ``{``), or an STG file with ``n_units`` units."""
     p = Path(path)
     src = str(p)
+    too_big = oversize(p, MAX_TEXT_BYTES)
+    if too_big:
+        raise TaskGraphError(f"{src}: {too_big}")
     try:
-        text = p.read_text()
+        text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise TaskGraphError(f"{src}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise TaskGraphError(f"{src}: not a text file (byte {exc.start} is not UTF-8)") from None
     is_json = p.suffix.lower() == ".json" or text.lstrip().startswith("{")
     if p.suffix.lower() == ".stg" or not is_json:
         return parse_stg(text, n_units if n_units is not None else DEFAULT_STG_UNITS, src)

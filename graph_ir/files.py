@@ -1,0 +1,42 @@
+"""How big an input file hwsim reads: a size check before any reader loads a file whole.
+
+Every reader (ONNX models, chip and calibration YAML, task graphs, sweep and quantization
+binding files) stats its file first and refuses one over its limit with one line, so that a
+2 GB file by mistake (a video, a disk image, a weight dump) is neither read into memory nor
+parsed for minutes. The limits are far above any real input: a chip file is a few KiB, a
+million-task graph in JSON is about 100 MiB.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["MAX_ONNX_BYTES", "MAX_TEXT_BYTES", "oversize"]
+
+#: Largest text input (YAML, JSON, STG) any reader loads, bytes.
+MAX_TEXT_BYTES = 256 * 2**20
+#: Largest ONNX file: protobuf cannot parse a message of 2 GiB or more (weights beyond that
+#: live in external data files, which hwsim does not read).
+MAX_ONNX_BYTES = 2**31 - 1
+
+
+def oversize(path: str | Path, limit_bytes: int) -> str | None:
+    """Why ``path`` is too big to read (its size against ``limit_bytes``), or None.
+
+    None too when the file cannot be stat'ed: the reader's own open reports that.
+
+    >>> import tempfile, os
+    >>> with tempfile.NamedTemporaryFile() as f:
+    ...     os.truncate(f.name, 3 * 2**20)
+    ...     print(oversize(f.name, 2**20))
+    ...     print(oversize(f.name, 2**30))
+    file is 3.0 MiB, over the 1.0 MiB limit for this kind of file
+    None
+    """
+    try:
+        size = Path(path).stat().st_size
+    except OSError:
+        return None
+    if size <= limit_bytes:
+        return None
+    return f"file is {size / 2**20:.1f} MiB, over the {limit_bytes / 2**20:.1f} MiB limit for this kind of file"

@@ -1,0 +1,134 @@
+"""One test per crash the reader fuzzers found, and the bounded huge inputs (sparse 2 GiB files)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.fuzz.harness import check_refusal_or_run
+
+
+def _sparse(path: Path, size_bytes: int) -> Path:
+    """A file of ``size_bytes`` that takes no disk space (a hole, as ``truncate -s`` makes)."""
+    path.touch()
+    os.truncate(path, size_bytes)
+    return path
+
+
+# --- task graphs (hwsim schedule) -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["g.json", "g.stg"])
+def test_taskgraph_not_utf8_is_refused(tmp_path: Path, name: str) -> None:
+    f = tmp_path / name
+    f.write_bytes(b"{\x80")
+    res = check_refusal_or_run("regression", ["schedule", str(f)], f)
+    assert res.code == 2 and "not a text file" in res.stderr
+
+
+def test_taskgraph_edge_end_not_a_string_is_refused(tmp_path: Path) -> None:
+    f = tmp_path / "g.json"
+    f.write_text(
+        '{"units": ["u"], "tasks": [{"name": "a", "cost": {"u": 1}}], "edges": [{"src": [], "dst": "a"}]}'
+    )
+    res = check_refusal_or_run("regression", ["schedule", str(f)], f)
+    assert res.code == 2 and "edges[0].src: unknown task []" in res.stderr
+
+
+@pytest.mark.parametrize("name", ["g.json", "g.stg"])
+def test_taskgraph_2gib_file_is_refused_unread(tmp_path: Path, name: str) -> None:
+    f = _sparse(tmp_path / name, 2 * 2**30)
+    res = check_refusal_or_run("regression", ["schedule", str(f)], f)
+    assert res.code == 2 and "2048.0 MiB, over the 256.0 MiB limit" in res.stderr
+
+
+# --- chips and calibrations -------------------------------------------------------------------
+
+RK3588 = Path(__file__).parents[2] / "chips" / "rk3588.yaml"
+MLP = Path(__file__).parents[2] / "examples" / "models" / "mlp_mnist.onnx"
+
+
+def _run_chip(chip: Path, out: Path) -> list[str]:
+    return ["run", str(chip), str(MLP), "--out", str(out), "--no-plots"]
+
+
+def test_chip_key_with_a_carriage_return_stays_on_one_line(tmp_path: Path) -> None:
+    chip = tmp_path / "chip.yaml"
+    chip.write_text('"\\r": null\n' + RK3588.read_text())
+    res = check_refusal_or_run(
+        "regression", _run_chip(chip, tmp_path / "out"), chip, tmp_path / "out"
+    )
+    assert res.code == 2 and "\\r: unknown key" in res.stderr
+
+
+def test_calibration_not_utf8_is_refused(tmp_path: Path) -> None:
+    chip, cal = tmp_path / "chip.yaml", tmp_path / "cal.yaml"
+    chip.write_text(RK3588.read_text() + "\ncalibration: cal.yaml\n")
+    cal.write_bytes(b"\x80")
+    res = check_refusal_or_run(
+        "regression", _run_chip(chip, tmp_path / "out"), cal, tmp_path / "out"
+    )
+    assert res.code == 2 and "not a text file" in res.stderr
+
+
+def test_chip_and_calibration_of_2gib_are_refused_unread(tmp_path: Path) -> None:
+    chip = _sparse(tmp_path / "chip.yaml", 2 * 2**30)
+    res = check_refusal_or_run(
+        "regression", _run_chip(chip, tmp_path / "out"), chip, tmp_path / "out"
+    )
+    assert res.code == 2 and "over the 256.0 MiB limit" in res.stderr
+    chip2, cal = tmp_path / "chip2.yaml", _sparse(tmp_path / "cal.yaml", 2 * 2**30)
+    chip2.write_text(RK3588.read_text() + "\ncalibration: cal.yaml\n")
+    res = check_refusal_or_run(
+        "regression", _run_chip(chip2, tmp_path / "out"), cal, tmp_path / "out"
+    )
+    assert res.code == 2 and "over the 256.0 MiB limit" in res.stderr
+
+
+# --- ONNX -----------------------------------------------------------------------------------
+
+
+def _mlp_edited(tmp_path: Path, edit: str) -> Path:
+    import onnx
+
+    m = onnx.load(str(MLP), load_external_data=False)
+    if edit == "dup":
+        m.graph.node[0].output[0] = m.graph.node[1].output[0]
+    else:
+        m.graph.node[1].input[0] = "nothing"
+    f = tmp_path / f"{edit}.onnx"
+    onnx.save(m, str(f))
+    return f
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [("dup", "is an output of two nodes"), ("dangling", "which no node, input or initializer")],
+)
+def test_onnx_tensor_with_two_producers_or_none_is_refused(
+    tmp_path: Path, edit: str, said: str
+) -> None:
+    f = _mlp_edited(tmp_path, edit)
+    res = check_refusal_or_run(
+        "regression", ["run", "rk3588", str(f), "--out", str(tmp_path / "o")], f, tmp_path / "o"
+    )
+    assert res.code == 2 and said in res.stderr
+
+
+def test_onnx_attribute_name_not_utf8_is_refused(tmp_path: Path) -> None:
+    f = tmp_path / "m.onnx"
+    f.write_bytes(MLP.read_bytes().replace(b"\x04beta", b"\x04\xe2eta", 1))
+    res = check_refusal_or_run(
+        "regression", ["run", "rk3588", str(f), "--out", str(tmp_path / "o")], f, tmp_path / "o"
+    )
+    assert res.code == 2 and "is not UTF-8 text" in res.stderr
+
+
+def test_onnx_of_2gib_is_refused_unread(tmp_path: Path) -> None:
+    f = _sparse(tmp_path / "big.onnx", 2 * 2**30)
+    res = check_refusal_or_run(
+        "regression", ["run", "rk3588", str(f), "--out", str(tmp_path / "o")], f, tmp_path / "o"
+    )
+    assert res.code == 2 and "over the 2048.0 MiB limit" in res.stderr
