@@ -40,6 +40,7 @@ import networkx as nx
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
+from graph_ir.files import MAX_TEXT_BYTES, oversize
 from graph_ir.ir import FLOAT_DTYPES, ModelGraph, Op, Tensor, add_data_edge
 from graph_ir.op_metrics import metrics
 
@@ -173,10 +174,14 @@ def load_binding(path: str | Path) -> QuantBinding:
         One line naming the file and the rule or field at fault.
     """
     path = Path(path)
+    if (why := oversize(path, MAX_TEXT_BYTES)) is not None:
+        raise BindingError(f"{path}: {why}")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise BindingError(f"{path}: cannot read the binding ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise BindingError(f"{path}: not a text file (not UTF-8)") from None
     except yaml.YAMLError as exc:
         raise BindingError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
     if not isinstance(data, dict):

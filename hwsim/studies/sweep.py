@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from graph_ir.files import MAX_TEXT_BYTES, oversize
 from hwsim.analysis.memory import DRAM
 from hwsim.studies.sweep_store import StoredPoint, SweepStore
 
@@ -226,10 +227,14 @@ def load_sweep(path: str | Path) -> SweepSpec:
         One line: the file, the key and what is wrong with it.
     """
     path = Path(path)
+    if (why := oversize(path, MAX_TEXT_BYTES)) is not None:
+        raise SweepError(f"{path}: {why}")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise SweepError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise SweepError(f"{path}: not a text file (not UTF-8)") from None
     except yaml.YAMLError as exc:
         raise SweepError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
     if not isinstance(data, dict):

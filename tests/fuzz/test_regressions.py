@@ -132,3 +132,23 @@ def test_onnx_of_2gib_is_refused_unread(tmp_path: Path) -> None:
         "regression", ["run", "rk3588", str(f), "--out", str(tmp_path / "o")], f, tmp_path / "o"
     )
     assert res.code == 2 and "over the 2048.0 MiB limit" in res.stderr
+
+
+@pytest.mark.parametrize("size", ["garbage", "huge"])
+def test_sweep_and_binding_files_not_utf8_or_huge_are_one_line(tmp_path: Path, size: str, capsys) -> None:
+    from hwsim.cli import main
+    from tests.helpers import MODELS
+
+    bad = tmp_path / "bad.yaml"
+    if size == "garbage":
+        bad.write_bytes(b"models: [\xff\xfe\x00]\n")
+    else:
+        bad.write_bytes(b"")
+        os.truncate(bad, 2**31)  # sparse: no space taken
+    out = tmp_path / "out"
+    assert main(["sweep", str(bad), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and str(bad) in err and "Traceback" not in err and not out.exists()
+    assert main(["run", "rk3588", str(MODELS / "mlp_mnist.onnx"), "--quant", str(bad), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and str(bad) in err and "Traceback" not in err and not out.exists()
