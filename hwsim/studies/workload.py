@@ -35,6 +35,7 @@ from graph_ir.ir import ModelGraph, Op, Tensor
 from hwsim.pipeline import RunResult
 from hwsim.sim.engine import EngineOptions, Trace, simulate
 from hwsim.sim.frames import Release
+from scheduler import DEFAULT_POLICY
 from scheduler.schedule import Placement, Schedule, Transfer
 
 __all__ = [
@@ -318,23 +319,22 @@ def _finish_ps(trace: Trace) -> dict[str, int]:
 
 
 def _solo_runs(
-    spec: Workload, chip: Chip, precision: str, options: EngineOptions | None,
-    load: Any,
+    spec: Workload, chip: Chip, precision: str, policy: str, options: EngineOptions | None, load: Any,
 ) -> list[RunResult]:  # fmt: skip
-    """Each model scheduled and simulated alone (the chip's default policy)."""
+    """Each model scheduled and simulated alone."""
     from hwsim.pipeline import run_graph
 
-    return [run_graph(load(m.model), chip, precision, options=options) for m in spec.models]
+    return [run_graph(load(m.model), chip, precision, policy, options=options) for m in spec.models]
 
 
 def run_workload(
     spec: Workload, chip: Chip, precision: str = "int8", options: EngineOptions | None = None,
-    load: Any = None,
+    load: Any = None, policy: str = DEFAULT_POLICY,
 ) -> WorkloadRun:  # fmt: skip
     """Schedule each model alone, then run every instance in the window through one engine run.
 
     ``load`` reads a model file into a :class:`~graph_ir.ir.ModelGraph` (default
-    :func:`graph_ir.onnx_import.load_onnx`). Instances are served by criticality (highest
+    :func:`graph_ir.onnx_import.load_onnx`); each model is scheduled by ``policy``. Instances are served by criticality (highest
     first), then release time, then the model's place in the file.
 
     Returns
@@ -345,7 +345,7 @@ def run_workload(
     from graph_ir.onnx_import import load_onnx
     from hwsim.analysis.analyze import analyze
 
-    solo = _solo_runs(spec, chip, precision, options, load or load_onnx)
+    solo = _solo_runs(spec, chip, precision, policy, options, load or load_onnx)
     instances = [
         (-m.level, rel, i, k)
         for i, m in enumerate(spec.models)
