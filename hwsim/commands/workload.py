@@ -66,8 +66,8 @@ def workload_trace(run: WorkloadRun) -> dict[str, Any]:
 
 def format_workload(run: WorkloadRun, out: Path) -> str:
     """The terminal summary: one line per model."""
-    lines = [f"workload on {run.merged.chip.name}: {sum(len(m.instances) for m in run.models)} instances "
-             f"in {run.window_ms:g} ms"]  # fmt: skip
+    count = sum(len(m.instances) for m in run.models)
+    lines = [f"workload on {run.merged.chip.name}: {count} instances in {run.window_ms:g} ms"]
     for m in run.models:
         lines.append(
             f"  {m.name:<12} crit {m.criticality}  p50 {m.percentile_ms(50):8.3f} ms  p99 {m.percentile_ms(99):8.3f} ms"
