@@ -39,10 +39,14 @@ def add_debug(p: argparse.ArgumentParser) -> None:
     p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
 
-def add_chip_model_arguments(p: argparse.ArgumentParser) -> None:
-    """The positional ``chip`` and ``model`` of a command that simulates one model on one chip."""
+def add_chip_model_arguments(p: argparse.ArgumentParser, *, model_optional: bool = False) -> None:
+    """The positional ``chip`` and ``model`` of a command that simulates one model on one chip
+    (``model_optional``: MODEL may be left out, another option then names what to run)."""
     p.add_argument("chip", help="chip YAML file or bundled chip name (see `hwsim chips`)")
-    p.add_argument("model", help="ONNX model file (weights may be absent)")
+    if model_optional:
+        p.add_argument("model", nargs="?", help="ONNX model file (weights may be absent)")
+    else:
+        p.add_argument("model", help="ONNX model file (weights may be absent)")
 
 
 def add_model_options(

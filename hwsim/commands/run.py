@@ -47,8 +47,9 @@ def input_errors() -> tuple[type[BaseException], ...]:
     from graph_ir.quant_binding import BindingError
     from hwsim.report.schedule_file import ScheduleFileError
     from hwsim.sim.power import PowerCapError
+    from hwsim.studies.workload import WorkloadError
 
-    return (BindingError, PowerCapError, ScheduleFileError)
+    return (BindingError, PowerCapError, ScheduleFileError, WorkloadError)
 
 
 def _positive_float(text: str) -> float:
@@ -87,7 +88,11 @@ def add_parser(sub: Any) -> None:
     from hwsim.sim.engine import FRAME_ORDERS
 
     r = sub.add_parser("run", help="simulate MODEL on CHIP and write reports")
-    add_chip_model_arguments(r)
+    add_chip_model_arguments(r, model_optional=True)
+    r.add_argument(
+        "--workload", type=Path, metavar="W.yaml",
+        help="instead of MODEL: several models at their rates and criticality, sharing the chip (see docs/workloads.md)",
+    )  # fmt: skip
     r.add_argument("--out", type=Path, help="report folder (default: reports/<chip>-<model>/)")
     add_model_options(r)
     r.add_argument(
@@ -294,6 +299,12 @@ def main(args: argparse.Namespace) -> int:
     from hwsim.report.summary import build_summary, dtype_fallback_ops
     from hwsim.report.terminal import format_summary
 
+    if getattr(args, "workload", None) is not None:
+        from hwsim.commands import workload
+
+        return workload.main(args)
+    if args.model is None:
+        raise UsageError("give MODEL or --workload W.yaml")
     check_usage(args)
     done = _simulate(args)
     if done is None:

@@ -50,6 +50,11 @@ frames (:mod:`hwsim.sim.frames`):
 All inputs are there at time 0, or, with ``in_flight = K``, frame ``i`` is admitted when frame
 ``i - K`` completes; a core never runs an op of a frame not yet admitted (interleaved).
 
+A workload (:mod:`hwsim.workload`) gives ``releases``: the ops of one frame in groups (one per
+model instance), each group's inputs arriving at its own release time, and the groups in the
+order they are served: a free core runs the next op of the first released group whose next op
+is ready (:class:`~hwsim.sim.frames.Prioritized`). Without ``releases`` nothing changes.
+
 Two what-ifs change the run only when asked for. A power cap (``EngineOptions.max_power_w``,
 :mod:`hwsim.sim.power`) is a resource like the cores: an op or a transfer starts only when the
 power it adds fits under the cap, else its core or link waits. A chip with a thermal model
@@ -72,6 +77,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Sequence
 from enum import Enum
 
 from chips.schema import Chip
@@ -80,7 +86,7 @@ from cost_models.base import OpCost
 from cost_models.table import CostTable
 from graph_ir.ir import ModelGraph
 from hwsim.sim.blocks import Block, op_blocks, op_time_ns
-from hwsim.sim.frames import Admission, Core, dispatch_for
+from hwsim.sim.frames import Admission, Core, Dispatch, Prioritized, Release, dispatch_for
 from hwsim.sim.options import FRAME_ORDERS, EngineOptions, SimulationError
 from hwsim.sim.plan import Plan, plan
 from hwsim.sim.power import PowerGate, blocks_dram_w, check_cap, chip_power_now, transfer_dram_w
@@ -123,6 +129,7 @@ class EventKind(Enum):
     BLOCK_DONE = "an op's block is done: its next block starts, or the op ends"
     TRANSFER_BODY = "a transfer's link latency is paid: its bytes start streaming"
     TRANSFER_DONE = "a transfer's last byte arrived"
+    RELEASE = "a group's (a workload instance's) inputs arrive"
 
 
 #: An event: what happens, and to which op instance or transfer instance
@@ -132,6 +139,7 @@ Event = tuple[EventKind, int]
 
 _OP_BODY, _BLOCK_DONE = EventKind.OP_BODY, EventKind.BLOCK_DONE
 _TRANSFER_BODY, _TRANSFER_DONE = EventKind.TRANSFER_BODY, EventKind.TRANSFER_DONE
+_RELEASE = EventKind.RELEASE
 
 
 class Simulation:
@@ -145,6 +153,7 @@ class Simulation:
     def __init__(
         self, graph: ModelGraph, chip: Chip, table: CostTable, run_plan: Plan,
         options: EngineOptions, frames: int, in_flight: int | None,
+        releases: Sequence[Release] | None = None,
     ) -> None:  # fmt: skip
         p = self.plan = run_plan
         self.options, self.frames, self.in_flight = options, frames, in_flight
@@ -165,9 +174,11 @@ class Simulation:
         #: Ops that wait for no input: ready when their frame is admitted.
         self._no_inputs = [i for i, n in enumerate(p.inputs_needed) if n == 0]
         self._present: set[tuple[int, str, str]] = set()
-        self.dispatch = dispatch_for(
-            options.frame_order, p.core_order, self.n_ops, frames, self.pending, self.admission
-        )
+        self.releases = tuple(releases) if releases is not None else None
+        #: Whether each group of ``releases`` has been released.
+        self.released = [False] * len(self.releases or ())
+        self._index = {n: i for i, n in enumerate(p.names)} if releases is not None else {}
+        self.dispatch = self._dispatch()
         self.op_log = OpLog.empty(p.names, p.op_types, p.unit, p.core, frames)
         self.transfer_log = TransferLog.empty(p.transfers.transfers, frames)
         total = self.n_ops * frames
@@ -189,6 +200,23 @@ class Simulation:
             self._transfer_w = [transfer_dram_w(chip, p, j) for j in range(self.n_x)]
         self.thermal = ThermalState(chip.thermal) if chip.thermal is not None else None
 
+    def _dispatch(self) -> Dispatch:
+        p, releases = self.plan, self.releases
+        if releases is None:
+            return dispatch_for(
+                self.options.frame_order, p.core_order, self.n_ops, self.frames, self.pending, self.admission
+            )
+        if self.frames != 1:
+            raise ValueError(f"releases need one frame, got frames={self.frames}")
+        index = self._index
+        group_of = [-1] * self.n_ops
+        for g, rel in enumerate(releases):
+            for name in rel.ops:
+                group_of[index[name]] = g
+        if -1 in group_of:
+            raise ValueError(f"op {p.names[group_of.index(-1)]!r} is in no release group")
+        return Prioritized(p.core_order, group_of, self.pending, self.released)
+
     # ---- the loop
 
     def push(self, time_ps: int, event: Event) -> None:
@@ -198,8 +226,13 @@ class Simulation:
 
     def run(self) -> None:
         """Admit the first frames, then process events in time order until none is left."""
-        for frame in self.admission.initial():
-            self.admit(frame)
+        if self.releases is None:
+            for frame in self.admission.initial():
+                self.admit(frame)
+        else:
+            self.admission.admit(0, 0)
+            for g, rel in enumerate(self.releases):
+                self.push(rel.release_ps, (_RELEASE, g))
         heap, bandwidth, handle = self._heap, self.bandwidth, self.handle
         while True:
             self.start_ops()
@@ -250,6 +283,9 @@ class Simulation:
             return self.end_block(inst)
         if kind is _TRANSFER_BODY:
             return self.stream_transfer(inst)
+        if kind is _RELEASE:
+            self.release(inst)
+            return False
         self.finish_transfer(inst)
         return False
 
@@ -306,6 +342,21 @@ class Simulation:
             ready[base + i] = self.now
         for name in self.plan.graph_inputs:
             self.arrive(frame, name, self.plan.host)
+
+    def release(self, group: int) -> None:
+        """Group ``group``'s inputs arrive in the host domain now; its ops may run."""
+        assert self.releases is not None
+        rel = self.releases[group]
+        self.released[group] = True
+        p, ready = self.plan, self.op_log.ready_ps
+        index = self._index
+        for name in rel.ops:
+            i = index[name]
+            if p.inputs_needed[i] == 0:
+                ready[i] = self.now
+            self._to_check.add((p.unit[i], p.core[i]))
+        for name in rel.inputs:
+            self.arrive(0, name, p.host)
 
     def frame_done(self, frame: int) -> None:
         """One op or transfer of ``frame`` finished (admits the next frame when it completes)."""
@@ -555,12 +606,14 @@ def simulate(
     options: EngineOptions | None = None,
     frames: int = 1,
     in_flight: int | None = None,
+    releases: Sequence[Release] | None = None,
 ) -> Trace:
     """Run ``schedule`` (``frames`` times over, pipelined) and return the :class:`Trace`.
 
     ``in_flight = K`` admits frame ``i``'s inputs only when frame ``i - K`` has completed (at
     most K frames in the system; the trace keeps the admission times); None: every frame's
-    inputs are there at time 0.
+    inputs are there at time 0. ``releases`` (one frame only) groups the ops, each group's
+    inputs arriving at its release time, served in the order given (:mod:`hwsim.sim.frames`).
 
     Raises
     ------
@@ -580,7 +633,7 @@ def simulate(
             f"frame_order must be one of {', '.join(FRAME_ORDERS)}, got {opts.frame_order!r}"
         )
     sim = Simulation(
-        graph, chip, table, plan(graph, chip, table, schedule), opts, frames, in_flight
+        graph, chip, table, plan(graph, chip, table, schedule), opts, frames, in_flight, releases
     )
     sim.run()
     return sim.trace()

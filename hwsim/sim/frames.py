@@ -14,16 +14,31 @@ frame's ops in the schedule's order for it; how it mixes frames is a :class:`Dis
 :class:`Admission` says when each frame's inputs arrive: all at time 0, or, with
 ``in_flight = K``, frame ``i`` when frame ``i - K`` completes (all its ops and transfers).
 An interleaved core never runs an op of a frame not yet admitted.
+
+A workload (:mod:`hwsim.workload`) runs one frame of a merged graph whose ops form groups (one
+per model instance), each :class:`Release` with its own release time; :class:`Prioritized`
+serves them: a free core runs the next op (in its group's order on the core) of the first
+released group, in the order the groups are given, whose next op is ready.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from hwsim.sim.options import FRAME_ORDERS
 
-__all__ = ["Admission", "Core", "Dispatch", "FrameMajor", "Interleaved", "dispatch_for"]
+__all__ = [
+    "Admission",
+    "Core",
+    "Dispatch",
+    "FrameMajor",
+    "Interleaved",
+    "Prioritized",
+    "Release",
+    "dispatch_for",
+]
 
 #: A core: its unit's name and its number in the unit.
 Core = tuple[str, int]
@@ -174,6 +189,70 @@ class Interleaved:
 
     def took(self, core: Core, inst: int) -> None:
         self._pos[core][inst // self.n_ops] += 1
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """A group of ops (one model instance of a workload) whose graph inputs arrive at ``release_ps``.
+
+    ``ops`` are op names of the merged graph, ``inputs`` its graph-input tensor names that
+    belong to the group; ops of no group are never run.
+    """
+
+    ops: tuple[str, ...]
+    inputs: tuple[str, ...]
+    release_ps: int
+
+
+class Prioritized:
+    """Each core runs the next op of the first released group (in service order) whose next op is ready.
+
+    ``group_of[op]`` is each op's group (its index in service order); ``released[g]`` says
+    whether group ``g``'s inputs have arrived (the engine sets it; this only reads it).
+
+    >>> released = [True, True]
+    >>> d = Prioritized({("npu", 0): [0, 1, 2]}, group_of=[1, 0, 0], pending=[0, 0, 1], released=released)
+    >>> d.ready(("npu", 0))  # group 0 first
+    1
+    >>> d.took(("npu", 0), 1); d.ready(("npu", 0))  # group 0's op 2 waits: group 1's op 0 runs
+    0
+    """
+
+    __slots__ = ("_active", "group_of", "pending", "released")
+
+    def __init__(
+        self, order: Mapping[Core, Sequence[int]], group_of: Sequence[int],
+        pending: Sequence[int], released: Sequence[bool],
+    ) -> None:  # fmt: skip
+        self.group_of = group_of
+        self.pending = pending
+        self.released = released
+        # per core: [group, its ops on the core in order, position of the next], by group
+        self._active: dict[Core, list[tuple[int, list[int], list[int]]]] = {}
+        for core, ops in order.items():
+            queues: dict[int, list[int]] = {}
+            for i in ops:
+                queues.setdefault(group_of[i], []).append(i)
+            self._active[core] = [(g, queues[g], [0]) for g in sorted(queues)]
+
+    def ready(self, core: Core) -> int:
+        released, pending = self.released, self.pending
+        for g, queue, pos in self._active[core]:
+            if released[g]:
+                i = queue[pos[0]]
+                if pending[i] == 0:
+                    return i
+        return -1
+
+    def took(self, core: Core, inst: int) -> None:
+        active = self._active[core]
+        g = self.group_of[inst]
+        for k, (h, queue, pos) in enumerate(active):
+            if h == g:
+                pos[0] += 1
+                if pos[0] >= len(queue):
+                    del active[k]
+                return
 
 
 def dispatch_for(
