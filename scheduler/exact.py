@@ -283,10 +283,12 @@ class _Milp:
         assignment rows from the rows that carry the repeated run times, and the branch and
         bound on that equivalent model then closes the root at a makespan above the optimum
         (``random_problem(1298, 4, 2, 0.5, "related")`` on cores ``[1, 2]``: 22.526 proven,
-        22.393 the optimum; about one such model in 5,000). scipy cannot turn that one rule
-        off, so these models are solved without presolve first, as :func:`_repeated_run_times`
-        says. The others keep presolve first: without it a 20-task model on four one-core
-        units stops at its time limit further from the optimum."""
+        22.393 the optimum; rare: one in 20,000 small models of a derandomized property run,
+        see ``benchmarks/exact_search.py``). scipy cannot turn that one rule off, so these models
+        are solved without presolve first, as :func:`_repeated_run_times` says; no try
+        without presolve returned a wrong optimum there. The others keep presolve first:
+        without it a 20-task model on four one-core units stopped at its time limit further
+        from the optimum."""
         attempts = _ATTEMPTS_NO_PRESOLVE_FIRST if _repeated_run_times(self.problem) else _ATTEMPTS
         t0 = time.monotonic()
         res = self._milp(time_limit_s, attempts[0])
