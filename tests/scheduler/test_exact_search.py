@@ -49,16 +49,17 @@ def brute_force_ns(p: Problem) -> float:
     return best
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(
     seed=st.integers(0, 2**31 - 1),
     n=st.integers(2, 6),
-    cores=st.lists(st.integers(1, 2), min_size=1, max_size=2),
+    cores=st.lists(st.integers(1, 3), min_size=1, max_size=2),
     ccr=st.sampled_from([0.5, 5.0]),
     kind=st.sampled_from(["related", "unrelated"]),
 )
 def test_exact_matches_brute_force_with_multicore_units(seed, n, cores, ccr, kind):
-    # Two-core units exercise the symmetry breaking (the t-th able task may use cores 0..t).
+    # Multi-core units exercise the symmetry breaking (the t-th able task may use cores 0..t)
+    # and the repeated run times that HiGHS's presolve got wrong (see exact._Milp.solve).
     base = random_problem(seed, n, len(cores), ccr, kind)
     if any(not caps for caps in base.capable):
         return
@@ -87,11 +88,53 @@ def test_exact_proves_the_optimum_where_a_highs_try_fails(args, cores):
     assert r.solution.makespan_ns == pytest.approx(brute_force_ns(p), rel=1e-6)
 
 
+@pytest.mark.parametrize(
+    ("args", "cores", "optimum_ns"),
+    [
+        ((1298, 4, 2, 0.5, "related"), [1, 2], 22.392867410497292),
+        ((2147483647, 5, 2, 0.5, "related"), [2, 1], 52.795111379030864),
+    ],
+)
+def test_exact_finds_the_optimum_that_highs_presolve_cuts_off(args, cores, optimum_ns):
+    # HiGHS 1.12 with presolve proved HEFT's 22.526 (and 53.508) optimal: its "sparsify" rule
+    # rewrote the rows with the two cores' equal run times and the root then closed too high.
+    p = _with_cores(random_problem(*args), cores)
+    assert heft(p).makespan_ns > optimum_ns * (1 + 1e-3)
+    r = exact(p, heft(p), problem_bounds(p).best_ns, 20.0)
+    check_valid(p, r.solution)
+    assert r.proven
+    assert r.solution.makespan_ns == pytest.approx(optimum_ns, rel=1e-9)
+    assert brute_force_ns(p) == pytest.approx(optimum_ns, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("cores", "exec_ns", "first_presolve"),
+    [
+        ([1, 1], [[4.0, 40.0], [1.0, 10.0], [1.0, 2.0]], True),
+        ([1, 2], [[4.0, 40.0], [1.0, 10.0], [1.0, 2.0]], False),  # the two cores of u1
+        ([1, 1], [[4.0, 40.0], [1.0, 10.0], [2.0, 2.0]], False),  # "after" as long on both
+    ],
+)
+def test_exact_solves_repeated_run_times_without_presolve_first(monkeypatch, cores, exec_ns, first_presolve):
+    p = make_problem(["long", "short", "after"], ["u0", "u1"], exec_ns, [(1, 2, 0.0)], cores=cores)
+    tries: list[dict] = []
+
+    def recording_milp(**kwargs):
+        tries.append(dict(kwargs["options"]))
+        return scipy_milp(**kwargs)
+
+    monkeypatch.setattr(exact_module, "milp", recording_milp)
+    r = exact(p, evaluate(p, [0, 0, 0], [1, 2, 0]), 0.0)
+    assert r.proven
+    assert r.solution.makespan_ns == pytest.approx(brute_force_ns(p))
+    assert tries and tries[0]["presolve"] is first_presolve
+
+
 def test_exact_tries_highs_again_until_it_answers(monkeypatch):
     # A solve error, then "infeasible" (the model holds the incumbent, so never true), then
     # the real solver: each try another way, within what is left of the time limit.
     p = make_problem(
-        ["long", "short", "after"], ["u0", "u1"], [[4.0, 40.0], [1.0, 10.0], [1.0, 1.0]], [(1, 2, 0.0)]
+        ["long", "short", "after"], ["u0", "u1"], [[4.0, 40.0], [1.0, 10.0], [1.0, 2.0]], [(1, 2, 0.0)]
     )
     tries: list[dict] = []
 
