@@ -84,6 +84,23 @@ def _check_names(graph: onnx.GraphProto, source: str) -> None:
         raise ModelError(f"{source}: the name {bad!r} is not UTF-8 text (a corrupted file?)")
 
 
+def _check_arity(graph: onnx.GraphProto, source: str, opset: int) -> None:
+    """Refuse a node with fewer inputs or outputs than its ONNX op schema requires (a Conv with no
+    weight input would otherwise reach the MAC formulas); op types ONNX does not know are left to
+    the unknown-op path."""
+    for node in graph.node:
+        try:
+            schema = onnx.defs.get_schema(node.op_type, max(opset, 1), node.domain)
+        except onnx.defs.SchemaError:
+            continue
+        given = sum(1 for i in node.input if i)
+        if given < schema.min_input or len(node.output) < schema.min_output:
+            raise ModelError(
+                f"{source}: node {node.name!r} ({node.op_type}) has {given} input(s) and {len(node.output)} "
+                f"output(s); {node.op_type} needs at least {schema.min_input} and {schema.min_output}"
+            )
+
+
 def from_model_proto(
     model: onnx.ModelProto,
     source: str = "<model>",
@@ -99,6 +116,8 @@ def from_model_proto(
     _pin_inputs(graph, init_names, input_shapes or {}, source)
     name_nodes(graph)
     _sort_nodes(graph, source)
+    opset = next((o.version for o in model_copy.opset_import if o.domain in ("", "ai.onnx")), 0)
+    _check_arity(graph, source, opset)
     assume = assume or {}
     used: set[str] = set()
     named = onnx.ModelProto()
@@ -108,7 +127,6 @@ def from_model_proto(
         flow.model, assume, lambda m: _guarded(source, lambda: dynamic.infer_strict(m)), source, used
     )
     dynamic.check_assume_names(named, assume, used, source)
-    opset = next((o.version for o in model_copy.opset_import if o.domain in ("", "ai.onnx")), 0)
     built = _build(inferred.graph, source, name, opset)
     return replace(built, assumed=flow.assumed + assumed, warnings=flow.warnings)
 

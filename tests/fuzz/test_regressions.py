@@ -152,3 +152,20 @@ def test_sweep_and_binding_files_not_utf8_or_huge_are_one_line(tmp_path: Path, s
     assert main(["run", "rk3588", str(MODELS / "mlp_mnist.onnx"), "--quant", str(bad), "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and str(bad) in err and "Traceback" not in err and not out.exists()
+
+
+def test_onnx_node_with_too_few_inputs_is_one_line(tmp_path: Path, capsys) -> None:
+    # found by the ONNX fuzzer: a Relu turned into a Conv (one input, no weight) hit an IndexError
+    import onnx
+
+    from hwsim.cli import main
+    from tests.helpers import MODELS
+
+    model = onnx.load(str(MODELS / "mlp_mnist.onnx"), load_external_data=False)
+    next(n for n in model.graph.node if n.op_type == "Relu").op_type = "Conv"
+    bad = tmp_path / "bad.onnx"
+    onnx.save(model, str(bad))
+    out = tmp_path / "out"
+    assert main(["run", "rk3588", str(bad), "--out", str(out), "--no-plots"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "(Conv) has 1 input(s)" in err and str(bad) in err and not out.exists()
