@@ -9,9 +9,12 @@ million-task graph in JSON is about 100 MiB.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-__all__ = ["MAX_ONNX_BYTES", "MAX_TEXT_BYTES", "oversize"]
+import yaml
+
+__all__ = ["MAX_ONNX_BYTES", "MAX_TEXT_BYTES", "field_path", "oversize", "read_yaml_mapping"]
 
 #: Largest text input (YAML, JSON, STG) any reader loads, bytes.
 MAX_TEXT_BYTES = 256 * 2**20
@@ -40,3 +43,45 @@ def oversize(path: str | Path, limit_bytes: int) -> str | None:
     if size <= limit_bytes:
         return None
     return f"file is {size / 2**20:.1f} MiB, over the {limit_bytes / 2**20:.1f} MiB limit for this kind of file"
+
+
+def read_yaml_mapping(path: Path, error: Callable[[str], Exception], expected: str) -> dict[str, object]:
+    """Read ``path`` as a YAML mapping, or raise ``error(message)``: one line naming the file and
+    what is wrong (over the size limit, unreadable, not UTF-8, not YAML, not a mapping of
+    ``expected``). The one reader behind the sweep, workload and quantization binding files.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     p = Path(d) / "w.yaml"
+    ...     _ = p.write_bytes(b"\\xff\\xfe")
+    ...     try:
+    ...         read_yaml_mapping(p, ValueError, "models")
+    ...     except ValueError as exc:
+    ...         print(str(exc).split(": ", 1)[1])
+    not a text file (not UTF-8)
+    """
+    if (why := oversize(path, MAX_TEXT_BYTES)) is not None:
+        raise error(f"{path}: {why}")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise error(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise error(f"{path}: not a text file (not UTF-8)") from None
+    except yaml.YAMLError as exc:
+        raise error(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise error(f"{path}: expected a mapping with {expected}")
+    return data
+
+
+def field_path(loc: Sequence[int | str]) -> str:
+    """A pydantic error location as a user reads it: ``models[0].fps``.
+
+    >>> field_path(("models", 0, "fps")), field_path(())
+    ('models[0].fps', '(top level)')
+    """
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"

@@ -37,10 +37,9 @@ from pathlib import Path
 from typing import Literal
 
 import networkx as nx
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from graph_ir.files import MAX_TEXT_BYTES, oversize
+from graph_ir.files import field_path, read_yaml_mapping
 from graph_ir.ir import FLOAT_DTYPES, ModelGraph, Op, Tensor, add_data_edge
 from graph_ir.op_metrics import metrics
 
@@ -158,12 +157,6 @@ class Conversion:
     consumers: tuple[str, ...]
 
 
-def _loc(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
-
 
 def load_binding(path: str | Path) -> QuantBinding:
     """Read and validate a binding file.
@@ -174,23 +167,12 @@ def load_binding(path: str | Path) -> QuantBinding:
         One line naming the file and the rule or field at fault.
     """
     path = Path(path)
-    if (why := oversize(path, MAX_TEXT_BYTES)) is not None:
-        raise BindingError(f"{path}: {why}")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise BindingError(f"{path}: cannot read the binding ({exc.strerror or exc})") from None
-    except UnicodeDecodeError:
-        raise BindingError(f"{path}: not a text file (not UTF-8)") from None
-    except yaml.YAMLError as exc:
-        raise BindingError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
-    if not isinstance(data, dict):
-        raise BindingError(f"{path}: a binding is a mapping with default, granularity and rules")
+    data = read_yaml_mapping(path, BindingError, "default, granularity and rules")
     try:
         return QuantBinding.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise BindingError(f"{path}: {_loc(tuple(err['loc']))}: {err['msg']}") from None
+        raise BindingError(f"{path}: {field_path(tuple(err['loc']))}: {err['msg']}") from None
 
 
 def resolve(binding: QuantBinding, ops: Sequence[tuple[str, str]], source: str) -> dict[str, OpQuant]:

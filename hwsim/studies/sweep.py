@@ -36,10 +36,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from graph_ir.files import MAX_TEXT_BYTES, oversize
+from graph_ir.files import field_path, read_yaml_mapping
 from hwsim.analysis.memory import DRAM
 from hwsim.studies.sweep_store import StoredPoint, SweepStore
 
@@ -210,12 +209,6 @@ class SweepSpec(BaseModel):
         return [parse_constraint(k, v) for k, v in self.constraints.items()]
 
 
-def _loc(loc: Sequence[int | str]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top)"
-
 
 def load_sweep(path: str | Path) -> SweepSpec:
     """Read and check a sweep file; relative model and chip paths are read from the file's folder
@@ -227,18 +220,7 @@ def load_sweep(path: str | Path) -> SweepSpec:
         One line: the file, the key and what is wrong with it.
     """
     path = Path(path)
-    if (why := oversize(path, MAX_TEXT_BYTES)) is not None:
-        raise SweepError(f"{path}: {why}")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise SweepError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    except UnicodeDecodeError:
-        raise SweepError(f"{path}: not a text file (not UTF-8)") from None
-    except yaml.YAMLError as exc:
-        raise SweepError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
-    if not isinstance(data, dict):
-        raise SweepError(f"{path}: expected a mapping with models, chips, grid, objectives")
+    data = read_yaml_mapping(path, SweepError, "models, chips, grid, objectives")
     try:
         spec = SweepSpec.model_validate(data)
     except ValidationError as exc:
@@ -246,7 +228,7 @@ def load_sweep(path: str | Path) -> SweepSpec:
         msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
         if err["type"] == "extra_forbidden":
             msg += f" (fields: {', '.join(SweepSpec.model_fields)})"
-        raise SweepError(f"{path}: {_loc(err['loc'])}: {msg}") from None
+        raise SweepError(f"{path}: {field_path(err['loc'])}: {msg}") from None
     spec = spec.model_copy(update={"models": tuple(_resolve(path, m) for m in spec.models)})
     try:
         check_spec(spec)

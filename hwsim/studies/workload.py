@@ -25,12 +25,12 @@ from typing import Any, Literal
 
 import networkx as nx
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from chips.schema import Chip
 from chips.units import PS_PER_MS
 from cost_models.table import CostTable
+from graph_ir.files import field_path, read_yaml_mapping
 from graph_ir.ir import ModelGraph, Op, Tensor
 from hwsim.pipeline import RunResult
 from hwsim.sim.engine import EngineOptions, Trace, simulate
@@ -107,12 +107,6 @@ class Workload(BaseModel):
         return self
 
 
-def _loc(loc: Sequence[int | str]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top)"
-
 
 def load_workload(path: str | Path) -> Workload:
     """Read and check a workload file; model paths come back resolved against its folder.
@@ -124,14 +118,7 @@ def load_workload(path: str | Path) -> Workload:
         empty model list, a model file that is not there).
     """
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise WorkloadError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    except yaml.YAMLError as exc:
-        raise WorkloadError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
-    if not isinstance(data, dict):
-        raise WorkloadError(f"{path}: expected a mapping with window_ms and models")
+    data = read_yaml_mapping(path, WorkloadError, "window_ms and models")
     try:
         spec = Workload.model_validate(data)
     except ValidationError as exc:
@@ -141,7 +128,7 @@ def load_workload(path: str | Path) -> Workload:
         if err["type"] == "extra_forbidden":
             fields = Workload.model_fields if len(loc) == 1 else WorkloadModel.model_fields
             msg = f"unknown key (fields: {', '.join(fields)})"
-        raise WorkloadError(f"{path}: {_loc(loc)}: {msg}") from None
+        raise WorkloadError(f"{path}: {field_path(loc)}: {msg}") from None
     models = []
     for i, m in enumerate(spec.models):
         file = Path(m.model) if Path(m.model).is_absolute() else path.parent / m.model
