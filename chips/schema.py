@@ -45,6 +45,7 @@ __all__ = [
     "chip_json_schema",
     "kind_tag",
     "load_chip",
+    "printable",
     "register_unit_kind",
     "unit_class",
     "unit_kinds",
@@ -86,18 +87,18 @@ class ChipError(ValueError):
           a: bad
           b: worse
         """
-        problems = [_printable(p) for p in problems]
+        problems = [printable(p) for p in problems]
         if len(problems) == 1:
             return cls(f"{source}: {problems[0]}", problems)
         lines = "".join(f"\n  {p}" for p in problems)
         return cls(f"{source}: {len(problems)} problems:{lines}", problems)
 
 
-def _printable(text: str) -> str:
+def printable(text: str) -> str:
     """``text`` with its control characters escaped, so that a problem stays on its one line
     whatever key or name the file holds.
 
-    >>> print(_printable("units.a\\rb: unknown key"))
+    >>> print(printable("units.a\\rb: unknown key"))
     units.a\\rb: unknown key
     """
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

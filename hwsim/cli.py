@@ -133,6 +133,18 @@ def _quiet_stdout() -> None:
     os.close(devnull)
 
 
+def printable_lines(message: str) -> str:
+    """``message`` with every control character but its line breaks escaped: a name from a file
+    (a key holding a carriage return, say) cannot split or overwrite the error's line.
+
+    >>> printable_lines("cal.yaml: units.\\r: no such unit")
+    'cal.yaml: units.\\\\r: no such unit'
+    """
+    from chips.schema import printable
+
+    return "\n".join(printable(line) for line in message.split("\n"))
+
+
 def _run(args: argparse.Namespace) -> int:
     """Run the command; bad input and usage errors are one line on stderr and exit 2."""
     from hwsim.commands.common import UsageError
@@ -146,7 +158,7 @@ def _run(args: argparse.Namespace) -> int:
     except input_errors as exc:
         if args.debug:
             traceback.print_exc()
-        print(f"hwsim: error: {exc}", file=sys.stderr)
+        print(f"hwsim: error: {printable_lines(str(exc))}", file=sys.stderr)
         return 2
     try:
         sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit

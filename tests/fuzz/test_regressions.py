@@ -169,3 +169,17 @@ def test_onnx_node_with_too_few_inputs_is_one_line(tmp_path: Path, capsys) -> No
     assert main(["run", "rk3588", str(bad), "--out", str(out), "--no-plots"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "(Conv) has 1 input(s)" in err and str(bad) in err and not out.exists()
+
+
+def test_calibration_unit_named_with_a_carriage_return_stays_one_line(tmp_path: Path, capsys) -> None:
+    # found by the chip fuzzer in CI: a calibration unit named "\r" split the error line
+    from hwsim.cli import main
+    from tests.helpers import MODELS, ROOT
+
+    chip = (ROOT / "chips" / "rk3588.yaml").read_text() + "\ncalibration: cal.yaml\n"
+    (tmp_path / "chip.yaml").write_text(chip)
+    (tmp_path / "cal.yaml").write_text('chip: rk3588\nunits:\n  "\\r": {}\n')
+    out = tmp_path / "out"
+    assert main(["run", str(tmp_path / "chip.yaml"), str(MODELS / "mlp_mnist.onnx"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "\r" not in err and "units.\\r" in err and not out.exists()
