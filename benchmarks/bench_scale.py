@@ -71,6 +71,54 @@ def run_case(kind: str, n: int, chip_name: str, policy: str) -> dict[str, float]
     }
 
 
+def transformer_onnx(n: int, path: Path, seq: int = 128, hidden: int = 256) -> None:
+    """Write an ``n``-op transformer-like ONNX file: blocks of 10 ops (LayerNorm, Q/K/V, Transpose,
+    QK^T, Softmax, attention x V, output projection, residual Add) sharing one set of weights."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((hidden, hidden)).astype(np.float32), f"W{i}") for i in range(4)]
+    inits += [numpy_helper.from_array(np.ones(hidden, np.float32), "g"),
+              numpy_helper.from_array(np.zeros(hidden, np.float32), "b")]  # fmt: skip
+    nodes: list[onnx.NodeProto] = []
+    h = "x"
+    for k in range(n // 10):
+
+        def nd(op: str, ins: list[str], out: str, k: int = k, **attrs: object) -> str:
+            nodes.append(helper.make_node(op, ins, [f"b{k}_{out}"], name=f"b{k}_{out}", **attrs))
+            return f"b{k}_{out}"
+
+        ln = nd("LayerNormalization", [h, "g", "b"], "ln", axis=-1)
+        q, key, v = (nd("MatMul", [ln, f"W{i}"], name) for i, name in enumerate("qkv"))
+        s = nd("MatMul", [q, nd("Transpose", [key], "kt", perm=[0, 2, 1])], "s")
+        c = nd("MatMul", [nd("Softmax", [s], "p", axis=-1), v], "c")
+        h = nd("Add", [nd("MatMul", [c, "W3"], "o"), h], "y")
+    graph = helper.make_graph(
+        nodes, "transformer", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, seq, hidden])],
+        [helper.make_tensor_value_info(h, TensorProto.FLOAT, [1, seq, hidden])], inits,
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def run_cli(n: int, chip_name: str, policy: str, keep: Path | None) -> dict[str, float]:
+    """``hwsim run CHIP FILE.onnx --json`` end to end (reports and plots included) on an ``n``-op
+    file from :func:`transformer_onnx`, in a child process: wall seconds and its peak RSS (MiB)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        model = (keep or Path(tmp)) / f"transformer{n}.onnx"
+        if not model.exists():
+            transformer_onnx(n, model)
+        cmd = [sys.executable, "-m", "hwsim", "run", chip_name, str(model), "--policy", policy, "--json",
+               "--out", str(Path(tmp) / "out")]  # fmt: skip
+        t0 = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True, cwd=ROOT)
+        wall = time.perf_counter() - t0
+    return {"ops": n, "wall_s": wall, "peak_rss_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
@@ -79,6 +127,9 @@ def main() -> int:
     ap.add_argument("--policy", help="scheduling policy (default: scheduler.DEFAULT_POLICY)")
     ap.add_argument("--no-decoder", action="store_true", help="skip the 24-layer decoder")
     ap.add_argument("--case", help=argparse.SUPPRESS)  # KIND:N, run in this process (child mode)
+    ap.add_argument("--cli", action="store_true",
+                    help="instead: time `hwsim run CHIP FILE.onnx --json` end to end on transformer-like ONNX files")
+    ap.add_argument("--keep", type=Path, help="with --cli: write (and reuse) the ONNX files in this folder")
     args = ap.parse_args()
     if args.policy is None:  # imported only now: a child process times its own imports
         from scheduler import DEFAULT_POLICY
@@ -86,9 +137,23 @@ def main() -> int:
         args.policy = DEFAULT_POLICY
     if args.case:
         kind, n = args.case.split(":")
+        if kind == "cli":
+            print(json.dumps(run_cli(int(n), args.chip, args.policy, args.keep)))
+            return 0
         print(json.dumps(run_case(kind, int(n), args.chip, args.policy)))
         return 0
 
+    if args.cli:
+        print("| ops | `hwsim run --json` wall s | peak RSS MiB | growth t(n)/t(n/10) |\n|---:|---:|---:|---:|")
+        times: dict[int, float] = {}
+        for n in args.sizes:
+            cmd = [sys.executable, __file__, "--case", f"cli:{n}", "--chip", args.chip, "--policy", args.policy]
+            cmd += ["--keep", str(args.keep)] if args.keep else []
+            r = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT).stdout)
+            times[n] = r["wall_s"]
+            growth = f"{r['wall_s'] / times[n // 10]:.1f}" if n // 10 in times else ""
+            print(f"| {n:,} | {r['wall_s']:.1f} | {r['peak_rss_mib']:.0f} | {growth} |", flush=True)
+        return 0
     cases = [(k, n) for k in args.kinds for n in args.sizes]
     if not args.no_decoder:
         cases.append(("decoder", 0))

@@ -98,9 +98,10 @@ def add_data_edge(g: nx.DiGraph, src: str, dst: str, tensor: str) -> None:
     >>> g.edges["a", "b"]["tensors"]
     ('t',)
     """
-    if g.has_edge(src, dst):
-        if tensor not in g.edges[src, dst]["tensors"]:
-            g.edges[src, dst]["tensors"] += (tensor,)
+    data = g.get_edge_data(src, dst)
+    if data is not None:
+        if tensor not in data["tensors"]:
+            data["tensors"] += (tensor,)
     else:
         g.add_edge(src, dst, tensors=(tensor,))
 

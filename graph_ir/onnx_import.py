@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from functools import cache
 from pathlib import Path
 from typing import TypeVar
 
@@ -207,6 +208,8 @@ def _sort_nodes(graph: onnx.GraphProto, source: str) -> None:
             raise ModelError(
                 f"{source}: node {node.name!r} reads {dangling!r}, which no node, input or initializer provides"
             )
+    if _in_order(graph, produced, source):
+        return  # every node reads only earlier nodes' outputs: no cycle, and already the sorted order
     dep = nx.DiGraph()
     dep.add_nodes_from(range(len(graph.node)))
     for i, node in enumerate(graph.node):
@@ -232,6 +235,24 @@ def _sort_nodes(graph: onnx.GraphProto, source: str) -> None:
         graph.node.extend(copies)
 
 
+def _in_order(graph: onnx.GraphProto, produced: Mapping[str, int], source: str) -> bool:
+    """Whether every node reads only outputs of nodes before it (one linear pass).
+
+    Then the nodes' order is the smallest-index-first topological order that
+    :func:`_sort_nodes` would produce, so nothing needs sorting.
+    """
+    for i, node in enumerate(graph.node):
+        for t in node.input:
+            j = produced.get(t)
+            if j is None:
+                continue
+            if j == i:
+                raise ModelError(f"{source}: node {node.name!r} reads its own output {t!r} (cycle)")
+            if j > i:
+                return False
+    return True
+
+
 def _tensor_type(vi: onnx.ValueInfoProto) -> tuple[tuple[int, ...] | None, str]:
     tt = vi.type.tensor_type
     dtype = _dtype_name(tt.elem_type)
@@ -245,6 +266,7 @@ def _tensor_type(vi: onnx.ValueInfoProto) -> tuple[tuple[int, ...] | None, str]:
     return tuple(dims), dtype
 
 
+@cache
 def _dtype_name(elem_type: int) -> str:
     if elem_type == 0:
         return "float32"

@@ -16,13 +16,15 @@ is kept when the pipe closes only at the final flush.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import io
 import logging
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from types import ModuleType
 from typing import NoReturn
 
@@ -187,6 +189,23 @@ def configure_logging(debug: bool) -> None:
     logger.propagate = False
 
 
+#: Allocations between young-generation collections during a command (Python's default: 700). A
+#: run keeps hundreds of thousands of records alive to its end; at 100k ops the default made the
+#: collector take about a sixth of the run's time.
+_GC_YOUNG_THRESHOLD = 50_000
+
+
+@contextmanager
+def _fewer_collections() -> Iterator[None]:
+    """Collect garbage less often while a command runs; the caller's thresholds come back after."""
+    old = gc.get_threshold()
+    gc.set_threshold(_GC_YOUNG_THRESHOLD, *old[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (0 ok, 1 simulation failure, 2 bad input or usage)."""
     parser = build_parser()
@@ -196,7 +215,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code) if isinstance(exc.code, int) else 2
     configure_logging(args.debug)
     try:
-        return _run(args)
+        with _fewer_collections():
+            return _run(args)
     except KeyboardInterrupt:
         print("hwsim: interrupted", file=sys.stderr)
         return 130

@@ -535,3 +535,28 @@ def test_utilization_counters_follow_busy_cores(results: dict[str, RunResult], n
         assert (pid, ts) == (pid2, ts2)
         assert pct == pytest.approx(100.0 * n / cores[pid])
         assert 0.0 <= pct <= 100.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(0, 10**6), min_size=2, max_size=200, unique=True),
+    st.data(),
+)
+def test_memory_plot_envelope_keeps_peaks_and_stacking(raw_times: list[int], data: st.DataObject) -> None:
+    """A memory plot with more steps than bins draws each bin's maximum: the highest point of every
+    stacked layer survives, the layers stay stacked, the first and last times stay, at most one step per bin."""
+    times = np.array(sorted(raw_times), dtype=np.float64)
+    lower = np.array(data.draw(st.lists(st.integers(0, 1000), min_size=len(times), max_size=len(times))), float)
+    extra = np.array(data.draw(st.lists(st.integers(0, 1000), min_size=len(times), max_size=len(times))), float)
+    upper = lower + extra
+    bins = data.draw(st.integers(1, 50))
+    old = plots._MAX_STEPS
+    plots._MAX_STEPS = bins
+    try:
+        xs, (lo, hi) = plots._pixel_envelope(times, [lower, upper])
+    finally:
+        plots._MAX_STEPS = old
+    assert len(xs) <= max(bins + 1, len(times) if len(times) <= bins else 0)
+    assert xs[0] == times[0] and xs[-1] == times[-1]
+    assert lo.max() == lower.max() and hi.max() == upper.max()
+    assert (hi >= lo).all()
