@@ -10,7 +10,7 @@ parser (``hwsim --help``) does not load it.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
@@ -32,6 +32,25 @@ __all__ = [
 
 class UsageError(ValueError):
     """Options that do not go together, or one without its partner (exit 2, nothing written)."""
+
+
+def whole_number_at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse ``type``: a whole number of at least ``minimum``, else a usage error naming it.
+
+    >>> whole_number_at_least(1)("3")
+    3
+    """
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    return parse
 
 
 def add_debug(p: argparse.ArgumentParser) -> None:

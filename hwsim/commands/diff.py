@@ -12,7 +12,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from hwsim.commands.common import add_debug
+from hwsim.commands.common import add_debug, whole_number_at_least
 
 if TYPE_CHECKING:
     from hwsim.report.schedule_diff import RunDiff
@@ -27,22 +27,13 @@ def input_errors() -> tuple[type[BaseException], ...]:
     return (ScheduleFileError,)
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
-    return value
-
 
 def add_parser(sub: Any) -> None:
     """Add the ``diff`` subcommand to an ``add_subparsers`` object."""
     p = sub.add_parser("diff", help="compare two schedule files or report folders")
     p.add_argument("a", help="schedule file (run --export-schedule) or report folder")
     p.add_argument("b", help="schedule file or report folder to compare with A")
-    p.add_argument("--top", type=_count, default=20, metavar="N", help="ops to list (default: %(default)s; all with --json)")
+    p.add_argument("--top", type=whole_number_at_least(0), default=20, metavar="N", help="ops to list (default: %(default)s; all with --json)")
     p.add_argument("--json", action="store_true", help="print the whole diff as JSON")
     add_debug(p)
 

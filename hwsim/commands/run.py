@@ -23,6 +23,7 @@ from hwsim.commands.common import (
     add_debug,
     add_model_options,
     load_target,
+    whole_number_at_least,
 )
 
 if TYPE_CHECKING:
@@ -62,15 +63,6 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
 
 def _deadline(text: str) -> tuple[str, float]:
     name, sep, ms = text.rpartition("=")
@@ -96,11 +88,11 @@ def add_parser(sub: Any) -> None:
     r.add_argument("--out", type=Path, help="report folder (default: reports/<chip>-<model>/)")
     add_model_options(r)
     r.add_argument(
-        "--frames", type=_positive_int, default=1, metavar="N",
+        "--frames", type=whole_number_at_least(1), default=1, metavar="N",
         help="stream N inputs through the schedule: throughput, initiation interval, per-frame latency",
     )  # fmt: skip
     r.add_argument(
-        "--in-flight", type=_positive_int, metavar="K",
+        "--in-flight", type=whole_number_at_least(1), metavar="K",
         help="with --frames: admit a frame when the one K frames earlier is done (default: all at once)",
     )  # fmt: skip
     r.add_argument(
