@@ -35,6 +35,17 @@ graphs = st.builds(random_dag, st.integers(1, 40), st.integers(0, 2**31 - 1))
 policies = st.sampled_from(sorted(POLICIES))
 
 
+def _slowed(chip, factor):
+    """``chip`` with its DRAM and link bandwidths and every unit's clock scaled by ``factor``."""
+    data = chip.model_dump()
+    data["dram"]["bandwidth_gbps"] *= factor
+    for link in data["links"]:
+        link["bandwidth_gbps"] *= factor
+    for u in data["units"]:
+        u["clock_mhz"] *= factor
+    return type(chip).model_validate(data)
+
+
 @SETTINGS
 @given(graph=graphs, chip=random_chips(), policy=policies)
 def test_simulation_invariants(graph, chip, policy):
@@ -120,13 +131,7 @@ def test_lower_bandwidth_or_clock_never_speeds_up_a_fixed_schedule(graph, chip, 
     where = {n: (p.unit, p.core) for n, p in base.placements.items()}
     before = simulate(graph, chip, table, fixed_schedule(graph, chip, table, where)).makespan_ps
 
-    data = chip.model_dump()
-    data["dram"]["bandwidth_gbps"] *= factor
-    for link in data["links"]:
-        link["bandwidth_gbps"] *= factor
-    for u in data["units"]:
-        u["clock_mhz"] *= factor
-    slower = type(chip).model_validate(data)
+    slower = _slowed(chip, factor)
     table2 = cost_table(graph, slower, "int8")
     after = simulate(graph, slower, table2, fixed_schedule(graph, slower, table2, where)).makespan_ps
     assert after >= before - 2 * len(graph)
@@ -391,13 +396,7 @@ def test_slower_chip_never_speeds_up_a_fixed_split_schedule(graph, chip, seed, f
         return dataclasses.replace(s, placements=placements)
 
     before = simulate(graph, chip, table, fixed(chip, table), options).makespan_ps
-    data = chip.model_dump()
-    data["dram"]["bandwidth_gbps"] *= factor
-    for link in data["links"]:
-        link["bandwidth_gbps"] *= factor
-    for u in data["units"]:
-        u["clock_mhz"] *= factor
-    slower = type(chip).model_validate(data)
+    slower = _slowed(chip, factor)
     table2 = cost_table(graph, slower, "int8")
     after = simulate(graph, slower, table2, fixed(slower, table2), options).makespan_ps
     assert after >= before - 2 * len(graph)
