@@ -22,11 +22,14 @@ from graph_ir.ir import Op
 
 __all__ = [
     "ACTIVATIONS",
+    "DEFAULT_KNOBS",
     "CostModel",
     "Gemm",
     "Handler",
+    "KernelKnobs",
     "OpCost",
     "UnitModel",
+    "applicable_knobs",
     "conv_group",
     "efficiency",
     "finish",
@@ -86,6 +89,29 @@ class OpCost:
         return self.dram_read_bytes + self.dram_write_bytes
 
 
+@dataclass(frozen=True, slots=True)
+class KernelKnobs:
+    """How a unit runs one op, where its kind offers a choice (None: the unit's default).
+
+    The kernel part of a mapping signature (:class:`cost_models.mapping.OpMapping`): what a cost
+    model itself is told. ``dataflow`` is a systolic array's (``ws``, ``os``, ``is``), ``layout``
+    how a conv's reduction is packed (``atom``, ``im2col``), ``tile`` how operands are buffered
+    on chip (``double``, ``single``). A kind lists what it offers for an op in
+    :meth:`CostModel.knob_choices`.
+    """
+
+    dataflow: str | None = None
+    layout: str | None = None
+    tile: str | None = None
+
+    def is_default(self) -> bool:
+        return self.dataflow is None and self.layout is None and self.tile is None
+
+
+#: No knob set: every op costed as a plain run costs it.
+DEFAULT_KNOBS = KernelKnobs()
+
+
 class CostModel(Protocol):
     """One model per unit kind: what an op costs on a unit of that kind, and the kind's facts
     that only a cost model knows."""
@@ -114,12 +140,38 @@ class CostModel(Protocol):
         value for the op type; one entry per category of :data:`graph_ir.categories.COSTED_CATEGORIES`."""
         ...
 
-    def estimate(self, op: Op, unit: Unit, chip: Chip, precision: str) -> OpCost | None:
-        """Cost of ``op`` on one core of ``unit`` at ``precision`` (int4..fp32 or ``model``)."""
+    def estimate(
+        self, op: Op, unit: Unit, chip: Chip, precision: str, knobs: KernelKnobs = DEFAULT_KNOBS
+    ) -> OpCost | None:
+        """Cost of ``op`` on one core of ``unit`` at ``precision`` (int4..fp32 or ``model``), run
+        as ``knobs`` say (each one :meth:`knob_choices` offers; an other is a bug: ValueError)."""
+        ...
+
+    def knob_choices(self, op: Op, unit: Unit, chip: Chip, precision: str) -> Mapping[str, tuple[str, ...]]:
+        """The values of each :class:`KernelKnobs` field this kind offers for ``op`` on ``unit``,
+        the default first; a knob not listed has only its default."""
         ...
 
 
 _MODELS: dict[str, CostModel] = {}
+
+
+def applicable_knobs(
+    model: CostModel, op: Op, unit: Unit, chip: Chip, precision: str, knobs: KernelKnobs
+) -> KernelKnobs:
+    """Those of ``knobs`` that ``model`` offers for ``op`` on ``unit`` (the others: default).
+
+    A mapping not pinned to a unit sets its knobs on whichever unit offers them: an NPU's
+    dataflow leaves the op's CPU cost as it is.
+    """
+    if knobs.is_default():
+        return knobs
+    offered = model.knob_choices(op, unit, chip, precision)
+    return KernelKnobs(*(v if v in offered.get(k, ()) else None for k, v in _knob_items(knobs)))
+
+
+def _knob_items(knobs: KernelKnobs) -> tuple[tuple[str, str | None], ...]:
+    return (("dataflow", knobs.dataflow), ("layout", knobs.layout), ("tile", knobs.tile))
 
 #: Activations accelerator compilers run in a conv/matmul's epilogue (a kind's
 #: :attr:`CostModel.default_fuses` builds on them).
@@ -192,12 +244,15 @@ def unit_bandwidth_gbps(unit: Unit, chip: Chip) -> float:
     return min(unit.mem_bandwidth_gbps or domain_bw, domain_bw)
 
 
-def tiling_extra_bytes(in_bytes: int, weight_bytes: int, out_bytes: int, capacity_bytes: float) -> tuple[int, int]:
+def tiling_extra_bytes(
+    in_bytes: int, weight_bytes: int, out_bytes: int, capacity_bytes: float, buffers: int = 2
+) -> tuple[int, int]:
     """Extra DRAM reads when an op's working set does not fit in ``capacity_bytes``.
 
     Two tilings are considered and the cheaper is kept: weights split in tiles of half the
     buffer (the input is re-read once per extra tile), or the input split likewise (the weights
-    are re-read). Returns ``(extra_bytes, tiles)``.
+    are re-read). ``buffers=1`` (single buffering) gives each tile the whole buffer instead.
+    Returns ``(extra_bytes, tiles)``.
 
     >>> tiling_extra_bytes(100, 100, 100, 1000)
     (0, 1)
@@ -205,10 +260,12 @@ def tiling_extra_bytes(in_bytes: int, weight_bytes: int, out_bytes: int, capacit
     (0, 1)
     >>> tiling_extra_bytes(3000, 4000, 1000, 2000)  # 3 input tiles, weights read 3 times
     (8000, 3)
+    >>> tiling_extra_bytes(3000, 4000, 1000, 2000, buffers=1)  # whole-buffer tiles: 2 weight tiles
+    (3000, 2)
     """
     if in_bytes + weight_bytes + out_bytes <= capacity_bytes or capacity_bytes <= 0:
         return 0, 1
-    half = capacity_bytes / 2
+    half = capacity_bytes / buffers
     w_tiles = max(1, math.ceil(weight_bytes / half))
     i_tiles = max(1, math.ceil(in_bytes / half))
     by_weight = (w_tiles - 1) * in_bytes
@@ -356,7 +413,9 @@ class UnitModel(Generic[U]):
     def kind(self) -> str:
         return kind_tag(self.unit_class)
 
-    def estimate(self, op: Op, unit: Unit, chip: Chip, precision: str) -> OpCost | None:
+    def estimate(
+        self, op: Op, unit: Unit, chip: Chip, precision: str, knobs: KernelKnobs = DEFAULT_KNOBS
+    ) -> OpCost | None:
         if not isinstance(unit, self.unit_class):
             raise TypeError(f"{type(self).__name__} models {self.kind} units; {unit.name!r} is a {unit.kind}")
         dtype = unit_dtype(op, unit, precision)
@@ -364,7 +423,26 @@ class UnitModel(Generic[U]):
             return None
         if op.category == "layout":
             return layout_cost(unit, dtype)
-        return self.cost(op, unit, chip, dtype, *op_bytes(op, dtype))
+        if knobs.is_default():
+            return self.cost(op, unit, chip, dtype, *op_bytes(op, dtype))
+        offered = self.knob_choices(op, unit, chip, precision)
+        for name, value in _knob_items(knobs):
+            if value is not None and value not in offered.get(name, ()):
+                raise ValueError(
+                    f"{self.kind} unit {unit.name!r} offers no {name} {value!r} for {op.name!r} ({op.op_type}); "
+                    f"offered: {dict(offered)}"
+                )
+        return self.mapped_cost(op, unit, chip, dtype, *op_bytes(op, dtype), knobs)
+
+    def knob_choices(self, op: Op, unit: Unit, chip: Chip, precision: str) -> Mapping[str, tuple[str, ...]]:
+        """No knobs: a kind that offers some overrides this and :meth:`mapped_cost`."""
+        return MappingProxyType({})
+
+    def mapped_cost(
+        self, op: Op, unit: U, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int, knobs: KernelKnobs
+    ) -> OpCost:
+        """Cost of an op run as ``knobs`` say (each checked against :meth:`knob_choices`)."""
+        raise NotImplementedError(f"{self.kind} units offer no mapping knobs")
 
     def cost(self, op: Op, unit: U, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
         """Cost of an op the unit runs in ``dtype``: its op type's handler, else the roofline."""

@@ -62,7 +62,7 @@ from graph_ir.categories import EPILOGUE_CATEGORIES, GEMM_CATEGORIES
 from graph_ir.ir import ModelGraph, Op, Tensor, deployed_bytes
 
 __all__ = [
-    "ACCUMULATOR_BYTES", "FUSE_MODES", "FusedPair", "FusionDecision", "FusionResult", "fuse", "fuses",
+    "ACCUMULATOR_BYTES", "FUSE_MODES", "FusedPair", "FusionDecision", "FusionResult", "can_fuse", "fuse", "fuses",
     "spill_bytes", "working_set_bytes",
 ]  # fmt: skip
 
@@ -179,13 +179,23 @@ class _Wiring:
         return sorted(found - excluded, key=self.position.__getitem__)
 
 
+def can_fuse(op: Op, unit: Unit) -> bool:
+    """Whether ``op`` may be part of a fusion group on ``unit`` (as its head or in its epilogue);
+    whether a group forms depends on the placement and the wiring (:func:`fuse`)."""
+    allowed = fuses(unit)
+    return _can_head(op, allowed) or _joins(op, allowed)
+
+
 def fuse(
-    graph: ModelGraph, chip: Chip, table: CostTable, placement: Mapping[str, str], mode: str = "auto"
+    graph: ModelGraph, chip: Chip, table: CostTable, placement: Mapping[str, str], mode: str = "auto",
+    forced: Mapping[str, bool] | None = None,
 ) -> FusionResult:
     """Apply fusion to the costs of ops placed by ``placement`` (op name -> unit name).
 
     ``mode`` is one of :data:`FUSE_MODES`: ``auto`` fuses a legal group where fused is the
-    cheaper (see the module docstring), ``on`` every legal group, ``off`` none.
+    cheaper (see the module docstring), ``on`` every legal group, ``off`` none. ``forced``
+    (op name -> fused or not, a mapping's ``fusion`` knob) overrides ``mode`` for the legal group
+    holding that op (its first member so named, head first, decides).
 
     Returns a new :class:`CostTable` in which only the placed unit's entry of a fused op
     changes, the fused (head, member) pairs in graph order, the DRAM bytes saved and the
@@ -212,7 +222,9 @@ def fuse(
         group = _group(wiring, head, unit, placement, grouped, costs[head][unit_name])
         if len(group) == 1:
             continue
-        decision, applied = _decide(wiring, group, costs, unit, chip, mode)
+        override = next((forced[m] for m in group if m in forced), None) if forced else None
+        group_mode = mode if override is None else ("on" if override else "off")
+        decision, applied = _decide(wiring, group, costs, unit, chip, group_mode)
         decisions.append(decision)
         grouped.update(applied.costs)
         for m, cost in applied.costs.items():

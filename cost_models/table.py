@@ -5,12 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from chips.schema import Chip, CpuUnit, Unit
-from cost_models.base import OpCost, model_for
+from cost_models.base import DEFAULT_KNOBS, KernelKnobs, OpCost, applicable_knobs, model_for
 from cost_models.cpu import last_level_cache_bytes
 from cost_models.quant import with_scale_read
 from graph_ir.ir import ModelGraph, Op
+
+if TYPE_CHECKING:
+    from cost_models.mapping import OpMapping
 
 __all__ = ["PRECISIONS", "CostTable", "UnplaceableError", "cost_table", "estimate", "steady_state_unit"]
 
@@ -26,16 +30,23 @@ class CostTable:
     """``costs[op][unit]`` for every unit able to run ``op`` (at least one per op).
 
     ``precision`` is the whole model's; ``dtypes`` the ops deployed in another one (a
-    quantization binding, :mod:`graph_ir.quant_binding`), read through :meth:`precision_of`.
+    quantization binding, :mod:`graph_ir.quant_binding`), read through :meth:`precision_of`;
+    ``knobs`` the ops costed with mapping knobs (:mod:`cost_models.mapping`), read through
+    :meth:`knobs_of` (the engine costs their shards the same way).
     """
 
     precision: str
     costs: Mapping[str, Mapping[str, OpCost]]
     dtypes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    knobs: Mapping[str, KernelKnobs] = field(default_factory=lambda: MappingProxyType({}))
 
     def precision_of(self, op: str) -> str:
         """The precision ``op`` was costed at: its own dtype, else the table's precision."""
         return self.dtypes.get(op, self.precision)
+
+    def knobs_of(self, op: str) -> KernelKnobs:
+        """The kernel knobs ``op`` was costed with (the default for most)."""
+        return self.knobs.get(op, DEFAULT_KNOBS)
 
     def eligible(self, op: str) -> tuple[str, ...]:
         return tuple(self.costs[op])
@@ -90,10 +101,12 @@ def cost_table(
     precision: str = "int8",
     dtypes: Mapping[str, str] | None = None,
     granularity: Mapping[str, str] | None = None,
+    mapping: Mapping[str, OpMapping] | None = None,
 ) -> CostTable:
     """Estimate every op of ``graph`` on every unit of ``chip``.
 
-    Identical ops (same type, shapes, attributes and precision) are estimated once per unit.
+    Identical ops (same type, shapes, attributes, precision and mapping knobs) are estimated
+    once per unit.
 
     Parameters
     ----------
@@ -104,37 +117,49 @@ def cost_table(
     granularity
         Op name -> ``per-tensor`` or ``per-channel`` (its weights' scales); per-channel int8 and
         int4 ops also read their scales (:func:`cost_models.quant.with_scale_read`).
+    mapping
+        Op name -> its :class:`~cost_models.mapping.OpMapping`: a pinned op's row keeps only its
+        unit; its kernel knobs apply on every unit that offers them
+        (:func:`cost_models.base.applicable_knobs`). Check it first with
+        :func:`cost_models.mapping.legality`.
 
     Raises
     ------
     UnplaceableError
-        When no unit can run an op, naming the node, its op type and the precision.
+        When no unit can run an op (or its pinned unit cannot), naming the node, its op type and
+        the precision.
     """
     dtypes = dict(dtypes or {})
     granularity = granularity or {}
     for p in {precision, *dtypes.values()}:
         if p not in PRECISIONS:
             raise ValueError(f"precision {p!r} is not one of {PRECISIONS}")
+    mapping = mapping or {}
     memo: dict[tuple[object, ...], dict[str, OpCost]] = {}
     models = [(steady_state_unit(u, graph, precision, dtypes), model_for(u.kind)) for u in chip.units]
     costs: dict[str, dict[str, OpCost]] = {}
+    knobs: dict[str, KernelKnobs] = {}
     for op in graph.ops():
         p = dtypes.get(op.name, precision)
         gran = granularity.get(op.name, "per-tensor")
-        key = (_signature(op), p, gran)
+        m = mapping.get(op.name)
+        pin, k = (m.unit, m.kernel()) if m is not None else (None, DEFAULT_KNOBS)
+        key = (_signature(op), p, gran, pin, k)
         row = memo.get(key)
         if row is None:
             row = {}
             for unit, model in models:
-                c = model.estimate(op, unit, chip, p)
+                if pin is not None and unit.name != pin:
+                    continue
+                c = model.estimate(op, unit, chip, p, applicable_knobs(model, op, unit, chip, p, k))
                 if c is not None:
                     row[unit.name] = with_scale_read(c, op, unit, chip, gran)
             memo[key] = row
         if not row:
-            raise UnplaceableError(
-                f"node {op.name!r} ({op.op_type}): no unit of chip {chip.name!r} can run it at "
-                f"precision {p}"
-            )
+            who = f"its pinned unit {pin!r} cannot" if pin is not None else f"no unit of chip {chip.name!r} can"
+            raise UnplaceableError(f"node {op.name!r} ({op.op_type}): {who} run it at precision {p}")
         costs[op.name] = row
+        if not k.is_default():
+            knobs[op.name] = k
     kept = {n: d for n, d in dtypes.items() if d != precision}
-    return CostTable(precision, costs, MappingProxyType(kept))
+    return CostTable(precision, costs, MappingProxyType(kept), MappingProxyType(knobs))

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from chips.schema import Chip, load_chip
 from cost_models.fusion import FusedPair, FusionResult
+from cost_models.mapping import OpMapping
 from cost_models.table import CostTable, cost_table
 from graph_ir.ir import ModelGraph
 from graph_ir.onnx_import import load_onnx
@@ -58,6 +59,8 @@ class RunResult:
     #: Memory over ``trace`` per domain, after the spills that keep SRAM domains to capacity
     #: (:func:`hwsim.analysis.memory.fit_memory`; ``table`` and ``trace`` include their cost).
     memory: MemoryUse | None = None
+    #: The per-op mapping signatures the run applied (``mapping`` of :func:`run_graph`; None: none).
+    mapping: Mapping[str, OpMapping] | None = None
 
 
 def run_graph(
@@ -76,6 +79,7 @@ def run_graph(
     fuse: str = "auto",
     schedule: Schedule | Callable[[ModelGraph, CostTable], Schedule] | None = None,
     replay_label: str = "replayed",
+    mapping: Mapping[str, OpMapping] | None = None,
 ) -> RunResult:
     """Cost, schedule, simulate and analyze an already loaded graph on a chip.
 
@@ -98,26 +102,32 @@ def run_graph(
     no policy, no engine check; ``policy`` and ``objective`` are not used), or a function that
     makes it from the graph and the cost table as costed (conversions inserted); ``replay_label`` is
     what ``requested_policy`` then says.
+    ``mapping`` (op name -> :class:`cost_models.mapping.OpMapping`, checked with
+    :func:`cost_models.mapping.legality` by the caller) costs each mapped op with its kernel
+    knobs, lets the policies place a pinned op only on its unit, splits it over its ``cores``
+    and forces its fusion group on or off; None or all-default mappings change nothing.
     """
     if fuse_ops is not None:
         fuse = "on" if fuse_ops else "off"
     conversions: tuple[Conversion, ...] = ()
+    mapped = {n: m for n, m in (mapping or {}).items() if not m.is_default()} or None
     if quant is None:
-        table = cost_table(graph, chip, precision)
+        table = cost_table(graph, chip, precision, mapping=mapped)
     else:
         precision = quant.default
         graph, conversions = insert_conversions(graph, quant.dtypes, quant.default)
         dtypes = {**quant.dtypes, **{c.op: wider(c.src_dtype, c.dst_dtype) for c in conversions}}
-        table = cost_table(graph, chip, precision, dtypes, quant.granularity)
+        table = cost_table(graph, chip, precision, dtypes, quant.granularity, mapping=mapped)
     if schedule is not None:
         given = schedule(graph, table) if callable(schedule) else schedule
         chosen = replay_schedule(
-            graph, chip, table, given, options=options, fuse=fuse, deadlines=deadlines, label=replay_label
+            graph, chip, table, given, options=options, fuse=fuse, deadlines=deadlines, label=replay_label,
+            mapping=mapped,
         )
     else:
         chosen = choose_schedule(
             graph, chip, table, policy, options=options, fuse=fuse, objective=objective,
-            latency_budget_ms=latency_budget_ms, deadlines=deadlines,
+            latency_budget_ms=latency_budget_ms, deadlines=deadlines, mapping=mapped,
         )  # fmt: skip
     sched = chosen.schedule
     fit = fit_memory(graph, chip, chosen.table, sched, chosen.trace, options)
@@ -130,7 +140,7 @@ def run_graph(
     return RunResult(
         graph, chip, precision, table, sched, trace, analyze(graph, chip, trace), stream, stream_trace,
         chosen.fused, chosen.choice, quant, conversions, chosen.fusion,
-        options.max_power_w if options is not None else None, uncapped, fit.memory,
+        options.max_power_w if options is not None else None, uncapped, fit.memory, mapped,
     )
 
 

@@ -26,6 +26,7 @@ from chips.schema import Chip
 from chips.units import NS_PER_MS, PJ_PER_MJ, PS_PER_MS
 from cost_models.fusion import FUSE_MODES, FusedPair, FusionResult
 from cost_models.fusion import fuse as apply_fusion
+from cost_models.mapping import OpMapping
 from cost_models.table import CostTable
 from graph_ir.ir import ModelError, ModelGraph
 from hwsim.analysis.energy import run_energy
@@ -44,6 +45,7 @@ __all__ = [
     "choose_schedule",
     "replay_schedule",
     "resolve_deadlines",
+    "with_mapped_cores",
 ]
 
 #: The policies the default is checked against.
@@ -186,12 +188,28 @@ def _simulate(
     options: EngineOptions | None,
     fuse: str,
     nodes: Sequence[str],
+    mapping: Mapping[str, OpMapping] | None = None,
 ) -> _Sim:
-    fusion = apply_fusion(graph, chip, table, {n: p.unit for n, p in sched.placements.items()}, fuse)
+    forced: dict[str, bool] = {}
+    if mapping:
+        sched = with_mapped_cores(sched, mapping)
+        forced = {n: m.fusion for n, m in mapping.items() if m.fusion is not None}
+    fusion = apply_fusion(graph, chip, table, {n: p.unit for n, p in sched.placements.items()}, fuse, forced)
     trace = simulate(graph, chip, fusion.table, sched, options)
     want = set(nodes)
     finish = {r.op: r.end_ps / PS_PER_MS for r in trace.ops if r.op in want and r.frame == 0}
     return _Sim(name, sched, fusion.table, fusion, trace, finish)
+
+
+def with_mapped_cores(sched: Schedule, mapping: Mapping[str, OpMapping]) -> Schedule:
+    """``sched`` with each mapped op's ``cores`` knob as its placement's ``cores``."""
+    cores = {n: m.cores for n, m in mapping.items() if m.cores is not None and n in sched.placements}
+    if not cores:
+        return sched
+    placements = dict(sched.placements)
+    for n, k in cores.items():
+        placements[n] = replace(placements[n], cores=k)
+    return replace(sched, placements=placements)
 
 
 def _worst_slack(sim: _Sim, deadlines: Mapping[str, float]) -> float:
@@ -213,11 +231,14 @@ def choose_schedule(
     objective: str = "latency",
     latency_budget_ms: float | None = None,
     deadlines: Sequence[Deadline] = (),
+    mapping: Mapping[str, OpMapping] | None = None,
 ) -> Chosen:
     """Schedule, check and simulate ``graph`` (see the module docstring).
 
     ``deadlines`` come from :func:`resolve_deadlines`; ``fuse`` is the fusion mode
-    (:data:`cost_models.fusion.FUSE_MODES`) each candidate is simulated with.
+    (:data:`cost_models.fusion.FUSE_MODES`) each candidate is simulated with. ``mapping``'s
+    ``cores`` and ``fusion`` knobs are applied to every candidate before it is simulated (its
+    ``unit`` pins and kernel knobs are already in ``table``: :func:`cost_models.table.cost_table`).
 
     Raises
     ------
@@ -244,7 +265,7 @@ def choose_schedule(
         names += [p for p in CHECKED_AGAINST if p in POLICIES]
 
     def sim(name: str, sched: Schedule) -> _Sim:
-        return _simulate(name, graph, chip, table, sched, options, fuse, nodes)
+        return _simulate(name, graph, chip, table, sched, options, fuse, nodes, mapping)
 
     sims: list[_Sim] = []
     for name in names:
@@ -338,16 +359,18 @@ def replay_schedule(
     fuse: str = "auto",
     deadlines: Sequence[Deadline] = (),
     label: str = "replayed",
+    mapping: Mapping[str, OpMapping] | None = None,
 ) -> Chosen:
     """Simulate a given ``schedule`` as it is: no policy, no engine check (a replayed schedule file).
 
     ``label`` becomes the choice's ``policy`` (``requested_policy`` in ``summary.json``); the
-    schedule keeps its own name. Fusion is decided by ``fuse`` on this chip, as in a normal run.
+    schedule keeps its own name. Fusion is decided by ``fuse`` on this chip, as in a normal run,
+    ``mapping``'s ``fusion`` and ``cores`` knobs applied as in :func:`choose_schedule`.
     """
     if fuse not in FUSE_MODES:
         raise ValueError(f"unknown fusion mode {fuse!r}; have {', '.join(FUSE_MODES)}")
     nodes = tuple(d.node for d in deadlines)
-    s = _simulate(schedule.policy, graph, chip, table, schedule, options, fuse, nodes)
+    s = _simulate(schedule.policy, graph, chip, table, schedule, options, fuse, nodes, mapping)
     results = tuple(DeadlineResult(d.name, d.node, d.deadline_ms, s.finish_ms.get(d.node, 0.0)) for d in deadlines)
     choice = ScheduleChoice(label, s.name, (Candidate(s.name, s.latency_ms),), deadlines=results)
-    return Chosen(schedule, s.table, s.fusion.pairs, s.trace, choice, s.fusion)
+    return Chosen(s.schedule, s.table, s.fusion.pairs, s.trace, choice, s.fusion)

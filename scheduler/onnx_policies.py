@@ -72,7 +72,7 @@ def colocated_costs(graph: ModelGraph, chip: Chip, table: CostTable) -> CostTabl
         for op, row in fuse(graph, chip, table, placement, mode="on").table.costs.items():
             if unit.name in row:
                 costs[op][unit.name] = row[unit.name]
-    return CostTable(table.precision, costs, table.dtypes)
+    return CostTable(table.precision, costs, table.dtypes, table.knobs)
 
 
 def problem_from_graph(graph: ModelGraph, chip: Chip, table: CostTable, colocated: bool = False) -> Problem:

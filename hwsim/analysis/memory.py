@@ -471,7 +471,7 @@ def spill_table(
             note=(c.note + "; " if c.note else "") + f"spill {moved} B",
         )  # fmt: skip
         costs[name] = {**costs[name], unit: spilled_cost}
-    return CostTable(table.precision, costs)
+    return CostTable(table.precision, costs, knobs=table.knobs)
 
 
 @dataclass(frozen=True, slots=True)

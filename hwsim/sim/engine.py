@@ -158,6 +158,7 @@ class Simulation:
         p = self.plan = run_plan
         self.options, self.frames, self.in_flight = options, frames, in_flight
         self._graph, self._chip, self._precision_of = graph, chip, table.precision_of
+        self._knobs_of = table.knobs_of
         self.n_ops, self.n_x = len(p.names), len(p.transfers.transfers)
         self.now = 0
         self._seq = 0
@@ -374,7 +375,9 @@ class Simulation:
         if key not in self._shard_costs:
             unit = self._chip.unit(self.plan.unit[i])
             op = self._graph.op(self.plan.names[i])
-            self._shard_costs[key] = shard_cost(op, unit, self._chip, self._precision_of(op.name), shards)
+            self._shard_costs[key] = shard_cost(
+                op, unit, self._chip, self._precision_of(op.name), shards, self._knobs_of(op.name)
+            )
         return self._shard_costs[key]
 
     def checked_shard_cost(self, i: int, shards: int) -> OpCost:

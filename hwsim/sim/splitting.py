@@ -21,86 +21,29 @@ shard reads its input rows plus the kernel's halo, and the split pays the unit's
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 from chips.schema import Chip, Unit
-from cost_models.base import OpCost, model_for
-from graph_ir.ir import Op, Tensor
-from graph_ir.op_metrics import metrics
+from cost_models.base import DEFAULT_KNOBS, KernelKnobs, OpCost, applicable_knobs, model_for
+from graph_ir.ir import Op
+from graph_ir.shard import shard_op, split_axis
 
 __all__ = ["shard_cost", "shard_op", "split_axis"]
 
 
-def split_axis(op: Op) -> int | None:
-    """The output axis an op's shards divide (None: nothing to divide)."""
-    if not op.outputs or not op.outputs[0].shape:
-        return None
-    shape = op.outputs[0].shape
-    if op.category == "conv" or (len(shape) == 4 and op.category != "matmul"):
-        return 2 if len(shape) >= 3 and shape[2] > 1 else None
-    if op.category == "matmul":
-        if op.op_type == "Gemm":
-            return 0 if shape[0] > 1 else None
-        return len(shape) - 2 if len(shape) >= 2 and shape[-2] > 1 else None
-    for axis, d in enumerate(shape):
-        if d > 1:
-            return axis
-    return None
-
-
-def _slice(t: Tensor, axis: int, size: int) -> Tensor:
-    shape = list(t.shape)
-    shape[axis] = size
-    return replace(t, shape=tuple(shape))
-
-
-def shard_op(op: Op, k: int) -> Op | None:
-    """The largest of the ``k`` shards of ``op`` (None when it cannot be split ``k`` ways).
-
-    The output slice along :func:`split_axis` is ``ceil(n / k)`` rows. Activation inputs that
-    share the output's extent along that axis are sliced the same way; a convolution's input
-    gets ``ceil(H_in / k)`` rows plus the kernel's halo (``kh - 1``); weights stay whole.
-    """
-    if k <= 1:
-        return op
-    axis = split_axis(op)
-    if axis is None:
-        return None
-    full = op.outputs[0].shape[axis]
-    if full < k:
-        return None
-    rows = math.ceil(full / k)
-    outs = tuple(
-        _slice(t, axis, rows) if len(t.shape) > axis and t.shape[axis] == full else t
-        for t in op.outputs
-    )
-    ins = []
-    for t in op.inputs:
-        if t.is_weight or len(t.shape) <= axis:
-            ins.append(t)
-        elif op.category == "conv" and t is op.inputs[0]:
-            kh = op.weights[0].shape[2] if op.weights and len(op.weights[0].shape) > 2 else 1
-            ins.append(_slice(t, axis, min(t.shape[axis], math.ceil(t.shape[axis] / k) + kh - 1)))
-        elif op.category == "matmul" and t is not op.inputs[0]:
-            ins.append(t)  # B of A.B: every shard needs all of it
-        elif t.shape[axis] == full:
-            ins.append(_slice(t, axis, rows))
-        else:
-            ins.append(t)
-    m = metrics(op.op_type, ins, outs, op.attrs)
-    return replace(op, inputs=tuple(ins), outputs=outs, macs=m.macs, flops=m.flops)
-
-
-def shard_cost(op: Op, unit: Unit, chip: Chip, precision: str, k: int) -> OpCost | None:
-    """Cost of one shard of ``op`` split ``k`` ways on ``unit`` (None: it does not split so).
+def shard_cost(
+    op: Op, unit: Unit, chip: Chip, precision: str, k: int, knobs: KernelKnobs = DEFAULT_KNOBS
+) -> OpCost | None:
+    """Cost of one shard of ``op`` split ``k`` ways on ``unit`` (None: it does not split so),
+    run with those of ``knobs`` the unit offers for the shard.
 
     The overhead of the returned cost includes the unit's ``split_overhead_ns``.
     """
     shard = shard_op(op, k)
     if shard is None:
         return None
-    cost = model_for(unit.kind).estimate(shard, unit, chip, precision)
+    model = model_for(unit.kind)
+    cost = model.estimate(shard, unit, chip, precision, applicable_knobs(model, shard, unit, chip, precision, knobs))
     if cost is None:
         return None
     return replace(cost, overhead_ns=cost.overhead_ns + unit.split_overhead_ns)
