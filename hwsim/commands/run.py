@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from chips.schema import Chip
+    from cost_models.mapping import OpMapping
     from cost_models.table import CostTable
     from graph_ir.ir import ModelGraph
     from hwsim.pipeline import RunResult
@@ -204,9 +205,9 @@ def _run(args: argparse.Namespace, chip: Chip, graph: ModelGraph) -> RunResult |
         from graph_ir.quant_binding import load_binding, resolve_graph
 
         quant = resolve_graph(load_binding(args.quant), graph, str(args.quant))
-    replay = None
+    replay, mapping = None, None
     if args.schedule is not None:
-        replay = _replay(args, chip)
+        replay, mapping = _replay(args, chip)
     options = EngineOptions(
         double_buffer=not args.no_double_buffer, split=not args.no_split,
         frame_order=args.frame_order or FRAME_ORDERS[0], max_power_w=args.max_power_w,
@@ -215,7 +216,7 @@ def _run(args: argparse.Namespace, chip: Chip, graph: ModelGraph) -> RunResult |
         result = run_graph(
             graph, chip, args.precision, args.policy, frames=args.frames, options=options, in_flight=args.in_flight,
             objective=args.objective, latency_budget_ms=args.latency_budget_ms, deadlines=deadlines, quant=quant, fuse=args.fuse,
-            schedule=replay, replay_label=f"replayed ({args.schedule})",
+            schedule=replay, replay_label=f"replayed ({args.schedule})", mapping=mapping,
         )  # fmt: skip
     except UnplaceableError as exc:
         raise UnplaceableError(f"{args.model}: {exc}") from None
@@ -248,15 +249,21 @@ def _assumed_range(args: argparse.Namespace, chip: Chip, at_hi_ms: float) -> Ass
     return AssumedRange(name, lo, hi, tuple(points))
 
 
-def _replay(args: argparse.Namespace, chip: Chip) -> Callable[[ModelGraph, CostTable], Schedule]:
+def _replay(
+    args: argparse.Namespace, chip: Chip
+) -> tuple[Callable[[ModelGraph, CostTable], Schedule], dict[str, OpMapping]]:
     """The schedule file of ``--schedule``, read and checked now, turned into a schedule for the
-    graph and cost table of the run."""
+    graph and cost table of the run, and the mapping signatures it records (applied again)."""
     from hwsim.report.provenance import file_sha256
-    from hwsim.report.schedule_file import load_schedule_file, to_schedule
+    from hwsim.report.schedule_file import ScheduleFileError, load_schedule_file, mapping_of, to_schedule
 
     sf = load_schedule_file(args.schedule)
     model_sha = file_sha256(args.model)
-    return lambda graph, table: to_schedule(sf, graph, chip, table, model_sha, str(args.schedule))
+    try:
+        mapping = mapping_of(sf)
+    except ScheduleFileError as exc:
+        raise ScheduleFileError(f"{args.schedule}: {exc}") from None
+    return (lambda graph, table: to_schedule(sf, graph, chip, table, model_sha, str(args.schedule))), mapping
 
 
 #: ``run`` options that do not change what is simulated, left out of the provenance.

@@ -8,8 +8,12 @@
 A file of an older :data:`SCHEMA_VERSION` is migrated on load, one version at a time, by the
 functions of :data:`MIGRATIONS`; a newer one is refused.
 
+Version 2 records each op's mapping signature (:class:`cost_models.mapping.OpMapping`, the knobs
+set: unit pin, cores, dataflow, layout, tile, forced fusion); a replay applies it
+(:func:`mapping_of`), so a mapped run's file reproduces its latency exactly.
+
 >>> SCHEMA_VERSION, sorted(MIGRATIONS)
-(1, [0])
+(2, [0, 1])
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from pydantic import BaseModel, ValidationError
 
 from chips.schema import Chip
 from chips.units import PS_PER_NS
+from cost_models.mapping import OpMapping
 from cost_models.table import CostTable
 from graph_ir.ir import ModelGraph
 from hwsim.pipeline import RunResult
@@ -37,6 +42,7 @@ __all__ = [
     "ScheduleFileError",
     "ScheduledOp",
     "load_schedule_file",
+    "mapping_of",
     "migrate",
     "schedule_file",
     "schedule_file_json",
@@ -44,7 +50,7 @@ __all__ = [
 ]
 
 #: The version :class:`ScheduleFile` writes.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class ScheduleFileError(ValueError):
@@ -75,6 +81,9 @@ class ScheduledOp(BaseModel, frozen=True, extra="forbid"):
     dram_bytes: int
     on_critical_path: bool = False
     reason: str = ""
+    #: The op's mapping signature, the knobs set only (:meth:`cost_models.mapping.OpMapping.as_dict`;
+    #: empty: a plain run's op).
+    mapping: dict[str, str | int | bool] = {}
 
 
 class ScheduleFile(BaseModel, frozen=True, extra="forbid"):
@@ -100,8 +109,14 @@ def _v0_to_v1(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "ops": ops, "schema_version": 1}
 
 
+def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 1: no mapping signature per op (every op ran as a plain run maps it)."""
+    ops = [{**op, "mapping": op.get("mapping", {})} for op in data.get("ops", [])]
+    return {**data, "ops": ops, "schema_version": 2}
+
+
 #: Migrations: version -> the function that turns a file of that version into the next.
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {0: _v0_to_v1}
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {0: _v0_to_v1, 1: _v1_to_v2}
 
 
 def migrate(data: dict[str, Any], source: str = "") -> dict[str, Any]:
@@ -167,6 +182,7 @@ def schedule_file(result: RunResult, chip_sha256: str, model_sha256: str) -> Sch
     order = {op: i for ops in sched.core_order.values() for i, op in enumerate(ops)}
     groups = _fusion_groups(result)
     critical = set(result.analysis.critical_path)
+    mapping = result.mapping or {}
     ops = []
     for name, p in sched.placements.items():
         r = recs[name]
@@ -175,7 +191,7 @@ def schedule_file(result: RunResult, chip_sha256: str, model_sha256: str) -> Sch
             split=p.cores, fusion_group=groups.get(name), dtype=result.table.costs[name][p.unit].dtype,
             start_ns=r.start_ps / PS_PER_NS, finish_ns=r.end_ps / PS_PER_NS, est_start_ns=p.est_start_ns,
             est_finish_ns=p.est_finish_ns, dram_bytes=r.dram_bytes, on_critical_path=name in critical,
-            reason=p.reason,
+            reason=p.reason, mapping=mapping[name].as_dict() if name in mapping else {},
         ))  # fmt: skip
     return ScheduleFile(
         hwsim_version=hwsim_version(), chip=result.chip.name, chip_sha256=chip_sha256, model=result.graph.name,
@@ -231,6 +247,24 @@ def to_schedule(
     core_order = {k: tuple(op for _, op in sorted(v)) for k, v in by_core.items()}
     transfers = implied_transfers(graph, chip, table, {n: p.unit for n, p in placements.items()})
     return Schedule(sf.policy, placements, core_order, transfers, sf.est_makespan_ns)
+
+
+def mapping_of(sf: ScheduleFile) -> dict[str, OpMapping]:
+    """The mapping signature of each mapped op of ``sf`` (ops without one left out).
+
+    Raises
+    ------
+    ScheduleFileError
+        A knob this hwsim does not know, or a value of the wrong kind.
+    """
+    out: dict[str, OpMapping] = {}
+    for o in sf.ops:
+        if o.mapping:
+            try:
+                out[o.op] = OpMapping.from_dict(o.mapping)
+            except ValueError as exc:
+                raise ScheduleFileError(f"op {o.op!r}: {exc}") from None
+    return out
 
 
 def op_index(sf: ScheduleFile) -> Mapping[str, ScheduledOp]:
