@@ -271,7 +271,7 @@ class NpuModel(UnitModel[NpuUnit]):
         rows, cols = unit.mac_rows, unit.mac_cols
         dataflow = knobs.dataflow or unit.dataflow
         if knobs.layout == "im2col" and _im2col_packable(op):
-            in_b = max(in_b, gemm[0] * gemm[1] * gemm[3] * PRECISION_BYTES[dtype])  # im2col matrix B x M x K
+            in_b = max(in_b, math.ceil(gemm[0] * gemm[1] * gemm[3] * PRECISION_BYTES[dtype]))  # im2col B x M x K
             gemm = im2col_padded(op, gemm, unit.channel_atom)
         else:
             gemm = atom_padded(op, gemm, unit.channel_atom)
