@@ -255,7 +255,12 @@ def _replay(
     """The schedule file of ``--schedule``, read and checked now, turned into a schedule for the
     graph and cost table of the run, and the mapping signatures it records (applied again)."""
     from hwsim.report.provenance import file_sha256
-    from hwsim.report.schedule_file import ScheduleFileError, load_schedule_file, mapping_of, to_schedule
+    from hwsim.report.schedule_file import (
+        ScheduleFileError,
+        load_schedule_file,
+        mapping_of,
+        to_schedule,
+    )
 
     sf = load_schedule_file(args.schedule)
     model_sha = file_sha256(args.model)
