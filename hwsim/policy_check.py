@@ -226,6 +226,8 @@ def choose_schedule(
         Unknown policy, objective or fusion mode, or ``objective="energy"`` without a budget.
     BudgetError
         ``objective="energy"`` and even the fastest schedule is slower than the budget.
+    PowerCapError
+        ``options.max_power_w`` rules out every candidate (one that it rules out is skipped).
     """
     from scheduler.onnx_policies import deadline_schedule
 
