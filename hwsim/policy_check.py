@@ -31,6 +31,7 @@ from cost_models.table import CostTable
 from graph_ir.ir import ModelError, ModelGraph
 from hwsim.analysis.energy import run_energy
 from hwsim.sim.engine import EngineOptions, Trace, simulate
+from hwsim.sim.power import PowerCapError
 from scheduler import DEFAULT_POLICY, POLICIES, Schedule, get_policy
 
 __all__ = [
@@ -246,6 +247,8 @@ def choose_schedule(
         Unknown policy, objective or fusion mode, or ``objective="energy"`` without a budget.
     BudgetError
         ``objective="energy"`` and even the fastest schedule is slower than the budget.
+    PowerCapError
+        ``options.max_power_w`` rules out every candidate (one that it rules out is skipped).
     """
     from scheduler.onnx_policies import deadline_schedule
 
@@ -268,14 +271,21 @@ def choose_schedule(
         return _simulate(name, graph, chip, table, sched, options, fuse, nodes, mapping)
 
     sims: list[_Sim] = []
+    ruled_out: list[PowerCapError] = []
     for name in names:
         sched = POLICIES[name](graph, chip, table)
-        s = sim(name, sched)
+        try:
+            s = sim(name, sched)
+        except PowerCapError as exc:  # the cap rules this candidate out; the others may still run
+            ruled_out.append(exc)
+            continue
         if dl:
             s2 = sim(name, deadline_schedule(graph, chip, table, sched, {k: v * NS_PER_MS for k, v in dl.items()}))
             if (_worst_slack(s2, dl), -s2.latency_ms) > (_worst_slack(s, dl), -s.latency_ms):
                 s = s2
         sims.append(s)
+    if not sims:
+        raise ruled_out[0]
     if dl:
         meeting = [s for s in sims if _worst_slack(s, dl) >= 0.0]
         pool = meeting or [max(sims, key=lambda s: _worst_slack(s, dl))]

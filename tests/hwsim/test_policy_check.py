@@ -14,6 +14,7 @@ from chips.variants import restrict
 from graph_ir import from_model_proto, load_onnx
 from graph_ir.ir import ModelError, ModelGraph
 from hwsim import policy_check
+from hwsim.analysis.energy import power_timeline
 from hwsim.cli import main
 from hwsim.pipeline import run_graph
 from hwsim.policy_check import resolve_deadlines
@@ -197,3 +198,37 @@ def test_no_reason_is_worded_as_a_claim_about_the_schedule_length(kws, policy) -
         assert "no longer" not in p.reason
         if p.reason.startswith("affinity:"):
             assert p.reason == f"affinity: {p.unit} is the chip's preferred unit for {kws.op(p.op).op_type}"
+
+
+def _least_cap_w(graph: ModelGraph, chip, table, name: str) -> float:
+    """The lowest cap candidate ``name`` runs under (what it draws with one op alone, fused as checked)."""
+    from cost_models.fusion import fuse
+    from hwsim.sim.plan import plan
+    from hwsim.sim.power import largest_solo_power_w
+    from scheduler import POLICIES
+
+    sched = POLICIES[name](graph, chip, table)
+    fused = fuse(graph, chip, table, {n: p.unit for n, p in sched.placements.items()}, "auto")
+    p = plan(graph, chip, fused.table, sched)
+    return largest_solo_power_w(chip, p, lambda i, k: p.cost[i], True)[0]
+
+
+def test_a_power_cap_skips_the_candidates_it_rules_out_and_checks_the_rest():
+    """mobilenetv1 on the RK3588: heft and affinity-list put an op on the GPU (3.27 W alone), the
+    default and single-unit draw less; a cap between rules out heft, checked second."""
+    from cost_models import cost_table
+    from hwsim.sim.engine import EngineOptions
+    from hwsim.sim.power import PowerCapError
+
+    graph, chip = load_onnx(MODELS / "mobilenetv1.onnx"), load_chip("rk3588")
+    table = cost_table(graph, chip, "int8")
+    names = ("affinity-locality", *policy_check.CHECKED_AGAINST)
+    least = {n: _least_cap_w(graph, chip, table, n) for n in names}
+    cap = sorted(set(least.values()))[-2]
+    fits = [n for n in names if least[n] <= cap]
+    assert len(fits) >= 2 and names.index(min(set(names) - set(fits), key=names.index)) < names.index(fits[-1])
+    chosen = policy_check.choose_schedule(graph, chip, table, options=EngineOptions(max_power_w=cap))
+    assert [c.name for c in chosen.choice.candidates] == fits
+    assert chosen.schedule.policy in fits and max(w for _, w in power_timeline(chip, chosen.trace)) <= cap * (1 + 1e-9)
+    with pytest.raises(PowerCapError, match="runs alone"):  # every candidate ruled out: the error stays
+        policy_check.choose_schedule(graph, chip, table, options=EngineOptions(max_power_w=min(least.values()) * 0.99))

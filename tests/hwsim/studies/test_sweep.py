@@ -108,6 +108,20 @@ class TestSweepRun:
         assert (out / "points.csv").read_text() == (pool_run / "points.csv").read_text()
         assert (out / "front.csv").read_text() == (pool_run / "front.csv").read_text()
 
+    def test_a_tcp_scheduler_gives_the_same_points(self, pool_run: Path, tmp_path: Path) -> None:
+        """--dask with a real scheduler address: a LocalCluster listening on a free tcp port."""
+        from distributed import LocalCluster
+
+        spec = pool_run.parent / "sweep.yaml"
+        out = tmp_path / "tcp"
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tcp://",
+                          scheduler_port=0, dashboard_address=None) as cluster:  # fmt: skip
+            address = cluster.scheduler_address
+            assert address.startswith("tcp://")
+            assert main(["sweep", str(spec), "--out", str(out), "--dask", address]) == 0
+        assert (out / "points.csv").read_bytes() == (pool_run / "points.csv").read_bytes()
+        assert (out / "front.csv").read_bytes() == (pool_run / "front.csv").read_bytes()
+
     def test_budget_runs_a_search_within_its_trials(self, tmp_path: Path) -> None:
         text = SMALL.replace(f", {MODELS / 'resnet18.onnx'}", "")
         out = tmp_path / "search"
