@@ -157,7 +157,7 @@ class TestSchema:
 
 class TestConcurrency:
     def test_parallel_writer_processes_lose_no_trial(self, db_url: str) -> None:
-        ExperienceDB(db_url).close()
+        """Three processes create the database at once, then add 25 trials each."""
         writers = [_writer(db_url, 100 * w, 25) for w in range(3)]
         outputs = [p.communicate(timeout=120)[0] for p in writers]
         assert [p.returncode for p in writers] == [0, 0, 0]
