@@ -46,6 +46,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
+from hwsim.report.provenance import hwsim_version
 from hwsim.studies.sql import open_engine, shown_url
 
 __all__ = [
@@ -256,13 +257,10 @@ def _prepare(engine: Any, shown: str) -> int:
     return version
 
 
-def _stamped(t: Trial) -> Trial:
-    """``t`` with the hwsim version and the creation time filled in where empty."""
-    from hwsim.report.provenance import hwsim_version
-
-    version = t.hwsim_version or hwsim_version()
+def _stamped(t: Trial, version: str) -> Trial:
+    """``t`` with hwsim ``version`` and the creation time filled in where empty."""
     created = t.created_at or datetime.now(timezone.utc).isoformat(timespec="seconds")
-    return replace(t, hwsim_version=version, created_at=created, id=None)
+    return replace(t, hwsim_version=t.hwsim_version or version, created_at=created, id=None)
 
 
 def _is_number(v: object) -> bool:
@@ -370,6 +368,7 @@ class ExperienceDB:
         self.url = url
         self.shown_url = shown_url(url)
         self.engine = open_engine(url, DbError, wal=True)
+        self.hwsim_version = hwsim_version()  # read once: it parses the installed package's metadata
         try:
             self.schema_version = _prepare(self.engine, self.shown_url)
         except BaseException:
@@ -384,7 +383,7 @@ class ExperienceDB:
     def add(self, trial: Trial) -> int:
         """Store ``trial`` in its own transaction; returns its id (the stored one's when a trial
         of the same key is already there). An empty hwsim version or time is filled in."""
-        row = _row(_stamped(trial))
+        row = _row(_stamped(trial, self.hwsim_version))
         where = (
             _Trial.chip_fingerprint == trial.chip_fingerprint,
             _Trial.model_sha256 == trial.model_sha256,
@@ -501,7 +500,7 @@ class ExperienceDB:
             for t in trials:
                 if _key(t) not in seen:
                     seen.add(_key(t))
-                    s.add(_row(_stamped(t)))
+                    s.add(_row(_stamped(t, self.hwsim_version)))
                     added += 1
         return added
 
