@@ -46,7 +46,6 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
-from hwsim.report.provenance import hwsim_version
 from hwsim.studies.sql import open_engine, shown_url
 
 __all__ = [
@@ -257,10 +256,10 @@ def _prepare(engine: Any, shown: str) -> int:
     return version
 
 
-def _stamped(t: Trial, version: str) -> Trial:
-    """``t`` with hwsim ``version`` and the creation time filled in where empty."""
+def _stamped(t: Trial, db: ExperienceDB) -> Trial:
+    """``t`` with the hwsim version and the creation time filled in where empty."""
     created = t.created_at or datetime.now(timezone.utc).isoformat(timespec="seconds")
-    return replace(t, hwsim_version=t.hwsim_version or version, created_at=created, id=None)
+    return replace(t, hwsim_version=t.hwsim_version or db.hwsim_version(), created_at=created, id=None)
 
 
 def _is_number(v: object) -> bool:
@@ -368,7 +367,7 @@ class ExperienceDB:
         self.url = url
         self.shown_url = shown_url(url)
         self.engine = open_engine(url, DbError, wal=True)
-        self.hwsim_version = hwsim_version()  # read once: it parses the installed package's metadata
+        self._hwsim_version: str | None = None
         try:
             self.schema_version = _prepare(self.engine, self.shown_url)
         except BaseException:
@@ -380,10 +379,19 @@ class ExperienceDB:
         """The database at a URL, or SQLite at a plain path (created with its folder when absent)."""
         return cls(as_url(url_or_path))
 
+    def hwsim_version(self) -> str:
+        """This hwsim's version, read once (it parses the installed package's metadata, and its
+        module loads the chip schema: ``hwsim db stats`` stays quick without it)."""
+        if self._hwsim_version is None:
+            from hwsim.report.provenance import hwsim_version
+
+            self._hwsim_version = hwsim_version()
+        return self._hwsim_version
+
     def add(self, trial: Trial) -> int:
         """Store ``trial`` in its own transaction; returns its id (the stored one's when a trial
         of the same key is already there). An empty hwsim version or time is filled in."""
-        row = _row(_stamped(trial, self.hwsim_version))
+        row = _row(_stamped(trial, self))
         where = (
             _Trial.chip_fingerprint == trial.chip_fingerprint,
             _Trial.model_sha256 == trial.model_sha256,
@@ -500,7 +508,7 @@ class ExperienceDB:
             for t in trials:
                 if _key(t) not in seen:
                     seen.add(_key(t))
-                    s.add(_row(_stamped(t, self.hwsim_version)))
+                    s.add(_row(_stamped(t, self)))
                     added += 1
         return added
 
