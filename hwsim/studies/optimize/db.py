@@ -57,6 +57,8 @@ __all__ = [
     "Trial",
     "as_url",
     "default_db_url",
+    "trial_from_json",
+    "trial_json",
 ]
 
 #: The version of the tables this hwsim writes; bumped with a new entry in :data:`MIGRATIONS`.
