@@ -18,8 +18,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import Float, String, Text, create_engine, select
+from sqlalchemy import Float, String, Text, select
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+
+from hwsim.studies.sql import open_engine
 
 __all__ = ["SCHEMA_VERSION", "StoreError", "StoredPoint", "SweepStore"]
 
@@ -28,7 +30,7 @@ SCHEMA_VERSION = "1"
 
 
 class StoreError(ValueError):
-    """``results.sqlite`` is of another schema version (bad input, exit 2)."""
+    """``results.sqlite`` is of another schema version, or its URL cannot be opened (bad input, exit 2)."""
 
 
 class _Base(DeclarativeBase):
@@ -64,7 +66,7 @@ class SweepStore:
     """The rows of one sweep's ``results.sqlite`` (or another SQLAlchemy URL)."""
 
     def __init__(self, url: str) -> None:
-        self.engine = create_engine(url)
+        self.engine = open_engine(url, StoreError)
         _Base.metadata.create_all(self.engine)
         with Session(self.engine) as s:
             row = s.get(_Meta, "schema_version")
