@@ -14,13 +14,17 @@ from pathlib import Path
 
 import yaml
 
-__all__ = ["MAX_ONNX_BYTES", "MAX_TEXT_BYTES", "field_path", "oversize", "read_yaml_mapping"]
+__all__ = ["MAX_GRAPH_OPS", "MAX_ONNX_BYTES", "MAX_TEXT_BYTES", "field_path", "oversize", "read_yaml_mapping"]
 
 #: Largest text input (YAML, JSON, STG) any reader loads, bytes.
 MAX_TEXT_BYTES = 256 * 2**20
 #: Largest ONNX file: protobuf cannot parse a message of 2 GiB or more (weights beyond that
 #: live in external data files, which hwsim does not read).
 MAX_ONNX_BYTES = 2**31 - 1
+#: Most ops one simulated graph may hold (an ONNX graph's nodes, a workload's instances' ops):
+#: a 100k-op run takes about 30 s and 1.6 GiB (docs/fidelity.md), a 1-million-node ONNX ran past
+#: 4 minutes and 3.3 GiB still importing, so bigger graphs are refused up front (docs/fuzzing.md).
+MAX_GRAPH_OPS = 200_000
 
 
 def oversize(path: str | Path, limit_bytes: int) -> str | None:
