@@ -19,8 +19,7 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import helper, numpy_helper, shape_inference
 
-from graph_ir import dynamic
-from graph_ir import files
+from graph_ir import dynamic, files
 from graph_ir.files import MAX_ONNX_BYTES, oversize
 from graph_ir.ir import ModelError, ModelGraph, Op, Tensor, add_data_edge
 from graph_ir.op_metrics import metrics
