@@ -80,12 +80,18 @@ def read_yaml_mapping(path: Path, error: Callable[[str], Exception], expected: s
 
 
 def field_path(loc: Sequence[int | str]) -> str:
-    """A pydantic error location as a user reads it: ``models[0].fps``.
+    """A pydantic error location as a user reads it: ``models[0].fps``; a key that is empty or
+    not printable on one line (a newline in a YAML key) is quoted, so the error stays one line.
 
-    >>> field_path(("models", 0, "fps")), field_path(())
-    ('models[0].fps', '(top level)')
+    >>> field_path(("models", 0, "fps")), field_path(()), field_path(("models", ""))
+    ('models[0].fps', '(top level)', "models.''")
     """
     out = ""
     for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        if isinstance(part, int):
+            out += f"[{part}]"
+            continue
+        text = str(part)
+        text = text if text.isprintable() and text.strip() == text and text else repr(text)
+        out += f".{text}" if out else text
     return out or "(top level)"

@@ -250,3 +250,12 @@ def test_onnx_tensor_of_10_to_the_12_elements_is_bounded(tmp_path: Path) -> None
     res = check_refusal_or_run("regression", ["run", "rk3588", str(model), "--out", str(out), "--no-plots"], model, out, ok=(1,))
     assert res.code == 1 and "DRAM peaks at 1000002000000 bytes" in res.stderr and "at op mm" in res.stderr
     assert not out.exists()
+
+
+def test_workload_key_with_a_newline_stays_one_line(tmp_path: Path) -> None:
+    f = tmp_path / "w.yaml"  # found by test_workload_yaml: the key's newline split the error line
+    model = Path(__file__).parents[2] / "examples" / "models" / "mlp_mnist.onnx"
+    f.write_text(f"? '\n\n  '\n: null\nwindow_ms: 5\nmodels:\n  - {{name: m, model: {model}, fps: 1000}}\n")
+    out = tmp_path / "out"
+    res = check_refusal_or_run("regression", ["run", "rk3588", "--workload", str(f), "--out", str(out)], f, out)
+    assert res.code == 2 and "'\\n': unknown key" in res.stderr
