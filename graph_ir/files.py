@@ -14,13 +14,17 @@ from pathlib import Path
 
 import yaml
 
-__all__ = ["MAX_ONNX_BYTES", "MAX_TEXT_BYTES", "field_path", "oversize", "read_yaml_mapping"]
+__all__ = ["MAX_GRAPH_OPS", "MAX_ONNX_BYTES", "MAX_TEXT_BYTES", "field_path", "oversize", "read_yaml_mapping"]
 
 #: Largest text input (YAML, JSON, STG) any reader loads, bytes.
 MAX_TEXT_BYTES = 256 * 2**20
 #: Largest ONNX file: protobuf cannot parse a message of 2 GiB or more (weights beyond that
 #: live in external data files, which hwsim does not read).
 MAX_ONNX_BYTES = 2**31 - 1
+#: Most ops one simulated graph may hold (an ONNX graph's nodes, a workload's instances' ops):
+#: a 100k-op run takes about 30 s and 1.6 GiB (docs/fidelity.md), a 1-million-node ONNX ran past
+#: 4 minutes and 3.3 GiB still importing, so bigger graphs are refused up front (docs/fuzzing.md).
+MAX_GRAPH_OPS = 200_000
 
 
 def oversize(path: str | Path, limit_bytes: int) -> str | None:
@@ -76,12 +80,18 @@ def read_yaml_mapping(path: Path, error: Callable[[str], Exception], expected: s
 
 
 def field_path(loc: Sequence[int | str]) -> str:
-    """A pydantic error location as a user reads it: ``models[0].fps``.
+    """A pydantic error location as a user reads it: ``models[0].fps``; a key that is empty or
+    not printable on one line (a newline in a YAML key) is quoted, so the error stays one line.
 
-    >>> field_path(("models", 0, "fps")), field_path(())
-    ('models[0].fps', '(top level)')
+    >>> field_path(("models", 0, "fps")), field_path(()), field_path(("models", ""))
+    ('models[0].fps', '(top level)', "models.''")
     """
     out = ""
     for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        if isinstance(part, int):
+            out += f"[{part}]"
+            continue
+        text = str(part)
+        text = text if text.isprintable() and text.strip() == text and text else repr(text)
+        out += f".{text}" if out else text
     return out or "(top level)"

@@ -19,7 +19,7 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import helper, numpy_helper, shape_inference
 
-from graph_ir import dynamic
+from graph_ir import dynamic, files
 from graph_ir.files import MAX_ONNX_BYTES, oversize
 from graph_ir.ir import ModelError, ModelGraph, Op, Tensor, add_data_edge
 from graph_ir.op_metrics import metrics
@@ -70,6 +70,11 @@ def load_onnx(
         raise ModelError(f"{path}: not a valid ONNX file ({type(exc).__name__}: {exc})") from None
     if model.ir_version <= 0 or not model.graph.node:
         raise ModelError(f"{path}: not an ONNX model (no graph nodes; truncated or another format?)")
+    if len(model.graph.node) > files.MAX_GRAPH_OPS:
+        raise ModelError(
+            f"{path}: graph.node: {len(model.graph.node):,} nodes, over the limit of {files.MAX_GRAPH_OPS:,} "
+            "ops hwsim simulates in one graph"
+        )
     _check_names(model.graph, str(path))
     return from_model_proto(model, source=str(path), name=path.stem, input_shapes=input_shapes, assume=assume)
 

@@ -290,4 +290,6 @@ def _rewired(
     for u, v in graph.g.edges:  # control or other edges the data edges above do not cover
         if not g.has_edge(u, v) and not any((v, t) in renamed for t in graph.g.edges[u, v]["tensors"]):
             g.add_edge(u, v, **graph.g.edges[u, v])
-    return ModelGraph(graph.name, g, graph.inputs, graph.outputs, producer, tuple(order))
+    return ModelGraph(
+        graph.name, g, graph.inputs, graph.outputs, producer, tuple(order), graph.assumed, graph.warnings
+    )

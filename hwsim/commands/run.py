@@ -35,7 +35,8 @@ if TYPE_CHECKING:
     from graph_ir.ir import ModelGraph
     from hwsim.pipeline import RunResult
     from hwsim.report.provenance import Provenance
-    from hwsim.report.summary import AssumedRange
+    from hwsim.report.schedule_file import ScheduleFile
+    from hwsim.report.summary import AssumedRange, Summary
     from scheduler import Schedule
 
 __all__ = ["add_parser", "check_usage", "input_errors", "main"]
@@ -180,18 +181,19 @@ def check_usage(args: argparse.Namespace) -> None:
             raise UsageError(f"{given[0]} applies only with --frames N, N > 1")
 
 
-def _simulate(args: argparse.Namespace) -> tuple[RunResult, Path] | None:
-    """Load, check the report folder, simulate; None when no schedule meets the latency budget."""
+def _simulate(args: argparse.Namespace, replayed: ScheduleFile | None) -> tuple[RunResult, Path] | None:
+    """Load, check the report folder, simulate (``replayed``: the ``--schedule`` file); None when
+    no schedule meets the latency budget."""
     from hwsim.report.files import check_out_dir
 
     chip, graph = load_target(args)
     out = args.out if args.out is not None else Path("reports") / f"{chip.name}-{graph.name}"
     check_out_dir(out)
-    result = _run(args, chip, graph)
+    result = _run(args, chip, graph, replayed)
     return None if result is None else (result, out)
 
 
-def _run(args: argparse.Namespace, chip: Chip, graph: ModelGraph) -> RunResult | None:
+def _run(args: argparse.Namespace, chip: Chip, graph: ModelGraph, replayed: ScheduleFile | None) -> RunResult | None:
     """Simulate ``graph`` on ``chip`` with the command's options; None when no schedule meets
     the latency budget (the reason printed)."""
     from cost_models.table import UnplaceableError
@@ -205,9 +207,7 @@ def _run(args: argparse.Namespace, chip: Chip, graph: ModelGraph) -> RunResult |
         from graph_ir.quant_binding import load_binding, resolve_graph
 
         quant = resolve_graph(load_binding(args.quant), graph, str(args.quant))
-    replay, mapping = None, None
-    if args.schedule is not None:
-        replay, mapping = _replay(args, chip)
+    replay, mapping = _replay(args, chip, replayed) if replayed is not None else (None, None)
     options = EngineOptions(
         double_buffer=not args.no_double_buffer, split=not args.no_split,
         frame_order=args.frame_order or FRAME_ORDERS[0], max_power_w=args.max_power_w,
@@ -226,7 +226,9 @@ def _run(args: argparse.Namespace, chip: Chip, graph: ModelGraph) -> RunResult |
     return result
 
 
-def _assumed_range(args: argparse.Namespace, chip: Chip, at_hi_ms: float) -> AssumedRange | None:
+def _assumed_range(
+    args: argparse.Namespace, chip: Chip, at_hi_ms: float, replayed: ScheduleFile | None
+) -> AssumedRange | None:
     """Latency at a few points of the ``--assume NAME=LO..HI`` range (None: no range given);
     the HI point is the run already made (``at_hi_ms``)."""
     from graph_ir.dynamic import parse_assume, range_points
@@ -243,26 +245,20 @@ def _assumed_range(args: argparse.Namespace, chip: Chip, at_hi_ms: float) -> Ass
         ms = at_hi_ms
         if value != hi:
             graph = load_onnx(args.model, parse_input_shapes(args.input_shape), assume_counts(args.assume, value))
-            result = _run(args, chip, graph)
+            result = _run(args, chip, graph, replayed)
             ms = result.analysis.latency_ms if result is not None else float("nan")
         points.append((value, round(ms, 6)))
     return AssumedRange(name, lo, hi, tuple(points))
 
 
 def _replay(
-    args: argparse.Namespace, chip: Chip
+    args: argparse.Namespace, chip: Chip, sf: ScheduleFile
 ) -> tuple[Callable[[ModelGraph, CostTable], Schedule], dict[str, OpMapping]]:
-    """The schedule file of ``--schedule``, read and checked now, turned into a schedule for the
-    graph and cost table of the run, and the mapping signatures it records (applied again)."""
+    """The schedule file of ``--schedule`` turned into a schedule for the graph and cost table of
+    the run, and the mapping signatures it records (applied again)."""
     from hwsim.report.provenance import file_sha256
-    from hwsim.report.schedule_file import (
-        ScheduleFileError,
-        load_schedule_file,
-        mapping_of,
-        to_schedule,
-    )
+    from hwsim.report.schedule_file import ScheduleFileError, mapping_of, to_schedule
 
-    sf = load_schedule_file(args.schedule)
     model_sha = file_sha256(args.model)
     try:
         mapping = mapping_of(sf)
@@ -276,18 +272,43 @@ NOT_PROVENANCE = ("command", "out", "json", "no_plots", "debug", "export_schedul
 
 
 def provenance(args: argparse.Namespace, result: RunResult) -> Provenance:
-    """The run's provenance: hwsim version, chip and model sha256, the options that shape it."""
+    """The run's provenance: hwsim version, chip and model sha256, the options that shape it
+    (a replay: the schedule file and its sha256 too, kept out of ``summary.json``)."""
     from hwsim.report.provenance import Provenance, chip_sha256, file_sha256, hwsim_version
 
     options = {k: v for k, v in vars(args).items() if k not in NOT_PROVENANCE}
-    return Provenance(hwsim_version(), chip_sha256(result.chip), file_sha256(args.model), options)
+    replayed = (str(args.schedule), file_sha256(args.schedule)) if args.schedule is not None else (None, None)
+    return Provenance(hwsim_version(), chip_sha256(result.chip), file_sha256(args.model), options, *replayed)
 
 
-def _export(path: Path, result: RunResult, prov: Provenance) -> None:
+def _load_replay(args: argparse.Namespace) -> ScheduleFile | None:
+    """The ``--schedule`` file, read, migrated and validated (None: no replay)."""
+    from hwsim.report.schedule_file import load_schedule_file
+
+    return load_schedule_file(args.schedule) if args.schedule is not None else None
+
+
+def _restore(summary: Summary, replayed: ScheduleFile | None) -> Summary:
+    """A replay's summary with the original run's schedule choice written back, when the file
+    records it (:mod:`hwsim.report.replay`)."""
+    from hwsim.report.replay import restore
+
+    if replayed is None or replayed.original is None:
+        return summary
+    where = summary.provenance.replayed_from if summary.provenance is not None else "the schedule file"
+    log.info("replayed %s: summary.json reports how its original run chose the schedule", where)
+    return restore(summary, replayed.original)
+
+
+def _export(path: Path, result: RunResult, summary: Summary) -> None:
     from hwsim.report.outdir import ReportError
+    from hwsim.report.replay import original_run
     from hwsim.report.schedule_file import schedule_file, schedule_file_json
 
-    data = schedule_file_json(schedule_file(result, prov.chip_sha256, prov.model_sha256))
+    prov = summary.provenance
+    assert prov is not None  # a run's summary always has it
+    origin = original_run(summary, prov.replayed_from, prov.replayed_sha256)
+    data = schedule_file_json(schedule_file(result, prov.chip_sha256, prov.model_sha256, origin))
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         tmp.write_bytes(data)
@@ -310,7 +331,8 @@ def main(args: argparse.Namespace) -> int:
     if args.model is None:
         raise UsageError("give MODEL or --workload W.yaml")
     check_usage(args)
-    done = _simulate(args)
+    replayed = _load_replay(args)
+    done = _simulate(args, replayed)
     if done is None:
         return 1
     result, out = done
@@ -328,18 +350,18 @@ def main(args: argparse.Namespace) -> int:
         deployed, _, asked = dtype.partition("<-")
         log.warning("%d op(s) on %s run in %s: the unit has no %s for them", count, unit, deployed, asked)
     prov = provenance(args, result)
-    summary = replace(build_summary(result), provenance=prov)
+    summary = _restore(replace(build_summary(result), provenance=prov), replayed)
     if result.graph.assumed:
         dims = ", ".join(f"{d.tensor}={d.value}" for d in result.graph.assumed)
         log.warning("data-dependent dimensions assumed: %s (see assumed_dims in summary.json)", dims)
     for line in result.graph.warnings:
         log.warning("%s", line)
-    ranged = _assumed_range(args, result.chip, summary.latency_ms)
+    ranged = _assumed_range(args, result.chip, summary.latency_ms, replayed)
     if ranged is not None:
         summary = replace(summary, assumed_range=ranged)
     write_reports(result, out, plots=not args.no_plots, summary=summary)
     if args.export_schedule is not None:
-        _export(args.export_schedule, result, prov)
+        _export(args.export_schedule, result, summary)
     if args.json:
         print(json.dumps(summary.to_json(), indent=2))
     else:

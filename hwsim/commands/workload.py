@@ -93,7 +93,7 @@ def main(args: argparse.Namespace) -> int:
     options = EngineOptions(
         double_buffer=not args.no_double_buffer, split=not args.no_split, max_power_w=args.max_power_w
     )
-    run = run_workload(spec, chip, args.precision, options, policy=args.policy)
+    run = run_workload(spec, chip, args.precision, options, policy=args.policy, source=str(args.workload))
     summary = {"chip": chip.name, "workload": run.to_json()}
 
     def write(tmp: Path) -> None:

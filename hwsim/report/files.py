@@ -108,11 +108,13 @@ def _traffic_csv(run: ReportInputs) -> bytes:
 
 def _schedule_json(run: ReportInputs) -> bytes:
     from hwsim.report.provenance import chip_sha256
+    from hwsim.report.replay import original_run
     from hwsim.report.schedule_file import schedule_file, schedule_file_json
 
     prov = run.summary.provenance
     chip_sha = prov.chip_sha256 if prov is not None else chip_sha256(run.result.chip)
-    return schedule_file_json(schedule_file(run.result, chip_sha, prov.model_sha256 if prov is not None else ""))
+    origin = original_run(run.summary, *((prov.replayed_from, prov.replayed_sha256) if prov is not None else ()))
+    return schedule_file_json(schedule_file(run.result, chip_sha, prov.model_sha256 if prov is not None else "", origin))
 
 
 def _heatmap_png(run: ReportInputs) -> bytes:

@@ -70,6 +70,11 @@ class Provenance:
     chip_sha256: str
     model_sha256: str
     options: Mapping[str, Any]
+    #: The schedule file a replay ran and its sha256 (None: not a replay). Not in ``to_json``: a
+    #: replay's ``summary.json`` equals the original's; the report folder's ``schedule.json``
+    #: records them (:mod:`hwsim.report.replay`).
+    replayed_from: str | None = None
+    replayed_sha256: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -32,6 +32,7 @@ from cost_models.table import CostTable
 from graph_ir.ir import ModelGraph
 from hwsim.pipeline import RunResult
 from hwsim.report.provenance import hwsim_version
+from hwsim.report.replay import OriginalRun
 from scheduler import Schedule
 from scheduler.schedule import Placement, implied_transfers
 
@@ -101,6 +102,9 @@ class ScheduleFile(BaseModel, frozen=True, extra="forbid"):
     est_makespan_ns: float
     latency_ns: float
     ops: tuple[ScheduledOp, ...]
+    #: How the run that wrote the file chose the schedule, for a replay's summary.json
+    #: (:mod:`hwsim.report.replay`; None: not recorded, an older file or an API run).
+    original: OriginalRun | None = None
 
 
 def _v0_to_v1(data: dict[str, Any]) -> dict[str, Any]:
@@ -175,8 +179,11 @@ def _fusion_groups(result: RunResult) -> dict[str, str]:
     return head
 
 
-def schedule_file(result: RunResult, chip_sha256: str, model_sha256: str) -> ScheduleFile:
-    """The schedule of a finished run as a :class:`ScheduleFile` (times of frame 0)."""
+def schedule_file(
+    result: RunResult, chip_sha256: str, model_sha256: str, original: OriginalRun | None = None
+) -> ScheduleFile:
+    """The schedule of a finished run as a :class:`ScheduleFile` (times of frame 0); ``original``:
+    how the run chose it (:func:`hwsim.report.replay.original_run`)."""
     sched = result.schedule
     recs = {r.op: r for r in result.trace.ops if r.frame == 0}
     order = {op: i for ops in sched.core_order.values() for i, op in enumerate(ops)}
@@ -197,6 +204,7 @@ def schedule_file(result: RunResult, chip_sha256: str, model_sha256: str) -> Sch
         hwsim_version=hwsim_version(), chip=result.chip.name, chip_sha256=chip_sha256, model=result.graph.name,
         model_sha256=model_sha256, precision=result.precision, policy=sched.policy,
         est_makespan_ns=sched.est_makespan_ns, latency_ns=result.trace.makespan_ps / PS_PER_NS, ops=tuple(ops),
+        original=original,
     )  # fmt: skip
 
 

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from chips.schema import Chip
 from chips.units import PS_PER_MS
 from cost_models.table import CostTable
+from graph_ir import files
 from graph_ir.files import field_path, read_yaml_mapping
 from graph_ir.ir import ModelGraph, Op, Tensor
 from hwsim.pipeline import RunResult
@@ -46,6 +47,7 @@ __all__ = [
     "WorkloadError",
     "WorkloadModel",
     "WorkloadRun",
+    "check_size",
     "instance_tag",
     "load_workload",
     "run_workload",
@@ -115,7 +117,8 @@ def load_workload(path: str | Path) -> Workload:
     ------
     WorkloadError
         One line: the file, the key and what is wrong with it (an unknown key, a rate <= 0, an
-        empty model list, a model file that is not there).
+        empty model list, a model file that is not there, a model released no time in the window,
+        more instances than one graph holds).
     """
     path = Path(path)
     data = read_yaml_mapping(path, WorkloadError, "window_ms and models")
@@ -135,7 +138,42 @@ def load_workload(path: str | Path) -> Workload:
         if not file.is_file():
             raise WorkloadError(f"{path}: models[{i}].model: no such file {file}")
         models.append(m.model_copy(update={"model": str(file)}))
+    _check_instances(spec, str(path))
     return spec.model_copy(update={"models": tuple(models)})
+
+
+def _check_instances(spec: Workload, source: str) -> None:
+    """Refuse a model released no time in the window, and more instances than one graph holds
+    (each has at least one op: :data:`graph_ir.files.MAX_GRAPH_OPS`)."""
+    total = 0
+    for i, m in enumerate(spec.models):
+        if m.offset_ms >= spec.window_ms:
+            raise WorkloadError(
+                f"{source}: models[{i}].offset_ms: {m.offset_ms:g} is not before window_ms {spec.window_ms:g}: "
+                "the model would never run"
+            )
+        total += math.ceil((spec.window_ms - m.offset_ms) / m.period - 1e-9)
+        if total > files.MAX_GRAPH_OPS:
+            raise WorkloadError(
+                f"{source}: window_ms: {spec.window_ms:g} ms releases over {files.MAX_GRAPH_OPS:,} instances "
+                f"(models[{i}] and before), over the limit of ops one graph holds"
+            )
+
+
+def check_size(spec: Workload, ops_per_model: Sequence[int], source: str) -> None:
+    """Refuse a workload whose instances hold more ops than :data:`graph_ir.files.MAX_GRAPH_OPS`.
+
+    Raises
+    ------
+    WorkloadError
+        One line naming ``source`` and the total.
+    """
+    total = sum(n * len(_releases_ms(m, spec.window_ms)) for m, n in zip(spec.models, ops_per_model, strict=True))
+    if total > files.MAX_GRAPH_OPS:
+        raise WorkloadError(
+            f"{source}: window_ms: the instances of {spec.window_ms:g} ms hold {total:,} ops, over the limit "
+            f"of {files.MAX_GRAPH_OPS:,} one graph holds"
+        )
 
 
 def instance_tag(model: str, k: int) -> str:
@@ -316,13 +354,14 @@ def _solo_runs(
 
 def run_workload(
     spec: Workload, chip: Chip, precision: str = "int8", options: EngineOptions | None = None,
-    load: Any = None, policy: str = DEFAULT_POLICY,
+    load: Any = None, policy: str = DEFAULT_POLICY, source: str = "workload",
 ) -> WorkloadRun:  # fmt: skip
     """Schedule each model alone, then run every instance in the window through one engine run.
 
     ``load`` reads a model file into a :class:`~graph_ir.ir.ModelGraph` (default
     :func:`graph_ir.onnx_import.load_onnx`); each model is scheduled by ``policy``. Instances are served by criticality (highest
-    first), then release time, then the model's place in the file.
+    first), then release time, then the model's place in the file. ``source`` (the file) names
+    the workload in an error.
 
     Returns
     -------
@@ -333,6 +372,7 @@ def run_workload(
     from hwsim.analysis.analyze import analyze
 
     solo = _solo_runs(spec, chip, precision, policy, options, load or load_onnx)
+    check_size(spec, [len(r.graph.order) for r in solo], source)
     instances = [
         (-m.level, rel, i, k)
         for i, m in enumerate(spec.models)

@@ -183,3 +183,79 @@ def test_calibration_unit_named_with_a_carriage_return_stays_one_line(tmp_path: 
     assert main(["run", str(tmp_path / "chip.yaml"), str(MODELS / "mlp_mnist.onnx"), "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "\r" not in err and "units.\\r" in err and not out.exists()
+
+
+# --- workload, schedule, sweep and binding files, huge graphs (issue 14, part 4) ------------------
+
+
+def _workload(tmp_path: Path, window_ms: float, offset_ms: float, period_ms: float) -> Path:
+    model = Path(__file__).parents[2] / "examples" / "models" / "mlp_mnist.onnx"
+    f = tmp_path / "w.yaml"
+    f.write_text(
+        f"window_ms: {window_ms}\nmodels:\n  - name: m\n    model: {model}\n"
+        f"    period_ms: {period_ms}\n    offset_ms: {offset_ms}\n"
+    )
+    return f
+
+
+def test_workload_model_released_after_the_window_is_refused(tmp_path: Path) -> None:
+    f = _workload(tmp_path, 5, 5, 2.5)  # found by test_workload_yaml: IndexError, no instance at all
+    out = tmp_path / "out"
+    res = check_refusal_or_run("regression", ["run", "rk3588", "--workload", str(f), "--out", str(out)], f, out)
+    assert res.code == 2 and "models[0].offset_ms: 5 is not before window_ms 5" in res.stderr
+
+
+def test_workload_of_too_many_instances_is_refused_quickly(tmp_path: Path) -> None:
+    import time
+
+    f = _workload(tmp_path, 1e300, 0, 1)  # 10^300 instances: a hang before the check
+    out = tmp_path / "out"
+    t0 = time.perf_counter()
+    res = check_refusal_or_run("regression", ["run", "rk3588", "--workload", str(f), "--out", str(out)], f, out)
+    assert res.code == 2 and "window_ms" in res.stderr and time.perf_counter() - t0 < 5
+
+
+def test_workload_of_too_many_ops_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from graph_ir import files
+
+    monkeypatch.setattr(files, "MAX_GRAPH_OPS", 12)  # 3 instances of the 5-op MLP: 15 ops
+    f = _workload(tmp_path, 3, 0, 1)
+    out = tmp_path / "out"
+    res = check_refusal_or_run("regression", ["run", "rk3588", "--workload", str(f), "--out", str(out)], f, out)
+    assert res.code == 2 and "hold 15 ops, over the limit of 12" in res.stderr
+
+
+def test_onnx_graph_over_the_op_limit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from graph_ir import files
+
+    monkeypatch.setattr(files, "MAX_GRAPH_OPS", 4)  # the MLP has 5 nodes
+    model = Path(__file__).parents[2] / "examples" / "models" / "mlp_mnist.onnx"
+    out = tmp_path / "out"
+    res = check_refusal_or_run("regression", ["run", "rk3588", str(model), "--out", str(out)], model, out)
+    assert res.code == 2 and "graph.node: 5 nodes, over the limit of 4" in res.stderr
+
+
+def test_onnx_tensor_of_10_to_the_12_elements_is_bounded(tmp_path: Path) -> None:
+    import onnx
+    from onnx import TensorProto, helper
+
+    n = 10**6  # a 10^6 x 10^6 weight declared by its dims only: no data is ever read or made
+    w = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[n, n])
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, n])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, n])
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "big", [x], [y], [w])
+    model = tmp_path / "big.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(model))
+    out = tmp_path / "out"
+    res = check_refusal_or_run("regression", ["run", "rk3588", str(model), "--out", str(out), "--no-plots"], model, out, ok=(1,))
+    assert res.code == 1 and "DRAM peaks at 1000002000000 bytes" in res.stderr and "at op mm" in res.stderr
+    assert not out.exists()
+
+
+def test_workload_key_with_a_newline_stays_one_line(tmp_path: Path) -> None:
+    f = tmp_path / "w.yaml"  # found by test_workload_yaml: the key's newline split the error line
+    model = Path(__file__).parents[2] / "examples" / "models" / "mlp_mnist.onnx"
+    f.write_text(f"? '\n\n  '\n: null\nwindow_ms: 5\nmodels:\n  - {{name: m, model: {model}, fps: 1000}}\n")
+    out = tmp_path / "out"
+    res = check_refusal_or_run("regression", ["run", "rk3588", "--workload", str(f), "--out", str(out)], f, out)
+    assert res.code == 2 and "'\\n': unknown key" in res.stderr

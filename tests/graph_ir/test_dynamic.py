@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from graph_ir.dynamic import parse_assume, range_points
-from graph_ir.ir import ModelError
+from graph_ir.ir import ModelError, ModelGraph
 from graph_ir.onnx_import import from_model_proto
 from hwsim.cli import main
 from tests.graph_ir import dynamic_models as dm
@@ -112,6 +112,15 @@ class TestCli:
         assert summary["assumed_dims"] == [{"tensor": "sel", "value": 21, "source": NMS_SOURCE}]
         assert "assumed_range" not in summary
 
+    def test_quant_keeps_assumed_dims(self, det_path: Path, tmp_path: Path) -> None:
+        binding = tmp_path / "b.yaml"  # fp16 on one op: a conversion is inserted, the graph rebuilt
+        binding.write_text("default: int8\nrules:\n  - name: post\n    dtype: fp16\n")
+        out = tmp_path / "r"
+        assert main(["run", "edge8", str(det_path), "--out", str(out), "--no-plots", "--quant", str(binding)]) == 0
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["quant"]["conversions"]  # the rebuilt graph is what ran
+        assert summary["assumed_dims"] == [{"tensor": "sel", "value": 21, "source": NMS_SOURCE}]
+
     def test_range_gives_p50_p99(self, det_path: Path, tmp_path: Path) -> None:
         out = tmp_path / "r"
         assert main(["run", "edge8", str(det_path), "--out", str(out), "--no-plots", "--assume", "nms=1..40"]) == 0
@@ -136,6 +145,19 @@ class TestCli:
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("hwsim: error:")
         assert not (tmp_path / "r").exists()
+
+
+def test_inserted_conversions_keep_assumed_dims_and_warnings() -> None:
+    from graph_ir.quant_binding import insert_conversions
+
+    graph = from_model_proto(dm.detector())
+    graph = ModelGraph(
+        graph.name, graph.g, graph.inputs, graph.outputs, graph.producer, graph.order, graph.assumed, ("a warning",)
+    )
+    dtypes = {n: "fp16" if n == "post" else "int8" for n in graph.order}
+    rebuilt, conversions = insert_conversions(graph, dtypes, "int8")
+    assert conversions and rebuilt.order != graph.order
+    assert rebuilt.assumed == graph.assumed and rebuilt.warnings == ("a warning",)
 
 
 def test_loop_latency_grows_by_one_body_per_iteration() -> None:

@@ -1,0 +1,122 @@
+"""Fuzz the readers of the files around a run, through ``hwsim.cli.main``: a workload YAML
+(``run --workload``), a schedule file (``run --schedule``), a sweep YAML (``hwsim sweep``) and a
+quantization binding (``run --quant``). Each: a valid file with any value at any key path, keys
+deleted or added, any YAML/JSON value, garbage bytes."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.fuzz.harness import VALUES, check_refusal_or_run, fuzz_settings, mutated, run_cli
+from tests.helpers import MODELS
+
+MLP = MODELS / "mlp_mnist.onnx"
+KWS = MODELS / "audio_kws.onnx"
+
+WORKLOAD: dict[str, Any] = {
+    "window_ms": 5,
+    "models": [
+        {"name": "mlp", "model": str(MLP), "fps": 1000, "criticality": "high", "deadline_ms": 1.0},
+        {"name": "kws", "model": str(KWS), "period_ms": 2.5, "criticality": 1, "offset_ms": 0.5},
+    ],
+}
+SWEEP: dict[str, Any] = {
+    "models": [str(MLP)],
+    "chips": ["rk3588"],
+    "grid": {"precision": ["int8", "fp16"], "npu.sram_kib": [256]},
+    "objectives": ["latency_ms", "energy_mj"],
+    "constraints": {"latency_ms": "<= 30"},
+}
+BINDING: dict[str, Any] = {
+    "default": "int8",
+    "granularity": "per-channel",
+    "rules": [
+        {"name": "/fc0/Gemm", "dtype": "fp16"},
+        {"pattern": "/fc*", "op_type": "Gemm", "granularity": "per-tensor"},
+        {"regex": "^/relu[01]/", "dtype": "int4"},
+    ],
+}
+
+GARBAGE = st.one_of(
+    st.binary(max_size=64),
+    st.text(alphabet=":-[]{}!&*#|>'\"\n\t ab1.", max_size=40).map(str.encode),
+)
+
+
+def _yaml(data: Any) -> bytes:
+    return yaml.safe_dump(data, allow_unicode=True).encode()
+
+
+def _json(data: Any) -> bytes:
+    return json.dumps(data).encode()
+
+
+def _yaml_inputs(valid: dict[str, Any]) -> st.SearchStrategy[bytes]:
+    return st.one_of(mutated(valid).map(_yaml), VALUES.map(_yaml), GARBAGE)
+
+
+def _run_with(reader: str, name: str, content: bytes, argv: list[str], ok: tuple[int, ...] = (0, 1)) -> None:
+    """``argv`` with ``{file}`` and ``{out}`` filled in, ``content`` written to ``name``."""
+    with tempfile.TemporaryDirectory() as d:
+        f, out = Path(d) / name, Path(d) / "out"
+        f.write_bytes(content)
+        filled = [a.format(file=f, out=out) for a in argv]
+        check_refusal_or_run(reader, filled, f, out, ok=ok)
+
+
+@fuzz_settings(30)
+@given(_yaml_inputs(WORKLOAD))
+def test_workload_yaml(content: bytes) -> None:
+    argv = ["run", "rk3588", "--workload", "{file}", "--out", "{out}", "--no-plots"]
+    _run_with("workload-yaml", "w.yaml", content, argv)
+
+
+@fuzz_settings(30)
+@given(_yaml_inputs(BINDING))
+def test_quant_binding_yaml(content: bytes) -> None:
+    argv = ["run", "rk3588", str(MLP), "--quant", "{file}", "--out", "{out}", "--no-plots"]
+    _run_with("quant-binding", "b.yaml", content, argv, ok=(0,))
+
+
+@fuzz_settings(20)
+@given(_yaml_inputs(SWEEP))
+def test_sweep_yaml(content: bytes) -> None:
+    _run_with("sweep-yaml", "s.yaml", content, ["sweep", "{file}", "--out", "{out}", "--workers", "1"], ok=(0,))
+
+
+_SCHEDULE: dict[str, Any] = {}
+
+
+def _valid_schedule() -> dict[str, Any]:
+    """A schedule file of the MLP on the RK3588, exported once per process."""
+    if not _SCHEDULE:
+        with tempfile.TemporaryDirectory() as d:
+            f = Path(d) / "s.json"
+            res = run_cli(["run", "rk3588", str(MLP), "--out", f"{d}/r", "--no-plots", "--export-schedule", str(f)])
+            assert res.code == 0, res.stderr
+            _SCHEDULE.update(json.loads(f.read_text(encoding="utf-8")))
+    return _SCHEDULE
+
+
+@st.composite
+def _schedule_inputs(draw: st.DrawFn) -> bytes:
+    kind = draw(st.sampled_from(["mutated", "value", "garbage"]))
+    if kind == "mutated":
+        return _json(draw(mutated(_valid_schedule())))
+    if kind == "value":
+        return _json(draw(VALUES))
+    return draw(GARBAGE)
+
+
+@fuzz_settings(30)
+@given(_schedule_inputs())
+def test_schedule_json(content: bytes) -> None:
+    argv = ["run", "rk3588", str(MLP), "--schedule", "{file}", "--out", "{out}", "--no-plots"]
+    _run_with("schedule-json", "s.json", content, argv, ok=(0,))
