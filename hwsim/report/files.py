@@ -14,7 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,7 +54,8 @@ class ReportFile:
     name : str
         The file name.
     write : callable
-        ``write(inputs) -> bytes``: the file's content.
+        ``write(inputs)``: the file's content, as bytes or as chunks of bytes written out in
+        turn (a large ``trace.json`` streams to its file).
     figure : bool
         A PNG figure: left out by ``--no-plots`` and embedded in ``report.html``.
     caption : str
@@ -65,7 +66,7 @@ class ReportFile:
     """
 
     name: str
-    write: Callable[[ReportInputs], bytes]
+    write: Callable[[ReportInputs], bytes | Iterable[bytes]]
     figure: bool = False
     caption: str = ""
     section: str = ""
@@ -75,10 +76,10 @@ def _summary_json(run: ReportInputs) -> bytes:
     return (json.dumps(run.summary.to_json(), indent=2) + "\n").encode("utf-8")
 
 
-def _trace_json(run: ReportInputs) -> bytes:
-    from hwsim.report.trace import chrome_trace
+def _trace_json(run: ReportInputs) -> Iterable[bytes]:
+    from hwsim.report.trace import chrome_trace_json
 
-    return json.dumps(chrome_trace(run.result), separators=(",", ":")).encode("utf-8")
+    return chrome_trace_json(run.result)
 
 
 def _critical_path_txt(run: ReportInputs) -> bytes:
@@ -227,6 +228,10 @@ def write_reports(
             if f.figure and not plots:
                 continue
             data = f.write(ReportInputs(result, summary, dict(figures)))
+            if not isinstance(data, bytes):
+                with open(tmp / f.name, "wb") as fh:
+                    fh.writelines(data)
+                continue
             (tmp / f.name).write_bytes(data)
             if f.figure:
                 figures[f.name] = data

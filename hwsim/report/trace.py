@@ -44,10 +44,14 @@ a shorter slice), so both viewers bind it to the right slice.
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Callable, Mapping
+from array import array
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard
+
+import numpy as np
 
 from chips.schema import Chip
 from chips.units import GBPS_PER_BYTES_PER_PS, PS_PER_NS
@@ -61,6 +65,7 @@ __all__ = [
     "FRAME_COLORS",
     "check_trace",
     "chrome_trace",
+    "chrome_trace_json",
     "dma_track",
     "separate_overlaps",
 ]
@@ -145,12 +150,21 @@ _Slice = tuple[int, int, int, int]  # pid, tid, start ns, end ns
 
 
 class _Events:
-    """The trace under construction: metadata in order, timed events with their sort keys."""
+    """The trace under construction: metadata in order, timed events as JSON text with their sort keys.
+
+    Each timed event is encoded when it is added (counters, most of a large trace, straight from
+    their values) and its sort key kept in flat arrays, so a run of a million events holds text
+    and numbers rather than a million dicts; :meth:`sorted_text` orders them.
+    """
 
     def __init__(self, multi: bool) -> None:
         self.multi = multi
         self.meta: list[Event] = []
-        self.timed: list[tuple[tuple[float, int, int, int, float], Event]] = []
+        self.text: list[str] = []
+        self._ts, self._end = array("d"), array("d")
+        self._rank, self._pid, self._tid = array("q"), array("q"), array("q")
+        #: (ts, dur) of the complete events on each track (pid, tid), in the order they were added.
+        self.spans: dict[tuple[int, int], list[tuple[float, float]]] = {}
         self._next_flow_id = 1
 
     def suffix(self, frame: int) -> str:
@@ -163,10 +177,28 @@ class _Events:
     def frame_args(self, r: OpRecord | TransferRecord) -> dict[str, Any]:
         return _frame_args(r) if self.multi else {}
 
+    def _key(self, ts: float, rank: int, pid: int, tid: int, end: float) -> None:
+        self._ts.append(ts)
+        self._rank.append(rank)
+        self._pid.append(pid)
+        self._tid.append(tid)
+        self._end.append(end)
+
     def add(self, event: Event, end: float = 0.0) -> None:
         """A timed event; ``end`` (ns) orders slices that start together, longest first."""
-        key = (float(event["ts"]), _RANK[event["ph"]], event["pid"], event.get("tid", 0), end)
-        self.timed.append((key, event))
+        ph, pid, tid = event["ph"], event["pid"], event.get("tid", 0)
+        self._key(float(event["ts"]), _RANK[ph], pid, tid, end)
+        if ph == "X":
+            self.spans.setdefault((pid, tid), []).append((event["ts"], event["dur"]))
+        self.text.append(_encode(event))
+
+    def counter(self, name: str, pid: int, ts_us: float, key: str, value: float) -> None:
+        """A counter event ``{"name", "ph": "C", "ts", "pid", "args": {key: value}}``."""
+        self._key(float(ts_us), _RANK["C"], pid, 0, 0.0)
+        self.text.append(
+            f'{{"name":{_encode(name)},"ph":"C","ts":{_number_json(ts_us)},"pid":{pid},'
+            f'"args":{{{_encode(key)}:{_number_json(value)}}}}}'
+        )
 
     def name_process(self, pid: int, name: str) -> None:
         self.meta.append({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": name}})
@@ -185,10 +217,29 @@ class _Events:
         self.add({**base, "ph": "f", "bp": "e", "ts": _inside_start(dst[2], dst[3]), "pid": dst[0], "tid": dst[1]})
         self._next_flow_id += 1
 
+    def sorted_text(self) -> list[str]:
+        """The timed events' JSON by time (ties keep the order they were added in)."""
+        keys = [np.frombuffer(a, dtype=np.float64 if a.typecode == "d" else np.int64)
+                for a in (self._end, self._tid, self._pid, self._rank, self._ts)]  # fmt: skip
+        return [self.text[i] for i in np.lexsort(keys).tolist()]
+
+    def overlapping(self) -> bool:
+        """Some complete event partly overlaps another on its track (:func:`separate_overlaps` moves it)."""
+        return any(any(_lanes(spans)) for spans in self.spans.values())
+
     def events(self) -> list[Event]:
-        """Metadata first, then the timed events by time (ties keep the order they were added in)."""
-        self.timed.sort(key=lambda kv: kv[0])
-        return self.meta + [e for _, e in self.timed]
+        """Metadata first, then the timed events by time, as dicts."""
+        return self.meta + [json.loads(t) for t in self.sorted_text()]
+
+
+_encode = json.JSONEncoder(separators=(",", ":")).encode
+
+
+def _number_json(x: float) -> str:
+    """``x`` as :func:`json.dumps` writes it."""
+    if isinstance(x, float):
+        return float.__repr__(x) if math.isfinite(x) else _encode(x)
+    return int.__repr__(x) if isinstance(x, int) and not isinstance(x, bool) else _encode(x)
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,31 +363,22 @@ def _counter_events(ev: _Events, chip: Chip, trace: Trace, tracks: _Tracks) -> N
         if not steps or steps[0][0] > 0:
             steps.insert(0, (0, 0))
         for t, busy in steps:
-            ev.add({"name": "busy cores", "ph": "C", "ts": _us(_ns(t)), "pid": pid, "args": {"cores": busy}})
-            ev.add(
-                {"name": "utilization", "ph": "C", "ts": _us(_ns(t)), "pid": pid,
-                 "args": {"%": round(100.0 * busy / u.cores, 6)}}
-            )  # fmt: skip
+            ev.counter("busy cores", pid, _us(_ns(t)), "cores", busy)
+            ev.counter("utilization", pid, _us(_ns(t)), "%", round(100.0 * busy / u.cores, 6))
     capacity = trace.memory_capacity_bytes_per_ps
     counter_name = {
         m: f"{m} bandwidth (of {capacity[m] * GBPS_PER_BYTES_PER_PS:g} GB/s)" for m in sorted(capacity)
     }
     for m in sorted(capacity):
-        ev.add({"name": counter_name[m], "ph": "C", "ts": 0.0, "pid": tracks.memory_pid, "args": {"GB/s": 0.0}})
+        ev.counter(counter_name[m], tracks.memory_pid, 0.0, "GB/s", 0.0)
     for t, m, bpps in trace.bandwidth_samples:
         gbps = round(max(0.0, float(bpps)) * GBPS_PER_BYTES_PER_PS, 9)
-        ev.add(
-            {"name": counter_name.get(m, f"{m} bandwidth"), "ph": "C", "ts": _us(_ns(t)), "pid": tracks.memory_pid,
-             "args": {"GB/s": gbps}}
-        )  # fmt: skip
+        ev.counter(counter_name.get(m, f"{m} bandwidth"), tracks.memory_pid, _us(_ns(t)), "GB/s", gbps)
     for t, watts in power_timeline(chip, trace):
-        ev.add({"name": "chip power (W)", "ph": "C", "ts": _us(_ns(t)), "pid": tracks.memory_pid, "args": {"W": round(watts, 9)}})
+        ev.counter("chip power (W)", tracks.memory_pid, _us(_ns(t)), "W", round(watts, 9))
     if trace.thermal is not None:  # a chip with a thermal model
         for t, temp_c in trace.thermal.samples:
-            ev.add(
-                {"name": "chip temperature (C)", "ph": "C", "ts": _us(_ns(t)), "pid": tracks.memory_pid,
-                 "args": {"C": round(temp_c, 9)}}
-            )  # fmt: skip
+            ev.counter("chip temperature (C)", tracks.memory_pid, _us(_ns(t)), "C", round(temp_c, 9))
 
 
 def _memory_counters(ev: _Events, result: RunResult, trace: Trace, tracks: _Tracks) -> None:
@@ -351,7 +393,7 @@ def _memory_counters(ev: _Events, result: RunResult, trace: Trace, tracks: _Trac
         cap = "" if place.capacity_bytes is None else f" (of {place.capacity_bytes / BYTES_PER_MIB:g} MiB)"
         name = f"memory in use: {place.name}{cap}"
         for t, nbytes in use.steps[place.name]:
-            ev.add({"name": name, "ph": "C", "ts": _us(_ns(t)), "pid": tracks.memory_pid, "args": {"bytes": nbytes}})
+            ev.counter(name, tracks.memory_pid, _us(_ns(t)), "bytes", nbytes)
 
 
 def _other_data(result: RunResult, trace: Trace) -> dict[str, Any]:
@@ -395,6 +437,40 @@ def chrome_trace(result: RunResult) -> dict[str, Any]:
         plain ``str``/``int``/``float``/``list``/``dict`` values, in a deterministic order:
         metadata first, then events by time.
     """
+    ev, trace = _build(result)
+    return {
+        "traceEvents": separate_overlaps(ev.events()),
+        "displayTimeUnit": "ns",
+        "otherData": _other_data(result, trace),
+    }
+
+
+def chrome_trace_json(result: RunResult, events_per_chunk: int = 50_000) -> Iterator[bytes]:
+    """``json.dumps(chrome_trace(result), separators=(",", ":"))`` as UTF-8, in chunks.
+
+    The same bytes, without a dict per event or the whole text at once: events are encoded as
+    they are made and written out in chunks of ``events_per_chunk``, so ``trace.json`` of a
+    100,000-op run (over a million events) streams to its file.
+
+    >>> from hwsim.pipeline import run
+    >>> result = run("rk3588", "examples/models/yolov8n.onnx")
+    >>> b"".join(chrome_trace_json(result)) == json.dumps(chrome_trace(result), separators=(",", ":")).encode()
+    True
+    """
+    ev, trace = _build(result)
+    if ev.overlapping():  # slices to move to extra tracks: done on dicts, as chrome_trace does
+        events = [_encode(e) for e in separate_overlaps(ev.events())]
+    else:
+        events = [_encode(e) for e in ev.meta] + ev.sorted_text()
+    del ev
+    yield b'{"traceEvents":['
+    for i in range(0, len(events), events_per_chunk):
+        yield (("," if i else "") + ",".join(events[i : i + events_per_chunk])).encode("utf-8")
+    yield f'],"displayTimeUnit":"ns","otherData":{_encode(_other_data(result, trace))}}}'.encode()
+
+
+def _build(result: RunResult) -> tuple[_Events, Trace]:
+    """Every event of the run ``trace.json`` shows (the stream with several frames), and that trace."""
     trace = result.stream_trace if result.stream_trace is not None else result.trace
     ev = _Events(multi=trace.frames > 1)
     tracks = _name_tracks(ev, result.chip, trace)
@@ -403,11 +479,7 @@ def chrome_trace(result: RunResult) -> dict[str, Any]:
     _flow_events(ev, result, trace, op_slice, xfer_slice)
     _counter_events(ev, result.chip, trace, tracks)
     _memory_counters(ev, result, trace, tracks)
-    return {
-        "traceEvents": separate_overlaps(ev.events()),
-        "displayTimeUnit": "ns",
-        "otherData": _other_data(result, trace),
-    }
+    return ev, trace
 
 
 # ---------------------------------------------------------------- Perfetto validity
@@ -417,17 +489,18 @@ def chrome_trace(result: RunResult) -> dict[str, Any]:
 _EPS_US = 1e-4
 
 
-def _lanes(slices: list[Event]) -> list[int]:
-    """Lane of each slice (0 = its own track) so that slices in one lane nest or follow each other.
+def _lanes(spans: list[tuple[float, float]]) -> list[int]:
+    """Lane of each slice ``(ts, dur)`` (0 = its own track) so that slices in one lane nest or
+    follow each other.
 
     Greedy in ``(ts, -dur)`` order: each slice goes to the first lane where it fits inside
     the innermost open slice or after all of them.
     """
-    order = sorted(range(len(slices)), key=lambda i: (slices[i]["ts"], -slices[i]["dur"], i))
+    order = sorted(range(len(spans)), key=lambda i: (spans[i][0], -spans[i][1], i))
     stacks: list[list[float]] = []  # per lane: end times of the open slices, outermost first
-    lane_of = [0] * len(slices)
+    lane_of = [0] * len(spans)
     for i in order:
-        ts, end = slices[i]["ts"], slices[i]["ts"] + slices[i]["dur"]
+        ts, end = spans[i][0], spans[i][0] + spans[i][1]
         for lane, stack in enumerate(stacks):
             while stack and stack[-1] <= ts + _EPS_US:
                 stack.pop()
@@ -461,7 +534,7 @@ def _extra_lanes(
         if "pid" in e and "tid" in e:
             used_tids.setdefault(e["pid"], set()).add(e["tid"])
     for (pid, tid), idx in sorted(tracks.items()):
-        lanes = _lanes([events[i] for i in idx])
+        lanes = _lanes([(events[i]["ts"], events[i]["dur"]) for i in idx])
         if not any(lanes):
             continue
         tid_of_lane = {0: tid}
