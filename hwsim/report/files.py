@@ -107,13 +107,13 @@ def _traffic_csv(run: ReportInputs) -> bytes:
     return out.getvalue().encode("utf-8")
 
 
-def _schedule_json(run: ReportInputs) -> bytes:
+def _schedule_json(run: ReportInputs) -> Iterable[bytes]:
     from hwsim.report.provenance import chip_sha256
-    from hwsim.report.schedule_file import schedule_file, schedule_file_json
+    from hwsim.report.schedule_file import schedule_file, schedule_file_chunks
 
     prov = run.summary.provenance
     chip_sha = prov.chip_sha256 if prov is not None else chip_sha256(run.result.chip)
-    return schedule_file_json(schedule_file(run.result, chip_sha, prov.model_sha256 if prov is not None else ""))
+    return schedule_file_chunks(schedule_file(run.result, chip_sha, prov.model_sha256 if prov is not None else ""))
 
 
 def _heatmap_png(run: ReportInputs) -> bytes:
