@@ -47,8 +47,9 @@ from __future__ import annotations
 import json
 import math
 from array import array
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any, TypeGuard
 
 import numpy as np
@@ -150,19 +151,23 @@ _Slice = tuple[int, int, int, int]  # pid, tid, start ns, end ns
 
 
 class _Events:
-    """The trace under construction: metadata in order, timed events as JSON text with their sort keys.
+    """The trace under construction: metadata in order, timed events with their sort keys.
 
-    Each timed event is encoded when it is added (counters, most of a large trace, straight from
-    their values) and its sort key kept in flat arrays, so a run of a million events holds text
-    and numbers rather than a million dicts; :meth:`sorted_text` orders them.
+    A run of a million events holds no dict per event: an event is encoded to JSON text when it
+    is added, except a counter (most of a large trace), which keeps only its series and value,
+    and every sort key sits in flat arrays; :meth:`sorted_text` writes them out in time order.
     """
 
     def __init__(self, multi: bool) -> None:
         self.multi = multi
         self.meta: list[Event] = []
-        self.text: list[str] = []
+        #: JSON of each timed event; None for a counter kept as numbers.
+        self.text: list[str | None] = []
         self._ts, self._end = array("d"), array("d")
         self._rank, self._pid, self._tid = array("q"), array("q"), array("q")
+        #: a counter's value, and 2 * its series + 1 if the value is an int (-1: not such a counter)
+        self._value, self._series_of = array("d"), array("q")
+        self._series: dict[tuple[str, str], int] = {}  # (name, args key) -> series
         #: (ts, dur) of the complete events on each track (pid, tid), in the order they were added.
         self.spans: dict[tuple[int, int], list[tuple[float, float]]] = {}
         self._next_flow_id = 1
@@ -177,12 +182,14 @@ class _Events:
     def frame_args(self, r: OpRecord | TransferRecord) -> dict[str, Any]:
         return _frame_args(r) if self.multi else {}
 
-    def _key(self, ts: float, rank: int, pid: int, tid: int, end: float) -> None:
+    def _key(self, ts: float, rank: int, pid: int, tid: int, end: float, value: float = 0.0, series: int = -1) -> None:
         self._ts.append(ts)
         self._rank.append(rank)
         self._pid.append(pid)
         self._tid.append(tid)
         self._end.append(end)
+        self._value.append(value)
+        self._series_of.append(series)
 
     def add(self, event: Event, end: float = 0.0) -> None:
         """A timed event; ``end`` (ns) orders slices that start together, longest first."""
@@ -194,11 +201,40 @@ class _Events:
 
     def counter(self, name: str, pid: int, ts_us: float, key: str, value: float) -> None:
         """A counter event ``{"name", "ph": "C", "ts", "pid", "args": {key: value}}``."""
-        self._key(float(ts_us), _RANK["C"], pid, 0, 0.0)
-        self.text.append(
-            f'{{"name":{_encode(name)},"ph":"C","ts":{_number_json(ts_us)},"pid":{pid},'
-            f'"args":{{{_encode(key)}:{_number_json(value)}}}}}'
-        )
+        is_int = type(value) is int and abs(value) < 2**53  # exact as a float64
+        if type(ts_us) is not float or not (is_int or type(value) is float and math.isfinite(value)):
+            self.add({"name": name, "ph": "C", "ts": ts_us, "pid": pid, "args": {key: value}})
+            return
+        series = self._series.setdefault((name, key), len(self._series))
+        self._key(ts_us, _RANK["C"], pid, 0, 0.0, value, 2 * series + is_int)
+        self.text.append(None)
+
+    def sorted_text(self, chunk: int = 50_000) -> Iterator[list[str]]:
+        """The timed events' JSON by time (ties keep the order they were added in), ``chunk`` at a time."""
+        keys = [np.frombuffer(a, dtype=np.float64 if a.typecode == "d" else np.int64)
+                for a in (self._end, self._tid, self._pid, self._rank, self._ts)]  # fmt: skip
+        order = np.lexsort(keys)
+        heads = [f'{{"name":{_encode(name)},"ph":"C","ts":' for name, _ in self._series]
+        args = [f'{{{_encode(key)}:' for _, key in self._series]
+        for at in range(0, len(order), chunk):
+            out = []
+            for i in order[at : at + chunk].tolist():
+                text = self.text[i]
+                if text is None:
+                    series, is_int = divmod(self._series_of[i], 2)
+                    v = self._value[i]
+                    value = int.__repr__(int(v)) if is_int else float.__repr__(v)
+                    text = f'{heads[series]}{float.__repr__(self._ts[i])},"pid":{self._pid[i]},"args":{args[series]}{value}}}}}'
+                out.append(text)
+            yield out
+
+    def overlapping(self) -> bool:
+        """Some complete event partly overlaps another on its track (:func:`separate_overlaps` moves it)."""
+        return any(any(_lanes(spans)) for spans in self.spans.values())
+
+    def events(self) -> list[Event]:
+        """Metadata first, then the timed events by time, as dicts."""
+        return self.meta + [json.loads(t) for texts in self.sorted_text() for t in texts]
 
     def name_process(self, pid: int, name: str) -> None:
         self.meta.append({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": name}})
@@ -217,29 +253,8 @@ class _Events:
         self.add({**base, "ph": "f", "bp": "e", "ts": _inside_start(dst[2], dst[3]), "pid": dst[0], "tid": dst[1]})
         self._next_flow_id += 1
 
-    def sorted_text(self) -> list[str]:
-        """The timed events' JSON by time (ties keep the order they were added in)."""
-        keys = [np.frombuffer(a, dtype=np.float64 if a.typecode == "d" else np.int64)
-                for a in (self._end, self._tid, self._pid, self._rank, self._ts)]  # fmt: skip
-        return [self.text[i] for i in np.lexsort(keys).tolist()]
-
-    def overlapping(self) -> bool:
-        """Some complete event partly overlaps another on its track (:func:`separate_overlaps` moves it)."""
-        return any(any(_lanes(spans)) for spans in self.spans.values())
-
-    def events(self) -> list[Event]:
-        """Metadata first, then the timed events by time, as dicts."""
-        return self.meta + [json.loads(t) for t in self.sorted_text()]
-
 
 _encode = json.JSONEncoder(separators=(",", ":")).encode
-
-
-def _number_json(x: float) -> str:
-    """``x`` as :func:`json.dumps` writes it."""
-    if isinstance(x, float):
-        return float.__repr__(x) if math.isfinite(x) else _encode(x)
-    return int.__repr__(x) if isinstance(x, int) and not isinstance(x, bool) else _encode(x)
 
 
 @dataclass(frozen=True, slots=True)
@@ -459,13 +474,16 @@ def chrome_trace_json(result: RunResult, events_per_chunk: int = 50_000) -> Iter
     """
     ev, trace = _build(result)
     if ev.overlapping():  # slices to move to extra tracks: done on dicts, as chrome_trace does
-        events = [_encode(e) for e in separate_overlaps(ev.events())]
+        moved = [_encode(e) for e in separate_overlaps(ev.events())]
+        chunks: Iterable[list[str]] = (moved[i : i + events_per_chunk] for i in range(0, len(moved), events_per_chunk))
     else:
-        events = [_encode(e) for e in ev.meta] + ev.sorted_text()
-    del ev
+        chunks = chain([[_encode(e) for e in ev.meta]], ev.sorted_text(events_per_chunk))
     yield b'{"traceEvents":['
-    for i in range(0, len(events), events_per_chunk):
-        yield (("," if i else "") + ",".join(events[i : i + events_per_chunk])).encode("utf-8")
+    sep = ""
+    for texts in chunks:
+        if texts:
+            yield (sep + ",".join(texts)).encode("utf-8")
+            sep = ","
     yield f'],"displayTimeUnit":"ns","otherData":{_encode(_other_data(result, trace))}}}'.encode()
 
 
