@@ -14,7 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,7 +54,8 @@ class ReportFile:
     name : str
         The file name.
     write : callable
-        ``write(inputs) -> bytes``: the file's content.
+        ``write(inputs)``: the file's content, as bytes or as chunks of bytes written out in
+        turn (a large ``trace.json`` streams to its file).
     figure : bool
         A PNG figure: left out by ``--no-plots`` and embedded in ``report.html``.
     caption : str
@@ -65,7 +66,7 @@ class ReportFile:
     """
 
     name: str
-    write: Callable[[ReportInputs], bytes]
+    write: Callable[[ReportInputs], bytes | Iterable[bytes]]
     figure: bool = False
     caption: str = ""
     section: str = ""
@@ -75,10 +76,10 @@ def _summary_json(run: ReportInputs) -> bytes:
     return (json.dumps(run.summary.to_json(), indent=2) + "\n").encode("utf-8")
 
 
-def _trace_json(run: ReportInputs) -> bytes:
-    from hwsim.report.trace import chrome_trace
+def _trace_json(run: ReportInputs) -> Iterable[bytes]:
+    from hwsim.report.trace import chrome_trace_json
 
-    return json.dumps(chrome_trace(run.result), separators=(",", ":")).encode("utf-8")
+    return chrome_trace_json(run.result)
 
 
 def _critical_path_txt(run: ReportInputs) -> bytes:
@@ -106,15 +107,16 @@ def _traffic_csv(run: ReportInputs) -> bytes:
     return out.getvalue().encode("utf-8")
 
 
-def _schedule_json(run: ReportInputs) -> bytes:
+def _schedule_json(run: ReportInputs) -> Iterable[bytes]:
     from hwsim.report.provenance import chip_sha256
     from hwsim.report.replay import original_run
-    from hwsim.report.schedule_file import schedule_file, schedule_file_json
+    from hwsim.report.schedule_file import schedule_file, schedule_file_chunks
 
     prov = run.summary.provenance
     chip_sha = prov.chip_sha256 if prov is not None else chip_sha256(run.result.chip)
     origin = original_run(run.summary, *((prov.replayed_from, prov.replayed_sha256) if prov is not None else ()))
-    return schedule_file_json(schedule_file(run.result, chip_sha, prov.model_sha256 if prov is not None else "", origin))
+    model_sha = prov.model_sha256 if prov is not None else ""
+    return schedule_file_chunks(schedule_file(run.result, chip_sha, model_sha, origin))
 
 
 def _heatmap_png(run: ReportInputs) -> bytes:
@@ -229,6 +231,10 @@ def write_reports(
             if f.figure and not plots:
                 continue
             data = f.write(ReportInputs(result, summary, dict(figures)))
+            if not isinstance(data, bytes):
+                with open(tmp / f.name, "wb") as fh:
+                    fh.writelines(data)
+                continue
             (tmp / f.name).write_bytes(data)
             if f.figure:
                 figures[f.name] = data

@@ -19,7 +19,7 @@ set: unit pin, cores, dataflow, layout, tile, forced fusion); a replay applies i
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,7 @@ __all__ = [
     "mapping_of",
     "migrate",
     "schedule_file",
+    "schedule_file_chunks",
     "schedule_file_json",
     "to_schedule",
 ]
@@ -101,10 +102,11 @@ class ScheduleFile(BaseModel, frozen=True, extra="forbid"):
     policy: str
     est_makespan_ns: float
     latency_ns: float
-    ops: tuple[ScheduledOp, ...]
     #: How the run that wrote the file chose the schedule, for a replay's summary.json
     #: (:mod:`hwsim.report.replay`; None: not recorded, an older file or an API run).
     original: OriginalRun | None = None
+    #: Last, so that :func:`schedule_file_chunks` can stream it.
+    ops: tuple[ScheduledOp, ...]
 
 
 def _v0_to_v1(data: dict[str, Any]) -> dict[str, Any]:
@@ -209,8 +211,29 @@ def schedule_file(
 
 
 def schedule_file_json(sf: ScheduleFile) -> bytes:
-    """The file's bytes: indented JSON, keys in the model's order, a final newline."""
-    return (json.dumps(sf.model_dump(mode="json"), indent=1) + "\n").encode("utf-8")
+    """The file's bytes: indented JSON, keys in the model's order, a final newline
+    (``json.dumps(sf.model_dump(mode="json"), indent=1) + "\\n"``)."""
+    return b"".join(schedule_file_chunks(sf))
+
+
+def schedule_file_chunks(sf: ScheduleFile, ops_per_chunk: int = 2_000) -> Iterator[bytes]:
+    """The bytes of :func:`schedule_file_json` in chunks of ``ops_per_chunk`` ops, so that a
+    100,000-op schedule streams to its file without its whole dump and text in memory.
+
+    >>> from hwsim.pipeline import run
+    >>> sf = schedule_file(run("rk3588", "examples/models/yolov8n.onnx"), "", "")
+    >>> b"".join(schedule_file_chunks(sf, 7)) == (json.dumps(sf.model_dump(mode="json"), indent=1) + "\\n").encode()
+    True
+    """
+    head = json.dumps(sf.model_dump(mode="json", exclude={"ops"}), indent=1)
+    if not sf.ops:  # "ops" is the model's last field
+        yield (head[:-2] + ',\n "ops": []\n}\n').encode("utf-8")
+        return
+    yield (head[:-2] + ',\n "ops": [').encode("utf-8")
+    for i in range(0, len(sf.ops), ops_per_chunk):
+        ops = (json.dumps(o.model_dump(mode="json"), indent=1) for o in sf.ops[i : i + ops_per_chunk])
+        yield (("," if i else "") + ",".join("\n  " + o.replace("\n", "\n  ") for o in ops)).encode("utf-8")
+    yield b"\n ]\n}\n"
 
 
 def _check_model(sf: ScheduleFile, graph: ModelGraph, model_sha256: str, source: str) -> None:

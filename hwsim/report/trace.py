@@ -44,10 +44,15 @@ a shorter slice), so both viewers bind it to the right slice.
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Callable, Mapping
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any, TypeGuard
+
+import numpy as np
 
 from chips.schema import Chip
 from chips.units import GBPS_PER_BYTES_PER_PS, PS_PER_NS
@@ -61,6 +66,7 @@ __all__ = [
     "FRAME_COLORS",
     "check_trace",
     "chrome_trace",
+    "chrome_trace_json",
     "dma_track",
     "separate_overlaps",
 ]
@@ -145,12 +151,25 @@ _Slice = tuple[int, int, int, int]  # pid, tid, start ns, end ns
 
 
 class _Events:
-    """The trace under construction: metadata in order, timed events with their sort keys."""
+    """The trace under construction: metadata in order, timed events with their sort keys.
+
+    A run of a million events holds no dict per event: an event is encoded to JSON text when it
+    is added, except a counter (most of a large trace), which keeps only its series and value,
+    and every sort key sits in flat arrays; :meth:`sorted_text` writes them out in time order.
+    """
 
     def __init__(self, multi: bool) -> None:
         self.multi = multi
         self.meta: list[Event] = []
-        self.timed: list[tuple[tuple[float, int, int, int, float], Event]] = []
+        #: JSON of each timed event; None for a counter kept as numbers.
+        self.text: list[str | None] = []
+        self._ts, self._end = array("d"), array("d")
+        self._rank, self._pid, self._tid = array("q"), array("q"), array("q")
+        #: a counter's value, and 2 * its series + 1 if the value is an int (-1: not such a counter)
+        self._value, self._series_of = array("d"), array("q")
+        self._series: dict[tuple[str, str], int] = {}  # (name, args key) -> series
+        #: (ts, dur) of the complete events on each track (pid, tid), in the order they were added.
+        self.spans: dict[tuple[int, int], list[tuple[float, float]]] = {}
         self._next_flow_id = 1
 
     def suffix(self, frame: int) -> str:
@@ -163,10 +182,59 @@ class _Events:
     def frame_args(self, r: OpRecord | TransferRecord) -> dict[str, Any]:
         return _frame_args(r) if self.multi else {}
 
+    def _key(self, ts: float, rank: int, pid: int, tid: int, end: float, value: float = 0.0, series: int = -1) -> None:
+        self._ts.append(ts)
+        self._rank.append(rank)
+        self._pid.append(pid)
+        self._tid.append(tid)
+        self._end.append(end)
+        self._value.append(value)
+        self._series_of.append(series)
+
     def add(self, event: Event, end: float = 0.0) -> None:
         """A timed event; ``end`` (ns) orders slices that start together, longest first."""
-        key = (float(event["ts"]), _RANK[event["ph"]], event["pid"], event.get("tid", 0), end)
-        self.timed.append((key, event))
+        ph, pid, tid = event["ph"], event["pid"], event.get("tid", 0)
+        self._key(float(event["ts"]), _RANK[ph], pid, tid, end)
+        if ph == "X":
+            self.spans.setdefault((pid, tid), []).append((event["ts"], event["dur"]))
+        self.text.append(_encode(event))
+
+    def counter(self, name: str, pid: int, ts_us: float, key: str, value: float) -> None:
+        """A counter event ``{"name", "ph": "C", "ts", "pid", "args": {key: value}}``."""
+        is_int = type(value) is int and abs(value) < 2**53  # exact as a float64
+        if type(ts_us) is not float or not (is_int or type(value) is float and math.isfinite(value)):
+            self.add({"name": name, "ph": "C", "ts": ts_us, "pid": pid, "args": {key: value}})
+            return
+        series = self._series.setdefault((name, key), len(self._series))
+        self._key(ts_us, _RANK["C"], pid, 0, 0.0, value, 2 * series + is_int)
+        self.text.append(None)
+
+    def sorted_text(self, chunk: int = 50_000) -> Iterator[list[str]]:
+        """The timed events' JSON by time (ties keep the order they were added in), ``chunk`` at a time."""
+        keys = [np.frombuffer(a, dtype=np.float64 if a.typecode == "d" else np.int64)
+                for a in (self._end, self._tid, self._pid, self._rank, self._ts)]  # fmt: skip
+        order = np.lexsort(keys)
+        heads = [f'{{"name":{_encode(name)},"ph":"C","ts":' for name, _ in self._series]
+        args = [f'{{{_encode(key)}:' for _, key in self._series]
+        for at in range(0, len(order), chunk):
+            out = []
+            for i in order[at : at + chunk].tolist():
+                text = self.text[i]
+                if text is None:
+                    series, is_int = divmod(self._series_of[i], 2)
+                    v = self._value[i]
+                    value = int.__repr__(int(v)) if is_int else float.__repr__(v)
+                    text = f'{heads[series]}{float.__repr__(self._ts[i])},"pid":{self._pid[i]},"args":{args[series]}{value}}}}}'
+                out.append(text)
+            yield out
+
+    def overlapping(self) -> bool:
+        """Some complete event partly overlaps another on its track (:func:`separate_overlaps` moves it)."""
+        return any(any(_lanes(spans)) for spans in self.spans.values())
+
+    def events(self) -> list[Event]:
+        """Metadata first, then the timed events by time, as dicts."""
+        return self.meta + [json.loads(t) for texts in self.sorted_text() for t in texts]
 
     def name_process(self, pid: int, name: str) -> None:
         self.meta.append({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": name}})
@@ -185,10 +253,8 @@ class _Events:
         self.add({**base, "ph": "f", "bp": "e", "ts": _inside_start(dst[2], dst[3]), "pid": dst[0], "tid": dst[1]})
         self._next_flow_id += 1
 
-    def events(self) -> list[Event]:
-        """Metadata first, then the timed events by time (ties keep the order they were added in)."""
-        self.timed.sort(key=lambda kv: kv[0])
-        return self.meta + [e for _, e in self.timed]
+
+_encode = json.JSONEncoder(separators=(",", ":")).encode
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,31 +378,22 @@ def _counter_events(ev: _Events, chip: Chip, trace: Trace, tracks: _Tracks) -> N
         if not steps or steps[0][0] > 0:
             steps.insert(0, (0, 0))
         for t, busy in steps:
-            ev.add({"name": "busy cores", "ph": "C", "ts": _us(_ns(t)), "pid": pid, "args": {"cores": busy}})
-            ev.add(
-                {"name": "utilization", "ph": "C", "ts": _us(_ns(t)), "pid": pid,
-                 "args": {"%": round(100.0 * busy / u.cores, 6)}}
-            )  # fmt: skip
+            ev.counter("busy cores", pid, _us(_ns(t)), "cores", busy)
+            ev.counter("utilization", pid, _us(_ns(t)), "%", round(100.0 * busy / u.cores, 6))
     capacity = trace.memory_capacity_bytes_per_ps
     counter_name = {
         m: f"{m} bandwidth (of {capacity[m] * GBPS_PER_BYTES_PER_PS:g} GB/s)" for m in sorted(capacity)
     }
     for m in sorted(capacity):
-        ev.add({"name": counter_name[m], "ph": "C", "ts": 0.0, "pid": tracks.memory_pid, "args": {"GB/s": 0.0}})
+        ev.counter(counter_name[m], tracks.memory_pid, 0.0, "GB/s", 0.0)
     for t, m, bpps in trace.bandwidth_samples:
         gbps = round(max(0.0, float(bpps)) * GBPS_PER_BYTES_PER_PS, 9)
-        ev.add(
-            {"name": counter_name.get(m, f"{m} bandwidth"), "ph": "C", "ts": _us(_ns(t)), "pid": tracks.memory_pid,
-             "args": {"GB/s": gbps}}
-        )  # fmt: skip
+        ev.counter(counter_name.get(m, f"{m} bandwidth"), tracks.memory_pid, _us(_ns(t)), "GB/s", gbps)
     for t, watts in power_timeline(chip, trace):
-        ev.add({"name": "chip power (W)", "ph": "C", "ts": _us(_ns(t)), "pid": tracks.memory_pid, "args": {"W": round(watts, 9)}})
+        ev.counter("chip power (W)", tracks.memory_pid, _us(_ns(t)), "W", round(watts, 9))
     if trace.thermal is not None:  # a chip with a thermal model
         for t, temp_c in trace.thermal.samples:
-            ev.add(
-                {"name": "chip temperature (C)", "ph": "C", "ts": _us(_ns(t)), "pid": tracks.memory_pid,
-                 "args": {"C": round(temp_c, 9)}}
-            )  # fmt: skip
+            ev.counter("chip temperature (C)", tracks.memory_pid, _us(_ns(t)), "C", round(temp_c, 9))
 
 
 def _memory_counters(ev: _Events, result: RunResult, trace: Trace, tracks: _Tracks) -> None:
@@ -351,7 +408,7 @@ def _memory_counters(ev: _Events, result: RunResult, trace: Trace, tracks: _Trac
         cap = "" if place.capacity_bytes is None else f" (of {place.capacity_bytes / BYTES_PER_MIB:g} MiB)"
         name = f"memory in use: {place.name}{cap}"
         for t, nbytes in use.steps[place.name]:
-            ev.add({"name": name, "ph": "C", "ts": _us(_ns(t)), "pid": tracks.memory_pid, "args": {"bytes": nbytes}})
+            ev.counter(name, tracks.memory_pid, _us(_ns(t)), "bytes", nbytes)
 
 
 def _other_data(result: RunResult, trace: Trace) -> dict[str, Any]:
@@ -395,6 +452,43 @@ def chrome_trace(result: RunResult) -> dict[str, Any]:
         plain ``str``/``int``/``float``/``list``/``dict`` values, in a deterministic order:
         metadata first, then events by time.
     """
+    ev, trace = _build(result)
+    return {
+        "traceEvents": separate_overlaps(ev.events()),
+        "displayTimeUnit": "ns",
+        "otherData": _other_data(result, trace),
+    }
+
+
+def chrome_trace_json(result: RunResult, events_per_chunk: int = 50_000) -> Iterator[bytes]:
+    """``json.dumps(chrome_trace(result), separators=(",", ":"))`` as UTF-8, in chunks.
+
+    The same bytes, without a dict per event or the whole text at once: events are encoded as
+    they are made and written out in chunks of ``events_per_chunk``, so ``trace.json`` of a
+    100,000-op run (over a million events) streams to its file.
+
+    >>> from hwsim.pipeline import run
+    >>> result = run("rk3588", "examples/models/yolov8n.onnx")
+    >>> b"".join(chrome_trace_json(result)) == json.dumps(chrome_trace(result), separators=(",", ":")).encode()
+    True
+    """
+    ev, trace = _build(result)
+    if ev.overlapping():  # slices to move to extra tracks: done on dicts, as chrome_trace does
+        moved = [_encode(e) for e in separate_overlaps(ev.events())]
+        chunks: Iterable[list[str]] = (moved[i : i + events_per_chunk] for i in range(0, len(moved), events_per_chunk))
+    else:
+        chunks = chain([[_encode(e) for e in ev.meta]], ev.sorted_text(events_per_chunk))
+    yield b'{"traceEvents":['
+    sep = ""
+    for texts in chunks:
+        if texts:
+            yield (sep + ",".join(texts)).encode("utf-8")
+            sep = ","
+    yield f'],"displayTimeUnit":"ns","otherData":{_encode(_other_data(result, trace))}}}'.encode()
+
+
+def _build(result: RunResult) -> tuple[_Events, Trace]:
+    """Every event of the run ``trace.json`` shows (the stream with several frames), and that trace."""
     trace = result.stream_trace if result.stream_trace is not None else result.trace
     ev = _Events(multi=trace.frames > 1)
     tracks = _name_tracks(ev, result.chip, trace)
@@ -403,11 +497,7 @@ def chrome_trace(result: RunResult) -> dict[str, Any]:
     _flow_events(ev, result, trace, op_slice, xfer_slice)
     _counter_events(ev, result.chip, trace, tracks)
     _memory_counters(ev, result, trace, tracks)
-    return {
-        "traceEvents": separate_overlaps(ev.events()),
-        "displayTimeUnit": "ns",
-        "otherData": _other_data(result, trace),
-    }
+    return ev, trace
 
 
 # ---------------------------------------------------------------- Perfetto validity
@@ -417,17 +507,18 @@ def chrome_trace(result: RunResult) -> dict[str, Any]:
 _EPS_US = 1e-4
 
 
-def _lanes(slices: list[Event]) -> list[int]:
-    """Lane of each slice (0 = its own track) so that slices in one lane nest or follow each other.
+def _lanes(spans: list[tuple[float, float]]) -> list[int]:
+    """Lane of each slice ``(ts, dur)`` (0 = its own track) so that slices in one lane nest or
+    follow each other.
 
     Greedy in ``(ts, -dur)`` order: each slice goes to the first lane where it fits inside
     the innermost open slice or after all of them.
     """
-    order = sorted(range(len(slices)), key=lambda i: (slices[i]["ts"], -slices[i]["dur"], i))
+    order = sorted(range(len(spans)), key=lambda i: (spans[i][0], -spans[i][1], i))
     stacks: list[list[float]] = []  # per lane: end times of the open slices, outermost first
-    lane_of = [0] * len(slices)
+    lane_of = [0] * len(spans)
     for i in order:
-        ts, end = slices[i]["ts"], slices[i]["ts"] + slices[i]["dur"]
+        ts, end = spans[i][0], spans[i][0] + spans[i][1]
         for lane, stack in enumerate(stacks):
             while stack and stack[-1] <= ts + _EPS_US:
                 stack.pop()
@@ -461,7 +552,7 @@ def _extra_lanes(
         if "pid" in e and "tid" in e:
             used_tids.setdefault(e["pid"], set()).add(e["tid"])
     for (pid, tid), idx in sorted(tracks.items()):
-        lanes = _lanes([events[i] for i in idx])
+        lanes = _lanes([(events[i]["ts"], events[i]["dur"]) for i in idx])
         if not any(lanes):
             continue
         tid_of_lane = {0: tid}

@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from hwsim.cli import main
-from hwsim.report.schedule_file import SCHEMA_VERSION, ScheduleFile, load_schedule_file
+from hwsim.report.schedule_file import (
+    SCHEMA_VERSION,
+    ScheduleFile,
+    load_schedule_file,
+    schedule_file_chunks,
+    schedule_file_json,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 MLP = str(ROOT / "examples" / "models" / "mlp_mnist.onnx")
@@ -40,6 +46,16 @@ def test_export_has_every_op_and_the_digests(exported: Path) -> None:
     assert abs(sf.latency_ns / 1e6 - s["latency_ms"]) < 1e-5
     # the report folder's schedule.json is the same file
     assert (exported / "a" / "schedule.json").read_bytes() == (exported / "a.json").read_bytes()
+
+
+@pytest.mark.parametrize("ops_per_chunk", [1, 3, 2_000])
+@pytest.mark.parametrize("n_ops", [0, 1, None])
+def test_streamed_file_is_the_indented_dump(exported: Path, ops_per_chunk: int, n_ops: int | None) -> None:
+    sf = load_schedule_file(exported / "a.json")
+    sf = sf.model_copy(update={"ops": sf.ops[:n_ops]})
+    dumped = (json.dumps(sf.model_dump(mode="json"), indent=1) + "\n").encode()
+    assert b"".join(schedule_file_chunks(sf, ops_per_chunk)) == dumped == schedule_file_json(sf)
+    assert ScheduleFile.model_validate_json(dumped) == sf
 
 
 def test_replay_same_chip_gives_the_same_trace_and_summary(exported: Path) -> None:

@@ -27,7 +27,7 @@ from graph_ir import from_model_proto
 from hwsim.analysis.busy import busy_core_steps
 from hwsim.pipeline import RunResult, run, run_graph
 from hwsim.report import plots
-from hwsim.report.trace import check_trace, chrome_trace, separate_overlaps
+from hwsim.report.trace import check_trace, chrome_trace, chrome_trace_json, separate_overlaps
 from tests.helpers import ROOT
 
 YOLO = ROOT / "examples" / "models" / "yolov8n.onnx"
@@ -486,6 +486,31 @@ def test_overlapping_engine_slices_move_to_their_own_track(results: dict[str, Ru
     for e in events:  # every flow still sits inside exactly one slice of its track
         if e["ph"] in "sf":
             _bound(tracks, e)
+
+
+def _overlapping(r: RunResult) -> RunResult:
+    """``r`` with its second long op on npu core 0 pulled back into the first one."""
+    recs = list(r.trace.ops)
+    a, b = [i for i, x in enumerate(recs) if x.unit == "npu" and x.core == 0 and x.duration_ps > 10_000][:2]
+    shift = recs[b].start_ps - (recs[a].start_ps + recs[a].duration_ps // 2)
+    recs[b] = replace(recs[b], start_ps=recs[b].start_ps - shift, end_ps=max(recs[b].end_ps - shift, recs[a].end_ps + 1000))
+    return replace(r, trace=replace(r.trace, ops=tuple(recs)))
+
+
+@pytest.mark.parametrize("name", [*RUNS, "overlapping", "frames"])
+@pytest.mark.parametrize("chunk", [1, 7, 50_000])
+def test_streamed_trace_json_is_the_dumped_trace(results: dict[str, RunResult], name: str, chunk: int) -> None:
+    if name == "overlapping":
+        r = _overlapping(results["yolo"])
+    elif name == "frames":
+        r = run_graph(results["cross"].graph, results["cross"].chip, frames=3)
+        assert r.stream_trace is not None
+    else:
+        r = results[name]
+    dumped = json.dumps(chrome_trace(r), separators=(",", ":")).encode()
+    assert b"".join(chrome_trace_json(r, events_per_chunk=chunk)) == dumped
+    if name == "overlapping":
+        assert b"(overlap 1)" in dumped
 
 
 @given(
