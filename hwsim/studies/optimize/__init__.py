@@ -1,0 +1,1 @@
+"""The co-adaptation search: ..."""
