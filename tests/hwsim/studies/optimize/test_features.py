@@ -27,7 +27,7 @@ vectors = st.dictionaries(
 
 class TestChipFeatures:
     def test_same_names_on_every_chip(self) -> None:
-        names = [set(k for k in chip_features(load_chip(c)) if not k.startswith("unit.")) for c in
+        names = [{k for k in chip_features(load_chip(c)) if not k.startswith("unit.")} for c in
                  ("rk3588", "jetson_orin_nano", "edge8")]  # fmt: skip
         assert names[0] == names[1] == names[2]
         for kind in unit_kinds():
