@@ -9,6 +9,7 @@ merged, the stand-ins below can go: the fixtures then only build the real object
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 import types
 from collections.abc import Callable, Iterator, Mapping
@@ -27,11 +28,18 @@ from hwsim.studies.optimize.features import chip_features
 KNOBS = ("unit", "cores", "dataflow", "layout", "tile", "fusion")
 
 
+ROOT = Path(__file__).resolve().parents[4]
+
+
 def _real(module: str) -> types.ModuleType | None:
+    """``module`` when this checkout has it (not another checkout's copy on ``sys.path``)."""
     try:
-        return importlib.import_module(module)
+        spec = importlib.util.find_spec(module)
     except ModuleNotFoundError:
         return None
+    if spec is None or spec.origin is None or not Path(spec.origin).resolve().is_relative_to(ROOT):
+        return None
+    return importlib.import_module(module)
 
 
 # --- stand-in of cost_models.mapping (only what transfer uses) ---------------------------------
