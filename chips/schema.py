@@ -242,7 +242,7 @@ class Unit(_Spec):
     A kind states its facts on its class, so nothing elsewhere asks ``if kind == ...``:
     ``kind`` (a ``Literal`` field with that one value as default), the class attributes
     :attr:`general_purpose`, :attr:`ep_priority` and :attr:`sweep_fields`, and the methods
-    :meth:`dtypes` and :meth:`onchip_bytes`. Its cost model lives in ``cost_models``.
+    :meth:`dtypes`, :meth:`onchip_bytes` and :meth:`peak_flops_per_ns`. Its cost model lives in ``cost_models``.
     """
 
     #: Whether the unit runs any op, those without a cost formula (category ``unknown``)
@@ -329,6 +329,11 @@ class Unit(_Spec):
         fused into its epilogue (SRAM, or the cache level the kind's kernels block for)."""
         raise NotImplementedError
 
+    def peak_flops_per_ns(self, dtype: str) -> float:
+        """Peak arithmetic rate of one core at ``dtype`` (a MAC counts 2): FLOP per ns, that is
+        GFLOP/s; 0.0 for a dtype the unit does not compute natively (see :meth:`dtype_for`)."""
+        raise NotImplementedError
+
     def dtype_for(self, requested: str) -> Dtype | None:
         """The dtype the unit runs for ``requested``: itself, else the next wider it supports.
 
@@ -349,7 +354,7 @@ class Unit(_Spec):
 _KINDS: dict[str, type[Unit]] = {}
 #: What a kind's class must state (see :class:`Unit`).
 _KIND_FACTS = ("general_purpose", "ep_priority", "sweep_fields")
-_KIND_METHODS = ("dtypes", "onchip_bytes")
+_KIND_METHODS = ("dtypes", "onchip_bytes", "peak_flops_per_ns")
 U = TypeVar("U", bound=Unit)
 
 
@@ -463,6 +468,11 @@ class CpuUnit(Unit):
         """L2: the level a fused epilogue's tile is blocked for (L3 is shared by the cluster)."""
         return self.l2_kib * 1024
 
+    def peak_flops_per_ns(self, dtype: str) -> float:
+        """One core's SIMD peak: ``flops_per_cycle[dtype]`` at ``clock_mhz``."""
+        per_cycle = self.flops_per_cycle.get(cast(Dtype, dtype), 0.0)
+        return per_cycle * self.clock_mhz * 1e-3
+
 
 @register_unit_kind
 class GpuUnit(Unit):
@@ -503,6 +513,11 @@ class GpuUnit(Unit):
     def onchip_bytes(self) -> float:
         """L2: where a kernel's output tile waits for the fused epilogue."""
         return self.l2_kib * 1024
+
+    def peak_flops_per_ns(self, dtype: str) -> float:
+        """The whole GPU's matrix rate (one op uses every CU): ``compute_units x flops_per_cycle``."""
+        per_cycle = self.flops_per_cycle.get(cast(Dtype, dtype), 0.0)
+        return self.compute_units * per_cycle * self.clock_mhz * 1e-3
 
 
 @register_unit_kind
@@ -555,6 +570,11 @@ class NpuUnit(Unit):
         """One core's SRAM."""
         return self.sram_kib * 1024
 
+    def peak_flops_per_ns(self, dtype: str) -> float:
+        """One core's MAC array: ``2 x mac_rows x mac_cols x macs_per_pe_per_cycle[dtype]``."""
+        macs = self.mac_rows * self.mac_cols * self.macs_per_pe_per_cycle.get(cast(Dtype, dtype), 0.0)
+        return 2 * macs * self.clock_mhz * 1e-3
+
 
 @register_unit_kind
 class DspUnit(Unit):
@@ -577,6 +597,11 @@ class DspUnit(Unit):
     def onchip_bytes(self) -> float:
         """The local SRAM."""
         return self.sram_kib * 1024
+
+    def peak_flops_per_ns(self, dtype: str) -> float:
+        """The vector lanes' peak: ``flops_per_cycle[dtype]`` at ``clock_mhz``."""
+        per_cycle = self.flops_per_cycle.get(cast(Dtype, dtype), 0.0)
+        return per_cycle * self.clock_mhz * 1e-3
 
 
 

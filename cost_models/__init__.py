@@ -8,8 +8,8 @@ To add a unit kind (say ``tpu``): write one schema class and one cost model, not
   with ``kind: Literal["tpu"] = "tpu"``, its hardware fields (units in the names), the class
   attributes ``general_purpose`` (runs ops without a formula?), ``ep_priority`` (its place in
   onnxruntime's execution-provider order, for ``ort-greedy``) and ``sweep_fields`` (what
-  ``hwsim sensitivity`` varies), and the methods ``dtypes()`` and ``onchip_bytes()`` (the buffer
-  a fused epilogue's tile lives in). Chips then accept ``kind: tpu``; an unknown kind is a
+  ``hwsim sensitivity`` varies), and the methods ``dtypes()``, ``onchip_bytes()`` (the buffer
+  a fused epilogue's tile lives in) and ``peak_flops_per_ns(dtype)`` (one core's peak). Chips then accept ``kind: tpu``; an unknown kind is a
   validation error naming the registered ones.
 * In ``cost_models/tpu.py``: ``class TpuModel(UnitModel[TpuUnit])`` with ``unit_class``,
   ``default_fuses``, ``default_efficiency`` (one entry per category of

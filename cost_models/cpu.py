@@ -130,7 +130,7 @@ def _compute_ns(op: Op, unit: CpuUnit, dtype: Dtype) -> float:
         eff = unit.efficiency[key] * shape_factor(op) / DEPTHWISE_FACTOR
     else:
         eff = efficiency(unit, op, DEFAULT_EFFICIENCY) * shape_factor(op)
-    peak = unit.flops_per_cycle[dtype] * unit.clock_mhz * 1e-3  # FLOP/ns, one core
+    peak = unit.peak_flops_per_ns(dtype)  # FLOP/ns, one core
     return op.flops / (peak * eff) if op.flops else 0.0
 
 

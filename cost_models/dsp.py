@@ -40,7 +40,7 @@ class DspModel(UnitModel[DspUnit]):
         self, op: Op, unit: DspUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int
     ) -> OpCost:
         eff = efficiency(unit, op, DEFAULT_EFFICIENCY)
-        peak = unit.flops_per_cycle[dtype] * unit.clock_mhz * 1e-3
+        peak = unit.peak_flops_per_ns(dtype)
         compute_ns = op.flops / (peak * eff) if op.flops else 0.0
         extra, tiles = spill_plan(in_b, w_b, out_b, unit.sram_kib * 1024, STREAM_CHUNK_BYTES)
         note = f"{dtype}" + (f", {tiles} SRAM tiles" if tiles > 1 else "")

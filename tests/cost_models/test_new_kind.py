@@ -55,6 +55,9 @@ class ToyUnit(Unit):
     def onchip_bytes(self) -> float:
         return self.buffer_kib * 1024
 
+    def peak_flops_per_ns(self, dtype: str) -> float:
+        return 4 * self.lanes * self.clock_mhz * 1e-3 if dtype in self.dtypes() else 0.0
+
 
 TOY_EFFICIENCY: dict[Category, float] = dict.fromkeys(COSTED_CATEGORIES, 0.5)
 

@@ -1,0 +1,131 @@
+"""Transfer: start a chip's search from the best signatures the nearest chips in the experience
+database found, re-legalized for this chip.
+
+Records are keyed by the chip's fingerprint (:func:`hwsim.report.provenance.chip_sha256`), so a
+chip never takes its own records as transferred ones, and one chip's are never taken as
+another's without passing :func:`~cost_models.mapping.legalize` here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from chips.schema import Chip
+from graph_ir.ir import ModelGraph
+from hwsim.report.provenance import chip_sha256
+from hwsim.studies.optimize.features import chip_distance, chip_features, op_features
+
+if TYPE_CHECKING:
+    from cost_models.mapping import OpMapping
+    from cost_models.table import CostTable
+    from hwsim.studies.optimize.db import Trial
+
+__all__ = ["TrialSource", "match_ops", "nearest_chips", "transferred"]
+
+#: Op features that describe the chip an op was costed on, not the op: left out of op matching.
+_CHIP_DEPENDENT = frozenset({"best_log2_ns", "units_eligible"})
+
+
+class TrialSource(Protocol):
+    """What transfer reads of an :class:`~hwsim.studies.optimize.db.ExperienceDB`."""
+
+    def chips(self) -> list[tuple[str, str, dict[str, float], int]]: ...
+
+    def trials(
+        self, *, chip_fingerprint: str | None = ..., model_sha256: str | None = ...,
+        stage: str | None = ..., search_id: str | None = ...,
+    ) -> list[Trial]: ...  # fmt: skip
+
+
+def nearest_chips(db: TrialSource, chip: Chip, k: int = 3) -> list[tuple[str, str, float]]:
+    """The ``k`` chips of ``db`` nearest ``chip`` by :func:`chip_distance`, nearest first, as
+    ``(fingerprint, name, distance)``; never ``chip``'s own fingerprint, nor a chip without trials.
+    Ties go by name, then fingerprint."""
+    own = chip_sha256(chip)
+    here = chip_features(chip)
+    found = [
+        (fp, name, chip_distance(here, feats))
+        for fp, name, feats, n in db.chips()
+        if fp != own and n > 0
+    ]
+    return sorted(found, key=lambda c: (c[2], c[1], c[0]))[: max(k, 0)]
+
+
+def _op_distance(a: Mapping[str, float], b: Mapping[str, float]) -> float:
+    names = (set(a) | set(b)) - _CHIP_DEPENDENT
+    return math.sqrt(sum((a.get(n, 0.0) - b.get(n, 0.0)) ** 2 for n in names))
+
+
+def match_ops(
+    source: Mapping[str, Mapping[str, float]], target: Mapping[str, Mapping[str, float]]
+) -> dict[str, str]:
+    """Source op name -> the target op with the nearest op features, each target op taken once
+    (the closest pairs first; ties by names). Features of the costing chip (``best_log2_ns``,
+    ``units_eligible``) are left out.
+
+    >>> match_ops({"a": {"macs_log2": 10.0}, "b": {"macs_log2": 3.0}},
+    ...           {"x": {"macs_log2": 2.0}, "y": {"macs_log2": 9.0}})
+    {'a': 'y', 'b': 'x'}
+    """
+    pairs = sorted(
+        (_op_distance(sf, tf), s, t) for s, sf in source.items() for t, tf in target.items()
+    )
+    out: dict[str, str] = {}
+    taken: set[str] = set()
+    for _, s, t in pairs:
+        if s not in out and t not in taken:
+            out[s] = t
+            taken.add(t)
+    return out
+
+
+def _ranked(trials: Sequence[Trial], model_sha256: str) -> list[Trial]:
+    """Useful trials best first: those of the same model by objective, then the others by gain."""
+    ok = [t for t in trials if t.feasible and t.error is None and t.signatures and t.latency_ms > 0]
+    same = sorted((t for t in ok if t.model_sha256 == model_sha256), key=lambda t: (t.objective, t.candidate_key))
+    other = sorted(
+        (t for t in ok if t.model_sha256 != model_sha256),
+        key=lambda t: (-t.parent_latency_ms / t.latency_ms, t.candidate_key),
+    )
+    return same + other
+
+
+def _carried(trial: Trial, graph: ModelGraph, here: Mapping[str, Mapping[str, float]],
+             same_model: bool) -> dict[str, Mapping[str, object]]:  # fmt: skip
+    """``trial``'s signatures on ``graph``'s ops: by op name for the same model, else by op features."""
+    if same_model:
+        return {op: sig for op, sig in trial.signatures.items() if op in here}
+    source = {op: trial.op_features.get(op, {}) for op in trial.signatures}
+    return {t: trial.signatures[s] for s, t in match_ops(source, here).items()}
+
+
+def transferred(
+    db: TrialSource, chip: Chip, graph: ModelGraph, table: CostTable, model_sha256: str, k: int = 3
+) -> list[dict[str, OpMapping]]:
+    """Starting candidates for ``chip``: the best signatures of the ``k`` nearest chips
+    (:func:`nearest_chips`), nearer chips first; of each chip its trials of the same model first
+    (ops matched by name, best objective first), then of other models (ops matched by
+    :func:`match_ops`, best gain first). Every signature is re-legalized for ``chip``
+    (:func:`cost_models.mapping.legalize`); those left all-default are dropped, and a candidate
+    met twice is kept once, where it came first."""
+    from cost_models.mapping import OpMapping, legalize  # at call time: only transfer needs it
+
+    here = {op.name: op_features(op, table) for op in graph.ops()}
+    out: list[dict[str, OpMapping]] = []
+    seen: set[str] = set()
+    for fp, _, _ in nearest_chips(db, chip, k):
+        for trial in _ranked(db.trials(chip_fingerprint=fp), model_sha256):
+            carried = _carried(trial, graph, here, trial.model_sha256 == model_sha256)
+            cand: dict[str, OpMapping] = {}
+            for name, sig in sorted(carried.items()):
+                m = legalize(graph.op(name), chip, table, OpMapping.from_dict(sig))
+                if not m.is_default():
+                    cand[name] = m
+            key = json.dumps({n: m.as_dict() for n, m in cand.items()}, sort_keys=True)
+            if cand and key not in seen:
+                seen.add(key)
+                out.append(cand)
+    return out

@@ -1,0 +1,74 @@
+"""Transfer: nearest chips in the database and their best signatures, re-legalized here."""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+from chips import load_chip, override
+from cost_models.table import cost_table
+from graph_ir.ir import ModelGraph
+from hwsim.studies.optimize.transfer import match_ops, nearest_chips, transferred
+from tests.hwsim.studies.optimize.conftest import TrialFactory
+
+
+def test_nearest_chips_skip_the_chip_itself_and_sort_by_distance(experience_db: Any, make_trial: TrialFactory) -> None:
+    rk = load_chip("rk3588")
+    fast = override(rk, ["npu.clock_mhz=1250"])
+    for chip in (rk, fast, load_chip("jetson_orin_nano"), load_chip("edge8")):
+        experience_db.add(make_trial(chip, {"x": {"unit": "cpu"}}))
+    near = nearest_chips(experience_db, rk, k=3)
+    assert next(n for _, n, _ in near) == "rk3588"  # the variant keeps the base's name
+    assert all(fp != near[0][0] or n == "rk3588" for fp, n, _ in near)
+    assert len(near) == 3 and [d for *_, d in near] == sorted(d for *_, d in near)
+    assert nearest_chips(experience_db, rk, k=1)[0][0] != make_trial(rk, {}).chip_fingerprint
+    assert nearest_chips(experience_db, rk, k=0) == []
+
+
+def test_transferred_same_model_by_name_relegalized(
+    experience_db: Any, make_trial: TrialFactory, mapping_module: types.ModuleType, yolov8n: ModelGraph
+) -> None:
+    rk = load_chip("rk3588")
+    two_cores = override(rk, ["npu.cores=2"])
+    table = cost_table(yolov8n, two_cores, "int8")
+    conv = next(o.name for o in yolov8n.ops() if o.category == "conv")
+    sigmoid = next(o.name for o in yolov8n.ops() if o.op_type == "Sigmoid")
+    good = make_trial(rk, {conv: {"unit": "npu", "cores": 3}}, latency_ms=5.0)
+    worse = make_trial(rk, {conv: {"unit": "gpu"}}, latency_ms=8.0)
+    dup = make_trial(rk, {conv: {"unit": "npu", "cores": 3}, "gone": {"unit": "npu"}}, latency_ms=6.0)
+    illegal = make_trial(rk, {"gone": {"unit": "npu"}}, latency_ms=1.0)
+    for t in (worse, dup, good, illegal):
+        experience_db.add(t)
+    # its own records never transfer
+    experience_db.add(make_trial(two_cores, {sigmoid: {"unit": "cpu_big"}}, latency_ms=0.1))
+    got = transferred(experience_db, two_cores, yolov8n, table, good.model_sha256, k=3)
+    OpMapping = mapping_module.OpMapping
+    # best objective first; cores clipped to this chip's 2; the duplicate and the op-less trial dropped
+    assert got == [{conv: OpMapping(unit="npu", cores=2)}, {conv: OpMapping(unit="gpu")}]
+
+
+def test_transferred_other_model_by_op_features(
+    experience_db: Any, make_trial: TrialFactory, mapping_module: types.ModuleType, yolov8n: ModelGraph
+) -> None:
+    from hwsim.studies.optimize.features import op_features
+
+    rk = load_chip("rk3588")
+    table = cost_table(yolov8n, rk, "int8")
+    convs = [o for o in yolov8n.ops() if o.category == "conv"]
+    src = convs[5]
+    feats = {"elsewhere": op_features(src, table)}
+    experience_db.add(make_trial(load_chip("edge8"), {"elsewhere": {"unit": "npu"}}, op_features=feats,
+                                 model_sha256="o" * 64, parent_latency_ms=2.0, latency_ms=1.0))  # fmt: skip
+    got = transferred(experience_db, rk, yolov8n, table, "m" * 64)
+    assert got == [{src.name: mapping_module.OpMapping(unit="npu")}]
+
+
+def test_transferred_from_an_empty_database(experience_db: Any, yolov8n: ModelGraph, mapping_module: types.ModuleType) -> None:
+    rk = load_chip("rk3588")
+    assert transferred(experience_db, rk, yolov8n, cost_table(yolov8n, rk, "int8"), "m" * 64) == []
+
+
+def test_match_ops_takes_each_target_once() -> None:
+    got = match_ops({"a": {"f": 1.0}, "b": {"f": 1.1}}, {"x": {"f": 1.0}, "y": {"f": 5.0}})
+    assert got == {"a": "x", "b": "y"}
+    assert match_ops({"a": {"f": 1.0, "best_log2_ns": 9.0}}, {"x": {"f": 1.0}, "y": {"f": 1.0, "best_log2_ns": 9.0}}) == {"a": "x"}
