@@ -10,11 +10,15 @@ from typing import TYPE_CHECKING
 from hwsim.studies.optimize import seams
 from hwsim.studies.optimize.evaluate import Candidate
 from hwsim.studies.optimize.search import Record, Search, SearchResult
-from hwsim.studies.optimize.stages import SignatureContext, propose_graphs, propose_signatures, top_ops
+from hwsim.studies.optimize.stages import (
+    SignatureContext,
+    propose_graphs,
+    propose_signatures,
+    top_ops,
+)
 
 if TYPE_CHECKING:
     import onnx
-
     from cost_models.mapping import OpMapping
 
 __all__ = ["BEAM_WIDTH", "KERNEL_GRAPHS", "TRANSFER_TRIALS", "op_time_ns", "run_search"]

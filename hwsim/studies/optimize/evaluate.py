@@ -137,7 +137,7 @@ def evaluate(task: Task) -> Outcome:
     objective = sum(w * values[name] for name, w in task.objective)
     stored = StoredPoint(key, tuple(values.items()), None, 0.0)
     feasible, _ = feasibility(stored, task.constraints)
-    peak = int(round(values.get("peak_dram_mib", 0.0) * (1 << 20)))
+    peak = round(values.get("peak_dram_mib", 0.0) * (1 << 20))
     return Outcome(key, objective, values["latency_ms"], values["energy_mj"], peak, feasible, None, time.perf_counter() - start)
 
 

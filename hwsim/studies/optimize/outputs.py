@@ -103,8 +103,8 @@ def changes_md(result: SearchResult, before_ms: float, after_ms: float) -> str:
     transforms, sigs = _bought(result)
     lines = [
         "# What changed", "",
-        f"Latency {before_ms:.6g} ms -> {after_ms:.6g} ms ({before_ms / after_ms if after_ms else float('nan'):.3f}x), "
-        f"best of {len(result.records)} trials (trial {result.best.index}, stage {result.best.stage}).", "",
+        (f"Latency {before_ms:.6g} ms -> {after_ms:.6g} ms ({before_ms / after_ms if after_ms else float('nan'):.3f}x), "
+         f"best of {len(result.records)} trials (trial {result.best.index}, stage {result.best.stage})."), "",
         "## Graph rewrites (stage 1)", "", *(transforms or ["- none"]), "",
         "## Op mappings (stage 2)", "", *(sigs or ["- none (every op keeps the default mapping)"]), "",
     ]  # fmt: skip

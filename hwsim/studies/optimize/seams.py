@@ -12,8 +12,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from chips.schema import Chip
     from cost_models.mapping import OpMapping
+
+    from chips.schema import Chip
     from cost_models.table import CostTable
     from graph_ir.ir import ModelGraph, Op
     from hwsim.pipeline import RunResult
@@ -88,21 +89,21 @@ def make_trial(**fields: Any) -> Trial:
 
 
 def chip_features(chip: Chip) -> dict[str, float]:
-    from hwsim.studies.optimize import features
+    from hwsim.studies.optimize.features import chip_features as f
 
-    return features.chip_features(chip)
+    return f(chip)
 
 
 def graph_features(graph: ModelGraph) -> dict[str, float]:
-    from hwsim.studies.optimize import features
+    from hwsim.studies.optimize.features import graph_features as f
 
-    return features.graph_features(graph)
+    return f(graph)
 
 
 def op_features(op: Op, table: CostTable | None) -> dict[str, float]:
-    from hwsim.studies.optimize import features
+    from hwsim.studies.optimize.features import op_features as f
 
-    return features.op_features(op, table)
+    return f(op, table)
 
 
 def fit_prior(trials: Sequence[Trial]) -> Prior:
@@ -144,6 +145,7 @@ def named_mappings(
         (the database's :class:`~hwsim.studies.optimize.db.DbError`) a name no chip of ``db`` has.
     """
     from cost_models.mapping import legalize
+
     from hwsim.studies.optimize.db import DbError
 
     known = {name: fp for fp, name, _, _ in db.chips()}

@@ -19,9 +19,9 @@ from hwsim.studies.optimize.evaluate import Candidate, apply_transforms
 
 if TYPE_CHECKING:
     import onnx
+    from cost_models.mapping import OpMapping
 
     from chips.schema import Chip
-    from cost_models.mapping import OpMapping
     from cost_models.table import CostTable
     from graph_ir.ir import Op
     from hwsim.studies.optimize.prior import Prior

@@ -132,7 +132,6 @@ def test_unreachable_db_is_exit_2_nothing_written(tmp_path: Path, capsys: pytest
 def test_db_of_a_newer_schema_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("hwsim.studies.optimize.db")
     import sqlalchemy
-
     from hwsim.studies.optimize.db import SCHEMA_VERSION, ExperienceDB
 
     path = tmp_path / "newer.sqlite"
