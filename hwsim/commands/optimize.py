@@ -61,7 +61,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--workers", type=whole_number_at_least(1), default=2, help="worker processes (default: %(default)s)")
     p.add_argument("--dask", metavar="local|tcp://HOST:PORT", help="evaluate on Dask instead of a process pool")
     p.add_argument("--seed", type=int, default=0, help="seed of the search (default: %(default)s)")
-    p.add_argument("--precision", choices=PRECISIONS, default="int8", help="deployment precision (default: %(default)s)")
+    p.add_argument(
+        "--precision", choices=PRECISIONS, default="int8",
+        help="deployment precision of float tensors; 'model' keeps the file's dtypes (default: %(default)s)",
+    )  # fmt: skip
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_debug(p)
 
