@@ -49,6 +49,7 @@ COMMANDS: dict[str, str] = {
     "sweep": "hwsim.commands.sweep",
     "rewrite": "hwsim.commands.rewrite",
     "diff": "hwsim.commands.diff",
+    "optimize": "hwsim.commands.optimize",
     "db": "hwsim.commands.db",
 }
 

@@ -1,0 +1,153 @@
+"""The two stages run in order: the baseline, stage 1 (graph rewrites, a beam of the best
+graphs), transfer, stage 2 (per-op signatures, greedy), on a :class:`~.search.Search`."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from hwsim.studies.optimize import seams
+from hwsim.studies.optimize.evaluate import Candidate
+from hwsim.studies.optimize.search import Record, Search, SearchResult
+from hwsim.studies.optimize.stages import (
+    SignatureContext,
+    propose_graphs,
+    propose_signatures,
+    top_ops,
+)
+
+if TYPE_CHECKING:
+    import onnx
+
+    from cost_models.mapping import OpMapping
+
+__all__ = ["BEAM_WIDTH", "KERNEL_GRAPHS", "TRANSFER_TRIALS", "op_time_ns", "run_search"]
+
+log = logging.getLogger("hwsim")
+
+#: Graphs stage 1 keeps for the next round and for stage 2.
+BEAM_WIDTH = 3
+#: Graphs of the beam stage 2 searches mappings for (the kernel budget is split between them).
+KERNEL_GRAPHS = 2
+#: Whole transferred mappings tried on a graph before the per-op search.
+TRANSFER_TRIALS = 4
+
+
+def _best_distinct(records: Sequence[Record], n: int) -> list[Record]:
+    """The ``n`` best records of distinct graphs (transform sequences)."""
+    out: dict[tuple[str, ...], Record] = {}
+    for r in sorted(records, key=Record.rank):
+        out.setdefault(r.candidate.transforms, r)
+    return list(out.values())[:n]
+
+
+def graph_stage(s: Search) -> list[Record]:
+    """Stage 1: rounds of transform sequences grown from the beam; returns the final beam."""
+    cfg = s.inputs.config.stage_graph
+    beam = [s.result.baseline]
+    seen: set[tuple[str, ...]] = {()}
+    cache: dict[tuple[str, ...], onnx.ModelProto] = {}
+    cap = cfg.rounds * cfg.candidates_per_round
+    used = 0
+    for _ in range(cfg.rounds):
+        n = min(cfg.candidates_per_round, s.budget.graph_left(cap - used))
+        if n < 1:
+            break
+        proposals = propose_graphs(s.rng, [r.candidate.transforms for r in beam], cfg.transforms, n, seen,
+                                   s.inputs.model, s.inputs.chip, cache)  # fmt: skip
+        if not proposals:
+            break
+        for p in proposals:
+            s.bytes_of[p.candidate.transforms] = p.model_bytes
+        done = s.run_round("graph", [p.candidate for p in proposals], s.result.baseline.outcome.latency_ms)
+        used += len(done)
+        beam = _best_distinct([*beam, *done], BEAM_WIDTH)
+    if used == 0:
+        s.result.notes.append("stage 1: no transform of the search file applied to this model")
+    return beam
+
+
+def op_time_ns(s: Search, candidate: Candidate) -> dict[str, float]:
+    """Simulated time of each op of the candidate's graph under its mapping (frame 0), in ns."""
+    graph, _ = s.graph_and_table(candidate.transforms)
+    result = seams.simulate(graph, s.inputs.chip, s.inputs.precision, seams.mapping_of(candidate.signature_dict()))
+    times: dict[str, float] = {}
+    for r in result.trace.ops:
+        if r.frame == 0:
+            times[r.op] = times.get(r.op, 0.0) + (r.end_ps - r.start_ps) / 1000.0
+    return times
+
+
+def _better(a: Record, b: Record) -> bool:
+    return a.rank()[:2] < b.rank()[:2]
+
+
+def _transfer(s: Search, start: Record, mappings: Sequence[dict[str, OpMapping]], left: int) -> Record:
+    """Try whole transferred mappings on ``start``'s graph; returns the better incumbent."""
+    graph, _ = s.graph_and_table(start.candidate.transforms)
+    names = set(graph.order)
+    cands = []
+    for m in mappings[: min(TRANSFER_TRIALS, left)]:
+        sigs = {op: mm.as_dict() for op, mm in m.items() if op in names and not mm.is_default()}
+        if sigs:
+            cands.append(Candidate.of(start.candidate.transforms, sigs))
+    cands = list({c.key: c for c in cands}.values())
+    recs = s.run_round("transfer", cands, start.outcome.latency_ms, frozenset(c.key for c in cands))
+    best = min([start, *recs], key=Record.rank)
+    return best if _better(best, start) else start
+
+
+def kernel_on_graph(s: Search, start: Record, cap: int, mappings: Sequence[dict[str, OpMapping]]) -> Record:
+    """Stage 2 on one graph: transferred mappings, then the top ops one by one, greedy."""
+    cfg = s.inputs.config
+    spent = s.budget.used
+    incumbent = _transfer(s, start, mappings, s.budget.kernel_left(cap)) if mappings else start
+    graph, table = s.graph_and_table(start.candidate.transforms)
+    prior = s.prior
+    ctx = SignatureContext(s.inputs.chip, table, cfg.stage_kernel.signature, cfg.exploit, prior, s.chip_feats)
+    for op in top_ops(op_time_ns(s, incumbent.candidate), cfg.stage_kernel.k):
+        n = min(cfg.stage_kernel.trials_per_op, s.budget.kernel_left(cap - (s.budget.used - spent)))
+        if n < 1:
+            break
+        hints = [m[op] for m in mappings if op in m and not m[op].is_default()]
+        cands, from_transfer = propose_signatures(s.rng, graph.op(op), ctx, incumbent.candidate, n, hints)
+        recs = s.run_round("kernel", cands, incumbent.outcome.latency_ms, frozenset(from_transfer))
+        best = min([incumbent, *recs], key=Record.rank)
+        if _better(best, incumbent):
+            incumbent = best
+    return incumbent
+
+
+def run_search(s: Search) -> SearchResult:
+    """Baseline, stage 1, stage 2 on the best graphs; a Ctrl-C keeps what was found."""
+    cfg = s.inputs.config
+    try:
+        s.run_round("baseline", [Candidate()], 0.0)
+        graphs = graph_stage(s)[:KERNEL_GRAPHS]
+        kernel_total = cfg.stage_kernel.k * cfg.stage_kernel.trials_per_op
+        if s.budget.total is not None:
+            kernel_total = s.budget.total - s.budget.used
+        cap_each = -(-kernel_total // len(graphs))
+        s.prior = seams.fit_prior([t for t in s.db.trials(chip_fingerprint=None) if t.search_id != s.search_id])
+        for start in graphs:
+            if s.budget.kernel_left(cap_each) < 1:
+                break
+            mappings = transfer_mappings(s, start)
+            kernel_on_graph(s, start, cap_each, mappings)
+    except KeyboardInterrupt:
+        s.result.interrupted = True
+        s.result.notes.append(f"interrupted after {len(s.result.records)} trials: the best found so far is kept")
+    s.result.beam = _best_distinct(s.result.records, BEAM_WIDTH)
+    return s.result
+
+
+def transfer_mappings(s: Search, start: Record) -> list[dict[str, OpMapping]]:
+    """The transferred mappings for ``start``'s graph (``--transfer-from``), best first."""
+    names = s.inputs.transfer_from
+    if not names:
+        return []
+    graph, table = s.graph_and_table(start.candidate.transforms)
+    if names == ("auto",):
+        return seams.transferred_mappings(s.db, s.inputs.chip, graph, table, s.inputs.model_sha256)
+    return seams.named_mappings(s.db, names, s.inputs.chip, graph, table, s.inputs.model_sha256)

@@ -1,0 +1,62 @@
+"""Predict, measure, backfill: where the chip is this machine, time the best graphs for real.
+
+A chip is this machine when its file was written by ``hwsim fingerprint`` (it carries the
+``# fingerprint-json:`` record, :func:`hwsim.host.fingerprint.read_fingerprint`) on a CPU of the
+same model name as this one. The graphs are timed with the onnxruntime code of
+:mod:`hwsim.host.measure` (random weights where the file has none, random inputs, the low
+quantile of the runs).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import onnx
+
+__all__ = ["host_threads", "measure_ms", "not_this_host"]
+
+
+def not_this_host(chip_ref: str) -> str | None:
+    """Why the chip ``chip_ref`` (a bundled name or a YAML path) is not this machine, or None
+    when it is (a fingerprinted chip file of this CPU)."""
+    from hwsim.host.fingerprint import _cpu_model, read_fingerprint
+
+    path = Path(chip_ref)
+    if not path.is_file():
+        return f"{chip_ref} is not a chip written by `hwsim fingerprint` on this machine"
+    record = read_fingerprint(path)
+    if record is None:
+        return f"{path} carries no fingerprint record (only a chip written by `hwsim fingerprint` is this machine)"
+    here, _ = _cpu_model()
+    if record.get("cpu_model") != here:
+        return f"{path} was fingerprinted on {record.get('cpu_model')!r}, this machine is {here!r}"
+    return None
+
+
+def host_threads(chip_ref: str) -> int:
+    """The thread count the fingerprint was measured with (1 when it says none)."""
+    from hwsim.host.fingerprint import read_fingerprint
+
+    record = read_fingerprint(Path(chip_ref)) or {}
+    threads = record.get("threads", 1)
+    return threads if isinstance(threads, int) and threads > 0 else 1
+
+
+def measure_ms(model: onnx.ModelProto, repeats: int, threads: int = 1, seed: int = 0) -> float:
+    """The model's latency on this machine with onnxruntime, in ms (the low quantile of
+    ``repeats`` timed runs after a warm-up).
+
+    Raises
+    ------
+    hwsim.host.errors.MeasureError
+        A model onnxruntime cannot load or run.
+    """
+    from graph_ir.materialize import fill_absent_weights
+    from hwsim.host.measure import make_session, random_inputs, time_session
+
+    filled = fill_absent_weights(model, None, seed)
+    sess = make_session(filled, threads)
+    timing = time_session(sess, random_inputs(filled, seed), runs=repeats, warmup=3, min_total_s=0.0)
+    return timing.low_ns / 1e6

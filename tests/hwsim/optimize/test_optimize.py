@@ -1,0 +1,154 @@
+"""``hwsim optimize``: config errors, a small search and its outputs, resume, Ctrl-C, replay, bad db."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hwsim.cli import main
+from hwsim.studies.optimize import driver, search
+from tests.hwsim.optimize import fakes
+
+MLP = "examples/models/mlp_mnist.onnx"
+SMALL = "stage_graph: {rounds: 1, candidates_per_round: 2}\nstage_kernel: {k: 2, trials_per_op: 3}\n"
+
+
+@pytest.fixture(autouse=True)
+def _pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+    fakes.install(monkeypatch)
+
+
+def _config(tmp_path: Path, text: str = SMALL) -> Path:
+    p = tmp_path / "search.yaml"
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def _run(tmp_path: Path, *extra: str, out: str = "out", db: str | None = None) -> int:
+    db = db or str(tmp_path / "exp.sqlite")
+    return main(["optimize", "rk3588", MLP, "--config", str(_config(tmp_path)), "--db", db, "--workers", "1",
+                 "--quiet", "-o", str(tmp_path / out), *extra])  # fmt: skip
+
+
+def _log(out: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in (out / "search_log.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("stage_graph: {rounds: 2, bogus: 1}\n", "stage_graph.bogus: unknown key"),
+        ("stage_graph: {transforms: [fold_bn, no_such_pass]}\n", "stage_graph.transforms[1]: 'no_such_pass' is not a rewrite pass"),
+        ("objective: speed\n", "objective: unknown objective 'speed'"),
+        ("mystery: 1\n", "mystery: unknown key"),
+    ],
+)
+def test_bad_config_is_one_line_exit_2_nothing_written(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, words: str) -> None:
+    cfg = _config(tmp_path, text)
+    code = main(["optimize", "rk3588", MLP, "--config", str(cfg), "--db", str(tmp_path / "e.sqlite"), "-o", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"{cfg}: {words}" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_small_search_is_no_worse_than_baseline_and_writes_everything(tmp_path: Path) -> None:
+    assert _run(tmp_path, "--budget", "6") == 0
+    out = tmp_path / "out"
+    for name in ("model.onnx", "schedule.json", "before/report.html", "after/report.html", "changes.md",
+                 "best_so_far.png", "search_log.jsonl", "summary.json"):  # fmt: skip
+        assert (out / name).is_file(), name
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["best"]["latency_ms"] <= summary["baseline"]["latency_ms"]
+    rows = _log(out)
+    assert rows[0]["stage"] == "baseline" and rows[0]["transforms"] == [] and rows[0]["signatures"] == {}
+    assert 1 < len(rows) <= 6 and summary["trials"] == len(rows)
+    assert any(r["stage"] == "kernel" for r in rows)
+    assert "nothing measured" in " ".join(summary["notes"])
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out")]
+
+
+def test_same_seed_and_db_content_gives_the_same_search(tmp_path: Path) -> None:
+    assert _run(tmp_path, "--budget", "6", "--seed", "3", db=str(tmp_path / "a.sqlite"), out="a") == 0
+    assert _run(tmp_path, "--budget", "6", "--seed", "3", db=str(tmp_path / "b.sqlite"), out="b") == 0
+    keys = [[r["candidate_key"] for r in _log(tmp_path / d)] for d in ("a", "b")]
+    assert keys[0] == keys[1]
+
+
+def test_rerun_with_the_same_db_reuses_every_done_trial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _run(tmp_path, "--budget", "6") == 0
+    first = _log(tmp_path / "out")
+    simulated: list[object] = []
+    real = search.evaluate_round
+    monkeypatch.setattr(search, "evaluate_round", lambda ex, tasks, done: (simulated.extend(tasks), real(ex, tasks, done)))
+    assert _run(tmp_path, "--budget", "6", out="again") == 0
+    again = _log(tmp_path / "again")
+    assert [r["candidate_key"] for r in again] == [r["candidate_key"] for r in first]
+    assert all(r["reused"] for r in again) and simulated == []
+    assert [r["latency_ms"] for r in again] == [r["latency_ms"] for r in first]
+
+
+def test_ctrl_c_mid_search_still_writes_outputs_and_keeps_trials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = search.evaluate_round
+    rounds = []
+
+    def interrupted(ex: object, tasks: object, done: object) -> None:
+        rounds.append(1)
+        if len(rounds) == 3:
+            raise KeyboardInterrupt
+        real(ex, tasks, done)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(search, "evaluate_round", interrupted)
+    assert _run(tmp_path, "--budget", "20") == 130
+    out = tmp_path / "out"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["interrupted"] is True and (out / "after" / "report.html").is_file()
+    monkeypatch.setattr(search, "evaluate_round", real)
+    assert _run(tmp_path, "--budget", "20", out="resumed") == 0
+    resumed = _log(tmp_path / "resumed")
+    done_before = {r["candidate_key"] for r in _log(out)}
+    assert done_before and all(r["reused"] for r in resumed if r["candidate_key"] in done_before)
+
+
+def test_schedule_replay_reproduces_the_reported_latency(tmp_path: Path) -> None:
+    assert _run(tmp_path, "--budget", "6") == 0
+    out = tmp_path / "out"
+    best_ms = json.loads((out / "summary.json").read_text())["best"]["latency_ms"]
+    code = main(["run", "rk3588", str(out / "model.onnx"), "--schedule", str(out / "schedule.json"),
+                 "--out", str(tmp_path / "replay"), "--no-plots"])  # fmt: skip
+    assert code == 0
+    assert json.loads((tmp_path / "replay" / "summary.json").read_text())["latency_ms"] == best_ms
+
+
+@pytest.mark.parametrize("db", ["sqlite:////nonexistent-dir/unreachable/x.sqlite", "postgresql://nobody@127.0.0.1:1/unreachable"])
+def test_unreachable_db_is_exit_2_nothing_written(tmp_path: Path, capsys: pytest.CaptureFixture[str], db: str) -> None:
+    assert _run(tmp_path, "--budget", "3", db=db) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_db_of_a_newer_schema_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("hwsim.studies.optimize.db")
+    import sqlalchemy
+
+    from hwsim.studies.optimize.db import SCHEMA_VERSION, ExperienceDB
+
+    path = tmp_path / "newer.sqlite"
+    ExperienceDB.open(path).close()
+    engine = sqlalchemy.create_engine(f"sqlite:///{path}")
+    with engine.begin() as conn:  # the db helper's meta table: bump the recorded version
+        conn.execute(sqlalchemy.text("UPDATE meta SET value = :v WHERE key = 'schema_version'"), {"v": str(SCHEMA_VERSION + 1)})
+    engine.dispose()
+    assert _run(tmp_path, "--budget", "3", db=str(path)) == 2
+    assert str(path) in capsys.readouterr().err
+
+
+def test_top_ops_and_budget_split() -> None:
+    assert driver.BEAM_WIDTH >= driver.KERNEL_GRAPHS
+    b = search.Budget(total=10, graph_share=0.3)
+    b.used = 1  # the baseline
+    assert b.graph_left(24) == 3
+    b.used = 4
+    assert b.kernel_left(100) == 6 and b.kernel_left(2) == 2
