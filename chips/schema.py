@@ -299,6 +299,15 @@ class Unit(_Spec):
     split_overhead_ns: NonNegFloat = Field(
         0.0, description="Extra cost in ns of running one op split across cores (partition, sync)."
     )
+    core_mode: Literal["independent", "lockstep"] = Field(
+        "independent",
+        description=(
+            "How the unit's cores share one model: 'independent' runs different ops on different "
+            "cores at once; 'lockstep' runs the ops one at a time in the model's order, each op "
+            "in ``split_ops`` split over the cores and every other op on core 0 (RKNN's "
+            "multi-core mode)."
+        ),
+    )
     #: The unit kind (``cpu``, ``gpu``, ...): each kind's class fixes it to one value.
     kind: str
 

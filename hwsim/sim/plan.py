@@ -136,6 +136,29 @@ def _fixed_cores(
     return tuple(fixed)
 
 
+def _lockstep(
+    unit: str,
+    cores: int,
+    units: list[Unit],
+    start_ns: list[float],
+    core: list[int],
+    core_order: dict[Core, tuple[int, ...]],
+) -> None:
+    """Run ``unit``'s ops as its cores do in lockstep (``core_mode: lockstep``): one op at a
+    time, all issued from core 0, in the order the schedule planned to start them (ties in the
+    graph's order), which keeps every other core's order satisfiable; a splittable op still
+    spreads over the idle cores (the engine splits it), so the other cores only run shards.
+
+    ``core`` (each op's core) and ``core_order`` are changed in place.
+    """
+    ops = sorted((i for i, u in enumerate(units) if u.name == unit), key=lambda i: (start_ns[i], i))
+    for i in ops:
+        core[i] = 0
+    core_order[(unit, 0)] = tuple(ops)
+    for c in range(1, cores):
+        core_order[(unit, c)] = ()
+
+
 def plan(graph: ModelGraph, chip: Chip, table: CostTable, schedule: Schedule) -> Plan:
     """Resolve ``schedule`` of ``graph`` on ``chip`` into a :class:`Plan`.
 
@@ -166,9 +189,14 @@ def plan(graph: ModelGraph, chip: Chip, table: CostTable, schedule: Schedule) ->
         for u, cores in unit_cores.items()
         for c in range(cores)
     }
+    core = [schedule.placements[n].core for n in names]
+    for u in chip.units:
+        if u.core_mode == "lockstep" and u.cores > 1:
+            start_ns = [schedule.placements[n].est_start_ns for n in names]
+            _lockstep(u.name, u.cores, units, start_ns, core, core_order)
     return Plan(
         names, tuple(op.op_type for op in ops), tuple(u.name for u in units),
-        tuple(schedule.placements[n].core for n in names), tuple(memory[d] for d in domain),
+        tuple(core), tuple(memory[d] for d in domain),
         domain, tuple(table.costs[n][units[i].name] for i, n in enumerate(names)), fixed,
         tuple(u.cores > 1 and op.op_type in u.split_ops for op, u in zip(ops, units, strict=True)),
         tuple(tuple(t.name for t in op.outputs) for op in ops), tuple(needed),

@@ -182,6 +182,42 @@ def _with_cores(schedule, cores: dict[str, int]):
     return dataclasses.replace(schedule, placements=placements)
 
 
+class TestLockstep:
+    """``core_mode: lockstep``: the unit's cores run one op at a time, splitting what they can."""
+
+    def _run(self, mode: str):
+        data = _npu_chip(split_ops=("MatMul",)).model_dump()
+        data["units"][-1]["core_mode"] = mode
+        chip = chip_from_dict(data)
+        g = _matmuls(n=3)
+        # each MatMul on its own core: independent cores run them side by side
+        table = cost_table(g, chip, "int8")
+        where = {f"mm{i}": ("npu", i) for i in range(3)}
+        return simulate(g, chip, table, fixed_schedule(g, chip, table, where))
+
+    def test_independent_cores_run_different_ops_at_once(self):
+        ops = self._run("independent").ops
+        assert [r.all_cores for r in ops] == [(0,), (1,), (2,)]
+        assert len({r.start_ps for r in ops}) == 1
+
+    def test_lockstep_cores_split_each_op_and_run_them_in_turn(self):
+        ops = sorted(self._run("lockstep").ops, key=lambda r: r.start_ps)
+        assert [r.op for r in ops] == ["mm0", "mm1", "mm2"]
+        assert all(r.core == 0 and r.all_cores == (0, 1, 2) for r in ops)
+        assert all(a.end_ps <= b.start_ps for a, b in itertools.pairwise(ops))
+
+    def test_lockstep_runs_an_unsplittable_op_on_core_0_alone(self):
+        data = _npu_chip(split_ops=("Conv",)).model_dump()
+        data["units"][-1]["core_mode"] = "lockstep"
+        chip = chip_from_dict(data)
+        g = _matmuls(n=2)
+        table = cost_table(g, chip, "int8")
+        s = fixed_schedule(g, chip, table, {"mm0": ("npu", 1), "mm1": ("npu", 2)})
+        ops = sorted(simulate(g, chip, table, s).ops, key=lambda r: r.start_ps)
+        assert [r.all_cores for r in ops] == [(0,), (0,)]
+        assert ops[0].end_ps <= ops[1].start_ps
+
+
 class TestSplit:
     def test_shard_is_a_gemm_slice_with_quantization(self):
         chip = _npu_chip()
