@@ -14,7 +14,7 @@ from hwsim.report.summary import Summary, build_summary, requested_policy
 from hwsim.report.terminal import format_summary
 from tests.helpers import MODELS, ROOT
 
-YOLO = ROOT / "examples" / "models" / "yolov8n.onnx"
+YOLO = ROOT / "examples" / "models" / "yolov5n.onnx"
 
 #: summary.json's keys for a one-frame run checked through the engine, in their order.
 KEYS = [
@@ -42,11 +42,11 @@ def yolo() -> RunResult:
 def test_policy_names_the_kept_schedule(yolo: RunResult) -> None:
     c = yolo.choice
     assert c is not None and c.checked
-    # recorded before issue 10: the engine check keeps single-unit for YOLOv8n on RK3588
+    # recorded after issue 15's lockstep NPU cores: the engine check keeps single-unit for YOLOv5n on RK3588
     assert c.winner == "single-unit" and c.policy == "affinity-locality"
     s = build_summary(yolo)
     assert (s.policy, s.requested_policy) == ("single-unit", "affinity-locality") == (yolo.schedule.policy, requested_policy(yolo))
-    assert format_summary(s).splitlines()[0] == "hwsim: yolov8n on rk3588 (int8, single-unit)"
+    assert format_summary(s).splitlines()[0] == "hwsim: yolov5n on rk3588 (int8, single-unit)"
 
 
 def test_to_json_is_plain_ordered_and_round_trips(yolo: RunResult) -> None:
@@ -102,7 +102,7 @@ def test_cli_writes_and_prints_the_kept_policy(tmp_path: Path, capsys: pytest.Ca
     assert printed == written
     assert (written["policy"], written["requested_policy"]) == ("single-unit", "affinity-locality")
     assert main(["run", "rk3588", str(YOLO), "--out", str(out), "--no-plots", "--policy", "heft"]) == 0
-    assert capsys.readouterr().out.splitlines()[0] == "hwsim: yolov8n on rk3588 (int8, heft)"
+    assert capsys.readouterr().out.splitlines()[0] == "hwsim: yolov5n on rk3588 (int8, heft)"
     written = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert (written["policy"], written["requested_policy"]) == ("heft", "heft")
 
@@ -127,8 +127,9 @@ def test_dtype_fallbacks_name_only_units_that_ran_such_ops(
                  "--out", str(tmp_path / "r")]) == 0  # fmt: skip
     err = capsys.readouterr().err
     for key, count in fallbacks.items():
-        unit = key.rsplit(":", 1)[1]
-        assert f"WARNING: {count} op(s) on {unit} run in int8: the unit has no int4 for them" in err
+        dtypes, unit = key.rsplit(":", 1)
+        dtype = dtypes.split("<-")[0]
+        assert f"WARNING: {count} op(s) on {unit} run in {dtype}: the unit has no int4 for them" in err
 
 
 def test_defaulted_chip_fields_are_listed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
