@@ -60,7 +60,8 @@ Two what-ifs change the run only when asked for. A power cap (``EngineOptions.ma
 power it adds fits under the cap, else its core or link waits. A chip with a thermal model
 (``Chip.thermal``, :mod:`hwsim.sim.thermal`) heats with the power; an op that starts while the
 chip is at or above the throttle temperature runs its clock-bound compute at the throttled
-clock. The temperature is in ``Trace.thermal``.
+clock, and its cores draw the power of that clock (``OpRecord.clock_factor``). The temperature
+is in ``Trace.thermal``.
 
 How the code is laid out:
 
@@ -200,6 +201,8 @@ class Simulation:
             self.power = PowerGate(chip, p, options.max_power_w)
             self._transfer_w = [transfer_dram_w(chip, p, j) for j in range(self.n_x)]
         self.thermal = ThermalState(chip.thermal) if chip.thermal is not None else None
+        #: Busy cores per unit by the clock factor they run at (kept with a thermal model only).
+        self._clocks: dict[str, dict[float, int]] = {u: {} for u in p.unit_cores}
 
     def _dispatch(self) -> Dispatch:
         p, releases = self.plan, self.releases
@@ -248,7 +251,7 @@ class Simulation:
             else:
                 t_next = t_heap
             if self.thermal is not None:
-                watts = chip_power_now(self._chip, self.pools, bandwidth.use_bytes_per_ps("dram"))
+                watts = chip_power_now(self._chip, self._clocks, bandwidth.use_bytes_per_ps("dram"))
                 self.thermal.advance(self.now, t_next, watts)
             bandwidth.advance(t_next - self.now)
             self.now = t_next
@@ -491,10 +494,14 @@ class Simulation:
         i = inst % self.n_ops
         shards = len(cores)
         cost = self.cost_now(i, shards)
-        if self.thermal is not None and self.thermal.throttled:
-            self.thermal.throttled_ops += 1
-        self.dispatch.took(k, inst)
         log, now = self.op_log, self.now
+        if self.thermal is not None:
+            f = log.clock_factor[inst] = self.thermal.clock_factor
+            if self.thermal.throttled:
+                self.thermal.throttled_ops += 1
+            clocks = self._clocks[k[0]]
+            clocks[f] = clocks.get(f, 0) + shards
+        self.dispatch.took(k, inst)
         log.start_ps[inst] = now
         log.tiles[inst] = cost.tiles
         log.used_cores[inst] = cores if shards > 1 else ()
@@ -543,6 +550,8 @@ class Simulation:
         unit = p.unit[i]
         cores = self.op_log.used_cores[inst] or (p.core[i],)
         self.pools[unit].release(cores)
+        if self.thermal is not None:
+            self._clocks[unit][self.op_log.clock_factor[inst]] -= len(cores)
         if self.power is not None:
             self.power.release_op(inst, unit, sum(self.pools[unit].busy), len(cores))
             self.power_released()

@@ -14,6 +14,9 @@ engine keeps that sum at or below the cap at every instant of the trace with a
 - a transfer takes the DRAM power of its stream at the link's rate (twice for a DRAM-to-DRAM
   copy), from the grant of its channel to its last byte.
 
+The reservation is at the nominal clock: an op that starts throttled (:mod:`hwsim.sim.thermal`)
+draws less than it holds, so the cap stays met, conservatively.
+
 An op or transfer whose power does not fit waits (its core or link stays idle) until something
 ends; other cores and links may start smaller work meanwhile (power-capped list scheduling). A cap
 below the chip's power while a single op or transfer runs alone could never be met:
@@ -31,7 +34,7 @@ from cost_models.energy import dram_power_w, power_w, unit_power_w
 from hwsim.sim.blocks import Block, op_blocks
 from hwsim.sim.frames import Core
 from hwsim.sim.plan import Plan
-from hwsim.sim.resources import CorePool, PowerBudget
+from hwsim.sim.resources import PowerBudget
 
 __all__ = [
     "PowerCapError",
@@ -66,10 +69,10 @@ def transfer_dram_w(chip: Chip, run_plan: Plan, j: int) -> float:
     return dram_power_w(chip.dram, min(rate, run_plan.capacity_bytes_per_ps["dram"]))
 
 
-def chip_power_now(chip: Chip, pools: Mapping[str, CorePool], dram_bytes_per_ps: float) -> float:
-    """The chip's power with the cores of ``pools`` busy as they are and the DRAM streaming
-    ``dram_bytes_per_ps``: :func:`cost_models.energy.power_w`. Watts."""
-    units = ((u, sum(pools[u.name].busy)) for u in chip.units)
+def chip_power_now(chip: Chip, busy_cores: Mapping[str, Mapping[float, int]], dram_bytes_per_ps: float) -> float:
+    """The chip's power with ``busy_cores[unit][f]`` cores of each unit busy at clock factor
+    ``f`` and the DRAM streaming ``dram_bytes_per_ps``: :func:`cost_models.energy.power_w`. Watts."""
+    units = ((u, busy_cores.get(u.name, {})) for u in chip.units)
     return power_w(units, chip.dram, dram_bytes_per_ps)
 
 
