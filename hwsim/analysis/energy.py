@@ -62,10 +62,12 @@ class RunEnergy:
 
 
 def dram_bytes_moved(chip: Chip, trace: Trace) -> int:
-    """Bytes through the shared DRAM: ops in DRAM domains, plus each DRAM end of a transfer."""
+    """Bytes through the shared DRAM: ops in DRAM domains, the spill traffic of ops in SRAM
+    domains (``OpRecord.spill_bytes``, :func:`hwsim.analysis.memory.fit_memory`), plus each
+    DRAM end of a transfer."""
     dram_domains = {d.name for d in chip.domains if d.kind == "dram"}
     unit_domain = {u.name: u.domain for u in chip.units}
-    total = sum(r.dram_bytes for r in trace.ops if unit_domain[r.unit] in dram_domains)
+    total = sum(r.dram_bytes if unit_domain[r.unit] in dram_domains else r.spill_bytes for r in trace.ops)
     for r in trace.transfers:
         total += r.bytes * ((r.src_domain in dram_domains) + (r.dst_domain in dram_domains))
     return total

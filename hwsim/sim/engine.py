@@ -86,7 +86,7 @@ from chips.units import PS_PER_NS
 from cost_models.base import OpCost
 from cost_models.table import CostTable
 from graph_ir.ir import ModelGraph
-from hwsim.sim.blocks import Block, op_blocks, op_time_ns
+from hwsim.sim.blocks import Block, op_blocks, op_time_ns, stream_uses
 from hwsim.sim.frames import Admission, Core, Dispatch, Prioritized, Release, dispatch_for
 from hwsim.sim.options import FRAME_ORDERS, EngineOptions, SimulationError
 from hwsim.sim.plan import Plan, plan
@@ -187,6 +187,8 @@ class Simulation:
         self._blocks: list[list[Block]] = [[] for _ in range(total)]
         self._block_at = [0] * total
         self._block_start = [0] * total
+        #: What each byte of an op instance's blocks takes from each memory (spills: the DRAM's share).
+        self._uses: list[dict[str, float]] = [{} for _ in range(total)]
         self._shard_costs: dict[tuple[int, int], OpCost | None] = {}
         # cores whose next op may have become startable since they were last looked at: a core
         # that could not start stays put until it frees, its op's inputs arrive, or a core of
@@ -470,8 +472,9 @@ class Simulation:
         if gate is None:
             return True
         i, pool = inst % self.n_ops, self.pools[k[0]]
-        blocks = op_blocks(self.cost_now(i, len(cores)), self.options.double_buffer, len(cores))
-        dram_w = blocks_dram_w(self._chip, self.plan.memory[i], blocks, gate.dram_capacity)
+        cost = self.cost_now(i, len(cores))
+        blocks = op_blocks(cost, self.options.double_buffer, len(cores))
+        dram_w = blocks_dram_w(self._chip, stream_uses(cost, self.plan.memory[i]), blocks, gate.dram_capacity)
         if gate.take_op(inst, k[0], sum(pool.busy) - len(cores), len(cores), dram_w):
             return True
         pool.release(cores)
@@ -507,6 +510,8 @@ class Simulation:
         log.used_cores[inst] = cores if shards > 1 else ()
         blocks = self._blocks[inst] = op_blocks(cost, self.options.double_buffer, shards)
         log.dram_bytes[inst] = sum(b.bytes for b in blocks)
+        log.spill_bytes[inst] = cost.spill_bytes * shards
+        self._uses[inst] = stream_uses(cost, self.plan.memory[i])
         self.push(now + math.ceil(cost.overhead_ns * PS_PER_NS), (_OP_BODY, inst))
 
     def start_block(self, inst: int) -> bool:
@@ -519,9 +524,8 @@ class Simulation:
         b = blocks[at]
         now = self._block_start[inst] = self.now
         if b.bytes > 0 and b.dur_ns > 0:
-            uses = {self.plan.memory[inst % self.n_ops]: 1.0}
             self.bandwidth.request(
-                b.bytes, b.bytes / (b.dur_ns * PS_PER_NS), uses, (_BLOCK_DONE, inst)
+                b.bytes, b.bytes / (b.dur_ns * PS_PER_NS), self._uses[inst], (_BLOCK_DONE, inst)
             )
             return True
         self.push(now + math.ceil(b.dur_ns * PS_PER_NS), (_BLOCK_DONE, inst))
