@@ -39,6 +39,18 @@ chosen again (a spilled tensor stays spilled) until no new one is needed. The DR
 not enforced here: :meth:`MemoryUse.overcommitted` says whether its peak passes its capacity
 (``hwsim run`` fails on it, or reports it with ``--allow-overcommit``).
 
+**Streams** (``--frames N``): spills are decided on the one-frame run, and the stream is
+simulated with those spills costed; its memory counters apply the same spilled set. That
+decision bounds the stream only with ``in_flight = 1`` and no thermal model: frame ``i + 1`` is
+then admitted when frame ``i`` has completed, on an idle chip, so each frame replays the
+one-frame run shifted in time (the engine is deterministic) and no two frames' activations are
+live at once (graph outputs, held in the host domain to the end, are the exception, so a
+capacity on the host domain is not bounded). Otherwise it does not bound it: interleaved frames
+hold several frames' activations at once (a 4-frame stream of the 20 KiB test chain holds 64 KiB
+in its SRAM domain against 16 KiB for one frame), and the stream's counters can pass the SRAM's
+capacity. Not built: deciding spills on the stream trace (it needs :func:`fit_memory` to
+re-simulate the stream and the summary's spills to come from it).
+
 >>> from hwsim.pipeline import run
 >>> r = run("rk3588", "examples/models/resnet18.onnx")
 >>> use = memory_use(r.graph, r.chip, r.table, r.trace)

@@ -176,6 +176,21 @@ class TestSpills:
         assert s["spills"] and s["dram_bytes"] == r.analysis.dram_bytes
         assert s["dram_energy_mj"] == pytest.approx(dram_energy_pj(chip.dram, r.analysis.dram_bytes) / 1e9, rel=1e-3)
 
+    def test_one_frame_spills_bound_a_stream_only_one_frame_in_flight(self):
+        """The documented limit: with in_flight=1 the one-frame spills keep the stream's SRAM to
+        capacity; interleaved frames hold several frames' tensors at once and pass it."""
+        g, chip = _chain(), _sram_chip(20)
+        on_sram = {f"r{i}": ("cpu2", 0) for i in range(4)}
+        cap = 20 * BYTES_PER_KIB
+        peaks = {}
+        for in_flight in (1, None):
+            r = run_graph(g, chip, "fp32", frames=4, in_flight=in_flight,
+                          schedule=lambda graph, table: fixed_schedule(graph, chip, table, on_sram))  # fmt: skip
+            assert r.memory is not None and r.stream_trace is not None
+            use = memory_use(r.graph, chip, r.table, r.stream_trace, r.memory.spilled)
+            peaks[in_flight] = max(v for _, v in use.steps["b"])
+        assert peaks[1] <= cap < peaks[None]
+
     def test_choose_spills_keeps_earlier_ones(self):
         _, chip, _, _, fit = self._run(20)
         before = fit.memory.spilled
