@@ -621,7 +621,8 @@ class Thermal(_Spec):
     One thermal mass: ``C dT/dt = P(t) - (T - ambient) / R``, with ``P`` the chip's power as the
     trace gives it (:func:`cost_models.energy.power_w`). While ``T`` is at or above
     ``throttle_c`` the clocks run at ``throttle_clock_factor``: an op that starts then has the
-    clock-bound part of its compute time divided by the factor (``hwsim.sim.thermal``).
+    clock-bound part of its compute time divided by the factor, and its cores draw ``active_w``
+    times the factor (``cost_models.energy.core_power_w``; ``hwsim.sim.thermal``).
     """
 
     resistance_c_per_w: PositiveFloat = Field(

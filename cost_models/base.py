@@ -72,6 +72,10 @@ class OpCost:
     #: its work (a CPU GEMM's weights from DRAM, :func:`cost_models.cpu.weight_stream_ns`); an
     #: efficiency does not scale it.
     stall_ns: float = 0.0
+    #: The part of ``dram_read_bytes + dram_write_bytes`` that is SRAM spill traffic
+    #: (``hwsim.analysis.memory.spill_table``): it streams through the DRAM even when the
+    #: op's unit sits in an SRAM domain.
+    spill_bytes: int = 0
 
     @property
     def latency_ns(self) -> float:

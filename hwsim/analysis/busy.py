@@ -12,7 +12,15 @@ import numpy as np
 
 from hwsim.sim.engine import OpRecord, Trace
 
-__all__ = ["busy_core_ps_until", "busy_core_steps", "busy_union_ps", "unit_active_ps", "unit_busy_ps"]
+__all__ = [
+    "busy_core_ps_until",
+    "busy_core_steps",
+    "busy_union_ps",
+    "clocked_core_steps",
+    "unit_active_ps",
+    "unit_busy_ps",
+    "unit_busy_ps_by_clock",
+]
 
 
 def busy_union_ps(intervals: list[tuple[int, int]]) -> int:
@@ -39,6 +47,16 @@ def unit_busy_ps(trace: Trace, unit: str) -> int:
     return sum(r.duration_ps * len(r.all_cores) for r in trace.ops if r.unit == unit)
 
 
+def unit_busy_ps_by_clock(trace: Trace, unit: str) -> dict[float, int]:
+    """:func:`unit_busy_ps` by the clock factor the ops ran at (``OpRecord.clock_factor``), in ps;
+    ``{1.0: busy}`` when nothing was throttled (empty: the unit ran nothing)."""
+    out: dict[float, int] = {}
+    for r in trace.ops:
+        if r.unit == unit:
+            out[r.clock_factor] = out.get(r.clock_factor, 0) + r.duration_ps * len(r.all_cores)
+    return out
+
+
 def unit_active_ps(trace: Trace, unit: str) -> int:
     """Wall time at least one core of the unit was busy, in ps."""
     return busy_union_ps([(r.start_ps, r.end_ps) for r in trace.ops if r.unit == unit])
@@ -62,6 +80,32 @@ def busy_core_steps(ops: Iterable[OpRecord]) -> list[tuple[int, int]]:
         if delta[t]:
             busy += delta[t]
             steps.append((t, busy))
+    return steps
+
+
+def clocked_core_steps(ops: Iterable[OpRecord]) -> list[tuple[int, dict[float, int]]]:
+    """``(time_ps, busy cores by clock factor)`` at every moment the busy cores change.
+
+    Counts stay integers, so a unit whose cores all end is exactly idle again.
+
+    >>> from hwsim.sim.engine import OpRecord
+    >>> clocked_core_steps([OpRecord("a", "Conv", "npu", 0, 0, 10, 0),
+    ...                     OpRecord("b", "Conv", "npu", 1, 5, 10, 0, clock_factor=0.5)])
+    [(0, {1.0: 1}), (5, {1.0: 1, 0.5: 1}), (10, {1.0: 0, 0.5: 0})]
+    """
+    delta: dict[int, dict[float, int]] = {}
+    for r in ops:
+        n, f = len(r.all_cores), r.clock_factor
+        for t, d in ((r.start_ps, n), (r.end_ps, -n)):
+            at = delta.setdefault(t, {})
+            at[f] = at.get(f, 0) + d
+    steps: list[tuple[int, dict[float, int]]] = []
+    busy: dict[float, int] = {}
+    for t in sorted(delta):
+        if any(delta[t].values()):
+            for f, d in delta[t].items():
+                busy[f] = busy.get(f, 0) + d
+            steps.append((t, dict(busy)))
     return steps
 
 

@@ -1,6 +1,7 @@
 """A trace's energy and power, priced by the one formula of :mod:`cost_models.energy`.
 
-Each unit draws ``active_w`` per busy core and ``idle_w`` while none of its cores is busy; the
+Each unit draws ``active_w`` per busy core (scaled by the clock a throttled op ran at,
+:func:`cost_models.energy.core_power_w`) and ``idle_w`` while none of its cores is busy; the
 DRAM costs ``energy_pj_per_byte`` for every byte through it. :func:`run_energy` integrates that
 over a run; :func:`power_timeline` is the same as a step function of time, whose integral is
 :attr:`RunEnergy.total_pj`. :func:`run_power` reads the average and the peak of that timeline,
@@ -14,13 +15,13 @@ from dataclasses import dataclass
 
 from chips.schema import Chip
 from cost_models.energy import (
+    clocked_unit_power_w,
     dram_energy_pj,
     dram_power_w,
     power_w,
-    unit_power_w,
     unit_run_energy_pj,
 )
-from hwsim.analysis.busy import busy_core_steps, unit_active_ps, unit_busy_ps
+from hwsim.analysis.busy import clocked_core_steps, unit_active_ps, unit_busy_ps_by_clock
 from hwsim.sim.engine import Trace
 
 __all__ = [
@@ -61,10 +62,12 @@ class RunEnergy:
 
 
 def dram_bytes_moved(chip: Chip, trace: Trace) -> int:
-    """Bytes through the shared DRAM: ops in DRAM domains, plus each DRAM end of a transfer."""
+    """Bytes through the shared DRAM: ops in DRAM domains, the spill traffic of ops in SRAM
+    domains (``OpRecord.spill_bytes``, :func:`hwsim.analysis.memory.fit_memory`), plus each
+    DRAM end of a transfer."""
     dram_domains = {d.name for d in chip.domains if d.kind == "dram"}
     unit_domain = {u.name: u.domain for u in chip.units}
-    total = sum(r.dram_bytes for r in trace.ops if unit_domain[r.unit] in dram_domains)
+    total = sum(r.dram_bytes if unit_domain[r.unit] in dram_domains else r.spill_bytes for r in trace.ops)
     for r in trace.transfers:
         total += r.bytes * ((r.src_domain in dram_domains) + (r.dst_domain in dram_domains))
     return total
@@ -82,7 +85,7 @@ def run_energy(chip: Chip, trace: Trace) -> RunEnergy:
     """
     span = trace.makespan_ps
     unit_pj = {
-        u.name: unit_run_energy_pj(u, unit_busy_ps(trace, u.name), unit_active_ps(trace, u.name), span)
+        u.name: unit_run_energy_pj(u, unit_busy_ps_by_clock(trace, u.name), unit_active_ps(trace, u.name), span)
         for u in chip.units
     }
     nbytes = dram_bytes_moved(chip, trace)
@@ -104,15 +107,15 @@ def power_timeline(chip: Chip, trace: Trace) -> tuple[tuple[int, float], ...]:
     [(0, 1.23), (10, 0.0)]
     """
     units = {u.name: u for u in chip.units}
-    level: dict[int, dict[str, int]] = {}
+    level: dict[int, dict[str, dict[float, int]]] = {}
     for u in chip.units:
-        for t, n in busy_core_steps(r for r in trace.ops if r.unit == u.name):
+        for t, n in clocked_core_steps(r for r in trace.ops if r.unit == u.name):
             level.setdefault(t, {})[u.name] = n
     dram_at: dict[int, float] = {}
     for t, mem, use in trace.bandwidth_samples:
         if mem == "dram":
             dram_at[t] = use
-    busy = {u: 0 for u in units}
+    busy: dict[str, dict[float, int]] = {u: {} for u in units}
     dram_use = 0.0
     out: list[tuple[int, float]] = []
     for t in sorted(set(level) | set(dram_at) | {0}):
@@ -172,10 +175,10 @@ def unit_power_timeline(chip: Chip, trace: Trace, unit: str) -> tuple[tuple[int,
     True
     """
     u = chip.unit(unit)
-    level = {0: unit_power_w(u, 0)}
-    for t, busy in busy_core_steps(r for r in trace.ops if r.unit == unit):
+    level = {0: clocked_unit_power_w(u, {})}
+    for t, busy in clocked_core_steps(r for r in trace.ops if r.unit == unit):
         if t < trace.makespan_ps:
-            level[t] = unit_power_w(u, busy)
+            level[t] = clocked_unit_power_w(u, busy)
     return tuple(sorted(level.items()))
 
 

@@ -32,10 +32,24 @@ then (ties: the one held longest, then by name) to DRAM for its whole life, all 
 included. Spilling is costed by re-simulation (:func:`fit_memory`): a spilled tensor is written
 to DRAM by the op that produces it in that domain and read back by every op there that reads
 it, so those ops get the extra DRAM bytes (:func:`spill_table`, at the DRAM's bandwidth and
-energy per byte), the same schedule is simulated again, and the spills of the new run are
+energy per byte; ``OpCost.spill_bytes``: the engine streams them through the DRAM, and the
+trace's ``OpRecord.spill_bytes`` counts them in the run's DRAM bytes, energy and power,
+:mod:`hwsim.analysis.energy`), the same schedule is simulated again, and the spills of the new run are
 chosen again (a spilled tensor stays spilled) until no new one is needed. The DRAM itself is
 not enforced here: :meth:`MemoryUse.overcommitted` says whether its peak passes its capacity
 (``hwsim run`` fails on it, or reports it with ``--allow-overcommit``).
+
+**Streams** (``--frames N``): spills are decided on the one-frame run, and the stream is
+simulated with those spills costed; its memory counters apply the same spilled set. That
+decision bounds the stream only with ``in_flight = 1`` and no thermal model: frame ``i + 1`` is
+then admitted when frame ``i`` has completed, on an idle chip, so each frame replays the
+one-frame run shifted in time (the engine is deterministic) and no two frames' activations are
+live at once (graph outputs, held in the host domain to the end, are the exception, so a
+capacity on the host domain is not bounded). Otherwise it does not bound it: interleaved frames
+hold several frames' activations at once (a 4-frame stream of the 20 KiB test chain holds 64 KiB
+in its SRAM domain against 16 KiB for one frame), and the stream's counters can pass the SRAM's
+capacity. Not built: deciding spills on the stream trace (it needs :func:`fit_memory` to
+re-simulate the stream and the summary's spills to come from it).
 
 >>> from hwsim.pipeline import run
 >>> r = run("rk3588", "examples/models/resnet18.onnx")
@@ -467,7 +481,7 @@ def spill_table(
         spilled_cost = replace(
             c, dram_read_bytes=c.dram_read_bytes + reads, dram_write_bytes=c.dram_write_bytes + writes,
             memory_ns=c.memory_ns + moved / chip.dram.bandwidth_gbps,
-            energy_pj=c.energy_pj + dram_energy_pj(chip.dram, moved),
+            energy_pj=c.energy_pj + dram_energy_pj(chip.dram, moved), spill_bytes=c.spill_bytes + moved,
             note=(c.note + "; " if c.note else "") + f"spill {moved} B",
         )  # fmt: skip
         costs[name] = {**costs[name], unit: spilled_cost}

@@ -21,7 +21,11 @@ from dataclasses import dataclass
 
 from cost_models.base import OpCost
 
-__all__ = ["MAX_SERIAL_GROUPS", "Block", "op_blocks", "op_time_ns"]
+__all__ = ["DRAM_MEMORY", "MAX_SERIAL_GROUPS", "Block", "op_blocks", "op_time_ns", "stream_uses"]
+
+#: The shared DRAM's name among the memories whose bandwidth streams share
+#: (:func:`hwsim.sim.plan.memory_of`).
+DRAM_MEMORY = "dram"
 
 #: Tile-by-tile ops (no double buffering) run their tiles in at most this many groups.
 MAX_SERIAL_GROUPS = 8
@@ -102,3 +106,20 @@ def op_time_ns(cost: OpCost, double_buffer: bool = True) -> float:
     550.0
     """
     return cost.overhead_ns + sum(b.dur_ns for b in op_blocks(cost, double_buffer))
+
+
+def stream_uses(cost: OpCost, memory: str) -> dict[str, float]:
+    """What each byte an op's blocks stream takes from each memory: all from ``memory`` (its
+    domain's, :func:`hwsim.sim.plan.memory_of`), except the share that is SRAM spill traffic
+    (``OpCost.spill_bytes``), which streams through the DRAM.
+
+    >>> stream_uses(OpCost("u", "int8", 1.0, 1.0, 0.0, 300, 100, 0.0, spill_bytes=100), "sram0")
+    {'sram0': 0.75, 'dram': 0.25}
+    >>> stream_uses(OpCost("u", "int8", 1.0, 1.0, 0.0, 300, 100, 0.0), "sram0")
+    {'sram0': 1.0}
+    """
+    total = cost.dram_bytes
+    if memory == DRAM_MEMORY or cost.spill_bytes <= 0 or total <= 0:
+        return {memory: 1.0}
+    share = min(cost.spill_bytes / total, 1.0)
+    return {memory: 1.0 - share, DRAM_MEMORY: share} if share < 1.0 else {DRAM_MEMORY: 1.0}

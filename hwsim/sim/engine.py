@@ -60,7 +60,8 @@ Two what-ifs change the run only when asked for. A power cap (``EngineOptions.ma
 power it adds fits under the cap, else its core or link waits. A chip with a thermal model
 (``Chip.thermal``, :mod:`hwsim.sim.thermal`) heats with the power; an op that starts while the
 chip is at or above the throttle temperature runs its clock-bound compute at the throttled
-clock. The temperature is in ``Trace.thermal``.
+clock, and its cores draw the power of that clock (``OpRecord.clock_factor``). The temperature
+is in ``Trace.thermal``.
 
 How the code is laid out:
 
@@ -85,7 +86,7 @@ from chips.units import PS_PER_NS
 from cost_models.base import OpCost
 from cost_models.table import CostTable
 from graph_ir.ir import ModelGraph
-from hwsim.sim.blocks import Block, op_blocks, op_time_ns
+from hwsim.sim.blocks import Block, op_blocks, op_time_ns, stream_uses
 from hwsim.sim.frames import Admission, Core, Dispatch, Prioritized, Release, dispatch_for
 from hwsim.sim.options import FRAME_ORDERS, EngineOptions, SimulationError
 from hwsim.sim.plan import Plan, plan
@@ -186,6 +187,8 @@ class Simulation:
         self._blocks: list[list[Block]] = [[] for _ in range(total)]
         self._block_at = [0] * total
         self._block_start = [0] * total
+        #: What each byte of an op instance's blocks takes from each memory (spills: the DRAM's share).
+        self._uses: list[dict[str, float]] = [{} for _ in range(total)]
         self._shard_costs: dict[tuple[int, int], OpCost | None] = {}
         # cores whose next op may have become startable since they were last looked at: a core
         # that could not start stays put until it frees, its op's inputs arrive, or a core of
@@ -200,6 +203,8 @@ class Simulation:
             self.power = PowerGate(chip, p, options.max_power_w)
             self._transfer_w = [transfer_dram_w(chip, p, j) for j in range(self.n_x)]
         self.thermal = ThermalState(chip.thermal) if chip.thermal is not None else None
+        #: Busy cores per unit by the clock factor they run at (kept with a thermal model only).
+        self._clocks: dict[str, dict[float, int]] = {u: {} for u in p.unit_cores}
 
     def _dispatch(self) -> Dispatch:
         p, releases = self.plan, self.releases
@@ -248,7 +253,7 @@ class Simulation:
             else:
                 t_next = t_heap
             if self.thermal is not None:
-                watts = chip_power_now(self._chip, self.pools, bandwidth.use_bytes_per_ps("dram"))
+                watts = chip_power_now(self._chip, self._clocks, bandwidth.use_bytes_per_ps("dram"))
                 self.thermal.advance(self.now, t_next, watts)
             bandwidth.advance(t_next - self.now)
             self.now = t_next
@@ -467,8 +472,9 @@ class Simulation:
         if gate is None:
             return True
         i, pool = inst % self.n_ops, self.pools[k[0]]
-        blocks = op_blocks(self.cost_now(i, len(cores)), self.options.double_buffer, len(cores))
-        dram_w = blocks_dram_w(self._chip, self.plan.memory[i], blocks, gate.dram_capacity)
+        cost = self.cost_now(i, len(cores))
+        blocks = op_blocks(cost, self.options.double_buffer, len(cores))
+        dram_w = blocks_dram_w(self._chip, stream_uses(cost, self.plan.memory[i]), blocks, gate.dram_capacity)
         if gate.take_op(inst, k[0], sum(pool.busy) - len(cores), len(cores), dram_w):
             return True
         pool.release(cores)
@@ -491,15 +497,21 @@ class Simulation:
         i = inst % self.n_ops
         shards = len(cores)
         cost = self.cost_now(i, shards)
-        if self.thermal is not None and self.thermal.throttled:
-            self.thermal.throttled_ops += 1
-        self.dispatch.took(k, inst)
         log, now = self.op_log, self.now
+        if self.thermal is not None:
+            f = log.clock_factor[inst] = self.thermal.clock_factor
+            if self.thermal.throttled:
+                self.thermal.throttled_ops += 1
+            clocks = self._clocks[k[0]]
+            clocks[f] = clocks.get(f, 0) + shards
+        self.dispatch.took(k, inst)
         log.start_ps[inst] = now
         log.tiles[inst] = cost.tiles
         log.used_cores[inst] = cores if shards > 1 else ()
         blocks = self._blocks[inst] = op_blocks(cost, self.options.double_buffer, shards)
         log.dram_bytes[inst] = sum(b.bytes for b in blocks)
+        log.spill_bytes[inst] = cost.spill_bytes * shards
+        self._uses[inst] = stream_uses(cost, self.plan.memory[i])
         self.push(now + math.ceil(cost.overhead_ns * PS_PER_NS), (_OP_BODY, inst))
 
     def start_block(self, inst: int) -> bool:
@@ -512,9 +524,8 @@ class Simulation:
         b = blocks[at]
         now = self._block_start[inst] = self.now
         if b.bytes > 0 and b.dur_ns > 0:
-            uses = {self.plan.memory[inst % self.n_ops]: 1.0}
             self.bandwidth.request(
-                b.bytes, b.bytes / (b.dur_ns * PS_PER_NS), uses, (_BLOCK_DONE, inst)
+                b.bytes, b.bytes / (b.dur_ns * PS_PER_NS), self._uses[inst], (_BLOCK_DONE, inst)
             )
             return True
         self.push(now + math.ceil(b.dur_ns * PS_PER_NS), (_BLOCK_DONE, inst))
@@ -543,6 +554,8 @@ class Simulation:
         unit = p.unit[i]
         cores = self.op_log.used_cores[inst] or (p.core[i],)
         self.pools[unit].release(cores)
+        if self.thermal is not None:
+            self._clocks[unit][self.op_log.clock_factor[inst]] -= len(cores)
         if self.power is not None:
             self.power.release_op(inst, unit, sum(self.pools[unit].busy), len(cores))
             self.power_released()

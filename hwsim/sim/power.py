@@ -9,10 +9,14 @@ engine keeps that sum at or below the cap at every instant of the trace with a
 - the budget starts with every unit idle (the sum of ``idle_w``);
 - an op that starts takes the power its unit's cores add (``unit_power_w`` with its cores busy
   less without them) plus the DRAM power of its fastest stream (its blocks' uncontended rate in
-  a DRAM domain; contention only slows a stream, so it never draws more), and gives it back
+  a DRAM domain, the spill share of it in an SRAM one; contention only slows a stream, so it
+  never draws more), and gives it back
   when it ends;
 - a transfer takes the DRAM power of its stream at the link's rate (twice for a DRAM-to-DRAM
   copy), from the grant of its channel to its last byte.
+
+The reservation is at the nominal clock: an op that starts throttled (:mod:`hwsim.sim.thermal`)
+draws less than it holds, so the cap stays met, conservatively.
 
 An op or transfer whose power does not fit waits (its core or link stays idle) until something
 ends; other cores and links may start smaller work meanwhile (power-capped list scheduling). A cap
@@ -28,10 +32,10 @@ from chips.schema import Chip, Unit
 from chips.units import PS_PER_NS
 from cost_models.base import OpCost
 from cost_models.energy import dram_power_w, power_w, unit_power_w
-from hwsim.sim.blocks import Block, op_blocks
+from hwsim.sim.blocks import DRAM_MEMORY, Block, op_blocks, stream_uses
 from hwsim.sim.frames import Core
 from hwsim.sim.plan import Plan
-from hwsim.sim.resources import CorePool, PowerBudget
+from hwsim.sim.resources import PowerBudget
 
 __all__ = [
     "PowerCapError",
@@ -48,13 +52,15 @@ class PowerCapError(ValueError):
     """A power cap below what one op or transfer draws alone: it could never run (bad input)."""
 
 
-def blocks_dram_w(chip: Chip, memory: str, blocks: Sequence[Block], dram_capacity: float) -> float:
-    """DRAM power of an op's fastest stream: its blocks' uncontended rate, when it streams
-    through the DRAM (``memory == "dram"``), at most the DRAM's bandwidth. Watts."""
-    if memory != "dram":
+def blocks_dram_w(chip: Chip, uses: Mapping[str, float], blocks: Sequence[Block], dram_capacity: float) -> float:
+    """DRAM power of an op's fastest stream: its blocks' uncontended rate times the DRAM's share
+    of each byte (``uses``, :func:`hwsim.sim.blocks.stream_uses`: 1 in a DRAM domain, the spill
+    share in an SRAM one), at most the DRAM's bandwidth. Watts."""
+    share = uses.get(DRAM_MEMORY, 0.0)
+    if share <= 0.0:
         return 0.0
     rate = max((b.bytes / (b.dur_ns * PS_PER_NS) for b in blocks if b.bytes > 0 and b.dur_ns > 0), default=0.0)
-    return dram_power_w(chip.dram, min(rate, dram_capacity))
+    return dram_power_w(chip.dram, min(rate * share, dram_capacity))
 
 
 def transfer_dram_w(chip: Chip, run_plan: Plan, j: int) -> float:
@@ -66,10 +72,10 @@ def transfer_dram_w(chip: Chip, run_plan: Plan, j: int) -> float:
     return dram_power_w(chip.dram, min(rate, run_plan.capacity_bytes_per_ps["dram"]))
 
 
-def chip_power_now(chip: Chip, pools: Mapping[str, CorePool], dram_bytes_per_ps: float) -> float:
-    """The chip's power with the cores of ``pools`` busy as they are and the DRAM streaming
-    ``dram_bytes_per_ps``: :func:`cost_models.energy.power_w`. Watts."""
-    units = ((u, sum(pools[u.name].busy)) for u in chip.units)
+def chip_power_now(chip: Chip, busy_cores: Mapping[str, Mapping[float, int]], dram_bytes_per_ps: float) -> float:
+    """The chip's power with ``busy_cores[unit][f]`` cores of each unit busy at clock factor
+    ``f`` and the DRAM streaming ``dram_bytes_per_ps``: :func:`cost_models.energy.power_w`. Watts."""
+    units = ((u, busy_cores.get(u.name, {})) for u in chip.units)
     return power_w(units, chip.dram, dram_bytes_per_ps)
 
 
@@ -133,8 +139,10 @@ def largest_solo_power_w(
     for i, name in enumerate(run_plan.names):
         k = run_plan.fixed_cores[i] or 1
         u = chip.unit(run_plan.unit[i])
-        blocks = op_blocks(op_cost(i, k), double_buffer, k)
-        w = base + unit_power_w(u, k) - unit_power_w(u, 0) + blocks_dram_w(chip, run_plan.memory[i], blocks, dram_cap)
+        cost = op_cost(i, k)
+        uses = stream_uses(cost, run_plan.memory[i])
+        blocks = op_blocks(cost, double_buffer, k)
+        w = base + unit_power_w(u, k) - unit_power_w(u, 0) + blocks_dram_w(chip, uses, blocks, dram_cap)
         if w > worst:
             worst, what = w, f"op {name!r} on {u.name}"
     for j, tr in enumerate(run_plan.transfers.transfers):

@@ -42,7 +42,11 @@ class OpRecord:
     ran with, shards included) plus ``stretch_ps``, up to a picosecond per block of rounding.
     ``wait_core_ps`` is how long it waited between being ready (its last input arrived in its
     domain; its frame admitted, for an op without inputs) and starting: its core was busy, or
-    the schedule's order for the core put another op first.
+    the schedule's order for the core put another op first. ``clock_factor`` is the clock it
+    ran at, a fraction of the nominal clock (below 1: it started while the chip was throttled,
+    :mod:`hwsim.sim.thermal`; its cores drew :func:`cost_models.energy.core_power_w` at it).
+    ``spill_bytes`` is the part of ``dram_bytes`` that is SRAM spill traffic
+    (``OpCost.spill_bytes``): streamed through the DRAM whatever the op's domain.
     """
 
     op: str
@@ -58,6 +62,8 @@ class OpRecord:
     phases: tuple[OpPhase, ...] = ()
     stretch_ps: int = 0
     wait_core_ps: int = 0
+    clock_factor: float = 1.0
+    spill_bytes: int = 0
 
     @property
     def duration_ps(self) -> int:
@@ -129,7 +135,8 @@ class OpLog:
     ``names``, ``op_types``, ``units`` and ``cores`` are per op of one frame (the graph's
     order); the other lists per instance (``frame * len(names) + op``). ``ready_ps``: when the
     instance could have started (its last input there); ``stretch_ps``: the time its streams
-    lost to bandwidth sharing (unrounded).
+    lost to bandwidth sharing (unrounded); ``clock_factor``: the clock it ran at;
+    ``spill_bytes``: its DRAM bytes that are spill traffic.
     """
 
     names: Sequence[str]
@@ -144,6 +151,8 @@ class OpLog:
     dram_bytes: list[int]
     ready_ps: list[int]
     stretch_ps: list[float]
+    clock_factor: list[float]
+    spill_bytes: list[int]
 
     @classmethod
     def empty(
@@ -154,7 +163,7 @@ class OpLog:
         n = len(names) * frames
         return cls(
             names, op_types, units, cores, [-1] * n, [-1] * n, [1] * n, [()] * n,
-            [[] for _ in range(n)], [0] * n, [-1] * n, [0.0] * n,
+            [[] for _ in range(n)], [0] * n, [-1] * n, [0.0] * n, [1.0] * n, [0] * n,
         )  # fmt: skip
 
     def unfinished(self) -> list[str]:
@@ -173,7 +182,8 @@ class OpLog:
                 self.names[i], self.op_types[i], self.units[i], self.cores[i], start,
                 self.end_ps[inst], self.dram_bytes[inst], frame, self.used_cores[inst],
                 self.tiles[inst], tuple(self.phases[inst]), round(self.stretch_ps[inst]),
-                max(0, start - ready) if ready >= 0 else 0,
+                max(0, start - ready) if ready >= 0 else 0, self.clock_factor[inst],
+                self.spill_bytes[inst],
             )  # fmt: skip
             keyed.append(((r.start_ps, r.unit, r.core, frame, i), r))
         keyed.sort(key=lambda kr: kr[0])

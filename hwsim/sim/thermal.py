@@ -10,11 +10,13 @@ temperature follows the exact exponential ``T(t) = T_inf + (T0 - T_inf) exp(-t /
 ``T_inf = T_ambient + P R``. The run starts at ambient.
 
 While ``T >= throttle_c`` the chip is throttled: an op that *starts* then runs its clock-bound
-compute at ``throttle_clock_factor`` of the clock (:func:`throttled_cost`); an op keeps the
-clock it started with. Approximations (documented in docs/power.md): power does not change with
-the clock (a busy core draws ``active_w`` throttled or not, so throttling here costs time and
-energy and cools only through idle time), overheads and memory streams are not clock-bound, and
-there is no hysteresis.
+compute at ``throttle_clock_factor`` of the clock (:func:`throttled_cost`), and its cores draw
+the power of that clock (:func:`cost_models.energy.core_power_w`: ``active_w`` times the factor,
+dynamic power at a held voltage) for the whole op; an op keeps the clock it started with, and
+the trace records it (``OpRecord.clock_factor``), so the power the engine heats the chip with is
+the power :func:`hwsim.analysis.energy.power_timeline` reads from the trace. Approximations
+(documented in docs/power.md): idle power does not change with the clock, overheads and memory
+streams are not clock-bound, and there is no hysteresis.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from dataclasses import dataclass, replace
 from chips.schema import Thermal
 from chips.units import PS_PER_S
 from cost_models.base import OpCost
+from cost_models.energy import NOMINAL_CLOCK
 
 __all__ = ["ThermalLog", "ThermalState", "throttled_cost"]
 
@@ -93,11 +96,14 @@ class ThermalState:
         """The temperature is at or above the throttle point now."""
         return self.temp_c >= self._spec.throttle_c
 
+    @property
+    def clock_factor(self) -> float:
+        """The clock an op starting now runs at, a fraction of the nominal clock."""
+        return self._spec.throttle_clock_factor if self.throttled else NOMINAL_CLOCK
+
     def cost_now(self, cost: OpCost) -> OpCost:
         """The cost an op starting now runs with: throttled while the chip is hot."""
-        if not self.throttled:
-            return cost
-        return throttled_cost(cost, self._spec.throttle_clock_factor)
+        return throttled_cost(cost, self.clock_factor)
 
     def advance(self, t0_ps: int, t1_ps: int, power_w: float) -> None:
         """Hold ``power_w`` from ``t0_ps`` to ``t1_ps``: the temperature moves along the exponential."""

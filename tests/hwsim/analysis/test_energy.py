@@ -72,14 +72,17 @@ class TestFormula:
     def test_unit_over_a_run(self) -> None:
         u = toy_chip().unit("u")
         # 80 core-ps busy at 2 W, idle for the 40 ps none of its cores ran at 0.5 W
-        assert unit_run_energy_pj(u, busy_core_ps=80, active_ps=60, span_ps=100) == 180.0
+        assert unit_run_energy_pj(u, {1.0: 80}, active_ps=60, span_ps=100) == 180.0
+        # 40 of those core-ps at half the clock draw half of active_w: 40 pJ less
+        assert unit_run_energy_pj(u, {1.0: 40, 0.5: 40}, active_ps=60, span_ps=100) == 140.0
 
     def test_power(self) -> None:
         chip = toy_chip()
         u, v = chip.unit("u"), chip.unit("v")
         assert unit_power_w(u, 0) == 0.5 and unit_power_w(u, 2) == 4.0
         # u both cores, v idle, 0.1 byte/ps through DRAM at 10 pJ/B = 1 W
-        assert power_w([(u, 2), (v, 0)], chip.dram, 0.1) == pytest.approx(5.25)
+        assert power_w([(u, {1.0: 2}), (v, {})], chip.dram, 0.1) == pytest.approx(5.25)
+        assert power_w([(u, {1.0: 1, 0.5: 1}), (v, {0.5: 0})], chip.dram, 0.1) == pytest.approx(4.25)
 
 
 class TestRunEnergy:

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import replace
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chips import Chip, chip_from_dict
 from cost_models import cost_table
+from cost_models.energy import dram_energy_pj
 from graph_ir.ir import Tensor
 from graph_ir.synthetic import random_dag
+from hwsim.analysis.analyze import analyze
+from hwsim.analysis.energy import dram_bytes_moved, dram_power_timeline, run_energy
 from hwsim.analysis.memory import (
     BYTES_PER_KIB,
     DRAM,
@@ -137,6 +142,54 @@ class TestSpills:
         assert fit.trace.makespan_ps > roomy.trace.makespan_ps
         # spilled bytes count in the DRAM, not in the SRAM domain
         assert max(v for _, v in fit.memory.steps[DRAM]) >= 16384
+
+    def test_spill_traffic_is_dram_energy_and_power(self):
+        """Spill bytes of ops in an SRAM domain are DRAM bytes of the run, priced per byte like all
+        DRAM traffic, streamed through the DRAM (its power timeline integrates to them)."""
+        g, chip, _, _, fit = self._run(20)
+        _, _, _, _, roomy = self._run(1024)
+        assert fit.memory.spills and all(chip.domain(s.domain).kind == "sram" for s in fit.memory.spills)
+        spill = sum(r.spill_bytes for r in fit.trace.ops)
+        assert spill > 0 and spill == sum(fit.table.costs[n]["cpu2"].spill_bytes for n in g.order)
+        assert all(r.spill_bytes == 0 for r in roomy.trace.ops)
+        e, e0 = run_energy(chip, fit.trace), run_energy(chip, roomy.trace)
+        assert e.dram_bytes == e0.dram_bytes + spill  # the same transfers, plus the spills
+        assert e.dram_pj == pytest.approx(e0.dram_pj + dram_energy_pj(chip.dram, spill))
+        span = fit.trace.makespan_ps
+        steps = (*dram_power_timeline(chip, fit.trace), (span, 0.0))
+        integral = sum(w * (t1 - t0) for (t0, w), (t1, _) in itertools.pairwise(steps))
+        assert integral == pytest.approx(e.dram_pj, rel=1e-6)
+        assert analyze(g, chip, fit.trace).dram_bytes == e.dram_bytes
+
+    def test_spill_energy_reaches_the_summary(self):
+        g, chip = _chain(), _sram_chip(20)
+        on_sram = {f"r{i}": ("cpu2", 0) for i in range(4)}
+        r = run_graph(g, chip, "fp32", schedule=lambda graph, table: fixed_schedule(graph, chip, table, on_sram))
+        spill = sum(rec.spill_bytes for rec in r.trace.ops)
+        assert spill > 0 and r.memory is not None and r.memory.spills
+        assert r.analysis.dram_bytes == dram_bytes_moved(chip, r.trace)
+        ops_in_dram = sum(rec.dram_bytes for rec in r.trace.ops if chip.domain(chip.unit(rec.unit).domain).kind == "dram")
+        moved = sum(x.bytes * ((chip.domain(x.src_domain).kind == "dram") + (chip.domain(x.dst_domain).kind == "dram"))
+                    for x in r.trace.transfers)  # fmt: skip
+        assert r.analysis.dram_bytes == ops_in_dram + moved + spill
+        s = build_summary(r).to_json()
+        assert s["spills"] and s["dram_bytes"] == r.analysis.dram_bytes
+        assert s["dram_energy_mj"] == pytest.approx(dram_energy_pj(chip.dram, r.analysis.dram_bytes) / 1e9, rel=1e-3)
+
+    def test_one_frame_spills_bound_a_stream_only_one_frame_in_flight(self):
+        """The documented limit: with in_flight=1 the one-frame spills keep the stream's SRAM to
+        capacity; interleaved frames hold several frames' tensors at once and pass it."""
+        g, chip = _chain(), _sram_chip(20)
+        on_sram = {f"r{i}": ("cpu2", 0) for i in range(4)}
+        cap = 20 * BYTES_PER_KIB
+        peaks = {}
+        for in_flight in (1, None):
+            r = run_graph(g, chip, "fp32", frames=4, in_flight=in_flight,
+                          schedule=lambda graph, table: fixed_schedule(graph, chip, table, on_sram))  # fmt: skip
+            assert r.memory is not None and r.stream_trace is not None
+            use = memory_use(r.graph, chip, r.table, r.stream_trace, r.memory.spilled)
+            peaks[in_flight] = max(v for _, v in use.steps["b"])
+        assert peaks[1] <= cap < peaks[None]
 
     def test_choose_spills_keeps_earlier_ones(self):
         _, chip, _, _, fit = self._run(20)
