@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -47,7 +48,7 @@ class _Export:
         self.count[key] = k + 1
         return f"{key}_{k}" if k else key
 
-    def op(self, op: str, inputs: list[str], scope: str, n_out: int = 1, **attrs: object) -> list[str]:
+    def op(self, op: str, inputs: list[str], scope: str, n_out: int = 1, **attrs: Any) -> list[str]:
         name = self._name(scope, op)
         outs = [f"{name}_output_{i}" for i in range(n_out)]
         self.nodes.append(helper.make_node(op, inputs, outs, name=name, **attrs))
