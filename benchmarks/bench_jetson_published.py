@@ -21,17 +21,36 @@ import statistics
 from pathlib import Path
 
 import doc_table
+import yolov8n_export
 
-from chips import load_chip
+from chips import Chip, load_chip
 from chips.variants import override, restrict
 from graph_ir import load_onnx
+from graph_ir.onnx_import import from_model_proto
 from hwsim.pipeline import run_graph
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "fidelity_gpu.md"
 DATA = ROOT / "tests" / "data" / "jetson_orin_nano_published.csv"
-#: The JetPack 6.2 "Super" MAXN mode as ``--set`` assignments.
-MAXN_SUPER = ("gpu.clock_mhz=1020", "cpu.clock_mhz=1700", "dram.bandwidth_gbps=102")
+#: The Orin Nano 8GB (P3767-0003) power modes as ``--set`` bundles over the chip file (which is
+#: the pre-Super 15 W mode). Clocks from NVIDIA's nvpmodel files for that module
+#: (``nvpmodel_p3767_0003.conf`` and ``nvpmodel_p3767_0003_super.conf``, JetPack 6.x; copies in
+#: LineageOS/android_device_nvidia_concord ``nvpmodel/``); MAXN SUPER leaves every clock at its
+#: maximum: GPU 1020 MHz, CPU 1.7 GHz, EMC 3199 MHz = 102 GB/s (Super developer kit datasheet).
+#: EMC 2133 MHz = LPDDR5 4266 MT/s x 16 B = 68 GB/s; 3199 MHz = 102 GB/s.
+POWER_MODES: dict[str, tuple[str, ...]] = {
+    "7W (pre-Super)": (  # 4 CPU cores at 960 MHz, GPU 408 MHz on 2 TPCs (TPC_PG_MASK 252) = 4 SMs
+        "gpu.clock_mhz=408", "gpu.compute_units=4", "cpu.cores=4", "cpu.clock_mhz=960",
+    ),
+    "15W (pre-Super, the chip file)": (),
+    "15W (Super)": ("gpu.clock_mhz=612", "cpu.clock_mhz=1497.6"),  # EMC 2133 MHz
+    "25W (Super)": ("gpu.clock_mhz=918", "cpu.clock_mhz=1344", "dram.bandwidth_gbps=102"),
+    "MAXN_SUPER": ("gpu.clock_mhz=1020", "cpu.clock_mhz=1700", "dram.bandwidth_gbps=102"),
+}  # fmt: skip
+#: The JetPack 6.2 "Super" MAXN mode, the mode of the three YOLOv8n TensorRT figures.
+MAXN_SUPER = POWER_MODES["MAXN_SUPER"]
+#: The held-out export (benchmarks/yolov8n_export.py), compared in MAXN SUPER.
+EXPORT = "yolov8n (torch-style export)"
 #: (model, precision) the one fitted value (the GPU's op_overhead_ns) was fitted on.
 FITTED = ("yolov8n", "fp16")
 
@@ -73,6 +92,7 @@ def table() -> str:
             f"| {row['model']} | {row['precision']} | {ms_15w:.2f} | {ms_super:.2f} | {ms_pub:.2f} | "
             f"{row['power_mode']} | {err:+.1%} | {role} |"
         )
+    lines += export_rows(super_chip, held_out)
     lines.append("")
     if held_out:
         lines.append(
@@ -81,6 +101,35 @@ def table() -> str:
         )
     if missing:
         lines.append(f"Not simulated (no model in examples/models): {'; '.join(missing)}.")
+    return "\n".join(lines)
+
+
+def export_rows(super_chip: Chip, held_out: list[float]) -> list[str]:
+    """The YOLOv8n rows again on the independently written export (held out, MAXN SUPER)."""
+    graph = from_model_proto(yolov8n_export.build(), "yolov8n_export", "yolov8n_export")
+    rows = []
+    for row in published():
+        if row["model"] != "yolov8n":
+            continue
+        ms = run_graph(graph, super_chip, row["precision"]).analysis.latency_ms
+        err = ms / float(row["ms"]) - 1
+        held_out.append(err)
+        rows.append(
+            f"| {EXPORT} | {row['precision']} | | {ms:.2f} | {row['ms']} | {row['power_mode']} | "
+            f"{err:+.1%} | held out |"
+        )
+    return rows
+
+
+def power_mode_table() -> str:
+    """YOLOv8n fp16 (GPU alone) in every power mode: what the mode alone changes."""
+    full = load_chip("jetson_orin_nano")
+    graph = load_onnx(ROOT / "examples" / "models" / "yolov8n.onnx")
+    lines = ["| power mode | --set | YOLOv8n int8 / fp16 / fp32 ms |", "|---|---|---|"]
+    for mode, sets in POWER_MODES.items():
+        chip = restrict(override(full, list(sets)), "gpu")
+        ms = [run_graph(graph, chip, p).analysis.latency_ms for p in ("int8", "fp16", "fp32")]
+        lines.append(f"| {mode} | `{' '.join(sets) or '(none)'}` | {' / '.join(f'{m:.2f}' for m in ms)} |")
     return "\n".join(lines)
 
 
