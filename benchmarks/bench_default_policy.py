@@ -35,8 +35,8 @@ from onnx import TensorProto
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 
-import make_models as mm  # noqa: E402  (examples/ is not a package)
-from make_models import GraphBuilder  # noqa: E402
+import make_models as mm
+from make_models import GraphBuilder
 
 
 def _yolov8(name: str, depth: float, width: float, img: int) -> onnx.ModelProto:

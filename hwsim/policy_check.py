@@ -30,8 +30,8 @@ from cost_models.mapping import OpMapping
 from cost_models.table import CostTable
 from graph_ir.ir import ModelError, ModelGraph
 from hwsim.analysis.energy import run_energy
-from hwsim.sim.engine import EngineOptions, Trace, simulate
 from hwsim.replan import replan
+from hwsim.sim.engine import EngineOptions, Trace, simulate
 from hwsim.sim.power import PowerCapError
 from scheduler import DEFAULT_POLICY, POLICIES, Schedule, get_policy
 
