@@ -47,6 +47,9 @@ MAX_PROBES = 3
 #: ... and within this factor of the fastest (the engine runs a unit alone up to ~2x faster
 #: than planned, when it splits each op over the unit's cores).
 PROBE_FACTOR = 2.5
+#: Above this many ops (each round re-times and simulates the whole graph: seconds at 10k ops)
+#: one probe and one re-plan only.
+LARGE_OPS = 5000
 
 
 @dataclass(slots=True)
@@ -138,6 +141,8 @@ def replan(
     simulated by ``simulate`` (None: the run ruled it out, e.g. a power cap). Stops early when
     a re-plan repeats a placement already simulated or is ruled out."""
     problem = problem_from_graph(graph, chip, table, colocated=len(graph.order) <= COLOCATED_MAX_OPS)
+    large = len(graph.order) > LARGE_OPS
+    rounds = min(rounds, 1) if large else rounds
     solve = get_policy(DEFAULT_POLICY).solve
     assert solve is not None  # the default is a problem policy
     out = [first]
@@ -145,7 +150,7 @@ def replan(
     tried = {_placement(first.schedule)}
     # Probes: every unit alone (its single-unit schedule) that the plan puts within
     # PROBE_FACTOR of the best, as the engine runs it (ops split over idle cores, no transfers).
-    for probe in _probes(graph, chip, table, problem):
+    for probe in _probes(graph, chip, table, problem)[: 1 if large else MAX_PROBES]:
         if _placement(probe) not in tried and (got := simulate(probe)) is not None:
             tried.add(_placement(probe))
             seen.learn(problem, chip, got.trace)
