@@ -30,6 +30,7 @@ from cost_models.mapping import OpMapping
 from cost_models.table import CostTable
 from graph_ir.ir import ModelError, ModelGraph
 from hwsim.analysis.energy import run_energy
+from hwsim.replan import replan
 from hwsim.sim.engine import EngineOptions, Trace, simulate
 from hwsim.sim.power import PowerCapError
 from scheduler import DEFAULT_POLICY, POLICIES, Schedule, get_policy
@@ -202,6 +203,50 @@ def _simulate(
     return _Sim(name, sched, fusion.table, fusion, trace, finish)
 
 
+def simulate_candidate(
+    name: str,
+    graph: ModelGraph,
+    chip: Chip,
+    table: CostTable,
+    sched: Schedule,
+    options: EngineOptions | None = None,
+    fuse: str = "auto",
+) -> _Sim:
+    """Simulate one candidate schedule as :func:`choose_schedule` does (fusion ``fuse`` applied)."""
+    return _simulate(name, graph, chip, table, sched, options, fuse, ())
+
+
+def default_schedule(
+    graph: ModelGraph, chip: Chip, table: CostTable, options: EngineOptions | None = None, fuse: str = "auto"
+) -> _Sim:
+    """The default policy's own schedule (re-planned with what the engine observed,
+    :func:`hwsim.replan.replan`), simulated: before any comparison with the baselines."""
+
+    def sim(sched: Schedule) -> _Sim:
+        return _simulate(DEFAULT_POLICY, graph, chip, table, sched, options, fuse, ())
+
+    return _replanned(graph, chip, table, POLICIES[DEFAULT_POLICY](graph, chip, table), sim)
+
+
+def _replanned(
+    graph: ModelGraph, chip: Chip, table: CostTable, first: Schedule, sim: Callable[[Schedule], _Sim]
+) -> _Sim:
+    """The fastest simulated of the default's first schedule and its re-plans (the first on ties)."""
+
+    def ruled_out_is_none(sched: Schedule) -> _Sim | None:
+        try:
+            return sim(sched)
+        except PowerCapError:
+            return None
+
+    tried = replan(graph, chip, table, sim(first), ruled_out_is_none)
+    best = tried[0]
+    for s in tried[1:]:
+        if s.latency_ms < best.latency_ms:
+            best = s
+    return best
+
+
 def with_mapped_cores(sched: Schedule, mapping: Mapping[str, OpMapping]) -> Schedule:
     """``sched`` with each mapped op's ``cores`` knob as its placement's ``cores``."""
     cores = {n: m.cores for n, m in mapping.items() if m.cores is not None and n in sched.placements}
@@ -275,7 +320,10 @@ def choose_schedule(
     for name in names:
         sched = POLICIES[name](graph, chip, table)
         try:
-            s = sim(name, sched)
+            if name == DEFAULT_POLICY:
+                s = _replanned(graph, chip, table, sched, lambda x: sim(DEFAULT_POLICY, x))
+            else:
+                s = sim(name, sched)
         except PowerCapError as exc:  # the cap rules this candidate out; the others may still run
             ruled_out.append(exc)
             continue

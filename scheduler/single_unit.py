@@ -17,23 +17,30 @@ from scheduler.problem import Problem, Solution, priority_order
 from scheduler.ranks import upward_rank
 from scheduler.schedule import Schedule
 
-__all__ = ["single_unit", "single_unit_list", "single_unit_list_model", "single_unit_reasons"]
+__all__ = ["single_unit", "single_unit_each", "single_unit_list", "single_unit_list_model", "single_unit_reasons"]
 
 
 def single_unit(problem: Problem, insertion: bool = True) -> Solution:
     """Schedule ``problem`` on its best single unit (``insertion``: tasks may fill idle gaps)."""
-    order = priority_order(problem, upward_rank(problem))
     best: Solution | None = None
+    for s in single_unit_each(problem, insertion):
+        if best is None or s.makespan_ns < best.makespan_ns:
+            best = s
+    return best if best is not None else list_schedule(problem, priority_order(problem, upward_rank(problem)), insertion=insertion)
+
+
+def single_unit_each(problem: Problem, insertion: bool = True) -> list[Solution]:
+    """Per unit, in the problem's order: everything on that unit, tasks it cannot run on their
+    fastest unit (``insertion``: tasks may fill idle gaps)."""
+    order = priority_order(problem, upward_rank(problem))
+    out = []
     for u in range(problem.n_units):
         fixed: list[int | None] = []
         for i, caps in enumerate(problem.capable):
             row = problem.exec_list[i]
             fixed.append(u if u in caps else min(caps, key=lambda v: (row[v], v)))
-        s = list_schedule(problem, order, fixed=fixed, insertion=insertion)
-        if best is None or s.makespan_ns < best.makespan_ns:
-            best = s
-    assert best is not None or problem.n_units == 0
-    return best if best is not None else list_schedule(problem, order, insertion=insertion)
+        out.append(list_schedule(problem, order, fixed=fixed, insertion=insertion))
+    return out
 
 
 def single_unit_reasons(problem: Problem, sol: Solution) -> tuple[str, ...]:

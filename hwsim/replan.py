@@ -1,0 +1,181 @@
+"""Re-planning the default policy with what the engine observed.
+
+The default search (:mod:`scheduler.affinity_locality`) plans on an abstract problem: each op
+takes its cost-table time on one core, transfers never queue, DRAM is never shared. The
+engine differs both ways: it splits an op over a unit's idle cores (an NPU with three cores
+runs a chain of convs up to three times faster than planned) and stretches ops and transfers
+that share DRAM bandwidth or wait for a DMA channel. A plan made with the table's times can
+therefore prefer a split over several units that the engine runs slower than one unit alone.
+
+:func:`replan` closes the loop: simulate the search's schedule, take every op's observed time
+(contention, splitting and queueing included) and every transfer's, re-run the search on the
+problem with those times (ops and links never observed keep their plan, scaled by what was
+observed on the same unit / link), simulate the new schedule, and repeat for
+:data:`REPLAN_ROUNDS` rounds, every observation kept; the schedule with the shortest simulated
+makespan wins (the first on ties).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
+
+import numpy as np
+
+from chips.schema import Chip
+from chips.units import PS_PER_NS
+from cost_models.table import CostTable
+from graph_ir.ir import ModelGraph
+from hwsim.sim.engine import Trace
+from scheduler import DEFAULT_POLICY, Schedule, get_policy
+from scheduler.onnx_policies import (
+    COLOCATED_MAX_OPS,
+    model_options,
+    problem_from_graph,
+    schedule_from_solution,
+)
+from scheduler.problem import Problem, make_problem
+from scheduler.single_unit import single_unit_each
+
+__all__ = ["REPLAN_ROUNDS", "Observed", "Simulated", "observed_problem", "replan"]
+
+#: Re-planning rounds after the first plan (each one search and one simulation).
+REPLAN_ROUNDS = 3
+#: Units alone probed before re-planning: at most this many, the ones planned fastest ...
+MAX_PROBES = 3
+#: ... and within this factor of the fastest (the engine runs a unit alone up to ~2x faster
+#: than planned, when it splits each op over the unit's cores).
+PROBE_FACTOR = 2.5
+#: Above this many ops (each round re-times and simulates the whole graph: seconds at 10k ops)
+#: one probe and one re-plan only.
+LARGE_OPS = 5000
+
+
+@dataclass(slots=True)
+class Observed:
+    """What the engine showed so far: op run times (ns) by ``(task, unit)`` index, and per edge
+    ``(producer task, consumer task)`` the observed transfer time (queueing included) over the
+    planned one; the latest observation wins."""
+
+    exec_ns: dict[tuple[int, int], float] = field(default_factory=dict)
+    edge_ratio: dict[tuple[int, int], float] = field(default_factory=dict)
+
+    def learn(self, problem: Problem, chip: Chip, trace: Trace) -> None:
+        """Record the first frame's op and transfer times of ``trace`` (a run of ``problem``'s
+        graph on ``chip``; its domains indexed as :func:`scheduler.onnx_policies.problem_from_graph` does)."""
+        task = {name: i for i, name in enumerate(problem.tasks)}
+        unit = {name: u for u, name in enumerate(problem.units)}
+        dom = {d.name: k for k, d in enumerate(chip.domains)}
+        for r in trace.ops:
+            if r.frame == 0 and r.op in task:
+                self.exec_ns[task[r.op], unit[r.unit]] = r.duration_ps / PS_PER_NS
+        for t in trace.transfers:
+            if t.frame or t.producer not in task:
+                continue
+            a, b = dom[t.src_domain], dom[t.dst_domain]
+            planned = t.bytes * float(problem.comm_scale[a, b]) + float(problem.comm_lat[a, b])
+            if planned <= 0:
+                continue
+            ratio = (t.end_ps - t.queued_ps) / PS_PER_NS / planned
+            for c in t.consumers:
+                if c in task:
+                    self.edge_ratio[task[t.producer], task[c]] = ratio
+
+
+def _unit_ratios(problem: Problem, seen: Mapping[tuple[int, int], float]) -> np.ndarray:
+    """Per unit: observed time / planned time over the ops observed on it (1 where none)."""
+    obs = np.zeros(problem.n_units)
+    plan = np.zeros(problem.n_units)
+    for (i, u), ns in seen.items():
+        obs[u] += ns
+        plan[u] += problem.exec_ns[i, u]
+    return np.where(plan > 0, obs / np.where(plan > 0, plan, 1.0), 1.0)
+
+
+def observed_problem(problem: Problem, seen: Observed) -> Problem:
+    """``problem`` with the observed times: an op's own on a unit where it ran, else its plan
+    scaled by its unit's observed/planned ratio; an edge's volume rescaled so that crossing
+    domains takes the observed time (edges never observed keep theirs)."""
+    ex = problem.exec_ns * _unit_ratios(problem, seen.exec_ns)[None, :]
+    for (i, u), ns in seen.exec_ns.items():
+        ex[i, u] = ns
+    ex[~np.isfinite(problem.exec_ns)] = np.inf
+    edges = [(i, j, vol * seen.edge_ratio.get((i, j), 1.0)) for i, succ in enumerate(problem.succs) for j, vol in succ]
+    return make_problem(
+        problem.tasks,
+        problem.units,
+        ex,
+        edges,
+        kinds=problem.kinds,
+        cores=problem.cores,
+        unit_domain=problem.unit_domain,
+        comm_scale=problem.comm_scale,
+        comm_lat=problem.comm_lat,
+        affinity=problem.affinity,
+    )
+
+
+class Simulated(Protocol):
+    """A simulated schedule (:class:`hwsim.policy_check` keeps one per candidate)."""
+
+    @property
+    def schedule(self) -> Schedule: ...
+
+    @property
+    def trace(self) -> Trace: ...
+
+
+S = TypeVar("S", bound=Simulated)
+
+
+def replan(
+    graph: ModelGraph,
+    chip: Chip,
+    table: CostTable,
+    first: S,
+    simulate: Callable[[Schedule], S | None],
+    rounds: int = REPLAN_ROUNDS,
+) -> list[S]:
+    """``first`` (the default policy's simulated schedule) and up to ``rounds`` re-plans, each
+    simulated by ``simulate`` (None: the run ruled it out, e.g. a power cap). Stops early when
+    a re-plan repeats a placement already simulated or is ruled out."""
+    problem = problem_from_graph(graph, chip, table, colocated=len(graph.order) <= COLOCATED_MAX_OPS)
+    large = len(graph.order) > LARGE_OPS
+    rounds = min(rounds, 1) if large else rounds
+    solve = get_policy(DEFAULT_POLICY).solve
+    assert solve is not None  # the default is a problem policy
+    out = [first]
+    seen = Observed()
+    tried = {_placement(first.schedule)}
+    # Probes: every unit alone (its single-unit schedule) that the plan puts within
+    # PROBE_FACTOR of the best, as the engine runs it (ops split over idle cores, no transfers).
+    for probe in _probes(graph, chip, table, problem)[: 1 if large else MAX_PROBES]:
+        if _placement(probe) not in tried and (got := simulate(probe)) is not None:
+            tried.add(_placement(probe))
+            seen.learn(problem, chip, got.trace)
+            out.append(got)
+    for _ in range(rounds):
+        seen.learn(problem, chip, out[-1].trace)
+        p2 = observed_problem(problem, seen)
+        solved = solve(p2, model_options())
+        sched = schedule_from_solution(graph, chip, table, p2, solved.solution, solved.label, solved.reasons)
+        key = _placement(sched)
+        if key in tried:
+            break
+        tried.add(key)
+        got = simulate(sched)
+        if got is None:
+            break
+        out.append(got)
+    return out
+
+
+def _probes(graph: ModelGraph, chip: Chip, table: CostTable, problem: Problem) -> list[Schedule]:
+    each = sorted(single_unit_each(problem), key=lambda s: s.makespan_ns)
+    keep = [s for s in each[:MAX_PROBES] if s.makespan_ns <= PROBE_FACTOR * each[0].makespan_ns]
+    return [schedule_from_solution(graph, chip, table, problem, s, DEFAULT_POLICY) for s in keep]
+
+
+def _placement(sched: Schedule) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((n, p.unit) for n, p in sched.placements.items()))
