@@ -14,7 +14,7 @@ from hwsim.report.summary import Summary, build_summary, requested_policy
 from hwsim.report.terminal import format_summary
 from tests.helpers import MODELS, ROOT
 
-YOLO = ROOT / "examples" / "models" / "yolov5n.onnx"
+YOLO = ROOT / "examples" / "models" / "yolov5s.onnx"
 
 #: summary.json's keys for a one-frame run checked through the engine, in their order.
 KEYS = [
@@ -36,17 +36,17 @@ FRAME_KEYS = [
 
 @pytest.fixture(scope="module")
 def yolo() -> RunResult:
-    return run("rk3588", YOLO)
+    return run("edge8", YOLO)
 
 
 def test_policy_names_the_kept_schedule(yolo: RunResult) -> None:
     c = yolo.choice
     assert c is not None and c.checked
-    # recorded after issue 15's lockstep NPU cores: the engine check keeps single-unit for YOLOv5n on RK3588
+    # after issue 15's re-planned default: the engine check still keeps single-unit for YOLOv5s on edge8
     assert c.winner == "single-unit" and c.policy == "affinity-locality"
     s = build_summary(yolo)
     assert (s.policy, s.requested_policy) == ("single-unit", "affinity-locality") == (yolo.schedule.policy, requested_policy(yolo))
-    assert format_summary(s).splitlines()[0] == "hwsim: yolov5n on rk3588 (int8, single-unit)"
+    assert format_summary(s).splitlines()[0] == "hwsim: yolov5s on edge8 (int8, single-unit)"
 
 
 def test_to_json_is_plain_ordered_and_round_trips(yolo: RunResult) -> None:
@@ -96,13 +96,13 @@ def test_frame_fields_only_with_frames() -> None:
 
 def test_cli_writes_and_prints_the_kept_policy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "r"
-    assert main(["run", "rk3588", str(YOLO), "--out", str(out), "--no-plots", "--json"]) == 0
+    assert main(["run", "edge8", str(YOLO), "--out", str(out), "--no-plots", "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
     written = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert printed == written
     assert (written["policy"], written["requested_policy"]) == ("single-unit", "affinity-locality")
-    assert main(["run", "rk3588", str(YOLO), "--out", str(out), "--no-plots", "--policy", "heft"]) == 0
-    assert capsys.readouterr().out.splitlines()[0] == "hwsim: yolov5n on rk3588 (int8, heft)"
+    assert main(["run", "edge8", str(YOLO), "--out", str(out), "--no-plots", "--policy", "heft"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "hwsim: yolov5s on edge8 (int8, heft)"
     written = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert (written["policy"], written["requested_policy"]) == ("heft", "heft")
 
