@@ -256,12 +256,14 @@ def test_more_cus_or_higher_clock_is_never_slower(
 # ---------------------------------------------------------------- published figures
 DATA = DATA / "jetson_orin_nano_published.csv"
 MODELS = ROOT / "examples" / "models"
-MAXN_SUPER = ["gpu.clock_mhz=1020", "cpu.clock_mhz=1700", "dram.bandwidth_gbps=102"]
+MAXN_SUPER = [
+    "gpu.clock_mhz=1020", "cpu.clock_mhz=1700", "dram.bandwidth_gbps=102", "gpu.mem_bandwidth_gbps=76.1",
+]
 
 
 def test_yolov8n_maxn_super_against_tensorrt() -> None:
     """fp16 is the one fitted row (op_overhead_ns): it must match; int8 and fp32 are held
-    out and must stay within the errors docs/fidelity_gpu.md reports (-4 % and -21 %)."""
+    out and must stay within the errors docs/fidelity_gpu.md reports (-8 % and -17 %)."""
     rows = [
         r
         for r in csv.DictReader(
@@ -274,4 +276,4 @@ def test_yolov8n_maxn_super_against_tensorrt() -> None:
     err = {p: run_graph(graph, chip, p).analysis.latency_ms / ms - 1 for p, ms in published.items()}
     assert abs(err["fp16"]) < 0.02
     assert abs(err["int8"]) < 0.10
-    assert -0.30 < err["fp32"] < 0
+    assert -0.20 < err["fp32"] < 0
