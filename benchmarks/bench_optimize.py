@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from hwsim.cli import main as hwsim_main  # noqa: E402
+from hwsim.cli import main as hwsim_main
 
 MODELS = sorted((ROOT / "examples" / "models").glob("*.onnx"))
 CHIPS = sorted(p.stem for p in (ROOT / "chips").glob("*.yaml"))
