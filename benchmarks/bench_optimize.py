@@ -38,6 +38,15 @@ CHIPS = sorted(p.stem for p in (ROOT / "chips").glob("*.yaml"))
 QUICK_MODELS = ("mobilenetv2", "resnet18", "mlp_mnist")
 DOC = ROOT / "docs" / "optimize.md"
 HEADING = "## Measured: optimized vs default"
+PREAMBLE = """\
+Each bundled model on each bundled chip: `hwsim optimize` with a fixed budget and seed and a fresh
+experience database per pair (no transfer, nothing resumed), against a plain `hwsim run`. *default
+ms* is `hwsim run CHIP MODEL`; *optimized ms* is `hwsim run CHIP OUTDIR/model.onnx --schedule
+OUTDIR/schedule.json`, the replay of the best found (a replay that disagreed with `summary.json`
+would be flagged in bold); *search s* is `summary.json`'s seconds (2 workers on a shared, loaded
+2-core machine); *what changed*: the best's rewrite passes, then its per-op knobs counted over the
+ops they were set on (a `unit=` knob pins an op, often to the unit it ran on already).
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     foot = f"\n{len(lines) - 2} pairs in {total_s / 60:.1f} min wall (`{cmd}`)."
     print(foot)
     if args.write_doc:
-        replace_section(DOC, HEADING, "\n".join(lines) + "\n" + foot)
+        replace_section(DOC, HEADING, PREAMBLE + "\n" + "\n".join(lines) + "\n" + foot)
     return 0
 
 

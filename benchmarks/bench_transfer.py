@@ -51,6 +51,20 @@ from chips.variants import override
 
 DOC = ROOT / "docs" / "optimize.md"
 HEADING = "## Measured: transfer on the rk3588 family"
+PREAMBLE = """\
+The family: `rk3588` and six variants of it (NPU clock x0.75 / x1.25, NPU SRAM per core x0.5 / x2,
+2 NPU cores instead of 3, DRAM bandwidth x0.5), each written as a chip file. For a target T and a
+model M, *cold* is `hwsim optimize T M` on an empty database; *transfer* is the same search with
+`--transfer-from auto` on a fresh database holding the cold searches of M on every other family
+member. **Held out: T's own trials are never in the database** (leave-one-out); in the *other
+models* rows M's trials are held out too (the database holds the other models' searches on the
+other members). Same budget and seed for both. *Trials to 95 %*: 1 + the number of the first trial
+whose best-so-far latency is <= b - 0.95 (b - C), b the baseline (trial 0, a plain `hwsim run`),
+C the cold search's best; the baseline counts as a trial, as `--budget` counts it, so the fewest
+possible is 2. *Ratio*: cold trials / transfer trials. *Transferred hits*: trials logged
+`transferred` that beat b / trials logged `transferred`. Target of issue 16: >= 10x
+(published learned-cost-model transfer: 4.7x-9.1x).
+"""
 MODELS = ("resnet18", "yolov8n", "mobilenetv2")
 #: variant name -> (field, factor on the base chip's value)
 VARIANTS = {
@@ -235,7 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(curves, indent=1), encoding="utf-8")
     if args.write_doc:
-        replace_section(DOC, HEADING, "\n".join(lines) + "\n" + foot)
+        replace_section(DOC, HEADING, PREAMBLE + "\n" + "\n".join(lines) + "\n" + foot)
     return 0
 
 
