@@ -31,17 +31,13 @@ sys.path.insert(0, str(ROOT))
 import yaml
 
 from chips.schema import chip_from_dict
+from hwsim.host.calibrate_host import CALIBRATION_MODELS
 from hwsim.host.calibration import apply, fit, write_calibration
 from hwsim.host.fingerprint import measure_host, reference_gflops, write_chip
 from hwsim.host.validate import Validation, merge_rounds, op_type_rows, repredict, validate_model
 
-#: Models calibration is fit on, one per family of ops: a plain CNN, a detector, a transformer,
-#: RNNs (LSTM and GRU), an MLP, and the audio model, the only one with an STFT (held out, it was
-#: 41-43 % fast in every run: onnxruntime's STFT kernel runs at ~3 GFLOP/s and nothing else
-#: tells calibration so), and MobileNetV1, a depthwise-separable CNN: depthwise convolutions
-#: run on a kernel of their own (``DepthwiseConv``), and without one in the set their efficiency
-#: was a guess (MobileNetV2's held out ran 30 % slower than it). MobileNetV2 stays held out.
-CALIBRATION = ("resnet18", "yolov8n", "bert_base", "lstm_gru", "mlp_mnist", "audio_kws", "mobilenetv1")
+#: The calibration set (why each model is in it: :data:`hwsim.host.calibrate_host.CALIBRATION_MODELS`).
+CALIBRATION = CALIBRATION_MODELS
 
 
 def _row(name: str, v: Validation, held: bool) -> str:

@@ -27,6 +27,15 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--threads", type=int, help="threads for the multi-thread figures and the chip's cores (default: all)")
     p.add_argument("--name", default="host", help="chip name in the file (default: host)")
     p.add_argument("--quick", action="store_true", help="small sizes, a few seconds (a smoke test, noisy figures)")
+    p.add_argument("--calibrate", action="store_true",
+                   help="also fit the calibration on the bundled models, in rounds until two agree; "
+                        "the chip file includes it")  # fmt: skip
+    p.add_argument("--models", nargs="+", type=Path, metavar="MODEL",
+                   help="with --calibrate: ONNX models to fit on (default: the bundled calibration set)")  # fmt: skip
+    p.add_argument("--max-seconds", type=float, default=300.0,
+                   help="with --calibrate: start no round that would end past this (default 300; two rounds always run)")  # fmt: skip
+    p.add_argument("--target-spread", type=float, default=0.05,
+                   help="with --calibrate: stop when the two best rounds' predictions agree this well (default 0.05)")  # fmt: skip
     add_debug(p)
 
 
@@ -38,6 +47,10 @@ def main(args: argparse.Namespace) -> int:
         raise FingerprintError(f"--threads {args.threads}: this machine has {os.cpu_count()} logical CPUs")
     if not args.out.parent.is_dir():
         raise FingerprintError(f"{args.out}: folder {args.out.parent} does not exist")
+    if args.calibrate:
+        return _calibrate(args)
+    if args.models is not None:
+        raise FingerprintError("--models: only with --calibrate")
     try:
         fp = measure_host(args.threads, quick=args.quick)
     except MeasureError as exc:
@@ -46,4 +59,61 @@ def main(args: argparse.Namespace) -> int:
     print("\n".join(line for line in chip_yaml(fp, args.name).splitlines()
                     if line.startswith("#") and "fingerprint-json" not in line))  # fmt: skip
     print(f"wrote {args.out}")
+    return 0
+
+
+def _calibrate_models(args: argparse.Namespace) -> list[Path]:
+    from hwsim.host.calibrate_host import bundled_models
+
+    if not args.max_seconds > 0:
+        raise FingerprintError(f"--max-seconds {args.max_seconds}: must be positive")
+    if not 0 < args.target_spread < 1:
+        raise FingerprintError(f"--target-spread {args.target_spread}: must be between 0 and 1 (0.05 is 5 %)")
+    if args.models is None:
+        try:
+            return bundled_models(args.quick)
+        except FileNotFoundError as exc:
+            raise FingerprintError(str(exc)) from None
+    for m in args.models:
+        if not m.is_file():
+            raise FingerprintError(f"{m}: file not found")
+    return list(args.models)
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    """``--calibrate``: rounds of fingerprint + calibration; the least disturbed one is written."""
+    from functools import partial
+
+    from hwsim.host.calibrate_host import (
+        HostRound,
+        measure_round,
+        run_rounds,
+        spread_between,
+        write_calibrated_chip,
+    )
+
+    models = _calibrate_models(args)
+    print(f"fingerprint + calibration on {len(models)} model(s) ({', '.join(m.stem for m in models)}), "
+          f"rounds until the two best agree within {args.target_spread:.0%} or {args.max_seconds:.0f} s pass")  # fmt: skip
+
+    def progress(i: int, r: HostRound, seconds: float) -> None:
+        preds = ", ".join(f"{m} {ns / 1e6:.2f}" for m, ns in r.predicted_ns.items())
+        print(f"round {i}: {seconds:.0f} s, fp32 MatMul {r.fingerprint.matmul_gflops_1t.get('fp32', 0.0):.1f} GFLOP/s, "
+              f"op_overhead_ns {r.fit.op_overhead_ns:.0f}; calibrated prediction ms: {preds}", flush=True)  # fmt: skip
+
+    try:
+        result = run_rounds(partial(measure_round, models, args.threads, args.quick, args.name), args.max_seconds,
+                            args.target_spread, on_round=progress)  # fmt: skip
+    except MeasureError as exc:
+        raise FingerprintError(f"fingerprint --calibrate: {exc}") from None
+    kept, other = result.kept, result.rounds[result.runner_up]
+    diffs = spread_between(kept.predicted_ns, other.predicted_ns)
+    print(f"\nkept round {result.best + 1} of {len(result.rounds)} (lowest measured times); "
+          f"runner-up round {result.runner_up + 1}")  # fmt: skip
+    print(f"{'model':<16} {'measured':>11} {'predicted':>11} {'vs runner-up':>13}")
+    for m, ns in kept.predicted_ns.items():
+        print(f"{m:<16} {kept.measured_ns[m] / 1e6:>8.3f} ms {ns / 1e6:>8.3f} ms {diffs.get(m, float('nan')):>12.1%}")
+    print(f"spread: up to {result.spread:.1%} ({result.worst_model}), median {result.median_spread:.1%}; {result.reason}")
+    write_calibrated_chip(result, args.out, args.name, args.target_spread)
+    print(f"wrote {args.out} (fingerprint and calibration in one file)")
     return 0

@@ -44,7 +44,7 @@ from chips.schema import Chip, chip_from_dict
 from graph_ir.categories import GEMM_CATEGORIES
 from hwsim.host.validate import Validation
 
-__all__ = ["CalibrationFit", "apply", "fit", "timed_over_profiled", "typical_ratio", "write_calibration"]
+__all__ = ["CalibrationFit", "apply", "fit", "fit_comments", "timed_over_profiled", "typical_ratio", "write_calibration"]
 
 #: A kernel counts as dispatch-bound when its roofline is under this fraction of its time...
 TINY_ROOF_FRACTION = 0.02
@@ -173,6 +173,17 @@ def apply(chip: Chip, fit_: CalibrationFit) -> Chip:
     return chip_from_dict(data, source=f"{chip.name} (calibrated)")
 
 
+def fit_comments(fit_: CalibrationFit) -> list[str]:
+    """YAML comment lines saying what ``fit_`` was fit on (models, kernels per op type)."""
+    lines = [
+        f"# fit on {len(fit_.models)} models: {', '.join(fit_.models)}",
+        "# kernels per op type: " + ", ".join(f"{t} {n}" for t, n in sorted(fit_.kernels.items())),
+    ]
+    if fit_.faster_than_roofline:
+        lines.append("# faster than their roofline (capped at 1): " + ", ".join(fit_.faster_than_roofline))
+    return lines
+
+
 def write_calibration(fit_: CalibrationFit, chip_name: str, out: Path) -> None:
     """Write the calibration YAML atomically (validated against the schema first)."""
     from chips.schema import Calibration
@@ -182,12 +193,9 @@ def write_calibration(fit_: CalibrationFit, chip_name: str, out: Path) -> None:
     Calibration.model_validate(data)
     head = [
         f"# Written by `hwsim validate --calibrate` on {_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds')}",
-        f"# fit on {len(fit_.models)} models: {', '.join(fit_.models)}",
-        "# kernels per op type: " + ", ".join(f"{t} {n}" for t, n in sorted(fit_.kernels.items())),
+        *fit_comments(fit_),
+        f"# include it from the chip YAML with:  calibration: {out.name}",
     ]
-    if fit_.faster_than_roofline:
-        head.append("# faster than their roofline (capped at 1): " + ", ".join(fit_.faster_than_roofline))
-    head.append(f"# include it from the chip YAML with:  calibration: {out.name}")
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text("\n".join(head) + "\n" + yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     os.replace(tmp, out)

@@ -26,6 +26,7 @@ import os
 import platform
 import statistics
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -407,8 +408,15 @@ def chip_data(fp: Fingerprint, name: str = "host") -> dict[str, Any]:
     }  # fmt: skip
 
 
-def chip_yaml(fp: Fingerprint, name: str = "host") -> str:
-    """Chip YAML text; the measurements ride along as comments and one ``# fingerprint-json:`` line."""
+def chip_yaml(
+    fp: Fingerprint, name: str = "host", comments: Sequence[str] = (), unit_fields: Mapping[str, Any] | None = None
+) -> str:
+    """Chip YAML text; the measurements ride along as comments and one ``# fingerprint-json:`` line.
+
+    ``comments`` (each starting with ``#``) go after the measurements; ``unit_fields`` replace the
+    CPU unit's fields (an ``efficiency`` mapping is merged into the fingerprint's): a calibration
+    written into the chip itself (``hwsim fingerprint --calibrate``).
+    """
     import yaml
 
     lines = [
@@ -436,17 +444,26 @@ def chip_yaml(fp: Fingerprint, name: str = "host") -> str:
     for n in fp.notes:
         lines.append(f"#   note: {n}")
     record = {k: getattr(fp, k) for k in Fingerprint.__slots__}  # type: ignore[attr-defined]
+    lines.extend(comments)
     lines.append("# fingerprint-json: " + json.dumps(record, default=str))
-    return "\n".join(lines) + "\n" + yaml.safe_dump(chip_data(fp, name), sort_keys=False)
+    data = chip_data(fp, name)
+    unit = data["units"][0]
+    for key, value in (unit_fields or {}).items():
+        unit[key] = {**unit[key], **value} if key == "efficiency" else value
+    return "\n".join(lines) + "\n" + yaml.safe_dump(data, sort_keys=False)
 
 
-def write_chip(fp: Fingerprint, out: Path, name: str = "host") -> None:
-    """Write the chip YAML atomically (validated first: nothing half-written)."""
+def write_chip(
+    fp: Fingerprint, out: Path, name: str = "host", comments: Sequence[str] = (),
+    unit_fields: Mapping[str, Any] | None = None,
+) -> None:  # fmt: skip
+    """Write the chip YAML atomically (validated first: nothing half-written); ``comments`` and
+    ``unit_fields`` as in :func:`chip_yaml`."""
     import yaml
 
     from chips.schema import chip_from_dict
 
-    text = chip_yaml(fp, name)
+    text = chip_yaml(fp, name, comments, unit_fields)
     chip_from_dict(yaml.safe_load(text), source=str(out))
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")

@@ -1,0 +1,223 @@
+"""A calibrated host in one go: fingerprint the machine and fit the calibration on the bundled
+models, in rounds, until two rounds agree (``hwsim fingerprint --calibrate``).
+
+A round is a fingerprint (:func:`~hwsim.host.fingerprint.measure_host`) followed at once by the
+calibration measurement on that fingerprint (:func:`~hwsim.host.validate.validate_model` per
+model, one thread, on the fingerprint's clock) and the fit (:func:`~hwsim.host.calibration.fit`).
+Its figures are the calibrated predictions of the models (what a user gets from the chip file).
+
+On a shared machine other processes only add time, so the **best round** is the least disturbed
+one: the lowest geometric mean, over the models, of the measured times (on the round's own
+fingerprint clock, so a round whose fingerprint ran while the host was slowed counts as slow
+too: its times are scaled up to that slower clock). The **spread** is the largest, over the
+models, of how far the runner-up round's calibrated prediction lies from the best round's (the
+median would call two rounds in agreement while the one big model among small ones differs by
+30 %, as a first try on a loaded machine showed). Rounds repeat until the spread is at most the
+target or the next round would end past the time limit (at least two rounds always run: a
+spread needs two).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Generic, Protocol, TypeVar
+
+from hwsim.host.calibration import CalibrationFit
+from hwsim.host.fingerprint import Fingerprint
+
+__all__ = [
+    "CALIBRATION_MODELS",
+    "QUICK_MODELS",
+    "HostRound",
+    "Rounds",
+    "bundled_models",
+    "calibrated_comments",
+    "measure_round",
+    "run_rounds",
+    "spread_between",
+    "write_calibrated_chip",
+]
+
+#: The models calibration is fit on, one per family of ops: a plain CNN, a detector, a transformer,
+#: RNNs (LSTM and GRU), an MLP, and the audio model, the only one with an STFT (held out, it was
+#: 41-43 % fast in every run: onnxruntime's STFT kernel runs at ~3 GFLOP/s and nothing else
+#: tells calibration so), and MobileNetV1, a depthwise-separable CNN: depthwise convolutions
+#: run on a kernel of their own (``DepthwiseConv``), and without one in the set their efficiency
+#: was a guess (MobileNetV2's held out ran 30 % slower than it). The other bundled models,
+#: MobileNetV2 among them, are held out (``docs/fidelity.md``, ``benchmarks/bench_cpu_fidelity.py``).
+CALIBRATION_MODELS = ("resnet18", "yolov8n", "bert_base", "lstm_gru", "mlp_mnist", "audio_kws", "mobilenetv1")
+#: ``--quick``: the small ones (a smoke run of seconds per round, noisy figures).
+QUICK_MODELS = ("resnet18", "lstm_gru", "mlp_mnist")
+#: Where the bundled models live (a source checkout).
+BUNDLED_DIR = Path(__file__).resolve().parents[2] / "examples" / "models"
+
+
+def bundled_models(quick: bool = False, folder: Path = BUNDLED_DIR) -> list[Path]:
+    """The calibration set's ONNX files in ``folder`` (:data:`QUICK_MODELS` with ``quick``).
+
+    Raises
+    ------
+    FileNotFoundError
+        When ``folder`` holds none of them (an installed package without the examples).
+    """
+    found = [folder / f"{m}.onnx" for m in (QUICK_MODELS if quick else CALIBRATION_MODELS)]
+    found = [p for p in found if p.is_file()]
+    if not found:
+        raise FileNotFoundError(f"no bundled calibration models in {folder}; name the models with --models")
+    return found
+
+
+class RoundLike(Protocol):
+    """What the round logic needs of a round: its disturbance score and its predictions."""
+
+    @property
+    def score(self) -> float: ...
+
+    @property
+    def predicted_ns(self) -> Mapping[str, float]: ...
+
+
+R = TypeVar("R", bound=RoundLike)
+
+
+@dataclass(frozen=True, slots=True)
+class Rounds(Generic[R]):
+    """The rounds run, which was kept, and how far the two best agree.
+
+    ``spread`` is the largest over the models of |runner-up / best - 1| of the predictions,
+    ``worst_model`` the model it is for, ``median_spread`` the median over the models.
+    """
+
+    rounds: tuple[R, ...]
+    seconds: tuple[float, ...]
+    best: int
+    runner_up: int
+    spread: float
+    worst_model: str
+    median_spread: float
+    converged: bool
+    reason: str
+
+    @property
+    def kept(self) -> R:
+        return self.rounds[self.best]
+
+
+def spread_between(best: Mapping[str, float], other: Mapping[str, float]) -> dict[str, float]:
+    """Per model present in both: |other / best - 1|.
+
+    >>> spread_between({"a": 100.0, "b": 10.0}, {"a": 104.0, "b": 9.0})
+    {'a': 0.04, 'b': 0.1}
+    """
+    return {m: round(abs(other[m] / best[m] - 1.0), 12) for m in best if m in other and best[m] > 0}
+
+
+def _ranked(rounds: Sequence[RoundLike]) -> list[int]:
+    return sorted(range(len(rounds)), key=lambda i: (rounds[i].score, i))
+
+
+def run_rounds(
+    measure: Callable[[], R],
+    max_seconds: float,
+    target_spread: float = 0.05,
+    clock: Callable[[], float] = time.monotonic,
+    on_round: Callable[[int, R, float], None] | None = None,
+) -> Rounds[R]:
+    """Run ``measure`` round after round; keep the best; stop when the two best agree.
+
+    Stops after a round when the spread between the two lowest-score rounds is at most
+    ``target_spread``, or when another round (as long as the mean round so far) would end
+    past ``max_seconds`` from the start. At least two rounds run. ``on_round(i, round,
+    seconds)`` is called after each (progress for the user).
+    """
+    rounds: list[R] = []
+    seconds: list[float] = []
+    start = clock()
+    while True:
+        t0 = clock()
+        rounds.append(measure())
+        seconds.append(clock() - t0)
+        if on_round is not None:
+            on_round(len(rounds), rounds[-1], seconds[-1])
+        if len(rounds) < 2:
+            continue
+        best, runner = _ranked(rounds)[:2]
+        diffs = spread_between(rounds[best].predicted_ns, rounds[runner].predicted_ns)
+        worst, spread = max(diffs.items(), key=lambda kv: kv[1]) if diffs else ("", math.nan)
+        median = statistics.median(diffs.values()) if diffs else math.nan
+        done = (rounds, seconds, best, runner, spread, worst, median)
+        if spread <= target_spread:
+            reason = f"the two best rounds agree within {spread:.1%} on every model (target {target_spread:.0%})"
+            return _rounds(*done, True, reason)
+        if clock() - start + statistics.fmean(seconds) > max_seconds:
+            reason = (f"time limit: another round would end past {max_seconds:.0f} s; the two best rounds differ "
+                      f"by up to {spread:.1%} (target {target_spread:.0%} not reached)")  # fmt: skip
+            return _rounds(*done, False, reason)
+
+
+def _rounds(rounds: list[R], seconds: list[float], best: int, runner: int, spread: float, worst: str,
+            median: float, converged: bool, reason: str) -> Rounds[R]:  # fmt: skip
+    return Rounds(tuple(rounds), tuple(seconds), best, runner, spread, worst, median, converged, reason)
+
+
+@dataclass(frozen=True, slots=True)
+class HostRound:
+    """One round: the fingerprint, the fit on it, and per model (by name) the measured time
+    (on the fingerprint's clock) and the calibrated prediction, in ns."""
+
+    fingerprint: Fingerprint
+    fit: CalibrationFit
+    measured_ns: dict[str, float]
+    predicted_ns: dict[str, float]
+
+    @property
+    def score(self) -> float:
+        """Geometric mean of the measured times (ns): lower is less disturbed."""
+        return math.exp(statistics.fmean(math.log(t) for t in self.measured_ns.values()))
+
+
+def measure_round(models: Sequence[Path], threads: int | None = None, quick: bool = False,
+                  name: str = "host") -> HostRound:  # fmt: skip
+    """Fingerprint this machine, then measure and fit ``models`` on it (one thread)."""
+    from chips.schema import chip_from_dict
+    from hwsim.host.calibration import apply, fit
+    from hwsim.host.fingerprint import chip_data, measure_host
+    from hwsim.host.validate import repredict, validate_model
+
+    fp = measure_host(threads, quick=quick)
+    chip = chip_from_dict(chip_data(fp, name), source=f"{name} (fingerprint)")
+    g = fp.matmul_gflops_1t.get("fp32")
+    reference = (g, fp.matmul_n) if g else None
+    runs, min_s = (10, 0.2) if quick else (20, 1.0)
+    vs = [validate_model(chip, m, 1, "all", runs, min_total_s=min_s, reference=reference) for m in models]
+    f = fit(vs, chip.units[0].name)
+    calibrated = apply(chip, f)
+    predicted = {v.model: repredict(v, calibrated, m).predicted_ns for v, m in zip(vs, models, strict=True)}
+    return HostRound(fp, f, {v.model: v.measured_ns for v in vs}, predicted)
+
+
+def calibrated_comments(result: Rounds[HostRound], target_spread: float) -> list[str]:
+    """Chip-file comment lines: which round was kept, the spread, what was fit."""
+    from hwsim.host.calibration import fit_comments
+
+    n = len(result.rounds)
+    head = (f"# Calibrated by `hwsim fingerprint --calibrate`: round {result.best + 1} of {n} kept (lowest "
+            "measured times: the least disturbed)")  # fmt: skip
+    spread = (f"# spread of the calibrated predictions between the two best rounds: up to {result.spread:.1%} "
+              f"({result.worst_model}), median {result.median_spread:.1%}; "
+              f"{'converged' if result.converged else 'NOT converged (time limit)'} (target {target_spread:.0%})")  # fmt: skip
+    return [head, spread, *fit_comments(result.kept.fit)]
+
+
+def write_calibrated_chip(result: Rounds[HostRound], out: Path, name: str, target_spread: float) -> None:
+    """Write the kept round's fingerprint as a chip file with its calibration in the CPU unit."""
+    from hwsim.host.fingerprint import write_chip
+
+    f = result.kept.fit
+    write_chip(result.kept.fingerprint, out, name, calibrated_comments(result, target_spread),
+               {"op_overhead_ns": f.op_overhead_ns, "efficiency": f.efficiency})  # fmt: skip
