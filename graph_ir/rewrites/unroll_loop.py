@@ -132,16 +132,16 @@ class _Copier:
             self.nodes.append(new)
         return names
 
-    def unsqueeze(self, tensor: str, output: str, axis: int = 0) -> None:
+    def unsqueeze(self, tensor: str, output: str, axis: int = 0, repeat: int = 1) -> None:
         """``output`` = ``tensor`` with a new axis ``axis`` (axes as an input from opset 13, an
         attribute before)."""
         opset = next((o.version for o in self.model.opset_import if o.domain in ("", "ai.onnx")), 13)
         if opset < 13:
-            self.emit("Unsqueeze", [tensor], output, axes=[axis])
+            self.emit("Unsqueeze", [tensor], output, repeat, axes=[axis])
             return
         if axis not in self.axes:
             self.axes[axis] = self.const(f"axes{axis}", np.array([axis], np.int64))
-        self.emit("Unsqueeze", [tensor, self.axes[axis]], output)
+        self.emit("Unsqueeze", [tensor, self.axes[axis]], output, repeat)
 
     def stack(self, values: Sequence[str], output: str, axis: int, times: int = 1) -> None:
         """``output`` = ``values`` stacked along a new axis ``axis``; ``times`` > 1: the one
@@ -149,16 +149,18 @@ class _Copier:
         parts = []
         for k, v in enumerate(values):
             parts.append(f"{output}/part{k}")
-            self.unsqueeze(v, parts[-1], axis)
+            self.unsqueeze(v, parts[-1], axis, times)
         self.emit("Concat", parts * times, output, axis=axis)
 
-    def emit(self, op: str, inputs: list[str], output: str, **attrs: Any) -> None:
+    def emit(self, op: str, inputs: list[str], output: str, repeat: int = 1, **attrs: Any) -> None:
+        """Add one node; ``repeat``: it runs that many times per run of the owner (a
+        multiplied loop's per-iteration slicing and stacking)."""
         node = helper.make_node(op, inputs, [output], name=edit.unique_name(self.model.graph, f"{output}/{op}"), **attrs)
         _set_meta(node, ORIGIN, node.name)
         if self.unrolled > 1:
             _set_meta(node, UNROLLED, str(self.unrolled))
-        if self.repeat > 1:
-            _set_meta(node, REPEAT, str(self.repeat))
+        if self.repeat * repeat > 1:
+            _set_meta(node, REPEAT, str(self.repeat * repeat))
         self.nodes.append(node)
 
 
@@ -332,7 +334,7 @@ def _unroll_scan(
         for j, v in enumerate(body.input[n:]):
             index = copier.const(f"iter{i}/index{j}", np.array(trips - 1 - i if in_dirs[j] else i, np.int64))
             bound[v.name] = edit.unique_name(model.graph, f"{prefix}/{v.name}")
-            copier.emit("Gather", [scan.input[n + j], index], bound[v.name], axis=in_axes[j])
+            copier.emit("Gather", [scan.input[n + j], index], bound[v.name], repeat, axis=in_axes[j])
         names = copier.copy(body, prefix, bound, copies, repeat)
         current = [names.get(o.name, o.name) for o in body.output[:n]]
         for j, o in enumerate(body.output[n:]):
