@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
@@ -40,6 +40,7 @@ __all__ = [
     "pipeline_tiles",
     "register_model",
     "registered_kinds",
+    "repeated",
     "requested_dtype",
     "spill_plan",
     "tiling_extra_bytes",
@@ -322,6 +323,24 @@ def spill_plan(in_bytes: int, weight_bytes: int, out_bytes: int, capacity_bytes:
     return extra, pipeline_tiles(total + extra, chunk_bytes, max(needed, 2))
 
 
+def repeated(cost: OpCost, times: int) -> OpCost:
+    """``cost`` of an op run ``times`` times back to back (:attr:`graph_ir.ir.Op.repeat`): its
+    times, traffic and energy multiplied; its tiling is per run.
+
+    >>> c = repeated(OpCost("npu", "int8", 2.0, 1.0, 0.5, 10, 4, 3.0), 3)
+    >>> c.latency_ns, c.dram_bytes, c.energy_pj
+    (7.5, 42, 9.0)
+    """
+    if times == 1:
+        return cost
+    return replace(
+        cost,
+        compute_ns=cost.compute_ns * times, memory_ns=cost.memory_ns * times, overhead_ns=cost.overhead_ns * times,
+        dram_read_bytes=cost.dram_read_bytes * times, dram_write_bytes=cost.dram_write_bytes * times,
+        energy_pj=cost.energy_pj * times, stall_ns=cost.stall_ns * times, spill_bytes=cost.spill_bytes * times,
+    )  # fmt: skip
+
+
 def layout_cost(unit: Unit, dtype: str) -> OpCost:
     """Views (Reshape, Flatten, ...) cost nothing on any unit."""
     return OpCost(unit.name, dtype, 0.0, 0.0, 0.0, 0, 0, 0.0, "view")
@@ -428,7 +447,7 @@ class UnitModel(Generic[U]):
         if op.category == "layout":
             return layout_cost(unit, dtype)
         if knobs.is_default():
-            return self.cost(op, unit, chip, dtype, *op_bytes(op, dtype))
+            return repeated(self.cost(op, unit, chip, dtype, *op_bytes(op, dtype)), op.repeat)
         offered = self.knob_choices(op, unit, chip, precision)
         for name, value in _knob_items(knobs):
             if value is not None and value not in offered.get(name, ()):
@@ -436,7 +455,7 @@ class UnitModel(Generic[U]):
                     f"{self.kind} unit {unit.name!r} offers no {name} {value!r} for {op.name!r} ({op.op_type}); "
                     f"offered: {dict(offered)}"
                 )
-        return self.mapped_cost(op, unit, chip, dtype, *op_bytes(op, dtype), knobs)
+        return repeated(self.mapped_cost(op, unit, chip, dtype, *op_bytes(op, dtype), knobs), op.repeat)
 
     def knob_choices(self, op: Op, unit: Unit, chip: Chip, precision: str) -> Mapping[str, tuple[str, ...]]:
         """No knobs: a kind that offers some overrides this and :meth:`mapped_cost`."""

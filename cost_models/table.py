@@ -92,6 +92,7 @@ def _signature(op: Op) -> tuple[object, ...]:
         tuple(sorted((k, v) for k, v in op.attrs.items() if isinstance(v, (int, float, str, tuple)))),
         op.macs,
         op.flops,
+        op.repeat,
     )
 
 

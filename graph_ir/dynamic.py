@@ -8,9 +8,14 @@ pins it in the model so that shape inference carries it to the ops after. Every 
 an :class:`AssumedDim`, listed in ``summary.json`` (``assumed_dims``).
 
 Control flow (:func:`resolve_control_flow`): a Loop with a static trip count (or one given by
-``--assume LOOP=N``) is unrolled, so its body is costed once per iteration; an If with a constant
-condition becomes the branch it takes, one without the slower branch (by a chip-free measure:
-flops plus bytes moved).
+``--assume LOOP=N``) and a Scan (its trip count is the length of its scan inputs) are unrolled,
+so their body is costed once per iteration; an If with a constant condition becomes the branch
+it takes, one without the slower branch (by a chip-free measure: flops plus bytes moved).
+Nested control flow is resolved level by level, outer first (an inner Scan's length and an
+inner If's condition are known once the outer body is a copy in the main graph); ``--assume``
+names an inner Loop by its name in its body. Beyond :data:`MAX_UNROLL` iterations (counting
+those unrolled around a loop) the body is copied once and each of its ops runs ``trip count``
+times (:attr:`graph_ir.ir.Op.repeat`), with a note in the warnings.
 
 >>> parse_assume("nms=100")
 ('nms', 100, 100)
@@ -31,6 +36,7 @@ from graph_ir.ir import ModelError
 
 __all__ = [
     "BOUNDS",
+    "REPEAT_KEY",
     "AssumedDim",
     "bound_shapes",
     "parse_assume",
@@ -40,7 +46,10 @@ __all__ = [
 
 #: Where a value given on the command line comes from.
 ASSUMED = "--assume"
-#: The most iterations a Loop is unrolled at import (beyond: costed as before, with a note).
+#: Key of the ONNX node metadata that says how many times a node runs (:attr:`graph_ir.ir.Op.repeat`).
+REPEAT_KEY = "hwsim.repeat"
+#: The most iterations unrolled at import: a loop's trip count times those of the loops unrolled
+#: around it (beyond: its body is costed once and multiplied, with a note).
 MAX_UNROLL = 256
 
 
@@ -245,14 +254,23 @@ def _value_for(
 def check_assume_names(model: onnx.ModelProto, assume: Mapping[str, object], used: set[str], source: str) -> None:
     """Refuse an ``--assume`` name that is no node or tensor of ``model``, or that names one
     without a data-dependent dimension (``used``: the names that were applied)."""
-    graph = model.graph
-    names = {n.name for n in graph.node} | {o for n in graph.node for o in n.output}
-    names |= {i.name for i in graph.input}
+    names = _names(model.graph)
     for key in assume:
         if key not in names:
             raise ModelError(f"{source}: --assume names {key!r}, which is no node or tensor of the model")
         if key not in used:
             raise ModelError(f"{source}: --assume names {key!r}, which has no data-dependent dimension or trip count")
+
+
+def _names(graph: onnx.GraphProto) -> set[str]:
+    """Node and tensor names of ``graph`` and of the bodies it holds, at any depth."""
+    from graph_ir.rewrites.edit import bodies
+
+    names = {n.name for n in graph.node} | {o for n in graph.node for o in n.output} | {i.name for i in graph.input}
+    for n in graph.node:
+        for body in bodies(n):
+            names |= _names(body)
+    return names
 
 
 def infer_strict(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -275,39 +293,49 @@ class ControlFlow:
 
 
 def resolve_control_flow(model: onnx.ModelProto, assume: Mapping[str, int], source: str, used: set[str]) -> ControlFlow:
-    """Unroll each top-level Loop and inline each top-level If (see the module docstring).
+    """Unroll each Loop and Scan and inline each If, nested ones too (see the module docstring).
+
+    One nesting level per round: the top-level control flow is resolved, which brings the
+    control flow of its bodies to the top level for the next round.
 
     Raises
     ------
     ModelError
         A Loop whose trip count is not a constant, without ``--assume LOOP=N``.
     """
-    from graph_ir.rewrites.base import PassOptions
-    from graph_ir.rewrites.unroll_loop import unroll_loop
+    from graph_ir.rewrites.unroll_loop import CONTROL_FLOW, MAX_DEPTH, unroll_once
 
-    graph = model.graph
-    if not any(n.op_type in ("Loop", "If") for n in graph.node):
-        return ControlFlow(model, (), ())
-    assumed: list[AssumedDim] = []
-    warnings: list[str] = []
-    inferred = infer_strict(model).graph
-    for node in [n for n in graph.node if n.op_type in ("Loop", "If")]:
-        if node.op_type == "Loop":
-            found = _fix_trip_count(graph, node, assume, source, used)
-            if found is not None:
-                assumed.append(found)
-                if found.value > MAX_UNROLL:
-                    warnings.append(f"loop {node.name!r} runs {found.value} times: over {MAX_UNROLL}, costed as one op")
-        elif _const(graph, node.input[0]) is None:
-            taken = _slower_branch(inferred, node)
-            _set_input(graph, node, 0, np.array(taken))
-            branch = "then" if taken else "else"
-            warnings.append(f"if {node.name!r}: condition not constant, costed as its slower branch ({branch})")
-    result = unroll_loop(model, PassOptions(max_unroll=MAX_UNROLL))
-    for site in result.skipped:
-        if not any(site.nodes[0] in w for w in warnings):
-            warnings.append(f"{site.nodes[0]!r} costed as one op: {site.reason}")
-    return ControlFlow(result.model, tuple(assumed), tuple(warnings))
+    assumed: dict[str, AssumedDim] = {}
+    warnings: dict[str, None] = {}
+    for _ in range(MAX_DEPTH):
+        graph = model.graph
+        nodes = [n for n in graph.node if n.op_type in CONTROL_FLOW]
+        if not nodes:
+            break
+        inferred = infer_strict(model).graph
+        for node in nodes:
+            if node.op_type == "Loop":
+                found = _fix_trip_count(graph, node, assume, source, used)
+                if found is not None:
+                    assumed.setdefault(found.tensor, found)
+            elif node.op_type == "If" and _const(graph, node.input[0]) is None:
+                taken = _slower_branch(inferred, node)
+                _set_input(graph, node, 0, np.array(taken))
+                branch = "then" if taken else "else"
+                warnings[f"if {_origin(node)!r}: condition not constant, costed as its slower branch ({branch})"] = None
+        result = unroll_once(model, MAX_UNROLL, multiply=True)
+        warnings.update(dict.fromkeys(site.reason for site in result.applied if site.reason))
+        warnings.update(dict.fromkeys(f"{s.nodes[0]!r} costed as one op: {s.reason}" for s in result.skipped))
+        model = result.model
+        if not result.applied:
+            break
+    return ControlFlow(model, tuple(assumed.values()), tuple(warnings))
+
+
+def _origin(node: onnx.NodeProto) -> str:
+    from graph_ir.rewrites.unroll_loop import origin
+
+    return origin(node)
 
 
 def _set_input(graph: onnx.GraphProto, node: onnx.NodeProto, index: int, value: np.ndarray) -> None:
@@ -329,15 +357,16 @@ def _fix_trip_count(
     body = next(a.g for a in loop.attribute if a.name == "body")
     stops_early = cond is None or body.output[0].name != body.input[1].name
     found: AssumedDim | None = None
-    if loop.name in assume:
-        used.add(loop.name)
-        found = AssumedDim(loop.name, assume[loop.name], ASSUMED)
+    key = loop.name if loop.name in assume else _origin(loop)
+    if key in assume:
+        used.add(key)
+        found = AssumedDim(key, assume[key], ASSUMED)
     elif given is None or given.size != 1:
         raise ModelError(
-            f"{source}: loop {loop.name!r} has a trip count that is not a constant; give it with --assume {loop.name}=N"
+            f"{source}: loop {key!r} has a trip count that is not a constant; give it with --assume {key}=N"
         )
     elif stops_early:
-        found = AssumedDim(loop.name, int(given.reshape(())), "bound from the trip count M (the loop may stop early)")
+        found = AssumedDim(key, int(given.reshape(())), "bound from the trip count M (the loop may stop early)")
     if found is None:
         return None
     _set_input(graph, loop, 0, np.array(found.value, np.int64))

@@ -115,6 +115,10 @@ class Op:
     (copies: Concat, Slice, Transpose, ...), ``layout`` (views: Reshape, Flatten; free),
     ``signal`` (DFT, STFT), ``rnn`` or ``unknown`` (no formula: costed as a memory copy);
     the list and what is known of each: :mod:`graph_ir.categories`.
+
+    ``macs`` and ``flops`` are per run; ``repeat`` is how many times the op runs back to back
+    (1, or a loop's trip count when its body is costed once and multiplied:
+    :mod:`graph_ir.dynamic`); cost models multiply its cost by it.
     """
 
     name: str
@@ -125,6 +129,7 @@ class Op:
     attrs: Mapping[str, object] = field(default_factory=dict)
     macs: int = 0
     flops: int = 0
+    repeat: int = 1
 
     @property
     def activations(self) -> tuple[Tensor, ...]:
@@ -197,7 +202,8 @@ class ModelGraph:
 
     @property
     def total_macs(self) -> int:
-        return sum(o.macs for o in self.ops())
+        """MACs of one inference (an op run ``repeat`` times counts that many times)."""
+        return sum(o.macs * o.repeat for o in self.ops())
 
     def __len__(self) -> int:
         return int(self.g.number_of_nodes())

@@ -34,7 +34,8 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class Site:
     """One place a pass's pattern matched: the nodes involved (ONNX node names), whether the
-    rewrite is legal there, and why not (one line) when it is not."""
+    rewrite is legal there, and why not (one line) when it is not; on a legal site, a note on
+    how it was rewritten where a user should know (empty for most)."""
 
     nodes: tuple[str, ...]
     legal: bool = True

@@ -31,6 +31,7 @@ __all__ = [
     "attr",
     "attrs",
     "bodies",
+    "body_reads",
     "concat_initializers",
     "constant_value",
     "consumers",
@@ -44,6 +45,7 @@ __all__ = [
     "remove_dead",
     "replace_nodes",
     "reroute",
+    "reroute_body",
     "split_node",
     "static_shape",
     "to_array",
@@ -81,7 +83,7 @@ def consumers(graph: Graph) -> dict[str, list[onnx.NodeProto]]:
         for i in n.input:
             if i:
                 out[i].append(n)
-        for name in _body_reads(n):
+        for name in body_reads(n):
             out[name].append(n)
     return out
 
@@ -100,14 +102,14 @@ def bodies(node: onnx.NodeProto) -> Iterator[onnx.GraphProto]:
             yield from a.graphs
 
 
-def _body_reads(node: onnx.NodeProto) -> set[str]:
+def body_reads(node: onnx.NodeProto) -> set[str]:
     """Outer-scope names read inside the bodies of ``node`` (recursively)."""
     reads: set[str] = set()
     for g in bodies(node):
         local = {i.name for i in g.input} | {t.name for t in g.initializer} | {o for n in g.node for o in n.output}
         for n in g.node:
             reads.update(i for i in n.input if i and i not in local)
-            reads.update(r for r in _body_reads(n) if r not in local)
+            reads.update(r for r in body_reads(n) if r not in local)
         reads.update(o.name for o in g.output if o.name not in local)
     return reads
 
@@ -251,10 +253,12 @@ def reroute(graph: Graph, old: str, new: str) -> None:
             if i == old:
                 n.input[k] = new
         for g in bodies(n):
-            _reroute_body(g, old, new)
+            reroute_body(g, old, new)
 
 
-def _reroute_body(g: Graph, old: str, new: str) -> None:
+def reroute_body(g: Graph, old: str, new: str) -> None:
+    """In body ``g``: every read of the outer-scope tensor ``old`` now reads ``new`` (nothing
+    when ``g`` defines ``old`` itself)."""
     local = {i.name for i in g.input} | {t.name for t in g.initializer} | {o for n in g.node for o in n.output}
     if old in local:
         return
@@ -274,7 +278,7 @@ def remove_dead(model: onnx.ModelProto) -> None:
         if any(o in live for o in n.output if o):
             keep.append(n)
             live.update(i for i in n.input if i)
-            live.update(_body_reads(n))
+            live.update(body_reads(n))
     if len(keep) != len(graph.node):
         kept = list(reversed(keep))
         del graph.node[:]

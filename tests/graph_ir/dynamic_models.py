@@ -6,7 +6,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-__all__ = ["detector", "if_model", "loop_model", "nonzero_model", "topk_model"]
+__all__ = ["detector", "if_model", "loop_model", "nested_model", "nonzero_model", "rnn_body", "scan_model", "topk_model"]
 
 OPSET = [helper.make_opsetid("", 17)]
 
@@ -105,3 +105,56 @@ def if_model(cond: bool | None, n: int = 64) -> onnx.ModelProto:
         inits.append(_c("cond", np.array(cond)))
     node = helper.make_node("If", ["cond"], ["y"], name="branch", then_branch=then, else_branch=other)
     return _model([node], inputs, [_f("y", [1, n])], inits)
+
+
+def rnn_body(n: int, seed: int = 0) -> tuple[onnx.GraphProto, list[onnx.TensorProto]]:
+    """A Scan body: one RNN cell ``h' = tanh(x_t W + h U)`` on a [1, n] state, ``h'`` also the
+    scan output (2 n^2 MACs); the weights are outer-scope initializers."""
+    rng = np.random.default_rng(seed)
+    nodes = [
+        helper.make_node("MatMul", ["x_t", "W"], ["xw"], name="in_proj"),
+        helper.make_node("MatMul", ["h", "U"], ["hu"], name="rec_proj"),
+        helper.make_node("Add", ["xw", "hu"], ["pre"], name="add"),
+        helper.make_node("Tanh", ["pre"], ["h2"], name="cell"),
+        helper.make_node("Identity", ["h2"], ["y_t"], name="emit"),
+    ]
+    body = helper.make_graph(nodes, "cell", [_f("h", [1, n]), _f("x_t", [1, n])], [_f("h2", [1, n]), _f("y_t", [1, n])])
+    weights = [_c(w, (rng.standard_normal((n, n)) / n).astype(np.float32)) for w in ("W", "U")]
+    return body, weights
+
+
+def scan_model(steps: int, n: int = 16, reverse: bool = False, seed: int = 0) -> onnx.ModelProto:
+    """A Scan running :func:`rnn_body` over ``xs [steps, 1, n]`` from ``h0 [1, n]``: outputs the
+    final state and every step's state ``[steps, 1, n]``."""
+    body, weights = rnn_body(n, seed)
+    scan = helper.make_node(
+        "Scan", ["h0", "xs"], ["h_last", "ys"], name="rnn", body=body, num_scan_inputs=1,
+        scan_input_directions=[int(reverse)], scan_output_directions=[int(reverse)],
+    )  # fmt: skip
+    return _model([scan], [_f("h0", [1, n]), _f("xs", [steps, 1, n])], [_f("h_last", [1, n]), _f("ys", None)], weights)
+
+
+def nested_model(outer: int, steps: int, n: int = 16, inner_loop: int | None = None) -> onnx.ModelProto:
+    """A Loop of ``outer`` trips whose body runs :func:`rnn_body` as a Scan over ``xs [steps, 1, n]``
+    from the carried state; ``inner_loop`` given: the body also holds a Loop ``inner`` (one
+    MatMul of n^2 MACs per trip) whose trip count is a graph input ``K`` (known only at run time)."""
+    cell, weights = rnn_body(n)
+    nodes = [helper.make_node("Scan", ["h", "xs"], ["h_scan", "ys"], name="rnn", body=cell, num_scan_inputs=1)]
+    out = "h_scan"
+    if inner_loop is not None:
+        inner = _body([helper.make_node("MatMul", ["h_in", "U"], ["h_out"], name="mm")], n)
+        inner.input[2].name, inner.output[1].name = "h_in", "h_out"
+        nodes.append(helper.make_node("Loop", ["K", "", "h_scan"], ["h_loop"], name="inner", body=inner))
+        out = "h_loop"
+    body = helper.make_graph(
+        [*nodes, helper.make_node("Identity", [out], ["h2"], name="carry")], "outer_body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []), helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+         _f("h", [1, n])],
+        [helper.make_tensor_value_info("c", TensorProto.BOOL, []), _f("h2", [1, n])],
+    )  # fmt: skip
+    inits = [*weights, _c("M", np.array(outer, np.int64))]
+    inputs = [_f("h0", [1, n]), _f("xs", [steps, 1, n])]
+    if inner_loop is not None:
+        inputs.append(helper.make_tensor_value_info("K", TensorProto.INT64, []))
+    loop = helper.make_node("Loop", ["M", "", "h0"], ["y"], name="outer", body=body)
+    return _model([loop], inputs, [_f("y", [1, n])], inits)

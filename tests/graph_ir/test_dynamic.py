@@ -7,7 +7,7 @@ from pathlib import Path
 
 import onnx
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graph_ir.dynamic import parse_assume, range_points
@@ -171,3 +171,66 @@ def test_loop_latency_grows_by_one_body_per_iteration() -> None:
     body = ms[2] - ms[1]
     assert body > 0
     assert ms[8] - ms[1] == pytest.approx(7 * body, rel=0.05)
+
+
+class TestScanAndNesting:
+    CELL_MACS = 2 * 16 * 16  # rnn_body(16): two [1, 16] x [16, 16] MatMuls
+
+    @pytest.mark.parametrize("steps", [1, 7, 256])
+    def test_static_scan_unrolls_its_length(self, steps: int) -> None:
+        g = from_model_proto(dm.scan_model(steps))
+        assert g.total_macs == steps * self.CELL_MACS
+        assert sum(1 for o in g.ops() if o.op_type == "MatMul") == 2 * steps
+        assert g.warnings == () and all(o.repeat == 1 for o in g.ops())
+        assert g.op("ys/Concat").outputs[0].shape == (steps, 1, 16)
+
+    def test_long_scan_costs_body_once_times_length_with_note(self) -> None:
+        g = from_model_proto(dm.scan_model(1000))
+        assert g.total_macs == 1000 * self.CELL_MACS
+        assert sorted(o.repeat for o in g.ops() if o.op_type == "MatMul") == [1000, 1000]
+        assert g.op("ys/Concat").outputs[0].shape == (1000, 1, 16)
+        assert len(g.warnings) == 1 and "multiplied by 1000" in g.warnings[0]
+
+    @pytest.mark.parametrize(("outer", "steps", "repeat"), [(3, 4, 1), (100, 40, 40)])
+    def test_nested_scan_in_loop(self, outer: int, steps: int, repeat: int) -> None:
+        g = from_model_proto(dm.nested_model(outer, steps))
+        assert g.total_macs == outer * steps * self.CELL_MACS
+        assert {o.repeat for o in g.ops() if o.op_type == "MatMul"} == {repeat}
+        assert ("multiplied" in " ".join(g.warnings)) == (repeat > 1)
+
+    def test_assume_names_an_inner_loop(self) -> None:
+        model = dm.nested_model(3, 4, inner_loop=1)
+        with pytest.raises(ModelError, match="--assume inner=N"):
+            from_model_proto(model)
+        g = from_model_proto(model, assume={"inner": 5})
+        assert g.total_macs == 3 * (4 * self.CELL_MACS + 5 * 16 * 16)
+        assert [(d.tensor, d.value, d.source) for d in g.assumed] == [("inner", 5, "--assume")]
+
+    @settings(max_examples=15, deadline=None)
+    @given(steps=st.integers(1, 600), n=st.sampled_from([4, 8, 24]), outer=st.integers(1, 3))
+    def test_total_macs_is_trips_times_body(self, steps: int, n: int, outer: int) -> None:
+        """Unrolled or multiplied, the MACs are the trip counts' product times the body's."""
+        g = from_model_proto(dm.nested_model(outer, steps, n))
+        assert g.total_macs == outer * steps * 2 * n * n
+
+
+@pytest.mark.parametrize("kind", ["loop", "scan"])
+def test_multiplied_body_costs_the_unrolled_work(kind: str) -> None:
+    """A loop over the unroll limit, costed as its body once times its trip count: its ops'
+    summed costs equal those of the same loop fully unrolled (the same work, op by op). The
+    engine's latency is not compared: the unrolled graph overlaps a Scan's slicing with the
+    state chain and fuses each iteration's MatMul + Relu, which the multiplied body does not."""
+    from chips.schema import load_chip
+    from cost_models.table import cost_table
+    from graph_ir.rewrites import PassOptions, get_pass
+
+    chip = load_chip("edge8")
+    model = dm.loop_model(300, n=256) if kind == "loop" else dm.scan_model(300, n=128)
+    full = from_model_proto(get_pass("unroll_loop")(model, PassOptions(max_unroll=300)).model)
+    multiplied = from_model_proto(model)
+    assert len(multiplied) < 10 and len(full) > 300 and multiplied.total_macs == full.total_macs
+    work = {}
+    for key, g in (("full", full), ("multiplied", multiplied)):
+        table = cost_table(g, chip)
+        work[key] = sum(table.best(o.name).latency_ns for o in g.ops())
+    assert work["multiplied"] == pytest.approx(work["full"], rel=1e-9)

@@ -127,3 +127,29 @@ def test_constant_if_is_replaced_by_its_branch() -> None:
 def test_if_on_an_input_is_skipped() -> None:
     result = UNROLL(_if_model(None))
     assert [s.reason for s in result.skipped] == ["condition is not a constant"]
+
+
+@settings(max_examples=10, deadline=None)
+@given(steps=st.integers(1, 6), reverse=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_scan_unrolls_exactly(steps: int, reverse: bool, seed: int) -> None:
+    from tests.graph_ir.dynamic_models import scan_model
+
+    model = scan_model(steps, n=8, reverse=reverse, seed=seed)
+    result = UNROLL(model)
+    ops = [n.op_type for n in result.model.graph.node]
+    assert "Scan" not in ops and ops.count("MatMul") == 2 * steps and ops.count("Gather") == steps
+    check = equivalent(model, result.model)
+    assert check.equal, check.line()
+
+
+def test_nested_scan_in_loop_unrolls_exactly_within_the_product_limit() -> None:
+    from tests.graph_ir.dynamic_models import nested_model
+
+    model = nested_model(3, 4, n=8)
+    result = UNROLL(model)
+    assert [n.op_type for n in result.model.graph.node].count("MatMul") == 3 * 4 * 2
+    check = equivalent(model, result.model)
+    assert check.equal, check.line()
+    capped = UNROLL(model, PassOptions(max_unroll=8))  # 3 x 4 > 8: the inner Scans stay
+    assert {s.reason for s in capped.skipped} == {"trip count 4 x 3 unrolled around it exceeds max_unroll=8"}
+    assert equivalent(model, capped.model).equal
