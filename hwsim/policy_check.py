@@ -271,6 +271,48 @@ def _energy_mj(graph: ModelGraph, chip: Chip, sim: _Sim) -> float:
     return run_energy(chip, sim.trace).total_pj / PJ_PER_MJ
 
 
+def _candidates(
+    graph: ModelGraph,
+    chip: Chip,
+    table: CostTable,
+    names: Sequence[str],
+    sim: Callable[[str, Schedule], _Sim],
+    dl: Mapping[str, float],
+) -> tuple[list[_Sim], list[_Sim]]:
+    """Each policy in ``names`` scheduled and simulated (the default re-planned, deadlines served
+    first where that helps), and the default's schedule before re-planning where it differs.
+
+    Raises
+    ------
+    PowerCapError
+        The cap rules out every candidate (one that it rules out is skipped).
+    """
+    from scheduler.onnx_policies import deadline_schedule
+
+    sims: list[_Sim] = []
+    first_plan: list[_Sim] = []  # the default's schedule before re-planning (an energy seed)
+    ruled_out: list[PowerCapError] = []
+    for name in names:
+        sched = POLICIES[name](graph, chip, table)
+        try:
+            if name == DEFAULT_POLICY:
+                s, first = _replanned(graph, chip, table, sched, lambda x: sim(DEFAULT_POLICY, x))
+                first_plan = [] if first is s else [replace(first, name=UNREPLANNED)]
+            else:
+                s = sim(name, sched)
+        except PowerCapError as exc:  # the cap rules this candidate out; the others may still run
+            ruled_out.append(exc)
+            continue
+        if dl:
+            s2 = sim(name, deadline_schedule(graph, chip, table, sched, {k: v * NS_PER_MS for k, v in dl.items()}))
+            if (_worst_slack(s2, dl), -s2.latency_ms) > (_worst_slack(s, dl), -s.latency_ms):
+                s = s2
+        sims.append(s)
+    if not sims:
+        raise ruled_out[0]
+    return sims, first_plan
+
+
 def choose_schedule(
     graph: ModelGraph,
     chip: Chip,
@@ -300,8 +342,6 @@ def choose_schedule(
     PowerCapError
         ``options.max_power_w`` rules out every candidate (one that it rules out is skipped).
     """
-    from scheduler.onnx_policies import deadline_schedule
-
     if objective not in ("latency", "energy"):
         raise ValueError(f"unknown objective {objective!r}; have latency, energy")
     if objective == "energy" and latency_budget_ms is None:
@@ -320,27 +360,7 @@ def choose_schedule(
     def sim(name: str, sched: Schedule) -> _Sim:
         return _simulate(name, graph, chip, table, sched, options, fuse, nodes, mapping)
 
-    sims: list[_Sim] = []
-    first_plan: list[_Sim] = []  # the default's schedule before re-planning (an energy seed)
-    ruled_out: list[PowerCapError] = []
-    for name in names:
-        sched = POLICIES[name](graph, chip, table)
-        try:
-            if name == DEFAULT_POLICY:
-                s, first = _replanned(graph, chip, table, sched, lambda x: sim(DEFAULT_POLICY, x))
-                first_plan = [] if first is s else [replace(first, name=UNREPLANNED)]
-            else:
-                s = sim(name, sched)
-        except PowerCapError as exc:  # the cap rules this candidate out; the others may still run
-            ruled_out.append(exc)
-            continue
-        if dl:
-            s2 = sim(name, deadline_schedule(graph, chip, table, sched, {k: v * NS_PER_MS for k, v in dl.items()}))
-            if (_worst_slack(s2, dl), -s2.latency_ms) > (_worst_slack(s, dl), -s.latency_ms):
-                s = s2
-        sims.append(s)
-    if not sims:
-        raise ruled_out[0]
+    sims, first_plan = _candidates(graph, chip, table, names, sim, dl)
     if dl:
         meeting = [s for s in sims if _worst_slack(s, dl) >= 0.0]
         pool = meeting or [max(sims, key=lambda s: _worst_slack(s, dl))]
