@@ -7,9 +7,11 @@ simulates every candidate with the engine (fusion applied as in the real run) an
 fastest, ties going to the search. Larger graphs get the search alone.
 
 ``objective="energy"`` then looks for the least energy with a simulated latency within
-``latency_budget_ms``: the energy search of :mod:`scheduler.energy` from the latency-optimal
-schedule at a few estimated budgets, and every simulated candidate, each checked with the
-engine; the latency-optimal schedule stays when nothing cheaper fits. A budget below the
+``latency_budget_ms``: every simulated candidate (the default's schedule before re-planning
+included) and the energy search of :mod:`scheduler.energy` from each of them at a few
+estimated budgets, each checked with the engine; the latency-optimal schedule stays when
+nothing cheaper fits. Seeding from every candidate, not the latency winner alone, keeps a
+change of winner from making the energy found worse. A budget below the
 fastest simulated latency raises :class:`BudgetError`.
 
 Deadlines (node name -> ms, see :func:`resolve_deadlines`) re-order every candidate so that the
@@ -54,6 +56,8 @@ __all__ = [
 CHECKED_AGAINST = ("heft", "single-unit", "affinity-list")
 #: Graphs with more ops than this get the default's search alone (each check is a full simulation).
 CHECK_MAX_OPS = 5000
+#: What the default's schedule before re-planning is called where it is an energy candidate.
+UNREPLANNED = f"{DEFAULT_POLICY}-first-plan"
 #: Fractions of the latency headroom given to the energy search as its estimated budget.
 ENERGY_HEADROOM = (1.0, 0.5, 0.2)
 
@@ -225,13 +229,14 @@ def default_schedule(
     def sim(sched: Schedule) -> _Sim:
         return _simulate(DEFAULT_POLICY, graph, chip, table, sched, options, fuse, ())
 
-    return _replanned(graph, chip, table, POLICIES[DEFAULT_POLICY](graph, chip, table), sim)
+    return _replanned(graph, chip, table, POLICIES[DEFAULT_POLICY](graph, chip, table), sim)[0]
 
 
 def _replanned(
     graph: ModelGraph, chip: Chip, table: CostTable, first: Schedule, sim: Callable[[Schedule], _Sim]
-) -> _Sim:
-    """The fastest simulated of the default's first schedule and its re-plans (the first on ties)."""
+) -> tuple[_Sim, _Sim]:
+    """The fastest simulated of the default's first schedule and its re-plans (the first on ties),
+    and the first schedule as simulated."""
 
     def ruled_out_is_none(sched: Schedule) -> _Sim | None:
         try:
@@ -244,7 +249,7 @@ def _replanned(
     for s in tried[1:]:
         if s.latency_ms < best.latency_ms:
             best = s
-    return best
+    return best, tried[0]
 
 
 def with_mapped_cores(sched: Schedule, mapping: Mapping[str, OpMapping]) -> Schedule:
@@ -264,6 +269,48 @@ def _worst_slack(sim: _Sim, deadlines: Mapping[str, float]) -> float:
 
 def _energy_mj(graph: ModelGraph, chip: Chip, sim: _Sim) -> float:
     return run_energy(chip, sim.trace).total_pj / PJ_PER_MJ
+
+
+def _candidates(
+    graph: ModelGraph,
+    chip: Chip,
+    table: CostTable,
+    names: Sequence[str],
+    sim: Callable[[str, Schedule], _Sim],
+    dl: Mapping[str, float],
+) -> tuple[list[_Sim], list[_Sim]]:
+    """Each policy in ``names`` scheduled and simulated (the default re-planned, deadlines served
+    first where that helps), and the default's schedule before re-planning where it differs.
+
+    Raises
+    ------
+    PowerCapError
+        The cap rules out every candidate (one that it rules out is skipped).
+    """
+    from scheduler.onnx_policies import deadline_schedule
+
+    sims: list[_Sim] = []
+    first_plan: list[_Sim] = []  # the default's schedule before re-planning (an energy seed)
+    ruled_out: list[PowerCapError] = []
+    for name in names:
+        sched = POLICIES[name](graph, chip, table)
+        try:
+            if name == DEFAULT_POLICY:
+                s, first = _replanned(graph, chip, table, sched, lambda x: sim(DEFAULT_POLICY, x))
+                first_plan = [] if first is s else [replace(first, name=UNREPLANNED)]
+            else:
+                s = sim(name, sched)
+        except PowerCapError as exc:  # the cap rules this candidate out; the others may still run
+            ruled_out.append(exc)
+            continue
+        if dl:
+            s2 = sim(name, deadline_schedule(graph, chip, table, sched, {k: v * NS_PER_MS for k, v in dl.items()}))
+            if (_worst_slack(s2, dl), -s2.latency_ms) > (_worst_slack(s, dl), -s.latency_ms):
+                s = s2
+        sims.append(s)
+    if not sims:
+        raise ruled_out[0]
+    return sims, first_plan
 
 
 def choose_schedule(
@@ -295,8 +342,6 @@ def choose_schedule(
     PowerCapError
         ``options.max_power_w`` rules out every candidate (one that it rules out is skipped).
     """
-    from scheduler.onnx_policies import deadline_schedule
-
     if objective not in ("latency", "energy"):
         raise ValueError(f"unknown objective {objective!r}; have latency, energy")
     if objective == "energy" and latency_budget_ms is None:
@@ -315,25 +360,7 @@ def choose_schedule(
     def sim(name: str, sched: Schedule) -> _Sim:
         return _simulate(name, graph, chip, table, sched, options, fuse, nodes, mapping)
 
-    sims: list[_Sim] = []
-    ruled_out: list[PowerCapError] = []
-    for name in names:
-        sched = POLICIES[name](graph, chip, table)
-        try:
-            if name == DEFAULT_POLICY:
-                s = _replanned(graph, chip, table, sched, lambda x: sim(DEFAULT_POLICY, x))
-            else:
-                s = sim(name, sched)
-        except PowerCapError as exc:  # the cap rules this candidate out; the others may still run
-            ruled_out.append(exc)
-            continue
-        if dl:
-            s2 = sim(name, deadline_schedule(graph, chip, table, sched, {k: v * NS_PER_MS for k, v in dl.items()}))
-            if (_worst_slack(s2, dl), -s2.latency_ms) > (_worst_slack(s, dl), -s.latency_ms):
-                s = s2
-        sims.append(s)
-    if not sims:
-        raise ruled_out[0]
+    sims, first_plan = _candidates(graph, chip, table, names, sim, dl)
     if dl:
         meeting = [s for s in sims if _worst_slack(s, dl) >= 0.0]
         pool = meeting or [max(sims, key=lambda s: _worst_slack(s, dl))]
@@ -348,7 +375,7 @@ def choose_schedule(
     kept = best
     if objective == "energy":
         assert latency_budget_ms is not None
-        kept, choice = _energy(graph, chip, table, policy, best, sims, choice, latency_budget_ms, sim, dl)
+        kept, choice = _energy(graph, chip, table, best, [*sims, *first_plan], choice, latency_budget_ms, sim, dl)
     sched = kept.schedule
     if sched.policy != kept.name:  # the schedule is named for the candidate that ran, not the request
         sched = replace(sched, policy=kept.name)
@@ -357,11 +384,14 @@ def choose_schedule(
     return Chosen(sched, kept.table, fusion.pairs, kept.trace, replace(choice, deadlines=results), fusion)
 
 
+def _placement(sched: Schedule) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((n, p.unit) for n, p in sched.placements.items()))
+
+
 def _energy(
     graph: ModelGraph,
     chip: Chip,
     table: CostTable,
-    policy: str,
     best: _Sim,
     sims: Sequence[_Sim],
     choice: ScheduleChoice,
@@ -369,6 +399,13 @@ def _energy(
     sim: Callable[[str, Schedule], _Sim],
     dl: Mapping[str, float],
 ) -> tuple[_Sim, ScheduleChoice]:
+    """The least-energy schedule within ``budget_ms`` (see the module docstring).
+
+    ``best`` is the latency winner among ``sims`` (every schedule simulated so far); each of
+    ``sims`` within the budget is a candidate and seeds the energy search (``energy@k`` from
+    ``best``, ``energy@k:NAME`` from the one named NAME), so a change of the latency winner
+    never makes the energy found worse than what the search finds from any other seed.
+    """
     from scheduler.onnx_policies import energy_schedule
 
     if best.latency_ms > budget_ms:
@@ -381,19 +418,27 @@ def _energy(
     for s in sims:
         if s is not best and s.latency_ms <= budget_ms:
             tried.append((s, Candidate(s.name, s.latency_ms, _energy_mj(graph, chip, s))))
-    est = best.schedule.est_makespan_ns
-    ratio = budget_ms / best.latency_ms if best.latency_ms > 0 else 1.0
-    seen: set[tuple[tuple[str, str], ...]] = {tuple(sorted((n, p.unit) for n, p in best.schedule.placements.items()))}
-    for k in ENERGY_HEADROOM:
-        sched = energy_schedule(graph, chip, table, best.schedule, est * (1.0 + (ratio - 1.0) * k), "energy")
-        key = tuple(sorted((n, p.unit) for n, p in sched.placements.items()))
-        if key in seen:
-            continue
-        seen.add(key)
-        s = sim(f"energy@{k:g}", sched)
-        tried.append((s, Candidate(s.name, s.latency_ms, _energy_mj(graph, chip, s))))
+    seen = {_placement(s.schedule) for s, _ in tried}
+    for seed, _ in list(tried):
+        est = seed.schedule.est_makespan_ns
+        ratio = budget_ms / seed.latency_ms if seed.latency_ms > 0 else 1.0
+        suffix = "" if seed is best else f":{seed.name}"
+        for k in ENERGY_HEADROOM:
+            sched = energy_schedule(
+                graph, chip, table, seed.schedule, est * (1.0 + (ratio - 1.0) * k), "energy"
+            )
+            key = _placement(sched)
+            if key in seen:
+                continue
+            seen.add(key)
+            s = sim(f"energy@{k:g}{suffix}", sched)
+            tried.append((s, Candidate(s.name, s.latency_ms, _energy_mj(graph, chip, s))))
     floor = _worst_slack(best, dl)
-    ok = [(s, c) for s, c in tried if c.latency_ms <= budget_ms and (not dl or _worst_slack(s, dl) >= min(0.0, floor))]
+    ok = [
+        (s, c)
+        for s, c in tried
+        if c.latency_ms <= budget_ms and (not dl or _worst_slack(s, dl) >= min(0.0, floor))
+    ]
     kept, chosen = min(ok, key=lambda sc: (sc[1].energy_mj, sc[1].latency_ms))
     if chosen.energy_mj >= opt.energy_mj:
         kept, chosen = best, opt

@@ -28,7 +28,10 @@ Slices on one track either nest or follow each other, as Perfetto's JSON importe
 slice that would partly overlap another on its track (the engine does not make such slices
 today; this keeps any future ones loadable) moves to an extra track of the same process,
 named ``... (overlap N)``, and flow arrows bound to it move with it. :func:`check_trace` checks
-a trace object against these rules and the others the importer relies on.
+a trace object against these rules and the others the importer relies on. A flow binds to the
+slice that encloses its timestamp; a zero-length slice (a view op) encloses only its instant,
+so where several zero-length slices share an instant on a track, each one a flow binds to moves
+to an extra track of its own, named ``... (instant N)``, and the arrow cannot bind to another.
 
 Times are microseconds (the format's unit) rounded to whole nanoseconds: viewers round to
 nanoseconds themselves, and rounding the start and the duration of a slice separately could
@@ -47,7 +50,9 @@ from __future__ import annotations
 import json
 import math
 from array import array
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from itertools import chain
 from typing import Any, TypeGuard
@@ -171,6 +176,10 @@ class _Events:
         #: (ts, dur) of the complete events on each track (pid, tid), in the order they were added.
         self.spans: dict[tuple[int, int], list[tuple[float, float]]] = {}
         self._next_flow_id = 1
+        self._thread_name: dict[tuple[int, int], str] = {}
+        #: (pid, tid, instant ns) -> slices moved off that track at that instant so far
+        self._moved_at: dict[tuple[int, int, int], int] = {}
+        self._instant_tid: dict[tuple[int, int, int], int] = {}  # (pid, tid, lane) -> its tid
 
     def suffix(self, frame: int) -> str:
         """`` [fN]`` after an op's or transfer's name in a multi-frame trace."""
@@ -240,11 +249,23 @@ class _Events:
         self.meta.append({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": name}})
         self.meta.append({"name": "process_sort_index", "ph": "M", "pid": pid, "args": {"sort_index": pid}})
 
-    def name_thread(self, pid: int, tid: int, name: str) -> None:
+    def name_thread(self, pid: int, tid: int, name: str, sort_index: int | None = None) -> None:
+        self._thread_name[(pid, tid)] = name
         self.meta.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": name}})
         self.meta.append(
-            {"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid, "args": {"sort_index": tid}}
-        )
+            {"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid,
+             "args": {"sort_index": tid if sort_index is None else sort_index}}
+        )  # fmt: skip
+
+    def instant_track(self, pid: int, tid: int, at_ns: int) -> int:
+        """The extra track (tid) for the next zero-length slice at ``at_ns`` that must leave track
+        ``(pid, tid)``: lane N holds at most one slice per instant, named ``... (instant N)``."""
+        lane = self._moved_at[(pid, tid, at_ns)] = self._moved_at.get((pid, tid, at_ns), 0) + 1
+        if (pid, tid, lane) not in self._instant_tid:
+            new = max(t for p, t in self._thread_name if p == pid) + 1
+            self._instant_tid[(pid, tid, lane)] = new
+            self.name_thread(pid, new, f"{self._thread_name[(pid, tid)]} (instant {lane})", tid * 1000 + lane)
+        return self._instant_tid[(pid, tid, lane)]
 
     def flow(self, name: str, src: _Slice, dst: _Slice) -> None:
         """A dependency arrow from just inside the end of ``src`` to just inside the start of ``dst``."""
@@ -290,13 +311,24 @@ def _name_tracks(ev: _Events, chip: Chip, trace: Trace) -> _Tracks:
     return _Tracks(unit_pid, dma_pid, dma_pid + 1, dma_tid)
 
 
-def _op_events(ev: _Events, result: RunResult, trace: Trace, tracks: _Tracks) -> dict[tuple[str, int], _Slice]:
-    """A complete event per op (plus its shards and tile phases); the slice of each (op, frame)."""
+def _op_events(
+    ev: _Events, result: RunResult, trace: Trace, tracks: _Tracks, bound: AbstractSet[tuple[str, int]] = frozenset()
+) -> dict[tuple[str, int], _Slice]:
+    """A complete event per op (plus its shards and tile phases); the slice of each (op, frame).
+
+    An op a flow binds to (``bound``: (op, frame)) whose slice is zero-length and shares its
+    instant with another zero-length slice on its track moves to an extra track
+    (:meth:`_Events.instant_track`)."""
     placements = result.schedule.placements
     op_slice: dict[tuple[str, int], _Slice] = {}
+    zero_at = Counter(
+        (tracks.unit_pid[r.unit], r.core + 1, _ns(r.start_ps)) for r in trace.ops if _ns(r.start_ps) == _ns(r.end_ps)
+    )
     for r in trace.ops:
         pid, tid = tracks.unit_pid[r.unit], r.core + 1
         s, e = _ns(r.start_ps), _ns(r.end_ps)
+        if s == e and zero_at[(pid, tid, s)] > 1 and (r.op, r.frame) in bound:
+            tid = ev.instant_track(pid, tid, s)
         op_slice[(r.op, r.frame)] = (pid, tid, s, e)
         args: dict[str, Any] = {
             "node": r.op,
@@ -347,17 +379,20 @@ def _transfer_events(ev: _Events, chip: Chip, trace: Trace, tracks: _Tracks) -> 
     return xfer_slice
 
 
-def _flow_events(
-    ev: _Events, result: RunResult, trace: Trace, op_slice: Mapping[tuple[str, int], _Slice], xfer_slice: list[_Slice]
-) -> None:
-    """Dependency arrows: producer -> transfer -> consumers across domains, producer -> consumer
-    between units of one domain."""
-    for x, here in zip(trace.transfers, xfer_slice):
+#: A flow's end: an op's (op, frame), or a transfer's index in the trace.
+_End = tuple[str, int] | int
+
+
+def _flows(result: RunResult, trace: Trace, suffix: Callable[[int], str]) -> list[tuple[str, _End, _End]]:
+    """Dependency arrows ``(name, from, to)``: producer -> transfer -> consumers across domains,
+    producer -> consumer between units of one domain."""
+    out: list[tuple[str, _End, _End]] = []
+    for i, x in enumerate(trace.transfers):
         if x.producer:
-            ev.flow(x.tensor + ev.suffix(x.frame), op_slice[(x.producer, x.frame)], here)
+            out.append((x.tensor + suffix(x.frame), (x.producer, x.frame), i))
         for consumer in x.consumers:
             if consumer:  # "" is the return of a graph output to the host
-                ev.flow(x.tensor + ev.suffix(x.frame), here, op_slice[(consumer, x.frame)])
+                out.append((x.tensor + suffix(x.frame), i, (consumer, x.frame)))
     graph, placements = result.graph, result.schedule.placements
     domain_of = {u.name: u.domain for u in result.chip.units}
     for frame in range(trace.frames):
@@ -365,8 +400,23 @@ def _flow_events(
             for c in graph.g.successors(p):
                 up, uc = placements[p].unit, placements[c].unit
                 if up != uc and domain_of[up] == domain_of[uc]:
-                    name = ", ".join(graph.g.edges[p, c]["tensors"]) + ev.suffix(frame)
-                    ev.flow(name, op_slice[(p, frame)], op_slice[(c, frame)])
+                    out.append((", ".join(graph.g.edges[p, c]["tensors"]) + suffix(frame), (p, frame), (c, frame)))
+    return out
+
+
+def _flow_events(
+    ev: _Events,
+    flows: Iterable[tuple[str, _End, _End]],
+    op_slice: Mapping[tuple[str, int], _Slice],
+    xfer_slice: list[_Slice],
+) -> None:
+    """One arrow per flow of :func:`_flows`, from and to the slices as written."""
+
+    def slice_of(end: _End) -> _Slice:
+        return xfer_slice[end] if isinstance(end, int) else op_slice[end]
+
+    for name, a, b in flows:
+        ev.flow(name, slice_of(a), slice_of(b))
 
 
 def _counter_events(ev: _Events, chip: Chip, trace: Trace, tracks: _Tracks) -> None:
@@ -492,9 +542,11 @@ def _build(result: RunResult) -> tuple[_Events, Trace]:
     trace = result.stream_trace if result.stream_trace is not None else result.trace
     ev = _Events(multi=trace.frames > 1)
     tracks = _name_tracks(ev, result.chip, trace)
-    op_slice = _op_events(ev, result, trace, tracks)
+    flows = _flows(result, trace, ev.suffix)
+    bound = {end for _, a, b in flows for end in (a, b) if not isinstance(end, int)}
+    op_slice = _op_events(ev, result, trace, tracks, bound)
     xfer_slice = _transfer_events(ev, result.chip, trace, tracks)
-    _flow_events(ev, result, trace, op_slice, xfer_slice)
+    _flow_events(ev, flows, op_slice, xfer_slice)
     _counter_events(ev, result.chip, trace, tracks)
     _memory_counters(ev, result, trace, tracks)
     return ev, trace

@@ -8,7 +8,9 @@ transfers (an ArgMax: most units never used) and one of views only (zero-length 
 from __future__ import annotations
 
 import json
+import re
 import struct
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 from itertools import pairwise
@@ -486,6 +488,30 @@ def test_overlapping_engine_slices_move_to_their_own_track(results: dict[str, Ru
     for e in events:  # every flow still sits inside exactly one slice of its track
         if e["ph"] in "sf":
             _bound(tracks, e)
+
+
+def test_a_flow_into_a_zero_length_slice_sharing_its_instant_gets_a_track_of_its_own(
+    results: dict[str, RunResult],
+) -> None:
+    # Pinned: yolov8n on rk3588 runs view ops (Concat, Reshape) zero-length at one instant on a
+    # GPU core, and a transfer's arrow ends at one of them; on one track the arrow's end would sit
+    # inside both (Perfetto and Chrome bind it to an enclosing slice: either could be taken).
+    r = results["yolo"]
+    events = chrome_trace(r)["traceEvents"]
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    zero = [e for e in events if e["ph"] == "X" and e["dur"] == 0 and e["cat"] != "dma"]
+    ends = {(e["pid"], e["tid"], round(e["ts"] * 1000)) for e in events if e["ph"] in "sf"}
+    at = Counter((e["pid"], e["args"]["core"], round(e["ts"] * 1000)) for e in zero)
+    shared = [e for e in zero if at[(e["pid"], e["args"]["core"], round(e["ts"] * 1000))] > 1]
+    bound = [e for e in shared if (e["pid"], e["tid"], round(e["ts"] * 1000)) in ends]
+    assert bound, "the pinned case has no flow into a zero-length slice that shares its instant"
+    for e in bound:
+        core_track = f"{e['args']['unit']} core {e['args']['core']}"
+        assert re.fullmatch(re.escape(core_track) + r" \(instant \d+\)", names[(e["pid"], e["tid"])])
+        alone = [x for x in zero if (x["pid"], x["tid"]) == (e["pid"], e["tid"]) and x["ts"] == e["ts"]]
+        assert alone == [e]
+    assert any(names[(e["pid"], e["tid"])] == f"{e['args']['unit']} core {e['args']['core']}" for e in shared)  # the others stay
+    assert check_trace(events) == []
 
 
 def _overlapping(r: RunResult) -> RunResult:
