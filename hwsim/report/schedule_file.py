@@ -29,6 +29,7 @@ from chips.schema import Chip
 from chips.units import PS_PER_NS
 from cost_models.mapping import OpMapping
 from cost_models.table import CostTable
+from graph_ir.files import field_path
 from graph_ir.ir import ModelGraph
 from hwsim.pipeline import RunResult
 from hwsim.report.provenance import hwsim_version
@@ -168,8 +169,7 @@ def load_schedule_file(path: str | Path) -> ScheduleFile:
         return ScheduleFile.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        field = ".".join(str(x) for x in err["loc"])
-        raise ScheduleFileError(f"{path}: {field}: {err['msg']}") from None
+        raise ScheduleFileError(f"{path}: {field_path(err['loc'])}: {err['msg']}") from None
 
 
 def _fusion_groups(result: RunResult) -> dict[str, str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -259,3 +260,20 @@ def test_workload_key_with_a_newline_stays_one_line(tmp_path: Path) -> None:
     out = tmp_path / "out"
     res = check_refusal_or_run("regression", ["run", "rk3588", "--workload", str(f), "--out", str(out)], f, out)
     assert res.code == 2 and "'\\n': unknown key" in res.stderr
+
+
+def test_schedule_file_key_with_a_newline_stays_one_line(tmp_path: Path) -> None:
+    # found by test_schedule_json at 10,000 inputs: an extra key "\n" split the error line in two
+    from hwsim.cli import main
+
+    model = Path(__file__).parents[2] / "examples" / "models" / "mlp_mnist.onnx"
+    sched = tmp_path / "s.json"
+    assert main(["run", "rk3588", str(model), "--out", str(tmp_path / "r"), "--no-plots",
+                 "--export-schedule", str(sched)]) == 0  # fmt: skip
+    data = json.loads(sched.read_text())
+    data["\n"] = None
+    sched.write_text(json.dumps(data))
+    out = tmp_path / "out"
+    argv = ["run", "rk3588", str(model), "--schedule", str(sched), "--out", str(out)]
+    res = check_refusal_or_run("regression", argv, sched, out)
+    assert res.code == 2 and "'\\n': Extra inputs are not permitted" in res.stderr
