@@ -111,7 +111,7 @@ def _evaluate_all(args: argparse.Namespace, spec: Any, runner: _Runner, store: S
     with _progress(args.budget * len(spec.models), "search") as bar:
         for model in spec.models:
             points += search_model(
-                spec, model, args.budget, runner, args.seed, round_size=max(8, 2 * args.workers), on_round=bar.update
+                spec, model, args.budget, runner, args.seed, round_size=max(2, args.workers), on_round=bar.update
             )
     return points
 
