@@ -1,12 +1,13 @@
 """Measure ``hwsim sweep``: the budgeted search against the exhaustive grid, and how points scale over workers.
 
-    python benchmarks/bench_sweep.py [--seeds 5] [--budget-share 0.1] [--workers 1,2]
+    python benchmarks/bench_sweep.py [--seeds 10] [--seed-from 0] [--budget-share 0.1] [--workers 1,2]
+    python benchmarks/bench_sweep.py --search-only --seed-from 100 --models yolov5n,mobilenetv2   # held out
 
 1. The grid of :data:`GRID` (resnet18 on the RK3588) is evaluated exhaustively on a process pool
    of 1 and of 2 workers, and on a Dask ``LocalCluster`` of 2: points per second each, the
    scaling efficiency (pps at 2 / (2 x pps at 1)), and Dask's overhead per task (the round trip
    of an empty task) and per point (the extra wall time over the process pool's, per point).
-2. NSGA-II (:func:`hwsim.studies.sweep_search.search_model`) runs with a budget of a tenth of
+2. The search (:func:`hwsim.studies.sweep_search.search_model`) runs with a budget of a tenth of
    the grid's points, per seed, answering from the grid's results (the simulation is
    deterministic, so a lookup is what a fresh evaluation would give): the hypervolume of its
    feasible front over the grid's, both normalized in the grid's box (sweep_front).
@@ -90,19 +91,19 @@ def _hv(spec: SweepSpec, results: Sequence[StoredPoint], box: tuple[np.ndarray, 
     return normalized_hypervolume(v[pareto_mask(v)], box) if len(v) else 0.0
 
 
-def _search(results: dict[str, StoredPoint], share: float, seeds: Sequence[int], round_size: int = 8) -> None:
+def _search(spec: SweepSpec, results: dict[str, StoredPoint], share: float, seeds: Sequence[int], round_size: int = 2) -> None:
     """Per model and seed: the search's hypervolume over the grid's, in the grid's box."""
     print("| model | seed | trials | distinct points | hypervolume | share of the grid's |")
     print("|---|---|---|---|---|---|")
     shares = []
-    for model in SPEC.models:
+    for model in spec.models:
         mine = [r for k, r in results.items() if json.loads(k)[0] == model]
-        box = box_of(_feasible(SPEC, mine))  # the box the report uses: feasible points
-        grid_hv = _hv(SPEC, mine, box)
+        box = box_of(_feasible(spec, mine))  # the box the report uses: feasible points
+        grid_hv = _hv(spec, mine, box)
         budget = max(1, round(share * len(mine)))
         for seed in seeds:
-            found = search_model(SPEC, model, budget, lambda ps: {p.key: results[p.key] for p in ps}, seed, round_size)
-            hv = _hv(SPEC, [results[p.key] for p in found], box)
+            found = search_model(spec, model, budget, lambda ps: {p.key: results[p.key] for p in ps}, seed, round_size)
+            hv = _hv(spec, [results[p.key] for p in found], box)
             shares.append(hv / grid_hv)
             name = Path(model).stem
             print(f"| {name} | {seed} | {budget} | {len(found)} | {hv:.4f} | {100 * hv / grid_hv:.2f}% of {grid_hv:.4f} |")
@@ -115,19 +116,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=len(SEEDS))
     ap.add_argument("--budget-share", type=float, default=0.1)
     ap.add_argument("--workers", default="1,2")
-    ap.add_argument("--round-size", type=int, default=8, help="trials asked for together")
+    ap.add_argument("--seed-from", type=int, default=SEEDS[0], help="first seed (100: the held-out seeds)")
+    ap.add_argument("--models", help="comma-separated model names in examples/models (default: resnet18,yolov8n)")
+    ap.add_argument("--round-size", type=int, default=2, help="points evaluated together (the CLI: max(2, workers))")
     ap.add_argument("--search-only", action="store_true", help="one 2-worker grid run, then the search")
     args = ap.parse_args(argv)
-    points = grid_points(SPEC)
+    spec = SPEC
+    if args.models:
+        models = tuple(str(ROOT / f"examples/models/{m}.onnx") for m in args.models.split(","))
+        spec = SPEC.model_copy(update={"models": models})
+    points = grid_points(spec)
+    seeds = range(args.seed_from, args.seed_from + args.seeds)
     shape = " x ".join(str(len(v)) for v in GRID.values())
-    print(f"grid: {len(points)} points (resnet18 and yolov8n on rk3588, {shape} each)\n")
+    names = ", ".join(Path(m).stem for m in spec.models)
+    print(f"grid: {len(points)} points ({names} on rk3588, {shape} each)\n")
     print("| engine | workers | batch | points/s | efficiency | task overhead ms |")
     print("|---|---|---|---|---|---|")
     pps: dict[int, float] = {}
     results: dict[str, StoredPoint] = {}
     if args.search_only:
         results = _evaluate_grid(points, 2, None)[3]
-        _search(results, args.budget_share, SEEDS[: args.seeds], args.round_size)
+        _search(spec, results, args.budget_share, seeds, args.round_size)
         return 0
     for w in (int(x) for x in args.workers.split(",")):
         wall, overhead, size, results = _evaluate_grid(points, w, None)
@@ -143,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     seconds = [r.seconds for r in results.values()]
     print(f"simulation time per point: median {1e3 * statistics.median(seconds):.1f} ms\n")
 
-    _search(results, args.budget_share, SEEDS[: args.seeds])
+    _search(spec, results, args.budget_share, seeds, args.round_size)
     return 0
 
 

@@ -1,33 +1,56 @@
 """``--budget N``: a multi-objective search over a sweep's space instead of its full grid.
 
-Optuna's multi-objective TPE sampler (``TPESampler(multivariate=True)``, MOTPE) proposes
-points: the chip and one value per grid key. A key whose values are all numbers is ordered, so
-it is searched as an integer index into its sorted values (``suggest_int``: TPE's density then
-knows that 800 MHz lies between 600 and 1000); any other key is a categorical choice. The
-sweep's constraints reach the sampler as each trial's constraint values (``Trial.set_constraint``:
-each constraint's violation, <= 0 when it holds), and a point the chip cannot run is a failed
-trial. Each model gets its own study (fronts are per model) and ``N`` trials. Trials are asked
-for in rounds of ``round_size`` and evaluated together (``constant_liar`` keeps a round's
-proposals apart), so a search uses the same engine and batches as a grid; a point proposed twice
-is evaluated once (the store answers the second time).
+Two phases share one Optuna study per model (fronts are per model):
 
-Why TPE and not NSGA-II: at a tenth of a 324-point grid (32 trials), NSGA-II has four
+1. **Model-guided**: Optuna's multi-objective TPE sampler (``TPESampler(multivariate=True,
+   constant_liar=True)``, MOTPE) proposes points: the chip and one value per grid key. A key
+   whose values are all numbers is ordered, so it is searched as an integer index into its
+   sorted values (``suggest_int``: TPE's density then knows that 800 MHz lies between 600 and
+   1000); any other key is a categorical choice. The first :func:`startup_trials` trials are
+   random (TPE's start-up).
+2. **Pareto local search** (Paquete, Chiarandini and Stützle, 2004) for the last
+   :data:`LOCAL_SHARE` of the budget: the grid neighbours (:func:`neighbours`: one key one step)
+   of the feasible front found so far that are not evaluated yet, handed to the study with
+   ``Study.enqueue_trial`` so it records them like any other trial. A discrete grid's front is
+   usually reached from a nearby front point by one change (a core fewer, a precision lower),
+   which a density model, at a few dozen trials, often misses.
+
+``N`` counts distinct points: the grid is discrete, and a point the sampler proposes again is
+told its stored result without being evaluated or counted (after :data:`RETRIES` repeats in a
+row an unevaluated point is drawn at random instead). The sweep's constraints reach the sampler
+as each trial's constraint values (``Trial.set_constraint``: each constraint's violation, <= 0
+when it holds); a point the chip cannot run is a failed trial. Points are evaluated in rounds of
+``round_size`` (``constant_liar`` keeps a round's proposals apart), so a search uses the same
+engine and batches as a grid.
+
+Why TPE and not NSGA-II: at a tenth of a 324-point grid (32 points), NSGA-II has four
 generations of eight to work with; on the benchmark of ``benchmarks/bench_sweep.py`` it reached
-a mean 90.5% of the grid's hypervolume against 92-97% for MOTPE (docs/sweep.md has the figures).
-The first :func:`startup_trials` trials are random (TPE's start-up), the rest model-guided.
+a mean 90.5% of the grid's hypervolume against 92-97% for MOTPE alone (docs/sweep.md has the
+figures, and what the local search adds).
 """
 
 from __future__ import annotations
 
+import math
+import random
 import warnings
 from collections.abc import Callable, Sequence
+from typing import Any
 
-from hwsim.studies.sweep import OBJECTIVES, GridValue, Point, SweepSpec
+import numpy as np
+
+from hwsim.studies.sweep import OBJECTIVES, GridValue, Point, SweepSpec, feasibility
+from hwsim.studies.sweep_front import box_of, normalized_hypervolume, pareto_mask
 from hwsim.studies.sweep_store import StoredPoint
 
-__all__ = ["search_model", "startup_trials"]
+__all__ = ["LOCAL_SHARE", "RETRIES", "neighbours", "search_model", "startup_trials"]
 
 Evaluate = Callable[[Sequence[Point]], dict[str, StoredPoint]]
+
+#: The share of the budget spent on the Pareto local search (the last rounds).
+LOCAL_SHARE = 0.5
+#: Repeated proposals in a row before a random unevaluated point is drawn instead.
+RETRIES = 20
 
 
 def startup_trials(budget: int) -> int:
@@ -44,17 +67,166 @@ def _ordered(values: Sequence[GridValue]) -> bool:
     return all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
 
 
-def _suggest(trial: object, key: str, values: Sequence[GridValue]) -> GridValue:
+def _axes(spec: SweepSpec) -> dict[str, list[GridValue]]:
+    """The searched keys ("chip" where there are several) and their values, numbers sorted."""
+    axes: dict[str, Sequence[GridValue]] = {"chip": spec.chips} if len(spec.chips) > 1 else {}
+    axes.update(spec.grid)
+    return {k: sorted(v, key=float) if _ordered(v) else list(v) for k, v in axes.items()}
+
+
+def _suggest(trial: Any, key: str, values: list[GridValue]) -> GridValue:
     if _ordered(values):
-        ordered = sorted(values, key=float)
-        return ordered[trial.suggest_int(key, 0, len(ordered) - 1)]  # type: ignore[attr-defined]
-    return trial.suggest_categorical(key, list(values))  # type: ignore[attr-defined,no-any-return]
+        return values[trial.suggest_int(key, 0, len(values) - 1)]
+    return trial.suggest_categorical(key, values)  # type: ignore[no-any-return]
 
 
-def _point(trial: object, spec: SweepSpec, model: str) -> Point:
-    chip = _suggest(trial, "chip", spec.chips) if len(spec.chips) > 1 else spec.chips[0]
-    params = tuple((k, _suggest(trial, k, values)) for k, values in spec.grid.items())
-    return Point(model, str(chip), params)
+def _point(trial: Any, spec: SweepSpec, axes: dict[str, list[GridValue]], model: str) -> Point:
+    chosen = {k: _suggest(trial, k, values) for k, values in axes.items()}
+    chip = chosen.pop("chip", spec.chips[0])
+    return Point(model, str(chip), tuple((k, chosen[k]) for k in spec.grid))
+
+
+def _trial_params(point: Point, axes: dict[str, list[GridValue]]) -> dict[str, Any]:
+    """The study's parameters of ``point`` (what ``enqueue_trial`` takes)."""
+    values = {"chip": point.chip, **dict(point.params)}
+    return {k: vs.index(values[k]) if _ordered(vs) else values[k] for k, vs in axes.items()}
+
+
+def neighbours(point: Point, spec: SweepSpec) -> list[Point]:
+    """The grid points one step from ``point``: one key changed, a numeric key to the next
+    value up or down, any other key (and the chip) to each of its other values.
+
+    >>> spec = SweepSpec(models=("m.onnx",), chips=("rk3588",), objectives=("latency_ms",),
+    ...                  grid={"npu.cores": (1, 2, 3), "precision": ("int8", "fp16")})
+    >>> [p.params for p in neighbours(Point("m.onnx", "rk3588", (("npu.cores", 2), ("precision", "int8"))), spec)]
+    [(('npu.cores', 1), ('precision', 'int8')), (('npu.cores', 3), ('precision', 'int8')), (('npu.cores', 2), ('precision', 'fp16'))]
+    """
+    out = []
+    for key, values in _axes(spec).items():
+        current = point.chip if key == "chip" else point.get(key, "")
+        i = values.index(current)
+        steps = [j for j in (i - 1, i + 1) if 0 <= j < len(values)] if _ordered(values) else range(len(values))
+        for j in steps:
+            if j == i:
+                continue
+            if key == "chip":
+                out.append(Point(point.model, str(values[j]), point.params))
+            else:
+                out.append(Point(point.model, point.chip, tuple((k, values[j] if k == key else v) for k, v in point.params)))
+    return out
+
+
+def _front(spec: SweepSpec, done: dict[str, tuple[Point, StoredPoint]]) -> tuple[list[Point], list[float]]:
+    """The feasible non-dominated points among ``done``, and each one's share of their
+    hypervolume (what the front loses without it), in the box of the feasible points."""
+    constraints = spec.constraint_list()
+    ok = [(p, r) for p, r in done.values() if r.error is None and feasibility(r, constraints)[0]]
+    if not ok:
+        return [], []
+    values = np.array([[dict(r.objectives)[o] for o in spec.objectives] for _, r in ok])
+    mask = pareto_mask(values)
+    box = box_of(values)
+    front = values[mask]
+    total = normalized_hypervolume(front, box)
+    gains = [total - normalized_hypervolume(np.delete(front, i, axis=0), box) for i in range(len(front))]
+    return [p for (p, _), keep in zip(ok, mask, strict=True) if keep], gains
+
+
+def _local_candidates(spec: SweepSpec, done: dict[str, tuple[Point, StoredPoint]], rng: random.Random) -> list[Point]:
+    """Unevaluated neighbours of the current front, the most promising first: a neighbour
+    scores the sum of the hypervolume shares of the front points it neighbours (ties in random
+    order), so the search works around the points the front leans on."""
+    score: dict[str, float] = {}
+    points: dict[str, Point] = {}
+    for p, gain in zip(*_front(spec, done), strict=True):
+        for q in neighbours(p, spec):
+            if q.key not in done:
+                score[q.key] = score.get(q.key, 0.0) + gain
+                points[q.key] = q
+    keys = list(score)
+    rng.shuffle(keys)
+    keys.sort(key=lambda k: -score[k])
+    return [points[k] for k in keys]
+
+
+def _random_unevaluated(spec: SweepSpec, model: str, taken: set[str], rng: random.Random) -> Point | None:
+    """A random grid point of ``model`` not in ``taken`` (None when every one is)."""
+    axes = _axes(spec)
+    for _ in range(64):
+        chosen = {k: rng.choice(v) for k, v in axes.items()}
+        p = Point(model, str(chosen.pop("chip", spec.chips[0])), tuple((k, chosen[k]) for k in spec.grid))
+        if p.key not in taken:
+            return p
+    from hwsim.studies.sweep import grid_points
+
+    rest = [p for p in grid_points(spec) if p.model == model and p.key not in taken]
+    return rng.choice(rest) if rest else None
+
+
+class _Search:
+    """One model's study: proposes distinct unevaluated points and tells the study the results."""
+
+    def __init__(self, spec: SweepSpec, model: str, budget: int, seed: int) -> None:
+        import optuna
+        from optuna.samplers import TPESampler
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        with warnings.catch_warnings():  # multivariate TPE is marked experimental
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            sampler = TPESampler(n_startup_trials=startup_trials(budget), multivariate=True, constant_liar=True, seed=seed)
+        self.study = optuna.create_study(directions=["minimize"] * len(spec.objectives), sampler=sampler)
+        self.spec, self.model, self.axes = spec, model, _axes(spec)
+        self.rng = random.Random(seed)
+        self.done: dict[str, tuple[Point, StoredPoint]] = {}
+        self.size = math.prod(len(v) for v in self.axes.values())
+
+    def tell(self, trial: Any, r: StoredPoint) -> None:
+        from optuna.trial import TrialState
+
+        if r.error is not None:
+            self.study.tell(trial, state=TrialState.FAIL)
+            return
+        values = dict(r.objectives)
+        for i, c in enumerate(self.spec.constraint_list()):
+            trial.set_constraint(f"{i}:{c.objective}", c.violation(OBJECTIVES[c.objective].sign * values[c.objective]))
+        self.study.tell(trial, [values[o] for o in self.spec.objectives])
+
+    def _pinned(self, point: Point) -> tuple[Any, Point]:
+        self.study.enqueue_trial(_trial_params(point, self.axes))
+        return self.study.ask(), point
+
+    def propose(self, n: int, local: bool) -> list[tuple[Any, Point]]:
+        """Up to ``n`` trials on distinct unevaluated points (repeats of evaluated ones are told
+        their stored result on the way)."""
+        from optuna.trial import TrialState
+
+        out: list[tuple[Any, Point]] = []
+        if local:
+            for q in _local_candidates(self.spec, self.done, self.rng):
+                if len(out) == n:
+                    break
+                out.append(self._pinned(q))
+        repeats = 0
+        while len(out) < n:
+            taken = self.done.keys() | {p.key for _, p in out}
+            if repeats >= RETRIES:
+                drawn = _random_unevaluated(self.spec, self.model, set(taken), self.rng)
+                if drawn is None:
+                    break
+                out.append(self._pinned(drawn))
+                continue
+            trial = self.study.ask()
+            p = _point(trial, self.spec, self.axes, self.model)
+            if p.key in self.done:
+                self.tell(trial, self.done[p.key][1])
+                repeats += 1
+            elif p.key in taken:  # proposed twice in one round: no result to tell yet
+                self.study.tell(trial, state=TrialState.FAIL)
+                repeats += 1
+            else:
+                out.append((trial, p))
+                repeats = 0
+        return out
 
 
 def search_model(
@@ -63,39 +235,28 @@ def search_model(
     budget: int,
     evaluate: Evaluate,
     seed: int = 0,
-    round_size: int = 8,
+    round_size: int = 2,
     on_round: Callable[[int], None] = lambda n: None,
+    local_share: float = LOCAL_SHARE,
 ) -> list[Point]:
-    """Run ``budget`` MOTPE trials for ``model``; returns the distinct points evaluated, in
-    the order first proposed. ``evaluate`` simulates points (and stores them) and returns them
-    by key; ``on_round(trials)`` is told after each round."""
-    import optuna
-    from optuna.samplers import TPESampler
-    from optuna.trial import TrialState
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    constraints = spec.constraint_list()
-    with warnings.catch_warnings():  # multivariate TPE is marked experimental
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        sampler = TPESampler(n_startup_trials=startup_trials(budget), multivariate=True, constant_liar=True, seed=seed)
-    study = optuna.create_study(directions=["minimize"] * len(spec.objectives), sampler=sampler)
-    seen: dict[str, Point] = {}
-    told = 0
-    while told < budget:
-        trials = [study.ask() for _ in range(min(round_size, budget - told))]
-        points = [_point(t, spec, model) for t in trials]
-        for p in points:
-            seen.setdefault(p.key, p)
-        results = evaluate(list({p.key: p for p in points}.values()))
-        for trial, p in zip(trials, points, strict=True):
-            r = results[p.key]
-            if r.error is not None:
-                study.tell(trial, state=TrialState.FAIL)
-                continue
-            values = dict(r.objectives)
-            for i, c in enumerate(constraints):
-                trial.set_constraint(f"{i}:{c.objective}", c.violation(OBJECTIVES[c.objective].sign * values[c.objective]))
-            study.tell(trial, [values[o] for o in spec.objectives])
-        told += len(trials)
+    """Evaluate ``budget`` distinct points of ``model`` chosen by the search (all of them where
+    the grid has fewer); returns them in the order evaluated. ``evaluate`` simulates points (and
+    stores them) and returns them by key; ``on_round(points)`` is told after each round."""
+    s = _Search(spec, model, budget, seed)
+    budget = min(budget, s.size)
+    local_from = budget - round(local_share * budget)
+    order: list[Point] = []
+    while len(order) < budget:
+        local = len(order) >= local_from
+        n = min(round_size, budget - len(order), budget if local else local_from - len(order))
+        trials = s.propose(n, local)
+        if not trials:
+            break
+        results = evaluate([p for _, p in trials])
+        for trial, p in trials:
+            s.done[p.key] = (p, results[p.key])
+            s.tell(trial, results[p.key])
+            order.append(p)
         on_round(len(trials))
-    return list(seen.values())
+    return order
+
