@@ -7,8 +7,9 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from hwsim.studies.optimize import seams
+from hwsim.pipeline import run_graph
 from hwsim.studies.optimize.evaluate import Candidate
+from hwsim.studies.optimize.prior import Prior
 from hwsim.studies.optimize.search import Record, Search, SearchResult
 from hwsim.studies.optimize.stages import (
     SignatureContext,
@@ -16,6 +17,7 @@ from hwsim.studies.optimize.stages import (
     propose_signatures,
     top_ops,
 )
+from hwsim.studies.optimize.transfer import transferred
 
 if TYPE_CHECKING:
     import onnx
@@ -71,7 +73,7 @@ def graph_stage(s: Search) -> list[Record]:
 def op_time_ns(s: Search, candidate: Candidate) -> dict[str, float]:
     """Simulated time of each op of the candidate's graph under its mapping (frame 0), in ns."""
     graph, _ = s.graph_and_table(candidate.transforms)
-    result = seams.simulate(graph, s.inputs.chip, s.inputs.precision, seams.mapping_of(candidate.signature_dict()))
+    result = run_graph(graph, s.inputs.chip, s.inputs.precision, mapping=candidate.mapping())
     times: dict[str, float] = {}
     for r in result.trace.ops:
         if r.frame == 0:
@@ -129,7 +131,7 @@ def run_search(s: Search) -> SearchResult:
         if s.budget.total is not None:
             kernel_total = s.budget.total - s.budget.used
         cap_each = -(-kernel_total // len(graphs))
-        s.prior = seams.fit_prior([t for t in s.db.trials(chip_fingerprint=None) if t.search_id != s.search_id])
+        s.prior = Prior.fit([t for t in s.db.trials(chip_fingerprint=None) if t.search_id != s.search_id])
         for start in graphs:
             if s.budget.kernel_left(cap_each) < 1:
                 break
@@ -148,6 +150,5 @@ def transfer_mappings(s: Search, start: Record) -> list[dict[str, OpMapping]]:
     if not names:
         return []
     graph, table = s.graph_and_table(start.candidate.transforms)
-    if names == ("auto",):
-        return seams.transferred_mappings(s.db, s.inputs.chip, graph, table, s.inputs.model_sha256)
-    return seams.named_mappings(s.db, names, s.inputs.chip, graph, table, s.inputs.model_sha256)
+    from_chips = None if names == ("auto",) else names
+    return transferred(s.db, s.inputs.chip, graph, table, s.inputs.model_sha256, from_chips=from_chips)

@@ -14,14 +14,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from hwsim.studies.optimize import seams
+from cost_models.mapping import OpMapping, choices, legality
 from hwsim.studies.optimize.evaluate import Candidate, apply_transforms
+from hwsim.studies.optimize.features import op_features
 
 if TYPE_CHECKING:
     import onnx
 
     from chips.schema import Chip
-    from cost_models.mapping import OpMapping
     from cost_models.table import CostTable
     from graph_ir.ir import Op
     from hwsim.studies.optimize.prior import Prior
@@ -100,9 +100,9 @@ class SignatureContext:
 def _pool(rng: random.Random, op: Op, ctx: SignatureContext, current: Mapping[str, object]) -> list[OpMapping]:
     """The legal non-default signatures of ``op`` other than ``current`` (sampled to
     :data:`POOL_CAP` when there are more), in a fixed order."""
-    choices = seams.knob_choices(op, ctx.chip, ctx.table)
-    knobs = [k for k in ctx.knobs if k in choices]
-    values = [tuple(dict.fromkeys((None, *choices[k]))) for k in knobs]
+    legal = choices(op, ctx.chip, ctx.table)
+    knobs = [k for k in ctx.knobs if k in legal]
+    values = [tuple(dict.fromkeys((None, *legal[k]))) for k in knobs]
     combos = list(itertools.product(*values))
     if len(combos) > POOL_CAP:
         combos = rng.sample(combos, POOL_CAP)
@@ -111,8 +111,8 @@ def _pool(rng: random.Random, op: Op, ctx: SignatureContext, current: Mapping[st
         sig = {k: v for k, v in zip(knobs, combo, strict=True) if v is not None}
         if not sig or sig == dict(current):
             continue
-        m = seams.make_mapping(sig)
-        if seams.legality(op, ctx.chip, ctx.table, m) is None:
+        m = OpMapping.from_dict(sig)
+        if legality(op, ctx.chip, ctx.table, m) is None:
             pool.append(m)
     return pool
 
@@ -141,8 +141,7 @@ def propose_signatures(
     sources: list[OpMapping] = [m for m in transferred if tuple(sorted(m.as_dict().items())) in known]
     n_transfer = len(dict.fromkeys(tuple(sorted(m.as_dict().items())) for m in sources))
     if ctx.prior is not None and exploit_n > 0:
-        feats = seams.op_features(op, ctx.table)
-        sources += seams.rank(ctx.prior, feats, ctx.chip_features, pool)
+        sources += ctx.prior.rank(op_features(op, ctx.table), ctx.chip_features, pool)
     chosen: dict[tuple[tuple[str, object], ...], OpMapping] = {}
     for m in sources:
         if len(chosen) >= max(exploit_n, min(n_transfer, wanted)):
