@@ -114,4 +114,5 @@ def test_transfer_auto_to_a_faster_npu_variant_hits(tmp_path: Path) -> None:
     assert isinstance(transfer, dict) and transfer["tried"] > 0 and transfer["hits"] >= 1
     rows = _log(tmp_path / "target")
     assert any(r["transferred"] and r["latency_ms"] < r["parent_latency_ms"] for r in rows)
-    assert summary["reused_trials"] == 0  # the variant's fingerprint differs: nothing of rk3588 reused as its own
+    assert summary["reused_trials"] == 0  # the variant's fingerprint differs: nothing of rk3588 taken as its own
+    assert len({r["candidate_key"] for r in rows}) == len(rows)  # no candidate tried twice
