@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from cost_models.mapping import OpMapping
 
-__all__ = ["BEAM_WIDTH", "KERNEL_GRAPHS", "TRANSFER_TRIALS", "op_time_ns", "run_search"]
+__all__ = ["BEAM_WIDTH", "KERNEL_GRAPHS", "TRANSFER_TRIALS", "kernel_graphs", "op_time_ns", "run_search"]
 
 log = logging.getLogger("hwsim")
 
@@ -175,12 +175,25 @@ def kernel_on_graph(s: Search, start: Record, cap: int, mappings: Sequence[dict[
     return incumbent
 
 
+def kernel_graphs(s: Search, beam: Sequence[Record]) -> list[Record]:
+    """The graphs of the beam stage 2 searches: at most :data:`KERNEL_GRAPHS`, none worse than the
+    baseline (a transform that applies but costs, such as ``channel_align`` padding channels on
+    a chip that gains nothing from it, is rejected here and noted)."""
+    base = s.result.baseline
+    kept = [r for r in beam if not _better(base, r)][:KERNEL_GRAPHS]
+    costing = [r for r in s.result.records if r.stage == "graph" and _better(base, r)]
+    if costing:
+        worst = ", ".join(sorted({"+".join(r.candidate.transforms) for r in costing}))
+        s.result.notes.append(f"stage 1: rejected graphs slower than the baseline ({worst})")
+    return kept or [base]
+
+
 def run_search(s: Search) -> SearchResult:
     """Baseline, stage 1, stage 2 on the best graphs; a Ctrl-C keeps what was found."""
     cfg = s.inputs.config
     try:
         s.run_round("baseline", [Candidate()], 0.0)
-        graphs = graph_stage(s)[:KERNEL_GRAPHS]
+        graphs = kernel_graphs(s, graph_stage(s))
         kernel_total = cfg.stage_kernel.k * cfg.stage_kernel.trials_per_op
         if s.budget.total is not None:
             kernel_total = s.budget.total - s.budget.used
