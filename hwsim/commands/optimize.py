@@ -29,11 +29,11 @@ log = logging.getLogger("hwsim")
 
 def input_errors() -> tuple[type[BaseException], ...]:
     """Exceptions of this command that mean bad input (beyond the CLI's common ones)."""
-    from hwsim.studies.optimize import seams
     from hwsim.studies.optimize.config import SearchConfigError
+    from hwsim.studies.optimize.db import DbError
     from hwsim.studies.sweep import SweepError
 
-    return (SearchConfigError, SweepError, *seams.db_errors())
+    return (SearchConfigError, SweepError, DbError)
 
 
 def add_parser(sub: Any) -> None:
@@ -121,7 +121,6 @@ def _measure(s: Search, chip_ref: str) -> None:
     why = not_this_host(chip_ref)
     if why is not None:
         s.result.notes.append(f"nothing measured: {why}")
-        log.info("nothing measured: %s", why)
         return
     repeats = s.inputs.config.stage_kernel.measure_repeats
     for r in s.result.beam:
@@ -136,12 +135,12 @@ def _measure(s: Search, chip_ref: str) -> None:
 
 
 def _search(args: argparse.Namespace, inputs: SearchInputs) -> Search:
-    from hwsim.studies.optimize import seams
+    from hwsim.studies.optimize.db import ExperienceDB, default_db_url
     from hwsim.studies.optimize.driver import run_search
     from hwsim.studies.optimize.search import Search
     from hwsim.studies.sweep import open_executor
 
-    db = seams.open_db(args.db)
+    db = ExperienceDB.open(args.db if args.db is not None else default_db_url())
     budget = _budget(args, inputs)
     start = time.monotonic()
     with ExitStack() as stack:

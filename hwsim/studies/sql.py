@@ -109,7 +109,10 @@ def open_engine(url: str, error: type[ValueError], *, wal: bool = False) -> Engi
     """
     parsed = _parse(url, error)
     if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-        Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        try:
+            Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a folder under a regular file, no permission, a read-only disk
+            raise error(f"{shown_url(url)}: cannot open the database: {exc.strerror or exc}") from None
     engine = _create(parsed, shown_url(url), error, wal)
     try:
         with engine.connect() as conn:

@@ -1,28 +1,32 @@
 """The two stages run in order: the baseline, stage 1 (graph rewrites, a beam of the best
-graphs), transfer, stage 2 (per-op signatures, greedy), on a :class:`~.search.Search`."""
+graphs), transfer, stage 2 (per-op signatures: rounds of one new signature for every target op,
+then the round's winners together), on a :class:`~.search.Search`."""
 
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from hwsim.studies.optimize import seams
+from hwsim.pipeline import run_graph
 from hwsim.studies.optimize.evaluate import Candidate
+from hwsim.studies.optimize.prior import Prior
 from hwsim.studies.optimize.search import Record, Search, SearchResult
 from hwsim.studies.optimize.stages import (
     SignatureContext,
     propose_graphs,
-    propose_signatures,
+    signature_queue,
     top_ops,
 )
+from hwsim.studies.optimize.transfer import transferred
 
 if TYPE_CHECKING:
     import onnx
 
     from cost_models.mapping import OpMapping
 
-__all__ = ["BEAM_WIDTH", "KERNEL_GRAPHS", "TRANSFER_TRIALS", "op_time_ns", "run_search"]
+__all__ = ["BEAM_WIDTH", "KERNEL_GRAPHS", "TRANSFER_TRIALS", "kernel_graphs", "op_time_ns", "run_search"]
 
 log = logging.getLogger("hwsim")
 
@@ -68,15 +72,16 @@ def graph_stage(s: Search) -> list[Record]:
     return beam
 
 
-def op_time_ns(s: Search, candidate: Candidate) -> dict[str, float]:
-    """Simulated time of each op of the candidate's graph under its mapping (frame 0), in ns."""
+def op_time_ns(s: Search, candidate: Candidate) -> tuple[dict[str, float], tuple[str, ...]]:
+    """Simulated time of each op of the candidate's graph under its mapping (frame 0), in ns,
+    and the ops of the run's critical path."""
     graph, _ = s.graph_and_table(candidate.transforms)
-    result = seams.simulate(graph, s.inputs.chip, s.inputs.precision, seams.mapping_of(candidate.signature_dict()))
+    result = run_graph(graph, s.inputs.chip, s.inputs.precision, mapping=candidate.mapping())
     times: dict[str, float] = {}
     for r in result.trace.ops:
         if r.frame == 0:
             times[r.op] = times.get(r.op, 0.0) + (r.end_ps - r.start_ps) / 1000.0
-    return times
+    return times, result.analysis.critical_path
 
 
 def _better(a: Record, b: Record) -> bool:
@@ -98,25 +103,89 @@ def _transfer(s: Search, start: Record, mappings: Sequence[dict[str, OpMapping]]
     return best if _better(best, start) else start
 
 
-def kernel_on_graph(s: Search, start: Record, cap: int, mappings: Sequence[dict[str, OpMapping]]) -> Record:
-    """Stage 2 on one graph: transferred mappings, then the top ops one by one, greedy."""
+SigKey = tuple[tuple[str, object], ...]
+
+
+def _queues(s: Search, incumbent: Record, mappings: Sequence[dict[str, OpMapping]]) -> tuple[dict[str, deque[OpMapping]], set[tuple[str, SigKey]]]:
+    """Each target op's signatures in the order to try them (:func:`signature_queue`), the
+    target ops critical path first; and the (op, signature) pairs that came from transfer."""
     cfg = s.inputs.config
+    graph, table = s.graph_and_table(incumbent.candidate.transforms)
+    ctx = SignatureContext(s.inputs.chip, table, cfg.stage_kernel.signature, cfg.exploit, s.prior, s.chip_feats)
+    times, critical = op_time_ns(s, incumbent.candidate)
+    parent_ns = incumbent.outcome.latency_ms * 1e6
+    queues: dict[str, deque[OpMapping]] = {}
+    from_transfer: set[tuple[str, SigKey]] = set()
+    for op in top_ops(times, cfg.stage_kernel.k, critical):
+        hints = [m[op] for m in mappings if op in m and not m[op].is_default()]
+        current = incumbent.candidate.signature_dict().get(op, {})
+        queue, hinted = signature_queue(s.rng, graph.op(op), ctx, current, cfg.stage_kernel.trials_per_op, parent_ns, hints)
+        if queue:
+            queues[op] = deque(queue)
+            from_transfer |= {(op, k) for k in hinted}
+    return queues, from_transfer
+
+
+def _combined(s: Search, incumbent: Record, winners: Sequence[tuple[str, Record]], left: int) -> Record:
+    """The best of the round's ``winners`` (op, record: each beat ``incumbent`` changing one
+    op), or, when it is better still, all their signatures together on ``incumbent``."""
+    best = min((r for _, r in winners), key=Record.rank)
+    if len(winners) < 2 or left < 1:
+        return best
+    sigs = incumbent.candidate.signature_dict()
+    for op, r in winners:
+        sigs[op] = r.candidate.signature_dict()[op]
+    combo = Candidate.of(incumbent.candidate.transforms, sigs)
+    if any(r.candidate.key == combo.key for r in s.result.records):
+        return best
+    recs = s.run_round("kernel", [combo], incumbent.outcome.latency_ms)
+    return recs[0] if recs and _better(recs[0], best) else best
+
+
+def kernel_on_graph(s: Search, start: Record, cap: int, mappings: Sequence[dict[str, OpMapping]]) -> Record:
+    """Stage 2 on one graph: transferred mappings, then rounds over the target ops. A round
+    tries the next signature of every target op at once (one candidate per op, evaluated in
+    parallel), then the winners' signatures together; the best becomes the incumbent."""
     spent = s.budget.used
     incumbent = _transfer(s, start, mappings, s.budget.kernel_left(cap)) if mappings else start
-    graph, table = s.graph_and_table(start.candidate.transforms)
-    prior = s.prior
-    ctx = SignatureContext(s.inputs.chip, table, cfg.stage_kernel.signature, cfg.exploit, prior, s.chip_feats)
-    for op in top_ops(op_time_ns(s, incumbent.candidate), cfg.stage_kernel.k):
-        n = min(cfg.stage_kernel.trials_per_op, s.budget.kernel_left(cap - (s.budget.used - spent)))
-        if n < 1:
+    queues, from_transfer = _queues(s, incumbent, mappings)
+    tried = {r.candidate.key for r in s.result.records}  # this search's: a rerun skips the same
+    while queues:
+        left = s.budget.kernel_left(cap - (s.budget.used - spent))
+        if left < 1:
             break
-        hints = [m[op] for m in mappings if op in m and not m[op].is_default()]
-        cands, from_transfer = propose_signatures(s.rng, graph.op(op), ctx, incumbent.candidate, n, hints)
-        recs = s.run_round("kernel", cands, incumbent.outcome.latency_ms, frozenset(from_transfer))
-        best = min([incumbent, *recs], key=Record.rank)
-        if _better(best, incumbent):
-            incumbent = best
+        op_of: dict[str, str] = {}
+        cands: list[Candidate] = []
+        hinted: set[str] = set()
+        for op in list(queues)[:left]:
+            m = queues[op].popleft()
+            c = incumbent.candidate.with_op(op, m.as_dict())
+            if c.key not in tried:
+                tried.add(c.key)
+                op_of[c.key] = op
+                cands.append(c)
+                if (op, tuple(sorted(m.as_dict().items()))) in from_transfer:
+                    hinted.add(c.key)
+            if not queues[op]:
+                del queues[op]
+        recs = s.run_round("kernel", cands, incumbent.outcome.latency_ms, frozenset(hinted))
+        winners = [(op_of[r.candidate.key], r) for r in recs if _better(r, incumbent)]
+        if winners:
+            incumbent = _combined(s, incumbent, winners, s.budget.kernel_left(cap - (s.budget.used - spent)))
     return incumbent
+
+
+def kernel_graphs(s: Search, beam: Sequence[Record]) -> list[Record]:
+    """The graphs of the beam stage 2 searches: at most :data:`KERNEL_GRAPHS`, none worse than the
+    baseline (a transform that applies but costs, such as ``channel_align`` padding channels on
+    a chip that gains nothing from it, is rejected here and noted)."""
+    base = s.result.baseline
+    kept = [r for r in beam if not _better(base, r)][:KERNEL_GRAPHS]
+    costing = [r for r in s.result.records if r.stage == "graph" and _better(base, r)]
+    if costing:
+        worst = ", ".join(sorted({"+".join(r.candidate.transforms) for r in costing}))
+        s.result.notes.append(f"stage 1: rejected graphs slower than the baseline ({worst})")
+    return kept or [base]
 
 
 def run_search(s: Search) -> SearchResult:
@@ -124,12 +193,12 @@ def run_search(s: Search) -> SearchResult:
     cfg = s.inputs.config
     try:
         s.run_round("baseline", [Candidate()], 0.0)
-        graphs = graph_stage(s)[:KERNEL_GRAPHS]
+        graphs = kernel_graphs(s, graph_stage(s))
         kernel_total = cfg.stage_kernel.k * cfg.stage_kernel.trials_per_op
         if s.budget.total is not None:
             kernel_total = s.budget.total - s.budget.used
         cap_each = -(-kernel_total // len(graphs))
-        s.prior = seams.fit_prior([t for t in s.db.trials(chip_fingerprint=None) if t.search_id != s.search_id])
+        s.prior = Prior.fit([t for t in s.db.trials(chip_fingerprint=None) if t.search_id != s.search_id])
         for start in graphs:
             if s.budget.kernel_left(cap_each) < 1:
                 break
@@ -148,6 +217,5 @@ def transfer_mappings(s: Search, start: Record) -> list[dict[str, OpMapping]]:
     if not names:
         return []
     graph, table = s.graph_and_table(start.candidate.transforms)
-    if names == ("auto",):
-        return seams.transferred_mappings(s.db, s.inputs.chip, graph, table, s.inputs.model_sha256)
-    return seams.named_mappings(s.db, names, s.inputs.chip, graph, table, s.inputs.model_sha256)
+    from_chips = None if names == ("auto",) else names
+    return transferred(s.db, s.inputs.chip, graph, table, s.inputs.model_sha256, from_chips=from_chips)

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from cost_models.mapping import OpMapping
+from hwsim.pipeline import RunResult, run_graph
 from hwsim.studies.sweep import OBJECTIVES, Constraint, feasibility
 from hwsim.studies.sweep_store import StoredPoint
 
@@ -23,7 +25,6 @@ if TYPE_CHECKING:
 
     from chips.schema import Chip
     from graph_ir.ir import ModelGraph
-    from hwsim.pipeline import RunResult
 
 __all__ = ["Candidate", "Outcome", "Task", "apply_transforms", "candidate_key", "evaluate", "evaluate_batch"]
 
@@ -55,6 +56,10 @@ class Candidate:
 
     def signature_dict(self) -> dict[str, dict[str, object]]:
         return {op: dict(s) for op, s in self.signatures}
+
+    def mapping(self) -> dict[str, OpMapping]:
+        """The :class:`cost_models.mapping.OpMapping` of each mapped op."""
+        return {op: OpMapping.from_dict(dict(s)) for op, s in self.signatures}
 
     @property
     def key(self) -> str:
@@ -124,13 +129,12 @@ def evaluate(task: Task) -> Outcome:
     from chips.schema import ChipError
     from cost_models.table import UnplaceableError
     from graph_ir.ir import ModelError
-    from hwsim.studies.optimize.seams import mapping_of, simulate
 
     key = task.candidate.key
     start = time.perf_counter()
     try:
         graph = graph_of(task.model_bytes, task.model_name)
-        result = simulate(graph, task.chip, task.precision, mapping_of(task.candidate.signature_dict()))
+        result = run_graph(graph, task.chip, task.precision, mapping=task.candidate.mapping())
     except (UnplaceableError, ChipError, ModelError) as exc:
         return Outcome(key, float("inf"), float("inf"), float("inf"), 0, False, str(exc), time.perf_counter() - start)
     values = _values(result)

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hwsim.studies.optimize import seams
+from hwsim.pipeline import RunResult, run_graph
+from hwsim.studies.optimize.evaluate import Candidate, graph_of
 
 if TYPE_CHECKING:
-    from hwsim.pipeline import RunResult
     from hwsim.studies.optimize.search import Record, SearchInputs, SearchResult
 
 __all__ = ["OPTIMIZE_FILES", "Written", "write_outputs"]
@@ -113,10 +113,10 @@ def changes_md(result: SearchResult, before_ms: float, after_ms: float) -> str:
     return "\n".join(lines)
 
 
-def _simulate_file(path: Path, inputs: SearchInputs, signatures: Mapping[str, Mapping[str, object]]) -> RunResult:
+def _simulate_file(path: Path, inputs: SearchInputs, candidate: Candidate) -> RunResult:
     from graph_ir.onnx_import import load_onnx
 
-    return seams.simulate(load_onnx(path), inputs.chip, inputs.precision, seams.mapping_of(signatures))
+    return run_graph(load_onnx(path), inputs.chip, inputs.precision, mapping=candidate.mapping())
 
 
 def _summary(inputs: SearchInputs, result: SearchResult, before: RunResult, after: RunResult) -> dict[str, Any]:
@@ -147,15 +147,14 @@ def write_outputs(out: Path, inputs: SearchInputs, result: SearchResult, models:
     from hwsim.report.outdir import write_dir
     from hwsim.report.provenance import chip_sha256, file_sha256
     from hwsim.report.schedule_file import schedule_file, schedule_file_json
-    from hwsim.studies.optimize.evaluate import graph_of
 
     best = result.best
     box: dict[str, Any] = {}
 
     def write(tmp: Path) -> None:
         (tmp / "model.onnx").write_bytes(models[best.candidate.transforms])
-        before = seams.simulate(graph_of(models[()], inputs.model_name), inputs.chip, inputs.precision, {})
-        after = _simulate_file(tmp / "model.onnx", inputs, best.candidate.signature_dict())
+        before = run_graph(graph_of(models[()], inputs.model_name), inputs.chip, inputs.precision)
+        after = _simulate_file(tmp / "model.onnx", inputs, best.candidate)
         sf = schedule_file(after, chip_sha256(inputs.chip), file_sha256(tmp / "model.onnx"))
         (tmp / "schedule.json").write_bytes(schedule_file_json(sf))
         write_reports(before, tmp / "before")

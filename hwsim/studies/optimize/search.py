@@ -17,8 +17,9 @@ from concurrent.futures import Executor, Future, as_completed
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from hwsim.studies.optimize import seams
+from hwsim.studies.optimize.db import ExperienceDB, Trial
 from hwsim.studies.optimize.evaluate import Candidate, Outcome, Task, evaluate
+from hwsim.studies.optimize.features import chip_features, graph_features, op_features
 
 if TYPE_CHECKING:
     import onnx
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
     from cost_models.table import CostTable
     from graph_ir.ir import ModelGraph
     from hwsim.studies.optimize.config import SearchConfig
-    from hwsim.studies.optimize.db import ExperienceDB, Trial
     from hwsim.studies.optimize.prior import Prior
 
 __all__ = ["Budget", "Record", "Search", "SearchInputs", "SearchResult", "evaluate_round", "search_id"]
@@ -154,7 +154,7 @@ class Search:
         self.chip_fp = chip_sha256(inputs.chip)
         self.search_id = search_id(self.chip_fp, inputs.model_sha256, inputs.config)
         self.done: dict[str, Trial] = db.done_keys(self.chip_fp, inputs.model_sha256)
-        self.chip_feats = seams.chip_features(inputs.chip)
+        self.chip_feats = chip_features(inputs.chip)
         self.version = hwsim_version()
         self.rng = random.Random(inputs.seed)
         self.result = SearchResult()
@@ -217,11 +217,11 @@ class Search:
         i = self.inputs
         graph, table = self.graph_and_table(c.transforms)
         sigs = c.signature_dict()
-        return seams.make_trial(
+        return Trial(
             chip_fingerprint=self.chip_fp, chip_name=i.chip.name, chip_features=self.chip_feats,
-            model_sha256=i.model_sha256, model_name=i.model_name, graph_features=seams.graph_features(graph),
+            model_sha256=i.model_sha256, model_name=i.model_name, graph_features=graph_features(graph),
             search_id=self.search_id, stage=stage, candidate_key=c.key, transforms=c.transforms, signatures=sigs,
-            op_features={op: seams.op_features(graph.op(op), table) for op in sigs},
+            op_features={op: op_features(graph.op(op), table) for op in sigs},
             objective=o.objective, latency_ms=o.latency_ms, energy_mj=o.energy_mj,
             peak_memory_bytes=o.peak_memory_bytes, parent_latency_ms=parent_ms, feasible=o.feasible, error=o.error,
             hwsim_version=self.version, created_at=datetime.datetime.now(datetime.timezone.utc).isoformat(),

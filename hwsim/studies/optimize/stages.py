@@ -1,32 +1,37 @@
 """Candidate proposals of the two stages, deterministic for a given random generator.
 
 Stage 1 (:func:`propose_graphs`) extends the graphs of the beam by one or two transforms of the
-search file, applied where they apply; stage 2 (:func:`propose_signatures`) draws mapping
+search file, applied where they apply; stage 2 (:func:`signature_queue`) orders mapping
 signatures for one op from the legal values of its knobs, a share ``exploit`` taken from the
-transferred signatures and the learned prior's ranking, the rest at random.
+transferred signatures and the screen (:func:`screened`: the op's own cost with those knobs,
+the learned prior averaged in), the rest at random.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import random
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from hwsim.studies.optimize import seams
+from cost_models.base import applicable_knobs, model_for
+from cost_models.mapping import OpMapping, choices, legality
+from hwsim.sim.splitting import shard_cost
 from hwsim.studies.optimize.evaluate import Candidate, apply_transforms
+from hwsim.studies.optimize.features import op_features
 
 if TYPE_CHECKING:
     import onnx
 
     from chips.schema import Chip
-    from cost_models.mapping import OpMapping
     from cost_models.table import CostTable
     from graph_ir.ir import Op
     from hwsim.studies.optimize.prior import Prior
 
-__all__ = ["GraphProposal", "SignatureContext", "propose_graphs", "propose_signatures", "top_ops"]
+__all__ = ["GraphProposal", "SignatureContext", "predicted_ns", "propose_graphs", "screened", "signature_queue", "top_ops"]
 
 #: Legal signatures considered per op at most (sampled when the knobs allow more).
 POOL_CAP = 256
@@ -76,13 +81,17 @@ def propose_graphs(
     return out
 
 
-def top_ops(op_time_ns: Mapping[str, float], k: int) -> list[str]:
-    """The ``k`` ops with the most simulated time, most first (ties by name).
+def top_ops(op_time_ns: Mapping[str, float], k: int, critical: Sequence[str] = ()) -> list[str]:
+    """The ``k`` ops to map first: those on the critical path by simulated time, most first,
+    then the others by time (ties by name).
 
     >>> top_ops({"a": 1.0, "b": 3.0, "c": 3.0}, 2)
     ['b', 'c']
+    >>> top_ops({"a": 1.0, "b": 3.0, "c": 3.0}, 2, critical=["a"])
+    ['a', 'b']
     """
-    return [op for op, _ in sorted(op_time_ns.items(), key=lambda kv: (-kv[1], kv[0]))[:k]]
+    on_path = set(critical)
+    return [op for op, _ in sorted(op_time_ns.items(), key=lambda kv: (kv[0] not in on_path, -kv[1], kv[0]))[:k]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,12 +106,33 @@ class SignatureContext:
     chip_features: Mapping[str, float]
 
 
+def predicted_ns(op: Op, chip: Chip, table: CostTable, mapping: OpMapping) -> float:
+    """The screen: ``op``'s own latency under ``mapping`` as its cost model predicts it alone, in
+    ns: the fastest unit it may run on (its pin), with the kernel knobs that unit offers, split
+    over ``cores`` shards (:func:`hwsim.sim.splitting.shard_cost`) where set; fusion is not
+    predicted (neutral). inf where no unit runs it so.
+    """
+    p = table.precision_of(op.name)
+    best = math.inf
+    for unit in chip.units:
+        if unit.name not in table.eligible(op.name) or mapping.unit not in (None, unit.name):
+            continue
+        if mapping.cores is not None and mapping.cores > 1:
+            cost = shard_cost(op, unit, chip, p, mapping.cores, mapping.kernel())
+        else:
+            model = model_for(unit.kind)
+            cost = model.estimate(op, unit, chip, p, applicable_knobs(model, op, unit, chip, p, mapping.kernel()))
+        if cost is not None:
+            best = min(best, cost.latency_ns)
+    return best
+
+
 def _pool(rng: random.Random, op: Op, ctx: SignatureContext, current: Mapping[str, object]) -> list[OpMapping]:
     """The legal non-default signatures of ``op`` other than ``current`` (sampled to
     :data:`POOL_CAP` when there are more), in a fixed order."""
-    choices = seams.knob_choices(op, ctx.chip, ctx.table)
-    knobs = [k for k in ctx.knobs if k in choices]
-    values = [tuple(dict.fromkeys((None, *choices[k]))) for k in knobs]
+    legal = choices(op, ctx.chip, ctx.table)
+    knobs = [k for k in ctx.knobs if k in legal]
+    values = [tuple(dict.fromkeys((None, *legal[k]))) for k in knobs]
     combos = list(itertools.product(*values))
     if len(combos) > POOL_CAP:
         combos = rng.sample(combos, POOL_CAP)
@@ -111,47 +141,63 @@ def _pool(rng: random.Random, op: Op, ctx: SignatureContext, current: Mapping[st
         sig = {k: v for k, v in zip(knobs, combo, strict=True) if v is not None}
         if not sig or sig == dict(current):
             continue
-        m = seams.make_mapping(sig)
-        if seams.legality(op, ctx.chip, ctx.table, m) is None:
+        m = OpMapping.from_dict(sig)
+        if legality(op, ctx.chip, ctx.table, m) is None:
             pool.append(m)
     return pool
 
 
-def propose_signatures(
+def screened(op: Op, ctx: SignatureContext, pool: Sequence[OpMapping], current: OpMapping, parent_ns: float) -> list[OpMapping]:
+    """The signatures of ``pool`` predicted no slower than ``current``, most promising first.
+
+    A signature's predicted gain is the whole run's, ``parent / (parent - saved)``, with the op's
+    time saved by the screen (:func:`predicted_ns`); where the learned prior has samples, its
+    predicted gain is averaged in (in log). Ties: fewer knobs first, then the pool's order.
+    """
+    now = predicted_ns(op, ctx.chip, ctx.table, current)
+    saved = [now - predicted_ns(op, ctx.chip, ctx.table, m) for m in pool]
+    log_gain = [math.log(parent_ns / max(parent_ns - x, 1e-3 * parent_ns)) if x > -math.inf else -math.inf for x in saved]
+    if ctx.prior is not None and ctx.prior.samples > 0:
+        prior = ctx.prior.log_gains(op_features(op, ctx.table), ctx.chip_features, pool)
+        log_gain = [(g + float(q)) / 2 for g, q in zip(log_gain, prior, strict=True)]
+    keep = [i for i, x in enumerate(saved) if x >= 0]
+    keep.sort(key=lambda i: (-log_gain[i], len(pool[i].as_dict()), i))
+    return [pool[i] for i in keep]
+
+
+def _key(m: OpMapping) -> tuple[tuple[str, object], ...]:
+    return tuple(sorted(m.as_dict().items()))
+
+
+def signature_queue(
     rng: random.Random,
     op: Op,
     ctx: SignatureContext,
-    incumbent: Candidate,
+    current: Mapping[str, object],
     count: int,
+    parent_ns: float,
     transferred: Sequence[OpMapping] = (),
-) -> tuple[list[Candidate], set[str]]:
-    """Up to ``count`` candidates: ``incumbent`` with one new signature for ``op``.
+) -> tuple[list[OpMapping], set[tuple[tuple[str, object], ...]]]:
+    """Up to ``count`` new signatures for ``op``, in the order to try them.
 
-    A share ``ctx.exploit`` comes first from ``transferred`` (legal ones, in order), then from
-    the prior's ranking; the rest is drawn at random from the legal signatures left. Returns the
-    candidates and the keys of those that came from transfer.
+    Exploit and explore alternate in the share ``ctx.exploit`` (the first is exploited when the
+    share is above 0): exploited ones come from ``transferred`` (legal ones, in order), then
+    from the screen (:func:`screened`, the prior averaged in); explored ones are drawn at random
+    from the legal signatures left. Returns the queue and the keys of the transferred ones.
     """
-    current = incumbent.signature_dict().get(op.name, {})
     pool = _pool(rng, op, ctx, current)
     if not pool or count < 1:
         return [], set()
-    known = {tuple(sorted(m.as_dict().items())) for m in pool}
-    wanted = min(count, len(pool))
-    exploit_n = round(ctx.exploit * wanted)
-    sources: list[OpMapping] = [m for m in transferred if tuple(sorted(m.as_dict().items())) in known]
-    n_transfer = len(dict.fromkeys(tuple(sorted(m.as_dict().items())) for m in sources))
-    if ctx.prior is not None and exploit_n > 0:
-        feats = seams.op_features(op, ctx.table)
-        sources += seams.rank(ctx.prior, feats, ctx.chip_features, pool)
-    chosen: dict[tuple[tuple[str, object], ...], OpMapping] = {}
-    for m in sources:
-        if len(chosen) >= max(exploit_n, min(n_transfer, wanted)):
-            break
-        chosen.setdefault(tuple(sorted(m.as_dict().items())), m)
-    from_transfer = set(list(chosen)[: min(n_transfer, len(chosen))])
-    rest = [m for m in pool if tuple(sorted(m.as_dict().items())) not in chosen]
-    for m in rng.sample(rest, min(wanted - len(chosen), len(rest))):
-        chosen[tuple(sorted(m.as_dict().items()))] = m
-    cands = [incumbent.with_op(op.name, dict(sig)) for sig in chosen]
-    keys = {incumbent.with_op(op.name, dict(sig)).key for sig in from_transfer}
-    return cands, keys
+    known = {_key(m) for m in pool}
+    hints = list(dict.fromkeys(_key(m) for m in transferred if _key(m) in known))
+    by_key = {_key(m): m for m in pool}
+    cur = OpMapping.from_dict(current)
+    exploit = deque([*hints, *(k for k in map(_key, screened(op, ctx, pool, cur, parent_ns)) if k not in hints)])
+    rest = deque(k for k in by_key if k not in set(exploit))
+    rng.shuffle(rest)
+    queue = []
+    for i in range(min(count, len(pool))):
+        explore = math.ceil((i + 1) * ctx.exploit) == math.ceil(i * ctx.exploit)
+        first, second = (rest, exploit) if explore else (exploit, rest)
+        queue.append((first or second).popleft())
+    return [by_key[k] for k in queue], {k for k in queue if k in hints}

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 from chips.schema import Chip
 from graph_ir.ir import ModelGraph
 from hwsim.report.provenance import chip_sha256
+from hwsim.studies.optimize.db import DbError
 from hwsim.studies.optimize.features import chip_distance, chip_features, op_features
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from cost_models.table import CostTable
     from hwsim.studies.optimize.db import Trial
 
-__all__ = ["TrialSource", "match_ops", "nearest_chips", "transferred"]
+__all__ = ["TrialSource", "match_ops", "named_chips", "nearest_chips", "transferred"]
 
 #: Op features that describe the chip an op was costed on, not the op: left out of op matching.
 _CHIP_DEPENDENT = frozenset({"best_log2_ns", "units_eligible"})
@@ -102,21 +103,45 @@ def _carried(trial: Trial, graph: ModelGraph, here: Mapping[str, Mapping[str, fl
     return {t: trial.signatures[s] for s, t in match_ops(source, here).items()}
 
 
+def named_chips(db: TrialSource, chip: Chip, names: Sequence[str]) -> list[tuple[str, str, float]]:
+    """The chips of ``db`` called ``names`` (every fingerprint of each name but ``chip``'s own),
+    nearest first, as :func:`nearest_chips` gives them (``--transfer-from NAME...``).
+
+    Raises
+    ------
+    hwsim.studies.optimize.db.DbError
+        A name no chip of ``db`` has (one line listing the chips it has).
+    """
+    known = {name for _, name, _, _ in db.chips()}
+    for n in names:
+        if n not in known:
+            raise DbError(f"--transfer-from {n}: no chip of that name in the database (chips: {', '.join(sorted(known)) or 'none'})")
+    return [c for c in nearest_chips(db, chip, k=len(db.chips())) if c[1] in names]
+
+
 def transferred(
-    db: TrialSource, chip: Chip, graph: ModelGraph, table: CostTable, model_sha256: str, k: int = 3
-) -> list[dict[str, OpMapping]]:
+    db: TrialSource, chip: Chip, graph: ModelGraph, table: CostTable, model_sha256: str, k: int = 3,
+    from_chips: Sequence[str] | None = None,
+) -> list[dict[str, OpMapping]]:  # fmt: skip
     """Starting candidates for ``chip``: the best signatures of the ``k`` nearest chips
-    (:func:`nearest_chips`), nearer chips first; of each chip its trials of the same model first
-    (ops matched by name, best objective first), then of other models (ops matched by
-    :func:`match_ops`, best gain first). Every signature is re-legalized for ``chip``
-    (:func:`cost_models.mapping.legalize`); those left all-default are dropped, and a candidate
-    met twice is kept once, where it came first."""
+    (:func:`nearest_chips`), or of the chips called ``from_chips`` (:func:`named_chips`), nearer
+    chips first; of each chip its trials of the same model first (ops matched by name, best
+    objective first), then of other models (ops matched by :func:`match_ops`, best gain first).
+    Every signature is re-legalized for ``chip`` (:func:`cost_models.mapping.legalize`); those
+    left all-default are dropped, and a candidate met twice is kept once, where it came first.
+
+    Raises
+    ------
+    hwsim.studies.optimize.db.DbError
+        A name of ``from_chips`` no chip of ``db`` has.
+    """
     from cost_models.mapping import OpMapping, legalize  # at call time: only transfer needs it
 
     here = {op.name: op_features(op, table) for op in graph.ops()}
     out: list[dict[str, OpMapping]] = []
     seen: set[str] = set()
-    for fp, _, _ in nearest_chips(db, chip, k):
+    sources = nearest_chips(db, chip, k) if from_chips is None else named_chips(db, chip, from_chips)
+    for fp, _, _ in sources:
         for trial in _ranked(db.trials(chip_fingerprint=fp), model_sha256):
             carried = _carried(trial, graph, here, trial.model_sha256 == model_sha256)
             cand: dict[str, OpMapping] = {}

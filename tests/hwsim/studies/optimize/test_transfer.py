@@ -5,9 +5,12 @@ from __future__ import annotations
 import types
 from typing import Any
 
+import pytest
+
 from chips import load_chip, override
 from cost_models.table import cost_table
 from graph_ir.ir import ModelGraph
+from hwsim.studies.optimize.db import DbError
 from hwsim.studies.optimize.transfer import match_ops, nearest_chips, transferred
 from tests.hwsim.studies.optimize.conftest import TrialFactory
 
@@ -72,3 +75,19 @@ def test_match_ops_takes_each_target_once() -> None:
     got = match_ops({"a": {"f": 1.0}, "b": {"f": 1.1}}, {"x": {"f": 1.0}, "y": {"f": 5.0}})
     assert got == {"a": "x", "b": "y"}
     assert match_ops({"a": {"f": 1.0, "best_log2_ns": 9.0}}, {"x": {"f": 1.0}, "y": {"f": 1.0, "best_log2_ns": 9.0}}) == {"a": "x"}
+
+
+def test_transferred_from_named_chips_only(
+    experience_db: Any, make_trial: TrialFactory, mapping_module: types.ModuleType, yolov8n: ModelGraph
+) -> None:
+    rk = load_chip("rk3588")
+    slow = override(rk, ["npu.clock_mhz=750"])
+    table = cost_table(yolov8n, slow, "int8")
+    conv = next(o.name for o in yolov8n.ops() if o.category == "conv")
+    experience_db.add(make_trial(rk, {conv: {"unit": "npu", "tile": "single"}}, latency_ms=5.0))
+    experience_db.add(make_trial(load_chip("edge8"), {conv: {"unit": "gpu"}}, latency_ms=1.0))
+    OpMapping = mapping_module.OpMapping
+    got = transferred(experience_db, slow, yolov8n, table, "m" * 64, from_chips=["rk3588"])
+    assert got == [{conv: OpMapping(unit="npu", tile="single")}]
+    with pytest.raises(DbError, match="--transfer-from nosuch: no chip of that name"):
+        transferred(experience_db, slow, yolov8n, table, "m" * 64, from_chips=["nosuch"])

@@ -9,15 +9,9 @@ import pytest
 
 from hwsim.cli import main
 from hwsim.studies.optimize import driver, search
-from tests.hwsim.optimize import fakes
 
 MLP = "examples/models/mlp_mnist.onnx"
 SMALL = "stage_graph: {rounds: 1, candidates_per_round: 2}\nstage_kernel: {k: 2, trials_per_op: 3}\n"
-
-
-@pytest.fixture(autouse=True)
-def _pieces(monkeypatch: pytest.MonkeyPatch) -> None:
-    fakes.install(monkeypatch)
 
 
 def _config(tmp_path: Path, text: str = SMALL) -> Path:
@@ -54,8 +48,10 @@ def test_bad_config_is_one_line_exit_2_nothing_written(tmp_path: Path, capsys: p
     assert not (tmp_path / "out").exists()
 
 
-def test_small_search_is_no_worse_than_baseline_and_writes_everything(tmp_path: Path) -> None:
-    assert _run(tmp_path, "--budget", "6") == 0
+def test_small_search_is_no_worse_than_baseline_and_writes_everything(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("INFO", logger="hwsim"):
+        assert _run(tmp_path, "--budget", "6") == 0
+    assert sum("nothing measured" in r.getMessage() for r in caplog.records) == 1
     out = tmp_path / "out"
     for name in ("model.onnx", "schedule.json", "before/report.html", "after/report.html", "changes.md",
                  "best_so_far.png", "search_log.jsonl", "summary.json"):  # fmt: skip
@@ -122,15 +118,16 @@ def test_schedule_replay_reproduces_the_reported_latency(tmp_path: Path) -> None
     assert json.loads((tmp_path / "replay" / "summary.json").read_text())["latency_ms"] == best_ms
 
 
-@pytest.mark.parametrize("db", ["sqlite:////nonexistent-dir/unreachable/x.sqlite", "postgresql://nobody@127.0.0.1:1/unreachable"])
+@pytest.mark.parametrize("db", ["sqlite:///{file}/x.sqlite", "postgresql://nobody@127.0.0.1:1/unreachable"])
 def test_unreachable_db_is_exit_2_nothing_written(tmp_path: Path, capsys: pytest.CaptureFixture[str], db: str) -> None:
-    assert _run(tmp_path, "--budget", "3", db=db) == 2
+    plain = tmp_path / "plain-file"  # a folder under a regular file cannot be made, not even by root
+    plain.write_text("", encoding="utf-8")
+    assert _run(tmp_path, "--budget", "3", db=db.format(file=plain)) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
 
 
 def test_db_of_a_newer_schema_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("hwsim.studies.optimize.db")
     import sqlalchemy
 
     from hwsim.studies.optimize.db import SCHEMA_VERSION, ExperienceDB

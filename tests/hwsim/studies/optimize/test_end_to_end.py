@@ -1,0 +1,118 @@
+"""``hwsim optimize`` end to end on resnet18 and rk3588, through :func:`hwsim.cli.main` (and a
+real ``python -m hwsim`` process for the kill test): schedule replay, a SIGKILL mid-search,
+resume, transfer to a chip variant."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from chips import load_chip, override
+from hwsim.cli import main
+from hwsim.studies.optimize import search
+from hwsim.studies.optimize.db import ExperienceDB
+
+ROOT = Path(__file__).resolve().parents[4]
+RESNET = str(ROOT / "examples" / "models" / "resnet18.onnx")
+
+
+def _optimize(tmp_path: Path, chip: str, db: Path, out: str, *extra: str) -> dict[str, object]:
+    args = ["optimize", chip, RESNET, "--db", str(db), "--workers", "1", "--quiet", "-o", str(tmp_path / out), *extra]
+    assert main(args) == 0
+    summary: dict[str, object] = json.loads((tmp_path / out / "summary.json").read_text())
+    return summary
+
+
+def _log(out: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in (out / "search_log.jsonl").read_text().splitlines()]
+
+
+def test_mapped_schedule_replay_reproduces_the_optimized_latency(tmp_path: Path) -> None:
+    summary = _optimize(tmp_path, "rk3588", tmp_path / "e.sqlite", "out", "--budget", "12")
+    best = summary["best"]
+    assert isinstance(best, dict) and best["signatures"], "the best should map some op off its default"
+    assert best["latency_ms"] < summary["baseline"]["latency_ms"]  # type: ignore[index]
+    out = tmp_path / "out"
+    code = main(["run", "rk3588", str(out / "model.onnx"), "--schedule", str(out / "schedule.json"),
+                 "--out", str(tmp_path / "replay"), "--no-plots"])  # fmt: skip
+    assert code == 0
+    assert json.loads((tmp_path / "replay" / "summary.json").read_text())["latency_ms"] == best["latency_ms"]
+
+
+def _rows(db: Path) -> int:
+    if not db.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.2) as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM trials").fetchone()[0])
+    except sqlite3.OperationalError:  # the table is not there yet, or a writer holds a lock
+        return 0
+
+
+def test_sigkill_mid_search_leaves_a_sound_db_and_a_rerun_resumes(tmp_path: Path) -> None:
+    db = tmp_path / "e.sqlite"
+    cmd = [sys.executable, "-m", "hwsim", "optimize", "rk3588", RESNET, "--budget", "30", "--db", str(db),
+           "--workers", "1", "--quiet", "-o", str(tmp_path / "killed")]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while _rows(db) < 4 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL, "the search ended before it could be killed"
+    assert not (tmp_path / "killed").exists()
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    kept = ExperienceDB.open(db)
+    stored = len(kept.trials())
+    kept.close()
+    assert stored >= 4
+    summary = _optimize(tmp_path, "rk3588", db, "resumed", "--budget", "30")
+    assert summary["reused_trials"] == stored and summary["trials"] == 30
+    again = ExperienceDB.open(db)
+    assert len(again.trials()) == 30  # each candidate once: nothing of the killed run was duplicated
+    again.close()
+
+
+def test_rerun_with_the_same_db_simulates_nothing_and_finds_the_same_best(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "e.sqlite"
+    first = _optimize(tmp_path, "rk3588", db, "first", "--budget", "12")
+    simulated: list[object] = []
+    real = search.evaluate_round
+    monkeypatch.setattr(search, "evaluate_round", lambda ex, tasks, done: (simulated.extend(tasks), real(ex, tasks, done)))
+    again = _optimize(tmp_path, "rk3588", db, "again", "--budget", "12")
+    assert simulated == []
+    assert again["reused_trials"] == again["trials"] == first["trials"]
+    assert again["best"] == first["best"]
+    assert [r["candidate_key"] for r in _log(tmp_path / "again")] == [r["candidate_key"] for r in _log(tmp_path / "first")]
+
+
+def test_transfer_auto_to_a_faster_npu_variant_hits(tmp_path: Path) -> None:
+    db = tmp_path / "e.sqlite"
+    _optimize(tmp_path, "rk3588", db, "source", "--budget", "24")
+    rk = load_chip("rk3588")
+    npu = next(u for u in rk.units if u.kind == "npu")
+    variant = override(rk, [f"npu.clock_mhz={npu.clock_mhz * 1.25:g}"])  # type: ignore[attr-defined]
+    chip_file = tmp_path / "rk3588_npu125.yaml"
+    chip_file.write_text(yaml.safe_dump(variant.model_dump(mode="json", exclude_none=True), sort_keys=False))
+    summary = _optimize(tmp_path, str(chip_file), db, "target", "--budget", "12", "--transfer-from", "auto")
+    transfer = summary["transfer"]
+    assert isinstance(transfer, dict) and transfer["tried"] > 0 and transfer["hits"] >= 1
+    rows = _log(tmp_path / "target")
+    assert any(r["transferred"] and r["latency_ms"] < r["parent_latency_ms"] for r in rows)
+    assert summary["reused_trials"] == 0  # the variant's fingerprint differs: nothing of rk3588 taken as its own
+    assert len({r["candidate_key"] for r in rows}) == len(rows)  # no candidate tried twice
