@@ -38,7 +38,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from hwsim.host.measure import MeasureError, make_session, time_call
 
-__all__ = ["FINGERPRINT_EFFICIENCY", "Fingerprint", "chip_data", "chip_yaml", "measure_host", "probe_gflops",
+__all__ = ["FINGERPRINT_EFFICIENCY", "Fingerprint", "chip_data", "chip_yaml", "cpu_model", "measure_host", "probe_gflops",
            "read_fingerprint", "reference_gflops", "write_chip"]
 
 KIB = 1024
@@ -75,7 +75,8 @@ class Fingerprint:
     weight_stream_shape: tuple[int, int, int] = (128, 768, 3072)
 
 
-def _cpu_model() -> tuple[str, float | None]:
+def cpu_model() -> tuple[str, float | None]:
+    """This CPU's model name and its clock in MHz where ``/proc/cpuinfo`` tells (else None)."""
     model, mhz = platform.processor() or platform.machine(), None
     try:
         for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
@@ -308,7 +309,7 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
     import onnxruntime as ort
 
     threads = threads or os.cpu_count() or 1
-    model, mhz = _cpu_model()
+    model, mhz = cpu_model()
     notes: list[str] = []
     if mhz is None:
         raise MeasureError("cannot read the CPU clock from /proc/cpuinfo; flops_per_cycle needs it")

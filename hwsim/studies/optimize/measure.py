@@ -21,7 +21,7 @@ __all__ = ["host_threads", "measure_ms", "not_this_host"]
 def not_this_host(chip_ref: str) -> str | None:
     """Why the chip ``chip_ref`` (a bundled name or a YAML path) is not this machine, or None
     when it is (a fingerprinted chip file of this CPU)."""
-    from hwsim.host.fingerprint import _cpu_model, read_fingerprint
+    from hwsim.host.fingerprint import cpu_model, read_fingerprint
 
     path = Path(chip_ref)
     if not path.is_file():
@@ -29,7 +29,7 @@ def not_this_host(chip_ref: str) -> str | None:
     record = read_fingerprint(path)
     if record is None:
         return f"{path} carries no fingerprint record (only a chip written by `hwsim fingerprint` is this machine)"
-    here, _ = _cpu_model()
+    here, _ = cpu_model()
     if record.get("cpu_model") != here:
         return f"{path} was fingerprinted on {record.get('cpu_model')!r}, this machine is {here!r}"
     return None

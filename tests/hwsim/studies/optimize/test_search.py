@@ -149,3 +149,32 @@ def test_top_ops_and_budget_split() -> None:
     assert b.graph_left(24) == 3
     b.used = 4
     assert b.kernel_left(100) == 6 and b.kernel_left(2) == 2
+
+
+def test_a_fingerprinted_chip_of_this_machine_is_measured_and_backfilled(tmp_path: Path) -> None:
+    # predict, measure, backfill (issue 16 item 2): the best graphs are timed with onnxruntime and the
+    # measurement lands next to the prediction, in summary.json, the log and the database
+    from hwsim.host.fingerprint import measure_host, write_chip
+    from hwsim.studies.optimize.db import ExperienceDB
+
+    chip = tmp_path / "host.yaml"
+    write_chip(measure_host(threads=1, quick=True), chip)
+    cfg = _config(tmp_path, SMALL.replace("trials_per_op: 3}", "trials_per_op: 3, measure_repeats: 5}"))
+    db = tmp_path / "exp.sqlite"
+    assert main(["optimize", str(chip), MLP, "--config", str(cfg), "--db", str(db), "--workers", "1", "--quiet",
+                 "--budget", "6", "-o", str(tmp_path / "out")]) == 0  # fmt: skip
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    measured = summary["measured_latency_ms"]
+    assert measured and all(ms > 0 for ms in measured.values())
+    assert not any("nothing measured" in n for n in summary["notes"])
+    logged = {r["candidate_key"]: r["measured_latency_ms"] for r in _log(tmp_path / "out")}
+    assert {k: logged[k] for k in measured} == measured
+    stored = {t.candidate_key: t.measured_latency_ms for t in ExperienceDB.open(db).trials()}
+    assert {k: stored[k] for k in measured} == measured
+
+
+def test_a_bundled_chip_is_not_measured_and_says_why(tmp_path: Path) -> None:
+    assert _run(tmp_path, "--budget", "3") == 0
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["measured_latency_ms"] == {}
+    assert any(n.startswith("nothing measured: rk3588") for n in summary["notes"])
