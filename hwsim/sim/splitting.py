@@ -9,14 +9,7 @@ op of its own, so the array/tile quantization of the slice is kept (a 32-row sli
 shard reads its input rows plus the kernel's halo, and the split pays the unit's
 ``split_overhead_ns`` once.
 
->>> from graph_ir.ir import Op, Tensor
->>> x = Tensor("x", (1, 8, 30, 30), "float32")
->>> w = Tensor("w", (16, 8, 3, 3), "float32", is_weight=True)
->>> y = Tensor("y", (1, 16, 28, 28), "float32")
->>> conv = Op("c", "Conv", "conv", (x, w), (y,), {}, 16 * 8 * 9 * 28 * 28, 2 * 16 * 8 * 9 * 28 * 28)
->>> s = shard_op(conv, 3)
->>> s.outputs[0].shape, s.inputs[0].shape, s.macs * 3 >= conv.macs
-((1, 16, 10, 28), (1, 8, 12, 30), True)
+The shards themselves are :func:`graph_ir.shard.shard_op`'s (with its example).
 """
 
 from __future__ import annotations
