@@ -7,7 +7,11 @@ that holds it ran in, the dtype the schedule's transfers use too):
   freed when the last op of that domain that reads it ends (a graph input: in the host domain,
   from its frame's admission). A DMA transfer makes a copy in the destination domain, allocated
   when the transfer starts and freed when the last op there that reads it ends (not before the
-  transfer ends). A graph output is held in the host domain until the run ends;
+  transfer ends). A graph output is held in the host domain until the run ends. A view
+  (Reshape, Flatten, Squeeze, Unsqueeze, Identity: :func:`view_source`) run in the domain its
+  input was made in allocates nothing: its output is its input's buffer, which lives until the
+  view's last reader there (or DMA out) is done (:func:`view_aliases`); a view of a DMA's copy
+  makes a buffer of its own, as any op does;
 - **staging**: a tensor's buffer held only for the DMA after its last reader in its domain
   ended (or, with no reader there, after its producer ended), until the last transfer out of
   that domain ends. It is the same buffer as the activation, counted under another name for
@@ -68,7 +72,8 @@ from chips.schema import Chip
 from cost_models.base import OpCost
 from cost_models.energy import dram_energy_pj
 from cost_models.table import CostTable
-from graph_ir.ir import ModelGraph, deployed_bytes
+from graph_ir.categories import CATEGORY_INFO
+from graph_ir.ir import ModelGraph, Op, Tensor, deployed_bytes
 from hwsim.sim.engine import EngineOptions, Trace, simulate
 from hwsim.sim.records import OpRecord
 from scheduler.schedule import Schedule
@@ -94,6 +99,8 @@ __all__ = [
     "tile_bytes",
     "unit_buffer",
     "use_steps",
+    "view_aliases",
+    "view_source",
 ]
 
 #: What a buffer holds, in the order reports list them.
@@ -233,6 +240,64 @@ def unit_buffer(unit: str) -> str:
 # ---------------------------------------------------------------- buffers of a run
 
 
+def view_source(op: Op) -> Tensor | None:
+    """The tensor whose buffer ``op``'s first output reinterprets, or None when it makes a new one.
+
+    A view (an op of a ``view`` category, :data:`graph_ir.categories.CATEGORY_INFO`: Reshape,
+    Flatten, Squeeze, Unsqueeze, Identity, Dropout) copies nothing: its output is its first input's
+    bytes read another way. Not a view here: an op whose first input is a weight, or whose
+    output holds other elements or another dtype (Shape, Size, Constant, EyeLike make new tensors).
+
+    >>> from graph_ir.ir import Op, Tensor
+    >>> x = Tensor("x", (1, 8), "float32")
+    >>> view_source(Op("r", "Reshape", "layout", (x,), (Tensor("y", (8,), "float32"),))).name
+    'x'
+    >>> view_source(Op("s", "Shape", "layout", (x,), (Tensor("s", (2,), "int64"),))) is None
+    True
+    """
+    if not CATEGORY_INFO[op.category].view or not op.inputs or not op.outputs:
+        return None
+    src, out = op.inputs[0], op.outputs[0]
+    if src.is_weight or src.elements != out.elements or src.dtype != out.dtype:
+        return None
+    return src
+
+
+def view_aliases(
+    graph: ModelGraph, chip: Chip, table: CostTable, unit_of: Mapping[str, str]
+) -> dict[tuple[str, str], str]:
+    """``(view output, domain) -> the tensor that owns its buffer``, for the views that alias.
+
+    ``unit_of`` maps each op to the unit that ran it. A view aliases its input only where the
+    input was made in the view's own domain (by its producer there, or a graph input in the host
+    domain) and in as many bytes as the view's dtype gives its output: a view of a tensor from
+    another domain works on the DMA's copy, a buffer of its own, and one whose unit holds the
+    tensor in another dtype converts it; either output stays a new allocation. A chain of views
+    resolves to its first tensor.
+    """
+    domain_of = {u.name: u.domain for u in chip.units}
+    graph_inputs = {t.name for t in graph.inputs}
+    out: dict[tuple[str, str], str] = {}
+    for name in graph.order:
+        op = graph.op(name)
+        src = view_source(op) if name in unit_of else None
+        if src is None:
+            continue
+        d, producer = domain_of[unit_of[name]], graph.producer.get(src.name)
+        made_dtype: str | None
+        if producer is not None and producer in unit_of:
+            made_in, made_dtype = domain_of[unit_of[producer]], table.costs[producer][unit_of[producer]].dtype
+        elif producer is None and src.name in graph_inputs:
+            made_in, made_dtype = chip.host, None if table.precision == "model" else table.precision
+        else:
+            continue
+        view_dtype = table.costs[name][unit_of[name]].dtype
+        same_bytes = deployed_bytes(src, made_dtype) == deployed_bytes(op.outputs[0], view_dtype)
+        if made_in == d and same_bytes:
+            out[(op.outputs[0].name, d)] = out.get((src.name, d), src.name)
+    return out
+
+
 @dataclass(slots=True)
 class _Residence:
     """A tensor of one frame in one domain while buffers are gathered."""
@@ -273,7 +338,26 @@ def _residences(graph: ModelGraph, chip: Chip, table: CostTable, trace: Trace) -
             out = res.get((t.name, host, f))
             if out is not None:
                 out.held_ps = max(out.held_ps, trace.makespan_ps)
+    _fold_views(graph, chip, table, trace, res)
     return res
+
+
+def _fold_views(
+    graph: ModelGraph, chip: Chip, table: CostTable, trace: Trace, res: dict[tuple[str, str, int], _Residence]
+) -> None:
+    """Fold each aliasing view's output (:func:`view_aliases`) into the buffer it reinterprets,
+    which then lives until the view's last reader there (and its last DMA out) is done."""
+    units: dict[int, dict[str, str]] = {}
+    for r in trace.ops:
+        units.setdefault(r.frame, {})[r.op] = r.unit
+    for f, unit_of in sorted(units.items()):
+        for (tensor, d), owner in view_aliases(graph, chip, table, unit_of).items():
+            root = res.get((owner, d, f))
+            view = res.pop((tensor, d, f), None) if root is not None else None
+            if root is None or view is None:
+                continue
+            root.held_ps = max(root.held_ps, view.held_ps)
+            root.dma_ps = max(root.dma_ps, view.dma_ps)
 
 
 def _weights(graph: ModelGraph, chip: Chip, table: CostTable, trace: Trace) -> list[Buffer]:
@@ -459,17 +543,21 @@ def spill_table(
     """``table`` with the DRAM traffic of ``spills`` added to the placed ops that touch them.
 
     The op producing a spilled tensor in its domain writes it to DRAM, every op there reading
-    it (weights included) reads it back: their DRAM bytes grow, their memory time by those bytes
+    it (weights included, and through a view of it: :func:`view_aliases`) reads it back; the
+    view itself touches none of its bytes. Their DRAM bytes grow, their memory time by those bytes
     at the DRAM's bandwidth and their energy by the DRAM's energy per byte.
     """
     if not spills:
         return table
     size = {(s.tensor, s.domain): s.bytes for s in spills}
+    owner = view_aliases(graph, chip, table, {n: p.unit for n, p in schedule.placements.items()})
     extra: dict[str, list[int]] = {}
     for name in graph.order:
         d = chip.unit(schedule.placements[name].unit).domain
         op = graph.op(name)
-        reads = sum(size.get((t.name, d), 0) for t in {t.name: t for t in op.inputs}.values())
+        if op.outputs and (op.outputs[0].name, d) in owner:
+            continue  # a view touches no byte of the buffer it reinterprets
+        reads = sum(size.get((owner.get((t, d), t), d), 0) for t in {t.name for t in op.inputs})
         writes = sum(size.get((t.name, d), 0) for t in op.outputs)
         if reads or writes:
             extra[name] = [reads, writes]

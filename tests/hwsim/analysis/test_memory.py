@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 from dataclasses import replace
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -24,6 +25,7 @@ from hwsim.analysis.memory import (
     fit_memory,
     memory_use,
     tile_bytes,
+    view_aliases,
 )
 from hwsim.cli import main
 from hwsim.pipeline import run_graph
@@ -278,3 +280,115 @@ def test_stream_trace_has_memory_counters(tmp_path):
     counters = [e for e in trace["traceEvents"] if e.get("ph") == "C" and e["name"].startswith("memory in use: DRAM")]
     assert counters and counters[-1]["args"]["bytes"] == 0
     assert max(e["args"]["bytes"] for e in counters) >= json.loads((out / "summary.json").read_text())["peak_memory"][DRAM]["peak_bytes"]
+
+
+# ---------------------------------------------------------------- views alias their input
+
+V = Tensor("v", (100,), "float32")  # a viewed the other way round (same 100 floats)
+Z1, Z2 = Tensor("z1", (1, 100), "float32"), Tensor("z2", (1, 100), "float32")
+S = Tensor("s", (1,), "float32")
+
+
+def _view_run(view_unit: str = "cpu0", second_reader: bool = False):
+    """p = Relu(x) -> a; r = Reshape(a) -> v; c1 = Relu(v) -> z1 [20,30), all on cpu0 (domain a)
+    but the view, which runs on ``view_unit`` at 15. With ``second_reader``, c2 = Relu(a) -> z2
+    runs [20,30) and c1 = ReduceMean(v) -> s (4 bytes) [30,40) instead. A hand trace (ps)."""
+    c1_out, c1_at = (S, (30, 40)) if second_reader else (Z1, (20, 30))
+    ops = [("p", "Relu", [X], [A]), ("r", "Reshape", [A], [V]), ("c1", "ReduceMean" if second_reader else "Relu", [V], [c1_out])]
+    recs = [
+        OpRecord("p", "Relu", "cpu0", 0, 0, 10, 0),
+        OpRecord("r", "Reshape", view_unit, 0, 15, 15, 0),
+        OpRecord("c1", ops[2][1], "cpu0", 0, *c1_at, 0),
+    ]
+    if second_reader:
+        ops.append(("c2", "Relu", [A], [Z2]))
+        recs.append(OpRecord("c2", "Relu", "cpu0", 0, 20, 30, 0))
+    g = graph_from_ops("views", [X], ops)
+    chip = chip_from_dict(two_cpu_chip())
+    transfers = ()
+    if view_unit == "cpu2":  # a goes to b for the view, v comes back for c1
+        transfers = (
+            TransferRecord("a", "a", "b", 0, 400, "p", ("r",), 10, 11, 15),
+            TransferRecord("v", "b", "a", 0, 400, "r", ("c1",), 15, 16, 20),
+        )
+    end = max(r.end_ps for r in recs)
+    return g, chip, cost_table(g, chip, "fp32"), Trace(end, tuple(recs), transfers, ())
+
+
+def _unaliased(fn, *args, **kwargs):
+    """``fn`` as it ran before views aliased (every view output a buffer of its own)."""
+    with mock.patch("hwsim.analysis.memory.view_aliases", return_value={}):
+        return fn(*args, **kwargs)
+
+
+def _ranges(use, place):
+    return {(b.tensor, b.kind, b.start_ps, b.end_ps) for b in use.buffers if b.place == place and b.kind != "weights"}
+
+
+class TestViews:
+    def test_chain_view_is_its_input_buffer(self):
+        g, chip, table, trace = _view_run()
+        use = memory_use(g, chip, table, trace)
+        # a is held from its producer's start until the view's reader c1 ends; v is no buffer
+        assert _ranges(use, "a") == {
+            ("x", "activations", 0, 10), ("a", "activations", 0, 30), ("z1", "activations", 20, 30)
+        }  # fmt: skip
+        assert use.steps["a"] == ((0, 800), (10, 400), (20, 800), (30, 0))
+        assert view_aliases(g, chip, table, {"p": "cpu0", "r": "cpu0", "c1": "cpu0"}) == {("v", "a"): "a"}
+
+    def test_view_of_a_tensor_with_two_readers_counts_it_once(self):
+        g, chip, table, trace = _view_run(second_reader=True)
+        use = memory_use(g, chip, table, trace)
+        assert ("a", "activations", 0, 40) in _ranges(use, "a")
+        assert not any(b.tensor == "v" for b in use.buffers)
+        # x [0,10), a [0,40) (its last reader is c1, through v), z2 [20,40), s [30,40)
+        assert use.steps["a"] == ((0, 800), (10, 400), (20, 800), (30, 804), (40, 0))
+        # before, v was a second 400-byte buffer [15,40) beside a [0,30)
+        before = _unaliased(memory_use, g, chip, table, trace)
+        assert before.steps["a"] == ((0, 800), (10, 400), (15, 800), (20, 1200), (30, 804), (40, 0))
+        assert [p.peak_bytes for p in use.peaks if p.place == "a"] == [804]
+        assert [p.peak_bytes for p in before.peaks if p.place == "a"] == [1200]
+
+    def test_view_across_domains_keeps_its_copy(self):
+        g, chip, table, trace = _view_run(view_unit="cpu2")
+        use = memory_use(g, chip, table, trace)
+        # the view in b works on the DMA's copy of a: v is a buffer of its own, as before
+        assert ("v", "activations", 15, 15) not in _ranges(use, "b")
+        assert {t for t, *_ in _ranges(use, "b")} == {"a", "v"}
+        assert view_aliases(g, chip, table, {"p": "cpu0", "r": "cpu2", "c1": "cpu0"}) == {}
+        assert use == _unaliased(memory_use, g, chip, table, trace)
+
+    def test_spilled_tensor_is_read_back_through_its_view(self):
+        x = Tensor("x", (1, 4096), "float32")
+        t0, v, t1, t2 = (Tensor(n, s, "float32") for n, s in (("t0", (1, 4096)), ("v", (4096,)), ("t1", (1, 4096)), ("t2", (4096,))))
+        g = graph_from_ops(
+            "viewspill", [x],
+            [("r0", "Relu", [x], [t0]), ("r", "Reshape", [t0], [v]), ("r1", "Relu", [t0], [t1]), ("r2", "Add", [v, t1], [t2])],
+        )  # fmt: skip
+        chip = _sram_chip(20)  # 16 KiB tensors: t0 and t1 cannot both stay
+        table = cost_table(g, chip, "fp32")
+        sched = fixed_schedule(g, chip, table, {n: ("cpu2", 0) for n in g.order})
+        fit = fit_memory(g, chip, table, sched, simulate(g, chip, table, sched))
+        assert ("t0", "b") in fit.memory.spilled and not any(s.tensor == "v" for s in fit.memory.spills)
+        spill = {n: fit.table.costs[n]["cpu2"].spill_bytes for n in g.order}
+        assert spill["r"] == 0  # the view touches no byte
+        assert spill["r0"] >= 16384 and spill["r2"] >= 16384  # written by r0, read back by r2 through v
+        assert max(v for _, v in fit.memory.steps["b"]) <= 20 * BYTES_PER_KIB
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    graph=st.builds(random_dag, st.integers(1, 25), st.integers(0, 2**31 - 1)),
+    chip=random_chips(),
+    policy=st.sampled_from(sorted(POLICIES)),
+)
+def test_aliasing_views_never_raises_a_peak(graph, chip, policy):
+    r = run_graph(graph, chip, "int8", policy)
+    aliased = memory_use(r.graph, r.chip, r.table, r.trace)
+    plain = _unaliased(memory_use, r.graph, r.chip, r.table, r.trace)
+    before = {p.place: p.peak_bytes for p in plain.peaks}
+    for p in aliased.peaks:
+        assert p.peak_bytes <= before[p.place]
+    units = {rec.op: rec.unit for rec in r.trace.ops}
+    folded = {t for t, _ in view_aliases(r.graph, r.chip, r.table, units)}
+    assert not folded & {b.tensor for b in aliased.buffers if b.kind == "activations" and b.frame == 0 and b.place != r.chip.host}
