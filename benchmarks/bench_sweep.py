@@ -2,6 +2,7 @@
 
     python benchmarks/bench_sweep.py [--seeds 10] [--seed-from 0] [--budget-share 0.1] [--workers 1,2]
     python benchmarks/bench_sweep.py --search-only --seed-from 100 --models yolov5n,mobilenetv2   # held out
+    python benchmarks/bench_sweep.py --scaling-only --repeats 3   # 1 and 2 workers interleaved, spread
 
 1. The grid of :data:`GRID` (resnet18 on the RK3588) is evaluated exhaustively on a process pool
    of 1 and of 2 workers, and on a Dask ``LocalCluster`` of 2: points per second each, the
@@ -111,6 +112,18 @@ def _search(spec: SweepSpec, results: dict[str, StoredPoint], share: float, seed
           f" ({sum(x >= 0.99 for x in shares)} of {len(shares)} runs at 99% or more)")
 
 
+def _scaling(points: Sequence[Point], repeats: int) -> None:
+    """Points per second on 1 and 2 workers, interleaved (1, 2, 1, 2, ...) so that the machine's
+    drift hits both alike; the efficiency of each round and their spread."""
+    effs: list[float] = []
+    for r in range(repeats):
+        pps = {w: len(points) / _evaluate_grid(points, w, None)[0] for w in (1, 2)}
+        effs.append(pps[2] / (2 * pps[1]))
+        print(f"| round {r + 1} | {pps[1]:.1f} | {pps[2]:.1f} | {100 * effs[-1]:.0f}% |", flush=True)
+    print(f"\nscaling efficiency: median {100 * statistics.median(effs):.0f}%, "
+          f"range {100 * min(effs):.0f}-{100 * max(effs):.0f}% over {repeats} interleaved rounds")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=len(SEEDS))
@@ -120,6 +133,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--models", help="comma-separated model names in examples/models (default: resnet18,yolov8n)")
     ap.add_argument("--round-size", type=int, default=2, help="points evaluated together (the CLI: max(2, workers))")
     ap.add_argument("--search-only", action="store_true", help="one 2-worker grid run, then the search")
+    ap.add_argument("--scaling-only", action="store_true", help="only the process pool's scaling, interleaved")
+    ap.add_argument("--repeats", type=int, default=3, help="--scaling-only: rounds of (1 worker, 2 workers)")
     args = ap.parse_args(argv)
     spec = SPEC
     if args.models:
@@ -134,6 +149,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("|---|---|---|---|---|---|")
     pps: dict[int, float] = {}
     results: dict[str, StoredPoint] = {}
+    if args.scaling_only:
+        _scaling(points, args.repeats)
+        return 0
     if args.search_only:
         results = _evaluate_grid(points, 2, None)[3]
         _search(spec, results, args.budget_share, seeds, args.round_size)
