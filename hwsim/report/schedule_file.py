@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, PositiveInt, ValidationError
 
 from chips.schema import Chip
 from chips.units import PS_PER_NS
@@ -72,7 +72,7 @@ class ScheduledOp(BaseModel, frozen=True, extra="forbid"):
     #: Its position in its core's order (0 first).
     order: int
     #: Cores the schedule asked to split it over (None: the engine decides).
-    split: int | None = None
+    split: PositiveInt | None = None
     #: The head of the fusion group it ran in (None: not fused).
     fusion_group: str | None = None
     dtype: str
@@ -273,11 +273,23 @@ def to_schedule(
             raise ScheduleFileError(f"{source}: op {o.op!r} is placed on {o.unit} core {o.core}, which {chip.name} lacks")
         if table.costs[o.op].get(o.unit) is None:
             raise ScheduleFileError(f"{source}: op {o.op!r} cannot run on {o.unit} of {chip.name}")
+        _check_split(o, chip, source)
         placements[o.op] = Placement(o.op, o.unit, o.core, o.est_start_ns, o.est_finish_ns, o.reason, o.split)
         by_core[(o.unit, o.core)].append((o.order, o.op))
     core_order = {k: tuple(op for _, op in sorted(v)) for k, v in by_core.items()}
     transfers = implied_transfers(graph, chip, table, {n: p.unit for n, p in placements.items()})
     return Schedule(sf.policy, placements, core_order, transfers, sf.est_makespan_ns)
+
+
+def _check_split(o: ScheduledOp, chip: Chip, source: str) -> None:
+    """A split the op's unit cannot make (more cores than it has, or an op type it does not split)."""
+    unit = chip.unit(o.unit)
+    if o.split is None or o.split == 1:
+        return
+    if o.split > unit.cores:
+        raise ScheduleFileError(f"{source}: op {o.op!r}: split {o.split} over {o.unit}, which has {unit.cores} cores")
+    if o.op_type not in unit.split_ops:
+        raise ScheduleFileError(f"{source}: op {o.op!r}: {o.unit} does not split {o.op_type} ops")
 
 
 def mapping_of(sf: ScheduleFile) -> dict[str, OpMapping]:

@@ -277,3 +277,24 @@ def test_schedule_file_key_with_a_newline_stays_one_line(tmp_path: Path) -> None
     argv = ["run", "rk3588", str(model), "--schedule", str(sched), "--out", str(out)]
     res = check_refusal_or_run("regression", argv, sched, out)
     assert res.code == 2 and "'\\n': Extra inputs are not permitted" in res.stderr
+
+
+@pytest.mark.parametrize(("split", "words"), [(False, "split: Input should be greater than 0"),
+                                              (5, "split 5 over gpu, which has 1 cores")])  # fmt: skip
+def test_schedule_file_split_the_unit_cannot_make_is_refused(tmp_path: Path, split: object, words: str) -> None:
+    # found by test_schedule_json at 10,000 inputs: "split": false became 0 cores, an internal error
+    from hwsim.cli import main
+
+    model = Path(__file__).parents[2] / "examples" / "models" / "mlp_mnist.onnx"
+    sched = tmp_path / "s.json"
+    assert main(["run", "rk3588", str(model), "--out", str(tmp_path / "r"), "--no-plots",
+                 "--export-schedule", str(sched)]) == 0  # fmt: skip
+    data = json.loads(sched.read_text())
+    on_gpu = [o for o in data["ops"] if o["unit"] == "gpu"]
+    assert on_gpu, "the case needs an op on rk3588's one-core GPU"
+    on_gpu[0]["split"] = split
+    sched.write_text(json.dumps(data))
+    out = tmp_path / "out"
+    argv = ["run", "rk3588", str(model), "--schedule", str(sched), "--out", str(out)]
+    res = check_refusal_or_run("regression", argv, sched, out)
+    assert res.code == 2 and words in res.stderr
