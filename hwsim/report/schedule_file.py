@@ -110,16 +110,23 @@ class ScheduleFile(BaseModel, frozen=True, extra="forbid"):
     ops: tuple[ScheduledOp, ...]
 
 
+def _with_op_field(data: dict[str, Any], key: str, default: Callable[[dict[str, Any]], Any]) -> list[Any] | Any:
+    """``data``'s ops, each op that lacks ``key`` given ``default(op)``; ops that are not a list of
+    objects are left as they are, for validation to name."""
+    ops = data.get("ops", [])
+    if not isinstance(ops, list):
+        return ops
+    return [{**op, key: op.get(key, default(op))} if isinstance(op, dict) else op for op in ops]
+
+
 def _v0_to_v1(data: dict[str, Any]) -> dict[str, Any]:
     """Version 0 (pre-release): no ``cores`` per op (an op ran on its ``core``)."""
-    ops = [{**op, "cores": op.get("cores", [op.get("core", 0)])} for op in data.get("ops", [])]
-    return {**data, "ops": ops, "schema_version": 1}
+    return {**data, "ops": _with_op_field(data, "cores", lambda op: [op.get("core", 0)]), "schema_version": 1}
 
 
 def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     """Version 1: no mapping signature per op (every op ran as a plain run maps it)."""
-    ops = [{**op, "mapping": op.get("mapping", {})} for op in data.get("ops", [])]
-    return {**data, "ops": ops, "schema_version": 2}
+    return {**data, "ops": _with_op_field(data, "mapping", lambda op: {}), "schema_version": 2}
 
 
 #: Migrations: version -> the function that turns a file of that version into the next.

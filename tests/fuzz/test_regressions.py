@@ -298,3 +298,22 @@ def test_schedule_file_split_the_unit_cannot_make_is_refused(tmp_path: Path, spl
     argv = ["run", "rk3588", str(model), "--schedule", str(sched), "--out", str(out)]
     res = check_refusal_or_run("regression", argv, sched, out)
     assert res.code == 2 and words in res.stderr
+
+
+@pytest.mark.parametrize("ops", [None, [1, "x"], {"a": 1}])
+def test_schedule_file_of_version_0_with_odd_ops_is_one_line(tmp_path: Path, ops: object) -> None:
+    # found by test_schedule_json at 10,000 inputs: no schema_version and "ops": null crashed the migration
+    from hwsim.cli import main
+
+    model = Path(__file__).parents[2] / "examples" / "models" / "mlp_mnist.onnx"
+    sched = tmp_path / "s.json"
+    assert main(["run", "rk3588", str(model), "--out", str(tmp_path / "r"), "--no-plots",
+                 "--export-schedule", str(sched)]) == 0  # fmt: skip
+    data = json.loads(sched.read_text())
+    del data["schema_version"]
+    data["ops"] = ops
+    sched.write_text(json.dumps(data))
+    out = tmp_path / "out"
+    argv = ["run", "rk3588", str(model), "--schedule", str(sched), "--out", str(out)]
+    res = check_refusal_or_run("regression", argv, sched, out)
+    assert res.code == 2 and "ops" in res.stderr
