@@ -19,6 +19,7 @@ set: unit pin, cores, dataflow, layout, tile, forced fusion); a replay applies i
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -284,8 +285,25 @@ def to_schedule(
         placements[o.op] = Placement(o.op, o.unit, o.core, o.est_start_ns, o.est_finish_ns, o.reason, o.split)
         by_core[(o.unit, o.core)].append((o.order, o.op))
     core_order = {k: tuple(op for _, op in sorted(v)) for k, v in by_core.items()}
+    _check_no_deadlock(graph, core_order, source)
     transfers = implied_transfers(graph, chip, table, {n: p.unit for n, p in placements.items()})
     return Schedule(sf.policy, placements, core_order, transfers, sf.est_makespan_ns)
+
+
+def _check_no_deadlock(graph: ModelGraph, core_order: Mapping[tuple[str, int], tuple[str, ...]], source: str) -> None:
+    """Refuse core orders that contradict the data dependencies (the engine would wait forever):
+    the dependencies plus each core's order must have no cycle."""
+    import networkx as nx
+
+    g = nx.DiGraph(graph.g.edges)
+    for (unit, core), ops in core_order.items():
+        g.add_edges_from(pairwise(ops), where=f"{unit} core {core}")
+    try:
+        cycle = nx.find_cycle(g)
+    except nx.NetworkXNoCycle:
+        return
+    path = " -> ".join(str(e[0]) for e in cycle[:4]) + (" -> ..." if len(cycle) > 4 else "")
+    raise ScheduleFileError(f"{source}: the order on the cores contradicts the data flow and would deadlock ({path})")
 
 
 def _check_split(o: ScheduledOp, chip: Chip, source: str) -> None:

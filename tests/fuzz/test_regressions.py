@@ -317,3 +317,24 @@ def test_schedule_file_of_version_0_with_odd_ops_is_one_line(tmp_path: Path, ops
     argv = ["run", "rk3588", str(model), "--schedule", str(sched), "--out", str(out)]
     res = check_refusal_or_run("regression", argv, sched, out)
     assert res.code == 2 and "ops" in res.stderr
+
+
+def test_schedule_file_order_that_deadlocks_is_refused(tmp_path: Path) -> None:
+    # found by test_schedule_json at 10,000 inputs: a core order against the data flow hung the engine's
+    # dispatch ("ops never ran", an internal error)
+    from hwsim.cli import main
+
+    model = Path(__file__).parents[2] / "examples" / "models" / "mlp_mnist.onnx"
+    sched = tmp_path / "s.json"
+    assert main(["run", "rk3588", str(model), "--out", str(tmp_path / "r"), "--no-plots",
+                 "--export-schedule", str(sched)]) == 0  # fmt: skip
+    data = json.loads(sched.read_text())
+    unit = data["ops"][0]["unit"]
+    same = [o for o in data["ops"] if o["unit"] == unit and o["core"] == data["ops"][0]["core"]]
+    assert len(same) >= 2, "the case needs two dependent ops on one core"
+    same[0]["order"], same[1]["order"] = same[1]["order"], same[0]["order"]
+    sched.write_text(json.dumps(data))
+    out = tmp_path / "out"
+    argv = ["run", "rk3588", str(model), "--schedule", str(sched), "--out", str(out)]
+    res = check_refusal_or_run("regression", argv, sched, out)
+    assert res.code == 2 and "would deadlock" in res.stderr
