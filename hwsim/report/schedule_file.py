@@ -19,8 +19,8 @@ set: unit pin, cores, dataflow, layout, tile, forced fusion); a replay applies i
 from __future__ import annotations
 
 import json
-from itertools import pairwise
 from collections.abc import Callable, Iterator, Mapping
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
