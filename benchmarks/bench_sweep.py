@@ -115,6 +115,7 @@ def _search(spec: SweepSpec, results: dict[str, StoredPoint], share: float, seed
 def _scaling(points: Sequence[Point], repeats: int) -> None:
     """Points per second on 1 and 2 workers, interleaved (1, 2, 1, 2, ...) so that the machine's
     drift hits both alike; the efficiency of each round and their spread."""
+    print("| round | points/s, 1 worker | points/s, 2 workers | efficiency |\n|---|---|---|---|")
     effs: list[float] = []
     for r in range(repeats):
         pps = {w: len(points) / _evaluate_grid(points, w, None)[0] for w in (1, 2)}
@@ -145,13 +146,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     shape = " x ".join(str(len(v)) for v in GRID.values())
     names = ", ".join(Path(m).stem for m in spec.models)
     print(f"grid: {len(points)} points ({names} on rk3588, {shape} each)\n")
-    print("| engine | workers | batch | points/s | efficiency | task overhead ms |")
-    print("|---|---|---|---|---|---|")
     pps: dict[int, float] = {}
     results: dict[str, StoredPoint] = {}
     if args.scaling_only:
         _scaling(points, args.repeats)
         return 0
+    print("| engine | workers | batch | points/s | efficiency | task overhead ms |")
+    print("|---|---|---|---|---|---|")
     if args.search_only:
         results = _evaluate_grid(points, 2, None)[3]
         _search(spec, results, args.budget_share, seeds, args.round_size)
