@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.fuzz.harness import check_refusal_or_run
+from tests.fuzz.harness import Outcome, check_refusal_or_run
 
 
 def _sparse(path: Path, size_bytes: int) -> Path:
@@ -262,8 +264,8 @@ def test_workload_key_with_a_newline_stays_one_line(tmp_path: Path) -> None:
     assert res.code == 2 and "'\\n': unknown key" in res.stderr
 
 
-def test_schedule_file_key_with_a_newline_stays_one_line(tmp_path: Path) -> None:
-    # found by test_schedule_json at 10,000 inputs: an extra key "\n" split the error line in two
+def _replay_edited(tmp_path: Path, edit: Callable[[dict[str, Any]], None]) -> Outcome:
+    """Export mlp_mnist's schedule on rk3588, ``edit`` the parsed file, replay it (refusal checked)."""
     from hwsim.cli import main
 
     model = Path(__file__).parents[2] / "examples" / "models" / "mlp_mnist.onnx"
@@ -271,11 +273,16 @@ def test_schedule_file_key_with_a_newline_stays_one_line(tmp_path: Path) -> None
     assert main(["run", "rk3588", str(model), "--out", str(tmp_path / "r"), "--no-plots",
                  "--export-schedule", str(sched)]) == 0  # fmt: skip
     data = json.loads(sched.read_text())
-    data["\n"] = None
+    edit(data)
     sched.write_text(json.dumps(data))
     out = tmp_path / "out"
     argv = ["run", "rk3588", str(model), "--schedule", str(sched), "--out", str(out)]
-    res = check_refusal_or_run("regression", argv, sched, out)
+    return check_refusal_or_run("regression", argv, sched, out)
+
+
+def test_schedule_file_key_with_a_newline_stays_one_line(tmp_path: Path) -> None:
+    # found by test_schedule_json at 10,000 inputs: an extra key "\n" split the error line in two
+    res = _replay_edited(tmp_path, lambda data: data.update({"\n": None}))
     assert res.code == 2 and "'\\n': Extra inputs are not permitted" in res.stderr
 
 
@@ -283,58 +290,34 @@ def test_schedule_file_key_with_a_newline_stays_one_line(tmp_path: Path) -> None
                                               (5, "split 5 over gpu, which has 1 cores")])  # fmt: skip
 def test_schedule_file_split_the_unit_cannot_make_is_refused(tmp_path: Path, split: object, words: str) -> None:
     # found by test_schedule_json at 10,000 inputs: "split": false became 0 cores, an internal error
-    from hwsim.cli import main
+    def edit(data: dict[str, Any]) -> None:
+        on_gpu = [o for o in data["ops"] if o["unit"] == "gpu"]
+        assert on_gpu, "the case needs an op on rk3588's one-core GPU"
+        on_gpu[0]["split"] = split
 
-    model = Path(__file__).parents[2] / "examples" / "models" / "mlp_mnist.onnx"
-    sched = tmp_path / "s.json"
-    assert main(["run", "rk3588", str(model), "--out", str(tmp_path / "r"), "--no-plots",
-                 "--export-schedule", str(sched)]) == 0  # fmt: skip
-    data = json.loads(sched.read_text())
-    on_gpu = [o for o in data["ops"] if o["unit"] == "gpu"]
-    assert on_gpu, "the case needs an op on rk3588's one-core GPU"
-    on_gpu[0]["split"] = split
-    sched.write_text(json.dumps(data))
-    out = tmp_path / "out"
-    argv = ["run", "rk3588", str(model), "--schedule", str(sched), "--out", str(out)]
-    res = check_refusal_or_run("regression", argv, sched, out)
+    res = _replay_edited(tmp_path, edit)
     assert res.code == 2 and words in res.stderr
 
 
 @pytest.mark.parametrize("ops", [None, [1, "x"], {"a": 1}])
 def test_schedule_file_of_version_0_with_odd_ops_is_one_line(tmp_path: Path, ops: object) -> None:
     # found by test_schedule_json at 10,000 inputs: no schema_version and "ops": null crashed the migration
-    from hwsim.cli import main
+    def edit(data: dict[str, Any]) -> None:
+        del data["schema_version"]
+        data["ops"] = ops
 
-    model = Path(__file__).parents[2] / "examples" / "models" / "mlp_mnist.onnx"
-    sched = tmp_path / "s.json"
-    assert main(["run", "rk3588", str(model), "--out", str(tmp_path / "r"), "--no-plots",
-                 "--export-schedule", str(sched)]) == 0  # fmt: skip
-    data = json.loads(sched.read_text())
-    del data["schema_version"]
-    data["ops"] = ops
-    sched.write_text(json.dumps(data))
-    out = tmp_path / "out"
-    argv = ["run", "rk3588", str(model), "--schedule", str(sched), "--out", str(out)]
-    res = check_refusal_or_run("regression", argv, sched, out)
+    res = _replay_edited(tmp_path, edit)
     assert res.code == 2 and "ops" in res.stderr
 
 
 def test_schedule_file_order_that_deadlocks_is_refused(tmp_path: Path) -> None:
     # found by test_schedule_json at 10,000 inputs: a core order against the data flow hung the engine's
     # dispatch ("ops never ran", an internal error)
-    from hwsim.cli import main
+    def edit(data: dict[str, Any]) -> None:
+        first = data["ops"][0]
+        same = [o for o in data["ops"] if (o["unit"], o["core"]) == (first["unit"], first["core"])]
+        assert len(same) >= 2, "the case needs two dependent ops on one core"
+        same[0]["order"], same[1]["order"] = same[1]["order"], same[0]["order"]
 
-    model = Path(__file__).parents[2] / "examples" / "models" / "mlp_mnist.onnx"
-    sched = tmp_path / "s.json"
-    assert main(["run", "rk3588", str(model), "--out", str(tmp_path / "r"), "--no-plots",
-                 "--export-schedule", str(sched)]) == 0  # fmt: skip
-    data = json.loads(sched.read_text())
-    unit = data["ops"][0]["unit"]
-    same = [o for o in data["ops"] if o["unit"] == unit and o["core"] == data["ops"][0]["core"]]
-    assert len(same) >= 2, "the case needs two dependent ops on one core"
-    same[0]["order"], same[1]["order"] = same[1]["order"], same[0]["order"]
-    sched.write_text(json.dumps(data))
-    out = tmp_path / "out"
-    argv = ["run", "rk3588", str(model), "--schedule", str(sched), "--out", str(out)]
-    res = check_refusal_or_run("regression", argv, sched, out)
+    res = _replay_edited(tmp_path, edit)
     assert res.code == 2 and "would deadlock" in res.stderr
