@@ -17,11 +17,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy import Engine, String, Text, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
+from sqlalchemy.orm import Mapped, mapped_column
 
-__all__ = ["BUSY_TIMEOUT_MS", "CONNECT_TIMEOUT_S", "DRIVER_PIP", "open_engine", "shown_url"]
+__all__ = ["BUSY_TIMEOUT_MS", "CONNECT_TIMEOUT_S", "DRIVER_PIP", "MetaRow", "open_engine", "shown_url"]
+
+class MetaRow:
+    """The ``meta`` table every store keeps (key -> value; its ``schema_version`` above all): mix
+    it into a store's own declarative base, ``class _Meta(MetaRow, _Base): pass``."""
+
+    __tablename__ = "meta"
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
+
 
 #: How long a SQLite writer waits for another's transaction before it fails.
 BUSY_TIMEOUT_MS = 60_000

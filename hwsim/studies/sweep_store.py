@@ -18,10 +18,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import Float, String, Text, select
+from sqlalchemy import Float, Text, select
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
-from hwsim.studies.sql import open_engine
+from hwsim.studies.sql import MetaRow, open_engine
 
 __all__ = ["SCHEMA_VERSION", "StoreError", "StoredPoint", "SweepStore"]
 
@@ -37,10 +37,8 @@ class _Base(DeclarativeBase):
     pass
 
 
-class _Meta(_Base):
-    __tablename__ = "meta"
-    key: Mapped[str] = mapped_column(String(64), primary_key=True)
-    value: Mapped[str] = mapped_column(Text)
+class _Meta(MetaRow, _Base):
+    pass
 
 
 class _Point(_Base):

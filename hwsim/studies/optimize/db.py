@@ -46,7 +46,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
-from hwsim.studies.sql import open_engine, shown_url
+from hwsim.studies.sql import MetaRow, open_engine, shown_url
 
 __all__ = [
     "MIGRATIONS",
@@ -129,10 +129,8 @@ class _Base(DeclarativeBase):
     pass
 
 
-class _Meta(_Base):
-    __tablename__ = "meta"
-    key: Mapped[str] = mapped_column(String(64), primary_key=True)
-    value: Mapped[str] = mapped_column(Text)
+class _Meta(MetaRow, _Base):
+    pass
 
 
 class _Trial(_Base):
