@@ -111,32 +111,10 @@ def _budget(args: argparse.Namespace, inputs: SearchInputs) -> Any:
     return Budget(None, share, now + args.time, now + args.time * share)
 
 
-def _measure(s: Search, chip_ref: str) -> None:
-    """Measure the beam's graphs with onnxruntime where the chip is this machine; backfill."""
-    import onnx
-
-    from hwsim.host.errors import MeasureError
-    from hwsim.studies.optimize.measure import host_threads, measure_ms, not_this_host
-
-    why = not_this_host(chip_ref)
-    if why is not None:
-        s.result.notes.append(f"nothing measured: {why}")
-        return
-    repeats = s.inputs.config.stage_kernel.measure_repeats
-    for r in s.result.beam:
-        try:
-            ms = measure_ms(onnx.load_from_string(s.bytes_of[r.candidate.transforms]), repeats, host_threads(chip_ref))
-        except MeasureError as exc:
-            s.result.notes.append(f"trial {r.index} not measured: {exc}")
-            continue
-        s.result.measured_ms[r.outcome.key] = ms
-        if r.trial_id is not None:
-            s.db.set_measured(r.trial_id, ms)
-
-
 def _search(args: argparse.Namespace, inputs: SearchInputs) -> Search:
     from hwsim.studies.optimize.db import ExperienceDB, default_db_url
     from hwsim.studies.optimize.driver import run_search
+    from hwsim.studies.optimize.measure import backfill
     from hwsim.studies.optimize.search import Search
     from hwsim.studies.sweep import open_executor
 
@@ -150,7 +128,7 @@ def _search(args: argparse.Namespace, inputs: SearchInputs) -> Search:
         s = Search(inputs, db, executor, budget, bar.update if bar is not None else (lambda n: None))
         run_search(s)
         if s.result.records and not s.result.interrupted:
-            _measure(s, args.chip)
+            backfill(s, args.chip)
     s.result.seconds = time.monotonic() - start
     return s
 

@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import onnx
 
-__all__ = ["host_threads", "measure_ms", "not_this_host"]
+    from hwsim.studies.optimize.search import Search
+
+__all__ = ["backfill", "host_threads", "measure_ms", "not_this_host"]
 
 
 def not_this_host(chip_ref: str) -> str | None:
@@ -60,3 +62,27 @@ def measure_ms(model: onnx.ModelProto, repeats: int, threads: int = 1, seed: int
     sess = make_session(filled, threads)
     timing = time_session(sess, random_inputs(filled, seed), runs=repeats, warmup=3, min_total_s=0.0)
     return timing.low_ns / 1e6
+
+
+def backfill(s: Search, chip_ref: str) -> None:
+    """Measure the beam's graphs of ``s`` with onnxruntime where ``chip_ref`` is this machine, and
+    backfill: each measurement goes next to its prediction (``s.result.measured_ms`` and the
+    database); elsewhere a note says why nothing was measured."""
+    import onnx
+
+    from hwsim.host.errors import MeasureError
+
+    why = not_this_host(chip_ref)
+    if why is not None:
+        s.result.notes.append(f"nothing measured: {why}")
+        return
+    repeats = s.inputs.config.stage_kernel.measure_repeats
+    for r in s.result.beam:
+        try:
+            ms = measure_ms(onnx.load_from_string(s.bytes_of[r.candidate.transforms]), repeats, host_threads(chip_ref))
+        except MeasureError as exc:
+            s.result.notes.append(f"trial {r.index} not measured: {exc}")
+            continue
+        s.result.measured_ms[r.outcome.key] = ms
+        if r.trial_id is not None:
+            s.db.set_measured(r.trial_id, ms)
