@@ -34,10 +34,12 @@ from scipy.sparse import coo_matrix
 from scheduler.exact_cpsat import cpsat_available, solve_cpsat
 from scheduler.problem import Problem, Solution, solution_from_times
 
-__all__ = ["EXACT_TIME_LIMIT_S", "ExactResult", "exact", "time_windows"]
+__all__ = ["EXACT_TIME_LIMIT_S", "SOLVERS", "ExactResult", "exact", "time_windows"]
 
 #: ``exact`` gives up after this long (s) and keeps the best schedule found.
 EXACT_TIME_LIMIT_S = 10.0
+#: What ``exact(solver=...)`` accepts.
+SOLVERS = ("auto", "cpsat", "highs")
 
 #: ``scipy.optimize.milp``'s statuses that answer: optimal (0), time or node limit (1).
 _ANSWERED = (0, 1)
@@ -341,11 +343,16 @@ def exact(
     incumbent: Solution,
     lower_bound_ns: float = 0.0,
     time_limit_s: float = EXACT_TIME_LIMIT_S,
+    solver: str = "auto",
 ) -> ExactResult:
     """Optimal schedule of ``problem`` (or the best found in ``time_limit_s`` with its gap).
 
     ``incumbent`` is a valid schedule (e.g. the best heuristic); ``lower_bound_ns`` a known bound.
+    ``solver``: ``"cpsat"`` (OR-Tools, raises :class:`~scheduler.exact_cpsat.MissingSolverError`
+    where it is not installed), ``"highs"`` (the MILP), or ``"auto"``: CP-SAT where installed.
     """
+    if solver not in SOLVERS:
+        raise ValueError(f"unknown exact solver {solver!r}; known: {', '.join(SOLVERS)}")
     if problem.n == 0:
         return ExactResult(incumbent, 0.0, True)
     ub = incumbent.makespan_ns
@@ -353,7 +360,7 @@ def exact(
     lb = max(lower_bound_ns, max(h + f + t for h, f, t in zip(head, fast, tail, strict=True)))
     if ub <= lb * (1 + 1e-9):
         return ExactResult(incumbent, ub, True)
-    if cpsat_available():
+    if solver == "cpsat" or (solver == "auto" and cpsat_available()):
         # CP-SAT proved 4 of 20 n=50 optima in 8 s where HiGHS proved none (and 59/60 at n=20
         # against 47/60): benchmarks/bench_exact_solvers.py, docs/scheduling.md.
         best, bound, proven = solve_cpsat(problem, incumbent, lb, time_limit_s)

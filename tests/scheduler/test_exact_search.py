@@ -15,6 +15,7 @@ import scheduler.exact as exact_module
 from scheduler.affinity_locality import affinity_locality, order_search
 from scheduler.bounds import problem_bounds
 from scheduler.exact import exact, time_windows
+from scheduler.exact_cpsat import MissingSolverError, cpsat_available
 from scheduler.generators import random_problem
 from scheduler.heft import heft
 from scheduler.problem import Problem, evaluate, make_problem
@@ -34,6 +35,13 @@ def _topological_orders(p: Problem) -> list[list[int]]:
     ]
 
 
+#: Both exact solvers; CP-SAT runs where ``hwsim[exact]`` is installed (the test extra has it).
+BOTH_SOLVERS = [
+    "highs",
+    pytest.param("cpsat", marks=pytest.mark.skipif(not cpsat_available(), reason="pip install 'hwsim[exact]'")),
+]
+
+
 def brute_force_ns(p: Problem) -> float:
     """Optimal makespan by enumeration: every assignment, every topological order, no gap filling.
 
@@ -49,6 +57,7 @@ def brute_force_ns(p: Problem) -> float:
     return best
 
 
+@pytest.mark.parametrize("solver", BOTH_SOLVERS)
 @settings(max_examples=200, deadline=None)
 @given(
     seed=st.integers(0, 2**31 - 1),
@@ -57,17 +66,19 @@ def brute_force_ns(p: Problem) -> float:
     ccr=st.sampled_from([0.5, 5.0]),
     kind=st.sampled_from(["related", "unrelated"]),
 )
-def test_exact_matches_brute_force_with_multicore_units(seed, n, cores, ccr, kind):
+def test_exact_matches_brute_force_with_multicore_units(solver, seed, n, cores, ccr, kind):
     # Multi-core units exercise the symmetry breaking (the t-th able task may use cores 0..t)
     # and the repeated run times that HiGHS's presolve got wrong (see exact._Milp.solve).
     base = random_problem(seed, n, len(cores), ccr, kind)
     if any(not caps for caps in base.capable):
         return
     p = _with_cores(base, cores)
-    r = exact(p, heft(p), problem_bounds(p).best_ns, 20.0)
+    r = exact(p, heft(p), problem_bounds(p).best_ns, 20.0, solver=solver)
     check_valid(p, r.solution)
     assert r.proven
-    assert r.solution.makespan_ns == pytest.approx(brute_force_ns(p), rel=1e-6)
+    optimum_ns = brute_force_ns(p)
+    assert r.solution.makespan_ns == pytest.approx(optimum_ns, rel=1e-6)
+    assert r.bound_ns <= optimum_ns * (1 + 1e-6)
 
 
 @pytest.mark.parametrize(
@@ -82,7 +93,7 @@ def test_exact_proves_the_optimum_where_a_highs_try_fails(args, cores):
     # HiGHS 1.12 gave up on these (see exact._Milp.solve); exact returned the incumbent
     # unproven after some milliseconds, whatever the time limit.
     p = _with_cores(random_problem(*args), cores)
-    r = exact(p, heft(p), problem_bounds(p).best_ns, 20.0)
+    r = exact(p, heft(p), problem_bounds(p).best_ns, 20.0, solver="highs")
     check_valid(p, r.solution)
     assert r.proven
     assert r.solution.makespan_ns == pytest.approx(brute_force_ns(p), rel=1e-6)
@@ -100,7 +111,7 @@ def test_exact_finds_the_optimum_that_highs_presolve_cuts_off(args, cores, optim
     # rewrote the rows with the two cores' equal run times and the root then closed too high.
     p = _with_cores(random_problem(*args), cores)
     assert heft(p).makespan_ns > optimum_ns * (1 + 1e-3)
-    r = exact(p, heft(p), problem_bounds(p).best_ns, 20.0)
+    r = exact(p, heft(p), problem_bounds(p).best_ns, 20.0, solver="highs")
     check_valid(p, r.solution)
     assert r.proven
     assert r.solution.makespan_ns == pytest.approx(optimum_ns, rel=1e-9)
@@ -124,7 +135,7 @@ def test_exact_solves_repeated_run_times_without_presolve_first(monkeypatch, cor
         return scipy_milp(**kwargs)
 
     monkeypatch.setattr(exact_module, "milp", recording_milp)
-    r = exact(p, evaluate(p, [0, 0, 0], [1, 2, 0]), 0.0)
+    r = exact(p, evaluate(p, [0, 0, 0], [1, 2, 0]), 0.0, solver="highs")
     assert r.proven
     assert r.solution.makespan_ns == pytest.approx(brute_force_ns(p))
     assert tries and tries[0]["presolve"] is first_presolve
@@ -145,12 +156,26 @@ def test_exact_tries_highs_again_until_it_answers(monkeypatch):
         return scipy_milp(**kwargs)
 
     monkeypatch.setattr(exact_module, "milp", flaky_milp)
-    r = exact(p, evaluate(p, [0, 0, 0], [1, 2, 0]), 0.0, time_limit_s=7.0)
+    r = exact(p, evaluate(p, [0, 0, 0], [1, 2, 0]), 0.0, time_limit_s=7.0, solver="highs")
     assert r.proven
     assert r.solution.makespan_ns == pytest.approx(brute_force_ns(p))
     assert [(t["presolve"], t.get("random_seed")) for t in tries] == [(True, None), (False, None), (True, 1)]
     assert tries[0]["time_limit"] == 7.0
     assert 7.0 > tries[1]["time_limit"] > tries[2]["time_limit"] > 0
+
+
+def test_exact_refuses_an_unknown_solver_and_a_missing_one(monkeypatch):
+    p = make_problem(
+        ["long", "short", "after"], ["u0", "u1"], [[4.0, 40.0], [1.0, 10.0], [1.0, 1.0]], [(1, 2, 0.0)]
+    )
+    start = evaluate(p, [0, 0, 0], [1, 2, 0])
+    with pytest.raises(ValueError, match="unknown exact solver 'gurobi'"):
+        exact(p, start, 0.0, solver="gurobi")
+    monkeypatch.setitem(__import__("sys").modules, "ortools.sat.python", None)
+    assert not cpsat_available()
+    assert exact(p, start, 0.0).proven  # "auto" falls back to HiGHS
+    with pytest.raises(MissingSolverError, match=r"pip install 'hwsim\[exact\]'"):
+        exact(p, start, 0.0, solver="cpsat")
 
 
 def test_windows_are_the_fastest_chains_before_and_after():
@@ -165,12 +190,13 @@ def test_windows_are_the_fastest_chains_before_and_after():
     assert tail == [5.0, 3.0, 0.0, 0.0]
 
 
-def test_exact_improves_a_poor_incumbent():
+@pytest.mark.parametrize("solver", BOTH_SOLVERS)
+def test_exact_improves_a_poor_incumbent(solver):
     # All on u0 in a bad order (short, after, long = 6) while the optimum runs "after" on u1.
     p = make_problem(
         ["long", "short", "after"], ["u0", "u1"], [[4.0, 40.0], [1.0, 10.0], [1.0, 1.0]], [(1, 2, 0.0)]
     )
-    r = exact(p, evaluate(p, [0, 0, 0], [1, 2, 0]), 0.0)
+    r = exact(p, evaluate(p, [0, 0, 0], [1, 2, 0]), 0.0, solver=solver)
     assert r.proven
     assert r.solution.makespan_ns == pytest.approx(brute_force_ns(p))
 
