@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 
 import pytest
 from hypothesis import given, settings
@@ -171,7 +172,8 @@ def test_exact_refuses_an_unknown_solver_and_a_missing_one(monkeypatch):
     start = evaluate(p, [0, 0, 0], [1, 2, 0])
     with pytest.raises(ValueError, match="unknown exact solver 'gurobi'"):
         exact(p, start, 0.0, solver="gurobi")
-    monkeypatch.setitem(__import__("sys").modules, "ortools.sat.python", None)
+    for name in ("ortools", "ortools.sat.python", "ortools.sat.python.cp_model"):
+        monkeypatch.setitem(sys.modules, name, None)  # as if not installed
     assert not cpsat_available()
     assert exact(p, start, 0.0).proven  # "auto" falls back to HiGHS
     with pytest.raises(MissingSolverError, match=r"pip install 'hwsim\[exact\]'"):
