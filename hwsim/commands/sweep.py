@@ -96,6 +96,7 @@ class _Runner:
 def _evaluate_all(args: argparse.Namespace, spec: Any, runner: _Runner, store: SweepStore) -> list[Point]:
     """Evaluate the grid (or run the search); returns the points in output order."""
     from hwsim.studies.sweep import grid_points
+    from hwsim.studies.sweep_screen import screener
     from hwsim.studies.sweep_search import search_model
 
     if args.budget is None:
@@ -111,7 +112,8 @@ def _evaluate_all(args: argparse.Namespace, spec: Any, runner: _Runner, store: S
     with _progress(args.budget * len(spec.models), "search") as bar:
         for model in spec.models:
             points += search_model(
-                spec, model, args.budget, runner, args.seed, round_size=max(2, args.workers), on_round=bar.update
+                spec, model, args.budget, runner, args.seed, round_size=max(2, args.workers), on_round=bar.update,
+                screen=screener(spec.objectives),
             )
     return points
 

@@ -46,9 +46,13 @@ from hwsim.studies.sweep_store import StoredPoint
 __all__ = ["LOCAL_SHARE", "RETRIES", "neighbours", "search_model", "startup_trials"]
 
 Evaluate = Callable[[Sequence[Point]], dict[str, StoredPoint]]
+#: A point's cheap estimate of the screened objectives (None: it cannot estimate this point).
+Screener = Callable[[Point], Sequence[float] | None]
 
 #: The share of the budget spent on the Pareto local search (the last rounds).
 LOCAL_SHARE = 0.5
+#: The share of the budget spent first on the points the screen ranks best (when there is one).
+SCREEN_SHARE = 0.25
 #: Repeated proposals in a row before a random unevaluated point is drawn instead.
 RETRIES = 20
 
@@ -149,6 +153,39 @@ def _local_candidates(spec: SweepSpec, done: dict[str, tuple[Point, StoredPoint]
     return [points[k] for k in keys]
 
 
+def screen_order(
+    spec: SweepSpec, model: str, screen: Screener, rng: random.Random
+) -> list[Point]:
+    """Every grid point of ``model`` in the order the screen ranks them: by non-dominated rank
+    of their screened objectives (rank 0: the screen's own front, then the front of the rest,
+    ...), in random order within a rank (the screen gives every policy of a configuration the
+    same values, so they tie). A point the screen cannot estimate comes last.
+
+    >>> spec = SweepSpec(models=("m.onnx",), chips=("rk3588",), objectives=("latency_ms", "energy_mj"),
+    ...                  grid={"npu.cores": (1, 2, 3)})
+    >>> cost = {1: (3.0, 1.0), 2: (2.0, 2.0), 3: (2.5, 2.5)}  # 3 cores: dominated by 2
+    >>> [p.params for p in screen_order(spec, "m.onnx", lambda p: cost[int(p.get("npu.cores", 0))], random.Random(0))][-1]
+    (('npu.cores', 3),)
+    """
+    from hwsim.studies.sweep import grid_points
+
+    points = [p for p in grid_points(spec) if p.model == model]
+    rng.shuffle(points)
+    values = [screen(p) for p in points]
+    known = [i for i, v in enumerate(values) if v is not None]
+    rank = dict.fromkeys(range(len(points)), math.inf)
+    left = np.array(known, dtype=int)
+    if len(left):
+        v = np.array([values[i] for i in known], dtype=float)
+        todo, level = np.arange(len(known)), 0
+        while len(todo):
+            mask = pareto_mask(v[todo])
+            for i in todo[mask]:
+                rank[int(left[i])] = level
+            todo, level = todo[~mask], level + 1
+    return [points[i] for i in sorted(range(len(points)), key=lambda i: rank[i])]
+
+
 def _random_unevaluated(spec: SweepSpec, model: str, taken: set[str], rng: random.Random) -> Point | None:
     """A random grid point of ``model`` not in ``taken`` (None when every one is)."""
     axes = _axes(spec)
@@ -195,13 +232,20 @@ class _Search:
         self.study.enqueue_trial(_trial_params(point, self.axes))
         return self.study.ask(), point
 
-    def propose(self, n: int, local: bool) -> list[tuple[Any, Point]]:
-        """Up to ``n`` trials on distinct unevaluated points (repeats of evaluated ones are told
+    def propose(self, n: int, phase: str, queue: list[Point]) -> list[tuple[Any, Point]]:
+        """Up to ``n`` trials on distinct unevaluated points: the next of ``queue`` (the screen's
+        order) in the ``"screen"`` phase, the front's neighbours in the ``"local"`` one, else
+        (and when those run out) the sampler's proposals (repeats of evaluated points are told
         their stored result on the way)."""
         from optuna.trial import TrialState
 
         out: list[tuple[Any, Point]] = []
-        if local:
+        if phase == "screen":
+            while queue and len(out) < n:
+                q = queue.pop(0)
+                if q.key not in self.done:
+                    out.append(self._pinned(q))
+        if phase == "local":
             for q in _local_candidates(self.spec, self.done, self.rng):
                 if len(out) == n:
                     break
@@ -238,18 +282,25 @@ def search_model(
     round_size: int = 2,
     on_round: Callable[[int], None] = lambda n: None,
     local_share: float = LOCAL_SHARE,
+    screen: Screener | None = None,
+    screen_share: float = SCREEN_SHARE,
 ) -> list[Point]:
     """Evaluate ``budget`` distinct points of ``model`` chosen by the search (all of them where
     the grid has fewer); returns them in the order evaluated. ``evaluate`` simulates points (and
-    stores them) and returns them by key; ``on_round(points)`` is told after each round."""
+    stores them) and returns them by key; ``on_round(points)`` is told after each round.
+    ``screen`` (a point's cheap estimate, :func:`screen_order`): the first ``screen_share`` of
+    the budget goes to the points it ranks best, the sampler's phase shrinks by as much."""
     s = _Search(spec, model, budget, seed)
     budget = min(budget, s.size)
-    local_from = budget - round(local_share * budget)
+    queue = screen_order(spec, model, screen, s.rng) if screen is not None else []
+    screen_until = round(screen_share * budget) if screen is not None else 0
+    local_from = max(screen_until, budget - round(local_share * budget))
     order: list[Point] = []
     while len(order) < budget:
-        local = len(order) >= local_from
-        n = min(round_size, budget - len(order), budget if local else local_from - len(order))
-        trials = s.propose(n, local)
+        done = len(order)
+        phase = "screen" if done < screen_until else "local" if done >= local_from else "model"
+        end = {"screen": screen_until, "model": local_from, "local": budget}[phase]
+        trials = s.propose(min(round_size, end - done), phase, queue)
         if not trials:
             break
         results = evaluate([p for _, p in trials])
@@ -259,4 +310,3 @@ def search_model(
             order.append(p)
         on_round(len(trials))
     return order
-
