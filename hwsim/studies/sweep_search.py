@@ -1,7 +1,11 @@
 """``--budget N``: a multi-objective search over a sweep's space instead of its full grid.
 
-Two phases share one Optuna study per model (fronts are per model):
+Three phases share one Optuna study per model (fronts are per model):
 
+0. **Screened** (when a ``screen`` is given, :data:`SCREEN_SHARE` of the budget): the grid
+   points in the order a cheap estimate ranks them (:func:`screen_order`; the CLI's estimate is
+   :mod:`hwsim.studies.sweep_screen`), the estimate's own front first, handed to the study with
+   ``Study.enqueue_trial``. It only orders: no point is skipped on the estimate's word.
 1. **Model-guided**: Optuna's multi-objective TPE sampler (``TPESampler(multivariate=True,
    constant_liar=True)``, MOTPE) proposes points: the chip and one value per grid key. A key
    whose values are all numbers is ordered, so it is searched as an integer index into its
@@ -26,7 +30,7 @@ engine and batches as a grid.
 Why TPE and not NSGA-II: at a tenth of a 324-point grid (32 points), NSGA-II has four
 generations of eight to work with; on the benchmark of ``benchmarks/bench_sweep.py`` it reached
 a mean 90.5% of the grid's hypervolume against 92-97% for MOTPE alone (docs/sweep.md has the
-figures, and what the local search adds).
+figures, and what the local search and the screen add).
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ from hwsim.studies.sweep import OBJECTIVES, GridValue, Point, SweepSpec, feasibi
 from hwsim.studies.sweep_front import box_of, normalized_hypervolume, pareto_mask
 from hwsim.studies.sweep_store import StoredPoint
 
-__all__ = ["LOCAL_SHARE", "RETRIES", "neighbours", "search_model", "startup_trials"]
+__all__ = ["LOCAL_SHARE", "RETRIES", "SCREEN_SHARE", "Screener", "neighbours", "screen_order", "search_model", "startup_trials"]
 
 Evaluate = Callable[[Sequence[Point]], dict[str, StoredPoint]]
 #: A point's cheap estimate of the screened objectives (None: it cannot estimate this point).
