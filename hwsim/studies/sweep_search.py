@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from hwsim.studies.sweep import OBJECTIVES, GridValue, Point, SweepSpec, feasibility
+from hwsim.studies.sweep import OBJECTIVES, GridValue, Point, SweepSpec, feasibility, grid_points
 from hwsim.studies.sweep_front import box_of, normalized_hypervolume, pareto_mask
 from hwsim.studies.sweep_store import StoredPoint
 
@@ -171,22 +171,17 @@ def screen_order(
     >>> [p.params for p in screen_order(spec, "m.onnx", lambda p: cost[int(p.get("npu.cores", 0))], random.Random(0))][-1]
     (('npu.cores', 3),)
     """
-    from hwsim.studies.sweep import grid_points
-
     points = [p for p in grid_points(spec) if p.model == model]
     rng.shuffle(points)
     values = [screen(p) for p in points]
     known = [i for i, v in enumerate(values) if v is not None]
     rank = dict.fromkeys(range(len(points)), math.inf)
-    left = np.array(known, dtype=int)
-    if len(left):
-        v = np.array([values[i] for i in known], dtype=float)
-        todo, level = np.arange(len(known)), 0
-        while len(todo):
-            mask = pareto_mask(v[todo])
-            for i in todo[mask]:
-                rank[int(left[i])] = level
-            todo, level = todo[~mask], level + 1
+    estimates = np.array([values[i] for i in known], dtype=float)
+    left, level = np.arange(len(known)), 0  # indices into known, not ranked yet
+    while len(left):
+        front = pareto_mask(estimates[left])
+        rank.update((known[j], level) for j in left[front])
+        left, level = left[~front], level + 1
     return [points[i] for i in sorted(range(len(points)), key=lambda i: rank[i])]
 
 
@@ -198,8 +193,6 @@ def _random_unevaluated(spec: SweepSpec, model: str, taken: set[str], rng: rando
         p = Point(model, str(chosen.pop("chip", spec.chips[0])), tuple((k, chosen[k]) for k in spec.grid))
         if p.key not in taken:
             return p
-    from hwsim.studies.sweep import grid_points
-
     rest = [p for p in grid_points(spec) if p.model == model and p.key not in taken]
     return rng.choice(rest) if rest else None
 
