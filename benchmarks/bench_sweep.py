@@ -8,8 +8,9 @@
    of 1 and of 2 workers, and on a Dask ``LocalCluster`` of 2: points per second each, the
    scaling efficiency (pps at 2 / (2 x pps at 1)), and Dask's overhead per task (the round trip
    of an empty task) and per point (the extra wall time over the process pool's, per point).
-2. The search (:func:`hwsim.studies.sweep_search.search_model`) runs with a budget of a tenth of
-   the grid's points, per seed, answering from the grid's results (the simulation is
+2. The analytic screen (:mod:`hwsim.studies.sweep_screen`): its time per point next to the
+   simulation's. The search (:func:`hwsim.studies.sweep_search.search_model`, with the screen
+   unless ``--no-screen``) runs with a budget of a tenth of the grid's points, per seed, answering from the grid's results (the simulation is
    deterministic, so a lookup is what a fresh evaluation would give): the hypervolume of its
    feasible front over the grid's, both normalized in the grid's box (sweep_front).
 
@@ -43,6 +44,7 @@ from hwsim.studies.sweep import (
     task_overhead_s,
 )
 from hwsim.studies.sweep_front import box_of, normalized_hypervolume, pareto_mask
+from hwsim.studies.sweep_screen import screen, screener
 from hwsim.studies.sweep_search import search_model
 from hwsim.studies.sweep_store import StoredPoint, SweepStore
 
@@ -92,7 +94,29 @@ def _hv(spec: SweepSpec, results: Sequence[StoredPoint], box: tuple[np.ndarray, 
     return normalized_hypervolume(v[pareto_mask(v)], box) if len(v) else 0.0
 
 
-def _search(spec: SweepSpec, results: dict[str, StoredPoint], share: float, seeds: Sequence[int], round_size: int = 2) -> None:
+def _screen_cost(spec: SweepSpec, results: dict[str, StoredPoint]) -> None:
+    """The screen's time per point against the simulation's, per model: a first pass over the
+    grid with cold caches (it loads and prunes the model and builds every chip variant, which
+    the simulation's time leaves out), and a second with them warm."""
+    print("| model | screen ms/point, cold | warm | simulation ms/point (median) | cold / simulation |")
+    print("|---|---|---|---|---|")
+    for model in spec.models:
+        points = [p for p in grid_points(spec) if p.model == model]
+        ms = []
+        for _ in range(2):
+            start = time.perf_counter()
+            for p in points:
+                screen(p)
+            ms.append(1e3 * (time.perf_counter() - start) / len(points))
+        sim_ms = 1e3 * statistics.median(results[p.key].seconds for p in points)
+        print(f"| {Path(model).stem} | {ms[0]:.2f} | {ms[1]:.2f} | {sim_ms:.1f} | {100 * ms[0] / sim_ms:.1f}% |")
+    print()
+
+
+def _search(
+    spec: SweepSpec, results: dict[str, StoredPoint], share: float, seeds: Sequence[int], round_size: int = 2,
+    use_screen: bool = True,
+) -> None:
     """Per model and seed: the search's hypervolume over the grid's, in the grid's box."""
     print("| model | seed | trials | distinct points | hypervolume | share of the grid's |")
     print("|---|---|---|---|---|---|")
@@ -103,7 +127,10 @@ def _search(spec: SweepSpec, results: dict[str, StoredPoint], share: float, seed
         grid_hv = _hv(spec, mine, box)
         budget = max(1, round(share * len(mine)))
         for seed in seeds:
-            found = search_model(spec, model, budget, lambda ps: {p.key: results[p.key] for p in ps}, seed, round_size)
+            found = search_model(
+                spec, model, budget, lambda ps: {p.key: results[p.key] for p in ps}, seed, round_size,
+                screen=screener(spec.objectives) if use_screen else None,
+            )
             hv = _hv(spec, [results[p.key] for p in found], box)
             shares.append(hv / grid_hv)
             name = Path(model).stem
@@ -134,6 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--models", help="comma-separated model names in examples/models (default: resnet18,yolov8n)")
     ap.add_argument("--round-size", type=int, default=2, help="points evaluated together (the CLI: max(2, workers))")
     ap.add_argument("--search-only", action="store_true", help="one 2-worker grid run, then the search")
+    ap.add_argument("--no-screen", action="store_true", help="the search without the analytic screen (before)")
     ap.add_argument("--scaling-only", action="store_true", help="only the process pool's scaling, interleaved")
     ap.add_argument("--repeats", type=int, default=3, help="--scaling-only: rounds of (1 worker, 2 workers)")
     args = ap.parse_args(argv)
@@ -155,7 +183,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("|---|---|---|---|---|---|")
     if args.search_only:
         results = _evaluate_grid(points, 2, None)[3]
-        _search(spec, results, args.budget_share, seeds, args.round_size)
+        _screen_cost(spec, results)
+        _search(spec, results, args.budget_share, seeds, args.round_size, not args.no_screen)
         return 0
     for w in (int(x) for x in args.workers.split(",")):
         wall, overhead, size, results = _evaluate_grid(points, w, None)
@@ -171,7 +200,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     seconds = [r.seconds for r in results.values()]
     print(f"simulation time per point: median {1e3 * statistics.median(seconds):.1f} ms\n")
 
-    _search(spec, results, args.budget_share, seeds, args.round_size)
+    _screen_cost(spec, results)
+    _search(spec, results, args.budget_share, seeds, args.round_size, not args.no_screen)
     return 0
 
 

@@ -2,8 +2,9 @@
 
 Writes ``points.csv``, ``front.csv``, ``results.sqlite``, ``pareto.png`` and ``report.html``
 into ``--out`` (default ``reports/sweep-<file stem>/``). A rerun into the same folder skips the
-points ``results.sqlite`` already holds and says how many. ``--budget N`` runs a multi-objective search (TPE, then a Pareto local search) for N
-distinct points per model instead of the full grid. Bad input (the sweep file, an unreachable
+points ``results.sqlite`` already holds and says how many. ``--budget N`` runs a multi-objective search (the analytic
+screen's best points, TPE, then a Pareto local search) for N distinct points per model instead
+of the full grid. Bad input (the sweep file, an unreachable
 ``--dask`` address) is one line and exit 2, with nothing written.
 """
 
@@ -51,7 +52,7 @@ def add_parser(sub: Any) -> None:
         "--dask", metavar="local|tcp://HOST:PORT",
         help="evaluate on Dask: a LocalCluster of --workers processes, or the scheduler at the address",
     )  # fmt: skip
-    s.add_argument("--budget", type=int, metavar="N", help="multi-objective search (TPE, then a Pareto local search): N distinct points per model instead of the grid")
+    s.add_argument("--budget", type=int, metavar="N", help="multi-objective search (the analytic screen's best, TPE, then a Pareto local search): N distinct points per model instead of the grid")
     s.add_argument("--seed", type=int, default=0, help="seed of the --budget search (default: %(default)s)")
     add_debug(s)
 
@@ -96,6 +97,7 @@ class _Runner:
 def _evaluate_all(args: argparse.Namespace, spec: Any, runner: _Runner, store: SweepStore) -> list[Point]:
     """Evaluate the grid (or run the search); returns the points in output order."""
     from hwsim.studies.sweep import grid_points
+    from hwsim.studies.sweep_screen import screener
     from hwsim.studies.sweep_search import search_model
 
     if args.budget is None:
@@ -111,7 +113,8 @@ def _evaluate_all(args: argparse.Namespace, spec: Any, runner: _Runner, store: S
     with _progress(args.budget * len(spec.models), "search") as bar:
         for model in spec.models:
             points += search_model(
-                spec, model, args.budget, runner, args.seed, round_size=max(2, args.workers), on_round=bar.update
+                spec, model, args.budget, runner, args.seed, round_size=max(2, args.workers), on_round=bar.update,
+                screen=screener(spec.objectives),
             )
     return points
 

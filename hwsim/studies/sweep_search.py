@@ -1,7 +1,11 @@
 """``--budget N``: a multi-objective search over a sweep's space instead of its full grid.
 
-Two phases share one Optuna study per model (fronts are per model):
+Three phases share one Optuna study per model (fronts are per model):
 
+0. **Screened** (when a ``screen`` is given, :data:`SCREEN_SHARE` of the budget): the grid
+   points in the order a cheap estimate ranks them (:func:`screen_order`; the CLI's estimate is
+   :mod:`hwsim.studies.sweep_screen`), the estimate's own front first, handed to the study with
+   ``Study.enqueue_trial``. It only orders: no point is skipped on the estimate's word.
 1. **Model-guided**: Optuna's multi-objective TPE sampler (``TPESampler(multivariate=True,
    constant_liar=True)``, MOTPE) proposes points: the chip and one value per grid key. A key
    whose values are all numbers is ordered, so it is searched as an integer index into its
@@ -26,7 +30,7 @@ engine and batches as a grid.
 Why TPE and not NSGA-II: at a tenth of a 324-point grid (32 points), NSGA-II has four
 generations of eight to work with; on the benchmark of ``benchmarks/bench_sweep.py`` it reached
 a mean 90.5% of the grid's hypervolume against 92-97% for MOTPE alone (docs/sweep.md has the
-figures, and what the local search adds).
+figures, and what the local search and the screen add).
 """
 
 from __future__ import annotations
@@ -39,16 +43,20 @@ from typing import Any
 
 import numpy as np
 
-from hwsim.studies.sweep import OBJECTIVES, GridValue, Point, SweepSpec, feasibility
+from hwsim.studies.sweep import OBJECTIVES, GridValue, Point, SweepSpec, feasibility, grid_points
 from hwsim.studies.sweep_front import box_of, normalized_hypervolume, pareto_mask
 from hwsim.studies.sweep_store import StoredPoint
 
-__all__ = ["LOCAL_SHARE", "RETRIES", "neighbours", "search_model", "startup_trials"]
+__all__ = ["LOCAL_SHARE", "RETRIES", "SCREEN_SHARE", "Screener", "neighbours", "screen_order", "search_model", "startup_trials"]
 
 Evaluate = Callable[[Sequence[Point]], dict[str, StoredPoint]]
+#: A point's cheap estimate of the screened objectives (None: it cannot estimate this point).
+Screener = Callable[[Point], Sequence[float] | None]
 
 #: The share of the budget spent on the Pareto local search (the last rounds).
 LOCAL_SHARE = 0.5
+#: The share of the budget spent first on the points the screen ranks best (when there is one).
+SCREEN_SHARE = 0.25
 #: Repeated proposals in a row before a random unevaluated point is drawn instead.
 RETRIES = 20
 
@@ -149,6 +157,34 @@ def _local_candidates(spec: SweepSpec, done: dict[str, tuple[Point, StoredPoint]
     return [points[k] for k in keys]
 
 
+def screen_order(
+    spec: SweepSpec, model: str, screen: Screener, rng: random.Random
+) -> list[Point]:
+    """Every grid point of ``model`` in the order the screen ranks them: by non-dominated rank
+    of their screened objectives (rank 0: the screen's own front, then the front of the rest,
+    ...), in random order within a rank (the screen gives every policy of a configuration the
+    same values, so they tie). A point the screen cannot estimate comes last.
+
+    >>> spec = SweepSpec(models=("m.onnx",), chips=("rk3588",), objectives=("latency_ms", "energy_mj"),
+    ...                  grid={"npu.cores": (1, 2, 3)})
+    >>> cost = {1: (3.0, 1.0), 2: (2.0, 2.0), 3: (2.5, 2.5)}  # 3 cores: dominated by 2
+    >>> [p.params for p in screen_order(spec, "m.onnx", lambda p: cost[int(p.get("npu.cores", 0))], random.Random(0))][-1]
+    (('npu.cores', 3),)
+    """
+    points = [p for p in grid_points(spec) if p.model == model]
+    rng.shuffle(points)
+    values = [screen(p) for p in points]
+    known = [i for i, v in enumerate(values) if v is not None]
+    rank = dict.fromkeys(range(len(points)), math.inf)
+    estimates = np.array([values[i] for i in known], dtype=float)
+    left, level = np.arange(len(known)), 0  # indices into known, not ranked yet
+    while len(left):
+        front = pareto_mask(estimates[left])
+        rank.update((known[j], level) for j in left[front])
+        left, level = left[~front], level + 1
+    return [points[i] for i in sorted(range(len(points)), key=lambda i: rank[i])]
+
+
 def _random_unevaluated(spec: SweepSpec, model: str, taken: set[str], rng: random.Random) -> Point | None:
     """A random grid point of ``model`` not in ``taken`` (None when every one is)."""
     axes = _axes(spec)
@@ -157,8 +193,6 @@ def _random_unevaluated(spec: SweepSpec, model: str, taken: set[str], rng: rando
         p = Point(model, str(chosen.pop("chip", spec.chips[0])), tuple((k, chosen[k]) for k in spec.grid))
         if p.key not in taken:
             return p
-    from hwsim.studies.sweep import grid_points
-
     rest = [p for p in grid_points(spec) if p.model == model and p.key not in taken]
     return rng.choice(rest) if rest else None
 
@@ -195,13 +229,20 @@ class _Search:
         self.study.enqueue_trial(_trial_params(point, self.axes))
         return self.study.ask(), point
 
-    def propose(self, n: int, local: bool) -> list[tuple[Any, Point]]:
-        """Up to ``n`` trials on distinct unevaluated points (repeats of evaluated ones are told
+    def propose(self, n: int, phase: str, queue: list[Point]) -> list[tuple[Any, Point]]:
+        """Up to ``n`` trials on distinct unevaluated points: the next of ``queue`` (the screen's
+        order) in the ``"screen"`` phase, the front's neighbours in the ``"local"`` one, else
+        (and when those run out) the sampler's proposals (repeats of evaluated points are told
         their stored result on the way)."""
         from optuna.trial import TrialState
 
         out: list[tuple[Any, Point]] = []
-        if local:
+        if phase == "screen":
+            while queue and len(out) < n:
+                q = queue.pop(0)
+                if q.key not in self.done:
+                    out.append(self._pinned(q))
+        if phase == "local":
             for q in _local_candidates(self.spec, self.done, self.rng):
                 if len(out) == n:
                     break
@@ -238,18 +279,25 @@ def search_model(
     round_size: int = 2,
     on_round: Callable[[int], None] = lambda n: None,
     local_share: float = LOCAL_SHARE,
+    screen: Screener | None = None,
+    screen_share: float = SCREEN_SHARE,
 ) -> list[Point]:
     """Evaluate ``budget`` distinct points of ``model`` chosen by the search (all of them where
     the grid has fewer); returns them in the order evaluated. ``evaluate`` simulates points (and
-    stores them) and returns them by key; ``on_round(points)`` is told after each round."""
+    stores them) and returns them by key; ``on_round(points)`` is told after each round.
+    ``screen`` (a point's cheap estimate, :func:`screen_order`): the first ``screen_share`` of
+    the budget goes to the points it ranks best, the sampler's phase shrinks by as much."""
     s = _Search(spec, model, budget, seed)
     budget = min(budget, s.size)
-    local_from = budget - round(local_share * budget)
+    queue = screen_order(spec, model, screen, s.rng) if screen is not None else []
+    screen_until = round(screen_share * budget) if screen is not None else 0
+    local_from = max(screen_until, budget - round(local_share * budget))
     order: list[Point] = []
     while len(order) < budget:
-        local = len(order) >= local_from
-        n = min(round_size, budget - len(order), budget if local else local_from - len(order))
-        trials = s.propose(n, local)
+        done = len(order)
+        phase = "screen" if done < screen_until else "local" if done >= local_from else "model"
+        end = {"screen": screen_until, "model": local_from, "local": budget}[phase]
+        trials = s.propose(min(round_size, end - done), phase, queue)
         if not trials:
             break
         results = evaluate([p for _, p in trials])
@@ -259,4 +307,3 @@ def search_model(
             order.append(p)
         on_round(len(trials))
     return order
-
