@@ -84,15 +84,17 @@ def test_energy_mode_saves_energy_within_the_budget(kws):
 def test_energy_mode_is_no_worse_than_the_search_from_any_seed():
     """The energy found never depends on which seed won on latency: it is at most the energy of
     every simulated candidate and of the energy search started from each (the default's schedule
-    before re-planning included). Pinned on rk3588/resnet18 at 40 ms, where the re-planned default
-    wins on latency but the search from it alone finds 9.01 mJ and from the first plan 8.77 mJ."""
+    before re-planning included). Pinned on rk3588/squeezenet11 at 40 ms, where the default's
+    first plan wins on latency but the search from it alone finds 3.12 mJ and from the re-planned
+    schedule 3.10 mJ (resnet18, pinned before, lost the difference when the NPU's split barrier
+    grew: its two plans became one)."""
     from chips.units import PJ_PER_MJ
     from cost_models.table import cost_table
     from hwsim.analysis.energy import run_energy
     from scheduler import DEFAULT_POLICY, POLICIES
     from scheduler.onnx_policies import energy_schedule
 
-    chip, graph, budget_ms = load_chip("rk3588"), load_onnx(MODELS / "resnet18.onnx"), 40.0
+    chip, graph, budget_ms = load_chip("rk3588"), load_onnx(MODELS / "squeezenet11.onnx"), 40.0
     table = cost_table(graph, chip)
     res = run_graph(graph, chip, objective="energy", latency_budget_ms=budget_ms)
     c = res.choice
@@ -112,7 +114,7 @@ def test_energy_mode_is_no_worse_than_the_search_from_any_seed():
     assert c.chosen.latency_ms <= budget_ms
     assert all(c.chosen.energy_mj <= mj + 1e-9 for mj in found.values()), (c.chosen, found)
     # The seeds do differ here: the search from the latency winner alone is not the least.
-    assert found[f"from {DEFAULT_POLICY}"] < found["from re-planned"]
+    assert found[f"from {c.winner}"] > min(found.values())
 
 
 def test_cli_energy_mode(tmp_path, capsys):
