@@ -53,7 +53,9 @@ POWER_MODES: dict[str, tuple[str, ...]] = {
         "gpu.clock_mhz=1020", "cpu.clock_mhz=1700", "dram.bandwidth_gbps=102", "gpu.mem_bandwidth_gbps=76.1",
     ),
 }  # fmt: skip
-#: The JetPack 6.2 "Super" MAXN mode, the mode of the three YOLOv8n TensorRT figures.
+#: The JetPack 6.2 "Super" MAXN mode, the mode of the three YOLOv8n TensorRT figures
+#: (hokwangchoi/jetson-orin-nano-benchmarks README: ``nvpmodel -m 2``, then ``jetson_clocks``, so
+#: every clock sits at its maximum, as this bundle has them).
 MAXN_SUPER = POWER_MODES["MAXN_SUPER"]
 #: The held-out export (benchmarks/yolov8n_export.py), compared in MAXN SUPER.
 EXPORT = "yolov8n (torch-style export)"
