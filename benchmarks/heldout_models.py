@@ -25,6 +25,7 @@ Resize, BatchNormalization):
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -33,7 +34,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-__all__ = ["FAMILIES", "MLP_SIZES", "ENCODER_SIZES", "UNET_SIZES", "build", "main"]
+__all__ = ["ENCODER_SIZES", "FAMILIES", "MLP_SIZES", "UNET_SIZES", "build", "main"]
 
 OPSET = 17
 #: MLP layer widths, input first (batch 1).
@@ -105,7 +106,7 @@ def mlp_model(widths: Sequence[int], seed: int = 0) -> onnx.ModelProto:
     """A batch-1 MLP: Gemm (+Relu except after the last layer) per pair of widths."""
     b = _Builder(seed)
     x = "x"
-    for i, (k, n) in enumerate(zip(widths[:-1], widths[1:], strict=True)):
+    for i, (k, n) in enumerate(itertools.pairwise(widths)):
         x = b.op("Gemm", [x, b.weight((n, k)), b.weight((n,))], transB=1)
         if i < len(widths) - 2:
             x = b.op("Relu", [x])

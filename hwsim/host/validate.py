@@ -28,6 +28,7 @@ from cost_models.table import cost_table
 from graph_ir.categories import GEMM_CATEGORIES
 from graph_ir.ir import ModelGraph, Op, Tensor
 from hwsim.host.errors import ValidateError
+from hwsim.host.fingerprint import Dispatch
 from hwsim.host.measure import (
     Timing,
     attribute_nodes,
@@ -110,10 +111,19 @@ class Validation:
     #: :func:`hwsim.host.fingerprint.probe_gflops`); every time above is already multiplied by it,
     #: i.e. put back on the fingerprint's clock. 1.0: not normalized. One per round.
     speeds: tuple[float, ...] = (1.0,)
+    #: onnxruntime's costs around the kernels on this host, from the chip file's fingerprint
+    #: (:func:`hwsim.host.fingerprint.read_dispatch`); None for a chip without them.
+    dispatch: Dispatch | None = None
+
+    @property
+    def run_ns(self) -> float:
+        """The fixed cost of one ``run`` call (0 without :attr:`dispatch`), predicted on top of the kernels."""
+        return self.dispatch.run_ns if self.dispatch else 0.0
 
     @property
     def predicted_ns(self) -> float:
-        return sum(n.predicted_ns for n in self.nodes)
+        """The kernels' predictions plus the fixed cost of a run."""
+        return sum(n.predicted_ns for n in self.nodes) + self.run_ns
 
     @property
     def error(self) -> float:
@@ -387,16 +397,18 @@ def validate_model(
     shapes: Mapping[str, Sequence[int]] | None = None,
     seed: int = 0,
     reference: tuple[float, int] | None = None,
+    dispatch: Dispatch | None = None,
 ) -> Validation:
     """Measure ``model_path`` with onnxruntime and predict it on ``chip``'s CPU.
+
+    ``dispatch`` (:func:`hwsim.host.fingerprint.read_dispatch`) rides along: :attr:`Validation.run_ns`.
 
     ``reference`` (the chip file's fingerprint rate and MatMul size,
     :func:`hwsim.host.fingerprint.reference_gflops`): the fingerprint's fp32 MatMul is timed again
     right before and right after the model (the faster of the two counts, each the best of its
     runs), and every measured time is multiplied by probe / reference, so that a host running
-    faster or slower than when it was fingerprinted (turbo, other tenants of the physical host:
-    this project's CI VM drifted by 17 % within an hour) is compared at the fingerprint's clock.
-    Only with one thread (the fingerprint's rate is a one-thread rate).
+    faster or slower than when it was fingerprinted (turbo, other tenants: this project's CI VM
+    drifted by 17 % within an hour) is compared at the fingerprint's clock. One thread only.
 
     Raises
     ------
@@ -453,6 +465,7 @@ def validate_model(
         inserted_ns=inserted, inserted_ops=tuple(sorted(inserted_ops)),
         profiled_total_ns=sum(ns for _, ns in prof.values()),
         measured_ns=measured.low_ns, rounds_ns=(measured.low_ns,), nchwc_block=block, speeds=(speed,),
+        dispatch=dispatch,
     )  # fmt: skip
 
 
@@ -556,6 +569,7 @@ def record(v: Validation, model_path: str | Path, chip: Chip, chip_path: str | P
         "threads": v.threads,
         "opt": v.opt,
         "predicted_ns": v.predicted_ns,
+        "run_ns": v.run_ns,
         "measured": {"low_ns": v.measured_ns, "rounds_ns": list(v.rounds_ns), "median_ns": v.measured.median_ns,
                      "spread": v.measured.spread, "samples_ns": list(v.measured.samples_ns)},
         "error": v.error,
