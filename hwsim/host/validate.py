@@ -39,6 +39,7 @@ from hwsim.host.measure import (
     random_inputs,
     time_session,
 )
+from hwsim.host.ort_fusions import FUSED_KERNELS, ort_fusions
 
 __all__ = [
     "NodePrediction",
@@ -296,6 +297,10 @@ def nchwc_reorders(graph: ModelGraph, block: int) -> list[Op]:
     return out
 
 
+#: onnxruntime optimization levels that run the transformer fusions (:mod:`hwsim.host.ort_fusions`).
+FUSING_LEVELS = ("extended", "all")
+
+
 def _pattern_kernels(
     graph: ModelGraph, kernels: Mapping[str, str], fused: set[str]
 ) -> tuple[dict[str, Op], set[str]]:
@@ -317,6 +322,7 @@ def predict_nodes(
     fused: set[str],
     kernels: Mapping[str, str] | None = None,
     inserted: Sequence[Op] = (),
+    absorbed: frozenset[str] = frozenset(),
 ) -> dict[str, NodePrediction]:
     """Per node of ``graph``: its prediction on the one-CPU ``chip`` (see :func:`cpu_chip`).
 
@@ -331,8 +337,9 @@ def predict_nodes(
     - any other fused node (inside a pattern kernel onnxruntime names anew: Gelu,
       LayerNormalization) costs its roofline time without overhead;
     - views (free in hwsim) that still run as kernels cost the unit's overhead;
-    - ``inserted`` ops (the reorders of :func:`nchwc_reorders`) cost their full estimate and
-      come last in the result, under their own names.
+    - ``inserted`` ops (the reorders of :func:`nchwc_reorders`, the fused kernels of
+      :func:`~hwsim.host.ort_fusions.ort_fusions`) cost their full estimate and come last in the
+      result, under their own names; the nodes in ``absorbed`` (a fused kernel's members) cost 0.
 
     With ``threads > 1`` each roofline time is divided by ``threads`` (an ideal intra-op
     split); the per-op overhead is not.
@@ -340,7 +347,8 @@ def predict_nodes(
     from cost_models.table import estimate
 
     unit = chip.units[0].name
-    patterns, absorbed = _pattern_kernels(graph, kernels or {}, fused)
+    patterns, quick = _pattern_kernels(graph, kernels or {}, fused)
+    absorbed = absorbed | quick
     extra = [*patterns.values(), *inserted]
     roof_chip = _roofline_chip(chip, {t for op in graph.ops() for t in (op.op_type, kernel_type(op))}
                                | {p.op_type for p in extra})  # fmt: skip
@@ -433,7 +441,6 @@ def validate_model(
         prof = {p: (kind, ns * speed) for p, (kind, ns) in prof.items()}
     where = attribute_nodes(model, {p: kind for p, (kind, _) in prof.items()})
     block = nchwc_block() if opt == "all" else 0
-    reorders = nchwc_reorders(graph, block)
     meas: dict[str, float] = {}
     kernels: dict[str, str] = {}
     unmatched: dict[str, list[float]] = {}
@@ -444,15 +451,19 @@ def validate_model(
         else:
             meas[hit] = meas.get(hit, 0.0) + ns
             kernels[hit] = kind
-    # predicted reorders meet measured ones of their kind, largest tensor with longest kernel
-    for kind in ("ReorderInput", "ReorderOutput"):
+    # fusions whose members all ran fused; predicted reorders and fused kernels meet measured
+    # ones of their kind, largest tensor with longest kernel
+    fusions = [f for f in ort_fusions(graph) if not f.members & meas.keys()] if opt in FUSING_LEVELS else []
+    reorders = [*nchwc_reorders(graph, block), *(f.kernel for f in fusions)]
+    for kind in ("ReorderInput", "ReorderOutput", *FUSED_KERNELS):
         mine = sorted((r for r in reorders if r.op_type == kind), key=lambda r: -r.inputs[0].nbytes)
         theirs = sorted(unmatched.pop(kind, []), reverse=True)
         meas.update((r.name, ns) for r, ns in zip(mine, theirs, strict=False))
         if len(theirs) > len(mine):
             unmatched[kind] = theirs[len(mine) :]
     fused = {op.name for op in graph.ops() if op.name not in meas}
-    pred = predict_nodes(graph, one, threads, fused, kernels, reorders)
+    members = frozenset(m for f in fusions for m in f.members)
+    pred = predict_nodes(graph, one, threads, fused, kernels, reorders, members)
     nodes = tuple(
         NodeResult(name, p.op_type, name in fused, p.predicted_ns, meas.get(name, 0.0), p.roof_ns, p.memory_ns, p.stall_ns,
                    p.category)
@@ -598,8 +609,11 @@ def repredict(v: Validation, chip: Chip, model_path: str | Path,
     graph = load_onnx(model_path, shapes)
     fused = {n.name for n in v.nodes if n.fused}
     kernels = {n.name: n.op_type for n in v.nodes if not n.fused}
-    reorders = nchwc_reorders(graph, v.nchwc_block)
-    pred = predict_nodes(graph, cpu_chip(chip, v.threads), v.threads, fused, kernels, reorders)
+    names = {n.name for n in v.nodes}
+    fusions = [f for f in ort_fusions(graph) if f.kernel.name in names]
+    reorders = [*nchwc_reorders(graph, v.nchwc_block), *(f.kernel for f in fusions)]
+    members = frozenset(m for f in fusions for m in f.members)
+    pred = predict_nodes(graph, cpu_chip(chip, v.threads), v.threads, fused, kernels, reorders, members)
     nodes = tuple(replace(n, predicted_ns=pred[n.name].predicted_ns, roof_ns=pred[n.name].roof_ns,
                           memory_ns=pred[n.name].memory_ns, stall_ns=pred[n.name].stall_ns,
                           category=pred[n.name].category)
