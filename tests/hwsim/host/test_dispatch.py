@@ -16,7 +16,13 @@ from graph_ir.onnx_import import load_onnx
 from hwsim.cli import main
 from hwsim.host.calibration import fit, own_kernel_times
 from hwsim.host.fingerprint import Dispatch, measure_dispatch, read_dispatch
-from hwsim.host.measure import Timing, attribute_nodes, load_with_random_weights, profile_nodes, random_inputs
+from hwsim.host.measure import (
+    Timing,
+    attribute_nodes,
+    load_with_random_weights,
+    profile_nodes,
+    random_inputs,
+)
 from hwsim.host.ort_fusions import ort_fusions
 from hwsim.host.validate import NodeResult, Validation
 from tests.helpers import ROOT, mlp, write_chip
