@@ -116,18 +116,19 @@ def own_kernel_times(v: Validation) -> list[NodeResult]:
     """``v``'s kernels (not fused, measured) with ``measured_ns`` set to what calibration fits:
     the kernel's own time, without dispatch, scaled so that the model's timed latency comes out.
 
-    With the fingerprint's :class:`~hwsim.host.fingerprint.Dispatch` (``v.dispatch``): a profiled
-    kernel time less what the profiler reports for a tiny kernel (its own bookkeeping; 2 us here
-    against 0.25 us a tiny kernel adds to a timed run), scaled by what the timed run leaves for
-    them: ``(timed - run call - kernels x dispatch) / sum of those``. Without: the profiled
-    time scaled by :func:`timed_over_profiled`, dispatch inside (the overhead is then fit).
+    With the fingerprint's :class:`~hwsim.host.fingerprint.Dispatch` (``v.dispatch``): a kernel
+    time (already :meth:`~hwsim.host.fingerprint.Dispatch.kernel_time`: the profiler's own cost
+    off, 2 us here against 0.25 us a tiny kernel adds to a timed run) less the dispatch, scaled
+    by what the timed run leaves for them: ``(timed - run call - kernels x dispatch) / sum of
+    those``. Without: the profiled time scaled by :func:`timed_over_profiled`, dispatch inside
+    (the overhead is then fit).
     """
     kernels = [n for n in v.nodes if not n.fused and n.measured_ns > 0]
     d = v.dispatch
     if d is None:
         scale = timed_over_profiled(v)
         return [replace(n, measured_ns=n.measured_ns * scale) for n in kernels]
-    beyond = [max(n.measured_ns - d.profiled_kernel_ns, 0.0) for n in kernels]
+    beyond = [max(n.measured_ns - d.kernel_ns, 0.0) for n in kernels]
     left = v.measured_ns - d.run_ns - len(kernels) * d.kernel_ns
     total = sum(beyond) + v.inserted_ns
     scale = left / total if left > 0 and total > 0 else 1.0

@@ -68,6 +68,15 @@ class Dispatch:
         """What a profiled kernel time holds beyond the kernel's real cost (0 or more)."""
         return max(0.0, self.profiled_kernel_ns - self.kernel_ns)
 
+    def kernel_time(self, profiled_ns: float) -> float:
+        """What a kernel profiled at ``profiled_ns`` costs a timed run: its time beyond a tiny
+        kernel's, plus the dispatch (a tiny kernel: ``kernel_ns``).
+
+        >>> Dispatch(250.0, 3700.0, 2000.0).kernel_time(12_000.0)
+        10250.0
+        """
+        return max(profiled_ns - self.profiled_kernel_ns, 0.0) + self.kernel_ns
+
 
 @dataclass(frozen=True, slots=True)
 class Fingerprint:

@@ -409,7 +409,8 @@ def validate_model(
 ) -> Validation:
     """Measure ``model_path`` with onnxruntime and predict it on ``chip``'s CPU.
 
-    ``dispatch`` (:func:`hwsim.host.fingerprint.read_dispatch`) rides along: :attr:`Validation.run_ns`.
+    ``dispatch`` (:func:`hwsim.host.fingerprint.read_dispatch`): profiled kernel times become
+    :meth:`~hwsim.host.fingerprint.Dispatch.kernel_time`, and :attr:`Validation.run_ns` is predicted.
 
     ``reference`` (the chip file's fingerprint rate and MatMul size,
     :func:`hwsim.host.fingerprint.reference_gflops`): the fingerprint's fp32 MatMul is timed again
@@ -439,6 +440,8 @@ def validate_model(
         speed = max(probe, after or 0.0) / reference[0]
         measured = Timing(tuple(t * speed for t in measured.samples_ns))
         prof = {p: (kind, ns * speed) for p, (kind, ns) in prof.items()}
+    if dispatch is not None:  # the profiler's own cost per kernel off, a timed run's dispatch on
+        prof = {p: (kind, dispatch.kernel_time(ns)) for p, (kind, ns) in prof.items()}
     where = attribute_nodes(model, {p: kind for p, (kind, _) in prof.items()})
     block = nchwc_block() if opt == "all" else 0
     meas: dict[str, float] = {}
