@@ -395,6 +395,24 @@ def predict_nodes(
     return out
 
 
+def _match_inserted(
+    graph: ModelGraph, block: int, opt: str, meas: dict[str, float], unmatched: dict[str, list[float]]
+) -> tuple[list[Op], frozenset[str]]:
+    """The kernels onnxruntime inserts that are predicted from the graph (NCHWc reorders, the
+    fusions of :func:`~hwsim.host.ort_fusions.ort_fusions` whose members all ran fused) and the
+    nodes those fusions absorb. Their measured kernels move from ``unmatched`` into ``meas``,
+    per kind, largest tensor with longest kernel."""
+    fusions = [f for f in ort_fusions(graph) if not f.members & meas.keys()] if opt in FUSING_LEVELS else []
+    inserted = [*nchwc_reorders(graph, block), *(f.kernel for f in fusions)]
+    for kind in ("ReorderInput", "ReorderOutput", *FUSED_KERNELS):
+        mine = sorted((r for r in inserted if r.op_type == kind), key=lambda r: -r.inputs[0].nbytes)
+        theirs = sorted(unmatched.pop(kind, []), reverse=True)
+        meas.update((r.name, ns) for r, ns in zip(mine, theirs, strict=False))
+        if len(theirs) > len(mine):
+            unmatched[kind] = theirs[len(mine) :]
+    return inserted, frozenset(m for f in fusions for m in f.members)
+
+
 def validate_model(
     chip: Chip,
     model_path: str | Path,
@@ -454,18 +472,8 @@ def validate_model(
         else:
             meas[hit] = meas.get(hit, 0.0) + ns
             kernels[hit] = kind
-    # fusions whose members all ran fused; predicted reorders and fused kernels meet measured
-    # ones of their kind, largest tensor with longest kernel
-    fusions = [f for f in ort_fusions(graph) if not f.members & meas.keys()] if opt in FUSING_LEVELS else []
-    reorders = [*nchwc_reorders(graph, block), *(f.kernel for f in fusions)]
-    for kind in ("ReorderInput", "ReorderOutput", *FUSED_KERNELS):
-        mine = sorted((r for r in reorders if r.op_type == kind), key=lambda r: -r.inputs[0].nbytes)
-        theirs = sorted(unmatched.pop(kind, []), reverse=True)
-        meas.update((r.name, ns) for r, ns in zip(mine, theirs, strict=False))
-        if len(theirs) > len(mine):
-            unmatched[kind] = theirs[len(mine) :]
+    reorders, members = _match_inserted(graph, block, opt, meas, unmatched)
     fused = {op.name for op in graph.ops() if op.name not in meas}
-    members = frozenset(m for f in fusions for m in f.members)
     pred = predict_nodes(graph, one, threads, fused, kernels, reorders, members)
     nodes = tuple(
         NodeResult(name, p.op_type, name in fused, p.predicted_ns, meas.get(name, 0.0), p.roof_ns, p.memory_ns, p.stall_ns,
