@@ -5,6 +5,8 @@ calibration, with a held-out set that calibration never sees.
     python benchmarks/bench_cpu_fidelity.py                     # fingerprint afresh, all models
     python benchmarks/bench_cpu_fidelity.py --chip examples/host/host_ci.yaml   # reuse a fingerprint
     python benchmarks/bench_cpu_fidelity.py --out docs/cpu_fidelity_tables.md
+    python benchmarks/heldout_models.py /tmp/heldout && \
+        python benchmarks/bench_cpu_fidelity.py --heldout /tmp/heldout   # + generated held-out families
 
 One thread, onnxruntime default optimizations (``all``). Every model in ``examples/models/`` is
 validated; those in ``CALIBRATION`` (present ones) are the calibration set, all others are held
@@ -33,7 +35,7 @@ import yaml
 from chips.schema import chip_from_dict
 from hwsim.host.calibrate_host import CALIBRATION_MODELS
 from hwsim.host.calibration import apply, fit, write_calibration
-from hwsim.host.fingerprint import measure_host, reference_gflops, write_chip
+from hwsim.host.fingerprint import measure_host, read_dispatch, reference_gflops, write_chip
 from hwsim.host.validate import Validation, merge_rounds, op_type_rows, repredict, validate_model
 
 #: The calibration set (why each model is in it: :data:`hwsim.host.calibrate_host.CALIBRATION_MODELS`).
@@ -76,6 +78,26 @@ def _op_table(title: str, vs: list[Validation]) -> list[str]:
     return out + [""]
 
 
+def family(name: str) -> str:
+    """A model's family: a generated file's name up to its size suffix, else the model itself."""
+    return name.rsplit("_", 1)[0] if "_" in name else name
+
+
+def _family_table(before: dict[str, Validation], after: dict[str, Validation], names: list[str]) -> list[str]:
+    fams: dict[str, list[str]] = {}
+    for n in names:
+        fams.setdefault(family(n), []).append(n)
+    out = ["### Generated held-out families (benchmarks/heldout_models.py)", "",
+           "| family | models | error before | error after (min..max over models) | within ±10 % after |",
+           "|---|---|---:|---:|---:|"]  # fmt: skip
+    for f, ns in fams.items():
+        b = [before[n].error for n in ns]
+        a = [after[n].error for n in ns]
+        out.append(f"| {f} | {', '.join(ns)} | {min(b):+.1%}..{max(b):+.1%} | {min(a):+.1%}..{max(a):+.1%} | "
+                   f"{sum(abs(e) <= 0.10 for e in a)}/{len(a)} |")  # fmt: skip
+    return [*out, ""]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--chip", type=Path, help="reuse this fingerprint chip file instead of measuring afresh")
@@ -86,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="also write the markdown tables here")
     ap.add_argument("--calibration-out", type=Path, help="write the fitted calibration file here")
     ap.add_argument("--raw-times", action="store_true", help="do not put measurements on the fingerprint's clock")
+    ap.add_argument("--heldout", type=Path, help="also validate every *.onnx here as held out (heldout_models.py)")
     args = ap.parse_args(argv)
 
     t0 = time.time()
@@ -100,14 +123,18 @@ def main(argv: list[str] | None = None) -> int:
             print(f"note: {chip_path} includes a calibration; the 'before' table leaves it out")
         chip = chip_from_dict(data, source=str(chip_path))
         reference = None if args.raw_times else reference_gflops(chip_path)
+        dispatch = read_dispatch(chip_path)
         names = args.models or sorted(p.stem for p in (ROOT / "examples" / "models").glob("*.onnx"))
         paths = {n: ROOT / "examples" / "models" / f"{n}.onnx" for n in names}
+        generated = sorted(p.stem for p in args.heldout.glob("*.onnx")) if args.heldout else []
+        paths.update((n, args.heldout / f"{n}.onnx") for n in generated)
+        names += generated
         held = {n for n in names if n not in CALIBRATION}
         rounds: dict[str, list[Validation]] = {n: [] for n in names}
         for r in range(args.rounds):
             for n in names:  # interleaved: a burst of load hits one round of many models
                 rounds[n].append(validate_model(chip, paths[n], 1, "all", args.runs, min_total_s=args.min_seconds,
-                                                reference=reference))  # fmt: skip
+                                                reference=reference, dispatch=dispatch))  # fmt: skip
                 print(f"round {r + 1}: {n} measured", flush=True)
         before = {n: merge_rounds(vs) for n, vs in rounds.items()}
         f = fit([v for n, v in before.items() if n not in held], chip.units[0].name)
@@ -125,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
              + "."), ""]  # fmt: skip
     lines += _model_table("Before calibration", before, held)
     lines += _model_table("After calibration (fit on the calib set only)", after, held)
+    if generated:
+        lines += _family_table(before, after, generated)
     lines += _op_table("Per op type, before calibration (all models)", list(before.values()))
     lines += _op_table("Per op type, after calibration, calibration set",
                        [v for n, v in after.items() if n not in held])  # fmt: skip
@@ -134,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
         lines += ["Kernels onnxruntime inserts (not predicted), measured: " + ", ".join(
             f"{n} {v.inserted_ns / 1e6:.2f} ms ({v.inserted_ns / v.measured_ns:.1%}: {'/'.join(v.inserted_ops)})"
             for n, v in ins.items()) + ".", ""]  # fmt: skip
+    if dispatch:
+        lines += [(f"onnxruntime dispatch (fingerprint): {dispatch.kernel_ns:.0f} ns per kernel, {dispatch.run_ns:.0f} ns "
+                  f"per run call (predicted on top), profiler's tiny kernel {dispatch.profiled_kernel_ns:.0f} ns."), ""]
     lines += [f"Calibration: op_overhead_ns {f.op_overhead_ns:.0f}; efficiencies "
               + ", ".join(f"{t} {e:.3f}" for t, e in f.efficiency.items())
               + (f"; faster than roofline: {', '.join(f.faster_than_roofline)}" if f.faster_than_roofline else ""),

@@ -469,6 +469,14 @@ class CpuUnit(Unit):
         "compute: the stream stalls the kernel instead of overlapping it (measured by `hwsim fingerprint`). "
         "None: weights overlap the compute (plain roofline).",
     )
+    weights_in_cache: bool = Field(
+        False,
+        exclude=True,
+        description="The model's weights stay in the caches between inferences (set for a fingerprinted CPU whose "
+        "last-level cache holds all of a model's weights, by `cost_models.table.steady_state_unit`): an op reads "
+        "its weights from the cache level that holds its working set, not from DRAM. A property of one model on "
+        "the unit, not of the chip: left out of dumps (and of the chip's sha256).",
+    )
 
     def dtypes(self) -> tuple[str, ...]:
         return tuple(d for d in DTYPES if d in self.flops_per_cycle)

@@ -98,10 +98,13 @@ class CpuModel(UnitModel[CpuUnit]):
         stall_ns = weight_stream_ns(op, unit, w_b)
         act = in_b + out_b
         working = act + w_b
+        # weights from DRAM, unless they stay in the caches between inferences (steady state)
+        cached, dram_w = (working, 0) if unit.weights_in_cache else (act, w_b)
         levels = _cache_levels(unit)
         for kib, gbps in levels:
             if working <= kib * 1024:
-                cost = finish(op, unit, chip, dtype, compute_ns + stall_ns, act, gbps, w_b, 0, f"{dtype}, fits {kib:g} KiB")
+                note = f"{dtype}, fits {kib:g} KiB" + (", weights cached" if dram_w == 0 < w_b else "")
+                cost = finish(op, unit, chip, dtype, compute_ns + stall_ns, cached, gbps, dram_w, 0, note)
                 break
         else:
             extra, tiles = spill_plan(in_b, w_b, out_b, levels[-1][0] * 1024, unit.l1_kib * 1024 / 2)

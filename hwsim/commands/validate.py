@@ -44,7 +44,7 @@ def main(args: argparse.Namespace) -> int:
     from chips.schema import load_chip
     from graph_ir.onnx_import import parse_input_shape
     from hwsim.host.calibration import apply, fit, write_calibration
-    from hwsim.host.fingerprint import reference_gflops
+    from hwsim.host.fingerprint import read_dispatch, reference_gflops
     from hwsim.host.validate import (
         append_record,
         cpu_chip,
@@ -67,11 +67,12 @@ def main(args: argparse.Namespace) -> int:
             raise ValidateError(f"{m}: file not found")
     chip_path = Path(args.chip) if Path(args.chip).is_file() else None
     reference = None if args.raw_times or chip_path is None else reference_gflops(chip_path)
+    dispatch = read_dispatch(chip_path) if chip_path is not None else None
     rounds: list[list[Any]] = [[] for _ in args.models]
     for _ in range(args.rounds):  # interleaved: a burst of other load hits one round of many models
         for i, m in enumerate(args.models):
             rounds[i].append(validate_model(chip, m, args.threads, args.opt, args.runs, shapes=shapes or None,
-                                            reference=reference))  # fmt: skip
+                                            reference=reference, dispatch=dispatch))  # fmt: skip
     vs = [merge_rounds(r) for r in rounds]
     for v, m in zip(vs, args.models, strict=True):
         append_record(args.results, record(v, m, chip, chip_path))

@@ -194,7 +194,8 @@ def measure_round(models: Sequence[Path], threads: int | None = None, quick: boo
     g = fp.matmul_gflops_1t.get("fp32")
     reference = (g, fp.matmul_n) if g else None
     runs, min_s = (10, 0.2) if quick else (20, 1.0)
-    vs = [validate_model(chip, m, 1, "all", runs, min_total_s=min_s, reference=reference) for m in models]
+    vs = [validate_model(chip, m, 1, "all", runs, min_total_s=min_s, reference=reference, dispatch=fp.dispatch)
+          for m in models]  # fmt: skip
     f = fit(vs, chip.units[0].name)
     calibrated = apply(chip, f)
     predicted = {v.model: repredict(v, calibrated, m).predicted_ns for v, m in zip(vs, models, strict=True)}

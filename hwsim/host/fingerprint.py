@@ -8,7 +8,12 @@ What is measured (each figure a median of repeated runs, with its spread):
 - a working-set sweep (a numpy reduction over a cache-resident buffer, 16 KiB up) whose bandwidth steps give each cache
   level's capacity and bandwidth;
 - pointer-chase latency (a dependent walk over a random cycle) at growing working sets,
-  reported over the walk's own cost at an L1-sized set (Python's loop overhead cancels).
+  reported over the walk's own cost at an L1-sized set (Python's loop overhead cancels);
+- onnxruntime's own costs around the kernels (:func:`measure_dispatch`): the time one more
+  tiny kernel adds to a timed run (the slope over chains of 1 to 128 ``Add`` nodes on 16
+  floats: the per-kernel dispatch, ``op_overhead_ns`` of the chip), the fixed cost of one
+  ``run`` call (the chains' intercept), and what the profiler reports for such a kernel (its
+  own bookkeeping, which calibration takes off profiled kernel times).
 
 A figure that cannot be measured (onnxruntime lacks the kernel, a step is not found, the
 timer is too coarse) is left out and the reason recorded; nothing is made up. Cache
@@ -38,10 +43,39 @@ from onnx import TensorProto, helper, numpy_helper
 
 from hwsim.host.measure import MeasureError, make_session, time_call
 
-__all__ = ["FINGERPRINT_EFFICIENCY", "Fingerprint", "chip_data", "chip_yaml", "cpu_model", "measure_host", "probe_gflops",
-           "read_fingerprint", "reference_gflops", "write_chip"]
+__all__ = ["FINGERPRINT_EFFICIENCY", "Dispatch", "Fingerprint", "chip_data", "chip_yaml", "cpu_model", "measure_dispatch",
+           "measure_host", "probe_gflops", "read_dispatch", "read_fingerprint", "reference_gflops", "write_chip"]
 
 KIB = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Dispatch:
+    """What onnxruntime spends around its kernels on this host, one thread, in ns.
+
+    ``kernel_ns``: one more tiny kernel in a timed run (a chain's slope); ``run_ns``: one
+    ``InferenceSession.run`` call with no kernel (a chain's intercept: feeds, fetches, the
+    executor's set-up); ``profiled_kernel_ns``: what the profiler reports for one tiny kernel
+    (its own timing and bookkeeping inside the window, whole microseconds).
+    """
+
+    kernel_ns: float
+    run_ns: float
+    profiled_kernel_ns: float
+
+    @property
+    def profiler_bias_ns(self) -> float:
+        """What a profiled kernel time holds beyond the kernel's real cost (0 or more)."""
+        return max(0.0, self.profiled_kernel_ns - self.kernel_ns)
+
+    def kernel_time(self, profiled_ns: float) -> float:
+        """What a kernel profiled at ``profiled_ns`` costs a timed run: its time beyond a tiny
+        kernel's, plus the dispatch (a tiny kernel: ``kernel_ns``).
+
+        >>> Dispatch(250.0, 3700.0, 2000.0).kernel_time(12_000.0)
+        10250.0
+        """
+        return max(profiled_ns - self.profiled_kernel_ns, 0.0) + self.kernel_ns
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +107,9 @@ class Fingerprint:
     matmul_n: int = 768
     #: Rows x K x N of the MatMul the weight stream was measured on.
     weight_stream_shape: tuple[int, int, int] = (128, 768, 3072)
+    #: onnxruntime's costs around kernels (:func:`measure_dispatch`); None: not measured
+    #: (an older fingerprint), and the chip keeps the 2 us per-op default.
+    dispatch: Dispatch | None = None
 
 
 def cpu_model() -> tuple[str, float | None]:
@@ -227,6 +264,49 @@ def _weight_stream(
     return w_bytes / (extra_ms * 1e6), per, None, (m, k, n)
 
 
+#: Chain lengths (kernels) the per-kernel dispatch is fit over.
+DISPATCH_CHAINS = (1, 16, 64, 128)
+
+
+def _add_chain(n: int, elems: int = 16) -> onnx.ModelProto:
+    """``n`` dependent ``Add`` nodes on ``elems`` floats (each with its own constant)."""
+    nodes, inits, x = [], [], "x"
+    for i in range(n):
+        inits.append(numpy_helper.from_array(np.full((elems,), 1e-3, np.float32), f"c{i}"))
+        nodes.append(helper.make_node("Add", [x, f"c{i}"], [f"y{i}"], name=f"add{i}"))
+        x = f"y{i}"
+    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [elems])],
+                              [helper.make_tensor_value_info(x, TensorProto.FLOAT, [elems])], inits)  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def measure_dispatch(min_s: float = 0.5, rounds: int = 3) -> Dispatch:
+    """onnxruntime's per-kernel dispatch, per-run cost and profiled tiny-kernel time (:class:`Dispatch`).
+
+    Each chain of :data:`DISPATCH_CHAINS` ``Add`` kernels is timed (10th percentile of its runs),
+    the chains interleaved over ``rounds`` rounds and the best round kept (other processes only
+    add time); a least-squares line through (kernels, time) gives the slope (per kernel) and the
+    intercept (per run). On the 2-core CI Xeon: ~0.25 us per kernel and ~3.7 us per run, where
+    the profiler reports 2 us for the same kernel.
+    """
+    from hwsim.host.measure import low_quantile, profile_nodes
+
+    feeds = {"x": np.ones(16, np.float32)}
+    sessions = {n: make_session(_add_chain(n)) for n in DISPATCH_CHAINS}
+    best = {n: math.inf for n in DISPATCH_CHAINS}
+    for _ in range(rounds):
+        for n, sess in sessions.items():
+            t = time_call(partial(sess.run, None, feeds), runs=200, warmup=20, min_total_s=min_s / rounds / 4)
+            best[n] = min(best[n], low_quantile(t.samples_ns, 0.1))
+    slope, intercept = np.polyfit(list(best), list(best.values()), 1)
+    prof = profile_nodes(_add_chain(DISPATCH_CHAINS[-1]), feeds, runs=20)
+    profiled = statistics.median(ns for _, ns in prof.values())
+    return Dispatch(kernel_ns=round(max(float(slope), 0.0), 1), run_ns=round(max(float(intercept), 0.0), 1),
+                    profiled_kernel_ns=round(profiled, 1))  # fmt: skip
+
+
 def _chase_ns(nbytes: int, hops: int, seed: int) -> float:
     n = max(nbytes // 8, 2)
     perm = np.random.default_rng(seed).permutation(n)
@@ -361,6 +441,7 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
     stream_gbps, stream_ms, why, stream_shape = _weight_stream(llc, min_s, quick)
     if why:
         notes.append(why)
+    dispatch = measure_dispatch(min_s)
     versions = {"onnxruntime": ort.__version__, "numpy": np.__version__, "onnx": onnx.__version__,
                 "python": platform.python_version()}  # fmt: skip
     return Fingerprint(
@@ -370,6 +451,7 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
         copy_gbps=copy_bw, triad_gbps=triad_bw, stream_bytes=stream, sweep=sweep, caches=caches,
         chase_ns=chase, dram_latency_ns=dram_latency_f, notes=notes,
         weight_stream_gbps=stream_gbps, weight_stream_ms=stream_ms, matmul_n=n, weight_stream_shape=stream_shape,
+        dispatch=dispatch,
     )  # fmt: skip
 
 
@@ -397,7 +479,8 @@ def chip_data(fp: Fingerprint, name: str = "host") -> dict[str, Any]:
             unit[f"l{lvl}_bandwidth_gbps"] = round(bw, 2)
     if fp.weight_stream_gbps:
         unit["weight_stream_gbps"] = round(fp.weight_stream_gbps, 2)
-    unit["op_overhead_ns"] = 2000.0  # ORT dispatch per op; `hwsim validate --calibrate` refits it
+    # onnxruntime's dispatch per kernel as measured; 2 us when an older fingerprint has none
+    unit["op_overhead_ns"] = fp.dispatch.kernel_ns if fp.dispatch else 2000.0
     unit["efficiency"] = dict(FINGERPRINT_EFFICIENCY)
     dram: dict[str, Any] = {"bandwidth_gbps": round(fp.triad_gbps or fp.copy_gbps or 1.0, 2),
                             "latency_ns": round(fp.dram_latency_ns or 0.0, 1)}  # fmt: skip
@@ -440,11 +523,18 @@ def chip_yaml(
         lines.append(f"#   weight stream: a {'x'.join(map(str, fp.weight_stream_shape))} fp32 MatMul takes {fp.weight_stream_ms['dram']:.3f} ms with its "
                      f"weights from DRAM, {fp.weight_stream_ms['cache']:.3f} ms from cache: "
                      f"{fp.weight_stream_gbps:.1f} GB/s on top of the compute")  # fmt: skip
+    if fp.dispatch:
+        disp = fp.dispatch
+        lines.append(f"#   onnxruntime dispatch: {disp.kernel_ns:.0f} ns per kernel, {disp.run_ns:.0f} ns per run call "
+                     f"(chains of {'/'.join(map(str, DISPATCH_CHAINS))} Add kernels); the profiler reports "
+                     f"{disp.profiled_kernel_ns:.0f} ns for such a kernel")  # fmt: skip
     lines.append("#   pointer chase over an L1-sized walk: " + ", ".join(
         f"{sz // KIB} KiB +{ns:.1f} ns" for sz, ns in fp.chase_ns))  # fmt: skip
     for n in fp.notes:
         lines.append(f"#   note: {n}")
     record = {k: getattr(fp, k) for k in Fingerprint.__slots__}  # type: ignore[attr-defined]
+    if fp.dispatch:
+        record["dispatch"] = {k: getattr(fp.dispatch, k) for k in Dispatch.__slots__}  # type: ignore[attr-defined]
     lines.extend(comments)
     lines.append("# fingerprint-json: " + json.dumps(record, default=str))
     data = chip_data(fp, name)
@@ -497,3 +587,26 @@ def reference_gflops(path: Path) -> tuple[float, int] | None:
         raise MeasureError(f"{path}: fingerprint-json: matmul_gflops_1t.fp32 must be a positive number and "
                            f"matmul_n a positive integer (got {g!r}, {n!r})")  # fmt: skip
     return float(g), n
+
+
+def read_dispatch(path: Path) -> Dispatch | None:
+    """The :class:`Dispatch` figures recorded in a fingerprinted chip file, or None (no
+    fingerprint record, or one written before they were measured).
+
+    Raises
+    ------
+    MeasureError
+        When the record holds them but not as three non-negative numbers.
+    """
+    fp = read_fingerprint(path)
+    d = fp.get("dispatch") if fp else None
+    if d is None:
+        return None
+    try:
+        out = Dispatch(float(d["kernel_ns"]), float(d["run_ns"]), float(d["profiled_kernel_ns"]))
+    except (KeyError, TypeError, ValueError):
+        raise MeasureError(f"{path}: fingerprint-json: dispatch must hold kernel_ns, run_ns and profiled_kernel_ns "
+                           f"(got {d!r})") from None  # fmt: skip
+    if min(out.kernel_ns, out.run_ns, out.profiled_kernel_ns) < 0:
+        raise MeasureError(f"{path}: fingerprint-json: dispatch figures must be non-negative (got {d!r})")
+    return out

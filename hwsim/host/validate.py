@@ -28,6 +28,7 @@ from cost_models.table import cost_table
 from graph_ir.categories import GEMM_CATEGORIES
 from graph_ir.ir import ModelGraph, Op, Tensor
 from hwsim.host.errors import ValidateError
+from hwsim.host.fingerprint import Dispatch
 from hwsim.host.measure import (
     Timing,
     attribute_nodes,
@@ -38,6 +39,7 @@ from hwsim.host.measure import (
     random_inputs,
     time_session,
 )
+from hwsim.host.ort_fusions import FUSED_KERNELS, ort_fusions
 
 __all__ = [
     "NodePrediction",
@@ -110,10 +112,19 @@ class Validation:
     #: :func:`hwsim.host.fingerprint.probe_gflops`); every time above is already multiplied by it,
     #: i.e. put back on the fingerprint's clock. 1.0: not normalized. One per round.
     speeds: tuple[float, ...] = (1.0,)
+    #: onnxruntime's costs around the kernels on this host, from the chip file's fingerprint
+    #: (:func:`hwsim.host.fingerprint.read_dispatch`); None for a chip without them.
+    dispatch: Dispatch | None = None
+
+    @property
+    def run_ns(self) -> float:
+        """The fixed cost of one ``run`` call (0 without :attr:`dispatch`), predicted on top of the kernels."""
+        return self.dispatch.run_ns if self.dispatch else 0.0
 
     @property
     def predicted_ns(self) -> float:
-        return sum(n.predicted_ns for n in self.nodes)
+        """The kernels' predictions plus the fixed cost of a run."""
+        return sum(n.predicted_ns for n in self.nodes) + self.run_ns
 
     @property
     def error(self) -> float:
@@ -286,6 +297,10 @@ def nchwc_reorders(graph: ModelGraph, block: int) -> list[Op]:
     return out
 
 
+#: onnxruntime optimization levels that run the transformer fusions (:mod:`hwsim.host.ort_fusions`).
+FUSING_LEVELS = ("extended", "all")
+
+
 def _pattern_kernels(
     graph: ModelGraph, kernels: Mapping[str, str], fused: set[str]
 ) -> tuple[dict[str, Op], set[str]]:
@@ -307,6 +322,7 @@ def predict_nodes(
     fused: set[str],
     kernels: Mapping[str, str] | None = None,
     inserted: Sequence[Op] = (),
+    absorbed: frozenset[str] = frozenset(),
 ) -> dict[str, NodePrediction]:
     """Per node of ``graph``: its prediction on the one-CPU ``chip`` (see :func:`cpu_chip`).
 
@@ -321,8 +337,9 @@ def predict_nodes(
     - any other fused node (inside a pattern kernel onnxruntime names anew: Gelu,
       LayerNormalization) costs its roofline time without overhead;
     - views (free in hwsim) that still run as kernels cost the unit's overhead;
-    - ``inserted`` ops (the reorders of :func:`nchwc_reorders`) cost their full estimate and
-      come last in the result, under their own names.
+    - ``inserted`` ops (the reorders of :func:`nchwc_reorders`, the fused kernels of
+      :func:`~hwsim.host.ort_fusions.ort_fusions`) cost their full estimate and come last in the
+      result, under their own names; the nodes in ``absorbed`` (a fused kernel's members) cost 0.
 
     With ``threads > 1`` each roofline time is divided by ``threads`` (an ideal intra-op
     split); the per-op overhead is not.
@@ -330,7 +347,8 @@ def predict_nodes(
     from cost_models.table import estimate
 
     unit = chip.units[0].name
-    patterns, absorbed = _pattern_kernels(graph, kernels or {}, fused)
+    patterns, quick = _pattern_kernels(graph, kernels or {}, fused)
+    absorbed = absorbed | quick
     extra = [*patterns.values(), *inserted]
     roof_chip = _roofline_chip(chip, {t for op in graph.ops() for t in (op.op_type, kernel_type(op))}
                                | {p.op_type for p in extra})  # fmt: skip
@@ -377,6 +395,24 @@ def predict_nodes(
     return out
 
 
+def _match_inserted(
+    graph: ModelGraph, block: int, opt: str, meas: dict[str, float], unmatched: dict[str, list[float]]
+) -> tuple[list[Op], frozenset[str]]:
+    """The kernels onnxruntime inserts that are predicted from the graph (NCHWc reorders, the
+    fusions of :func:`~hwsim.host.ort_fusions.ort_fusions` whose members all ran fused) and the
+    nodes those fusions absorb. Their measured kernels move from ``unmatched`` into ``meas``,
+    per kind, largest tensor with longest kernel."""
+    fusions = [f for f in ort_fusions(graph) if not f.members & meas.keys()] if opt in FUSING_LEVELS else []
+    inserted = [*nchwc_reorders(graph, block), *(f.kernel for f in fusions)]
+    for kind in ("ReorderInput", "ReorderOutput", *FUSED_KERNELS):
+        mine = sorted((r for r in inserted if r.op_type == kind), key=lambda r: -r.inputs[0].nbytes)
+        theirs = sorted(unmatched.pop(kind, []), reverse=True)
+        meas.update((r.name, ns) for r, ns in zip(mine, theirs, strict=False))
+        if len(theirs) > len(mine):
+            unmatched[kind] = theirs[len(mine) :]
+    return inserted, frozenset(m for f in fusions for m in f.members)
+
+
 def validate_model(
     chip: Chip,
     model_path: str | Path,
@@ -387,16 +423,19 @@ def validate_model(
     shapes: Mapping[str, Sequence[int]] | None = None,
     seed: int = 0,
     reference: tuple[float, int] | None = None,
+    dispatch: Dispatch | None = None,
 ) -> Validation:
     """Measure ``model_path`` with onnxruntime and predict it on ``chip``'s CPU.
+
+    ``dispatch`` (:func:`hwsim.host.fingerprint.read_dispatch`): profiled kernel times become
+    :meth:`~hwsim.host.fingerprint.Dispatch.kernel_time`, and :attr:`Validation.run_ns` is predicted.
 
     ``reference`` (the chip file's fingerprint rate and MatMul size,
     :func:`hwsim.host.fingerprint.reference_gflops`): the fingerprint's fp32 MatMul is timed again
     right before and right after the model (the faster of the two counts, each the best of its
     runs), and every measured time is multiplied by probe / reference, so that a host running
-    faster or slower than when it was fingerprinted (turbo, other tenants of the physical host:
-    this project's CI VM drifted by 17 % within an hour) is compared at the fingerprint's clock.
-    Only with one thread (the fingerprint's rate is a one-thread rate).
+    faster or slower than when it was fingerprinted (turbo, other tenants: this project's CI VM
+    drifted by 17 % within an hour) is compared at the fingerprint's clock. One thread only.
 
     Raises
     ------
@@ -419,9 +458,10 @@ def validate_model(
         speed = max(probe, after or 0.0) / reference[0]
         measured = Timing(tuple(t * speed for t in measured.samples_ns))
         prof = {p: (kind, ns * speed) for p, (kind, ns) in prof.items()}
+    if dispatch is not None:  # the profiler's own cost per kernel off, a timed run's dispatch on
+        prof = {p: (kind, dispatch.kernel_time(ns)) for p, (kind, ns) in prof.items()}
     where = attribute_nodes(model, {p: kind for p, (kind, _) in prof.items()})
     block = nchwc_block() if opt == "all" else 0
-    reorders = nchwc_reorders(graph, block)
     meas: dict[str, float] = {}
     kernels: dict[str, str] = {}
     unmatched: dict[str, list[float]] = {}
@@ -432,15 +472,9 @@ def validate_model(
         else:
             meas[hit] = meas.get(hit, 0.0) + ns
             kernels[hit] = kind
-    # predicted reorders meet measured ones of their kind, largest tensor with longest kernel
-    for kind in ("ReorderInput", "ReorderOutput"):
-        mine = sorted((r for r in reorders if r.op_type == kind), key=lambda r: -r.inputs[0].nbytes)
-        theirs = sorted(unmatched.pop(kind, []), reverse=True)
-        meas.update((r.name, ns) for r, ns in zip(mine, theirs, strict=False))
-        if len(theirs) > len(mine):
-            unmatched[kind] = theirs[len(mine) :]
+    reorders, members = _match_inserted(graph, block, opt, meas, unmatched)
     fused = {op.name for op in graph.ops() if op.name not in meas}
-    pred = predict_nodes(graph, one, threads, fused, kernels, reorders)
+    pred = predict_nodes(graph, one, threads, fused, kernels, reorders, members)
     nodes = tuple(
         NodeResult(name, p.op_type, name in fused, p.predicted_ns, meas.get(name, 0.0), p.roof_ns, p.memory_ns, p.stall_ns,
                    p.category)
@@ -453,6 +487,7 @@ def validate_model(
         inserted_ns=inserted, inserted_ops=tuple(sorted(inserted_ops)),
         profiled_total_ns=sum(ns for _, ns in prof.values()),
         measured_ns=measured.low_ns, rounds_ns=(measured.low_ns,), nchwc_block=block, speeds=(speed,),
+        dispatch=dispatch,
     )  # fmt: skip
 
 
@@ -556,6 +591,7 @@ def record(v: Validation, model_path: str | Path, chip: Chip, chip_path: str | P
         "threads": v.threads,
         "opt": v.opt,
         "predicted_ns": v.predicted_ns,
+        "run_ns": v.run_ns,
         "measured": {"low_ns": v.measured_ns, "rounds_ns": list(v.rounds_ns), "median_ns": v.measured.median_ns,
                      "spread": v.measured.spread, "samples_ns": list(v.measured.samples_ns)},
         "error": v.error,
@@ -584,8 +620,11 @@ def repredict(v: Validation, chip: Chip, model_path: str | Path,
     graph = load_onnx(model_path, shapes)
     fused = {n.name for n in v.nodes if n.fused}
     kernels = {n.name: n.op_type for n in v.nodes if not n.fused}
-    reorders = nchwc_reorders(graph, v.nchwc_block)
-    pred = predict_nodes(graph, cpu_chip(chip, v.threads), v.threads, fused, kernels, reorders)
+    names = {n.name for n in v.nodes}
+    fusions = [f for f in ort_fusions(graph) if f.kernel.name in names]
+    reorders = [*nchwc_reorders(graph, v.nchwc_block), *(f.kernel for f in fusions)]
+    members = frozenset(m for f in fusions for m in f.members)
+    pred = predict_nodes(graph, cpu_chip(chip, v.threads), v.threads, fused, kernels, reorders, members)
     nodes = tuple(replace(n, predicted_ns=pred[n.name].predicted_ns, roof_ns=pred[n.name].roof_ns,
                           memory_ns=pred[n.name].memory_ns, stall_ns=pred[n.name].stall_ns,
                           category=pred[n.name].category)

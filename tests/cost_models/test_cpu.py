@@ -251,5 +251,20 @@ class TestWeightStream:
         chip = chip_from_dict(host_chip(l3_kib=l3_kib, weight_stream_gbps=12.0))
         table = cost_table(graph, chip, "model")
         for name in ("fc1", "fc2"):
-            stall = table.costs[name]["cpu"].stall_ns
-            assert (stall == pytest.approx(1024 * 1024 * 4 / 12.0)) if stalls else stall == 0.0
+            cost = table.costs[name]["cpu"]
+            assert (cost.stall_ns == pytest.approx(1024 * 1024 * 4 / 12.0)) if stalls else cost.stall_ns == 0.0
+            # resident weights are read from the cache level of the working set, not from DRAM
+            assert (cost.dram_read_bytes > 0) == stalls
+            assert ("weights cached" in cost.note) != stalls
+
+    def test_weights_in_cache_is_no_part_of_the_chip(self) -> None:
+        from hwsim.report.provenance import chip_sha256
+
+        chip = chip_from_dict(host_chip(weight_stream_gbps=12.0))
+        cached = chip.model_copy(update={"units": (chip.units[0].model_copy(update={"weights_in_cache": True}),)})
+        assert "weights_in_cache" not in chip.units[0].model_dump() and chip_sha256(cached) == chip_sha256(chip)
+        # a unit without a measured weight stream (every catalog SoC) reads its weights from DRAM as before
+        plain = chip_from_dict(host_chip())
+        x, h = Tensor("x", (1, 256), "float32"), Tensor("w", (256, 256), "float32", True)
+        graph = graph_from_ops("g", [x], [("fc", "MatMul", [x, h], [Tensor("y", (1, 256), "float32")])])
+        assert cost_table(graph, plain, "model").costs["fc"]["cpu"].dram_read_bytes >= 256 * 256 * 4
