@@ -150,7 +150,7 @@ def replan(
     tried = {_placement(first.schedule)}
     # Probes: every unit alone (its single-unit schedule) that the plan puts within
     # PROBE_FACTOR of the best, as the engine runs it (ops split over idle cores, no transfers).
-    for probe in _probes(graph, chip, table, problem)[: 1 if large else MAX_PROBES]:
+    for probe in _probes(graph, chip, table, problem, 1 if large else MAX_PROBES):
         if _placement(probe) not in tried and (got := simulate(probe)) is not None:
             tried.add(_placement(probe))
             seen.learn(problem, chip, got.trace)
@@ -171,9 +171,11 @@ def replan(
     return out
 
 
-def _probes(graph: ModelGraph, chip: Chip, table: CostTable, problem: Problem) -> list[Schedule]:
+def _probes(graph: ModelGraph, chip: Chip, table: CostTable, problem: Problem, most: int) -> list[Schedule]:
+    """The ``most`` (at most :data:`MAX_PROBES`) units planned fastest alone, within
+    :data:`PROBE_FACTOR` of the fastest, as schedules (only those are built: seconds at 100k ops)."""
     each = sorted(single_unit_each(problem), key=lambda s: s.makespan_ns)
-    keep = [s for s in each[:MAX_PROBES] if s.makespan_ns <= PROBE_FACTOR * each[0].makespan_ns]
+    keep = [s for s in each[: min(most, MAX_PROBES)] if s.makespan_ns <= PROBE_FACTOR * each[0].makespan_ns]
     return [schedule_from_solution(graph, chip, table, problem, s, DEFAULT_POLICY) for s in keep]
 
 
