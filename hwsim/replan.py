@@ -30,15 +30,15 @@ from graph_ir.ir import ModelGraph
 from hwsim.sim.engine import Trace
 from scheduler import DEFAULT_POLICY, Schedule, get_policy
 from scheduler.onnx_policies import (
-    COLOCATED_MAX_OPS,
     model_options,
-    problem_from_graph,
+    model_problem,
     schedule_from_solution,
+    schedule_on,
 )
 from scheduler.problem import Problem, make_problem
 from scheduler.single_unit import single_unit_each
 
-__all__ = ["REPLAN_ROUNDS", "Observed", "Simulated", "observed_problem", "replan"]
+__all__ = ["REPLAN_ROUNDS", "Observed", "Simulated", "default_plan", "observed_problem", "replan"]
 
 #: Re-planning rounds after the first plan (each one search and one simulation).
 REPLAN_ROUNDS = 3
@@ -136,11 +136,14 @@ def replan(
     first: S,
     simulate: Callable[[Schedule], S | None],
     rounds: int = REPLAN_ROUNDS,
+    problem: Problem | None = None,
 ) -> list[S]:
     """``first`` (the default policy's simulated schedule) and up to ``rounds`` re-plans, each
     simulated by ``simulate`` (None: the run ruled it out, e.g. a power cap). Stops early when
-    a re-plan repeats a placement already simulated or is ruled out."""
-    problem = problem_from_graph(graph, chip, table, colocated=len(graph.order) <= COLOCATED_MAX_OPS)
+    a re-plan repeats a placement already simulated or is ruled out. ``problem``: the one
+    ``first`` was planned on (:func:`default_plan`), else built again."""
+    if problem is None:
+        problem = default_plan(graph, chip, table)[1]
     large = len(graph.order) > LARGE_OPS
     rounds = min(rounds, 1) if large else rounds
     solve = get_policy(DEFAULT_POLICY).solve
@@ -169,6 +172,15 @@ def replan(
             break
         out.append(got)
     return out
+
+
+def default_plan(graph: ModelGraph, chip: Chip, table: CostTable) -> tuple[Schedule, Problem]:
+    """The default policy's schedule of ``graph`` and the problem it planned on (what
+    :func:`replan` re-plans from)."""
+    policy = get_policy(DEFAULT_POLICY)
+    assert policy.solve is not None and policy.model is None  # the default is a problem policy
+    problem = model_problem(graph, chip, table, colocated=policy.colocated)
+    return schedule_on(policy.solve, graph, chip, table, problem), problem
 
 
 def _probes(graph: ModelGraph, chip: Chip, table: CostTable, problem: Problem, most: int) -> list[Schedule]:

@@ -122,8 +122,8 @@ def power_timeline(chip: Chip, trace: Trace) -> tuple[tuple[int, float], ...]:
     for t in sorted(set(level) | set(dram_at) | {0}):
         if t >= trace.makespan_ps and trace.makespan_ps > 0:
             break
-        for u, b in level.get(t, {}).items():
-            unit_w[u] = clocked_unit_power_w(units[u], b)
+        for name, b in level.get(t, {}).items():
+            unit_w[name] = clocked_unit_power_w(units[name], b)
         dram_use = dram_at.get(t, dram_use)
         w = sum(unit_w.values()) + dram_power_w(chip.dram, dram_use)
         if not out or abs(out[-1][1] - w) > 1e-12:
