@@ -16,7 +16,7 @@ from graph_ir.ir import ModelGraph, Op
 if TYPE_CHECKING:
     from cost_models.mapping import OpMapping
 
-__all__ = ["PRECISIONS", "CostTable", "UnplaceableError", "cost_table", "estimate", "steady_state_unit"]
+__all__ = ["PRECISIONS", "CostTable", "UnplaceableError", "cost_table", "estimate", "op_signature", "steady_state_unit"]
 
 PRECISIONS = ("int4", "int8", "fp16", "bf16", "fp32", "model")
 
@@ -86,7 +86,9 @@ def steady_state_unit(
     return unit.model_copy(update={"weight_stream_gbps": None, "weights_in_cache": True})
 
 
-def _signature(op: Op) -> tuple[object, ...]:
+def op_signature(op: Op) -> tuple[object, ...]:
+    """What an op's estimate depends on besides the unit, precision and knobs: two ops with the
+    same signature cost the same (type, category, shapes, dtypes, scalar attributes, work)."""
     return (
         op.op_type,
         op.category,
@@ -148,7 +150,7 @@ def cost_table(
         gran = granularity.get(op.name, "per-tensor")
         m = mapping.get(op.name)
         pin, k = (m.unit, m.kernel()) if m is not None else (None, DEFAULT_KNOBS)
-        key = (_signature(op), p, gran, pin, k)
+        key = (op_signature(op), p, gran, pin, k)
         row = memo.get(key)
         if row is None:
             row = {}

@@ -32,10 +32,11 @@ from cost_models.mapping import OpMapping
 from cost_models.table import CostTable
 from graph_ir.ir import ModelError, ModelGraph
 from hwsim.analysis.energy import run_energy
-from hwsim.replan import replan
+from hwsim.replan import default_plan, replan
 from hwsim.sim.engine import EngineOptions, Trace, simulate
 from hwsim.sim.power import PowerCapError
 from scheduler import DEFAULT_POLICY, POLICIES, Schedule, get_policy
+from scheduler.problem import Problem
 
 __all__ = [
     "CHECKED_AGAINST",
@@ -229,14 +230,16 @@ def default_schedule(
     def sim(sched: Schedule) -> _Sim:
         return _simulate(DEFAULT_POLICY, graph, chip, table, sched, options, fuse, ())
 
-    return _replanned(graph, chip, table, POLICIES[DEFAULT_POLICY](graph, chip, table), sim)[0]
+    return _replanned(graph, chip, table, *default_plan(graph, chip, table), sim)[0]
 
 
 def _replanned(
-    graph: ModelGraph, chip: Chip, table: CostTable, first: Schedule, sim: Callable[[Schedule], _Sim]
-) -> tuple[_Sim, _Sim]:
-    """The fastest simulated of the default's first schedule and its re-plans (the first on ties),
-    and the first schedule as simulated."""
+    graph: ModelGraph, chip: Chip, table: CostTable, first: Schedule, problem: Problem,
+    sim: Callable[[Schedule], _Sim],
+) -> tuple[_Sim, _Sim]:  # fmt: skip
+    """The fastest simulated of the default's first schedule (planned on ``problem``:
+    :func:`hwsim.replan.default_plan`) and its re-plans (the first on ties), and the first
+    schedule as simulated."""
 
     def ruled_out_is_none(sched: Schedule) -> _Sim | None:
         try:
@@ -244,7 +247,7 @@ def _replanned(
         except PowerCapError:
             return None
 
-    tried = replan(graph, chip, table, sim(first), ruled_out_is_none)
+    tried = replan(graph, chip, table, sim(first), ruled_out_is_none, problem=problem)
     best = tried[0]
     for s in tried[1:]:
         if s.latency_ms < best.latency_ms:
@@ -293,10 +296,14 @@ def _candidates(
     first_plan: list[_Sim] = []  # the default's schedule before re-planning (an energy seed)
     ruled_out: list[PowerCapError] = []
     for name in names:
-        sched = POLICIES[name](graph, chip, table)
+        problem = None
+        if name == DEFAULT_POLICY:  # built once: the re-planning starts from the same problem
+            sched, problem = default_plan(graph, chip, table)
+        else:
+            sched = POLICIES[name](graph, chip, table)
         try:
-            if name == DEFAULT_POLICY:
-                s, first = _replanned(graph, chip, table, sched, lambda x: sim(DEFAULT_POLICY, x))
+            if problem is not None:
+                s, first = _replanned(graph, chip, table, sched, problem, lambda x: sim(DEFAULT_POLICY, x))
                 first_plan = [] if first is s else [replace(first, name=UNREPLANNED)]
             else:
                 s = sim(name, sched)

@@ -30,15 +30,15 @@ from graph_ir.ir import ModelGraph
 from hwsim.sim.engine import Trace
 from scheduler import DEFAULT_POLICY, Schedule, get_policy
 from scheduler.onnx_policies import (
-    COLOCATED_MAX_OPS,
     model_options,
-    problem_from_graph,
+    model_problem,
     schedule_from_solution,
+    schedule_on,
 )
 from scheduler.problem import Problem, make_problem
 from scheduler.single_unit import single_unit_each
 
-__all__ = ["REPLAN_ROUNDS", "Observed", "Simulated", "observed_problem", "replan"]
+__all__ = ["REPLAN_ROUNDS", "Observed", "Simulated", "default_plan", "observed_problem", "replan"]
 
 #: Re-planning rounds after the first plan (each one search and one simulation).
 REPLAN_ROUNDS = 3
@@ -136,11 +136,14 @@ def replan(
     first: S,
     simulate: Callable[[Schedule], S | None],
     rounds: int = REPLAN_ROUNDS,
+    problem: Problem | None = None,
 ) -> list[S]:
     """``first`` (the default policy's simulated schedule) and up to ``rounds`` re-plans, each
     simulated by ``simulate`` (None: the run ruled it out, e.g. a power cap). Stops early when
-    a re-plan repeats a placement already simulated or is ruled out."""
-    problem = problem_from_graph(graph, chip, table, colocated=len(graph.order) <= COLOCATED_MAX_OPS)
+    a re-plan repeats a placement already simulated or is ruled out. ``problem``: the one
+    ``first`` was planned on (:func:`default_plan`), else built again."""
+    if problem is None:
+        problem = default_plan(graph, chip, table)[1]
     large = len(graph.order) > LARGE_OPS
     rounds = min(rounds, 1) if large else rounds
     solve = get_policy(DEFAULT_POLICY).solve
@@ -150,7 +153,7 @@ def replan(
     tried = {_placement(first.schedule)}
     # Probes: every unit alone (its single-unit schedule) that the plan puts within
     # PROBE_FACTOR of the best, as the engine runs it (ops split over idle cores, no transfers).
-    for probe in _probes(graph, chip, table, problem)[: 1 if large else MAX_PROBES]:
+    for probe in _probes(graph, chip, table, problem, 1 if large else MAX_PROBES):
         if _placement(probe) not in tried and (got := simulate(probe)) is not None:
             tried.add(_placement(probe))
             seen.learn(problem, chip, got.trace)
@@ -171,9 +174,20 @@ def replan(
     return out
 
 
-def _probes(graph: ModelGraph, chip: Chip, table: CostTable, problem: Problem) -> list[Schedule]:
+def default_plan(graph: ModelGraph, chip: Chip, table: CostTable) -> tuple[Schedule, Problem]:
+    """The default policy's schedule of ``graph`` and the problem it planned on (what
+    :func:`replan` re-plans from)."""
+    policy = get_policy(DEFAULT_POLICY)
+    assert policy.solve is not None and policy.model is None  # the default is a problem policy
+    problem = model_problem(graph, chip, table, colocated=policy.colocated)
+    return schedule_on(policy.solve, graph, chip, table, problem), problem
+
+
+def _probes(graph: ModelGraph, chip: Chip, table: CostTable, problem: Problem, most: int) -> list[Schedule]:
+    """The ``most`` (at most :data:`MAX_PROBES`) units planned fastest alone, within
+    :data:`PROBE_FACTOR` of the fastest, as schedules (only those are built: seconds at 100k ops)."""
     each = sorted(single_unit_each(problem), key=lambda s: s.makespan_ns)
-    keep = [s for s in each[:MAX_PROBES] if s.makespan_ns <= PROBE_FACTOR * each[0].makespan_ns]
+    keep = [s for s in each[: min(most, MAX_PROBES)] if s.makespan_ns <= PROBE_FACTOR * each[0].makespan_ns]
     return [schedule_from_solution(graph, chip, table, problem, s, DEFAULT_POLICY) for s in keep]
 
 

@@ -36,15 +36,14 @@ def explain(problem: Problem, sol: Solution, time_unit: str = "") -> list[str]:
         if not others:
             out.append(f"only {name} can run it")
             continue
-        here = alone(u)
-        rival = min(others, key=lambda v: (alone(v), v))
-        there = alone(rival)
         kind = problem.kinds[i] or "this task"
         if has_aff:
             pref = min(problem.capable[i], key=lambda v: (aff[i, v], v))
             if pref == u:
                 out.append(f"affinity: {name} is the chip's preferred unit for {kind}")
                 continue
+        here = alone(u)
+        there, rival = min((alone(v), v) for v in others)
         saved = [
             (vol * ps[sol.unit[j]][rival] + pl[sol.unit[j]][rival], problem.tasks[j])
             for j, vol in problem.preds[i]

@@ -39,10 +39,12 @@ __all__ = [
     "energy_model",
     "energy_schedule",
     "model_options",
+    "model_problem",
     "ort_greedy_model",
     "problem_from_graph",
     "schedule_from_solution",
     "schedule_model",
+    "schedule_on",
     "solution_from_schedule",
 ]
 
@@ -243,7 +245,18 @@ def schedule_model(
     """Run the problem policy ``solve`` on a model: build the problem (planned with colocated
     costs when ``colocated`` and the graph has at most :data:`COLOCATED_MAX_OPS` ops), solve it
     with :func:`model_options`, and turn the solution into the engine's :class:`Schedule`."""
-    problem = problem_from_graph(graph, chip, table, colocated=colocated and len(graph.order) <= COLOCATED_MAX_OPS)
+    return schedule_on(solve, graph, chip, table, model_problem(graph, chip, table, colocated))
+
+
+def model_problem(graph: ModelGraph, chip: Chip, table: CostTable, colocated: bool = False) -> Problem:
+    """The problem :func:`schedule_model` plans on (colocated costs when ``colocated`` and the
+    graph has at most :data:`COLOCATED_MAX_OPS` ops)."""
+    return problem_from_graph(graph, chip, table, colocated=colocated and len(graph.order) <= COLOCATED_MAX_OPS)
+
+
+def schedule_on(solve: ProblemPolicy, graph: ModelGraph, chip: Chip, table: CostTable, problem: Problem) -> Schedule:
+    """:func:`schedule_model` on a ``problem`` already built by :func:`model_problem` (a caller
+    that goes on planning with it builds it once: seconds at 100,000 ops)."""
     solved = solve(problem, model_options())
     return schedule_from_solution(graph, chip, table, problem, solved.solution, solved.label, solved.reasons)
 

@@ -97,7 +97,8 @@ def implied_transfers(
     Graph inputs start in the chip's host domain; graph outputs return to it. A tensor is
     stored in the dtype its producer ran in (graph inputs in the table's precision).
     """
-    domain_of = {op: chip.unit(u).domain for op, u in unit_of.items()}
+    unit_domain = {u.name: u.domain for u in chip.units}
+    domain_of = {op: unit_domain[u] for op, u in unit_of.items()}
     host = chip.host
     default_dtype = None if table.precision == "model" else table.precision
     wanted: dict[tuple[str, str], list[str]] = {}
@@ -105,20 +106,24 @@ def implied_transfers(
 
     for t in graph.inputs:
         origin[t.name] = ("", host, t, default_dtype)
-    for name in graph.order:
-        op = graph.op(name)
+    ops = graph.ops()
+    for op in ops:
+        name = op.name
         dt = _dtype(table, name, unit_of[name])
         for t in op.outputs:
             origin[t.name] = (name, domain_of[name], t, dt)
-    for name in graph.order:
-        op = graph.op(name)
+    for op in ops:
+        name = op.name
         dst = domain_of[name]
         seen: set[str] = set()
-        for t in op.activations:
-            if t.name in seen or t.name not in origin:
+        for t in op.inputs:
+            if t.is_weight or t.name in seen:
+                continue
+            came = origin.get(t.name)
+            if came is None:
                 continue
             seen.add(t.name)
-            if origin[t.name][1] != dst:
+            if came[1] != dst:
                 wanted.setdefault((t.name, dst), []).append(name)
     for t in graph.outputs:
         if t.name in origin and origin[t.name][1] != host:

@@ -18,7 +18,6 @@ from cost_models.energy import (
     clocked_unit_power_w,
     dram_energy_pj,
     dram_power_w,
-    power_w,
     unit_run_energy_pj,
 )
 from hwsim.analysis.busy import clocked_core_steps, unit_active_ps, unit_busy_ps_by_clock
@@ -115,15 +114,18 @@ def power_timeline(chip: Chip, trace: Trace) -> tuple[tuple[int, float], ...]:
     for t, mem, use in trace.bandwidth_samples:
         if mem == "dram":
             dram_at[t] = use
-    busy: dict[str, dict[float, int]] = {u: {} for u in units}
+    # Each unit's term of cost_models.energy.power_w, recomputed only when its busy cores
+    # change (the sum keeps the chip's unit order: the same float as power_w over every unit).
+    unit_w = {u: clocked_unit_power_w(unit, {}) for u, unit in units.items()}
     dram_use = 0.0
     out: list[tuple[int, float]] = []
     for t in sorted(set(level) | set(dram_at) | {0}):
         if t >= trace.makespan_ps and trace.makespan_ps > 0:
             break
-        busy.update(level.get(t, {}))
+        for name, b in level.get(t, {}).items():
+            unit_w[name] = clocked_unit_power_w(units[name], b)
         dram_use = dram_at.get(t, dram_use)
-        w = power_w(((units[u], b) for u, b in busy.items()), chip.dram, dram_use)
+        w = sum(unit_w.values()) + dram_power_w(chip.dram, dram_use)
         if not out or abs(out[-1][1] - w) > 1e-12:
             out.append((t, w))
     out.append((trace.makespan_ps, 0.0))

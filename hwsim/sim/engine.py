@@ -84,7 +84,7 @@ from enum import Enum
 from chips.schema import Chip
 from chips.units import PS_PER_NS
 from cost_models.base import OpCost
-from cost_models.table import CostTable
+from cost_models.table import CostTable, op_signature
 from graph_ir.ir import ModelGraph
 from hwsim.sim.blocks import Block, op_blocks, op_time_ns, stream_uses
 from hwsim.sim.frames import Admission, Core, Dispatch, Prioritized, Release, dispatch_for
@@ -190,6 +190,8 @@ class Simulation:
         #: What each byte of an op instance's blocks takes from each memory (spills: the DRAM's share).
         self._uses: list[dict[str, float]] = [{} for _ in range(total)]
         self._shard_costs: dict[tuple[int, int], OpCost | None] = {}
+        #: The same by what they depend on (identical ops, as in a transformer's blocks, cost once).
+        self._shard_costs_by_signature: dict[tuple[object, ...], OpCost | None] = {}
         # cores whose next op may have become startable since they were last looked at: a core
         # that could not start stays put until it frees, its op's inputs arrive, or a core of
         # its unit frees (an op waiting for several cores); so no event scans every core
@@ -380,9 +382,11 @@ class Simulation:
         if key not in self._shard_costs:
             unit = self._chip.unit(self.plan.unit[i])
             op = self._graph.op(self.plan.names[i])
-            self._shard_costs[key] = shard_cost(
-                op, unit, self._chip, self._precision_of(op.name), shards, self._knobs_of(op.name)
-            )
+            precision, knobs = self._precision_of(op.name), self._knobs_of(op.name)
+            sig = (op_signature(op), unit.name, precision, knobs, shards)
+            if sig not in self._shard_costs_by_signature:
+                self._shard_costs_by_signature[sig] = shard_cost(op, unit, self._chip, precision, shards, knobs)
+            self._shard_costs[key] = self._shard_costs_by_signature[sig]
         return self._shard_costs[key]
 
     def checked_shard_cost(self, i: int, shards: int) -> OpCost:

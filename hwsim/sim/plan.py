@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from chips.schema import Chip, Unit
+from chips.schema import Chip, Link, Unit
 from chips.units import GBPS_PER_BYTES_PER_PS, PS_PER_NS
 from cost_models.base import OpCost
 from cost_models.table import CostTable
@@ -65,8 +65,12 @@ def _transfer_plan(chip: Chip, schedule: Schedule) -> TransferPlan:
         outgoing.setdefault((tr.tensor, tr.src_domain), []).append(j)
     keys, latency, rate, uses_all = [], [], [], []
     channels: dict[str, int] = {}
+    links: dict[tuple[str, str], Link | None] = {}  # by (source, destination) domain
     for tr in transfers:
-        link = chip.link_between(tr.src_domain, tr.dst_domain)
+        pair = (tr.src_domain, tr.dst_domain)
+        if pair not in links:
+            links[pair] = chip.link_between(*pair)
+        link = links[pair]
         if link is None:
             raise SimulationError(
                 f"no link from {tr.src_domain!r} to {tr.dst_domain!r} for tensor {tr.tensor!r}"
@@ -76,7 +80,7 @@ def _transfer_plan(chip: Chip, schedule: Schedule) -> TransferPlan:
         latency.append(math.ceil(link.latency_ns * PS_PER_NS))
         rate.append(link.bandwidth_gbps / GBPS_PER_BYTES_PER_PS)
         uses: dict[str, float] = {}
-        for end in (tr.src_domain, tr.dst_domain):
+        for end in pair:
             uses[memory_of(chip, end)] = uses.get(memory_of(chip, end), 0.0) + 1.0
         uses_all.append(uses)
     return TransferPlan(

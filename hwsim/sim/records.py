@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from chips.units import PS_PER_NS
 from hwsim.sim.thermal import ThermalLog
@@ -186,7 +187,7 @@ class OpLog:
                 self.spill_bytes[inst],
             )  # fmt: skip
             keyed.append(((r.start_ps, r.unit, r.core, frame, i), r))
-        keyed.sort(key=lambda kr: kr[0])
+        keyed.sort(key=itemgetter(0))  # keys are unique: records are never compared
         return [r for _, r in keyed]
 
 

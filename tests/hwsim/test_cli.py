@@ -369,3 +369,27 @@ class TestClosedStdout:
 def _not_warnings(stderr: str) -> str:
     """stderr without hwsim's warning lines (a run may warn, e.g. of ops run in a wider dtype)."""
     return "".join(line for line in stderr.splitlines(keepends=True) if not line.startswith("hwsim: WARNING: "))
+
+
+def test_a_command_collects_garbage_less_often_and_restores_the_callers_thresholds(monkeypatch, capsys):
+    import gc
+
+    from hwsim import cli
+
+    seen: list[tuple[int, ...]] = []
+    real = cli._run
+
+    def spy(args):  # what the collector is told while the command runs
+        seen.append(gc.get_threshold())
+        return real(args)
+
+    monkeypatch.setattr(cli, "_run", spy)
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        assert main(["chips"]) == 0
+        after = gc.get_threshold()
+    finally:
+        gc.set_threshold(*before)
+    assert seen == [(cli._GC_YOUNG_THRESHOLD, cli._GC_MIDDLE_THRESHOLD, 10)]
+    assert after == (700, 10, 10)

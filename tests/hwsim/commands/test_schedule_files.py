@@ -6,11 +6,14 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hwsim.cli import main
 from hwsim.report.schedule_file import (
     SCHEMA_VERSION,
     ScheduleFile,
+    indented_json,
     load_schedule_file,
     schedule_file_chunks,
     schedule_file_json,
@@ -204,3 +207,21 @@ def test_diff_bench_is_under_a_second() -> None:
     from bench_diff import main as bench
 
     assert bench(["--ops", "2000"]) == 0
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(deadline=None)  # the machine is shared: time says nothing here
+@given(value=_json_values, level=st.integers(0, 4))
+def test_indented_json_is_the_standard_librarys_text(value: object, level: int) -> None:
+    assert indented_json(value, level) == json.dumps(value, indent=1).replace("\n", "\n" + " " * level)
+
+
+def test_indented_json_refuses_what_json_refuses() -> None:
+    with pytest.raises(TypeError, match="set"):
+        indented_json({"a": {1, 2}})
