@@ -27,7 +27,7 @@ from hwsim.studies.optimize.transfer import transferred
 if TYPE_CHECKING:
     import onnx
 
-__all__ = ["BEAM_WIDTH", "KERNEL_GRAPHS", "TRANSFER_TRIALS", "kernel_graphs", "op_time_ns", "ranked_transfer", "run_search"]
+__all__ = ["BEAM_WIDTH", "KERNEL_GRAPHS", "TRANSFER_TRIALS", "kernel_graphs", "op_time_ns", "ranked_transfer", "run_search", "transfer_first"]
 
 log = logging.getLogger("hwsim")
 
@@ -115,10 +115,12 @@ def ranked_transfer(s: Search, start: Record, mappings: Sequence[dict[str, OpMap
 def _transfer(s: Search, start: Record, mappings: Sequence[dict[str, OpMapping]], left: int) -> Record:
     """Try whole transferred mappings (in :func:`ranked_transfer` order) on ``start``'s graph;
     returns the better incumbent."""
+    earlier = [r for r in s.result.records if r.stage == "transfer" and r.candidate.transforms == start.candidate.transforms]
+    done = {r.candidate.key for r in earlier}
     cands = [Candidate.of(start.candidate.transforms, {op: m.as_dict() for op, m in mm.items()}) for mm in mappings]
-    cands = list({c.key: c for c in cands}.values())[: min(TRANSFER_TRIALS, left)]
+    cands = [c for c in {c.key: c for c in cands}.values() if c.key not in done][: max(0, min(TRANSFER_TRIALS - len(earlier), left))]
     recs = s.run_round("transfer", cands, start.outcome.latency_ms, frozenset(c.key for c in cands))
-    best = min([start, *recs], key=Record.rank)
+    best = min([start, *earlier, *recs], key=Record.rank)
     return best if _better(best, start) else start
 
 
@@ -227,12 +229,13 @@ def run_search(s: Search) -> SearchResult:
     cfg = s.inputs.config
     try:
         s.run_round("baseline", [Candidate()], 0.0)
+        s.prior = Prior.fit([t for t in s.db.trials(chip_fingerprint=None) if t.search_id != s.search_id])
+        transfer_first(s)
         graphs = kernel_graphs(s, graph_stage(s))
         kernel_total = cfg.stage_kernel.k * cfg.stage_kernel.trials_per_op
         if s.budget.total is not None:
             kernel_total = s.budget.total - s.budget.used
         cap_each = -(-kernel_total // len(graphs))
-        s.prior = Prior.fit([t for t in s.db.trials(chip_fingerprint=None) if t.search_id != s.search_id])
         for start in graphs:
             if s.budget.kernel_left(cap_each) < 1:
                 break
@@ -243,6 +246,18 @@ def run_search(s: Search) -> SearchResult:
         s.result.notes.append(f"interrupted after {len(s.result.records)} trials: the best found so far is kept")
     s.result.beam = _best_distinct(s.result.records, BEAM_WIDTH)
     return s.result
+
+
+def transfer_first(s: Search) -> None:
+    """With ``--transfer-from``: the first transferred candidate (:func:`ranked_transfer`: the
+    composed one) on the original graph, right after the baseline, before stage 1."""
+    base = s.result.baseline
+    if not s.inputs.transfer_from or s.budget.kernel_left(1) < 1:
+        return
+    ranked = ranked_transfer(s, base, transfer_mappings(s, base))
+    if ranked:
+        first = Candidate.of((), {op: m.as_dict() for op, m in ranked[0].items()})
+        s.run_round("transfer", [first], base.outcome.latency_ms, frozenset({first.key}))
 
 
 def transfer_mappings(s: Search, start: Record) -> list[dict[str, OpMapping]]:

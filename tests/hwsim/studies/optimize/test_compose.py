@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
@@ -13,7 +14,13 @@ from graph_ir.ir import ModelGraph, Op
 from hwsim.studies.optimize.compose import composed, rerank
 from hwsim.studies.optimize.features import chip_features
 from hwsim.studies.optimize.prior import Prior, Sample
-from hwsim.studies.optimize.stages import SignatureContext, predicted_ns, screened, signature_pool, signature_queue
+from hwsim.studies.optimize.stages import (
+    SignatureContext,
+    predicted_ns,
+    screened,
+    signature_pool,
+    signature_queue,
+)
 
 PARENT_NS = 10e6
 
@@ -97,3 +104,33 @@ def test_the_default_is_a_candidate_only_for_a_mapped_op(ctx: SignatureContext, 
     assert OpMapping() in screened(op, ctx, pool, OpMapping(unit="cpu_big"), PARENT_NS)
     queue, _ = signature_queue(random.Random(0), op, ctx, pinned, 400, PARENT_NS)
     assert OpMapping() in queue
+
+
+def test_with_transfer_the_composed_candidate_comes_right_after_the_baseline(tmp_path: Path) -> None:
+    """A neighbour's trial pins an MLP layer to the little CPU, which the screen predicts slower
+    on rk3588: the search tries its composed candidate first (trial 1, before stage 1), without
+    the pin; the pin itself comes later, ranked after it."""
+    import json
+
+    from chips import override
+    from hwsim.cli import main
+    from hwsim.report.provenance import file_sha256
+    from hwsim.studies.optimize.db import ExperienceDB
+    from tests.hwsim.studies.optimize.conftest import build_trial
+
+    model = Path(__file__).resolve().parents[4] / "examples" / "models" / "mlp_mnist.onnx"
+    rk = load_chip("rk3588")
+    pin: dict[str, object] = {"unit": "cpu_little"}
+    db = ExperienceDB.open(tmp_path / "db.sqlite")
+    db.add(build_trial(override(rk, ["npu.clock_mhz=1250"]), {"/fc0/Gemm": pin}, model_sha256=file_sha256(model),
+                       parent_latency_ms=2.0, latency_ms=1.0))  # fmt: skip
+    db.close()
+    args = ["optimize", "rk3588", str(model), "--budget", "8", "--db", str(tmp_path / "db.sqlite"), "--workers", "1",
+            "--quiet", "--transfer-from", "auto", "-o", str(tmp_path / "out")]  # fmt: skip
+    assert main(args) == 0
+    rows = [json.loads(ln) for ln in (tmp_path / "out" / "search_log.jsonl").read_text().splitlines()]
+    first = rows[1]
+    assert first["stage"] == "transfer" and first["transferred"]
+    assert first["signatures"].get("/fc0/Gemm") != pin
+    pinned = [r for r in rows if r["signatures"].get("/fc0/Gemm") == pin]
+    assert all(r["trial"] > first["trial"] for r in pinned)
