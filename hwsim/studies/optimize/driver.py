@@ -9,12 +9,15 @@ from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from cost_models.mapping import OpMapping
 from hwsim.pipeline import run_graph
+from hwsim.studies.optimize.compose import composed, rerank
 from hwsim.studies.optimize.evaluate import Candidate
 from hwsim.studies.optimize.prior import Prior
 from hwsim.studies.optimize.search import Record, Search, SearchResult
 from hwsim.studies.optimize.stages import (
     SignatureContext,
+    predicted_ns,
     propose_graphs,
     signature_queue,
     top_ops,
@@ -24,9 +27,7 @@ from hwsim.studies.optimize.transfer import transferred
 if TYPE_CHECKING:
     import onnx
 
-    from cost_models.mapping import OpMapping
-
-__all__ = ["BEAM_WIDTH", "KERNEL_GRAPHS", "TRANSFER_TRIALS", "kernel_graphs", "op_time_ns", "run_search"]
+__all__ = ["BEAM_WIDTH", "KERNEL_GRAPHS", "TRANSFER_TRIALS", "kernel_graphs", "op_time_ns", "ranked_transfer", "run_search", "transfer_first"]
 
 log = logging.getLogger("hwsim")
 
@@ -88,35 +89,69 @@ def _better(a: Record, b: Record) -> bool:
     return a.rank()[:2] < b.rank()[:2]
 
 
-def _transfer(s: Search, start: Record, mappings: Sequence[dict[str, OpMapping]], left: int) -> Record:
-    """Try whole transferred mappings on ``start``'s graph; returns the better incumbent."""
+def _context(s: Search, transforms: tuple[str, ...]) -> SignatureContext:
+    cfg = s.inputs.config
+    _, table = s.graph_and_table(transforms)
+    return SignatureContext(s.inputs.chip, table, cfg.stage_kernel.signature, cfg.exploit, s.prior, s.chip_feats)
+
+
+def ranked_transfer(s: Search, start: Record, mappings: Sequence[dict[str, OpMapping]]) -> list[dict[str, OpMapping]]:
+    """The transferred mappings on ``start``'s graph in the order to try them: the composed one
+    first (:func:`~hwsim.studies.optimize.compose.composed`, built from the best-scored), then
+    the others by their score on this chip (:func:`~hwsim.studies.optimize.compose.rerank`)."""
     graph, _ = s.graph_and_table(start.candidate.transforms)
     names = set(graph.order)
-    cands = []
-    for m in mappings[: min(TRANSFER_TRIALS, left)]:
-        sigs = {op: mm.as_dict() for op, mm in m.items() if op in names and not mm.is_default()}
-        if sigs:
-            cands.append(Candidate.of(start.candidate.transforms, sigs))
-    cands = list({c.key: c for c in cands}.values())
+    kept = [{op: m for op, m in mm.items() if op in names and not m.is_default()} for mm in mappings]
+    kept = [m for m in kept if m]
+    if not kept:
+        return []
+    ctx = _context(s, start.candidate.transforms)
+    parent_ns = start.outcome.latency_ms * 1e6
+    scored = rerank(ctx, graph, kept, parent_ns)
+    first = composed(ctx, graph, scored[0].mapping, parent_ns)
+    return [first, *(x.mapping for x in scored)] if first else [x.mapping for x in scored]
+
+
+def _transfer(s: Search, start: Record, mappings: Sequence[dict[str, OpMapping]], left: int) -> Record:
+    """Try whole transferred mappings (in :func:`ranked_transfer` order) on ``start``'s graph;
+    returns the better incumbent."""
+    earlier = [r for r in s.result.records if r.stage == "transfer" and r.candidate.transforms == start.candidate.transforms]
+    done = {r.candidate.key for r in earlier}
+    cands = [Candidate.of(start.candidate.transforms, {op: m.as_dict() for op, m in mm.items()}) for mm in mappings]
+    cands = [c for c in {c.key: c for c in cands}.values() if c.key not in done][: max(0, min(TRANSFER_TRIALS - len(earlier), left))]
     recs = s.run_round("transfer", cands, start.outcome.latency_ms, frozenset(c.key for c in cands))
-    best = min([start, *recs], key=Record.rank)
+    best = min([start, *earlier, *recs], key=Record.rank)
     return best if _better(best, start) else start
 
 
 SigKey = tuple[tuple[str, object], ...]
 
 
+def _reverts(s: Search, incumbent: Record, ctx: SignatureContext) -> list[str]:
+    """The incumbent's mapped ops whose signature the screen predicts slower than the op's
+    default on this chip (a transferred signature that does not pay here): stage 2 targets them
+    first, the default among their candidates."""
+    graph, _ = s.graph_and_table(incumbent.candidate.transforms)
+    mapped = incumbent.candidate.mapping()
+    return [
+        op for op, m in sorted(mapped.items())
+        if predicted_ns(graph.op(op), ctx.chip, ctx.table, m) > predicted_ns(graph.op(op), ctx.chip, ctx.table, OpMapping())
+    ]  # fmt: skip
+
+
 def _queues(s: Search, incumbent: Record, mappings: Sequence[dict[str, OpMapping]]) -> tuple[dict[str, deque[OpMapping]], set[tuple[str, SigKey]]]:
     """Each target op's signatures in the order to try them (:func:`signature_queue`), the
-    target ops critical path first; and the (op, signature) pairs that came from transfer."""
+    target ops: the incumbent's ops to revert (:func:`_reverts`), then those of the critical
+    path, then the others by time; and the (op, signature) pairs that came from transfer."""
     cfg = s.inputs.config
-    graph, table = s.graph_and_table(incumbent.candidate.transforms)
-    ctx = SignatureContext(s.inputs.chip, table, cfg.stage_kernel.signature, cfg.exploit, s.prior, s.chip_feats)
+    graph, _ = s.graph_and_table(incumbent.candidate.transforms)
+    ctx = _context(s, incumbent.candidate.transforms)
     times, critical = op_time_ns(s, incumbent.candidate)
     parent_ns = incumbent.outcome.latency_ms * 1e6
     queues: dict[str, deque[OpMapping]] = {}
     from_transfer: set[tuple[str, SigKey]] = set()
-    for op in top_ops(times, cfg.stage_kernel.k, critical):
+    targets = dict.fromkeys([*_reverts(s, incumbent, ctx), *top_ops(times, cfg.stage_kernel.k, critical)])
+    for op in targets:
         hints = [m[op] for m in mappings if op in m and not m[op].is_default()]
         current = incumbent.candidate.signature_dict().get(op, {})
         queue, hinted = signature_queue(s.rng, graph.op(op), ctx, current, cfg.stage_kernel.trials_per_op, parent_ns, hints)
@@ -147,6 +182,7 @@ def kernel_on_graph(s: Search, start: Record, cap: int, mappings: Sequence[dict[
     tries the next signature of every target op at once (one candidate per op, evaluated in
     parallel), then the winners' signatures together; the best becomes the incumbent."""
     spent = s.budget.used
+    mappings = ranked_transfer(s, start, mappings) if mappings else []
     incumbent = _transfer(s, start, mappings, s.budget.kernel_left(cap)) if mappings else start
     queues, from_transfer = _queues(s, incumbent, mappings)
     tried = {r.candidate.key for r in s.result.records}  # this search's: a rerun skips the same
@@ -193,12 +229,13 @@ def run_search(s: Search) -> SearchResult:
     cfg = s.inputs.config
     try:
         s.run_round("baseline", [Candidate()], 0.0)
+        s.prior = Prior.fit([t for t in s.db.trials(chip_fingerprint=None) if t.search_id != s.search_id])
+        transfer_first(s)
         graphs = kernel_graphs(s, graph_stage(s))
         kernel_total = cfg.stage_kernel.k * cfg.stage_kernel.trials_per_op
         if s.budget.total is not None:
             kernel_total = s.budget.total - s.budget.used
         cap_each = -(-kernel_total // len(graphs))
-        s.prior = Prior.fit([t for t in s.db.trials(chip_fingerprint=None) if t.search_id != s.search_id])
         for start in graphs:
             if s.budget.kernel_left(cap_each) < 1:
                 break
@@ -209,6 +246,18 @@ def run_search(s: Search) -> SearchResult:
         s.result.notes.append(f"interrupted after {len(s.result.records)} trials: the best found so far is kept")
     s.result.beam = _best_distinct(s.result.records, BEAM_WIDTH)
     return s.result
+
+
+def transfer_first(s: Search) -> None:
+    """With ``--transfer-from``: the first transferred candidate (:func:`ranked_transfer`: the
+    composed one) on the original graph, right after the baseline, before stage 1."""
+    base = s.result.baseline
+    if not s.inputs.transfer_from or s.budget.kernel_left(1) < 1:
+        return
+    ranked = ranked_transfer(s, base, transfer_mappings(s, base))
+    if ranked:
+        first = Candidate.of((), {op: m.as_dict() for op, m in ranked[0].items()})
+        s.run_round("transfer", [first], base.outcome.latency_ms, frozenset({first.key}))
 
 
 def transfer_mappings(s: Search, start: Record) -> list[dict[str, OpMapping]]:

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from graph_ir.ir import Op
     from hwsim.studies.optimize.prior import Prior
 
-__all__ = ["GraphProposal", "SignatureContext", "predicted_ns", "propose_graphs", "screened", "signature_queue", "top_ops"]
+__all__ = ["GraphProposal", "SignatureContext", "predicted_ns", "propose_graphs", "screened", "signature_pool", "signature_queue", "top_ops"]
 
 #: Legal signatures considered per op at most (sampled when the knobs allow more).
 POOL_CAP = 256
@@ -127,9 +127,11 @@ def predicted_ns(op: Op, chip: Chip, table: CostTable, mapping: OpMapping) -> fl
     return best
 
 
-def _pool(rng: random.Random, op: Op, ctx: SignatureContext, current: Mapping[str, object]) -> list[OpMapping]:
-    """The legal non-default signatures of ``op`` other than ``current`` (sampled to
-    :data:`POOL_CAP` when there are more), in a fixed order."""
+def signature_pool(rng: random.Random, op: Op, ctx: SignatureContext, current: Mapping[str, object]) -> list[OpMapping]:
+    """The legal signatures of ``op`` other than ``current`` (sampled to :data:`POOL_CAP` when
+    there are more), in a fixed order. The default is among them only when ``current`` is not
+    the default (stage 2 may then revert an op, such as a transferred signature that does not
+    pay on this chip)."""
     legal = choices(op, ctx.chip, ctx.table)
     knobs = [k for k in ctx.knobs if k in legal]
     values = [tuple(dict.fromkeys((None, *legal[k]))) for k in knobs]
@@ -139,7 +141,7 @@ def _pool(rng: random.Random, op: Op, ctx: SignatureContext, current: Mapping[st
     pool: list[OpMapping] = []
     for combo in combos:
         sig = {k: v for k, v in zip(knobs, combo, strict=True) if v is not None}
-        if not sig or sig == dict(current):
+        if sig == dict(current) or (not sig and not current):
             continue
         m = OpMapping.from_dict(sig)
         if legality(op, ctx.chip, ctx.table, m) is None:
@@ -185,7 +187,7 @@ def signature_queue(
     from the screen (:func:`screened`, the prior averaged in); explored ones are drawn at random
     from the legal signatures left. Returns the queue and the keys of the transferred ones.
     """
-    pool = _pool(rng, op, ctx, current)
+    pool = signature_pool(rng, op, ctx, current)
     if not pool or count < 1:
         return [], set()
     known = {_key(m) for m in pool}

@@ -24,10 +24,16 @@ if TYPE_CHECKING:
     from cost_models.table import CostTable
     from hwsim.studies.optimize.db import Trial
 
-__all__ = ["TrialSource", "match_ops", "named_chips", "nearest_chips", "transferred"]
+__all__ = ["MATCH_FEATURES", "MATCH_KIND_PREFIXES", "MATCH_RADIUS", "TrialSource", "match_ops", "named_chips", "nearest_chips", "transferred"]
 
-#: Op features that describe the chip an op was costed on, not the op: left out of op matching.
-_CHIP_DEPENDENT = frozenset({"best_log2_ns", "units_eligible"})
+#: Op features that must be equal for two ops to match across models: the op's type (category
+#: one-hot), depthwise or not, and its precision.
+MATCH_KIND_PREFIXES = ("cat.", "dtype.", "depthwise")
+#: Op features whose distance matches ops of one kind across models: the shape class (kernel
+#: window, channels, groups) and the arithmetic intensity, each ``log2(1 + x)``.
+MATCH_FEATURES = ("kernel_log2", "channels_in_log2", "channels_out_log2", "groups_log2", "intensity_log2")
+#: Largest feature distance of a match (1 is a factor of about two in one feature).
+MATCH_RADIUS = 2.0
 
 
 class TrialSource(Protocol):
@@ -55,31 +61,35 @@ def nearest_chips(db: TrialSource, chip: Chip, k: int = 3) -> list[tuple[str, st
     return sorted(found, key=lambda c: (c[2], c[1], c[0]))[: max(k, 0)]
 
 
+def _kind(f: Mapping[str, float]) -> tuple[tuple[str, float], ...]:
+    return tuple(sorted((n, v) for n, v in f.items() if n.startswith(MATCH_KIND_PREFIXES) and v))
+
+
 def _op_distance(a: Mapping[str, float], b: Mapping[str, float]) -> float:
-    names = (set(a) | set(b)) - _CHIP_DEPENDENT
-    return math.sqrt(sum((a.get(n, 0.0) - b.get(n, 0.0)) ** 2 for n in names))
+    if _kind(a) != _kind(b):
+        return math.inf
+    return math.sqrt(sum((a.get(n, 0.0) - b.get(n, 0.0)) ** 2 for n in MATCH_FEATURES))
 
 
 def match_ops(
     source: Mapping[str, Mapping[str, float]], target: Mapping[str, Mapping[str, float]]
 ) -> dict[str, str]:
-    """Source op name -> the target op with the nearest op features, each target op taken once
-    (the closest pairs first; ties by names). Features of the costing chip (``best_log2_ns``,
-    ``units_eligible``) are left out.
+    """Target op name -> the source op it takes its signature from: the nearest source op of
+    the same kind (op category, depthwise or not, precision: :data:`MATCH_KIND_PREFIXES`) by
+    shape class and arithmetic intensity (:data:`MATCH_FEATURES`), within
+    :data:`MATCH_RADIUS`; ties by source name. A source op may serve several target ops; a
+    target op with no source op near enough is left out. Op names play no part.
 
-    >>> match_ops({"a": {"macs_log2": 10.0}, "b": {"macs_log2": 3.0}},
-    ...           {"x": {"macs_log2": 2.0}, "y": {"macs_log2": 9.0}})
-    {'a': 'y', 'b': 'x'}
+    >>> conv = {"cat.conv": 1.0, "kernel_log2": 3.3, "intensity_log2": 6.0}
+    >>> match_ops({"a": conv, "b": {"cat.activation": 1.0}},
+    ...           {"x": conv | {"intensity_log2": 6.5}, "y": {"cat.pool": 1.0}, "z": {"cat.activation": 1.0}})
+    {'x': 'a', 'z': 'b'}
     """
-    pairs = sorted(
-        (_op_distance(sf, tf), s, t) for s, sf in source.items() for t, tf in target.items()
-    )
     out: dict[str, str] = {}
-    taken: set[str] = set()
-    for _, s, t in pairs:
-        if s not in out and t not in taken:
-            out[s] = t
-            taken.add(t)
+    for t, tf in sorted(target.items()):
+        d, s = min(((_op_distance(sf, tf), s) for s, sf in source.items()), default=(math.inf, ""))
+        if d <= MATCH_RADIUS:
+            out[t] = s
     return out
 
 
@@ -100,7 +110,7 @@ def _carried(trial: Trial, graph: ModelGraph, here: Mapping[str, Mapping[str, fl
     if same_model:
         return {op: sig for op, sig in trial.signatures.items() if op in here}
     source = {op: trial.op_features.get(op, {}) for op in trial.signatures}
-    return {t: trial.signatures[s] for s, t in match_ops(source, here).items()}
+    return {t: trial.signatures[s] for t, s in match_ops(source, here).items()}
 
 
 def named_chips(db: TrialSource, chip: Chip, names: Sequence[str]) -> list[tuple[str, str, float]]:

@@ -63,7 +63,11 @@ def test_transferred_other_model_by_op_features(
     experience_db.add(make_trial(load_chip("edge8"), {"elsewhere": {"unit": "npu"}}, op_features=feats,
                                  model_sha256="o" * 64, parent_latency_ms=2.0, latency_ms=1.0))  # fmt: skip
     got = transferred(experience_db, rk, yolov8n, table, "m" * 64)
-    assert got == [{src.name: mapping_module.OpMapping(unit="npu")}]
+    assert len(got) == 1 and got[0][src.name] == mapping_module.OpMapping(unit="npu")
+    # every op it went to is a conv of the same kind and near in shape class and intensity
+    here = {o.name: op_features(o, table) for o in yolov8n.ops()}
+    assert set(got[0]) == set(match_ops(feats, here)) and all(yolov8n.op(n).category == "conv" for n in got[0])
+    assert len(got[0]) < len(convs)
 
 
 def test_transferred_from_an_empty_database(experience_db: Any, yolov8n: ModelGraph, mapping_module: types.ModuleType) -> None:
@@ -71,10 +75,20 @@ def test_transferred_from_an_empty_database(experience_db: Any, yolov8n: ModelGr
     assert transferred(experience_db, rk, yolov8n, cost_table(yolov8n, rk, "int8"), "m" * 64) == []
 
 
-def test_match_ops_takes_each_target_once() -> None:
-    got = match_ops({"a": {"f": 1.0}, "b": {"f": 1.1}}, {"x": {"f": 1.0}, "y": {"f": 5.0}})
-    assert got == {"a": "x", "b": "y"}
-    assert match_ops({"a": {"f": 1.0, "best_log2_ns": 9.0}}, {"x": {"f": 1.0}, "y": {"f": 1.0, "best_log2_ns": 9.0}}) == {"a": "x"}
+def test_match_ops_by_kind_shape_class_and_intensity_not_by_name() -> None:
+    conv = {"cat.conv": 1.0, "dtype.int8": 1.0, "kernel_log2": 3.3, "channels_out_log2": 6.0, "intensity_log2": 5.0}
+    dw = conv | {"depthwise": 1.0}
+    source = {"c": conv, "d": dw, "far": conv | {"channels_out_log2": 12.0}}
+    target = {
+        "c": {"cat.activation": 1.0, "dtype.int8": 1.0},  # same name, other type: no match
+        "x": conv | {"intensity_log2": 5.5}, "y": conv | {"kernel_log2": 0.0, "channels_out_log2": 11.0},
+        "z": dw | {"best_log2_ns": 20.0}, "w": conv | {"dtype.int8": 0.0, "dtype.fp16": 1.0},
+    }  # fmt: skip
+    # a source op serves several target ops; out of MATCH_RADIUS, another kind or precision: none
+    assert match_ops(source, target) == {"x": "c", "z": "d"}
+    assert match_ops({}, target) == {} and match_ops(source, {}) == {}
+    assert match_ops(source, {"y": target["y"]}) == {}
+    assert match_ops(source, {"v": conv | {"channels_out_log2": 11.0}}) == {"v": "far"}
 
 
 def test_transferred_from_named_chips_only(

@@ -1,0 +1,102 @@
+"""Transferred whole mappings judged on the target chip before any is simulated.
+
+The nearest chips' best mappings (:func:`~hwsim.studies.optimize.transfer.transferred`) were
+good *there*. Here, each is scored by this chip's own screen (each op's predicted cost with
+those knobs on this chip, :func:`~hwsim.studies.optimize.stages.predicted_ns`, the screen stage
+2 uses) and the learned prior's expected gain (:func:`rerank`), and a *composed* candidate is
+built from the best one (:func:`composed`): per op, the transferred signature where the screen
+predicts it at least as good as the op's default, else the screen's best legal signature.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from cost_models.mapping import OpMapping
+from hwsim.studies.optimize.features import op_features
+from hwsim.studies.optimize.stages import SignatureContext, predicted_ns, screened, signature_pool
+
+if TYPE_CHECKING:
+    from graph_ir.ir import ModelGraph
+
+__all__ = ["Scored", "composed", "rerank"]
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """A transferred mapping and its predicted log gain on this chip (natural log; the screen's
+    and, where the prior has samples, the prior's, averaged)."""
+
+    mapping: dict[str, OpMapping]
+    log_gain: float
+
+
+def _screen_log_gain(parent_ns: float, saved_ns: float) -> float:
+    """The whole run's predicted log gain when the ops save ``saved_ns`` of ``parent_ns``."""
+    if saved_ns == -math.inf:
+        return -math.inf
+    return math.log(parent_ns / max(parent_ns - saved_ns, 1e-3 * parent_ns))
+
+
+def _prior_log_gain(ctx: SignatureContext, graph: ModelGraph, mapping: Mapping[str, OpMapping]) -> float | None:
+    """The prior's predicted log gain of ``mapping``: the sum over its ops (a trial's gain is
+    shared by its ops, :func:`~hwsim.studies.optimize.prior.samples_of`); None without samples."""
+    if ctx.prior is None or ctx.prior.samples == 0:
+        return None
+    return sum(
+        float(ctx.prior.log_gains(op_features(graph.op(op), ctx.table), ctx.chip_features, [m])[0])
+        for op, m in sorted(mapping.items())
+    )
+
+
+def score(ctx: SignatureContext, graph: ModelGraph, mapping: Mapping[str, OpMapping], parent_ns: float,
+          current: Mapping[str, OpMapping] | None = None) -> float:  # fmt: skip
+    """``mapping``'s predicted log gain on ``ctx.chip`` over ``current`` (default: every op's
+    default): the screen's (the ops' predicted time saved, summed), averaged with the prior's
+    where it has samples. -inf where the screen finds an op no unit runs so."""
+    now = current or {}
+    saved = sum(
+        predicted_ns(graph.op(op), ctx.chip, ctx.table, now.get(op, OpMapping()))
+        - predicted_ns(graph.op(op), ctx.chip, ctx.table, m)
+        for op, m in mapping.items()
+    )
+    screen = _screen_log_gain(parent_ns, saved if not math.isnan(saved) else -math.inf)
+    prior = _prior_log_gain(ctx, graph, mapping)
+    return screen if prior is None or screen == -math.inf else (screen + prior) / 2
+
+
+def rerank(ctx: SignatureContext, graph: ModelGraph, mappings: Sequence[dict[str, OpMapping]],
+           parent_ns: float) -> list[Scored]:  # fmt: skip
+    """``mappings`` scored on this chip (:func:`score`), the best first; ties keep the given
+    order (nearer chips, better trials first)."""
+    scored = [Scored(m, score(ctx, graph, m, parent_ns)) for m in mappings]
+    order = sorted(range(len(scored)), key=lambda i: (-scored[i].log_gain, i))
+    return [scored[i] for i in order]
+
+
+def composed(ctx: SignatureContext, graph: ModelGraph, mapping: Mapping[str, OpMapping],
+             parent_ns: float) -> dict[str, OpMapping]:  # fmt: skip
+    """Per op of ``mapping``: its signature where this chip's screen predicts it at least as
+    good as the op's default, else the screen's best legal signature for the op (from the
+    default; the op left at its default when the screen predicts nothing better).
+
+    Deterministic: the legal pool is drawn with a generator seeded by the op's name.
+    """
+    out: dict[str, OpMapping] = {}
+    for name, m in sorted(mapping.items()):
+        op = graph.op(name)
+        default_ns = predicted_ns(op, ctx.chip, ctx.table, OpMapping())
+        if predicted_ns(op, ctx.chip, ctx.table, m) <= default_ns:
+            out[name] = m
+            continue
+        pool = signature_pool(random.Random(name), op, ctx, {})
+        better = (b for b in screened(op, ctx, pool, OpMapping(), parent_ns)
+                  if predicted_ns(op, ctx.chip, ctx.table, b) < default_ns)  # fmt: skip
+        fallback = next(better, None)
+        if fallback is not None:
+            out[name] = fallback
+    return {op: m for op, m in out.items() if not m.is_default()}
