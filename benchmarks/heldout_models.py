@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Held-out models the calibration never sees: several sizes of each family, written with
+``onnx.helper`` and numpy (deterministic, nothing downloaded).
+
+    python benchmarks/heldout_models.py OUT_DIR            # every family
+    python benchmarks/heldout_models.py OUT_DIR --family lstm stft
+
+``FAMILIES`` maps a family name to a builder that writes its models into a folder and returns
+their paths.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+#: ONNX opset the generated models use (STFT needs 17).
+OPSET = 17
+
+
+def _save(nodes: list[onnx.NodeProto], inputs: list[onnx.ValueInfoProto], outputs: list[onnx.ValueInfoProto],
+          inits: list[onnx.TensorProto], path: Path) -> Path:
+    graph = helper.make_graph(nodes, path.stem, inputs, outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+    return path
+
+
+def _weight(rng: np.random.Generator, name: str, shape: Sequence[int], scale: float = 0.1) -> onnx.TensorProto:
+    return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+
+
+#: (op type, hidden size, sequence length, layers, bidirectional) of the recurrent models.
+RECURRENT_SHAPES: tuple[tuple[str, int, int, int, bool], ...] = (
+    ("LSTM", 64, 100, 1, False), ("LSTM", 128, 50, 2, False), ("LSTM", 256, 32, 2, False),
+    ("LSTM", 512, 16, 1, False), ("LSTM", 128, 100, 1, True), ("LSTM", 256, 8, 2, True),
+    ("GRU", 64, 100, 2, False), ("GRU", 128, 32, 1, True), ("GRU", 256, 50, 2, False),
+    ("GRU", 512, 8, 1, False), ("GRU", 256, 100, 1, True),
+)  # fmt: skip
+
+
+def recurrent_model(op_type: str, hidden: int, seq: int, layers: int, bidir: bool, path: Path) -> Path:
+    """A stack of ``layers`` LSTM/GRU layers (``features = hidden`` wide input, batch 1) and a
+    linear classifier over the last step, as a sequence model exports from PyTorch."""
+    rng = np.random.default_rng(hidden * 1000 + seq * 10 + layers)
+    gates = 4 if op_type == "LSTM" else 3
+    dirs = 2 if bidir else 1
+    nodes: list[onnx.NodeProto] = []
+    inits: list[onnx.TensorProto] = []
+    x, width = "x", hidden
+    for i in range(layers):
+        w, r, b = f"W{i}", f"R{i}", f"B{i}"
+        inits += [_weight(rng, w, (dirs, gates * hidden, width)), _weight(rng, r, (dirs, gates * hidden, hidden)),
+                  _weight(rng, b, (dirs, 2 * gates * hidden))]  # fmt: skip
+        attrs: dict[str, object] = {"hidden_size": hidden, "direction": "bidirectional" if bidir else "forward"}
+        if op_type == "GRU":
+            attrs["linear_before_reset"] = 1
+        nodes.append(helper.make_node(op_type, [x, w, r, b], [f"y{i}"], name=f"{op_type.lower()}{i}", **attrs))
+        # [seq, dirs, 1, hidden] -> [seq, 1, dirs * hidden]
+        nodes.append(helper.make_node("Transpose", [f"y{i}"], [f"t{i}"], perm=[0, 2, 1, 3]))
+        inits.append(numpy_helper.from_array(np.array([seq, 1, dirs * hidden], np.int64), f"shape{i}"))
+        nodes.append(helper.make_node("Reshape", [f"t{i}", f"shape{i}"], [f"h{i}"]))
+        x, width = f"h{i}", dirs * hidden
+    inits += [numpy_helper.from_array(np.array([-1], np.int64), "last"), numpy_helper.from_array(np.array([0], np.int64), "axis0"),
+              _weight(rng, "Wfc", (width, 10)), _weight(rng, "bfc", (10,))]  # fmt: skip
+    nodes += [helper.make_node("Gather", [x, "last"], ["xl"], axis=0),
+              helper.make_node("Squeeze", ["xl", "axis0"], ["xs"]),
+              helper.make_node("Gemm", ["xs", "Wfc", "bfc"], ["logits"])]  # fmt: skip
+    inp = helper.make_tensor_value_info("x", TensorProto.FLOAT, [seq, 1, hidden])
+    out = helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 10])
+    return _save(nodes, [inp], [out], inits, path)
+
+
+def recurrent_models(out_dir: Path) -> list[Path]:
+    """Every shape of :data:`RECURRENT_SHAPES` as ``{lstm,gru}_h{H}_s{T}_l{L}[_bi].onnx``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for op_type, hidden, seq, layers, bidir in RECURRENT_SHAPES:
+        name = f"{op_type.lower()}_h{hidden}_s{seq}_l{layers}{'_bi' if bidir else ''}.onnx"
+        paths.append(recurrent_model(op_type, hidden, seq, layers, bidir, out_dir / name))
+    return paths
+
+
+#: (frame length, hop, samples) of the STFT front ends; 256/512 are powers of two, the others not.
+STFT_SHAPES: tuple[tuple[int, int, int], ...] = (
+    (256, 128, 16000), (512, 160, 16000), (400, 160, 16000), (320, 160, 16000), (480, 240, 24000), (200, 80, 8000),
+)
+
+
+def stft_model(frame: int, hop: int, samples: int, path: Path) -> Path:
+    """A keyword-spotter front end: Hann-windowed one-sided STFT, power spectrum, a mel-like
+    projection, log, a small LSTM and a classifier."""
+    rng = np.random.default_rng(frame * 7 + hop)
+    bins, mels, hidden = frame // 2 + 1, 40, 64
+    frames = (samples - frame) // hop + 1
+    window = (0.5 - 0.5 * np.cos(2 * np.pi * np.arange(frame) / frame)).astype(np.float32)
+    inits = [numpy_helper.from_array(np.array(hop, np.int64), "hop"), numpy_helper.from_array(window, "window"),
+             numpy_helper.from_array(np.array(frame, np.int64), "flen"),
+             numpy_helper.from_array(np.array([2], np.int64), "ax_sig"),
+             numpy_helper.from_array(np.abs(rng.standard_normal((bins, mels))).astype(np.float32) * 0.05, "mel"),
+             numpy_helper.from_array(np.array(1e-6, np.float32), "eps"),
+             numpy_helper.from_array(np.array([frames, 1, mels], np.int64), "seq_shape"),
+             _weight(rng, "W", (1, 4 * hidden, mels)), _weight(rng, "R", (1, 4 * hidden, hidden)),
+             _weight(rng, "B", (1, 8 * hidden)), numpy_helper.from_array(np.array([-1], np.int64), "last"),
+             numpy_helper.from_array(np.array([0, 1], np.int64), "ax01"),
+             _weight(rng, "Wfc", (hidden, 12)), _weight(rng, "bfc", (12,))]  # fmt: skip
+    nodes = [
+        helper.make_node("Unsqueeze", ["wave", "ax_sig"], ["sig"]),  # [1, samples, 1]
+        helper.make_node("STFT", ["sig", "hop", "window", "flen"], ["spec"], onesided=1, name="stft"),
+        helper.make_node("Mul", ["spec", "spec"], ["sq"]),
+        helper.make_node("ReduceSum", ["sq", "minus1"], ["power"], keepdims=0),  # [1, frames, bins]
+        helper.make_node("MatMul", ["power", "mel"], ["melspec"]),
+        helper.make_node("Add", ["melspec", "eps"], ["mel_eps"]),
+        helper.make_node("Log", ["mel_eps"], ["logmel"]),
+        helper.make_node("Transpose", ["logmel"], ["tm"], perm=[1, 0, 2]),
+        helper.make_node("Reshape", ["tm", "seq_shape"], ["seq"]),
+        helper.make_node("LSTM", ["seq", "W", "R", "B"], ["y"], hidden_size=hidden, name="lstm"),
+        helper.make_node("Gather", ["y", "last"], ["yl"], axis=0),
+        helper.make_node("Squeeze", ["yl", "ax01"], ["ys"]),
+        helper.make_node("Gemm", ["ys", "Wfc", "bfc"], ["logits"]),
+    ]
+    inits.append(numpy_helper.from_array(np.array([-1], np.int64), "minus1"))
+    inp = helper.make_tensor_value_info("wave", TensorProto.FLOAT, [1, samples])
+    out = helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 12])
+    return _save(nodes, [inp], [out], inits, path)
+
+
+def stft_models(out_dir: Path) -> list[Path]:
+    """Every shape of :data:`STFT_SHAPES` as ``stft_kws_f{frame}_h{hop}.onnx``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return [stft_model(f, h, s, out_dir / f"stft_kws_f{f}_h{h}.onnx") for f, h, s in STFT_SHAPES]
+
+
+#: Family name -> builder writing that family's models into a folder.
+FAMILIES: dict[str, Callable[[Path], list[Path]]] = {
+    "recurrent": recurrent_models,
+    "stft": stft_models,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("out_dir", type=Path)
+    ap.add_argument("--family", nargs="*", choices=sorted(FAMILIES), help="default: every family")
+    args = ap.parse_args(argv)
+    for fam in args.family or sorted(FAMILIES):
+        for p in FAMILIES[fam](args.out_dir):
+            print(p)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
