@@ -36,6 +36,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from hwsim.host.kernels import kernel_rates
 from hwsim.host.measure import MeasureError, make_session, time_call
 
 __all__ = ["FINGERPRINT_EFFICIENCY", "Fingerprint", "chip_data", "chip_yaml", "cpu_model", "measure_host", "probe_gflops",
@@ -73,6 +74,8 @@ class Fingerprint:
     matmul_n: int = 768
     #: Rows x K x N of the MatMul the weight stream was measured on.
     weight_stream_shape: tuple[int, int, int] = (128, 768, 3072)
+    #: Chip fields of kernels with a structure of their own (:func:`hwsim.host.kernels.kernel_rates`).
+    kernel_rates: dict[str, float] = field(default_factory=dict)
 
 
 def cpu_model() -> tuple[str, float | None]:
@@ -361,6 +364,8 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
     stream_gbps, stream_ms, why, stream_shape = _weight_stream(llc, min_s, quick)
     if why:
         notes.append(why)
+    rates, rate_notes = kernel_rates(quick)
+    notes += rate_notes
     versions = {"onnxruntime": ort.__version__, "numpy": np.__version__, "onnx": onnx.__version__,
                 "python": platform.python_version()}  # fmt: skip
     return Fingerprint(
@@ -370,6 +375,7 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
         copy_gbps=copy_bw, triad_gbps=triad_bw, stream_bytes=stream, sweep=sweep, caches=caches,
         chase_ns=chase, dram_latency_ns=dram_latency_f, notes=notes,
         weight_stream_gbps=stream_gbps, weight_stream_ms=stream_ms, matmul_n=n, weight_stream_shape=stream_shape,
+        kernel_rates=rates,
     )  # fmt: skip
 
 
@@ -397,6 +403,7 @@ def chip_data(fp: Fingerprint, name: str = "host") -> dict[str, Any]:
             unit[f"l{lvl}_bandwidth_gbps"] = round(bw, 2)
     if fp.weight_stream_gbps:
         unit["weight_stream_gbps"] = round(fp.weight_stream_gbps, 2)
+    unit.update((k, round(v, 3)) for k, v in fp.kernel_rates.items())
     unit["op_overhead_ns"] = 2000.0  # ORT dispatch per op; `hwsim validate --calibrate` refits it
     unit["efficiency"] = dict(FINGERPRINT_EFFICIENCY)
     dram: dict[str, Any] = {"bandwidth_gbps": round(fp.triad_gbps or fp.copy_gbps or 1.0, 2),
@@ -440,6 +447,9 @@ def chip_yaml(
         lines.append(f"#   weight stream: a {'x'.join(map(str, fp.weight_stream_shape))} fp32 MatMul takes {fp.weight_stream_ms['dram']:.3f} ms with its "
                      f"weights from DRAM, {fp.weight_stream_ms['cache']:.3f} ms from cache: "
                      f"{fp.weight_stream_gbps:.1f} GB/s on top of the compute")  # fmt: skip
+    if fp.kernel_rates:
+        lines.append("#   kernels: " + ", ".join(f"{k} {v:.3g}" for k, v in fp.kernel_rates.items())
+                     + " (LSTM step GEMV rate; STFT radix-2 time per butterfly and per point)")  # fmt: skip
     lines.append("#   pointer chase over an L1-sized walk: " + ", ".join(
         f"{sz // KIB} KiB +{ns:.1f} ns" for sz, ns in fp.chase_ns))  # fmt: skip
     for n in fp.notes:
