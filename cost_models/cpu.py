@@ -67,8 +67,10 @@ __all__ = [
     "core_bytes",
     "fft_ns",
     "gemm_rows",
+    "intra_op_threads",
     "kernel_type",
     "last_level_cache_bytes",
+    "parallel_sections",
     "recurrent_bytes",
     "recurrent_steps_ns",
     "shape_factor",
@@ -99,6 +101,15 @@ RECURRENT_GATE_NS: Mapping[str, float] = {"LSTM": 0.3, "GRU": 1.3, "RNN": 0.3}
 BLUESTEIN_POINT_FACTOR = 0.7
 #: Op types costed as onnxruntime's FFT kernels where the unit has the FFT constants.
 FFT_OP_TYPES = ("STFT", "DFT")
+#: MLAS splits a GEMM/convolution over threads in chunks of this many MACs
+#: (``MLAS_SGEMM_THREAD_COMPLEXITY``): a smaller product runs on one thread.
+MLAS_THREAD_MACS = 64 * 1024
+#: Elements from which onnxruntime's ``TryParallelFor`` splits an elementwise kernel: cheap
+#: binary ops (Add 64 Ki elements: 1.0x on 2 threads, 1 Mi: 2.0x) and transcendental
+#: activations (Sigmoid 64 Ki: 1.5x, 1 Mi: 2.1x), measured with onnxruntime 1.32.
+PARALLEL_MIN_ELEMENTS: Mapping[str, int] = {"elementwise": 256 * 1024, "activation": 32 * 1024}
+#: Cost of one parallel section of onnxruntime's intra-op thread pool (hand the work out, join), ns.
+PARALLEL_SECTION_NS = 2000.0
 
 
 class CpuModel(UnitModel[CpuUnit]):
@@ -246,6 +257,54 @@ def calibration_basis_ns(op: Op, cost: OpCost) -> float:
     return max(cost.compute_ns, cost.memory_ns) if op.category == "rnn" else cost.compute_ns - cost.stall_ns
 
 
+def intra_op_threads(op: Op, threads: int) -> int:
+    """How many of onnxruntime's ``threads`` intra-op threads a kernel for ``op`` runs on.
+
+    - STFT/DFT: 1 (the kernel loops over its frames on the calling thread: 1.00x on 2 threads);
+    - Softmax/LogSoftmax: split over rows only (one 1 Mi row: 1.03x);
+    - GEMM-like and recurrent ops: MLAS hands out :data:`MLAS_THREAD_MACS` per thread, so a
+      product (a recurrent step's: gate rows x hidden x batch) below it stays on one thread;
+    - elementwise and activations: from :data:`PARALLEL_MIN_ELEMENTS` elements;
+    - anything else with at least 64 Ki output elements: all threads.
+
+    >>> from graph_ir.ir import Op, Tensor
+    >>> y = Tensor("y", (1, 1 << 20), "float32")
+    >>> intra_op_threads(Op("s", "Softmax", "softmax", (y,), (y,)), 2), intra_op_threads(Op("a", "Add", "elementwise", (y, y), (y,)), 2)
+    (1, 2)
+    """
+    if threads <= 1 or not op.outputs:
+        return 1
+    out = op.outputs[0]
+    if op.category == "signal":
+        return 1
+    if op.op_type in ("Softmax", "LogSoftmax"):
+        axis = int(op.attrs.get("axis", -1))  # type: ignore[call-overload]
+        rows = out.elements // max(1, int(out.shape[axis])) if out.shape else 1
+        return max(1, min(threads, rows))
+    if op.category == "rnn" and len(op.inputs) >= 3 and len(op.inputs[2].shape) == 3:
+        _, gate_rows, hidden = op.inputs[2].shape
+        x = op.inputs[0].shape
+        batch = int(x[0] if op.attrs.get("layout", 0) else x[1]) if len(x) == 3 else 1
+        return threads if gate_rows * hidden * batch >= MLAS_THREAD_MACS else 1
+    if op.category in ("conv", "matmul"):
+        return max(1, min(threads, op.macs // MLAS_THREAD_MACS))
+    floor = PARALLEL_MIN_ELEMENTS.get(op.category, 64 * 1024)
+    return threads if out.elements >= floor else 1
+
+
+def parallel_sections(op: Op, threads_used: int) -> int:
+    """Parallel sections a kernel on ``threads_used`` threads pays :data:`PARALLEL_SECTION_NS`
+    for: one, but one per step and direction for a recurrent op (each step's product is its own
+    MLAS call), none on one thread."""
+    if threads_used <= 1:
+        return 0
+    if op.category == "rnn" and len(op.inputs) >= 3:
+        steps, _ = recurrent_bytes(op, "fp32")
+        dirs = int(op.inputs[2].shape[0]) if len(op.inputs[2].shape) == 3 else 1
+        return 1 + steps * dirs
+    return 1
+
+
 def _is_pow2(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 
@@ -387,7 +446,7 @@ def stream_ns(nbytes: float, levels: list[tuple[float, float]], core_gbps: float
     little larger than L2 still streams mostly from L2: a GRU's 1.8 MB ``R`` ran at 69 GB/s
     here, an L3 rate would be 37.)
 
-    >>> stream_ns(3e6, [(1024.0, 200.0), (2048.0, 100.0)], 80.0, 10.0)  # 1 MiB at 80, 1 MiB at 80, rest at 10
+    >>> round(stream_ns(3e6, [(1024.0, 200.0), (2048.0, 100.0)], 80.0, 10.0), 1)  # 1 MiB at 80, 1 MiB at 80, rest at 10
     116499.2
     """
     left, above, total = float(nbytes), 0.0, 0.0
