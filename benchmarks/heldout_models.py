@@ -1,12 +1,22 @@
 #!/usr/bin/env python3
-"""Held-out models the calibration never sees: several sizes of each family, written with
-``onnx.helper`` and numpy (deterministic, nothing downloaded).
+"""Held-out models for the host CPU fidelity check: ONNX files the project has never fit on.
 
-    python benchmarks/heldout_models.py OUT_DIR            # every family
-    python benchmarks/heldout_models.py OUT_DIR --family lstm stft
+    python benchmarks/heldout_models.py OUT_DIR                 # every family
+    python benchmarks/heldout_models.py OUT_DIR --family lstm   # one family
 
-``FAMILIES`` maps a family name to a builder that writes its models into a folder and returns
-their paths.
+Built with ``onnx.helper`` and deterministic numpy weights (nothing downloaded), several sizes
+per family so that a calibration is tested on shapes it did not see. Each family is a builder
+``(out_dir) -> list[Path]`` registered in :data:`FAMILIES`; a file is named
+``<family>_<size>.onnx``.
+
+Families (recurrent and signal side):
+
+- ``lstm``, ``gru``: stacks of 1-2 LSTM/GRU layers, hidden 64-512, 8-100 steps, forward and
+  bidirectional, then a classifier on the last step (``h256s32l2``: hidden 256, 32 steps, 2 layers;
+  ``bi``: bidirectional);
+- ``stft``: keyword-spotter front ends (windowed one-sided STFT, power, mel projection, log, a
+  small LSTM) with frame lengths that are powers of two (256, 512: onnxruntime's radix-2 FFT)
+  and that are not (200, 320, 400, 480: Bluestein's transform).
 """
 
 from __future__ import annotations
@@ -19,6 +29,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+
+__all__ = ["FAMILIES", "RECURRENT_SHAPES", "STFT_SHAPES", "build", "main"]
 
 #: ONNX opset the generated models use (STFT needs 17).
 OPSET = 17
@@ -79,14 +91,24 @@ def recurrent_model(op_type: str, hidden: int, seq: int, layers: int, bidir: boo
     return _save(nodes, [inp], [out], inits, path)
 
 
-def recurrent_models(out_dir: Path) -> list[Path]:
-    """Every shape of :data:`RECURRENT_SHAPES` as ``{lstm,gru}_h{H}_s{T}_l{L}[_bi].onnx``."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+def _recurrent_family(op_type: str, out_dir: Path) -> list[Path]:
+    """The :data:`RECURRENT_SHAPES` of one op type as ``{lstm,gru}_h{H}s{T}[l{L}][bi].onnx``."""
     paths = []
-    for op_type, hidden, seq, layers, bidir in RECURRENT_SHAPES:
-        name = f"{op_type.lower()}_h{hidden}_s{seq}_l{layers}{'_bi' if bidir else ''}.onnx"
-        paths.append(recurrent_model(op_type, hidden, seq, layers, bidir, out_dir / name))
+    for op, hidden, seq, layers, bidir in RECURRENT_SHAPES:
+        if op == op_type:
+            size = f"h{hidden}s{seq}{f'l{layers}' if layers > 1 else ''}{'bi' if bidir else ''}"
+            paths.append(recurrent_model(op, hidden, seq, layers, bidir, out_dir / f"{op.lower()}_{size}.onnx"))
     return paths
+
+
+def build_lstm(out_dir: Path) -> list[Path]:
+    """Every LSTM of :data:`RECURRENT_SHAPES`."""
+    return _recurrent_family("LSTM", out_dir)
+
+
+def build_gru(out_dir: Path) -> list[Path]:
+    """Every GRU of :data:`RECURRENT_SHAPES`."""
+    return _recurrent_family("GRU", out_dir)
 
 
 #: (frame length, hop, samples) of the STFT front ends; 256/512 are powers of two, the others not.
@@ -133,27 +155,32 @@ def stft_model(frame: int, hop: int, samples: int, path: Path) -> Path:
     return _save(nodes, [inp], [out], inits, path)
 
 
-def stft_models(out_dir: Path) -> list[Path]:
-    """Every shape of :data:`STFT_SHAPES` as ``stft_kws_f{frame}_h{hop}.onnx``."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    return [stft_model(f, h, s, out_dir / f"stft_kws_f{f}_h{h}.onnx") for f, h, s in STFT_SHAPES]
+def build_stft(out_dir: Path) -> list[Path]:
+    """Every :data:`STFT_SHAPES` front end as ``stft_f{frame}h{hop}.onnx``."""
+    return [stft_model(f, h, s, out_dir / f"stft_f{f}h{h}.onnx") for f, h, s in STFT_SHAPES]
 
 
-#: Family name -> builder writing that family's models into a folder.
+#: Family -> builder writing that family's files into a folder.
 FAMILIES: dict[str, Callable[[Path], list[Path]]] = {
-    "recurrent": recurrent_models,
-    "stft": stft_models,
+    "lstm": build_lstm,
+    "gru": build_gru,
+    "stft": build_stft,
 }
+
+
+def build(out_dir: Path, families: Sequence[str] | None = None) -> list[Path]:
+    """Write the models of ``families`` (default all) into ``out_dir``; their paths."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return [p for f in (families or list(FAMILIES)) for p in FAMILIES[f](out_dir)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("out_dir", type=Path)
-    ap.add_argument("--family", nargs="*", choices=sorted(FAMILIES), help="default: every family")
+    ap.add_argument("--family", action="append", choices=sorted(FAMILIES), help="only these (repeatable)")
     args = ap.parse_args(argv)
-    for fam in args.family or sorted(FAMILIES):
-        for p in FAMILIES[fam](args.out_dir):
-            print(p)
+    for p in build(args.out_dir, args.family):
+        print(p)
     return 0
 
 
