@@ -470,8 +470,10 @@ def _ort_recurrent(op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w
     w_gbps = next((g for kib, g in levels if w_b <= kib * 1024), 0.0)
     w_in = op.inputs[1]
     proj_flops = 2.0 * op.inputs[0].elements * (w_in.shape[1] if len(w_in.shape) == 3 else 1) * dirs
-    eff = unit.efficiency.get("MatMul", DEFAULT_EFFICIENCY["matmul"]) * proj_flops / (proj_flops + HALF_EFFICIENCY_FLOPS)
-    proj_ns = proj_flops / (unit.peak_flops_per_ns(dtype) * eff) if proj_flops else 0.0
+    # the projection is an MLAS SGEMM: the fingerprint's peak (its own rate) times the small-kernel
+    # factor; no MatMul efficiency, the op's own calibrated efficiency scales the whole kernel
+    shape = proj_flops / (proj_flops + HALF_EFFICIENCY_FLOPS)
+    proj_ns = proj_flops / (unit.peak_flops_per_ns(dtype) * shape) if proj_flops else 0.0
     steps_ns = recurrent_steps_ns(op, dtype, stream_ns(r_b / dirs, levels, unit.gemv_gbps, dram_gbps))
     w_ns = w_b / (w_gbps or dram_gbps)
     in_cache = r_b / dirs <= levels[-1][0] * 1024
