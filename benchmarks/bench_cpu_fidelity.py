@@ -7,8 +7,9 @@ calibration, with a held-out set that calibration never sees.
     python benchmarks/bench_cpu_fidelity.py --out docs/cpu_fidelity_tables.md
     python benchmarks/heldout_models.py /tmp/heldout && \
         python benchmarks/bench_cpu_fidelity.py --heldout /tmp/heldout   # + generated held-out families
+    python benchmarks/bench_cpu_fidelity.py --threads 2          # onnxruntime and the prediction on 2 threads
 
-One thread, onnxruntime default optimizations (``all``). Every model in ``examples/models/`` is
+One thread unless ``--threads``, onnxruntime default optimizations (``all``). Every model in ``examples/models/`` is
 validated; those in ``CALIBRATION`` (present ones) are the calibration set, all others are held
 out. ``--rounds N`` measures everything N times, the models interleaved (round 1 of every
 model, then round 2, ...), so that a burst of load from other processes hits one round of many
@@ -109,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--calibration-out", type=Path, help="write the fitted calibration file here")
     ap.add_argument("--raw-times", action="store_true", help="do not put measurements on the fingerprint's clock")
     ap.add_argument("--heldout", type=Path, help="also validate every *.onnx here as held out (heldout_models.py)")
+    ap.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads, predicted the same (default 1)")
     args = ap.parse_args(argv)
 
     t0 = time.time()
@@ -133,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         rounds: dict[str, list[Validation]] = {n: [] for n in names}
         for r in range(args.rounds):
             for n in names:  # interleaved: a burst of load hits one round of many models
-                rounds[n].append(validate_model(chip, paths[n], 1, "all", args.runs, min_total_s=args.min_seconds,
+                rounds[n].append(validate_model(chip, paths[n], args.threads, "all", args.runs, min_total_s=args.min_seconds,
                                                 reference=reference, dispatch=dispatch))  # fmt: skip
                 print(f"round {r + 1}: {n} measured", flush=True)
         before = {n: merge_rounds(vs) for n, vs in rounds.items()}
@@ -143,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
             write_calibration(f, chip.name, args.calibration_out)
         after = {n: repredict(v, cal_chip, paths[n]) for n, v in before.items()}
 
-    lines = [(f"Machine: {chip.description}; chip file {chip_path}; 1 thread, onnxruntime optimizations 'all', "
+    lines = [(f"Machine: {chip.description}; chip file {chip_path}; {args.threads} thread(s), onnxruntime optimizations 'all', "
              f"{args.runs}+ timed runs (and {args.min_seconds:g}+ s) per model and round, {args.rounds} round(s), "
              "models interleaved; measured = 25th percentile of a round's runs, best round"
              + ("" if reference is None else

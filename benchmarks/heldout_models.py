@@ -2,7 +2,7 @@
 """Held-out models for the host CPU fidelity check: ONNX files the project has never fit on.
 
     python benchmarks/heldout_models.py OUT_DIR                 # every family
-    python benchmarks/heldout_models.py OUT_DIR --family mlp    # one family
+    python benchmarks/heldout_models.py OUT_DIR --family mlp    # one family (repeatable)
 
 Built with ``onnx.helper`` and deterministic numpy weights (nothing downloaded), several sizes
 per family so that a calibration is tested on shapes it did not see. Each family is a builder
@@ -19,7 +19,10 @@ Resize, BatchNormalization):
   LayerNormalization, Softmax, Erf-Gelu, a ``Slice`` of the first token) at three
   sequence/width sizes;
 - ``unet``: a small U-Net (Conv+BatchNormalization+Relu, MaxPool, one ConvTranspose and one
-  Resize upsampling, Concat skips) at two resolutions.
+  Resize upsampling, Concat skips) at two resolutions;
+- ``lstm``, ``gru``, ``stft`` (recurrent and signal side, built in :mod:`heldout_recurrent`):
+  LSTM/GRU stacks of hidden 64-512, 8-100 steps, forward and bidirectional; keyword-spotter STFT
+  front ends with frame lengths that are powers of two and that are not.
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ from pathlib import Path
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling, also when loaded by path
+from heldout_recurrent import build_gru, build_lstm, build_stft
 
 __all__ = ["ENCODER_SIZES", "FAMILIES", "MLP_SIZES", "UNET_SIZES", "build", "main"]
 
@@ -206,6 +212,9 @@ FAMILIES: dict[str, Callable[[Path], list[Path]]] = {
     "mlp": build_mlp,
     "encoder": build_encoder,
     "unet": build_unet,
+    "lstm": build_lstm,
+    "gru": build_gru,
+    "stft": build_stft,
 }
 
 

@@ -19,7 +19,15 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, TypeVar, cast
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 
 from graph_ir.files import MAX_TEXT_BYTES, oversize
@@ -477,6 +485,32 @@ class CpuUnit(Unit):
         "its weights from the cache level that holds its working set, not from DRAM. A property of one model on "
         "the unit, not of the chip: left out of dumps (and of the chip's sha256).",
     )
+    gemv_gbps: PositiveFloat | None = Field(
+        None,
+        description="Rate at which a matrix-vector kernel (one row, as onnxruntime's LSTM/GRU steps run) streams "
+        "its matrix from a cache level that is faster still: core-bound (measured by `hwsim fingerprint`). "
+        "None: recurrent ops keep the cache-level roofline.",
+    )
+    fft_butterfly_ns: PositiveFloat | None = Field(
+        None,
+        description="Time per radix-2 butterfly of onnxruntime's STFT/DFT kernel (measured by `hwsim fingerprint`; "
+        "with fft_point_ns). None: STFT/DFT cost their FLOPs on the roofline.",
+    )
+    fft_point_ns: PositiveFloat | None = Field(
+        None, description="Time per point of one transform of onnxruntime's STFT/DFT kernel, beside its butterflies."
+    )
+
+    #: Fields a dump leaves out while unset, so that a chip without them dumps (and hashes,
+    #: :func:`hwsim.report.provenance.chip_sha256`) as it did before they existed.
+    omitted_when_unset: ClassVar[tuple[str, ...]] = ("gemv_gbps", "fft_butterfly_ns", "fft_point_ns")
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for key in self.omitted_when_unset:
+            if key in data and data[key] is None:
+                del data[key]
+        return data
 
     def dtypes(self) -> tuple[str, ...]:
         return tuple(d for d in DTYPES if d in self.flops_per_cycle)

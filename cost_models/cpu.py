@@ -21,11 +21,22 @@ Recurrent ops (LSTM, GRU, RNN) run as onnxruntime's CPU kernels do: the input pr
 ``X·Wᵀ`` for all time steps as one GEMM (``W`` read once), then one step at a time a GEMV with
 the recurrent weights ``R`` and the gate arithmetic. ``R`` is re-read every step from the
 level that holds it (:func:`recurrent_bytes`); for a 650-wide LSTM (6.8 MB of ``R``, beyond
-L2) that re-read is most of the kernel's time.
+L2) that re-read is most of the kernel's time. On a unit with ``gemv_gbps`` (measured by ``hwsim
+fingerprint``) they follow onnxruntime's ``DeepCpuLstmOp``/``DeepCpuGruOp`` step by step instead
+(:func:`recurrent_steps_ns`): one direction after the other, each step a matrix-vector product
+streaming that direction's ``R`` at the slower of ``gemv_gbps`` and the level holding it, plus a
+fixed cost per step and gate element; weights that fit a cache level come from it (the model
+runs in a loop).
+
+STFT/DFT on a unit with ``fft_butterfly_ns`` and ``fft_point_ns`` run as onnxruntime's kernel
+does (:func:`fft_ns`): a radix-2 FFT for a power-of-two length, otherwise Bluestein's chirp-z
+transform, i.e. two radix-2 FFTs of the next power of two at or above ``2 n - 1``, one frame
+after the other on one thread.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -54,11 +65,16 @@ __all__ = [
     "CpuModel",
     "calibration_basis_ns",
     "core_bytes",
+    "fft_ns",
     "gemm_rows",
+    "intra_op_threads",
     "kernel_type",
     "last_level_cache_bytes",
+    "parallel_sections",
     "recurrent_bytes",
+    "recurrent_steps_ns",
     "shape_factor",
+    "stream_ns",
     "weight_stream_ns",
 ]
 
@@ -74,6 +90,26 @@ HALF_EFFICIENCY_FLOPS = 20_000.0
 DEPTHWISE_FACTOR = 0.35
 #: Recurrent op types (category ``rnn``): the input projection as one GEMM, then step by step.
 RECURRENT_OP_TYPES = ("LSTM", "GRU", "RNN")
+#: Fixed cost of one recurrent step of one direction (the GEMV call, state copies), ns;
+#: measured with onnxruntime 1.32 on the CI Xeon (LSTM/GRU, hidden 32-256, 4 and 64 steps).
+RECURRENT_STEP_NS = 100.0
+#: Cost per gate element per step (activations, the cell update), ns, by op type; same
+#: measurement (onnxruntime's GRU runs its candidate gate as a second product and pass).
+RECURRENT_GATE_NS: Mapping[str, float] = {"LSTM": 0.3, "GRU": 1.3, "RNN": 0.3}
+#: Bluestein's transform beyond its two FFTs (chirp products, zero fill, output) per point of
+#: the padded length, in units of ``fft_point_ns``: 2 FFTs of M took 0.81-0.85 of the whole.
+BLUESTEIN_POINT_FACTOR = 0.7
+#: Op types costed as onnxruntime's FFT kernels where the unit has the FFT constants.
+FFT_OP_TYPES = ("STFT", "DFT")
+#: MLAS splits a GEMM/convolution over threads in chunks of this many MACs
+#: (``MLAS_SGEMM_THREAD_COMPLEXITY``): a smaller product runs on one thread.
+MLAS_THREAD_MACS = 64 * 1024
+#: Elements from which onnxruntime's ``TryParallelFor`` splits an elementwise kernel: cheap
+#: binary ops (Add 64 Ki elements: 1.0x on 2 threads, 1 Mi: 2.0x) and transcendental
+#: activations (Sigmoid 64 Ki: 1.5x, 1 Mi: 2.1x), measured with onnxruntime 1.32.
+PARALLEL_MIN_ELEMENTS: Mapping[str, int] = {"elementwise": 256 * 1024, "activation": 32 * 1024}
+#: Cost of one parallel section of onnxruntime's intra-op thread pool (hand the work out, join), ns.
+PARALLEL_SECTION_NS = 2000.0
 
 
 class CpuModel(UnitModel[CpuUnit]):
@@ -119,11 +155,29 @@ class CpuModel(UnitModel[CpuUnit]):
         return self.roofline(op, unit, chip, dtype, in_b, min(w_b, out_b), out_b)
 
     def recurrent(self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
-        """LSTM/GRU/RNN: the roofline of the whole op, plus ``R`` re-read every step (:func:`_recurrence`)."""
-        cost = self.roofline(op, unit, chip, dtype, in_b, w_b, out_b)
-        return _recurrence(op, unit, chip, dtype, cost) if len(op.inputs) >= 3 else cost
+        """LSTM/GRU/RNN: onnxruntime's steps on a unit with ``gemv_gbps`` (:func:`recurrent_steps_ns`),
+        else the roofline of the whole op plus ``R`` re-read every step (:func:`_recurrence`)."""
+        if len(op.inputs) < 3:
+            return self.roofline(op, unit, chip, dtype, in_b, w_b, out_b)
+        if unit.gemv_gbps:
+            return _ort_recurrent(op, unit, chip, dtype, in_b, w_b, out_b)
+        return _recurrence(op, unit, chip, dtype, self.roofline(op, unit, chip, dtype, in_b, w_b, out_b))
 
-    handlers = op_handlers((("Gather",), gather), (RECURRENT_OP_TYPES, recurrent))
+    def fft(self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
+        """STFT/DFT: onnxruntime's transforms one after the other (:func:`fft_ns`) on a unit with the
+        FFT constants, else the roofline of their FLOPs."""
+        cost = self.roofline(op, unit, chip, dtype, in_b, w_b, out_b)
+        plan = fft_plan(op)
+        if not (unit.fft_butterfly_ns and unit.fft_point_ns) or plan is None:
+            return cost
+        transforms, n = plan
+        compute_ns = transforms * fft_ns(n, unit.fft_butterfly_ns, unit.fft_point_ns)
+        extra_pj = energy_pj(unit.active_w, max(compute_ns, cost.memory_ns) - max(cost.compute_ns, cost.memory_ns))
+        path = "radix-2" if _is_pow2(n) else f"Bluestein via {_next_pow2(2 * n - 1)}"
+        return replace(cost, compute_ns=compute_ns, energy_pj=cost.energy_pj + extra_pj,
+                       note=f"{cost.note}, {transforms} x {n}-point {path}")  # fmt: skip
+
+    handlers = op_handlers((("Gather",), gather), (RECURRENT_OP_TYPES, recurrent), (FFT_OP_TYPES, fft))
 
 
 def _compute_ns(op: Op, unit: CpuUnit, dtype: Dtype) -> float:
@@ -152,6 +206,11 @@ def _calibrated(op: Op, unit: CpuUnit, dtype: Dtype, cost: OpCost) -> OpCost:
     calibrated = unit.efficiency.get(kernel_type(op), unit.efficiency.get(op.op_type))
     if calibrated is None:
         return cost
+    if _kernel_modelled(op, unit):  # onnxruntime's own kernel structure: e scales the whole of it
+        new_compute, new_memory = cost.compute_ns / calibrated, cost.memory_ns / calibrated
+        extra_pj = energy_pj(unit.active_w, max(new_compute, new_memory) - max(cost.compute_ns, cost.memory_ns))
+        return replace(cost, compute_ns=new_compute, memory_ns=new_memory, energy_pj=cost.energy_pj + extra_pj,
+                       note=f"{cost.note}, calibrated {calibrated:.3g}")  # fmt: skip
     compute_ns = _compute_ns(op, unit, dtype)
     if op.category == "rnn":  # weight streaming at a fraction of the level's bandwidth
         if calibrated >= 1.0:
@@ -164,6 +223,13 @@ def _calibrated(op: Op, unit: CpuUnit, dtype: Dtype, cost: OpCost) -> OpCost:
     extra_pj = energy_pj(unit.active_w, max(new_compute, new_memory) - old)
     return replace(cost, compute_ns=new_compute, memory_ns=new_memory, energy_pj=cost.energy_pj + extra_pj,
                    note=f"{cost.note}, calibrated {calibrated:.3g}")  # fmt: skip
+
+
+def _kernel_modelled(op: Op, unit: CpuUnit) -> bool:
+    """Whether the unit costs ``op`` as onnxruntime's kernel runs it (steps, transforms)."""
+    if op.category == "rnn":
+        return unit.gemv_gbps is not None and len(op.inputs) >= 3
+    return op.op_type in FFT_OP_TYPES and bool(unit.fft_butterfly_ns and unit.fft_point_ns) and fft_plan(op) is not None
 
 
 def core_bytes(op: Op, dtype: str) -> int:
@@ -192,6 +258,110 @@ def calibration_basis_ns(op: Op, cost: OpCost) -> float:
     level holding them (~60 % at L2 and at L3 here): for them it is the whole roofline.
     """
     return max(cost.compute_ns, cost.memory_ns) if op.category == "rnn" else cost.compute_ns - cost.stall_ns
+
+
+def intra_op_threads(op: Op, threads: int) -> int:
+    """How many of onnxruntime's ``threads`` intra-op threads a kernel for ``op`` runs on.
+
+    - STFT/DFT: 1 (the kernel loops over its frames on the calling thread: 1.00x on 2 threads);
+    - Softmax/LogSoftmax: split over rows only (one 1 Mi row: 1.03x);
+    - GEMM-like and recurrent ops: MLAS hands out :data:`MLAS_THREAD_MACS` per thread, so a
+      product (a recurrent step's: gate rows x hidden x batch) below it stays on one thread;
+    - elementwise and activations: from :data:`PARALLEL_MIN_ELEMENTS` elements;
+    - anything else with at least 64 Ki output elements: all threads.
+
+    >>> from graph_ir.ir import Op, Tensor
+    >>> y = Tensor("y", (1, 1 << 20), "float32")
+    >>> intra_op_threads(Op("s", "Softmax", "softmax", (y,), (y,)), 2), intra_op_threads(Op("a", "Add", "elementwise", (y, y), (y,)), 2)
+    (1, 2)
+    """
+    if threads <= 1 or not op.outputs:
+        return 1
+    out = op.outputs[0]
+    if op.category == "signal":
+        return 1
+    if op.op_type in ("Softmax", "LogSoftmax"):
+        axis = int(op.attrs.get("axis", -1))  # type: ignore[call-overload]
+        rows = out.elements // max(1, int(out.shape[axis])) if out.shape else 1
+        return max(1, min(threads, rows))
+    if op.category == "rnn" and len(op.inputs) >= 3 and len(op.inputs[2].shape) == 3:
+        _, gate_rows, hidden = op.inputs[2].shape
+        x = op.inputs[0].shape
+        batch = int(x[0] if op.attrs.get("layout", 0) else x[1]) if len(x) == 3 else 1
+        return threads if gate_rows * hidden * batch >= MLAS_THREAD_MACS else 1
+    if op.category in ("conv", "matmul"):
+        return max(1, min(threads, op.macs // MLAS_THREAD_MACS))
+    floor = PARALLEL_MIN_ELEMENTS.get(op.category, 64 * 1024)
+    return threads if out.elements >= floor else 1
+
+
+def parallel_sections(op: Op, threads_used: int) -> int:
+    """Parallel sections a kernel on ``threads_used`` threads pays :data:`PARALLEL_SECTION_NS`
+    for: one, but one per step and direction for a recurrent op (each step's product is its own
+    MLAS call), none on one thread."""
+    if threads_used <= 1:
+        return 0
+    if op.category == "rnn" and len(op.inputs) >= 3:
+        steps, _ = recurrent_bytes(op, "fp32")
+        dirs = int(op.inputs[2].shape[0]) if len(op.inputs[2].shape) == 3 else 1
+        return 1 + steps * dirs
+    return 1
+
+
+def _is_pow2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << max(0, n - 1).bit_length()
+
+
+def fft_ns(n: int, butterfly_ns: float, point_ns: float) -> float:
+    """Time of one ``n``-point transform of onnxruntime's STFT/DFT kernel, ns.
+
+    A power-of-two ``n`` runs radix-2: ``n/2 log2 n`` butterflies and ``n`` points (bit-reversed
+    load, window, copy out). Any other ``n`` runs Bluestein's chirp-z transform: two radix-2
+    FFTs of ``M``, the next power of two at or above ``2 n - 1``, and
+    :data:`BLUESTEIN_POINT_FACTOR` more per point of ``M``. So 400 points cost about as much as
+    2048 do and 11 times what 256 cost (measured, onnxruntime 1.32: 256 points 3.2 us, 400
+    points 35 us, 512 points 6.8 us per frame).
+
+    >>> fft_ns(256, 1.0, 8.0)  # 128 x 8 butterflies + 256 points x 8 ns
+    3072.0
+    >>> fft_ns(200, 1.0, 8.0) == 2 * fft_ns(512, 1.0, 8.0) + 0.7 * 8.0 * 512
+    True
+    """
+    if n <= 1:
+        return point_ns
+    if _is_pow2(n):
+        return butterfly_ns * n / 2 * math.log2(n) + point_ns * n
+    m = _next_pow2(2 * n - 1)
+    return 2 * fft_ns(m, butterfly_ns, point_ns) + BLUESTEIN_POINT_FACTOR * point_ns * m
+
+
+def fft_plan(op: Op) -> tuple[int, int] | None:
+    """(transforms, points per transform) of an STFT or DFT node; None when its shapes do not say.
+
+    STFT: batch x frames of its output, each as long as the window (its third input), else
+    the frame length the one-sided output implies. DFT: the transform axis of its output.
+    """
+    if not op.outputs or not op.inputs:
+        return None
+    y = op.outputs[0].shape
+    if op.op_type == "STFT":
+        if len(y) < 3:
+            return None
+        window = op.inputs[2].shape if len(op.inputs) > 2 and op.inputs[2].name else ()
+        onesided = op.attrs.get("onesided", 1)
+        n = int(window[0]) if len(window) == 1 and window[0] > 0 else (2 * (y[2] - 1) if onesided else y[2])
+        return int(y[0] * y[1]), max(int(n), 1)
+    axis = int(op.attrs.get("axis", 1))  # type: ignore[call-overload]
+    if not -len(y) <= axis < len(y) or axis % len(y) == len(y) - 1:
+        return None
+    m = int(y[axis])
+    n = 2 * (m - 1) if op.attrs.get("onesided", 0) and m > 1 else m
+    total = math.prod(int(d) for d in y[:-1])
+    return total // max(m, 1), max(n, 1)
 
 
 def weight_stream_ns(op: Op, unit: CpuUnit, weight_bytes: int) -> float:
@@ -249,6 +419,73 @@ def recurrent_bytes(op: Op, dtype: str) -> tuple[int, int]:
     x, r = op.inputs[0], op.inputs[2]
     steps = x.shape[1] if op.attrs.get("layout", 0) else x.shape[0]
     return int(steps), deployed_bytes(r, dtype)
+
+
+def recurrent_steps_ns(op: Op, dtype: str, r_stream_ns: float) -> float:
+    """Time of the recurrent steps of an LSTM/GRU/RNN node as onnxruntime runs them, ns: per
+    direction (one after the other) and step, a matrix-vector product streaming that
+    direction's ``R`` (``r_stream_ns``, see :func:`stream_ns`), plus :data:`RECURRENT_STEP_NS`
+    and :data:`RECURRENT_GATE_NS` per gate element and batch row.
+
+    >>> from graph_ir.ir import Op, Tensor
+    >>> x, w = Tensor("x", (10, 1, 64), "float32"), Tensor("w", (1, 256, 64), "float32", is_weight=True)
+    >>> r = Tensor("r", (1, 256, 64), "float32", is_weight=True)
+    >>> recurrent_steps_ns(Op("l", "LSTM", "rnn", (x, w, r), ()), "fp32", 1000.0)  # 10 x (1000 + 100 + 256 x 0.3)
+    11768.0
+    """
+    steps, _ = recurrent_bytes(op, dtype)
+    r = op.inputs[2].shape
+    dirs, gate_rows = (int(r[0]), int(r[1])) if len(r) == 3 else (1, 1)
+    x = op.inputs[0].shape
+    batch = int(x[0] if op.attrs.get("layout", 0) else x[1]) if len(x) == 3 else 1
+    gate_ns = RECURRENT_GATE_NS.get(op.op_type, max(RECURRENT_GATE_NS.values()))
+    return steps * dirs * (r_stream_ns + RECURRENT_STEP_NS + gate_ns * gate_rows * batch)
+
+
+def stream_ns(nbytes: float, levels: list[tuple[float, float]], core_gbps: float, dram_gbps: float) -> float:
+    """Time to stream ``nbytes`` that are read again and again (a recurrent matrix), ns: the
+    part each cache level holds beyond the levels above it comes from that level, at the slower
+    of its bandwidth and the kernel's own rate ``core_gbps``; the rest from DRAM. (A matrix a
+    little larger than L2 still streams mostly from L2: a GRU's 1.8 MB ``R`` ran at 69 GB/s
+    here, an L3 rate would be 37.)
+
+    >>> round(stream_ns(3e6, [(1024.0, 200.0), (2048.0, 100.0)], 80.0, 10.0), 1)  # 1 MiB at 80, 1 MiB at 80, rest at 10
+    116499.2
+    """
+    left, above, total = float(nbytes), 0.0, 0.0
+    for kib, gbps in levels:
+        part = min(left, max(0.0, kib * 1024 - above))
+        total += part / min(gbps, core_gbps)
+        left -= part
+        above = kib * 1024
+    return total + left / min(dram_gbps, core_gbps)
+
+
+def _ort_recurrent(op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
+    """An LSTM/GRU/RNN as onnxruntime's CPU kernel runs it, in sequence: ``X·Wᵀ`` for all steps
+    as one GEMM, then the steps (:func:`recurrent_steps_ns`). The weights come from the
+    smallest cache level holding them (the model runs in a loop), from DRAM when none does."""
+    assert unit.gemv_gbps is not None
+    steps, r_b = recurrent_bytes(op, dtype)
+    dirs = int(op.inputs[2].shape[0]) if len(op.inputs[2].shape) == 3 else 1
+    levels = _cache_levels(unit)
+    dram_gbps = unit_bandwidth_gbps(unit, chip)
+    w_gbps = next((g for kib, g in levels if w_b <= kib * 1024), 0.0)
+    w_in = op.inputs[1]
+    proj_flops = 2.0 * op.inputs[0].elements * (w_in.shape[1] if len(w_in.shape) == 3 else 1) * dirs
+    # the projection is an MLAS SGEMM: the fingerprint's peak (its own rate) times the small-kernel
+    # factor; no MatMul efficiency, the op's own calibrated efficiency scales the whole kernel
+    shape = proj_flops / (proj_flops + HALF_EFFICIENCY_FLOPS)
+    proj_ns = proj_flops / (unit.peak_flops_per_ns(dtype) * shape) if proj_flops else 0.0
+    steps_ns = recurrent_steps_ns(op, dtype, stream_ns(r_b / dirs, levels, unit.gemv_gbps, dram_gbps))
+    w_ns = w_b / (w_gbps or dram_gbps)
+    in_cache = r_b / dirs <= levels[-1][0] * 1024
+    dram_read = (0 if w_gbps else w_b) + (0 if in_cache else steps * r_b)
+    # the memory roof: the same bytes at the levels' own bandwidths (never above the steps' time)
+    memory_ns = w_ns + steps * dirs * stream_ns(r_b / dirs, levels, math.inf, dram_gbps)
+    note = f"{dtype}, onnxruntime steps: {dirs} x {steps}, R from {'cache' if in_cache else 'DRAM'}"
+    cost = finish(op, unit, chip, dtype, proj_ns + w_ns + steps_ns, 0, 0.0, dram_read, 0, note)
+    return replace(cost, memory_ns=memory_ns)
 
 
 def _recurrence(op: Op, unit: CpuUnit, chip: Chip, dtype: str, cost: OpCost) -> OpCost:

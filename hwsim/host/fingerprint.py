@@ -41,6 +41,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from hwsim.host.kernels import kernel_rates
 from hwsim.host.measure import MeasureError, make_session, time_call
 
 __all__ = ["FINGERPRINT_EFFICIENCY", "Dispatch", "Fingerprint", "chip_data", "chip_yaml", "cpu_model", "measure_dispatch",
@@ -110,6 +111,8 @@ class Fingerprint:
     #: onnxruntime's costs around kernels (:func:`measure_dispatch`); None: not measured
     #: (an older fingerprint), and the chip keeps the 2 us per-op default.
     dispatch: Dispatch | None = None
+    #: Chip fields of kernels with a structure of their own (:func:`hwsim.host.kernels.kernel_rates`).
+    kernel_rates: dict[str, float] = field(default_factory=dict)
 
 
 def cpu_model() -> tuple[str, float | None]:
@@ -442,6 +445,8 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
     if why:
         notes.append(why)
     dispatch = measure_dispatch(min_s)
+    rates, rate_notes = kernel_rates(quick)
+    notes += rate_notes
     versions = {"onnxruntime": ort.__version__, "numpy": np.__version__, "onnx": onnx.__version__,
                 "python": platform.python_version()}  # fmt: skip
     return Fingerprint(
@@ -452,6 +457,7 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
         chase_ns=chase, dram_latency_ns=dram_latency_f, notes=notes,
         weight_stream_gbps=stream_gbps, weight_stream_ms=stream_ms, matmul_n=n, weight_stream_shape=stream_shape,
         dispatch=dispatch,
+        kernel_rates=rates,
     )  # fmt: skip
 
 
@@ -479,6 +485,7 @@ def chip_data(fp: Fingerprint, name: str = "host") -> dict[str, Any]:
             unit[f"l{lvl}_bandwidth_gbps"] = round(bw, 2)
     if fp.weight_stream_gbps:
         unit["weight_stream_gbps"] = round(fp.weight_stream_gbps, 2)
+    unit.update((k, round(v, 3)) for k, v in fp.kernel_rates.items())
     # onnxruntime's dispatch per kernel as measured; 2 us when an older fingerprint has none
     unit["op_overhead_ns"] = fp.dispatch.kernel_ns if fp.dispatch else 2000.0
     unit["efficiency"] = dict(FINGERPRINT_EFFICIENCY)
@@ -528,6 +535,9 @@ def chip_yaml(
         lines.append(f"#   onnxruntime dispatch: {disp.kernel_ns:.0f} ns per kernel, {disp.run_ns:.0f} ns per run call "
                      f"(chains of {'/'.join(map(str, DISPATCH_CHAINS))} Add kernels); the profiler reports "
                      f"{disp.profiled_kernel_ns:.0f} ns for such a kernel")  # fmt: skip
+    if fp.kernel_rates:
+        lines.append("#   kernels: " + ", ".join(f"{k} {v:.3g}" for k, v in fp.kernel_rates.items())
+                     + " (LSTM step GEMV rate; STFT radix-2 time per butterfly and per point)")  # fmt: skip
     lines.append("#   pointer chase over an L1-sized walk: " + ", ".join(
         f"{sz // KIB} KiB +{ns:.1f} ns" for sz, ns in fp.chase_ns))  # fmt: skip
     for n in fp.notes:

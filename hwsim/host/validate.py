@@ -23,7 +23,13 @@ from typing import Any
 
 from chips.schema import Chip, CpuUnit, chip_from_dict
 from cost_models.base import OpCost
-from cost_models.cpu import calibration_basis_ns, kernel_type
+from cost_models.cpu import (
+    PARALLEL_SECTION_NS,
+    calibration_basis_ns,
+    intra_op_threads,
+    kernel_type,
+    parallel_sections,
+)
 from cost_models.table import cost_table
 from graph_ir.categories import GEMM_CATEGORIES
 from graph_ir.ir import ModelGraph, Op, Tensor
@@ -178,13 +184,16 @@ def _roofline_chip(chip: Chip, op_types: Iterable[str]) -> Chip:
     return chip_from_dict(data, source=f"{chip.name} (roofline)")
 
 
-def _time(c: OpCost, threads: int, with_overhead: bool) -> float:
-    roof = max(c.compute_ns, c.memory_ns) / threads
+def _time(op: Op, c: OpCost, threads: int, with_overhead: bool) -> float:
+    """The kernel's time on onnxruntime's ``threads`` intra-op threads: its roofline split over
+    the threads it uses (:func:`~cost_models.cpu.intra_op_threads`), plus its parallel sections."""
+    used = intra_op_threads(op, threads)
+    roof = max(c.compute_ns, c.memory_ns) / used + parallel_sections(op, used) * PARALLEL_SECTION_NS
     return roof + (c.overhead_ns if with_overhead else 0.0)
 
 
 def _basis(op: Op, r: OpCost, threads: int) -> float:
-    return calibration_basis_ns(op, r) / threads
+    return calibration_basis_ns(op, r) / intra_op_threads(op, threads)
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,8 +350,9 @@ def predict_nodes(
       :func:`~hwsim.host.ort_fusions.ort_fusions`) cost their full estimate and come last in the
       result, under their own names; the nodes in ``absorbed`` (a fused kernel's members) cost 0.
 
-    With ``threads > 1`` each roofline time is divided by ``threads`` (an ideal intra-op
-    split); the per-op overhead is not.
+    With ``threads > 1`` a kernel's roofline time is split over the threads onnxruntime gives
+    it (:func:`cost_models.cpu.intra_op_threads`) plus its parallel sections' cost; the per-op
+    overhead is not split.
     """
     from cost_models.table import estimate
 
@@ -373,7 +383,7 @@ def predict_nodes(
             k = patterns[op.name]
             c, r = estimate(k, chip, unit, "model"), estimate(k, roof_chip, unit, "model")
             assert c is not None and r is not None  # a CPU runs any op type
-            out[op.name] = NodePrediction(k.op_type, _time(c, threads, True), _basis(k, r, threads), r.memory_ns / threads)
+            out[op.name] = NodePrediction(k.op_type, _time(k, c, threads, True), _basis(k, r, threads), r.memory_ns / threads)
             continue
         c = table.costs[op.name][unit]
         r = roof_table.costs[op.name][unit]
@@ -381,17 +391,17 @@ def predict_nodes(
         if op.name in absorbed:
             out[op.name] = NodePrediction(op.op_type, 0.0, roof)
         elif op.name in fused:
-            pred = c.compute_ns / threads if epilogue(op.name) else _time(c, threads, False)
+            pred = c.compute_ns / threads if epilogue(op.name) else _time(op, c, threads, False)
             out[op.name] = NodePrediction(op.op_type, pred, roof)
         else:
             # hwsim's views are free; onnxruntime still dispatches a kernel for each one that runs
             view = overhead if op.category == "layout" else 0.0
-            out[op.name] = NodePrediction(kernel_type(op), _time(c, threads, True) + view, roof, r.memory_ns / threads,
+            out[op.name] = NodePrediction(kernel_type(op), _time(op, c, threads, True) + view, roof, r.memory_ns / threads,
                                           c.stall_ns / threads, op.category)  # fmt: skip
     for k in inserted:
         c, r = estimate(k, chip, unit, "model"), estimate(k, roof_chip, unit, "model")
         assert c is not None and r is not None
-        out[k.name] = NodePrediction(k.op_type, _time(c, threads, True), _basis(k, r, threads), r.memory_ns / threads)
+        out[k.name] = NodePrediction(k.op_type, _time(k, c, threads, True), _basis(k, r, threads), r.memory_ns / threads)
     return out
 
 

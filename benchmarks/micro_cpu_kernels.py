@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Microbenchmarks of single onnxruntime CPU kernels: the physics behind ``cost_models/cpu.py``'s
+recurrent and STFT rules and the ``--threads 2`` split.
+
+    python benchmarks/micro_cpu_kernels.py rnn       # LSTM/GRU time per step vs hidden size
+    python benchmarks/micro_cpu_kernels.py stft      # STFT time vs frame length
+    python benchmarks/micro_cpu_kernels.py threads   # 1 vs 2 threads per kernel type
+
+Every case is a one-node model; threads 1 and 2 and the cases are interleaved over ``--rounds``
+rounds, and a case's figure is its fastest run, best round (on a shared machine other
+processes only add time; ``--stat p25`` for the 25th percentile).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from hwsim.host.measure import make_session, time_session
+
+Case = tuple[str, onnx.ModelProto, dict[str, np.ndarray]]
+
+
+def _model(node: onnx.NodeProto, inputs: dict[str, np.ndarray], inits: dict[str, np.ndarray], out_rank: int) -> onnx.ModelProto:
+    ins = [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(v.shape)) for k, v in inputs.items()]
+    out = helper.make_tensor_value_info(node.output[0], TensorProto.FLOAT, [None] * out_rank)
+    g = helper.make_graph([node], "micro", ins, [out], [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+def rnn_cases() -> list[Case]:
+    rng = np.random.default_rng(0)
+    cases = []
+    for op, gates in (("LSTM", 4), ("GRU", 3)):
+        for hidden in (32, 64, 128, 256, 384, 512, 768):
+            for seq in (4, 64):
+                for dirs in (1, 2):
+                    x = rng.standard_normal((seq, 1, hidden)).astype(np.float32)
+                    w = {n: (rng.standard_normal((dirs, gates * hidden, hidden)) * 0.1).astype(np.float32) for n in "WR"}
+                    attrs = {"hidden_size": hidden, "direction": "bidirectional" if dirs == 2 else "forward"}
+                    node = helper.make_node(op, ["x", "W", "R"], ["y"], **attrs)
+                    cases.append((f"{op} h{hidden} s{seq} d{dirs}", _model(node, {"x": x}, w, 4), {"x": x}))
+    return cases
+
+
+def stft_cases() -> list[Case]:
+    rng = np.random.default_rng(0)
+    cases = []
+    for frame in (64, 100, 128, 200, 255, 256, 320, 400, 480, 512, 1000, 1024):
+        sig = rng.standard_normal((1, 16000, 1)).astype(np.float32)
+        inits = {"hop": np.array(160, np.int64), "win": np.hanning(frame).astype(np.float32), "flen": np.array(frame, np.int64)}
+        node = helper.make_node("STFT", ["sig", "hop", "win", "flen"], ["y"], onesided=1)
+        m = _model(node, {"sig": sig}, {}, 4)
+        m.graph.initializer.extend([numpy_helper.from_array(v, k) for k, v in inits.items()])
+        cases.append((f"STFT n{frame} frames{(16000 - frame) // 160 + 1}", m, {"sig": sig}))
+    return cases
+
+
+def thread_cases() -> list[Case]:
+    rng = np.random.default_rng(0)
+    cases = []
+    for n in (256, 4096, 65536, 1 << 20):
+        a = rng.standard_normal((1, n)).astype(np.float32)
+        for op in ("Add", "Softmax", "Sigmoid"):
+            ins = ["a", "a"] if op == "Add" else ["a"]
+            cases.append((f"{op} {n}", _model(helper.make_node(op, ins, ["y"]), {"a": a}, {}, 2), {"a": a}))
+    for m_, k, n in ((1, 768, 768), (16, 256, 256), (128, 768, 768), (128, 768, 3072), (512, 512, 512)):
+        a = rng.standard_normal((m_, k)).astype(np.float32)
+        w = {"B": rng.standard_normal((k, n)).astype(np.float32)}
+        cases.append((f"MatMul {m_}x{k}x{n}", _model(helper.make_node("MatMul", ["a", "B"], ["y"]), {"a": a}, w, 2), {"a": a}))
+    for c, hw in ((16, 56), (64, 56), (256, 14)):
+        x = rng.standard_normal((1, c, hw, hw)).astype(np.float32)
+        w = {"W": (rng.standard_normal((c, c, 3, 3)) * 0.1).astype(np.float32)}
+        node = helper.make_node("Conv", ["x", "W"], ["y"], pads=[1, 1, 1, 1])
+        cases.append((f"Conv {c}x{hw}x{hw} 3x3", _model(node, {"x": x}, w, 4), {"x": x}))
+    return [*cases, *rnn_cases()[::4], *stft_cases()[::3]]
+
+
+SUITES: dict[str, Callable[[], list[Case]]] = {"rnn": rnn_cases, "stft": stft_cases, "threads": thread_cases}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("suite", choices=sorted(SUITES))
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--threads", type=int, nargs="*", default=[1, 2])
+    ap.add_argument("--stat", choices=("min", "p25"), default="min",
+                    help="a case's figure per round: fastest run (default; kernels this short fit in one time slice) or 25th percentile")
+    ap.add_argument("--only", help="only cases whose name contains this")
+    args = ap.parse_args(argv)
+    cases = [c for c in SUITES[args.suite]() if args.only is None or args.only in c[0]]
+    sessions = {(name, t): make_session(m, t, "all") for name, m, _ in cases for t in args.threads}
+    best: dict[tuple[str, int], float] = {}
+    for _ in range(args.rounds):
+        for name, _m, feeds in cases:
+            for t in args.threads:
+                timing = time_session(sessions[(name, t)], feeds, runs=args.runs, warmup=3, min_total_s=0.05)
+                low = timing.min_ns if args.stat == "min" else timing.low_ns
+                best[(name, t)] = min(best.get((name, t), low), low)
+    print("case | " + " | ".join(f"{t} thr us" for t in args.threads) + " | speed-up")
+    for name, _m, _f in cases:
+        us = [best[(name, t)] / 1e3 for t in args.threads]
+        print(f"{name} | " + " | ".join(f"{u:.2f}" for u in us) + f" | {us[0] / us[-1]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,93 @@
+"""Rates of onnxruntime CPU kernels that run on a structure of their own, measured for a
+fingerprint: the matrix-vector product of a recurrent step (``gemv_gbps``) and the radix-2
+FFT of STFT/DFT (``fft_butterfly_ns``, ``fft_point_ns``). See :mod:`cost_models.cpu`
+(:func:`~cost_models.cpu.recurrent_steps_ns`, :func:`~cost_models.cpu.fft_ns`) for how they are used.
+
+Each figure is a difference of two runs of the same kernel that differ only in the number of
+steps or frames, so the per-run dispatch cancels; each run is its fastest of several (the
+kernels are short enough to run in one time slice on a shared machine).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from cost_models.cpu import RECURRENT_GATE_NS, RECURRENT_STEP_NS
+from hwsim.host.measure import make_session, time_session
+
+__all__ = ["fft_constants", "gemv_rate", "kernel_rates"]
+
+
+def _model(node: onnx.NodeProto, x: np.ndarray, inits: Mapping[str, np.ndarray]) -> onnx.ModelProto:
+    graph = helper.make_graph(
+        [node], "k", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+        [helper.make_tensor_value_info(node.output[0], TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()],
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def _fastest_ns(model: onnx.ModelProto, x: np.ndarray, rounds: int) -> float:
+    sess = make_session(model, 1, "all")
+    return min(time_session(sess, {"x": x}, runs=20, warmup=3, min_total_s=0.02).min_ns for _ in range(rounds))
+
+
+def gemv_rate(hidden: int = 256, rounds: int = 5) -> float | None:
+    """GB/s at which onnxruntime's LSTM step streams its recurrent weights ``R`` (16 hidden² bytes,
+    1 MiB at hidden 256: in L2 on most CPUs; one input feature, so no input projection to
+    speak of): (64-step run - 16-step run) / 48 is one step,
+    less :data:`~cost_models.cpu.RECURRENT_STEP_NS` and the gate work. None when not resolved."""
+    rng = np.random.default_rng(0)
+    # one input feature: the input projection X·Wᵀ all steps share is negligible
+    w = {"W": (rng.standard_normal((1, 4 * hidden, 1)) * 0.05).astype(np.float32),
+         "R": (rng.standard_normal((1, 4 * hidden, hidden)) * 0.05).astype(np.float32)}
+    node = helper.make_node("LSTM", ["x", "W", "R"], ["y"], hidden_size=hidden)
+    xs = {s: rng.standard_normal((s, 1, 1)).astype(np.float32) for s in (16, 64)}
+    t = {s: _fastest_ns(_model(node, x, w), x, rounds) for s, x in xs.items()}
+    step_ns = (t[64] - t[16]) / 48 - RECURRENT_STEP_NS - RECURRENT_GATE_NS["LSTM"] * 4 * hidden
+    return 16 * hidden * hidden / step_ns if step_ns > 0 else None
+
+
+def _stft_frame_ns(n: int, rounds: int) -> float:
+    """One frame of an ``n``-point one-sided STFT: (80 frames - 16 frames) / 64."""
+    hop = max(1, n // 2)
+    node = helper.make_node("STFT", ["x", "hop", "win", "len"], ["y"], onesided=1)
+    inits: dict[str, np.ndarray] = {"hop": np.array(hop, np.int64), "win": np.hanning(n).astype(np.float32),
+                                    "len": np.array(n, np.int64)}
+    xs = {f: np.ones((1, n + (f - 1) * hop, 1), np.float32) for f in (16, 80)}
+    t = {f: _fastest_ns(_model(node, x, inits), x, rounds) for f, x in xs.items()}
+    return (t[80] - t[16]) / 64
+
+
+def fft_constants(small: int = 64, large: int = 1024, rounds: int = 5) -> tuple[float, float] | None:
+    """``(fft_butterfly_ns, fft_point_ns)`` of onnxruntime's radix-2 STFT: the per-frame times
+    of two power-of-two lengths solved for ``t(n) = b n/2 log2 n + p n``. None when not resolved."""
+    ts, tl = _stft_frame_ns(small, rounds), _stft_frame_ns(large, rounds)
+    bs, bl = small / 2 * math.log2(small), large / 2 * math.log2(large)
+    butterfly = (tl - ts * large / small) / (bl - bs * large / small)
+    point = (ts - butterfly * bs) / small
+    return (butterfly, point) if butterfly > 0 and point > 0 else None
+
+
+def kernel_rates(quick: bool = False) -> tuple[dict[str, float], list[str]]:
+    """The chip fields these kernels give (``gemv_gbps``, ``fft_butterfly_ns``, ``fft_point_ns``)
+    and notes for any not resolved."""
+    rounds = 2 if quick else 5
+    out: dict[str, float] = {}
+    notes: list[str] = []
+    gemv = gemv_rate(64 if quick else 256, rounds)
+    if gemv is None:
+        notes.append("LSTM step rate not resolved (steps no slower than their fixed cost); gemv_gbps left out")
+    else:
+        out["gemv_gbps"] = gemv
+    fft = fft_constants(rounds=rounds)
+    if fft is None:
+        notes.append("STFT radix-2 constants not resolved; fft_butterfly_ns/fft_point_ns left out")
+    else:
+        out["fft_butterfly_ns"], out["fft_point_ns"] = fft
+    return out, notes

@@ -1,0 +1,130 @@
+"""The CPU model's onnxruntime kernel structures: LSTM/GRU steps (``gemv_gbps``), STFT/DFT as
+radix-2 or Bluestein (``fft_*``), and how kernels split over intra-op threads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from chips.schema import chip_from_dict
+from cost_models.cpu import (
+    MLAS_THREAD_MACS,
+    fft_ns,
+    fft_plan,
+    intra_op_threads,
+    parallel_sections,
+    stream_ns,
+)
+from cost_models.table import estimate
+from graph_ir.ir import Op, Tensor
+from graph_ir.op_metrics import metrics
+from hwsim.report.provenance import chip_sha256
+from tests.helpers import host_chip
+
+KERNELS = {"gemv_gbps": 110.0, "fft_butterfly_ns": 1.5, "fft_point_ns": 6.0}
+
+
+def make_op(op_type: str, ins: list[Tensor], outs: list[Tensor], **attrs: Any) -> Op:
+    m = metrics(op_type, ins, outs, attrs)
+    return Op("op", op_type, m.category, tuple(ins), tuple(outs), attrs, m.macs, m.flops)
+
+
+def rnn(op_type: str, hidden: int, steps: int, dirs: int = 1) -> Op:
+    gates = {"LSTM": 4, "GRU": 3}[op_type]
+    ins = [Tensor("x", (steps, 1, hidden), "float32"),
+           Tensor("W", (dirs, gates * hidden, hidden), "float32", is_weight=True),
+           Tensor("R", (dirs, gates * hidden, hidden), "float32", is_weight=True)]  # fmt: skip
+    direction = "bidirectional" if dirs == 2 else "forward"
+    return make_op(op_type, ins, [Tensor("y", (steps, dirs, 1, hidden), "float32")], hidden_size=hidden,
+                   direction=direction)  # fmt: skip
+
+
+def stft(frame: int, frames: int = 100) -> Op:
+    ins = [Tensor("sig", (1, 16000, 1), "float32"), Tensor("hop", (), "int64"),
+           Tensor("win", (frame,), "float32", is_weight=True)]  # fmt: skip
+    return make_op("STFT", ins, [Tensor("y", (1, frames, frame // 2 + 1, 2), "float32")], onesided=1)
+
+
+def ns(op: Op, **unit: Any) -> float:
+    c = estimate(op, chip_from_dict(host_chip(**unit)), "cpu", "model")
+    assert c is not None
+    return c.latency_ns
+
+
+class TestUnsetFieldsKeepTodaysModel:
+    def test_a_chip_without_them_dumps_and_hashes_as_before(self) -> None:
+        plain = chip_from_dict(host_chip())
+        assert not any(k in plain.model_dump()["units"][0] for k in KERNELS)
+        assert chip_sha256(plain) != chip_sha256(chip_from_dict(host_chip(**KERNELS)))
+        assert chip_from_dict(host_chip(**KERNELS)).model_dump()["units"][0]["gemv_gbps"] == 110.0
+
+    def test_costs_change_only_with_the_fields(self) -> None:
+        for op in (rnn("LSTM", 256, 32), stft(400)):
+            assert ns(op) == ns(op, weight_stream_gbps=None)
+            assert ns(op) != ns(op, **KERNELS)
+
+
+class TestRecurrentSteps:
+    def test_time_grows_with_steps_at_the_gemv_rate(self) -> None:
+        # R of hidden 128 (256 KiB) sits in L1/L2: each extra step streams it once more at gemv_gbps,
+        # plus its fixed and gate costs and its share of the input projection (262 kFLOP)
+        short, long = ns(rnn("LSTM", 128, 10), **KERNELS), ns(rnn("LSTM", 128, 60), **KERNELS)
+        per_step = (long - short) / 50
+        assert 16 * 128 * 128 / 110.0 < per_step < 16 * 128 * 128 / 110.0 * 1.8
+        assert ns(rnn("LSTM", 128, 60), **{**KERNELS, "gemv_gbps": 55.0}) > 1.5 * ns(rnn("LSTM", 128, 60), **KERNELS)
+
+    def test_bidirectional_streams_each_directions_r_from_its_own_level(self) -> None:
+        # hidden 320: one direction's R is 1.6 MB (fits the 2 MiB L2), both together 3.3 MB do not
+        one, two = ns(rnn("LSTM", 320, 40), **KERNELS), ns(rnn("LSTM", 320, 40, dirs=2), **KERNELS)
+        assert 1.9 < two / one < 2.1
+
+    def test_an_r_beyond_every_cache_streams_from_dram(self) -> None:
+        op = rnn("LSTM", 1536, 4)  # 151 MB of R
+        c = estimate(op, chip_from_dict(host_chip(**KERNELS)), "cpu", "model")
+        assert c is not None and "R from DRAM" in c.note and c.dram_read_bytes >= 4 * 16 * 1536 * 1536
+
+
+class TestStream:
+    @given(st.integers(1, 1 << 26))
+    def test_never_faster_than_the_core_rate_nor_than_the_levels(self, nbytes: int) -> None:
+        levels = [(48.0, 200.0), (2048.0, 130.0), (32768.0, 38.0)]
+        t = stream_ns(nbytes, levels, 110.0, 8.0)
+        assert t >= nbytes / 110.0 - 1e-6
+        assert t >= stream_ns(nbytes, levels, float("inf"), 8.0) - 1e-6
+
+
+class TestFft:
+    def test_non_powers_of_two_cost_two_ffts_of_a_longer_length(self) -> None:
+        assert ns(stft(400), **KERNELS) > 4 * ns(stft(512), **KERNELS)  # measured: 5.2x
+        # every length whose 2n-1 rounds up to 1024 costs the same per frame
+        assert len({fft_ns(n, 1.5, 6.0) for n in (257, 300, 400, 511)}) == 1
+
+    @given(st.integers(3, 1 << 14).filter(lambda n: n & (n - 1) != 0))
+    def test_bluestein_costs_at_least_two_ffts_of_the_next_power_of_two(self, n: int) -> None:
+        p = 1 << (n - 1).bit_length()
+        assert fft_ns(n, 1.5, 6.0) >= 2 * fft_ns(p, 1.5, 6.0)
+
+    def test_plan_reads_frames_and_window(self) -> None:
+        assert fft_plan(stft(400, frames=98)) == (98, 400)
+
+
+class TestThreads:
+    def test_which_kernels_onnxruntime_splits(self) -> None:
+        big = Tensor("y", (1, 1 << 20), "float32")
+        assert intra_op_threads(stft(256), 2) == 1
+        assert intra_op_threads(make_op("Softmax", [big], [big]), 2) == 1
+        assert intra_op_threads(make_op("Add", [big, big], [big]), 2) == 2
+        assert intra_op_threads(rnn("LSTM", 64, 10), 2) == 1  # 4 x 64 x 64 MACs per step < MLAS chunk
+        assert intra_op_threads(rnn("LSTM", 256, 10), 2) == 2
+        assert intra_op_threads(make_op("Add", [big, big], [big]), 1) == 1
+
+    def test_a_matmul_splits_in_mlas_chunks(self) -> None:
+        a, b = Tensor("a", (1, 256), "float32"), Tensor("b", (256, 256), "float32", is_weight=True)
+        small = make_op("MatMul", [a, b], [Tensor("y", (1, 256), "float32")])
+        assert small.macs == MLAS_THREAD_MACS and intra_op_threads(small, 4) == 1
+
+    def test_a_split_recurrent_op_pays_a_section_per_step(self) -> None:
+        assert parallel_sections(rnn("GRU", 256, 10, dirs=2), 2) == 21
+        assert parallel_sections(rnn("GRU", 256, 10), 1) == 0
