@@ -3,6 +3,7 @@
     python benchmarks/bench_sweep.py [--seeds 10] [--seed-from 0] [--budget-share 0.1] [--workers 1,2]
     python benchmarks/bench_sweep.py --search-only --seed-from 100 --models yolov5n,mobilenetv2   # held out
     python benchmarks/bench_sweep.py --scaling-only --repeats 3   # 1 and 2 workers interleaved, spread
+    python benchmarks/bench_sweep.py --search-only --cache grid.sqlite --models yolov5n   # grid simulated once
 
 1. The grid of :data:`GRID` (resnet18 on the RK3588) is evaluated exhaustively on a process pool
    of 1 and of 2 workers, and on a Dask ``LocalCluster`` of 2: points per second each, the
