@@ -114,7 +114,7 @@ def _evaluate_all(args: argparse.Namespace, spec: Any, runner: _Runner, store: S
         for model in spec.models:
             points += search_model(
                 spec, model, args.budget, runner, args.seed, round_size=max(2, args.workers), on_round=bar.update,
-                screen=screener(spec.objectives),
+                screen=screener((*spec.objectives, *spec.constraints)),
             )
     return points
 

@@ -108,14 +108,15 @@ def screen(point: Point) -> Screen:
     return Screen(seconds_ns * 1e-6, energy_pj * 1e-9, peak_w, best.name)
 
 
-def screen_values(s: Screen, objectives: Sequence[str]) -> tuple[float, ...]:
-    """The screen's estimate of each of ``objectives`` that it screens (:data:`SCREENED`)."""
-    return tuple(float(getattr(s, o)) for o in objectives if o in SCREENED)
+def screen_values(s: Screen, objectives: Sequence[str]) -> dict[str, float]:
+    """The screen's estimate of each of ``objectives`` that it screens (:data:`SCREENED`), by name."""
+    return {o: float(getattr(s, o)) for o in objectives if o in SCREENED}
 
 
-def screener(objectives: Sequence[str]) -> Callable[[Point], tuple[float, ...] | None] | None:
+def screener(objectives: Sequence[str]) -> Callable[[Point], dict[str, float] | None] | None:
     """What the search ranks points by (:func:`hwsim.studies.sweep_search.screen_order`): the
-    screened ones of ``objectives``; None when it screens none of them. A point the screen
+    screened ones of ``objectives`` (pass the constrained ones too: the search ranks the points
+    it predicts feasible first); None when it screens none of them. A point the screen
     cannot estimate (a chip variant that is not valid, a precision no unit computes) gets None,
     which the search ranks last (the simulation then says why)."""
     from chips.schema import ChipError
@@ -123,7 +124,7 @@ def screener(objectives: Sequence[str]) -> Callable[[Point], tuple[float, ...] |
     if not any(o in SCREENED for o in objectives):
         return None
 
-    def values(point: Point) -> tuple[float, ...] | None:
+    def values(point: Point) -> dict[str, float] | None:
         try:
             return screen_values(screen(point), objectives)
         except (ChipError, ScreenError):

@@ -38,12 +38,13 @@ from __future__ import annotations
 import math
 import random
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from hwsim.studies.sweep import OBJECTIVES, GridValue, Point, SweepSpec, feasibility, grid_points
+from hwsim.studies.sweep_correction import Correction, fit_correction
 from hwsim.studies.sweep_front import box_of, normalized_hypervolume, pareto_mask
 from hwsim.studies.sweep_store import StoredPoint
 
@@ -51,7 +52,8 @@ __all__ = ["LOCAL_SHARE", "RETRIES", "SCREEN_SHARE", "Screener", "neighbours", "
 
 Evaluate = Callable[[Sequence[Point]], dict[str, StoredPoint]]
 #: A point's cheap estimate of the screened objectives (None: it cannot estimate this point).
-Screener = Callable[[Point], Sequence[float] | None]
+#: Objective name -> estimate (natural units, as constraints read them), the ones it screens.
+Screener = Callable[[Point], Mapping[str, float] | None]
 
 #: The share of the budget spent on the Pareto local search (the last rounds).
 LOCAL_SHARE = 0.5
@@ -157,30 +159,54 @@ def _local_candidates(spec: SweepSpec, done: dict[str, tuple[Point, StoredPoint]
     return [points[k] for k in keys]
 
 
+def _violation(spec: SweepSpec, estimates: Mapping[str, float], correction: Correction) -> float:
+    """How far the corrected ``estimates`` break the sweep's constraints, each relative to its
+    bound and given the benefit of the correction's margin (0: predicted feasible). A constraint
+    on an objective the screen does not estimate is taken to hold."""
+    total = 0.0
+    for c in spec.constraint_list():
+        if c.objective in estimates:
+            v, m = estimates[c.objective], correction.margin(c.objective)
+            best = min(c.violation(v * math.exp(-m)), c.violation(v * math.exp(m)))
+            total += max(0.0, best) / max(abs(c.bound), 1e-12)
+    return total
+
+
 def screen_order(
-    spec: SweepSpec, model: str, screen: Screener, rng: random.Random
+    spec: SweepSpec, model: str, screen: Screener, rng: random.Random, correction: Correction | None = None
 ) -> list[Point]:
-    """Every grid point of ``model`` in the order the screen ranks them: by non-dominated rank
-    of their screened objectives (rank 0: the screen's own front, then the front of the rest,
-    ...), in random order within a rank (the screen gives every policy of a configuration the
-    same values, so they tie). A point the screen cannot estimate comes last.
+    """Every grid point of ``model`` in the order the screen ranks them, corrected by
+    ``correction`` (:mod:`hwsim.studies.sweep_correction`; none: as screened). The points it
+    predicts feasible (:func:`_violation`) come first, by non-dominated rank of their screened
+    objectives among themselves (rank 0: their front, then the front of the rest, ...), then the
+    predicted-infeasible ones, the least violation first; ties in random order (the screen gives
+    every policy of a configuration the same values). A point the screen cannot estimate comes
+    last.
 
     >>> spec = SweepSpec(models=("m.onnx",), chips=("rk3588",), objectives=("latency_ms", "energy_mj"),
-    ...                  grid={"npu.cores": (1, 2, 3)})
-    >>> cost = {1: (3.0, 1.0), 2: (2.0, 2.0), 3: (2.5, 2.5)}  # 3 cores: dominated by 2
-    >>> [p.params for p in screen_order(spec, "m.onnx", lambda p: cost[int(p.get("npu.cores", 0))], random.Random(0))][-1]
-    (('npu.cores', 3),)
+    ...                  grid={"npu.cores": (1, 2, 3)}, constraints={"latency_ms": "<= 2.6"})
+    >>> cost = {1: (3.0, 1.0), 2: (2.0, 2.0), 3: (2.5, 2.5)}  # 1 core too slow, 3 dominated by 2
+    >>> order = screen_order(spec, "m.onnx", lambda p: dict(zip(spec.objectives, cost[int(p.get("npu.cores", 0))])),
+    ...                      random.Random(0))
+    >>> [p.params for p in order]
+    [(('npu.cores', 2),), (('npu.cores', 3),), (('npu.cores', 1),)]
     """
+    correction = correction or Correction()
     points = [p for p in grid_points(spec) if p.model == model]
     rng.shuffle(points)
-    values = [screen(p) for p in points]
-    known = [i for i, v in enumerate(values) if v is not None]
-    rank = dict.fromkeys(range(len(points)), math.inf)
-    estimates = np.array([values[i] for i in known], dtype=float)
+    raw = [screen(p) for p in points]
+    values = [None if v is None else correction.apply(p, v) for p, v in zip(points, raw, strict=True)]
+    violation = {i: _violation(spec, v, correction) for i, v in enumerate(values) if v is not None}
+    known = [i for i in violation if violation[i] == 0.0]
+    signs = [(o, OBJECTIVES[o].sign) for o in spec.objectives]
+    rank = {i: (math.inf, math.inf) for i in range(len(points))}
+    rank.update((i, (v, 0.0)) for i, v in violation.items() if v > 0.0)
+    feasible = [v for v in values if v is not None and _violation(spec, v, correction) == 0.0]
+    estimates = np.array([[sign * v[o] for o, sign in signs if o in v] for v in feasible], dtype=float).reshape(len(known), -1)
     left, level = np.arange(len(known)), 0  # indices into known, not ranked yet
     while len(left):
         front = pareto_mask(estimates[left])
-        rank.update((known[j], level) for j in left[front])
+        rank.update((known[j], (0.0, level)) for j in left[front])
         left, level = left[~front], level + 1
     return [points[i] for i in sorted(range(len(points)), key=lambda i: rank[i])]
 
@@ -213,6 +239,26 @@ class _Search:
         self.rng = random.Random(seed)
         self.done: dict[str, tuple[Point, StoredPoint]] = {}
         self.size = math.prod(len(v) for v in self.axes.values())
+        #: A point's predicted constraint violation (:func:`_violation`; 0 without a screen).
+        self.violation: Callable[[Point], float] = lambda p: 0.0
+
+    def correct(self, screen: Screener) -> Correction:
+        """Fit how the simulated points depart from ``screen`` (:func:`fit_correction`) and
+        predict each point's constraint violation from the corrected screen with it."""
+        samples = []
+        for p, r in self.done.values():
+            estimates = screen(p)
+            if r.error is None and estimates is not None:
+                simulated = {o: OBJECTIVES[o].sign * v for o, v in r.objectives if o in estimates}
+                samples.append((p, estimates, simulated))
+        correction = fit_correction(samples)
+
+        def violation(p: Point) -> float:
+            estimates = screen(p)
+            return 0.0 if estimates is None else _violation(self.spec, correction.apply(p, estimates), correction)
+
+        self.violation = violation
+        return correction
 
     def tell(self, trial: Any, r: StoredPoint) -> None:
         from optuna.trial import TrialState
@@ -243,7 +289,8 @@ class _Search:
                 if q.key not in self.done:
                     out.append(self._pinned(q))
         if phase == "local":
-            for q in _local_candidates(self.spec, self.done, self.rng):
+            candidates = _local_candidates(self.spec, self.done, self.rng)
+            for q in sorted(candidates, key=lambda q: self.violation(q) > 0.0):  # stable: predicted feasible first
                 if len(out) == n:
                     break
                 out.append(self._pinned(q))
@@ -270,6 +317,18 @@ class _Search:
         return out
 
 
+def _memo(screen: Screener) -> Screener:
+    """``screen`` with its answers kept by point (the search asks for each point many times)."""
+    seen: dict[str, Mapping[str, float] | None] = {}
+
+    def cached(p: Point) -> Mapping[str, float] | None:
+        if p.key not in seen:
+            seen[p.key] = screen(p)
+        return seen[p.key]
+
+    return cached
+
+
 def search_model(
     spec: SweepSpec,
     model: str,
@@ -286,10 +345,14 @@ def search_model(
     the grid has fewer); returns them in the order evaluated. ``evaluate`` simulates points (and
     stores them) and returns them by key; ``on_round(points)`` is told after each round.
     ``screen`` (a point's cheap estimate, :func:`screen_order`): the first ``screen_share`` of
-    the budget goes to the points it ranks best, the sampler's phase shrinks by as much."""
+    the budget goes to the points it ranks best, the sampler's phase shrinks by as much; before
+    each of those rounds and of the local search's, the screen is corrected by the points
+    simulated so far (:meth:`_Search.correct`) and the unevaluated points re-ranked by it."""
     s = _Search(spec, model, budget, seed)
     budget = min(budget, s.size)
-    queue = screen_order(spec, model, screen, s.rng) if screen is not None else []
+    if screen is not None:
+        screen = _memo(screen)
+    queue: list[Point] = []
     screen_until = round(screen_share * budget) if screen is not None else 0
     local_from = max(screen_until, budget - round(local_share * budget))
     order: list[Point] = []
@@ -297,6 +360,10 @@ def search_model(
         done = len(order)
         phase = "screen" if done < screen_until else "local" if done >= local_from else "model"
         end = {"screen": screen_until, "model": local_from, "local": budget}[phase]
+        if screen is not None and phase != "model":
+            correction = s.correct(screen)
+            if phase == "screen":
+                queue = [p for p in screen_order(spec, model, screen, s.rng, correction) if p.key not in s.done]
         trials = s.propose(min(round_size, end - done), phase, queue)
         if not trials:
             break

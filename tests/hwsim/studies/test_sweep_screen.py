@@ -51,11 +51,11 @@ class TestScreener:
     def test_none_when_no_objective_is_screened(self) -> None:
         assert screener(("peak_dram_mib",)) is None
 
-    def test_values_follow_the_objectives_order_and_skip_the_unscreened(self) -> None:
+    def test_values_by_name_and_skip_the_unscreened(self) -> None:
         values = screener(("peak_power_w", "peak_dram_mib", "latency_ms"))
         assert values is not None
         s = screen(_at())
-        assert values(_at()) == (s.peak_power_w, s.latency_ms)
+        assert values(_at()) == {"peak_power_w": s.peak_power_w, "latency_ms": s.latency_ms}
 
     def test_an_invalid_chip_variant_is_none(self) -> None:
         values = screener(("latency_ms",))
