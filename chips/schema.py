@@ -491,6 +491,12 @@ class CpuUnit(Unit):
         "its matrix from a cache level that is faster still: core-bound (measured by `hwsim fingerprint`). "
         "None: recurrent ops keep the cache-level roofline.",
     )
+    gemv_far_gbps: PositiveFloat | None = Field(
+        None,
+        description="Rate at which that matrix-vector kernel streams a matrix at least twice the L2 (from L3 or "
+        "DRAM), measured by `hwsim fingerprint`; with it a cyclic stream keeps only max(0, 2 C - S) of an S-byte "
+        "matrix in a C-byte cache it overflows. None: the bytes beyond L2 at the level's own bandwidth.",
+    )
     fft_butterfly_ns: PositiveFloat | None = Field(
         None,
         description="Time per radix-2 butterfly of onnxruntime's STFT/DFT kernel (measured by `hwsim fingerprint`; "
@@ -502,7 +508,9 @@ class CpuUnit(Unit):
 
     #: Fields a dump leaves out while unset, so that a chip without them dumps (and hashes,
     #: :func:`hwsim.report.provenance.chip_sha256`) as it did before they existed.
-    omitted_when_unset: ClassVar[tuple[str, ...]] = ("gemv_gbps", "fft_butterfly_ns", "fft_point_ns")
+    omitted_when_unset: ClassVar[tuple[str, ...]] = (
+        "gemv_gbps", "gemv_far_gbps", "fft_butterfly_ns", "fft_point_ns",
+    )
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

@@ -442,23 +442,40 @@ def recurrent_steps_ns(op: Op, dtype: str, r_stream_ns: float) -> float:
     return steps * dirs * (r_stream_ns + RECURRENT_STEP_NS + gate_ns * gate_rows * batch)
 
 
-def stream_ns(nbytes: float, levels: list[tuple[float, float]], core_gbps: float, dram_gbps: float) -> float:
+def stream_ns(
+    nbytes: float,
+    levels: list[tuple[float, float]],
+    core_gbps: float,
+    dram_gbps: float,
+    far_gbps: float | None = None,
+) -> float:
     """Time to stream ``nbytes`` that are read again and again (a recurrent matrix), ns: the
     part each cache level holds beyond the levels above it comes from that level, at the slower
     of its bandwidth and the kernel's own rate ``core_gbps``; the rest from DRAM. (A matrix a
     little larger than L2 still streams mostly from L2: a GRU's 1.8 MB ``R`` ran at 69 GB/s
     here, an L3 rate would be 37.)
 
+    With ``far_gbps`` (the kernel's measured rate on a matrix twice the L2 or more) a level of
+    ``C`` bytes that cannot hold the whole matrix keeps only ``max(0, 2 C - S)`` of it: a cyclic
+    stream reuses a line only after the whole matrix has passed, so just above ``C`` nearly all
+    of it hits and from ``2 C`` on (LRU-like replacement) none; bytes from beyond L2 go at
+    ``far_gbps`` at most (onnxruntime's GEMV reaches 27-28 GB/s from L3 on this machine for
+    4-32 MiB, where a plain read sweep gets 38).
+
     >>> round(stream_ns(3e6, [(1024.0, 200.0), (2048.0, 100.0)], 80.0, 10.0), 1)  # 1 MiB at 80, 1 MiB at 80, rest at 10
     116499.2
+    >>> round(stream_ns(3e6, [(1024.0, 200.0), (2048.0, 100.0)], 80.0, 10.0, 8.0), 1)  # L2 keeps 4 MiB - 3 MB; rest at 8
+    240640.8
     """
-    left, above, total = float(nbytes), 0.0, 0.0
-    for kib, gbps in levels:
-        part = min(left, max(0.0, kib * 1024 - above))
-        total += part / min(gbps, core_gbps)
+    far = far_gbps or math.inf
+    left, total = float(nbytes), 0.0
+    for i, (kib, gbps) in enumerate(levels):
+        cap = kib * 1024
+        keep = cap if far_gbps is None or cap >= nbytes else max(0.0, 2 * cap - nbytes)
+        part = min(left, max(0.0, keep - (nbytes - left)))  # beyond what the levels above served
+        total += part / (min(gbps, core_gbps, far) if i >= 2 else min(gbps, core_gbps))
         left -= part
-        above = kib * 1024
-    return total + left / min(dram_gbps, core_gbps)
+    return total + left / min(dram_gbps, core_gbps, far)
 
 
 def _ort_recurrent(op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
@@ -477,7 +494,8 @@ def _ort_recurrent(op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w
     # factor; no MatMul efficiency, the op's own calibrated efficiency scales the whole kernel
     shape = proj_flops / (proj_flops + HALF_EFFICIENCY_FLOPS)
     proj_ns = proj_flops / (unit.peak_flops_per_ns(dtype) * shape) if proj_flops else 0.0
-    steps_ns = recurrent_steps_ns(op, dtype, stream_ns(r_b / dirs, levels, unit.gemv_gbps, dram_gbps))
+    r_ns = stream_ns(r_b / dirs, levels, unit.gemv_gbps, dram_gbps, unit.gemv_far_gbps)
+    steps_ns = recurrent_steps_ns(op, dtype, r_ns)
     w_ns = w_b / (w_gbps or dram_gbps)
     in_cache = r_b / dirs <= levels[-1][0] * 1024
     dram_read = (0 if w_gbps else w_b) + (0 if in_cache else steps * r_b)

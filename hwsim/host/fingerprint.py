@@ -445,7 +445,8 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
     if why:
         notes.append(why)
     dispatch = measure_dispatch(min_s)
-    rates, rate_notes = kernel_rates(quick)
+    l2 = next((float(c["kib"]) * KIB for c in caches if int(c["level"]) == 2), None)
+    rates, rate_notes = kernel_rates(quick, l2)
     notes += rate_notes
     versions = {"onnxruntime": ort.__version__, "numpy": np.__version__, "onnx": onnx.__version__,
                 "python": platform.python_version()}  # fmt: skip
@@ -537,7 +538,7 @@ def chip_yaml(
                      f"{disp.profiled_kernel_ns:.0f} ns for such a kernel")  # fmt: skip
     if fp.kernel_rates:
         lines.append("#   kernels: " + ", ".join(f"{k} {v:.3g}" for k, v in fp.kernel_rates.items())
-                     + " (LSTM step GEMV rate; STFT radix-2 time per butterfly and per point)")  # fmt: skip
+                     + " (LSTM step GEMV rate, in L2 and for R four times the L2; STFT radix-2 time per butterfly and per point)")  # fmt: skip
     lines.append("#   pointer chase over an L1-sized walk: " + ", ".join(
         f"{sz // KIB} KiB +{ns:.1f} ns" for sz, ns in fp.chase_ns))  # fmt: skip
     for n in fp.notes:

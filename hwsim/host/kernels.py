@@ -1,5 +1,6 @@
 """Rates of onnxruntime CPU kernels that run on a structure of their own, measured for a
-fingerprint: the matrix-vector product of a recurrent step (``gemv_gbps``) and the radix-2
+fingerprint: the matrix-vector product of a recurrent step (``gemv_gbps``; ``gemv_far_gbps`` for a
+matrix four times the L2) and the radix-2
 FFT of STFT/DFT (``fft_butterfly_ns``, ``fft_point_ns``). See :mod:`cost_models.cpu`
 (:func:`~cost_models.cpu.recurrent_steps_ns`, :func:`~cost_models.cpu.fft_ns`) for how they are used.
 
@@ -20,7 +21,7 @@ from onnx import TensorProto, helper, numpy_helper
 from cost_models.cpu import RECURRENT_GATE_NS, RECURRENT_STEP_NS
 from hwsim.host.measure import make_session, time_session
 
-__all__ = ["fft_constants", "gemv_rate", "kernel_rates"]
+__all__ = ["far_hidden", "fft_constants", "gemv_rate", "kernel_rates"]
 
 
 def _model(node: onnx.NodeProto, x: np.ndarray, inits: Mapping[str, np.ndarray]) -> onnx.ModelProto:
@@ -74,9 +75,19 @@ def fft_constants(small: int = 64, large: int = 1024, rounds: int = 5) -> tuple[
     return (butterfly, point) if butterfly > 0 and point > 0 else None
 
 
-def kernel_rates(quick: bool = False) -> tuple[dict[str, float], list[str]]:
-    """The chip fields these kernels give (``gemv_gbps``, ``fft_butterfly_ns``, ``fft_point_ns``)
-    and notes for any not resolved."""
+def far_hidden(l2_bytes: float) -> int:
+    """Hidden size whose LSTM ``R`` (16 hidden² bytes) is four times ``l2_bytes``: streamed from
+    beyond L2 with no L2 reuse (:func:`cost_models.cpu.stream_ns`), a multiple of 16.
+
+    >>> far_hidden(1.5 * 2**20)
+    624
+    """
+    return max(16, round(math.sqrt(4 * l2_bytes / 16) / 16) * 16)
+
+
+def kernel_rates(quick: bool = False, l2_bytes: float | None = None) -> tuple[dict[str, float], list[str]]:
+    """The chip fields these kernels give (``gemv_gbps``, ``gemv_far_gbps`` where the L2 size
+    ``l2_bytes`` is known, ``fft_butterfly_ns``, ``fft_point_ns``) and notes for any not resolved."""
     rounds = 2 if quick else 5
     out: dict[str, float] = {}
     notes: list[str] = []
@@ -85,6 +96,12 @@ def kernel_rates(quick: bool = False) -> tuple[dict[str, float], list[str]]:
         notes.append("LSTM step rate not resolved (steps no slower than their fixed cost); gemv_gbps left out")
     else:
         out["gemv_gbps"] = gemv
+    if l2_bytes and not quick:
+        far = gemv_rate(far_hidden(l2_bytes), 3)
+        if far is None or gemv is None or far >= gemv:
+            notes.append("LSTM step rate beyond L2 not resolved; gemv_far_gbps left out")
+        else:
+            out["gemv_far_gbps"] = far
     fft = fft_constants(rounds=rounds)
     if fft is None:
         notes.append("STFT radix-2 constants not resolved; fft_butterfly_ns/fft_point_ns left out")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -93,6 +94,24 @@ class TestStream:
         t = stream_ns(nbytes, levels, 110.0, 8.0)
         assert t >= nbytes / 110.0 - 1e-6
         assert t >= stream_ns(nbytes, levels, float("inf"), 8.0) - 1e-6
+
+
+    @given(st.integers(1, 1 << 26), st.floats(5.0, 100.0))
+    def test_a_far_rate_never_speeds_a_stream_up(self, nbytes: int, far: float) -> None:
+        levels = [(48.0, 200.0), (2048.0, 130.0), (32768.0, 38.0)]
+        assert stream_ns(nbytes, levels, 110.0, 8.0, far) >= stream_ns(nbytes, levels, 110.0, 8.0) - 1e-6
+
+    def test_a_matrix_twice_the_l2_keeps_nothing_there(self) -> None:
+        # measured with onnxruntime here: a 1 x K x N GEMV streams 4-32 MiB at 27-28 GB/s from L3
+        levels = [(48.0, 200.0), (1536.0, 150.0), (65536.0, 38.0)]
+        s = 4 * 1536 * 1024
+        assert stream_ns(s, levels, 117.0, 20.0, 28.0) == pytest.approx(s / 28.0)
+        assert stream_ns(s, levels, 117.0, 20.0) < s / 37.0  # without it: L2's share at 117, the rest at 38
+        # just over the L2 most of it still hits there: between the two rates
+        just_over = 1.2 * 1536 * 1024
+        assert just_over / 117.0 < stream_ns(just_over, levels, 117.0, 20.0, 28.0) < just_over / 50.0
+        # a matrix the L2 holds is untouched by the far rate
+        assert stream_ns(1 << 20, levels, 117.0, 20.0, 28.0) == stream_ns(1 << 20, levels, 117.0, 20.0)
 
 
 class TestFft:
