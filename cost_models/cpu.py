@@ -137,8 +137,9 @@ class CpuModel(UnitModel[CpuUnit]):
         # weights from DRAM, unless they stay in the caches between inferences (steady state)
         cached, dram_w = (working, 0) if unit.weights_in_cache else (act, w_b)
         levels = _cache_levels(unit)
-        for kib, gbps in levels:
+        for i, (kib, gbps) in enumerate(levels):
             if working <= kib * 1024:
+                gbps = _far_gemv_gbps(op, unit, gbps) if i >= 2 else gbps
                 note = f"{dtype}, fits {kib:g} KiB" + (", weights cached" if dram_w == 0 < w_b else "")
                 cost = finish(op, unit, chip, dtype, compute_ns + stall_ns, cached, gbps, dram_w, 0, note)
                 break
@@ -197,6 +198,17 @@ def _cache_levels(unit: CpuUnit) -> list[tuple[float, float]]:
     if unit.l3_kib:
         levels.append((unit.l3_kib, unit.l3_bandwidth_gbps))
     return levels
+
+
+def _far_gemv_gbps(op: Op, unit: CpuUnit, level_gbps: float) -> float:
+    """The rate of a level beyond L2 for ``op``: a matrix-vector product (one row, weights)
+    streams its matrix from there at onnxruntime's measured GEMV rate (``gemv_far_gbps``, the
+    same MLAS kernel as a recurrent step's: 27-29 GB/s here where a read sweep gets 38), any
+    other op at the level's bandwidth."""
+    gemm = gemm_of(op) if unit.gemv_far_gbps and op.weights else None
+    if gemm is None or gemm.m != 1 or gemm.batch != 1 or unit.gemv_far_gbps is None:
+        return level_gbps
+    return min(level_gbps, unit.gemv_far_gbps)
 
 
 def _calibrated(op: Op, unit: CpuUnit, dtype: Dtype, cost: OpCost) -> OpCost:
