@@ -170,8 +170,8 @@ def fit(validations: Sequence[Validation], unit: str) -> CalibrationFit:
     # An op type is fit on its first non-empty tier.
     tiers: dict[str, tuple[list[tuple[float, float]], ...]] = {}
     for n in kernels:
-        if n.roof_ns <= 0:
-            continue  # views: overhead only
+        if n.roof_ns <= 0 or n.measured_ns < floor:
+            continue  # views: overhead only; dispatch-bound kernels say nothing about a rate
         own = max(n.measured_ns - sub - n.stall_ns, 0.05 * n.measured_ns, 1.0)
         core, unexplained, every = tiers.setdefault(n.op_type, ([], [], []))
         point = (n.roof_ns / own, own)
@@ -189,6 +189,7 @@ def fit(validations: Sequence[Validation], unit: str) -> CalibrationFit:
             if (gemm and n.memory_ns < n.roof_ns) or (
                     not gemm and n.category != "rnn" and n.memory_ns <= CACHE_LEVEL_FACTOR * n.roof_ns):
                 core.append(point)
+    # (a type whose every kernel is dispatch-bound is not fit: it keeps the chip's efficiency)
     ratios: dict[str, list[float]] = {}
     weights: dict[str, list[float]] = {}  # each kernel's own time (ns), parallel to ratios
     for t, tier in tiers.items():

@@ -98,6 +98,18 @@ class TestFitOnMeasuredDispatch:
         assert f.efficiency["Add"] == pytest.approx(0.5, rel=0.01) and f.kernels["Add"] == 1
 
 
+    def test_a_type_with_only_dispatch_bound_kernels_is_not_fit(self) -> None:
+        # two Subs of 0.1-0.3 us of their own after the profiler's 2 us come off: their ratios
+        # swung 0.015-0.28 between two runs; they say nothing about Sub's per-element rate
+        subs = tuple(NodeResult(n, "Sub", False, 0.0, self.D.kernel_time(p), 5.0, 7.0, 0.0, "elementwise")
+                     for n, p in (("s1", 2_100.0), ("s2", 2_300.0)))  # fmt: skip
+        adds = (_node("a", self.D.kernel_time(12_000.0), 5_000.0, 7_000.0),)
+        v = self._validation(subs + adds, self.D.run_ns + 3 * self.D.kernel_ns + 10_400.0)
+        f = fit([v], "cpu")
+        assert "Sub" not in f.efficiency and "Sub" not in f.kernels
+        assert f.kernels["Add"] == 1
+
+
 class TestOrtFusions:
     def test_predicted_fusions_are_the_kernels_onnxruntime_runs(self, tmp_path: Path) -> None:
         mod = _heldout()
