@@ -485,6 +485,13 @@ class CpuUnit(Unit):
         "its weights from the cache level that holds its working set, not from DRAM. A property of one model on "
         "the unit, not of the chip: left out of dumps (and of the chip's sha256).",
     )
+    resident_weight_bytes: NonNegFloat | None = Field(
+        None,
+        exclude=True,
+        description="With weights_in_cache: the bytes of all the model's weights, which a loop of inferences "
+        "streams cyclically, so an op's weights come from the smallest cache level holding all of them, not "
+        "from the level of its own working set. Set with weights_in_cache; left out of dumps.",
+    )
     gemv_gbps: PositiveFloat | None = Field(
         None,
         description="Rate at which a matrix-vector kernel (one row, as onnxruntime's LSTM/GRU steps run) streams "

@@ -140,6 +140,8 @@ class CpuModel(UnitModel[CpuUnit]):
         for i, (kib, gbps) in enumerate(levels):
             if working <= kib * 1024:
                 gbps = _far_gemv_gbps(op, unit, gbps) if i >= 2 else gbps
+                if dram_w == 0 < w_b:
+                    gbps = _resident_weights_gbps(op, unit, levels, act, w_b, gbps)
                 note = f"{dtype}, fits {kib:g} KiB" + (", weights cached" if dram_w == 0 < w_b else "")
                 cost = finish(op, unit, chip, dtype, compute_ns + stall_ns, cached, gbps, dram_w, 0, note)
                 break
@@ -209,6 +211,23 @@ def _far_gemv_gbps(op: Op, unit: CpuUnit, level_gbps: float) -> float:
     if gemm is None or gemm.m != 1 or gemm.batch != 1 or unit.gemv_far_gbps is None:
         return level_gbps
     return min(level_gbps, unit.gemv_far_gbps)
+
+
+def _resident_weights_gbps(
+    op: Op, unit: CpuUnit, levels: list[tuple[float, float]], act_b: int, w_b: int, level_gbps: float
+) -> float:
+    """The rate at which an op with cached weights streams its working set when a loop of
+    inferences keeps the model's weights (``resident_weight_bytes``) in a level larger than the
+    one holding the op's own working set: the activations at ``level_gbps``, the weights from
+    the smallest level holding them all (each layer's weights were evicted by the others' since
+    the last inference). ``level_gbps`` unchanged otherwise."""
+    total = unit.resident_weight_bytes
+    if not total or total <= act_b + w_b:
+        return level_gbps
+    far = unit.gemv_far_gbps if _far_gemv_gbps(op, unit, math.inf) < math.inf else None
+    # the op's share of one cyclic pass over all the weights (:func:`stream_ns`)
+    w_ns = w_b * stream_ns(total, levels, math.inf, levels[-1][1], far) / total
+    return max(0.0, min(level_gbps, (act_b + w_b) / (act_b / level_gbps + w_ns)))
 
 
 def _calibrated(op: Op, unit: CpuUnit, dtype: Dtype, cost: OpCost) -> OpCost:

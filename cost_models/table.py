@@ -68,9 +68,10 @@ def steady_state_unit(
     """``unit`` as it runs ``graph`` in a loop: a CPU whose last-level cache holds all the
     model's weights keeps them there between inferences, so its GEMMs do not stall on weights
     from DRAM (``weight_stream_gbps`` dropped; :func:`cost_models.cpu.weight_stream_ns`) and every
-    op reads its weights from the cache level of its working set (``weights_in_cache``: the
-    784-256-256-10 MLP's 1 MB of weights came out 45 us from DRAM, where onnxruntime runs the
-    whole model in 10-20 us).
+    op reads its weights from the smallest cache level that holds all of them (``weights_in_cache``,
+    ``resident_weight_bytes``: the loop streams them cyclically; the 784-256-256-10 MLP's 1 MB of
+    weights came out 45 us from DRAM, where onnxruntime runs the whole model in 10-20 us, and the
+    784-512-512-10 one's 2.7 MB run from L3, not from the L2 each layer's 1.6 MB would fit).
     ``dtypes`` gives ops deployed in another dtype than ``precision``."""
     if not isinstance(unit, CpuUnit) or unit.weight_stream_gbps is None:
         return unit
@@ -83,7 +84,9 @@ def steady_state_unit(
     weights = sum(op.weight_bytes(deployed(op.name)) for op in graph.ops())
     if weights > last_level_cache_bytes(unit):
         return unit
-    return unit.model_copy(update={"weight_stream_gbps": None, "weights_in_cache": True})
+    return unit.model_copy(
+        update={"weight_stream_gbps": None, "weights_in_cache": True, "resident_weight_bytes": float(weights)}
+    )
 
 
 def op_signature(op: Op) -> tuple[object, ...]:

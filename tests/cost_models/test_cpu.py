@@ -257,6 +257,22 @@ class TestWeightStream:
             assert (cost.dram_read_bytes > 0) == stalls
             assert ("weights cached" in cost.note) != stalls
 
+    def test_a_layer_whose_model_overflows_l2_reads_its_weights_from_beyond(self) -> None:
+        # fc1's own 1 MiB of weights fit the 2 MiB L2, but the loop streams all the model's
+        # weights cyclically: with 8 MiB of them (resident in L3) fc1's come from L3
+        x, h = Tensor("x", (1, 512), "float32"), Tensor("h", (1, 512), "float32")
+        w1 = Tensor("w1", (512, 512), "float32", True)
+
+        def fc1_ns(n_layers: int) -> float:
+            ops = [("fc1", "MatMul", [x, w1], [h])]
+            ops += [(f"fc{i}", "MatMul", [h, Tensor(f"w{i}", (512, 512), "float32", True)], [Tensor(f"y{i}", (1, 512), "float32")])
+                    for i in range(2, n_layers + 1)]  # fmt: skip
+            chip = chip_from_dict(host_chip(l2_kib=2048, l3_kib=32768, weight_stream_gbps=12.0, gemv_far_gbps=28.0))
+            return cost_table(graph_from_ops("mlp", [x], ops), chip, "model").costs["fc1"]["cpu"].latency_ns
+
+        assert fc1_ns(8) > 2 * fc1_ns(1)  # 8 x 1 MiB cycles through L3 at 28 GB/s; 1 MiB stays in L2
+        assert fc1_ns(8) == pytest.approx(512 * 512 * 4 / 28.0, rel=0.15)
+
     def test_weights_in_cache_is_no_part_of_the_chip(self) -> None:
         from hwsim.report.provenance import chip_sha256
 
