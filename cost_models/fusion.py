@@ -141,6 +141,10 @@ class FusionResult:
         return len(self.decisions) - self.kept
 
 
+#: The wiring :meth:`_Wiring.of` built last (at most one).
+_LAST_WIRING: list[_Wiring] = []
+
+
 def fuses(unit: Unit) -> frozenset[str]:
     """Op types ``unit`` fuses: its own ``fuses`` field, else its kind's default
     (:attr:`cost_models.base.CostModel.default_fuses`)."""
@@ -161,6 +165,16 @@ class _Wiring:
 
     @classmethod
     def of(cls, graph: ModelGraph) -> _Wiring:
+        """``graph``'s wiring; the last graph's is kept (a run fuses one graph for each schedule
+        it simulates, and a :class:`ModelGraph` is not mutated once built)."""
+        last = _LAST_WIRING[0] if _LAST_WIRING else None
+        if last is not None and last.graph is graph:
+            return last
+        _LAST_WIRING[:] = [cls._build(graph)]
+        return _LAST_WIRING[0]
+
+    @classmethod
+    def _build(cls, graph: ModelGraph) -> _Wiring:
         consumers: dict[str, list[str]] = {}
         for name in graph.order:
             for t in graph.op(name).inputs:
