@@ -208,6 +208,13 @@ class _Events:
             self.spans.setdefault((pid, tid), []).append((event["ts"], event["dur"]))
         self.text.append(_encode(event))
 
+    def add_slice(self, text: str, ts_us: float, dur_us: float, pid: int, tid: int, end: float) -> None:
+        """A complete event (``"ph": "X"`` at ``ts_us`` for ``dur_us`` on track ``(pid, tid)``)
+        given as its JSON ``text``: what :meth:`add` of its dict does."""
+        self._key(ts_us, _RANK["X"], pid, tid, end)
+        self.spans.setdefault((pid, tid), []).append((ts_us, dur_us))
+        self.text.append(text)
+
     def counter(self, name: str, pid: int, ts_us: float, key: str, value: float) -> None:
         """A counter event ``{"name", "ph": "C", "ts", "pid", "args": {key: value}}``."""
         is_int = type(value) is int and abs(value) < 2**53  # exact as a float64
@@ -330,6 +337,11 @@ def _op_events(
         if s == e and zero_at[(pid, tid, s)] > 1 and (r.op, r.frame) in bound:
             tid = ev.instant_track(pid, tid, s)
         op_slice[(r.op, r.frame)] = (pid, tid, s, e)
+        if not ev.multi and type(r.dram_bytes) is int and type(r.core) is int and type(r.stretch_ps) is int:
+            ts, dur = _us(s), _us(e - s)
+            ev.add_slice(_op_text(r, ts, dur, pid, tid, placements[r.op].reason), ts, dur, pid, tid, e)
+            _shards_and_phases(r, pid, result.chip.unit(r.unit).cores, ev.add, "", {})
+            continue
         args: dict[str, Any] = {
             "node": r.op,
             "op_type": r.op_type,
@@ -347,6 +359,18 @@ def _op_events(
         )  # fmt: skip
         _shards_and_phases(r, pid, result.chip.unit(r.unit).cores, ev.add, ev.suffix(r.frame), ev.colour(r.frame))
     return op_slice
+
+
+def _op_text(r: OpRecord, ts_us: float, dur_us: float, pid: int, tid: int, reason: str) -> str:
+    """The JSON of a single-frame op's complete event, as ``_encode`` gives it for the dict
+    :func:`_op_events` builds otherwise (the same keys in the same order)."""
+    name, op_type, enc = _encode(r.op), _encode(r.op_type), _encode
+    stretch = f',"stretch_us":{float.__repr__(r.stretch_ps / 1e6)}' if r.stretch_ps > 0 else ""
+    return (
+        f'{{"name":{name},"cat":{op_type},"ph":"X","ts":{float.__repr__(ts_us)},"dur":{float.__repr__(dur_us)},'
+        f'"pid":{pid},"tid":{tid},"args":{{"node":{name},"op_type":{op_type},"unit":{enc(r.unit)},'
+        f'"core":{r.core},"dram_bytes":{r.dram_bytes},"reason":{enc(reason)}{stretch}}}}}'
+    )
 
 
 def _transfer_events(ev: _Events, chip: Chip, trace: Trace, tracks: _Tracks) -> list[_Slice]:
