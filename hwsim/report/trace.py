@@ -215,6 +215,12 @@ class _Events:
         self.spans.setdefault((pid, tid), []).append((ts_us, dur_us))
         self.text.append(text)
 
+    def add_text(self, text: str, ph: str, ts_us: float, pid: int, tid: int) -> None:
+        """A timed event other than a complete one (phase ``ph``) given as its JSON ``text``:
+        what :meth:`add` of its dict does."""
+        self._key(ts_us, _RANK[ph], pid, tid, 0.0)
+        self.text.append(text)
+
     def counter(self, name: str, pid: int, ts_us: float, key: str, value: float) -> None:
         """A counter event ``{"name", "ph": "C", "ts", "pid", "args": {key: value}}``."""
         is_int = type(value) is int and abs(value) < 2**53  # exact as a float64
@@ -276,9 +282,13 @@ class _Events:
 
     def flow(self, name: str, src: _Slice, dst: _Slice) -> None:
         """A dependency arrow from just inside the end of ``src`` to just inside the start of ``dst``."""
-        base = {"name": name, "cat": "dependency", "id": self._next_flow_id}
-        self.add({**base, "ph": "s", "ts": _inside_end(src[2], src[3]), "pid": src[0], "tid": src[1]})
-        self.add({**base, "ph": "f", "bp": "e", "ts": _inside_start(dst[2], dst[3]), "pid": dst[0], "tid": dst[1]})
+        base = f'{{"name":{_encode(name)},"cat":"dependency","id":{self._next_flow_id},"ph":'
+        ts = _inside_end(src[2], src[3])
+        self.add_text(f'{base}"s","ts":{float.__repr__(ts)},"pid":{src[0]},"tid":{src[1]}}}', "s", ts, src[0], src[1])
+        ts = _inside_start(dst[2], dst[3])
+        self.add_text(
+            f'{base}"f","bp":"e","ts":{float.__repr__(ts)},"pid":{dst[0]},"tid":{dst[1]}}}', "f", ts, dst[0], dst[1]
+        )
         self._next_flow_id += 1
 
 
@@ -381,6 +391,10 @@ def _transfer_events(ev: _Events, chip: Chip, trace: Trace, tracks: _Tracks) -> 
         tid = tracks.dma_tid[(track, ch)]
         s, e = _ns(x.start_ps), _ns(x.end_ps)
         xfer_slice.append((tracks.dma_pid, tid, s, e))
+        if not ev.multi and type(x.bytes) is int and type(x.stretch_ps) is int and type(ch) is int:
+            ts, dur = _us(s), _us(e - s)
+            ev.add_slice(_transfer_text(x, ts, dur, tracks.dma_pid, tid, track, ch), ts, dur, tracks.dma_pid, tid, e)
+            continue
         args = {
             "tensor": x.tensor,
             "bytes": x.bytes,
@@ -401,6 +415,20 @@ def _transfer_events(ev: _Events, chip: Chip, trace: Trace, tracks: _Tracks) -> 
             e,
         )  # fmt: skip
     return xfer_slice
+
+
+def _transfer_text(x: TransferRecord, ts_us: float, dur_us: float, pid: int, tid: int, link: str, ch: int) -> str:
+    """The JSON of a single-frame transfer's complete event, as ``_encode`` gives it for the
+    dict :func:`_transfer_events` builds otherwise (the same keys in the same order)."""
+    enc, name = _encode, _encode(x.tensor)
+    stretch = f',"stretch_us":{float.__repr__(x.stretch_ps / 1e6)}' if x.stretch_ps > 0 else ""
+    return (
+        f'{{"name":{name},"cat":"dma","ph":"X","ts":{float.__repr__(ts_us)},"dur":{float.__repr__(dur_us)},'
+        f'"pid":{pid},"tid":{tid},"args":{{"tensor":{name},"bytes":{x.bytes},"src":{enc(x.src_domain)},'
+        f'"dst":{enc(x.dst_domain)},"producer":{enc(x.producer)},"consumers":{enc(list(x.consumers))},'
+        f'"queued_us":{float.__repr__(x.queued_ps / 1e6)},"wait_us":{float.__repr__((x.start_ps - x.queued_ps) / 1e6)},'
+        f'"link":{enc(link)},"channel":{ch}{stretch}}}}}'
+    )
 
 
 #: A flow's end: an op's (op, frame), or a transfer's index in the trace.
