@@ -51,7 +51,7 @@ import json
 import math
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from itertools import chain
@@ -223,13 +223,34 @@ class _Events:
 
     def counter(self, name: str, pid: int, ts_us: float, key: str, value: float) -> None:
         """A counter event ``{"name", "ph": "C", "ts", "pid", "args": {key: value}}``."""
-        is_int = type(value) is int and abs(value) < 2**53  # exact as a float64
-        if type(ts_us) is not float or not (is_int or type(value) is float and math.isfinite(value)):
+        if type(ts_us) is not float or not _plain_number(value):
             self.add({"name": name, "ph": "C", "ts": ts_us, "pid": pid, "args": {key: value}})
             return
         series = self._series.setdefault((name, key), len(self._series))
-        self._key(ts_us, _RANK["C"], pid, 0, 0.0, value, 2 * series + is_int)
+        self._key(ts_us, _RANK["C"], pid, 0, 0.0, value, 2 * series + (type(value) is int))
         self.text.append(None)
+
+    def counters(
+        self, pid: int, series: Sequence[tuple[str, str]], which: Sequence[int], ts_us: Sequence[float],
+        values: Sequence[float],
+    ) -> None:  # fmt: skip
+        """:meth:`counter` ``(name, pid, ts_us[j], key, values[j])`` for each row ``j`` in order,
+        where ``(name, key) = series[which[j]]``: the same events, kept without a call per event
+        where every time is a float and every value a finite float or an exact int."""
+        if not (all(type(t) is float for t in ts_us) and all(map(_plain_number, values))):
+            for s, t, v in zip(which, ts_us, values):
+                self.counter(series[s][0], pid, t, series[s][1], v)
+            return
+        ids = [2 * self._series.setdefault(nk, len(self._series)) for nk in series]
+        n = len(ts_us)
+        self._ts.extend(ts_us)
+        self._rank.extend([_RANK["C"]] * n)
+        self._pid.extend([pid] * n)
+        self._tid.extend([0] * n)
+        self._end.extend([0.0] * n)
+        self._value.extend(values)
+        self._series_of.extend([ids[s] + (type(v) is int) for s, v in zip(which, values)])
+        self.text.extend([None] * n)
 
     def sorted_text(self, chunk: int = 50_000) -> Iterator[list[str]]:
         """The timed events' JSON by time (ties keep the order they were added in), ``chunk`` at a time."""
@@ -293,6 +314,12 @@ class _Events:
 
 
 _encode = json.JSONEncoder(separators=(",", ":")).encode
+
+
+def _plain_number(value: float) -> bool:
+    """A counter value :meth:`_Events.counter` keeps as a number: an int exact as a float64,
+    or a finite float."""
+    return type(value) is int and abs(value) < 2**53 or type(value) is float and math.isfinite(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -479,20 +506,25 @@ def _counter_events(ev: _Events, chip: Chip, trace: Trace, tracks: _Tracks) -> N
         steps = busy_core_steps(r for r in trace.ops if r.unit == u.name)
         if not steps or steps[0][0] > 0:
             steps.insert(0, (0, 0))
-        for t, busy in steps:
-            ev.counter("busy cores", pid, _us(_ns(t)), "cores", busy)
-            ev.counter("utilization", pid, _us(_ns(t)), "%", round(100.0 * busy / u.cores, 6))
+        ts = [_us(_ns(t)) for t, _ in steps for _ in (0, 1)]
+        values = [v for _, busy in steps for v in (busy, round(100.0 * busy / u.cores, 6))]
+        ev.counters(pid, (("busy cores", "cores"), ("utilization", "%")), [0, 1] * len(steps), ts, values)
     capacity = trace.memory_capacity_bytes_per_ps
     counter_name = {
         m: f"{m} bandwidth (of {capacity[m] * GBPS_PER_BYTES_PER_PS:g} GB/s)" for m in sorted(capacity)
     }
     for m in sorted(capacity):
         ev.counter(counter_name[m], tracks.memory_pid, 0.0, "GB/s", 0.0)
-    for t, m, bpps in trace.bandwidth_samples:
-        gbps = round(max(0.0, float(bpps)) * GBPS_PER_BYTES_PER_PS, 9)
-        ev.counter(counter_name.get(m, f"{m} bandwidth"), tracks.memory_pid, _us(_ns(t)), "GB/s", gbps)
-    for t, watts in power_timeline(chip, trace):
-        ev.counter("chip power (W)", tracks.memory_pid, _us(_ns(t)), "W", round(watts, 9))
+    samples = trace.bandwidth_samples
+    series = {m: i for i, m in enumerate(dict.fromkeys(m for _, m, _ in samples))}
+    ev.counters(
+        tracks.memory_pid, [(counter_name.get(m, f"{m} bandwidth"), "GB/s") for m in series],
+        [series[m] for _, m, _ in samples], [_us(_ns(t)) for t, _, _ in samples],
+        [round(max(0.0, float(bpps)) * GBPS_PER_BYTES_PER_PS, 9) for _, _, bpps in samples],
+    )  # fmt: skip
+    power = power_timeline(chip, trace)
+    ev.counters(tracks.memory_pid, (("chip power (W)", "W"),), [0] * len(power), [_us(_ns(t)) for t, _ in power],
+                [round(watts, 9) for _, watts in power])  # fmt: skip
     if trace.thermal is not None:  # a chip with a thermal model
         for t, temp_c in trace.thermal.samples:
             ev.counter("chip temperature (C)", tracks.memory_pid, _us(_ns(t)), "C", round(temp_c, 9))
@@ -509,8 +541,9 @@ def _memory_counters(ev: _Events, result: RunResult, trace: Trace, tracks: _Trac
     for place in use.places:
         cap = "" if place.capacity_bytes is None else f" (of {place.capacity_bytes / BYTES_PER_MIB:g} MiB)"
         name = f"memory in use: {place.name}{cap}"
-        for t, nbytes in use.steps[place.name]:
-            ev.counter(name, tracks.memory_pid, _us(_ns(t)), "bytes", nbytes)
+        steps = use.steps[place.name]
+        ev.counters(tracks.memory_pid, ((name, "bytes"),), [0] * len(steps), [_us(_ns(t)) for t, _ in steps],
+                    [nbytes for _, nbytes in steps])  # fmt: skip
 
 
 def _other_data(result: RunResult, trace: Trace) -> dict[str, Any]:

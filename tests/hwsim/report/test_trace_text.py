@@ -58,3 +58,16 @@ def test_transfer_text_is_the_encoded_dict(
         args["stretch_us"] = stretch_ps / 1e6
     event = {"name": tensor, "cat": "dma", "ph": "X", "ts": 1.5, "dur": 0.25, "pid": 5, "tid": ch + 1, "args": args}
     assert _transfer_text(x, 1.5, 0.25, 5, ch + 1, link, ch) == json.dumps(event, separators=(",", ":"))
+
+
+counter_values = st.one_of(st.integers(-(2**60), 2**60), st.floats(allow_nan=True, allow_infinity=True))
+
+
+@given(st.lists(st.tuples(st.integers(0, 2), st.floats(0, 1e6), counter_values), max_size=20))
+def test_counters_are_counter_one_at_a_time(rows: list[tuple[int, float, float]]) -> None:
+    series = (("busy cores", "cores"), ("utilization", "%"), ('quote " name', "W"))
+    one, batch = _Events(multi=False), _Events(multi=False)
+    for s, t, v in rows:
+        one.counter(series[s][0], 4, t, series[s][1], v)
+    batch.counters(4, series, [s for s, _, _ in rows], [t for _, t, _ in rows], [v for _, _, v in rows])
+    assert list(batch.sorted_text(7)) == list(one.sorted_text(7))
