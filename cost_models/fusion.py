@@ -141,6 +141,33 @@ class FusionResult:
         return len(self.decisions) - self.kept
 
 
+@dataclass(frozen=True, slots=True)
+class _Memo:
+    """What :func:`fuse` keeps between calls on the same graph, chip and cost table (a run
+    fuses one graph once per schedule it simulates): the graph's wiring, and each legal group's
+    decision by ``(members, unit name, mode)``. A group's decision reads only its members'
+    costs on its unit, which :func:`fuse` has not changed yet (a member is in no other group)."""
+
+    graph: ModelGraph
+    chip: Chip
+    table: CostTable
+    wiring: _Wiring
+    decided: dict[tuple[tuple[str, ...], str, str], tuple[FusionDecision, _Variant]]
+
+    @classmethod
+    def of(cls, graph: ModelGraph, chip: Chip, table: CostTable) -> _Memo:
+        """The memo of the last call when it was on these very objects, else a new one."""
+        last = _LAST[0] if _LAST else None
+        if last is not None and last.graph is graph and last.chip is chip and last.table is table:
+            return last
+        _LAST[:] = [cls(graph, chip, table, _Wiring.of(graph), {})]
+        return _LAST[0]
+
+
+#: The memo of the last :func:`fuse` (at most one).
+_LAST: list[_Memo] = []
+
+
 def fuses(unit: Unit) -> frozenset[str]:
     """Op types ``unit`` fuses: its own ``fuses`` field, else its kind's default
     (:attr:`cost_models.base.CostModel.default_fuses`)."""
@@ -208,7 +235,8 @@ def fuse(
     """
     if mode not in FUSE_MODES:
         raise ValueError(f"unknown fusion mode {mode!r}; have {', '.join(FUSE_MODES)}")
-    wiring = _Wiring.of(graph)
+    memo = _Memo.of(graph, chip, table)
+    wiring = memo.wiring
     grouped: set[str] = set()
     costs: dict[str, dict[str, OpCost]] = {op: dict(row) for op, row in table.costs.items()}
     pairs: list[FusedPair] = []
@@ -224,7 +252,10 @@ def fuse(
             continue
         override = next((forced[m] for m in group if m in forced), None) if forced else None
         group_mode = mode if override is None else ("on" if override else "off")
-        decision, applied = _decide(wiring, group, costs, unit, chip, group_mode)
+        key = (tuple(group), unit_name, group_mode)
+        if key not in memo.decided:
+            memo.decided[key] = _decide(wiring, group, costs, unit, chip, group_mode)
+        decision, applied = memo.decided[key]
         decisions.append(decision)
         grouped.update(applied.costs)
         for m, cost in applied.costs.items():

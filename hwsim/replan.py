@@ -30,12 +30,14 @@ from graph_ir.ir import ModelGraph
 from hwsim.sim.engine import Trace
 from scheduler import DEFAULT_POLICY, Schedule, get_policy
 from scheduler.onnx_policies import (
+    INPUTS,
+    OUTPUTS,
     model_options,
     model_problem,
     schedule_from_solution,
     schedule_on,
 )
-from scheduler.problem import Problem, make_problem
+from scheduler.problem import Problem, Solution, make_problem
 from scheduler.single_unit import single_unit_each
 
 __all__ = ["REPLAN_ROUNDS", "Observed", "Simulated", "default_plan", "observed_problem", "replan"]
@@ -153,20 +155,23 @@ def replan(
     tried = {_placement(first.schedule)}
     # Probes: every unit alone (its single-unit schedule) that the plan puts within
     # PROBE_FACTOR of the best, as the engine runs it (ops split over idle cores, no transfers).
-    for probe in _probes(graph, chip, table, problem, 1 if large else MAX_PROBES):
-        if _placement(probe) not in tried and (got := simulate(probe)) is not None:
-            tried.add(_placement(probe))
+    for sol in _probes(problem, 1 if large else MAX_PROBES):
+        key = _solution_placement(problem, sol)  # one already simulated is not built again
+        if key in tried:
+            continue
+        if (got := simulate(schedule_from_solution(graph, chip, table, problem, sol, DEFAULT_POLICY))) is not None:
+            tried.add(key)
             seen.learn(problem, chip, got.trace)
             out.append(got)
     for _ in range(rounds):
         seen.learn(problem, chip, out[-1].trace)
         p2 = observed_problem(problem, seen)
         solved = solve(p2, model_options())
-        sched = schedule_from_solution(graph, chip, table, p2, solved.solution, solved.label, solved.reasons)
-        key = _placement(sched)
+        key = _solution_placement(p2, solved.solution)  # a repeat is not built into a schedule
         if key in tried:
             break
         tried.add(key)
+        sched = schedule_from_solution(graph, chip, table, p2, solved.solution, solved.label, solved.reasons)
         got = simulate(sched)
         if got is None:
             break
@@ -183,13 +188,19 @@ def default_plan(graph: ModelGraph, chip: Chip, table: CostTable) -> tuple[Sched
     return schedule_on(policy.solve, graph, chip, table, problem), problem
 
 
-def _probes(graph: ModelGraph, chip: Chip, table: CostTable, problem: Problem, most: int) -> list[Schedule]:
+def _probes(problem: Problem, most: int) -> list[Solution]:
     """The ``most`` (at most :data:`MAX_PROBES`) units planned fastest alone, within
-    :data:`PROBE_FACTOR` of the fastest, as schedules (only those are built: seconds at 100k ops)."""
+    :data:`PROBE_FACTOR` of the fastest (only those are built into schedules: seconds at 100k ops)."""
     each = sorted(single_unit_each(problem), key=lambda s: s.makespan_ns)
-    keep = [s for s in each[: min(most, MAX_PROBES)] if s.makespan_ns <= PROBE_FACTOR * each[0].makespan_ns]
-    return [schedule_from_solution(graph, chip, table, problem, s, DEFAULT_POLICY) for s in keep]
+    return [s for s in each[: min(most, MAX_PROBES)] if s.makespan_ns <= PROBE_FACTOR * each[0].makespan_ns]
 
 
 def _placement(sched: Schedule) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((n, p.unit) for n, p in sched.placements.items()))
+
+
+def _solution_placement(problem: Problem, sol: Solution) -> tuple[tuple[str, str], ...]:
+    """:func:`_placement` of the schedule :func:`schedule_from_solution` makes of ``sol``."""
+    return tuple(
+        sorted((n, problem.units[sol.unit[i]]) for i, n in enumerate(problem.tasks) if n not in (INPUTS, OUTPUTS))
+    )

@@ -51,7 +51,7 @@ import json
 import math
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from itertools import chain
@@ -208,15 +208,49 @@ class _Events:
             self.spans.setdefault((pid, tid), []).append((event["ts"], event["dur"]))
         self.text.append(_encode(event))
 
+    def add_slice(self, text: str, ts_us: float, dur_us: float, pid: int, tid: int, end: float) -> None:
+        """A complete event (``"ph": "X"`` at ``ts_us`` for ``dur_us`` on track ``(pid, tid)``)
+        given as its JSON ``text``: what :meth:`add` of its dict does."""
+        self._key(ts_us, _RANK["X"], pid, tid, end)
+        self.spans.setdefault((pid, tid), []).append((ts_us, dur_us))
+        self.text.append(text)
+
+    def add_text(self, text: str, ph: str, ts_us: float, pid: int, tid: int) -> None:
+        """A timed event other than a complete one (phase ``ph``) given as its JSON ``text``:
+        what :meth:`add` of its dict does."""
+        self._key(ts_us, _RANK[ph], pid, tid, 0.0)
+        self.text.append(text)
+
     def counter(self, name: str, pid: int, ts_us: float, key: str, value: float) -> None:
         """A counter event ``{"name", "ph": "C", "ts", "pid", "args": {key: value}}``."""
-        is_int = type(value) is int and abs(value) < 2**53  # exact as a float64
-        if type(ts_us) is not float or not (is_int or type(value) is float and math.isfinite(value)):
+        if type(ts_us) is not float or not _plain_number(value):
             self.add({"name": name, "ph": "C", "ts": ts_us, "pid": pid, "args": {key: value}})
             return
         series = self._series.setdefault((name, key), len(self._series))
-        self._key(ts_us, _RANK["C"], pid, 0, 0.0, value, 2 * series + is_int)
+        self._key(ts_us, _RANK["C"], pid, 0, 0.0, value, 2 * series + (type(value) is int))
         self.text.append(None)
+
+    def counters(
+        self, pid: int, series: Sequence[tuple[str, str]], which: Sequence[int], ts_us: Sequence[float],
+        values: Sequence[float],
+    ) -> None:  # fmt: skip
+        """:meth:`counter` ``(name, pid, ts_us[j], key, values[j])`` for each row ``j`` in order,
+        where ``(name, key) = series[which[j]]``: the same events, kept without a call per event
+        where every time is a float and every value a finite float or an exact int."""
+        if not (all(type(t) is float for t in ts_us) and all(map(_plain_number, values))):
+            for s, t, v in zip(which, ts_us, values):
+                self.counter(series[s][0], pid, t, series[s][1], v)
+            return
+        ids = [2 * self._series.setdefault(nk, len(self._series)) for nk in series]
+        n = len(ts_us)
+        self._ts.extend(ts_us)
+        self._rank.extend([_RANK["C"]] * n)
+        self._pid.extend([pid] * n)
+        self._tid.extend([0] * n)
+        self._end.extend([0.0] * n)
+        self._value.extend(values)
+        self._series_of.extend([ids[s] + (type(v) is int) for s, v in zip(which, values)])
+        self.text.extend([None] * n)
 
     def sorted_text(self, chunk: int = 50_000) -> Iterator[list[str]]:
         """The timed events' JSON by time (ties keep the order they were added in), ``chunk`` at a time."""
@@ -269,13 +303,23 @@ class _Events:
 
     def flow(self, name: str, src: _Slice, dst: _Slice) -> None:
         """A dependency arrow from just inside the end of ``src`` to just inside the start of ``dst``."""
-        base = {"name": name, "cat": "dependency", "id": self._next_flow_id}
-        self.add({**base, "ph": "s", "ts": _inside_end(src[2], src[3]), "pid": src[0], "tid": src[1]})
-        self.add({**base, "ph": "f", "bp": "e", "ts": _inside_start(dst[2], dst[3]), "pid": dst[0], "tid": dst[1]})
+        base = f'{{"name":{_encode(name)},"cat":"dependency","id":{self._next_flow_id},"ph":'
+        ts = _inside_end(src[2], src[3])
+        self.add_text(f'{base}"s","ts":{float.__repr__(ts)},"pid":{src[0]},"tid":{src[1]}}}', "s", ts, src[0], src[1])
+        ts = _inside_start(dst[2], dst[3])
+        self.add_text(
+            f'{base}"f","bp":"e","ts":{float.__repr__(ts)},"pid":{dst[0]},"tid":{dst[1]}}}', "f", ts, dst[0], dst[1]
+        )
         self._next_flow_id += 1
 
 
 _encode = json.JSONEncoder(separators=(",", ":")).encode
+
+
+def _plain_number(value: float) -> bool:
+    """A counter value :meth:`_Events.counter` keeps as a number: an int exact as a float64,
+    or a finite float."""
+    return type(value) is int and abs(value) < 2**53 or type(value) is float and math.isfinite(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,6 +374,11 @@ def _op_events(
         if s == e and zero_at[(pid, tid, s)] > 1 and (r.op, r.frame) in bound:
             tid = ev.instant_track(pid, tid, s)
         op_slice[(r.op, r.frame)] = (pid, tid, s, e)
+        if not ev.multi and type(r.dram_bytes) is int and type(r.core) is int and type(r.stretch_ps) is int:
+            ts, dur = _us(s), _us(e - s)
+            ev.add_slice(_op_text(r, ts, dur, pid, tid, placements[r.op].reason), ts, dur, pid, tid, e)
+            _shards_and_phases(r, pid, result.chip.unit(r.unit).cores, ev.add, "", {})
+            continue
         args: dict[str, Any] = {
             "node": r.op,
             "op_type": r.op_type,
@@ -349,6 +398,18 @@ def _op_events(
     return op_slice
 
 
+def _op_text(r: OpRecord, ts_us: float, dur_us: float, pid: int, tid: int, reason: str) -> str:
+    """The JSON of a single-frame op's complete event, as ``_encode`` gives it for the dict
+    :func:`_op_events` builds otherwise (the same keys in the same order)."""
+    name, op_type, enc = _encode(r.op), _encode(r.op_type), _encode
+    stretch = f',"stretch_us":{float.__repr__(r.stretch_ps / 1e6)}' if r.stretch_ps > 0 else ""
+    return (
+        f'{{"name":{name},"cat":{op_type},"ph":"X","ts":{float.__repr__(ts_us)},"dur":{float.__repr__(dur_us)},'
+        f'"pid":{pid},"tid":{tid},"args":{{"node":{name},"op_type":{op_type},"unit":{enc(r.unit)},'
+        f'"core":{r.core},"dram_bytes":{r.dram_bytes},"reason":{enc(reason)}{stretch}}}}}'
+    )
+
+
 def _transfer_events(ev: _Events, chip: Chip, trace: Trace, tracks: _Tracks) -> list[_Slice]:
     """A complete event per DMA transfer on its (link, channel) thread; their slices in trace order."""
     xfer_slice: list[_Slice] = []
@@ -357,6 +418,10 @@ def _transfer_events(ev: _Events, chip: Chip, trace: Trace, tracks: _Tracks) -> 
         tid = tracks.dma_tid[(track, ch)]
         s, e = _ns(x.start_ps), _ns(x.end_ps)
         xfer_slice.append((tracks.dma_pid, tid, s, e))
+        if not ev.multi and type(x.bytes) is int and type(x.stretch_ps) is int and type(ch) is int:
+            ts, dur = _us(s), _us(e - s)
+            ev.add_slice(_transfer_text(x, ts, dur, tracks.dma_pid, tid, track, ch), ts, dur, tracks.dma_pid, tid, e)
+            continue
         args = {
             "tensor": x.tensor,
             "bytes": x.bytes,
@@ -377,6 +442,20 @@ def _transfer_events(ev: _Events, chip: Chip, trace: Trace, tracks: _Tracks) -> 
             e,
         )  # fmt: skip
     return xfer_slice
+
+
+def _transfer_text(x: TransferRecord, ts_us: float, dur_us: float, pid: int, tid: int, link: str, ch: int) -> str:
+    """The JSON of a single-frame transfer's complete event, as ``_encode`` gives it for the
+    dict :func:`_transfer_events` builds otherwise (the same keys in the same order)."""
+    enc, name = _encode, _encode(x.tensor)
+    stretch = f',"stretch_us":{float.__repr__(x.stretch_ps / 1e6)}' if x.stretch_ps > 0 else ""
+    return (
+        f'{{"name":{name},"cat":"dma","ph":"X","ts":{float.__repr__(ts_us)},"dur":{float.__repr__(dur_us)},'
+        f'"pid":{pid},"tid":{tid},"args":{{"tensor":{name},"bytes":{x.bytes},"src":{enc(x.src_domain)},'
+        f'"dst":{enc(x.dst_domain)},"producer":{enc(x.producer)},"consumers":{enc(list(x.consumers))},'
+        f'"queued_us":{float.__repr__(x.queued_ps / 1e6)},"wait_us":{float.__repr__((x.start_ps - x.queued_ps) / 1e6)},'
+        f'"link":{enc(link)},"channel":{ch}{stretch}}}}}'
+    )
 
 
 #: A flow's end: an op's (op, frame), or a transfer's index in the trace.
@@ -427,20 +506,25 @@ def _counter_events(ev: _Events, chip: Chip, trace: Trace, tracks: _Tracks) -> N
         steps = busy_core_steps(r for r in trace.ops if r.unit == u.name)
         if not steps or steps[0][0] > 0:
             steps.insert(0, (0, 0))
-        for t, busy in steps:
-            ev.counter("busy cores", pid, _us(_ns(t)), "cores", busy)
-            ev.counter("utilization", pid, _us(_ns(t)), "%", round(100.0 * busy / u.cores, 6))
+        ts = [_us(_ns(t)) for t, _ in steps for _ in (0, 1)]
+        values = [v for _, busy in steps for v in (busy, round(100.0 * busy / u.cores, 6))]
+        ev.counters(pid, (("busy cores", "cores"), ("utilization", "%")), [0, 1] * len(steps), ts, values)
     capacity = trace.memory_capacity_bytes_per_ps
     counter_name = {
         m: f"{m} bandwidth (of {capacity[m] * GBPS_PER_BYTES_PER_PS:g} GB/s)" for m in sorted(capacity)
     }
     for m in sorted(capacity):
         ev.counter(counter_name[m], tracks.memory_pid, 0.0, "GB/s", 0.0)
-    for t, m, bpps in trace.bandwidth_samples:
-        gbps = round(max(0.0, float(bpps)) * GBPS_PER_BYTES_PER_PS, 9)
-        ev.counter(counter_name.get(m, f"{m} bandwidth"), tracks.memory_pid, _us(_ns(t)), "GB/s", gbps)
-    for t, watts in power_timeline(chip, trace):
-        ev.counter("chip power (W)", tracks.memory_pid, _us(_ns(t)), "W", round(watts, 9))
+    samples = trace.bandwidth_samples
+    series = {m: i for i, m in enumerate(dict.fromkeys(m for _, m, _ in samples))}
+    ev.counters(
+        tracks.memory_pid, [(counter_name.get(m, f"{m} bandwidth"), "GB/s") for m in series],
+        [series[m] for _, m, _ in samples], [_us(_ns(t)) for t, _, _ in samples],
+        [round(max(0.0, float(bpps)) * GBPS_PER_BYTES_PER_PS, 9) for _, _, bpps in samples],
+    )  # fmt: skip
+    power = power_timeline(chip, trace)
+    ev.counters(tracks.memory_pid, (("chip power (W)", "W"),), [0] * len(power), [_us(_ns(t)) for t, _ in power],
+                [round(watts, 9) for _, watts in power])  # fmt: skip
     if trace.thermal is not None:  # a chip with a thermal model
         for t, temp_c in trace.thermal.samples:
             ev.counter("chip temperature (C)", tracks.memory_pid, _us(_ns(t)), "C", round(temp_c, 9))
@@ -457,8 +541,9 @@ def _memory_counters(ev: _Events, result: RunResult, trace: Trace, tracks: _Trac
     for place in use.places:
         cap = "" if place.capacity_bytes is None else f" (of {place.capacity_bytes / BYTES_PER_MIB:g} MiB)"
         name = f"memory in use: {place.name}{cap}"
-        for t, nbytes in use.steps[place.name]:
-            ev.counter(name, tracks.memory_pid, _us(_ns(t)), "bytes", nbytes)
+        steps = use.steps[place.name]
+        ev.counters(tracks.memory_pid, ((name, "bytes"),), [0] * len(steps), [_us(_ns(t)) for t, _ in steps],
+                    [nbytes for _, nbytes in steps])  # fmt: skip
 
 
 def _other_data(result: RunResult, trace: Trace) -> dict[str, Any]:

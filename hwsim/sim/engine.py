@@ -199,6 +199,8 @@ class Simulation:
         cores = [k for keys in self._core_keys.values() for k in keys]
         self._core_rank = {k: r for r, k in enumerate(cores)}
         self._to_check: set[Core] = set(cores)
+        #: Whether some placement fixes more than one core (else no op waits for several).
+        self._fixed_splits = any(k is not None and k > 1 for k in p.fixed_cores)
         self.power: PowerGate | None = None
         if options.max_power_w is not None:
             check_cap(chip, p, options.max_power_w, self.checked_shard_cost, options.double_buffer)
@@ -247,7 +249,7 @@ class Simulation:
             if self._links_may_grant:
                 self.start_transfers()
             t_heap = heap[0][0] if heap else None
-            t_flow = bandwidth.next_end_ps()
+            t_flow = bandwidth.next_end_ps() if bandwidth.flows else None
             if t_heap is None or (t_flow is not None and t_flow < t_heap):
                 if t_flow is None:
                     break
@@ -418,7 +420,8 @@ class Simulation:
             return
         candidates = sorted(self._to_check, key=self._core_rank.__getitem__)
         self._to_check.clear()
-        self._start_fixed_splits(candidates)
+        if self._fixed_splits:
+            self._start_fixed_splits(candidates)
         self._start_others(candidates)
 
     def _start_fixed_splits(self, candidates: list[Core]) -> None:

@@ -32,6 +32,8 @@ __all__ = ["ChannelPool", "CorePool", "Flow", "PowerBudget", "SharedBandwidth", 
 
 T = TypeVar("T")
 O = TypeVar("O", bound=Hashable)
+#: A flow set's shares: each flow's rate (bytes/ps), whether it was slowed, each memory's use.
+_Shares = tuple[tuple[float, ...], tuple[bool, ...], tuple[float, ...]]
 
 
 class CorePool:
@@ -280,7 +282,10 @@ class SharedBandwidth(Generic[O]):
     ['a', 'b']
     """
 
-    __slots__ = ("_last_use", "_seq", "capacity", "flows", "samples")
+    __slots__ = ("_last_use", "_seq", "_shares", "capacity", "flows", "samples")
+
+    #: At most this many flow sets' shares are remembered (then the memo starts afresh).
+    MEMO_SIZE = 1 << 16
 
     def __init__(self, capacity: Mapping[str, float]) -> None:
         self.capacity = dict(capacity)
@@ -290,6 +295,9 @@ class SharedBandwidth(Generic[O]):
         self.samples: list[tuple[int, str, float]] = []
         self._last_use = {m: 0.0 for m in self.capacity}
         self._seq = 0
+        #: Each flow set's shares by its flows' ``(cap, uses)`` in order: their rates, which
+        #: ones :func:`max_min_rates` slowed, each memory's total use (the same floats again).
+        self._shares: dict[tuple[object, ...], _Shares] = {}
 
     def request(self, nbytes: float, cap: float, uses: dict[str, float], owner: O) -> Flow[O]:
         """Start streaming ``nbytes`` at most ``cap`` bytes/ps; rates change at :meth:`reallocate`."""
@@ -323,24 +331,50 @@ class SharedBandwidth(Generic[O]):
     def reallocate(self, now_ps: int) -> None:
         """Share the bandwidth anew among the flows; note each memory whose total use changed.
 
+        A flow set seen before (the same caps and uses, in the same order) gets the shares it
+        got then, without the progressive filling again.
+
         Raises
         ------
         SimulationError
             If a flow gets no bandwidth at all (it streams through a zero-capacity memory).
         """
-        max_min_rates(self.flows, self.capacity)
-        use = {m: 0.0 for m in self.capacity}
-        for f in self.flows:
+        flows = self.flows
+        key = tuple([(f.cap, tuple(f.uses.items())) for f in flows])
+        shares = self._shares.get(key)
+        if shares is None:
+            shares = self._share(flows)
+            if len(self._shares) >= self.MEMO_SIZE:
+                self._shares.clear()
+            self._shares[key] = shares
+        rates, slowed, use = shares
+        for f, rate, slow in zip(flows, rates, slowed):
+            f.rate = rate
+            if slow:
+                f.slowed = True
+            f.end_ps = now_ps + max(1, math.ceil(f.remaining / rate))
+        last = self._last_use
+        for m, u in zip(self.capacity, use):
+            if abs(u - last[m]) > 1e-12:
+                self.samples.append((now_ps, m, u))
+                last[m] = u
+
+    def _share(self, flows: list[Flow[O]]) -> _Shares:
+        """:func:`max_min_rates` of ``flows``: their rates, which it slowed, each memory's use."""
+        before = [f.slowed for f in flows]
+        for f in flows:
+            f.slowed = False
+        max_min_rates(flows, self.capacity)
+        slowed = tuple(f.slowed for f in flows)
+        for f, was in zip(flows, before):
+            f.slowed = was or f.slowed
+        use = dict.fromkeys(self.capacity, 0.0)
+        for f in flows:
             if f.rate <= 0:
                 dead = ", ".join(sorted(m for m in f.uses if self.capacity[m] <= 0))
                 raise SimulationError(
                     f"a memory stream has no bandwidth (zero-capacity memory: {dead or 'none, cap 0'})"
                 )
-            f.end_ps = now_ps + max(1, math.ceil(f.remaining / f.rate))
             for m, a in f.uses.items():
                 use[m] += a * f.rate
-        last = self._last_use
-        for m, u in use.items():
-            if abs(u - last[m]) > 1e-12:
-                self.samples.append((now_ps, m, u))
-                last[m] = u
+        return tuple(f.rate for f in flows), slowed, tuple(use.values())

@@ -158,6 +158,25 @@ class TestFuse:
             run_on_npu += 1
         assert len(fused.pairs) == run_on_npu
 
+    @settings(max_examples=25, deadline=None)
+    @given(
+        units=st.lists(st.lists(st.sampled_from(["npu", "cpu"]), min_size=7, max_size=7), min_size=2, max_size=3),
+        modes=st.lists(st.sampled_from(["auto", "on", "off"]), min_size=3, max_size=3),
+    )
+    def test_fusing_again_on_the_same_table_gives_what_a_fresh_table_does(
+        self, units: list[list[str]], modes: list[str]
+    ) -> None:
+        # fuse() keeps the last graph's wiring and group decisions; a new table starts afresh
+        chip = _chip()
+        ops = [("conv", "Conv", [_t("x"), W], [_t("t0")])]
+        for i in range(6):
+            ops.append((f"e{i}", "Relu" if i % 2 else "Sigmoid", [_t(f"t{i}")], [_t(f"t{i + 1}")]))
+        g = graph_from_ops("chain", [_t("x")], ops)
+        placements = [dict(zip(g.order, where)) for where in units]
+        fresh = [fuse(g, chip, cost_table(g, chip), p, m) for p, m in zip(placements, modes)]
+        table = cost_table(g, chip)
+        assert [fuse(g, chip, table, p, m) for p, m in zip(placements, modes)] == fresh
+
 
 class TestPipeline:
     def test_run_graph_fuses_and_the_summary_lists_the_pairs(self) -> None:

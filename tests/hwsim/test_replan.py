@@ -95,3 +95,21 @@ def test_a_ruled_out_replan_ends_the_loop() -> None:
     table = cost_table(g, chip, "int8")
     first = simulate_candidate(DEFAULT_POLICY, g, chip, table, POLICIES[DEFAULT_POLICY](g, chip, table))
     assert rp.replan(g, chip, table, first, lambda s: None) == [first]
+
+
+@pytest.mark.parametrize("model", ["resnet18.onnx", "yolov8n.onnx"])
+def test_a_solutions_placement_is_its_schedules(model: str) -> None:
+    # the re-plan checks a solution for a repeat before building its schedule
+    from scheduler.onnx_policies import schedule_from_solution
+    from scheduler.single_unit import single_unit_each
+
+    g = load_onnx(MODELS / model)
+    chip = load_chip("rk3588")
+    table = cost_table(g, chip, "int8")
+    _, problem = rp.default_plan(g, chip, table)
+    sols = [*single_unit_each(problem)]
+    keys = {rp._solution_placement(problem, s) for s in sols}
+    assert len(keys) == len(sols) > 1  # the units alone: as many placements
+    for sol in sols:
+        built = schedule_from_solution(g, chip, table, problem, sol, DEFAULT_POLICY)
+        assert rp._solution_placement(problem, sol) == rp._placement(built)
