@@ -72,6 +72,7 @@ __all__ = [
     "last_level_cache_bytes",
     "parallel_sections",
     "recurrent_bytes",
+    "recurrent_kernel_ns",
     "recurrent_steps_ns",
     "shape_factor",
     "stream_ns",
@@ -513,8 +514,31 @@ def _ort_recurrent(op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w
     """An LSTM/GRU/RNN as onnxruntime's CPU kernel runs it, in sequence: ``X·Wᵀ`` for all steps
     as one GEMM, then the steps (:func:`recurrent_steps_ns`). The weights come from the
     smallest cache level holding them (the model runs in a loop), from DRAM when none does."""
-    assert unit.gemv_gbps is not None
     steps, r_b = recurrent_bytes(op, dtype)
+    dirs = int(op.inputs[2].shape[0]) if len(op.inputs[2].shape) == 3 else 1
+    levels = _cache_levels(unit)
+    dram_gbps = unit_bandwidth_gbps(unit, chip)
+    w_gbps = next((g for kib, g in levels if w_b <= kib * 1024), 0.0)
+    w_ns = w_b / (w_gbps or dram_gbps)
+    in_cache = r_b / dirs <= levels[-1][0] * 1024
+    dram_read = (0 if w_gbps else w_b) + (0 if in_cache else steps * r_b)
+    # the memory roof: the same bytes at the levels' own bandwidths (never above the steps' time)
+    memory_ns = w_ns + steps * dirs * stream_ns(r_b / dirs, levels, math.inf, dram_gbps)
+    note = f"{dtype}, onnxruntime steps: {dirs} x {steps}, R from {'cache' if in_cache else 'DRAM'}"
+    time_ns = recurrent_kernel_ns(op, unit, chip, dtype, w_b, 1)
+    cost = finish(op, unit, chip, dtype, time_ns, 0, 0.0, dram_read, 0, note)
+    return replace(cost, memory_ns=memory_ns)
+
+
+def recurrent_kernel_ns(op: Op, unit: CpuUnit, chip: Chip, dtype: str, w_b: int, threads: int) -> float:
+    """onnxruntime's LSTM/GRU/RNN kernel on ``threads`` intra-op threads, ns (a unit with
+    ``gemv_gbps``): ``X·Wᵀ`` as one MLAS SGEMM split over the threads, ``W`` read once, then each
+    step's GEMV split by rows, each thread streaming its share of ``R`` from its own core's
+    caches (a share that fits a core's L2 where the whole ``R`` did not streams at the L2 rate:
+    a hidden-512 LSTM ran 4x faster on 2 threads here), plus each step's fixed and gate costs.
+    Parallel sections are not included (:func:`parallel_sections`)."""
+    assert unit.gemv_gbps is not None
+    _, r_b = recurrent_bytes(op, dtype)
     dirs = int(op.inputs[2].shape[0]) if len(op.inputs[2].shape) == 3 else 1
     levels = _cache_levels(unit)
     dram_gbps = unit_bandwidth_gbps(unit, chip)
@@ -524,17 +548,9 @@ def _ort_recurrent(op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w
     # the projection is an MLAS SGEMM: the fingerprint's peak (its own rate) times the small-kernel
     # factor; no MatMul efficiency, the op's own calibrated efficiency scales the whole kernel
     shape = proj_flops / (proj_flops + HALF_EFFICIENCY_FLOPS)
-    proj_ns = proj_flops / (unit.peak_flops_per_ns(dtype) * shape) if proj_flops else 0.0
-    r_ns = stream_ns(r_b / dirs, levels, unit.gemv_gbps, dram_gbps, unit.gemv_far_gbps)
-    steps_ns = recurrent_steps_ns(op, dtype, r_ns)
-    w_ns = w_b / (w_gbps or dram_gbps)
-    in_cache = r_b / dirs <= levels[-1][0] * 1024
-    dram_read = (0 if w_gbps else w_b) + (0 if in_cache else steps * r_b)
-    # the memory roof: the same bytes at the levels' own bandwidths (never above the steps' time)
-    memory_ns = w_ns + steps * dirs * stream_ns(r_b / dirs, levels, math.inf, dram_gbps)
-    note = f"{dtype}, onnxruntime steps: {dirs} x {steps}, R from {'cache' if in_cache else 'DRAM'}"
-    cost = finish(op, unit, chip, dtype, proj_ns + w_ns + steps_ns, 0, 0.0, dram_read, 0, note)
-    return replace(cost, memory_ns=memory_ns)
+    proj_ns = proj_flops / (unit.peak_flops_per_ns(dtype) * shape) / threads if proj_flops else 0.0
+    r_ns = stream_ns(r_b / dirs / threads, levels, unit.gemv_gbps, dram_gbps, unit.gemv_far_gbps)
+    return proj_ns + w_b / (w_gbps or dram_gbps) + recurrent_steps_ns(op, dtype, r_ns)
 
 
 def _recurrence(op: Op, unit: CpuUnit, chip: Chip, dtype: str, cost: OpCost) -> OpCost:

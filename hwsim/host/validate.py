@@ -29,6 +29,7 @@ from cost_models.cpu import (
     intra_op_threads,
     kernel_type,
     parallel_sections,
+    recurrent_kernel_ns,
 )
 from cost_models.table import cost_table
 from graph_ir.categories import GEMM_CATEGORIES
@@ -77,7 +78,8 @@ class NodeResult:
     (:func:`cost_models.cpu.calibration_basis_ns`; what calibration compares with);
     ``memory_ns`` its memory roof at the physical bandwidth of the level its data sits in;
     ``stall_ns`` the part of the prediction no efficiency scales (a GEMM waiting on weights
-    from DRAM, :func:`cost_models.cpu.weight_stream_ns`).
+    from DRAM, :func:`cost_models.cpu.weight_stream_ns`; on several threads, the kernel's
+    parallel sections).
     """
 
     name: str
@@ -184,16 +186,33 @@ def _roofline_chip(chip: Chip, op_types: Iterable[str]) -> Chip:
     return chip_from_dict(data, source=f"{chip.name} (roofline)")
 
 
-def _time(op: Op, c: OpCost, threads: int, with_overhead: bool) -> float:
-    """The kernel's time on onnxruntime's ``threads`` intra-op threads: its roofline split over
-    the threads it uses (:func:`~cost_models.cpu.intra_op_threads`), plus its parallel sections."""
+def _speedup(op: Op, chip: Chip, threads: int) -> float:
+    """How much faster ``op``'s kernel runs on onnxruntime's ``threads`` intra-op threads: the
+    threads it uses (:func:`~cost_models.cpu.intra_op_threads`); for a recurrent op on a unit
+    with ``gemv_gbps`` the ratio of :func:`~cost_models.cpu.recurrent_kernel_ns` on one thread
+    and on those (each thread streams its share of ``R`` from its own core's caches)."""
     used = intra_op_threads(op, threads)
-    roof = max(c.compute_ns, c.memory_ns) / used + parallel_sections(op, used) * PARALLEL_SECTION_NS
+    unit = chip.units[0]
+    if used <= 1 or op.category != "rnn" or not isinstance(unit, CpuUnit) or unit.gemv_gbps is None:
+        return float(used)
+    w_b = op.weight_bytes(None)
+    return recurrent_kernel_ns(op, unit, chip, "fp32", w_b, 1) / recurrent_kernel_ns(op, unit, chip, "fp32", w_b, used)
+
+
+def _sections_ns(op: Op, threads: int) -> float:
+    """The parallel sections' cost of ``op``'s kernel on ``threads`` threads (no efficiency scales it)."""
+    return parallel_sections(op, intra_op_threads(op, threads)) * PARALLEL_SECTION_NS
+
+
+def _time(op: Op, c: OpCost, chip: Chip, threads: int, with_overhead: bool) -> float:
+    """The kernel's time on onnxruntime's ``threads`` intra-op threads: its roofline over the
+    thread speed-up (:func:`_speedup`), plus its parallel sections."""
+    roof = max(c.compute_ns, c.memory_ns) / _speedup(op, chip, threads) + _sections_ns(op, threads)
     return roof + (c.overhead_ns if with_overhead else 0.0)
 
 
-def _basis(op: Op, r: OpCost, threads: int) -> float:
-    return calibration_basis_ns(op, r) / intra_op_threads(op, threads)
+def _basis(op: Op, r: OpCost, chip: Chip, threads: int) -> float:
+    return calibration_basis_ns(op, r) / _speedup(op, chip, threads)
 
 
 @dataclass(frozen=True, slots=True)
@@ -383,25 +402,28 @@ def predict_nodes(
             k = patterns[op.name]
             c, r = estimate(k, chip, unit, "model"), estimate(k, roof_chip, unit, "model")
             assert c is not None and r is not None  # a CPU runs any op type
-            out[op.name] = NodePrediction(k.op_type, _time(k, c, threads, True), _basis(k, r, threads), r.memory_ns / threads)
+            out[op.name] = NodePrediction(k.op_type, _time(k, c, chip, threads, True), _basis(k, r, chip, threads),
+                                          r.memory_ns / threads, _sections_ns(k, threads))  # fmt: skip
             continue
         c = table.costs[op.name][unit]
         r = roof_table.costs[op.name][unit]
-        roof = _basis(op, r, threads)
+        roof = _basis(op, r, chip, threads)
         if op.name in absorbed:
             out[op.name] = NodePrediction(op.op_type, 0.0, roof)
         elif op.name in fused:
-            pred = c.compute_ns / threads if epilogue(op.name) else _time(op, c, threads, False)
+            pred = c.compute_ns / threads if epilogue(op.name) else _time(op, c, chip, threads, False)
             out[op.name] = NodePrediction(op.op_type, pred, roof)
         else:
             # hwsim's views are free; onnxruntime still dispatches a kernel for each one that runs
             view = overhead if op.category == "layout" else 0.0
-            out[op.name] = NodePrediction(kernel_type(op), _time(op, c, threads, True) + view, roof, r.memory_ns / threads,
-                                          c.stall_ns / threads, op.category)  # fmt: skip
+            stall = c.stall_ns / threads + _sections_ns(op, threads)
+            out[op.name] = NodePrediction(kernel_type(op), _time(op, c, chip, threads, True) + view, roof, r.memory_ns / threads,
+                                          stall, op.category)  # fmt: skip
     for k in inserted:
         c, r = estimate(k, chip, unit, "model"), estimate(k, roof_chip, unit, "model")
         assert c is not None and r is not None
-        out[k.name] = NodePrediction(k.op_type, _time(k, c, threads, True), _basis(k, r, threads), r.memory_ns / threads)
+        out[k.name] = NodePrediction(k.op_type, _time(k, c, chip, threads, True), _basis(k, r, chip, threads),
+                                     r.memory_ns / threads, _sections_ns(k, threads))  # fmt: skip
     return out
 
 

@@ -9,13 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chips.schema import chip_from_dict
+from chips.schema import CpuUnit, chip_from_dict
 from cost_models.cpu import (
     MLAS_THREAD_MACS,
     fft_ns,
     fft_plan,
     intra_op_threads,
     parallel_sections,
+    recurrent_kernel_ns,
     stream_ns,
 )
 from cost_models.table import estimate
@@ -85,6 +86,20 @@ class TestRecurrentSteps:
         op = rnn("LSTM", 1536, 4)  # 151 MB of R
         c = estimate(op, chip_from_dict(host_chip(**KERNELS)), "cpu", "model")
         assert c is not None and "R from DRAM" in c.note and c.dram_read_bytes >= 4 * 16 * 1536 * 1536
+
+
+class TestRecurrentThreads:
+    def test_a_share_of_r_that_fits_a_cores_l2_streams_super_linearly(self) -> None:
+        # hidden 512: R is 4 MiB, twice the 2 MiB L2 (all from L3 at the far rate on one thread);
+        # on 2 threads each core streams 2 MiB from its own L2 (measured here: 4x faster)
+        chip = chip_from_dict(host_chip(**KERNELS, gemv_far_gbps=28.0))
+        unit = chip.units[0]
+        assert isinstance(unit, CpuUnit)
+        big, small = rnn("LSTM", 512, 16), rnn("LSTM", 128, 16)
+        speedup = {op.inputs[2].shape[2]: recurrent_kernel_ns(op, unit, chip, "fp32", op.weight_bytes(None), 1)
+                   / recurrent_kernel_ns(op, unit, chip, "fp32", op.weight_bytes(None), 2) for op in (big, small)}  # fmt: skip
+        assert speedup[512] > 2.5
+        assert 1.0 < speedup[128] <= 2.0  # already in L2: at most the thread count (fixed step costs)
 
 
 class TestStream:
