@@ -373,8 +373,6 @@ def predict_nodes(
     it (:func:`cost_models.cpu.intra_op_threads`) plus its parallel sections' cost; the per-op
     overhead is not split.
     """
-    from cost_models.table import estimate
-
     unit = chip.units[0].name
     patterns, quick = _pattern_kernels(graph, kernels or {}, fused)
     absorbed = absorbed | quick
@@ -399,11 +397,7 @@ def predict_nodes(
     out: dict[str, NodePrediction] = {}
     for op in graph.ops():
         if op.name in patterns:
-            k = patterns[op.name]
-            c, r = estimate(k, chip, unit, "model"), estimate(k, roof_chip, unit, "model")
-            assert c is not None and r is not None  # a CPU runs any op type
-            out[op.name] = NodePrediction(k.op_type, _time(k, c, chip, threads, True), _basis(k, r, chip, threads),
-                                          r.memory_ns / threads, _sections_ns(k, threads))  # fmt: skip
+            out[op.name] = _kernel_prediction(patterns[op.name], chip, roof_chip, threads)
             continue
         c = table.costs[op.name][unit]
         r = roof_table.costs[op.name][unit]
@@ -420,11 +414,19 @@ def predict_nodes(
             out[op.name] = NodePrediction(kernel_type(op), _time(op, c, chip, threads, True) + view, roof, r.memory_ns / threads,
                                           stall, op.category)  # fmt: skip
     for k in inserted:
-        c, r = estimate(k, chip, unit, "model"), estimate(k, roof_chip, unit, "model")
-        assert c is not None and r is not None
-        out[k.name] = NodePrediction(k.op_type, _time(k, c, chip, threads, True), _basis(k, r, chip, threads),
-                                     r.memory_ns / threads, _sections_ns(k, threads))  # fmt: skip
+        out[k.name] = _kernel_prediction(k, chip, roof_chip, threads)
     return out
+
+
+def _kernel_prediction(k: Op, chip: Chip, roof_chip: Chip, threads: int) -> NodePrediction:
+    """A kernel onnxruntime runs that is no node of the file (a pattern or inserted kernel)."""
+    from cost_models.table import estimate
+
+    unit = chip.units[0].name
+    c, r = estimate(k, chip, unit, "model"), estimate(k, roof_chip, unit, "model")
+    assert c is not None and r is not None  # a CPU runs any op type
+    return NodePrediction(k.op_type, _time(k, c, chip, threads, True), _basis(k, r, chip, threads),
+                          r.memory_ns / threads, _sections_ns(k, threads))
 
 
 def _match_inserted(
