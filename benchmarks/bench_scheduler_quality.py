@@ -50,7 +50,7 @@ def _mm(xs: list[float]) -> str:
     return f"{np.mean(xs):.3f} / {np.max(xs):.3f}" if xs else "-"
 
 
-def quality(configs: list[Config]) -> None:
+def quality(configs: list[Config], seed_base: int = 0) -> None:
     """Per configuration: ratios over proven optima, ratios over unproven incumbents apart, then overall."""
     print(
         "| DAGs | units | CCR | kind | optima proven | default/OPT | HEFT/OPT | PEFT/OPT | CPOP/OPT "
@@ -68,7 +68,7 @@ def quality(configs: list[Config]) -> None:
         gaps: list[float] = []
         t_def, t_ex = [], []
         for seed in range(c.count):
-            p = random_problem(1000 * c.n + seed, c.n, c.units, c.ccr, c.kind)
+            p = random_problem(seed_base + 1000 * c.n + seed, c.n, c.units, c.ccr, c.kind)
             res: dict[str, float] = {}
             inc = None
             for name, fn in CHEAP_POLICIES.items():
@@ -177,6 +177,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="fewer DAGs and shorter MILP limits")
     ap.add_argument("--skip", nargs="*", default=[], choices=["quality", "models", "speed"])
     ap.add_argument("--energy-slack", type=float, default=0.2, help="energy mode budget: default latency x (1 + this)")
+    ap.add_argument("--seed-base", type=int, default=0,
+                    help="random DAG seeds are this + 1000 n + k (e.g. 9000000: a held-out set)")
     args = ap.parse_args()
     if args.quick:
         configs = [Config(n, u, ccr, kind, cnt, lim) for n, u, cnt, lim in ((10, 3, 5, 10.0), (20, 4, 3, 8.0))
@@ -191,7 +193,7 @@ def main() -> None:
             if not (n == 10 and u == 5 and ccr == 0.5) and not (n == 50 and ccr == 0.5)
         ]
     if "quality" not in args.skip:
-        quality(configs)
+        quality(configs, args.seed_base)
         print()
     if "models" not in args.skip:
         real_models(args.energy_slack)
