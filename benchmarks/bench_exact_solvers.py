@@ -37,7 +37,7 @@ def main() -> None:
                 inc = min((fn(p) for fn in CHEAP_POLICIES.values()), key=lambda s: s.makespan_ns)
                 lb = problem_bounds(p).best_ns
                 t0 = time.perf_counter()
-                r = exact(p, inc, lb, args.limit)
+                r = exact(p, inc, lb, args.limit, solver="highs")
                 rows["highs"].append((r.proven, r.gap, time.perf_counter() - t0))
                 t0 = time.perf_counter()
                 sol, bound, proven = solve_cpsat(p, inc, lb, args.limit)
