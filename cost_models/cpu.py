@@ -140,7 +140,7 @@ class CpuModel(UnitModel[CpuUnit]):
         levels = _cache_levels(unit)
         for i, (kib, gbps) in enumerate(levels):
             if working <= kib * 1024:
-                gbps = _far_gemv_gbps(op, unit, gbps) if i >= 2 else gbps
+                gbps = min(gbps, _far_gemv_gbps(op, unit) or math.inf) if i >= 2 else gbps
                 if dram_w == 0 < w_b:
                     gbps = _resident_weights_gbps(op, unit, levels, act, w_b, gbps)
                 note = f"{dtype}, fits {kib:g} KiB" + (", weights cached" if dram_w == 0 < w_b else "")
@@ -203,15 +203,15 @@ def _cache_levels(unit: CpuUnit) -> list[tuple[float, float]]:
     return levels
 
 
-def _far_gemv_gbps(op: Op, unit: CpuUnit, level_gbps: float) -> float:
-    """The rate of a level beyond L2 for ``op``: a matrix-vector product (one row, weights)
-    streams its matrix from there at onnxruntime's measured GEMV rate (``gemv_far_gbps``, the
-    same MLAS kernel as a recurrent step's: 27-29 GB/s here where a read sweep gets 38), any
-    other op at the level's bandwidth."""
-    gemm = gemm_of(op) if unit.gemv_far_gbps and op.weights else None
-    if gemm is None or gemm.m != 1 or gemm.batch != 1 or unit.gemv_far_gbps is None:
-        return level_gbps
-    return min(level_gbps, unit.gemv_far_gbps)
+def _far_gemv_gbps(op: Op, unit: CpuUnit) -> float | None:
+    """The rate at which ``op`` streams a matrix from beyond L2 when it is a matrix-vector
+    product (one row, weights): onnxruntime's measured GEMV rate (``gemv_far_gbps``, the same
+    MLAS kernel as a recurrent step's: 27-29 GB/s here where a read sweep gets 38). None for any
+    other op, or a unit without the figure: the level's own bandwidth holds."""
+    if unit.gemv_far_gbps is None or not op.weights:
+        return None
+    gemm = gemm_of(op)
+    return unit.gemv_far_gbps if gemm is not None and gemm.m == 1 and gemm.batch == 1 else None
 
 
 def _resident_weights_gbps(
@@ -225,7 +225,7 @@ def _resident_weights_gbps(
     total = unit.resident_weight_bytes
     if not total or total <= act_b + w_b:
         return level_gbps
-    far = unit.gemv_far_gbps if _far_gemv_gbps(op, unit, math.inf) < math.inf else None
+    far = _far_gemv_gbps(op, unit)
     # the op's share of one cyclic pass over all the weights (:func:`stream_ns`)
     w_ns = w_b * stream_ns(total, levels, math.inf, levels[-1][1], far) / total
     return max(0.0, min(level_gbps, (act_b + w_b) / (act_b / level_gbps + w_ns)))
