@@ -17,7 +17,7 @@ import hashlib
 import json
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +58,9 @@ __all__ = [
     "cpu_chip",
     "format_validation",
     "merge_rounds",
+    "nchwc_block_efficiency",
     "nchwc_reorders",
+    "nchwc_work",
     "op_type_rows",
     "predict_nodes",
     "quick_gelu",
@@ -278,16 +280,67 @@ def nchwc_reorders(graph: ModelGraph, block: int) -> list[Op]:
     the tensor) named ``<ReorderInput|ReorderOutput>:<tensor>``. ``block`` 0: none.
     On the bundled CNNs this finds the reorders onnxruntime's profile shows (yolov8n: 39 of 41).
     """
+    return _nchwc_plan(graph, block)[0]
+
+
+def nchwc_work(graph: ModelGraph, block: int) -> dict[str, float]:
+    """Time factor of each op that runs in onnxruntime's NCHWc layout slower than its real work
+    says (ops at factor 1 are left out): padded channels, and few output blocks.
+
+    - **Padding**: a blocked dense conv computes ``ceil(Cout / block)`` blocks of output channels
+      from ``ceil(Cin / block)`` blocks of input channels when ``Cin >= block`` (a narrower input
+      is read unpadded, NCHW); a depthwise one, and a pool, activation, Resize or same-shape
+      binary op on a blocked tensor, its padded channels. Measured with onnxruntime 1.32
+      (AVX-512, 16-channel blocks), a 3x3 conv at 96x96: 24 -> 24 channels 1141 us, 32 -> 32
+      1149 us, 16 -> 24 669 us, 16 -> 32 668 us, while 8 -> 16 (298 us) and 12 -> 16 (385 us)
+      scale with their input channels.
+    - **Output blocks** (dense convs): MLAS's NCHWc kernels compute up to four output blocks
+      per input load (each broadcast input feeds ``F`` filter blocks: ``F + 1`` loads per ``F``
+      FMAs), so with two loads a cycle a conv with fewer than three output blocks is
+      load-bound: :func:`nchwc_block_efficiency`.
+    """
+    return _nchwc_plan(graph, block)[1]
+
+
+def nchwc_block_efficiency(output_blocks: int) -> float:
+    """Rate of an NCHWc conv with ``output_blocks`` blocks of output channels against one with
+    three or more: ``F / (F + 1)`` FMAs per load with ``F = min(output_blocks, 4)`` filter
+    blocks per pass, over the ``3 / 4`` from which the FMA units bind.
+
+    Measured, 64 input channels at 32x32 (3x3 / 1x1, GFLOP/s): 16 outputs 141 / 131, 32
+    outputs 187 / 175, 48 outputs 209 / 191, 64-256 outputs 204-208 / 195-200.
+
+    >>> [round(nchwc_block_efficiency(f), 3) for f in (1, 2, 3, 4)]
+    [0.667, 0.889, 1.0, 1.0]
+    """
+    f = min(max(output_blocks, 1), 4)
+    return min(1.0, f / (f + 1) / 0.75)
+
+
+def _pad(channels: int, block: int) -> float:
+    """Padded over real channels: ``ceil(channels / block) * block / channels``."""
+    return -(-channels // block) * block / channels if channels > 0 else 1.0
+
+
+def _nchwc_plan(graph: ModelGraph, block: int) -> tuple[list[Op], dict[str, float]]:
+    """The reorders (:func:`nchwc_reorders`) and the time factors (:func:`nchwc_work`) of one
+    walk over ``graph``."""
     if block <= 0:
-        return []
+        return [], {}
     blocked: set[str] = set()
     done: set[str] = set()
     out: list[Op] = []
+    padding: dict[str, float] = {}
 
     def reorder(kind: str, t: Tensor) -> None:
         if t.name not in done:
             done.add(t.name)
             out.append(Op(f"{kind}:{t.name}", kind, "data", (t,), (t,), {}, 0, 0))
+
+    def keep_blocked(op: Op, factor: float) -> None:
+        blocked.update(t.name for t in op.outputs)
+        if factor > 1.0:
+            padding[op.name] = factor
 
     for op in graph.ops():
         acts = op.activations
@@ -301,20 +354,23 @@ def nchwc_reorders(graph: ModelGraph, block: int) -> list[Op]:
             if cout % _NCHWC_ALIGN == 0 and (dense or (depthwise and cin % _NCHWC_ALIGN == 0)):
                 if x.name not in blocked and not (dense and cin % _NCHWC_ALIGN):
                     reorder("ReorderInput", x)
-                blocked.update(t.name for t in op.outputs)
+                wide = dense and cin >= block
+                pad = _pad(cout, block) * (_pad(cin, block) if wide else 1.0)
+                keep_blocked(op, pad / (nchwc_block_efficiency(-(-cout // block)) if dense else 1.0))
                 continue
         elif acts and all(t.name in blocked for t in acts):
             same = len({t.shape for t in acts}) == 1
+            channels = acts[0].shape[1] if len(acts[0].shape) == 4 else block
             if op.op_type in _NCHWC_UNARY and len(acts) == 1:
-                blocked.update(t.name for t in op.outputs)
+                keep_blocked(op, _pad(channels, block))
                 continue
             if op.op_type in _NCHWC_BINARY and same:
-                blocked.update(t.name for t in op.outputs)
+                keep_blocked(op, _pad(channels, block))
                 continue
             if op.op_type == "Concat" and op.attrs.get("axis") in (1, -3) and all(
                 len(t.shape) == 4 and t.shape[1] % block == 0 for t in acts
             ):
-                blocked.update(t.name for t in op.outputs)
+                keep_blocked(op, 1.0)
                 continue
         for t in op.inputs:
             if t.name in blocked:
@@ -322,7 +378,7 @@ def nchwc_reorders(graph: ModelGraph, block: int) -> list[Op]:
     for t in graph.outputs:
         if t.name in blocked:
             reorder("ReorderOutput", t)
-    return out
+    return out, padding
 
 
 #: onnxruntime optimization levels that run the transformer fusions (:mod:`hwsim.host.ort_fusions`).
@@ -351,6 +407,7 @@ def predict_nodes(
     kernels: Mapping[str, str] | None = None,
     inserted: Sequence[Op] = (),
     absorbed: frozenset[str] = frozenset(),
+    padded: Mapping[str, float] | None = None,
 ) -> dict[str, NodePrediction]:
     """Per node of ``graph``: its prediction on the one-CPU ``chip`` (see :func:`cpu_chip`).
 
@@ -367,7 +424,9 @@ def predict_nodes(
     - views (free in hwsim) that still run as kernels cost the unit's overhead;
     - ``inserted`` ops (the reorders of :func:`nchwc_reorders`, the fused kernels of
       :func:`~hwsim.host.ort_fusions.ort_fusions`) cost their full estimate and come last in the
-      result, under their own names; the nodes in ``absorbed`` (a fused kernel's members) cost 0.
+      result, under their own names; the nodes in ``absorbed`` (a fused kernel's members) cost 0;
+    - a kernel in ``padded`` (:func:`nchwc_work`: it runs on channels padded up to whole
+      NCHWc blocks, or on too few of them) takes that factor longer.
 
     With ``threads > 1`` a kernel's roofline time is split over the threads onnxruntime gives
     it (:func:`cost_models.cpu.intra_op_threads`) plus its parallel sections' cost; the per-op
@@ -399,8 +458,8 @@ def predict_nodes(
         if op.name in patterns:
             out[op.name] = _kernel_prediction(patterns[op.name], chip, roof_chip, threads)
             continue
-        c = table.costs[op.name][unit]
-        r = roof_table.costs[op.name][unit]
+        c = _padded(table.costs[op.name][unit], (padded or {}).get(op.name, 1.0))
+        r = _padded(roof_table.costs[op.name][unit], (padded or {}).get(op.name, 1.0))
         roof = _basis(op, r, chip, threads)
         if op.name in absorbed:
             out[op.name] = NodePrediction(op.op_type, 0.0, roof)
@@ -416,6 +475,13 @@ def predict_nodes(
     for k in inserted:
         out[k.name] = _kernel_prediction(k, chip, roof_chip, threads)
     return out
+
+
+def _padded(c: OpCost, factor: float) -> OpCost:
+    """``c`` taking ``factor`` times as long (:func:`nchwc_work`)."""
+    if factor == 1.0:
+        return c
+    return replace(c, compute_ns=c.compute_ns * factor, memory_ns=c.memory_ns * factor, stall_ns=c.stall_ns * factor)
 
 
 def _kernel_prediction(k: Op, chip: Chip, roof_chip: Chip, threads: int) -> NodePrediction:
@@ -508,7 +574,7 @@ def validate_model(
             kernels[hit] = kind
     reorders, members = _match_inserted(graph, block, opt, meas, unmatched)
     fused = {op.name for op in graph.ops() if op.name not in meas}
-    pred = predict_nodes(graph, one, threads, fused, kernels, reorders, members)
+    pred = predict_nodes(graph, one, threads, fused, kernels, reorders, members, nchwc_work(graph, block))
     nodes = tuple(
         NodeResult(name, p.op_type, name in fused, p.predicted_ns, meas.get(name, 0.0), p.roof_ns, p.memory_ns, p.stall_ns,
                    p.category)
@@ -658,7 +724,8 @@ def repredict(v: Validation, chip: Chip, model_path: str | Path,
     fusions = [f for f in ort_fusions(graph) if f.kernel.name in names]
     reorders = [*nchwc_reorders(graph, v.nchwc_block), *(f.kernel for f in fusions)]
     members = frozenset(m for f in fusions for m in f.members)
-    pred = predict_nodes(graph, cpu_chip(chip, v.threads), v.threads, fused, kernels, reorders, members)
+    pred = predict_nodes(graph, cpu_chip(chip, v.threads), v.threads, fused, kernels, reorders, members,
+                         nchwc_work(graph, v.nchwc_block))  # fmt: skip
     nodes = tuple(replace(n, predicted_ns=pred[n.name].predicted_ns, roof_ns=pred[n.name].roof_ns,
                           memory_ns=pred[n.name].memory_ns, stall_ns=pred[n.name].stall_ns,
                           category=pred[n.name].category)

@@ -26,6 +26,7 @@ from hwsim.host.validate import (
     cpu_chip,
     merge_rounds,
     nchwc_reorders,
+    nchwc_work,
     predict_nodes,
     repredict,
     validate_model,
@@ -48,6 +49,16 @@ class TestMeasure:
         feeds = random_inputs(helper.make_model(g), seed)
         assert feeds["ids"].shape == (2, 7) and feeds["ids"].dtype == np.int64
         assert 0 <= feeds["ids"].min() and feeds["ids"].max() < 100
+
+    @settings(max_examples=5, deadline=None)
+    @given(seed=st.integers(0, 2**31 - 1), elem=st.sampled_from([TensorProto.FLOAT, TensorProto.INT64]))
+    def test_mask_inputs_are_ones_whatever_their_dtype(self, seed: int, elem: int) -> None:
+        # a float mask of random values would put a Softmax on denormals (4-6 ns per element)
+        g = helper.make_graph([helper.make_node("Identity", ["attention_mask"], ["y"])], "g",
+                              [helper.make_tensor_value_info("attention_mask", elem, [1, 9])],
+                              [helper.make_tensor_value_info("y", elem, [1, 9])])  # fmt: skip
+        feeds = random_inputs(helper.make_model(g), seed)
+        assert feeds["attention_mask"].shape == (1, 9) and (feeds["attention_mask"] == 1).all()
 
     def test_attribution_of_fused_and_inserted_kernels(self, tmp_path: Path) -> None:
         m = onnx.load(mlp(tmp_path / "m.onnx"), load_external_data=False)
@@ -160,6 +171,33 @@ class TestPredictionStructure:
         pred = predict_nodes(graph, chip, 1, {"relu"}, inserted=reorders)
         for r in reorders:  # a copy of the tensor plus a dispatch
             assert pred[r.name].predicted_ns > chip.units[0].op_overhead_ns
+
+
+    @pytest.mark.parametrize(
+        ("cin", "cout", "block", "factor"),
+        [
+            (24, 24, 16, (32 / 24) ** 2 / (8 / 9)),  # both sides padded to two blocks; two output blocks
+            (3, 36, 16, 48 / 36),  # the first conv reads plain x: only its outputs are padded
+            (8, 32, 16, 9 / 8),  # a narrow input is read unpadded; 32 outputs fill two blocks
+            (32, 16, 16, 1.5),  # one output block: each input load feeds one filter block
+            (32, 48, 16, None),  # three whole blocks: full rate
+            (24, 24, 8, None),  # AVX2's 8-channel blocks hold 24 channels exactly, in three blocks
+            (24, 24, 0, None),  # no NCHWc on this CPU
+        ],
+    )
+    def test_nchwc_work(self, tmp_path: Path, cin: int, cout: int, block: int, factor: float | None) -> None:
+        graph = load_onnx(conv_net(tmp_path / "n.onnx", cin, cout, "relu_reshape"))
+        padded = nchwc_work(graph, block)
+        conv = next(op.name for op in graph.ops() if op.op_type == "Conv")
+        assert padded.get(conv) == (pytest.approx(factor) if factor else None)
+        chip = cpu_chip(chip_from_dict(host_chip()), 1)
+        plain = predict_nodes(graph, chip, 1, {"relu"})
+        pred = predict_nodes(graph, chip, 1, {"relu"}, padded=padded)
+        cost = estimate(graph.op(conv), chip, "cpu", "model")
+        assert cost is not None
+        overhead = cost.overhead_ns  # the dispatch is not padded, the kernel's work is
+        assert pred[conv].predicted_ns - overhead == pytest.approx((plain[conv].predicted_ns - overhead) * (factor or 1))
+        assert pred[conv].roof_ns == pytest.approx(plain[conv].roof_ns * (factor or 1))
 
 
 class TestCommand:
