@@ -41,7 +41,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from hwsim.host.kernels import kernel_rates
+from chips.schema import chip_from_dict
+from hwsim.host.kernels import LAYER_NORM_RATE, kernel_rates, streaming_efficiency
 from hwsim.host.measure import MeasureError, make_session, time_call
 
 __all__ = ["FINGERPRINT_EFFICIENCY", "Dispatch", "Fingerprint", "chip_data", "chip_yaml", "cpu_model", "measure_dispatch",
@@ -486,18 +487,22 @@ def chip_data(fp: Fingerprint, name: str = "host") -> dict[str, Any]:
             unit[f"l{lvl}_bandwidth_gbps"] = round(bw, 2)
     if fp.weight_stream_gbps:
         unit["weight_stream_gbps"] = round(fp.weight_stream_gbps, 2)
-    unit.update((k, round(v, 3)) for k, v in fp.kernel_rates.items())
+    unit.update((k, round(v, 3)) for k, v in fp.kernel_rates.items() if k != LAYER_NORM_RATE)
     # onnxruntime's dispatch per kernel as measured; 2 us when an older fingerprint has none
     unit["op_overhead_ns"] = fp.dispatch.kernel_ns if fp.dispatch else 2000.0
     unit["efficiency"] = dict(FINGERPRINT_EFFICIENCY)
     dram: dict[str, Any] = {"bandwidth_gbps": round(fp.triad_gbps or fp.copy_gbps or 1.0, 2),
                             "latency_ns": round(fp.dram_latency_ns or 0.0, 1)}  # fmt: skip
-    return {
+    data: dict[str, Any] = {
         "name": name,
         "description": f"{fp.cpu_model}, measured by hwsim fingerprint {fp.date}",
         "dram": dram, "domains": [{"name": "cpu", "kind": "dram"}], "host_domain": "cpu",
         "units": [unit], "default_affinity": ["cpu"],
     }  # fmt: skip
+    if LAYER_NORM_RATE in fp.kernel_rates:
+        e = streaming_efficiency(chip_from_dict(data), "LayerNormalization", fp.kernel_rates[LAYER_NORM_RATE])
+        unit["efficiency"]["LayerNormalization"] = round(e, 4)
+    return data
 
 
 def chip_yaml(

@@ -3,6 +3,9 @@ fingerprint: the matrix-vector product of a recurrent step (``gemv_gbps``; ``gem
 matrix four times the L2) and the radix-2
 FFT of STFT/DFT (``fft_butterfly_ns``, ``fft_point_ns``). See :mod:`cost_models.cpu`
 (:func:`~cost_models.cpu.recurrent_steps_ns`, :func:`~cost_models.cpu.fft_ns`) for how they are used.
+Also the time per element of onnxruntime's ``LayerNormalization`` (:data:`LAYER_NORM_RATE`), which
+no calibration model runs as its own kernel (BERT's run fused as ``SkipLayerNormalization``): a
+fingerprinted chip gets it as that op type's efficiency (:func:`streaming_efficiency`).
 
 Each figure is a difference of two runs of the same kernel that differ only in the number of
 steps or frames, so the per-run dispatch cancels; each run is its fastest of several (the
@@ -18,10 +21,23 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from cost_models.cpu import RECURRENT_GATE_NS, RECURRENT_STEP_NS
+from chips.schema import Chip
+from cost_models.cpu import RECURRENT_GATE_NS, RECURRENT_STEP_NS, calibration_basis_ns
+from cost_models.table import estimate
+from graph_ir.ir import Op, Tensor
+from graph_ir.op_metrics import metrics
 from hwsim.host.measure import make_session, time_session
 
-__all__ = ["far_hidden", "fft_constants", "gemv_rate", "kernel_rates"]
+__all__ = [
+    "LAYER_NORM_RATE", "NORM_PROBE", "far_hidden", "fft_constants", "gemv_rate", "kernel_rates", "layer_norm_ns",
+    "streaming_efficiency",
+]  # fmt: skip
+
+#: Key of :func:`kernel_rates`' figure for ``LayerNormalization``: ns per element, not a chip field.
+LAYER_NORM_RATE = "layer_norm_ns_per_element"
+#: The LayerNormalization probe: rows of this many floats, and two row counts (0.2 and 0.8 MB:
+#: in L2 on any CPU this project runs on).
+NORM_PROBE = (768, 64, 256)
 
 
 def _model(node: onnx.NodeProto, x: np.ndarray, inits: Mapping[str, np.ndarray]) -> onnx.ModelProto:
@@ -75,6 +91,38 @@ def fft_constants(small: int = 64, large: int = 1024, rounds: int = 5) -> tuple[
     return (butterfly, point) if butterfly > 0 and point > 0 else None
 
 
+def layer_norm_ns(rounds: int = 5) -> float | None:
+    """ns per element of onnxruntime's ``LayerNormalization`` over cache-resident rows
+    (:data:`NORM_PROBE`): (256-row run - 64-row run) / (192 x 768), the dispatch cancelling.
+    0.37-0.42 ns on the CI Xeon at 16 Ki to 150 Ki elements, where the CPU model's category default
+    said 0.145. None when not resolved."""
+    width, small, large = NORM_PROBE
+    node = helper.make_node("LayerNormalization", ["x", "s", "b"], ["y"], axis=-1)
+    inits = {"s": np.ones(width, np.float32), "b": np.zeros(width, np.float32)}
+    rng = np.random.default_rng(0)
+    xs = {r: rng.uniform(-1.0, 1.0, (1, r, width)).astype(np.float32) for r in (small, large)}
+    t = {r: _fastest_ns(_model(node, x, inits), x, rounds) for r, x in xs.items()}
+    ns = (t[large] - t[small]) / ((large - small) * width)
+    return ns if ns > 0 else None
+
+
+def streaming_efficiency(chip: Chip, op_type: str, ns_per_element: float) -> float:
+    """The efficiency calibration would fit for ``op_type`` on ``chip``'s CPU from its measured
+    time per element: the op's calibration basis (:func:`cost_models.cpu.calibration_basis_ns`,
+    at efficiency 1) over that time, on the probe's tensor (:data:`NORM_PROBE`), at most 1.
+    ``op_type`` takes one input, a scale and a bias over the last axis and gives one output."""
+    width, small, large = NORM_PROBE
+    x, y = Tensor("x", (1, large - small, width), "float32"), Tensor("y", (1, large - small, width), "float32")
+    params = tuple(Tensor(n, (width,), "float32", is_weight=True) for n in ("s", "b"))
+    m = metrics(op_type, (x, *params), (y,), {"axis": -1})
+    op = Op("probe", op_type, m.category, (x, *params), (y,), {"axis": -1}, m.macs, m.flops)
+    unit = chip.units[0]
+    roof = chip.model_copy(update={"units": [unit.model_copy(update={"efficiency": {op_type: 1.0}, "op_overhead_ns": 0.0})]})
+    cost = estimate(op, roof, unit.name, "model")
+    assert cost is not None  # a CPU runs any op type
+    return min(1.0, calibration_basis_ns(op, cost) / (ns_per_element * y.elements))
+
+
 def far_hidden(l2_bytes: float) -> int:
     """Hidden size whose LSTM ``R`` (16 hidden² bytes) is four times ``l2_bytes``: streamed from
     beyond L2 with no L2 reuse (:func:`cost_models.cpu.stream_ns`), a multiple of 16.
@@ -87,7 +135,9 @@ def far_hidden(l2_bytes: float) -> int:
 
 def kernel_rates(quick: bool = False, l2_bytes: float | None = None) -> tuple[dict[str, float], list[str]]:
     """The chip fields these kernels give (``gemv_gbps``, ``gemv_far_gbps`` where the L2 size
-    ``l2_bytes`` is known, ``fft_butterfly_ns``, ``fft_point_ns``) and notes for any not resolved."""
+    ``l2_bytes`` is known, ``fft_butterfly_ns``, ``fft_point_ns``), ``LayerNormalization``'s time
+    per element (:data:`LAYER_NORM_RATE`, not a field: :func:`streaming_efficiency` turns it into
+    an efficiency) and notes for any not resolved."""
     rounds = 2 if quick else 5
     out: dict[str, float] = {}
     notes: list[str] = []
@@ -107,4 +157,9 @@ def kernel_rates(quick: bool = False, l2_bytes: float | None = None) -> tuple[di
         notes.append("STFT radix-2 constants not resolved; fft_butterfly_ns/fft_point_ns left out")
     else:
         out["fft_butterfly_ns"], out["fft_point_ns"] = fft
+    norm = layer_norm_ns(rounds)
+    if norm is None:
+        notes.append("LayerNormalization rate not resolved; its efficiency left to calibration")
+    else:
+        out[LAYER_NORM_RATE] = norm
     return out, notes
