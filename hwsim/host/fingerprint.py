@@ -41,7 +41,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from hwsim.host.kernels import kernel_rates
+from hwsim.host.kernels import kernel_rates, stream_capacity_kib
 from hwsim.host.measure import MeasureError, make_session, time_call
 
 __all__ = ["FINGERPRINT_EFFICIENCY", "Dispatch", "Fingerprint", "chip_data", "chip_yaml", "cpu_model", "measure_dispatch",
@@ -387,6 +387,23 @@ def _cache_levels(
     return caches
 
 
+def _stream_l2(caches: list[dict[str, float | str]], l2_bytes: float, rates: Mapping[str, float]) -> str:
+    """Set the L2 entry of ``caches`` to the capacity a cyclic matrix stream keeps
+    (:func:`hwsim.host.kernels.stream_capacity_kib`, source ``stream``) and say so; the sweep's
+    or the OS's figure stays when the probe does not resolve. The sweep's knee is its last point
+    on the plateau (1.5 MiB on the CI Xeon, whose OS says 2 MiB), the OS's size is more than a
+    stream keeps (2 MiB put a 2.7 MB MLP 30 % fast); the probe measured 1.7-1.85 MiB there."""
+    entry = next((c for c in caches if int(c["level"]) == 2), None)
+    near, far = rates.get("gemv_gbps"), rates.get("gemv_far_gbps")
+    kib = stream_capacity_kib(l2_bytes, near, far) if entry is not None and near and far else None
+    if entry is None or kib is None:
+        return "L2 capacity a cyclic stream keeps not resolved; the L2 size is the sweep's (or the OS's)"
+    was = f"{float(entry['kib']):.0f} KiB ({entry['source']})"
+    entry.update(kib=round(kib, 1), source="stream")
+    return (f"L2: {kib:.0f} KiB is what an LSTM step's cyclic stream of R keeps (R of 1.25x and 1.5x "
+            f"the L2's {l2_bytes / KIB:.0f} KiB); the cache level figure was {was}")
+
+
 def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint:
     """Measure this machine (``quick``: small sizes, seconds; for tests and smoke runs)."""
     import onnxruntime as ort
@@ -445,9 +462,11 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
     if why:
         notes.append(why)
     dispatch = measure_dispatch(min_s)
-    l2 = next((float(c["kib"]) * KIB for c in caches if int(c["level"]) == 2), None)
-    rates, rate_notes = kernel_rates(quick, l2)
+    l2 = os_caches[2] * KIB if 2 in os_caches else next((float(c["kib"]) * KIB for c in caches if int(c["level"]) == 2), None)
+    rates, rate_notes = kernel_rates(quick, l2, threads, dispatch.kernel_ns)
     notes += rate_notes
+    if l2 and not quick:
+        notes.append(_stream_l2(caches, l2, rates))
     versions = {"onnxruntime": ort.__version__, "numpy": np.__version__, "onnx": onnx.__version__,
                 "python": platform.python_version()}  # fmt: skip
     return Fingerprint(
@@ -525,7 +544,8 @@ def chip_yaml(
     lines.append(f"#   stream ({fp.stream_bytes // KIB // 1024} MiB arrays): copy {fp.copy_gbps:.1f} GB/s, "
                  f"triad {fp.triad_gbps:.1f} GB/s")  # fmt: skip
     for c in fp.caches:
-        where = "the sweep" if c["source"] == "sweep" else "capacity from /sys; the sweep showed no step"
+        where = {"sweep": "the sweep", "stream": "capacity a cyclic stream keeps, bandwidth from the sweep"}.get(
+            str(c["source"]), "capacity from /sys; the sweep showed no step")
         lines.append(f"#   L{c['level']}: {float(c['kib']):.0f} KiB at {float(c['bandwidth_gbps']):.1f} GB/s ({where})")
     if fp.weight_stream_gbps:
         lines.append(f"#   weight stream: a {'x'.join(map(str, fp.weight_stream_shape))} fp32 MatMul takes {fp.weight_stream_ms['dram']:.3f} ms with its "
@@ -538,7 +558,8 @@ def chip_yaml(
                      f"{disp.profiled_kernel_ns:.0f} ns for such a kernel")  # fmt: skip
     if fp.kernel_rates:
         lines.append("#   kernels: " + ", ".join(f"{k} {v:.3g}" for k, v in fp.kernel_rates.items())
-                     + " (LSTM step GEMV rate, in L2 and for R four times the L2; STFT radix-2 time per butterfly and per point)")  # fmt: skip
+                     + " (LSTM step GEMV rate, in L2 and for R four times the L2; STFT radix-2 time per butterfly and per point;"
+                     " one parallel section of the intra-op thread pool)")  # fmt: skip
     lines.append("#   pointer chase over an L1-sized walk: " + ", ".join(
         f"{sz // KIB} KiB +{ns:.1f} ns" for sz, ns in fp.chase_ns))  # fmt: skip
     for n in fp.notes:

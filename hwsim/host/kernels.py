@@ -21,7 +21,15 @@ from onnx import TensorProto, helper, numpy_helper
 from cost_models.cpu import RECURRENT_GATE_NS, RECURRENT_STEP_NS
 from hwsim.host.measure import make_session, time_session
 
-__all__ = ["far_hidden", "fft_constants", "gemv_rate", "kernel_rates"]
+__all__ = [
+    "far_hidden", "fft_constants", "gemv_rate", "kernel_rates", "parallel_section_ns", "stream_capacity_kib",
+    "stream_hits",
+]  # fmt: skip
+
+#: Side and count of the MatMuls :func:`parallel_section_ns` times (the smallest cube MLAS splits in two).
+SECTION_PROBE_N, SECTION_PROBE_COUNT = 48, 64
+#: Sizes of ``R``, in L2 capacities, at which :func:`stream_capacity_kib` times an LSTM step.
+STREAM_PROBE_FACTORS = (1.25, 1.5)
 
 
 def _model(node: onnx.NodeProto, x: np.ndarray, inits: Mapping[str, np.ndarray]) -> onnx.ModelProto:
@@ -54,6 +62,40 @@ def gemv_rate(hidden: int = 256, rounds: int = 5) -> float | None:
     return 16 * hidden * hidden / step_ns if step_ns > 0 else None
 
 
+def _matmul_chain(n: int, count: int) -> tuple[onnx.ModelProto, np.ndarray]:
+    """``count`` dependent ``n x n`` MatMuls (an ``n x n`` input times its own constant each)."""
+    rng = np.random.default_rng(0)
+    inits = {f"w{i}": (rng.standard_normal((n, n)) * 0.05).astype(np.float32) for i in range(count)}
+    nodes, x = [], "x"
+    for i in range(count):
+        nodes.append(helper.make_node("MatMul", [x, f"w{i}"], [f"y{i}"]))
+        x = f"y{i}"
+    graph = helper.make_graph(nodes, "mm", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, n])],
+                              [helper.make_tensor_value_info(x, TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return model, (rng.standard_normal((n, n)) * 0.05).astype(np.float32)
+
+
+def parallel_section_ns(kernel_ns: float, rounds: int = 5) -> float | None:
+    """What one parallel section of onnxruntime's intra-op thread pool costs (hand the work
+    out, join), ns: :data:`SECTION_PROBE_COUNT` MatMuls of :data:`SECTION_PROBE_N` cubed (110 k
+    MACs: MLAS splits them over 2 threads, ``MACs / 64 Ki + 1``; in L1) timed on one thread and
+    on two. Per kernel, less the dispatch ``kernel_ns``, the split one takes half its
+    one-thread work plus the section. The work is small, so a second core that does not help
+    (a busy machine) can inflate the figure by at most half of it (~0.6 us here). Each figure
+    is the fastest of ``rounds``, interleaved. None when not resolved."""
+    model, x = _matmul_chain(SECTION_PROBE_N, SECTION_PROBE_COUNT)
+    sessions = {1: make_session(model, 1, "all"), 2: make_session(model, 2, "all")}
+    best = dict.fromkeys(sessions, math.inf)
+    for _ in range(rounds):  # interleaved: a burst of other load hits both alike
+        for t, sess in sessions.items():
+            best[t] = min(best[t], time_session(sess, {"x": x}, runs=20, warmup=3, min_total_s=0.02).min_ns)
+    work_ns = best[1] / SECTION_PROBE_COUNT - kernel_ns
+    section = best[2] / SECTION_PROBE_COUNT - kernel_ns - work_ns / 2
+    return section if section > 0 and work_ns > 0 else None
+
+
 def _stft_frame_ns(n: int, rounds: int) -> float:
     """One frame of an ``n``-point one-sided STFT: (80 frames - 16 frames) / 64."""
     hop = max(1, n // 2)
@@ -75,19 +117,59 @@ def fft_constants(small: int = 64, large: int = 1024, rounds: int = 5) -> tuple[
     return (butterfly, point) if butterfly > 0 and point > 0 else None
 
 
-def far_hidden(l2_bytes: float) -> int:
-    """Hidden size whose LSTM ``R`` (16 hidden² bytes) is four times ``l2_bytes``: streamed from
-    beyond L2 with no L2 reuse (:func:`cost_models.cpu.stream_ns`), a multiple of 16.
+def far_hidden(l2_bytes: float, factor: float = 4.0) -> int:
+    """Hidden size whose LSTM ``R`` (16 hidden² bytes) is ``factor`` times ``l2_bytes`` (four:
+    streamed from beyond L2 with no L2 reuse, :func:`cost_models.cpu.stream_ns`), a multiple of 16.
 
-    >>> far_hidden(1.5 * 2**20)
-    624
+    >>> far_hidden(1.5 * 2**20), far_hidden(2 * 2**20, 1.5)
+    (624, 448)
     """
-    return max(16, round(math.sqrt(4 * l2_bytes / 16) / 16) * 16)
+    return max(16, round(math.sqrt(factor * l2_bytes / 16) / 16) * 16)
 
 
-def kernel_rates(quick: bool = False, l2_bytes: float | None = None) -> tuple[dict[str, float], list[str]]:
+def stream_hits(nbytes: float, gbps: float, near_gbps: float, far_gbps: float) -> float | None:
+    """Bytes of a cyclic stream of ``nbytes`` that came from L2, from the rate ``gbps`` it ran at:
+    the ``h`` for which ``nbytes / gbps = h / near_gbps + (nbytes - h) / far_gbps``, clipped to
+    ``[0, nbytes]``; None when the two rates do not tell (``near_gbps <= far_gbps``).
+
+    >>> stream_hits(3e6, 2 * 100 * 25 / 125, 100.0, 25.0)  # half at 100, half at 25
+    1500000.0
+    """
+    if near_gbps <= far_gbps:
+        return None
+    hits = nbytes * (1 / far_gbps - 1 / gbps) / (1 / far_gbps - 1 / near_gbps)
+    return min(max(hits, 0.0), nbytes)
+
+
+def stream_capacity_kib(l2_bytes: float, near_gbps: float, far_gbps: float, rounds: int = 3) -> float | None:
+    """The L2 capacity a cyclic matrix stream keeps, KiB: what :func:`cost_models.cpu.stream_ns`
+    needs as ``l2_kib``, measured with the kernel it models.
+
+    An LSTM step streams its ``R`` (:func:`gemv_rate`) for ``R`` of :data:`STREAM_PROBE_FACTORS`
+    times ``l2_bytes`` (the OS's L2 size where it reports one); the bytes that came from L2
+    (:func:`stream_hits`, between the in-L2 rate ``near_gbps`` and the far rate ``far_gbps``)
+    are ``2 C - S`` under the cyclic rule, so ``C = (S + hits) / 2``, averaged over the sizes.
+    On the CI Xeon (OS: 2 MiB) the step ran at 55 GB/s for 2.25 MiB, 38 for 2.6 and 32 for
+    3.1: C = 1.7-1.85 MiB, where the read sweep's knee is at 1.5 MiB (its last point on the
+    plateau) and a batch-1 Gemm chain gives 1.62-1.67 MiB. None when no size resolves."""
+    caps = []
+    for factor in STREAM_PROBE_FACTORS:
+        hidden = far_hidden(l2_bytes, factor)
+        nbytes = 16.0 * hidden * hidden
+        gbps = gemv_rate(hidden, rounds)
+        hits = stream_hits(nbytes, gbps, near_gbps, far_gbps) if gbps else None
+        if hits is not None:
+            caps.append((nbytes + hits) / 2)
+    return min(sum(caps) / len(caps), l2_bytes) / 1024 if caps else None
+
+
+def kernel_rates(
+    quick: bool = False, l2_bytes: float | None = None, threads: int = 1, kernel_ns: float = 0.0
+) -> tuple[dict[str, float], list[str]]:
     """The chip fields these kernels give (``gemv_gbps``, ``gemv_far_gbps`` where the L2 size
-    ``l2_bytes`` is known, ``fft_butterfly_ns``, ``fft_point_ns``) and notes for any not resolved."""
+    ``l2_bytes`` is known, ``fft_butterfly_ns``, ``fft_point_ns``; ``parallel_section_ns`` on a
+    host with ``threads`` > 1, whose dispatch per kernel is ``kernel_ns``) and notes for any not
+    resolved."""
     rounds = 2 if quick else 5
     out: dict[str, float] = {}
     notes: list[str] = []
@@ -107,4 +189,10 @@ def kernel_rates(quick: bool = False, l2_bytes: float | None = None) -> tuple[di
         notes.append("STFT radix-2 constants not resolved; fft_butterfly_ns/fft_point_ns left out")
     else:
         out["fft_butterfly_ns"], out["fft_point_ns"] = fft
+    if threads > 1:
+        section = parallel_section_ns(kernel_ns, rounds)
+        if section is None:
+            notes.append("parallel section cost not resolved; parallel_section_ns left out")
+        else:
+            out["parallel_section_ns"] = section
     return out, notes
