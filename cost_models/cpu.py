@@ -65,6 +65,7 @@ __all__ = [
     "CpuModel",
     "calibration_basis_ns",
     "core_bytes",
+    "cyclic_capacity_bytes",
     "fft_ns",
     "gemm_rows",
     "gemv_split_speedup",
@@ -577,6 +578,23 @@ def stream_ns(
         total += part / (min(gbps, core_gbps, far) if i >= 2 else min(gbps, core_gbps))
         left -= part
     return total + left / min(dram_gbps, core_gbps, far)
+
+
+def cyclic_capacity_bytes(nbytes: float, gbps: float, near_gbps: float, far_gbps: float) -> float | None:
+    """The cache capacity ``C`` under which :func:`stream_ns`'s cyclic rule streams ``nbytes``
+    (more than ``C``) at ``gbps``, with ``near_gbps`` from the cache and ``far_gbps`` beyond it:
+    the bytes served by the cache are the ``h`` for which ``nbytes / gbps = h / near_gbps +
+    (nbytes - h) / far_gbps`` (clipped to ``[0, nbytes]``), and ``h = 2 C - nbytes``. None when the
+    two rates do not tell (``near_gbps <= far_gbps``). How ``hwsim fingerprint`` reads an L2
+    capacity off the first point of its read sweep past the L2 plateau.
+
+    >>> cyclic_capacity_bytes(3e6, 2 * 100 * 25 / 125, 100.0, 25.0)  # half at 100, half at 25: C = 2.25 MB
+    2250000.0
+    """
+    if near_gbps <= far_gbps:
+        return None
+    hits = nbytes * (1 / far_gbps - 1 / gbps) / (1 / far_gbps - 1 / near_gbps)
+    return (nbytes + min(max(hits, 0.0), nbytes)) / 2
 
 
 def _ort_recurrent(op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:

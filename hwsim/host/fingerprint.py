@@ -41,7 +41,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from hwsim.host.kernels import kernel_rates, stream_capacity_kib
+from cost_models.cpu import cyclic_capacity_bytes
+from hwsim.host.kernels import kernel_rates
 from hwsim.host.measure import MeasureError, make_session, time_call
 
 __all__ = ["FINGERPRINT_EFFICIENCY", "Dispatch", "Fingerprint", "chip_data", "chip_yaml", "cpu_model", "measure_dispatch",
@@ -387,21 +388,35 @@ def _cache_levels(
     return caches
 
 
-def _stream_l2(caches: list[dict[str, float | str]], l2_bytes: float, rates: Mapping[str, float]) -> str:
-    """Set the L2 entry of ``caches`` to the capacity a cyclic matrix stream keeps
-    (:func:`hwsim.host.kernels.stream_capacity_kib`, source ``stream``) and say so; the sweep's
-    or the OS's figure stays when the probe does not resolve. The sweep's knee is its last point
-    on the plateau (1.5 MiB on the CI Xeon, whose OS says 2 MiB), the OS's size is more than a
-    stream keeps (2 MiB put a 2.7 MB MLP 30 % fast); the probe measured 1.7-1.85 MiB there."""
-    entry = next((c for c in caches if int(c["level"]) == 2), None)
-    near, far = rates.get("gemv_gbps"), rates.get("gemv_far_gbps")
-    kib = stream_capacity_kib(l2_bytes, near, far) if entry is not None and near and far else None
-    if entry is None or kib is None:
-        return "L2 capacity a cyclic stream keeps not resolved; the L2 size is the sweep's (or the OS's)"
-    was = f"{float(entry['kib']):.0f} KiB ({entry['source']})"
-    entry.update(kib=round(kib, 1), source="stream")
-    return (f"L2: {kib:.0f} KiB is what an LSTM step's cyclic stream of R keeps (R of 1.25x and 1.5x "
-            f"the L2's {l2_bytes / KIB:.0f} KiB); the cache level figure was {was}")
+def _cyclic_l2(caches: list[dict[str, float | str]], sweep: list[tuple[int, float]], os_caches: dict[int, float]) -> str | None:
+    """Set the L2 entry of ``caches`` (found by the sweep, with an L3 after it) to the capacity a
+    cyclic stream keeps there, and say so; None when there is nothing to set.
+
+    The sweep reads its working set cyclically, so the first point past the L2 plateau (size
+    ``S``, rate ``r``) is :func:`cost_models.cpu.stream_ns`'s cyclic rule between the L2 and L3
+    bandwidths: ``C`` from :func:`cost_models.cpu.cyclic_capacity_bytes`, at least the plateau's
+    last point and at most ``S`` (and the OS's L2 size). On the CI Xeon (OS: 2 MiB) the
+    plateau ends at 1.5 MiB and 2 MiB ran at 95-102 GB/s: C = 1.79-1.81 MiB in a fingerprint
+    on an idle and on a loaded machine; an LSTM step streaming ``R`` of 2.25-3.1 MiB (the kernel
+    the rule serves) gave 1.7-1.85 MiB, a batch-1 Gemm chain 1.62-1.67 MiB. The plateau's last
+    point (1.5 MiB) put the models that stream just past it 15-30 % slow, the OS's 2 MiB a
+    2.7 MB MLP 30 % fast."""
+    l2 = next((c for c in caches if int(c["level"]) == 2 and c["source"] == "sweep"), None)
+    l3 = next((c for c in caches if int(c["level"]) == 3), None)
+    if l2 is None or l3 is None:
+        return None
+    knee = float(l2["kib"]) * KIB
+    past = next(((sz, bw) for sz, bw in sweep if sz > knee), None)
+    if past is None:
+        return None
+    cap = cyclic_capacity_bytes(past[0], past[1], float(l2["bandwidth_gbps"]), float(l3["bandwidth_gbps"]))
+    if cap is None:
+        return None
+    cap = min(max(cap, knee), past[0], os_caches.get(2, math.inf) * KIB)
+    l2.update(kib=round(cap / KIB, 1), source="sweep, cyclic")
+    return (f"L2: {cap / KIB:.0f} KiB is what the sweep's cyclic stream kept at {past[0] // KIB} KiB "
+            f"({past[1]:.0f} GB/s between the L2's and L3's rates); its plateau ends at {knee / KIB:.0f} KiB"
+            + (f", the OS says {os_caches[2]:.0f} KiB" if 2 in os_caches else ""))
 
 
 def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint:
@@ -439,6 +454,9 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
     sweep = [(sz, _sweep_gbps(sz, min_s / 5)) for sz in sizes]
     os_caches = _os_caches()
     caches = _cache_levels(_levels(sweep), sweep, os_caches)
+    cyclic = _cyclic_l2(caches, sweep, os_caches)
+    if cyclic:
+        notes.append(cyclic)
     for c in caches:
         if c["source"] != "sweep":
             notes.append(f"L{c['level']} capacity from /sys: the sweep up to {top // KIB} KiB showed no step for it")
@@ -462,11 +480,9 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
     if why:
         notes.append(why)
     dispatch = measure_dispatch(min_s)
-    l2 = os_caches[2] * KIB if 2 in os_caches else next((float(c["kib"]) * KIB for c in caches if int(c["level"]) == 2), None)
+    l2 = next((float(c["kib"]) * KIB for c in caches if int(c["level"]) == 2), None)
     rates, rate_notes = kernel_rates(quick, l2, threads, dispatch.kernel_ns)
     notes += rate_notes
-    if l2 and not quick:
-        notes.append(_stream_l2(caches, l2, rates))
     versions = {"onnxruntime": ort.__version__, "numpy": np.__version__, "onnx": onnx.__version__,
                 "python": platform.python_version()}  # fmt: skip
     return Fingerprint(
@@ -544,7 +560,7 @@ def chip_yaml(
     lines.append(f"#   stream ({fp.stream_bytes // KIB // 1024} MiB arrays): copy {fp.copy_gbps:.1f} GB/s, "
                  f"triad {fp.triad_gbps:.1f} GB/s")  # fmt: skip
     for c in fp.caches:
-        where = {"sweep": "the sweep", "stream": "capacity a cyclic stream keeps, bandwidth from the sweep"}.get(
+        where = {"sweep": "the sweep", "sweep, cyclic": "the sweep; the capacity its cyclic stream kept"}.get(
             str(c["source"]), "capacity from /sys; the sweep showed no step")
         lines.append(f"#   L{c['level']}: {float(c['kib']):.0f} KiB at {float(c['bandwidth_gbps']):.1f} GB/s ({where})")
     if fp.weight_stream_gbps:

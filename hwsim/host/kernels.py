@@ -21,15 +21,10 @@ from onnx import TensorProto, helper, numpy_helper
 from cost_models.cpu import RECURRENT_GATE_NS, RECURRENT_STEP_NS
 from hwsim.host.measure import make_session, time_session
 
-__all__ = [
-    "far_hidden", "fft_constants", "gemv_rate", "kernel_rates", "parallel_section_ns", "stream_capacity_kib",
-    "stream_hits",
-]  # fmt: skip
+__all__ = ["far_hidden", "fft_constants", "gemv_rate", "kernel_rates", "parallel_section_ns"]
 
 #: Side and count of the MatMuls :func:`parallel_section_ns` times (the smallest cube MLAS splits in two).
 SECTION_PROBE_N, SECTION_PROBE_COUNT = 48, 64
-#: Sizes of ``R``, in L2 capacities, at which :func:`stream_capacity_kib` times an LSTM step.
-STREAM_PROBE_FACTORS = (1.25, 1.5)
 
 
 def _model(node: onnx.NodeProto, x: np.ndarray, inits: Mapping[str, np.ndarray]) -> onnx.ModelProto:
@@ -117,50 +112,14 @@ def fft_constants(small: int = 64, large: int = 1024, rounds: int = 5) -> tuple[
     return (butterfly, point) if butterfly > 0 and point > 0 else None
 
 
-def far_hidden(l2_bytes: float, factor: float = 4.0) -> int:
-    """Hidden size whose LSTM ``R`` (16 hidden² bytes) is ``factor`` times ``l2_bytes`` (four:
-    streamed from beyond L2 with no L2 reuse, :func:`cost_models.cpu.stream_ns`), a multiple of 16.
+def far_hidden(l2_bytes: float) -> int:
+    """Hidden size whose LSTM ``R`` (16 hidden² bytes) is four times ``l2_bytes``: streamed from
+    beyond L2 with no L2 reuse (:func:`cost_models.cpu.stream_ns`), a multiple of 16.
 
-    >>> far_hidden(1.5 * 2**20), far_hidden(2 * 2**20, 1.5)
-    (624, 448)
+    >>> far_hidden(1.5 * 2**20)
+    624
     """
-    return max(16, round(math.sqrt(factor * l2_bytes / 16) / 16) * 16)
-
-
-def stream_hits(nbytes: float, gbps: float, near_gbps: float, far_gbps: float) -> float | None:
-    """Bytes of a cyclic stream of ``nbytes`` that came from L2, from the rate ``gbps`` it ran at:
-    the ``h`` for which ``nbytes / gbps = h / near_gbps + (nbytes - h) / far_gbps``, clipped to
-    ``[0, nbytes]``; None when the two rates do not tell (``near_gbps <= far_gbps``).
-
-    >>> stream_hits(3e6, 2 * 100 * 25 / 125, 100.0, 25.0)  # half at 100, half at 25
-    1500000.0
-    """
-    if near_gbps <= far_gbps:
-        return None
-    hits = nbytes * (1 / far_gbps - 1 / gbps) / (1 / far_gbps - 1 / near_gbps)
-    return min(max(hits, 0.0), nbytes)
-
-
-def stream_capacity_kib(l2_bytes: float, near_gbps: float, far_gbps: float, rounds: int = 3) -> float | None:
-    """The L2 capacity a cyclic matrix stream keeps, KiB: what :func:`cost_models.cpu.stream_ns`
-    needs as ``l2_kib``, measured with the kernel it models.
-
-    An LSTM step streams its ``R`` (:func:`gemv_rate`) for ``R`` of :data:`STREAM_PROBE_FACTORS`
-    times ``l2_bytes`` (the OS's L2 size where it reports one); the bytes that came from L2
-    (:func:`stream_hits`, between the in-L2 rate ``near_gbps`` and the far rate ``far_gbps``)
-    are ``2 C - S`` under the cyclic rule, so ``C = (S + hits) / 2``, averaged over the sizes.
-    On the CI Xeon (OS: 2 MiB) the step ran at 55 GB/s for 2.25 MiB, 38 for 2.6 and 32 for
-    3.1: C = 1.7-1.85 MiB, where the read sweep's knee is at 1.5 MiB (its last point on the
-    plateau) and a batch-1 Gemm chain gives 1.62-1.67 MiB. None when no size resolves."""
-    caps = []
-    for factor in STREAM_PROBE_FACTORS:
-        hidden = far_hidden(l2_bytes, factor)
-        nbytes = 16.0 * hidden * hidden
-        gbps = gemv_rate(hidden, rounds)
-        hits = stream_hits(nbytes, gbps, near_gbps, far_gbps) if gbps else None
-        if hits is not None:
-            caps.append((nbytes + hits) / 2)
-    return min(sum(caps) / len(caps), l2_bytes) / 1024 if caps else None
+    return max(16, round(math.sqrt(4 * l2_bytes / 16) / 16) * 16)
 
 
 def kernel_rates(

@@ -1,17 +1,19 @@
-"""The fingerprint's kernel probes that set the CPU model's L2 capacity for cyclic streams and
-the cost of a parallel section: each inverts the rule the CPU model applies."""
+"""What the fingerprint reads for the CPU model's cyclic streams and parallel sections: the L2
+capacity a cyclic stream keeps (the sweep read with the model's own rule) and the cost of one
+parallel section (a MatMul chain on one and two threads)."""
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, ClassVar
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cost_models.cpu import stream_ns
+from cost_models.cpu import cyclic_capacity_bytes, stream_ns
 from hwsim.host import kernels
-from hwsim.host.fingerprint import KIB, _stream_l2
+from hwsim.host.fingerprint import KIB, _cyclic_l2
 from hwsim.host.measure import Timing
 
 NEAR, FAR = 114.0, 28.0
@@ -19,57 +21,53 @@ NEAR, FAR = 114.0, 28.0
 
 def _cyclic_gbps(nbytes: float, l2_bytes: float) -> float:
     """The rate the CPU model gives a cyclic stream of ``nbytes`` through an L2 of ``l2_bytes``."""
-    levels = [(1.0, 1000.0), (l2_bytes / KIB, 160.0), (49152.0, 39.0)]
-    return nbytes / stream_ns(nbytes, levels, NEAR, 20.0, FAR)
+    levels = [(1.0, 1000.0), (l2_bytes / KIB, NEAR), (49152.0, FAR)]
+    return nbytes / stream_ns(nbytes, levels, math.inf, 20.0, FAR)
 
 
-class TestStreamHits:
+class TestCyclicCapacity:
     @given(st.floats(1.0, 1.95), st.floats(1 << 20, 4 << 20))
     def test_inverts_the_cyclic_rule(self, over: float, l2_bytes: float) -> None:
         nbytes = over * l2_bytes
-        hits = kernels.stream_hits(nbytes, _cyclic_gbps(nbytes, l2_bytes), NEAR, FAR)
-        assert hits is not None
-        assert (nbytes + hits) / 2 == pytest.approx(l2_bytes, rel=1e-6)
+        cap = cyclic_capacity_bytes(nbytes, _cyclic_gbps(nbytes, l2_bytes), NEAR, FAR)
+        assert cap == pytest.approx(l2_bytes, rel=1e-6)
 
     def test_clipped_and_unresolved(self) -> None:
-        assert kernels.stream_hits(1e6, 200.0, NEAR, FAR) == 1e6  # faster than the near rate: all hits
-        assert kernels.stream_hits(1e6, 10.0, NEAR, FAR) == 0.0
-        assert kernels.stream_hits(1e6, 50.0, FAR, NEAR) is None
+        assert cyclic_capacity_bytes(1e6, 200.0, NEAR, FAR) == 1e6  # faster than the cache: it held it all
+        assert cyclic_capacity_bytes(1e6, 10.0, NEAR, FAR) == 5e5  # slower than beyond it: nothing kept
+        assert cyclic_capacity_bytes(1e6, 50.0, FAR, NEAR) is None
 
 
-class TestStreamCapacity:
-    def test_recovers_the_capacity_a_stream_keeps(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        # an L2 the OS reports as 2 MiB of which a stream keeps 1.75 MiB (as measured on the CI Xeon)
-        kept = 1.75 * (1 << 20)
-        monkeypatch.setattr(kernels, "gemv_rate", lambda hidden, rounds=5: _cyclic_gbps(16.0 * hidden**2, kept))
-        kib = kernels.stream_capacity_kib(2 * (1 << 20), NEAR, FAR)
-        assert kib == pytest.approx(kept / KIB, rel=1e-6)
+class TestCyclicL2:
+    """The sweep's first point past its L2 plateau read with the cyclic rule."""
 
-    def test_never_above_the_os_size_and_none_when_unresolved(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        monkeypatch.setattr(kernels, "gemv_rate", lambda hidden, rounds=5: NEAR)
-        assert kernels.stream_capacity_kib(2 * (1 << 20), NEAR, FAR) == 2048.0
-        monkeypatch.setattr(kernels, "gemv_rate", lambda hidden, rounds=5: None)
-        assert kernels.stream_capacity_kib(2 * (1 << 20), NEAR, FAR) is None
+    # the CI Xeon's sweep around its L2 (OS: 2 MiB), and its L2 and L3 plateaus
+    sweep: ClassVar[list[tuple[int, float]]] = [
+        (1 << 20, 170.0), (1536 * KIB, 150.0), (2 << 20, 101.8), (3 << 20, 51.0), (4 << 20, 44.0)]  # fmt: skip
 
+    def caches(self, l2_source: str = "sweep") -> list[dict[str, float | str]]:
+        return [{"level": 2, "kib": 1536.0, "bandwidth_gbps": 163.0, "source": l2_source},
+                {"level": 3, "kib": 49152.0, "bandwidth_gbps": 39.5, "source": "sweep"}]  # fmt: skip
 
-class TestStreamL2:
-    def caches(self) -> list[dict[str, float | str]]:
-        return [{"level": 1, "kib": 64.0, "bandwidth_gbps": 200.0, "source": "sweep"},
-                {"level": 2, "kib": 1536.0, "bandwidth_gbps": 160.0, "source": "sweep"}]  # fmt: skip
-
-    def test_the_probe_sets_the_l2(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        from hwsim.host import fingerprint
-
-        monkeypatch.setattr(fingerprint, "stream_capacity_kib", lambda l2, near, far: 1790.0)
+    def test_the_capacity_the_stream_kept(self) -> None:
         caches = self.caches()
-        note = _stream_l2(caches, 2048 * KIB, {"gemv_gbps": NEAR, "gemv_far_gbps": FAR})
-        assert caches[1] == {"level": 2, "kib": 1790.0, "bandwidth_gbps": 160.0, "source": "stream"}
-        assert "1790 KiB" in note and "1536 KiB (sweep)" in note
+        note = _cyclic_l2(caches, self.sweep, {2: 2048.0})
+        assert caches[0]["source"] == "sweep, cyclic" and 1800 < float(caches[0]["kib"]) < 1900
+        assert note is not None and "2048 KiB" in note and "1536 KiB" in note
 
-    def test_without_the_rates_the_sweep_stays(self) -> None:
+    def test_never_beyond_the_os_size_nor_below_the_plateau(self) -> None:
         caches = self.caches()
-        note = _stream_l2(caches, 2048 * KIB, {"gemv_gbps": NEAR})
-        assert caches == self.caches() and "not resolved" in note
+        _cyclic_l2(caches, self.sweep, {2: 1600.0})
+        assert caches[0]["kib"] == 1600.0
+        caches = self.caches()
+        _cyclic_l2(caches, [(1536 * KIB, 150.0), (2 << 20, 30.0)], {})  # past the plateau at the L3 rate
+        assert caches[0]["kib"] == 1536.0
+
+    def test_nothing_to_read(self) -> None:
+        caches = self.caches("/sys")  # an L2 the sweep did not find
+        assert _cyclic_l2(caches, self.sweep, {}) is None and caches == self.caches("/sys")
+        assert _cyclic_l2(self.caches()[:1], self.sweep, {}) is None  # no L3 to stream from
+        assert _cyclic_l2(self.caches(), self.sweep[:2], {}) is None  # the sweep ends at the plateau
 
 
 class TestParallelSection:
