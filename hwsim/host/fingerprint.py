@@ -392,30 +392,31 @@ def _cyclic_l2(caches: list[dict[str, float | str]], sweep: list[tuple[int, floa
     """Set the L2 entry of ``caches`` (found by the sweep, with an L3 after it) to the capacity a
     cyclic stream keeps there, and say so; None when there is nothing to set.
 
-    The sweep reads its working set cyclically, so the first point past the L2 plateau (size
-    ``S``, rate ``r``) is :func:`cost_models.cpu.stream_ns`'s cyclic rule between the L2 and L3
-    bandwidths: ``C`` from :func:`cost_models.cpu.cyclic_capacity_bytes`, at least the plateau's
-    last point and at most ``S`` (and the OS's L2 size). On the CI Xeon (OS: 2 MiB) the
-    plateau ends at 1.5 MiB and 2 MiB ran at 95-102 GB/s: C = 1.79-1.81 MiB in a fingerprint
-    on an idle and on a loaded machine; an LSTM step streaming ``R`` of 2.25-3.1 MiB (the kernel
-    the rule serves) gave 1.7-1.85 MiB, a batch-1 Gemm chain 1.62-1.67 MiB. The plateau's last
-    point (1.5 MiB) put the models that stream just past it 15-30 % slow, the OS's 2 MiB a
-    2.7 MB MLP 30 % fast."""
+    The sweep reads its working set cyclically, so its point at the OS's L2 size (the first one
+    past the L2 plateau where the OS does not say) is :func:`cost_models.cpu.stream_ns`'s cyclic
+    rule between the L2 and L3 bandwidths: ``C`` from
+    :func:`cost_models.cpu.cyclic_capacity_bytes`, at most that size. On the CI Xeon (OS: 2 MiB)
+    2 MiB ran at 95-107 GB/s against plateaus of 138-163 and 38-39: C = 1.81-1.87 MiB in three
+    fingerprints, idle and loaded, while the plateau's end moved between 1.5 and 2 MiB; an LSTM
+    step streaming ``R`` of 2.25-3.1 MiB (the kernel the rule serves) gave 1.7-1.85 MiB, a
+    batch-1 Gemm chain 1.62-1.67 MiB. The plateau's end (1.5 MiB) put the models that stream
+    just past it 15-30 % slow, the OS's 2 MiB a 2.7 MB MLP 30 % fast."""
     l2 = next((c for c in caches if int(c["level"]) == 2 and c["source"] == "sweep"), None)
     l3 = next((c for c in caches if int(c["level"]) == 3), None)
     if l2 is None or l3 is None:
         return None
     knee = float(l2["kib"]) * KIB
-    past = next(((sz, bw) for sz, bw in sweep if sz > knee), None)
-    if past is None:
+    at = next(((sz, bw) for sz, bw in sweep if sz >= os_caches[2] * KIB), None) if 2 in os_caches else None
+    at = at or next(((sz, bw) for sz, bw in sweep if sz > knee), None)
+    if at is None:
         return None
-    cap = cyclic_capacity_bytes(past[0], past[1], float(l2["bandwidth_gbps"]), float(l3["bandwidth_gbps"]))
+    cap = cyclic_capacity_bytes(at[0], at[1], float(l2["bandwidth_gbps"]), float(l3["bandwidth_gbps"]))
     if cap is None:
         return None
-    cap = min(max(cap, knee), past[0], os_caches.get(2, math.inf) * KIB)
+    cap = min(cap, os_caches.get(2, math.inf) * KIB)
     l2.update(kib=round(cap / KIB, 1), source="sweep, cyclic")
-    return (f"L2: {cap / KIB:.0f} KiB is what the sweep's cyclic stream kept at {past[0] // KIB} KiB "
-            f"({past[1]:.0f} GB/s between the L2's and L3's rates); its plateau ends at {knee / KIB:.0f} KiB"
+    return (f"L2: {cap / KIB:.0f} KiB is what the sweep's cyclic stream kept at {at[0] // KIB} KiB "
+            f"({at[1]:.0f} GB/s between the L2's and L3's rates); its plateau ends at {knee / KIB:.0f} KiB"
             + (f", the OS says {os_caches[2]:.0f} KiB" if 2 in os_caches else ""))
 
 

@@ -55,13 +55,22 @@ class TestCyclicL2:
         assert caches[0]["source"] == "sweep, cyclic" and 1800 < float(caches[0]["kib"]) < 1900
         assert note is not None and "2048 KiB" in note and "1536 KiB" in note
 
-    def test_never_beyond_the_os_size_nor_below_the_plateau(self) -> None:
+    def test_read_at_the_os_size_wherever_the_plateau_ends(self) -> None:
         caches = self.caches()
-        _cyclic_l2(caches, self.sweep, {2: 1600.0})
-        assert caches[0]["kib"] == 1600.0
+        caches[0]["kib"] = 2048.0  # a noisy sweep whose plateau runs through the 2 MiB point
+        _cyclic_l2(caches, self.sweep, {2: 2048.0})
+        assert 1800 < float(caches[0]["kib"]) < 1900
         caches = self.caches()
-        _cyclic_l2(caches, [(1536 * KIB, 150.0), (2 << 20, 30.0)], {})  # past the plateau at the L3 rate
-        assert caches[0]["kib"] == 1536.0
+        _cyclic_l2(caches, self.sweep, {})  # no OS figure: the first point past the plateau
+        assert 1800 < float(caches[0]["kib"]) < 1900
+
+    def test_never_beyond_the_os_size_nor_below_half_the_point(self) -> None:
+        caches = self.caches()
+        _cyclic_l2(caches, [(1536 * KIB, 150.0), (2 << 20, 200.0)], {2: 2048.0})  # all of it hit
+        assert caches[0]["kib"] == 2048.0
+        caches = self.caches()
+        _cyclic_l2(caches, [(1536 * KIB, 150.0), (2 << 20, 30.0)], {2: 2048.0})  # at the L3 rate: none
+        assert caches[0]["kib"] == 1024.0
 
     def test_nothing_to_read(self) -> None:
         caches = self.caches("/sys")  # an L2 the sweep did not find
