@@ -459,7 +459,7 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
     if cyclic:
         notes.append(cyclic)
     for c in caches:
-        if c["source"] != "sweep":
+        if c["source"] == "/sys":
             notes.append(f"L{c['level']} capacity from /sys: the sweep up to {top // KIB} KiB showed no step for it")
 
     hops = 20_000 if quick else 2_000_000
