@@ -79,6 +79,7 @@ __all__ = [
     "recurrent_steps_ns",
     "resident_stream_ns",
     "section_ns",
+    "sections_ns",
     "shape_factor",
     "stream_ns",
     "weight_stream_ns",
@@ -120,6 +121,11 @@ PARALLEL_MIN_ELEMENTS: Mapping[str, int] = {"elementwise": 256 * 1024, "activati
 #: Cost of one parallel section of onnxruntime's intra-op thread pool (hand the work out, join), ns,
 #: where the unit has no measured ``parallel_section_ns`` (an estimate; the fingerprint measures it).
 PARALLEL_SECTION_NS = 2000.0
+#: What one split step of a recurrent op pays the intra-op pool, ns. Not the measured section:
+#: a step runs its product (a GRU two) and its gate work through the pool, and the idle 2-thread
+#: tables fit 2 us per step (hidden-128 LSTMs with 100-200 split steps: -1..-7 % before
+#: calibration; 0.86 us, one MatMul's section as measured, would put them at -32..-35 %).
+RECURRENT_SPLIT_STEP_NS = 2000.0
 
 
 class CpuModel(UnitModel[CpuUnit]):
@@ -395,6 +401,14 @@ def section_ns(unit: CpuUnit) -> float:
     """One parallel section's cost on ``unit``: its measured ``parallel_section_ns``, else
     :data:`PARALLEL_SECTION_NS`."""
     return unit.parallel_section_ns or PARALLEL_SECTION_NS
+
+
+def sections_ns(op: Op, unit: CpuUnit, threads_used: int) -> float:
+    """What ``op``'s kernel pays onnxruntime's intra-op pool on ``threads_used`` threads, ns: one
+    section (:func:`section_ns`), plus :data:`RECURRENT_SPLIT_STEP_NS` per step and direction of a
+    split recurrent op (:func:`parallel_sections`); 0 on one thread."""
+    n = parallel_sections(op, threads_used)
+    return section_ns(unit) + (n - 1) * RECURRENT_SPLIT_STEP_NS if n else 0.0
 
 
 def parallel_sections(op: Op, threads_used: int) -> int:

@@ -31,7 +31,7 @@ from cost_models.cpu import (
     kernel_type,
     parallel_sections,
     recurrent_kernel_ns,
-    section_ns,
+    sections_ns,
 )
 from cost_models.table import cost_table, steady_state_unit
 from graph_ir.categories import GEMM_CATEGORIES
@@ -207,10 +207,11 @@ def _speedup(op: Op, chip: Chip, threads: int) -> float:
 
 def _sections_ns(op: Op, chip: Chip, threads: int) -> float:
     """The parallel sections' cost of ``op``'s kernel on ``threads`` threads (no efficiency scales
-    it; one section costs :func:`~cost_models.cpu.section_ns`)."""
-    unit = chip.units[0]
-    each = section_ns(unit) if isinstance(unit, CpuUnit) else PARALLEL_SECTION_NS
-    return parallel_sections(op, intra_op_threads(op, threads)) * each
+    it; :func:`~cost_models.cpu.sections_ns`)."""
+    unit, used = chip.units[0], intra_op_threads(op, threads)
+    if isinstance(unit, CpuUnit):
+        return sections_ns(op, unit, used)
+    return parallel_sections(op, used) * PARALLEL_SECTION_NS
 
 
 def _time(op: Op, c: OpCost, chip: Chip, threads: int, with_overhead: bool) -> float:

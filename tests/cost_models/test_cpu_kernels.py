@@ -13,6 +13,7 @@ from chips.schema import CpuUnit, chip_from_dict
 from cost_models.cpu import (
     MLAS_THREAD_MACS,
     PARALLEL_SECTION_NS,
+    RECURRENT_SPLIT_STEP_NS,
     fft_ns,
     fft_plan,
     gemv_split_speedup,
@@ -20,6 +21,7 @@ from cost_models.cpu import (
     parallel_sections,
     recurrent_kernel_ns,
     section_ns,
+    sections_ns,
     stream_ns,
 )
 from cost_models.table import estimate
@@ -210,6 +212,10 @@ class TestThreads:
     def test_a_section_costs_what_the_fingerprint_measured(self) -> None:
         assert section_ns(looped(1e6)) == 900.0
         assert section_ns(looped(1e6, parallel_section_ns=None)) == PARALLEL_SECTION_NS
+        mm = gemm(64, 512, 512)
+        assert sections_ns(mm, looped(1e6), 2) == 900.0 and sections_ns(mm, looped(1e6), 1) == 0.0
+        # a split recurrent step pays more than one MatMul's section (its product and gates)
+        assert sections_ns(rnn("GRU", 256, 10, dirs=2), looped(1e6), 2) == 900.0 + 20 * RECURRENT_SPLIT_STEP_NS
 
     def test_a_split_recurrent_op_pays_a_section_per_step(self) -> None:
         assert parallel_sections(rnn("GRU", 256, 10, dirs=2), 2) == 21

@@ -80,19 +80,30 @@ class TestCyclicL2:
 
 
 class TestParallelSection:
-    def test_split_work_plus_the_section(self, monkeypatch: pytest.MonkeyPatch) -> None:
+    @staticmethod
+    def fake(monkeypatch: pytest.MonkeyPatch, per_kernel: dict[tuple[int, int], float]) -> None:
+        """Sessions keyed by (MatMul side, threads); a chain takes its count times ``per_kernel``."""
         count = kernels.SECTION_PROBE_COUNT
-        # per kernel: dispatch 250 + work 1200 on one thread; 250 + 600 + a 900 ns section on two
-        per = {1: 250.0 + 1200.0, 2: 250.0 + 600.0 + 900.0}
-        monkeypatch.setattr(kernels, "make_session", lambda model, threads, opt: threads)
+        sides = iter([kernels.SECTION_PROBE_N] * 2 + [kernels.SECTION_CHECK_N] * 2)
+        monkeypatch.setattr(kernels, "make_session", lambda model, threads, opt: (next(sides), threads))
         monkeypatch.setattr(kernels, "time_session",
-                            lambda sess, feeds, **kw: Timing((count * per[sess], 2 * count * per[sess])))  # fmt: skip
+                            lambda sess, feeds, **kw: Timing((count * per_kernel[sess], 2 * count * per_kernel[sess])))  # fmt: skip
+
+    def test_split_work_plus_the_section(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        small, big = kernels.SECTION_PROBE_N, kernels.SECTION_CHECK_N
+        # per kernel: dispatch 250 + work 1200 on one thread; 250 + 600 + a 900 ns section on two
+        self.fake(monkeypatch, {(small, 1): 1450.0, (small, 2): 1750.0, (big, 1): 11250.0, (big, 2): 6150.0})
         assert kernels.parallel_section_ns(250.0) == pytest.approx(900.0)
 
+    def test_not_read_when_the_second_core_does_not_help(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        small, big = kernels.SECTION_PROBE_N, kernels.SECTION_CHECK_N
+        self.fake(monkeypatch, {(small, 1): 1450.0, (small, 2): 1750.0, (big, 1): 11250.0, (big, 2): 10000.0})
+        assert kernels.parallel_section_ns(250.0) is None
+
     def test_no_section_when_the_split_is_not_slower(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        monkeypatch.setattr(kernels, "make_session", lambda model, threads, opt: threads)
-        monkeypatch.setattr(kernels, "time_session", lambda sess, feeds, **kw: Timing((1000.0 * 64 / sess,)))
-        assert kernels.parallel_section_ns(0.0) is None
+        small, big = kernels.SECTION_PROBE_N, kernels.SECTION_CHECK_N
+        self.fake(monkeypatch, {(small, 1): 1450.0, (small, 2): 800.0, (big, 1): 11250.0, (big, 2): 5750.0})
+        assert kernels.parallel_section_ns(250.0) is None
 
 
 def test_rates_only_measure_a_section_on_several_threads(monkeypatch: pytest.MonkeyPatch) -> None:
