@@ -164,7 +164,8 @@ def kernel_rates(
     if threads > 1:
         section = parallel_section_ns(kernel_ns, rounds)
         if section is None:
-            notes.append("parallel section cost not resolved; parallel_section_ns left out")
+            notes.append("parallel section cost not resolved (2 threads ran a 128-cubed MatMul chain under 1.8x faster: "
+                         "the other core busy?); parallel_section_ns left out, the CPU model keeps its 2 us")
         else:
             out["parallel_section_ns"] = section
     return out, notes
