@@ -512,11 +512,16 @@ class CpuUnit(Unit):
     fft_point_ns: PositiveFloat | None = Field(
         None, description="Time per point of one transform of onnxruntime's STFT/DFT kernel, beside its butterflies."
     )
+    parallel_section_ns: PositiveFloat | None = Field(
+        None,
+        description="Cost of one parallel section of onnxruntime's intra-op thread pool (hand the work out, join), "
+        "measured by `hwsim fingerprint` on a host with 2 or more threads. None: the CPU model's default.",
+    )
 
     #: Fields a dump leaves out while unset, so that a chip without them dumps (and hashes,
     #: :func:`hwsim.report.provenance.chip_sha256`) as it did before they existed.
     omitted_when_unset: ClassVar[tuple[str, ...]] = (
-        "gemv_gbps", "gemv_far_gbps", "fft_butterfly_ns", "fft_point_ns",
+        "gemv_gbps", "gemv_far_gbps", "fft_butterfly_ns", "fft_point_ns", "parallel_section_ns",
     )
 
     @model_serializer(mode="wrap")

@@ -65,15 +65,21 @@ __all__ = [
     "CpuModel",
     "calibration_basis_ns",
     "core_bytes",
+    "cyclic_capacity_bytes",
     "fft_ns",
     "gemm_rows",
+    "gemv_split_speedup",
     "intra_op_threads",
+    "is_gemv",
     "kernel_type",
     "last_level_cache_bytes",
     "parallel_sections",
     "recurrent_bytes",
     "recurrent_kernel_ns",
     "recurrent_steps_ns",
+    "resident_stream_ns",
+    "section_ns",
+    "sections_ns",
     "shape_factor",
     "stream_ns",
     "weight_stream_ns",
@@ -103,14 +109,23 @@ BLUESTEIN_POINT_FACTOR = 0.7
 #: Op types costed as onnxruntime's FFT kernels where the unit has the FFT constants.
 FFT_OP_TYPES = ("STFT", "DFT")
 #: MLAS splits a GEMM/convolution over threads in chunks of this many MACs
-#: (``MLAS_SGEMM_THREAD_COMPLEXITY``): a smaller product runs on one thread.
+#: (``MLAS_SGEMM_THREAD_COMPLEXITY``): a product runs on ``MACs / MLAS_THREAD_MACS + 1`` threads.
 MLAS_THREAD_MACS = 64 * 1024
+#: Columns per thread at least, when MLAS splits a product with ``N > M`` by columns
+#: (``MLAS_SGEMM_STRIDEN_THREAD_ALIGN``).
+MLAS_STRIDE_N = 16
 #: Elements from which onnxruntime's ``TryParallelFor`` splits an elementwise kernel: cheap
 #: binary ops (Add 64 Ki elements: 1.0x on 2 threads, 1 Mi: 2.0x) and transcendental
 #: activations (Sigmoid 64 Ki: 1.5x, 1 Mi: 2.1x), measured with onnxruntime 1.32.
 PARALLEL_MIN_ELEMENTS: Mapping[str, int] = {"elementwise": 256 * 1024, "activation": 32 * 1024}
-#: Cost of one parallel section of onnxruntime's intra-op thread pool (hand the work out, join), ns.
+#: Cost of one parallel section of onnxruntime's intra-op thread pool (hand the work out, join), ns,
+#: where the unit has no measured ``parallel_section_ns`` (an estimate; the fingerprint measures it).
 PARALLEL_SECTION_NS = 2000.0
+#: What one split step of a recurrent op pays the intra-op pool, ns. Not the measured section:
+#: a step runs its product (a GRU two) and its gate work through the pool, and the idle 2-thread
+#: tables fit 2 us per step (hidden-128 LSTMs with 100-200 split steps: -1..-7 % before
+#: calibration; 0.86 us, one MatMul's section as measured, would put them at -32..-35 %).
+RECURRENT_SPLIT_STEP_NS = 2000.0
 
 
 class CpuModel(UnitModel[CpuUnit]):
@@ -140,7 +155,7 @@ class CpuModel(UnitModel[CpuUnit]):
         levels = _cache_levels(unit)
         for i, (kib, gbps) in enumerate(levels):
             if working <= kib * 1024:
-                gbps = min(gbps, _far_gemv_gbps(op, unit) or math.inf) if i >= 2 else gbps
+                gbps = min(gbps, (_far_gemv_gbps(op, unit) if i >= 2 else _near_gemv_gbps(op, unit)) or math.inf)
                 if dram_w == 0 < w_b:
                     gbps = _resident_weights_gbps(op, unit, levels, act, w_b, gbps)
                 note = f"{dtype}, fits {kib:g} KiB" + (", weights cached" if dram_w == 0 < w_b else "")
@@ -205,13 +220,23 @@ def _cache_levels(unit: CpuUnit) -> list[tuple[float, float]]:
 
 def _far_gemv_gbps(op: Op, unit: CpuUnit) -> float | None:
     """The rate at which ``op`` streams a matrix from beyond L2 when it is a matrix-vector
-    product (one row, weights): onnxruntime's measured GEMV rate (``gemv_far_gbps``, the same
+    product (:func:`is_gemv`): onnxruntime's measured GEMV rate (``gemv_far_gbps``, the same
     MLAS kernel as a recurrent step's: 27-29 GB/s here where a read sweep gets 38). None for any
     other op, or a unit without the figure: the level's own bandwidth holds."""
-    if unit.gemv_far_gbps is None or not op.weights:
-        return None
-    gemm = gemm_of(op)
-    return unit.gemv_far_gbps if gemm is not None and gemm.m == 1 and gemm.batch == 1 else None
+    return unit.gemv_far_gbps if unit.gemv_far_gbps is not None and is_gemv(op) else None
+
+
+def _near_gemv_gbps(op: Op, unit: CpuUnit) -> float | None:
+    """The rate at which a matrix-vector product (:func:`is_gemv`) streams a matrix from L1/L2:
+    ``gemv_gbps`` (a recurrent step's GEMV in L2: 114 GB/s here, where the read sweep gets 163;
+    a batch-1 1024 x 256 Gemm chain measured 115). None for any other op or without the figure."""
+    return unit.gemv_gbps if unit.gemv_gbps is not None and is_gemv(op) else None
+
+
+def is_gemv(op: Op) -> bool:
+    """Whether ``op`` is a matrix-vector product over weights (one row, batch 1: MLAS's GEMV path)."""
+    gemm = gemm_of(op) if op.weights else None
+    return gemm is not None and gemm.m == 1 and gemm.batch == 1
 
 
 def _resident_weights_gbps(
@@ -225,10 +250,36 @@ def _resident_weights_gbps(
     total = unit.resident_weight_bytes
     if not total or total <= act_b + w_b:
         return level_gbps
-    far = _far_gemv_gbps(op, unit)
     # the op's share of one cyclic pass over all the weights (:func:`stream_ns`)
-    w_ns = w_b * stream_ns(total, levels, math.inf, levels[-1][1], far) / total
+    w_ns = resident_stream_ns(op, unit, levels, w_b)
     return max(0.0, min(level_gbps, (act_b + w_b) / (act_b / level_gbps + w_ns)))
+
+
+def resident_stream_ns(op: Op, unit: CpuUnit, levels: list[tuple[float, float]], w_b: int, threads: int = 1) -> float:
+    """Time ``op`` takes for its ``w_b`` weight bytes in a cyclic pass over all the model's
+    weights (``resident_weight_bytes``, :func:`stream_ns`), ns. On ``threads`` cores a
+    matrix-vector product is split by rows: each core streams its share of every layer, so a
+    pass over ``1 / threads`` of the weights from its own caches (a 2.7 MB MLP, 2 x 1.3 MB, fits
+    two L2s where it did not fit one). The activations are not included."""
+    total = unit.resident_weight_bytes or float(w_b)
+    share = total / threads
+    far = _far_gemv_gbps(op, unit)
+    core = _near_gemv_gbps(op, unit) or math.inf
+    return w_b / threads * stream_ns(share, levels, core, levels[-1][1], far) / share
+
+
+def gemv_split_speedup(op: Op, unit: CpuUnit, threads: int) -> float:
+    """How much faster a matrix-vector product's weight stream runs split by rows over
+    ``threads`` cores than on one (:func:`resident_stream_ns`): super-linear where each core's
+    share stays in its own L2 (the 784-512-512-10 MLP ran 4x faster on 2 threads). ``threads``
+    for any other op, or a unit without the GEMV rates."""
+    if threads <= 1 or not is_gemv(op) or unit.gemv_gbps is None:
+        return float(threads)
+    w_b = op.weight_bytes(None)
+    levels = _cache_levels(unit)
+    one = resident_stream_ns(op, unit, levels, w_b)
+    split = resident_stream_ns(op, unit, levels, w_b, threads)
+    return one / split if split > 0 else float(threads)
 
 
 def _calibrated(op: Op, unit: CpuUnit, dtype: Dtype, cost: OpCost) -> OpCost:
@@ -297,8 +348,10 @@ def intra_op_threads(op: Op, threads: int) -> int:
 
     - STFT/DFT: 1 (the kernel loops over its frames on the calling thread: 1.00x on 2 threads);
     - Softmax/LogSoftmax: split over rows only (one 1 Mi row: 1.03x);
-    - GEMM-like and recurrent ops: MLAS hands out :data:`MLAS_THREAD_MACS` per thread, so a
-      product (a recurrent step's: gate rows x hidden x batch) below it stays on one thread;
+    - GEMM-like and recurrent ops: MLAS runs a product on ``MACs / MLAS_THREAD_MACS + 1``
+      threads (:data:`MLAS_THREAD_MACS`), so a product (a recurrent step's: gate rows x hidden x
+      batch) below it stays on one thread; a matrix product also on at most one thread per
+      :data:`MLAS_STRIDE_N` columns when ``N > M`` (a batch-1 Gemm with 10 outputs: one);
     - elementwise and activations: from :data:`PARALLEL_MIN_ELEMENTS` elements;
     - anything else with at least 64 Ki output elements: all threads.
 
@@ -321,10 +374,41 @@ def intra_op_threads(op: Op, threads: int) -> int:
         x = op.inputs[0].shape
         batch = int(x[0] if op.attrs.get("layout", 0) else x[1]) if len(x) == 3 else 1
         return threads if gate_rows * hidden * batch >= MLAS_THREAD_MACS else 1
-    if op.category in ("conv", "matmul"):
+    if op.category == "matmul":
+        return _mlas_gemm_threads(op, threads)
+    if op.category == "conv":
         return max(1, min(threads, op.macs // MLAS_THREAD_MACS))
     floor = PARALLEL_MIN_ELEMENTS.get(op.category, 64 * 1024)
     return threads if out.elements >= floor else 1
+
+
+def _mlas_gemm_threads(op: Op, threads: int) -> int:
+    """Threads MLAS runs a matrix product on (``MlasGemmBatch``): ``M N K / MLAS_THREAD_MACS + 1``
+    per product, at most one per :data:`MLAS_STRIDE_N` columns when ``N > M``, times the batch of
+    products (a product with weights folds its batch into ``M``), at most ``threads``."""
+    gemm = gemm_of(op)
+    if gemm is None:
+        return max(1, min(threads, op.macs // MLAS_THREAD_MACS + 1))
+    batch, m = (1, gemm.batch * gemm.m) if op.weights else (gemm.batch, gemm.m)
+    target = min(threads, m * gemm.n * gemm.k // MLAS_THREAD_MACS + 1)
+    per_product = -(-target // batch)
+    if gemm.n > m:
+        per_product = min(per_product, -(-gemm.n // MLAS_STRIDE_N))
+    return max(1, min(threads, per_product * batch))
+
+
+def section_ns(unit: CpuUnit) -> float:
+    """One parallel section's cost on ``unit``: its measured ``parallel_section_ns``, else
+    :data:`PARALLEL_SECTION_NS`."""
+    return unit.parallel_section_ns or PARALLEL_SECTION_NS
+
+
+def sections_ns(op: Op, unit: CpuUnit, threads_used: int) -> float:
+    """What ``op``'s kernel pays onnxruntime's intra-op pool on ``threads_used`` threads, ns: one
+    section (:func:`section_ns`), plus :data:`RECURRENT_SPLIT_STEP_NS` per step and direction of a
+    split recurrent op (:func:`parallel_sections`); 0 on one thread."""
+    n = parallel_sections(op, threads_used)
+    return section_ns(unit) + (n - 1) * RECURRENT_SPLIT_STEP_NS if n else 0.0
 
 
 def parallel_sections(op: Op, threads_used: int) -> int:
@@ -510,6 +594,23 @@ def stream_ns(
     return total + left / min(dram_gbps, core_gbps, far)
 
 
+def cyclic_capacity_bytes(nbytes: float, gbps: float, near_gbps: float, far_gbps: float) -> float | None:
+    """The cache capacity ``C`` under which :func:`stream_ns`'s cyclic rule streams ``nbytes``
+    (more than ``C``) at ``gbps``, with ``near_gbps`` from the cache and ``far_gbps`` beyond it:
+    the bytes served by the cache are the ``h`` for which ``nbytes / gbps = h / near_gbps +
+    (nbytes - h) / far_gbps`` (clipped to ``[0, nbytes]``), and ``h = 2 C - nbytes``. None when the
+    two rates do not tell (``near_gbps <= far_gbps``). How ``hwsim fingerprint`` reads an L2
+    capacity off the first point of its read sweep past the L2 plateau.
+
+    >>> cyclic_capacity_bytes(3e6, 2 * 100 * 25 / 125, 100.0, 25.0)  # half at 100, half at 25: C = 2.25 MB
+    2250000.0
+    """
+    if near_gbps <= far_gbps:
+        return None
+    hits = nbytes * (1 / far_gbps - 1 / gbps) / (1 / far_gbps - 1 / near_gbps)
+    return (nbytes + min(max(hits, 0.0), nbytes)) / 2
+
+
 def _ort_recurrent(op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
     """An LSTM/GRU/RNN as onnxruntime's CPU kernel runs it, in sequence: ``X·Wᵀ`` for all steps
     as one GEMM, then the steps (:func:`recurrent_steps_ns`). The weights come from the
@@ -536,6 +637,8 @@ def recurrent_kernel_ns(op: Op, unit: CpuUnit, chip: Chip, dtype: str, w_b: int,
     step's GEMV split by rows, each thread streaming its share of ``R`` from its own core's
     caches (a share that fits a core's L2 where the whole ``R`` did not streams at the L2 rate:
     a hidden-512 LSTM ran 4x faster on 2 threads here), plus each step's fixed and gate costs.
+    The weights' first pass (``W`` and ``R`` from the level holding them) splits over the
+    threads too, unless it comes from DRAM.
     Parallel sections are not included (:func:`parallel_sections`)."""
     assert unit.gemv_gbps is not None
     _, r_b = recurrent_bytes(op, dtype)
@@ -550,7 +653,9 @@ def recurrent_kernel_ns(op: Op, unit: CpuUnit, chip: Chip, dtype: str, w_b: int,
     shape = proj_flops / (proj_flops + HALF_EFFICIENCY_FLOPS)
     proj_ns = proj_flops / (unit.peak_flops_per_ns(dtype) * shape) / threads if proj_flops else 0.0
     r_ns = stream_ns(r_b / dirs / threads, levels, unit.gemv_gbps, dram_gbps, unit.gemv_far_gbps)
-    return proj_ns + w_b / (w_gbps or dram_gbps) + recurrent_steps_ns(op, dtype, r_ns)
+    # the weights' first pass: each thread reads its share from the cache level (DRAM's bandwidth is shared)
+    w_ns = w_b / w_gbps / threads if w_gbps else w_b / dram_gbps
+    return proj_ns + w_ns + recurrent_steps_ns(op, dtype, r_ns)
 
 
 def _recurrence(op: Op, unit: CpuUnit, chip: Chip, dtype: str, cost: OpCost) -> OpCost:

@@ -42,6 +42,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from chips.schema import chip_from_dict
+from cost_models.cpu import cyclic_capacity_bytes
 from hwsim.host.kernels import LAYER_NORM_RATE, kernel_rates, streaming_efficiency
 from hwsim.host.measure import MeasureError, make_session, time_call
 
@@ -388,6 +389,38 @@ def _cache_levels(
     return caches
 
 
+def _cyclic_l2(caches: list[dict[str, float | str]], sweep: list[tuple[int, float]], os_caches: dict[int, float]) -> str | None:
+    """Set the L2 entry of ``caches`` (found by the sweep, with an L3 after it) to the capacity a
+    cyclic stream keeps there, and say so; None when there is nothing to set.
+
+    The sweep reads its working set cyclically, so its point at the OS's L2 size (the first one
+    past the L2 plateau where the OS does not say) is :func:`cost_models.cpu.stream_ns`'s cyclic
+    rule between the L2 and L3 bandwidths: ``C`` from
+    :func:`cost_models.cpu.cyclic_capacity_bytes`, at most that size. On the CI Xeon (OS: 2 MiB)
+    2 MiB ran at 95-107 GB/s against plateaus of 138-163 and 38-39: C = 1.81-1.87 MiB in three
+    fingerprints, idle and loaded, while the plateau's end moved between 1.5 and 2 MiB; an LSTM
+    step streaming ``R`` of 2.25-3.1 MiB (the kernel the rule serves) gave 1.7-1.85 MiB, a
+    batch-1 Gemm chain 1.62-1.67 MiB. The plateau's end (1.5 MiB) put the models that stream
+    just past it 15-30 % slow, the OS's 2 MiB a 2.7 MB MLP 30 % fast."""
+    l2 = next((c for c in caches if int(c["level"]) == 2 and c["source"] == "sweep"), None)
+    l3 = next((c for c in caches if int(c["level"]) == 3), None)
+    if l2 is None or l3 is None:
+        return None
+    knee = float(l2["kib"]) * KIB
+    at = next(((sz, bw) for sz, bw in sweep if sz >= os_caches[2] * KIB), None) if 2 in os_caches else None
+    at = at or next(((sz, bw) for sz, bw in sweep if sz > knee), None)
+    if at is None:
+        return None
+    cap = cyclic_capacity_bytes(at[0], at[1], float(l2["bandwidth_gbps"]), float(l3["bandwidth_gbps"]))
+    if cap is None:
+        return None
+    cap = min(cap, os_caches.get(2, math.inf) * KIB)
+    l2.update(kib=round(cap / KIB, 1), source="sweep, cyclic")
+    return (f"L2: {cap / KIB:.0f} KiB is what the sweep's cyclic stream kept at {at[0] // KIB} KiB "
+            f"({at[1]:.0f} GB/s between the L2's and L3's rates); its plateau ends at {knee / KIB:.0f} KiB"
+            + (f", the OS says {os_caches[2]:.0f} KiB" if 2 in os_caches else ""))
+
+
 def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint:
     """Measure this machine (``quick``: small sizes, seconds; for tests and smoke runs)."""
     import onnxruntime as ort
@@ -423,8 +456,11 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
     sweep = [(sz, _sweep_gbps(sz, min_s / 5)) for sz in sizes]
     os_caches = _os_caches()
     caches = _cache_levels(_levels(sweep), sweep, os_caches)
+    cyclic = _cyclic_l2(caches, sweep, os_caches)
+    if cyclic:
+        notes.append(cyclic)
     for c in caches:
-        if c["source"] != "sweep":
+        if c["source"] == "/sys":
             notes.append(f"L{c['level']} capacity from /sys: the sweep up to {top // KIB} KiB showed no step for it")
 
     hops = 20_000 if quick else 2_000_000
@@ -447,7 +483,7 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
         notes.append(why)
     dispatch = measure_dispatch(min_s)
     l2 = next((float(c["kib"]) * KIB for c in caches if int(c["level"]) == 2), None)
-    rates, rate_notes = kernel_rates(quick, l2)
+    rates, rate_notes = kernel_rates(quick, l2, threads, dispatch.kernel_ns)
     notes += rate_notes
     versions = {"onnxruntime": ort.__version__, "numpy": np.__version__, "onnx": onnx.__version__,
                 "python": platform.python_version()}  # fmt: skip
@@ -530,7 +566,8 @@ def chip_yaml(
     lines.append(f"#   stream ({fp.stream_bytes // KIB // 1024} MiB arrays): copy {fp.copy_gbps:.1f} GB/s, "
                  f"triad {fp.triad_gbps:.1f} GB/s")  # fmt: skip
     for c in fp.caches:
-        where = "the sweep" if c["source"] == "sweep" else "capacity from /sys; the sweep showed no step"
+        where = {"sweep": "the sweep", "sweep, cyclic": "the sweep; the capacity its cyclic stream kept"}.get(
+            str(c["source"]), "capacity from /sys; the sweep showed no step")
         lines.append(f"#   L{c['level']}: {float(c['kib']):.0f} KiB at {float(c['bandwidth_gbps']):.1f} GB/s ({where})")
     if fp.weight_stream_gbps:
         lines.append(f"#   weight stream: a {'x'.join(map(str, fp.weight_stream_shape))} fp32 MatMul takes {fp.weight_stream_ms['dram']:.3f} ms with its "
@@ -543,7 +580,8 @@ def chip_yaml(
                      f"{disp.profiled_kernel_ns:.0f} ns for such a kernel")  # fmt: skip
     if fp.kernel_rates:
         lines.append("#   kernels: " + ", ".join(f"{k} {v:.3g}" for k, v in fp.kernel_rates.items())
-                     + " (LSTM step GEMV rate, in L2 and for R four times the L2; STFT radix-2 time per butterfly and per point)")  # fmt: skip
+                     + " (LSTM step GEMV rate, in L2 and for R four times the L2; STFT radix-2 time per butterfly and per point;"
+                     " one parallel section of the intra-op thread pool)")  # fmt: skip
     lines.append("#   pointer chase over an L1-sized walk: " + ", ".join(
         f"{sz // KIB} KiB +{ns:.1f} ns" for sz, ns in fp.chase_ns))  # fmt: skip
     for n in fp.notes:

@@ -30,7 +30,7 @@ from hwsim.host.measure import make_session, time_session
 
 __all__ = [
     "LAYER_NORM_RATE", "NORM_PROBE", "far_hidden", "fft_constants", "gemv_rate", "kernel_rates", "layer_norm_ns",
-    "streaming_efficiency",
+    "parallel_section_ns", "streaming_efficiency",
 ]  # fmt: skip
 
 #: Key of :func:`kernel_rates`' figure for ``LayerNormalization``: ns per element, not a chip field.
@@ -38,6 +38,12 @@ LAYER_NORM_RATE = "layer_norm_ns_per_element"
 #: The LayerNormalization probe: rows of this many floats, and two row counts (0.2 and 0.8 MB:
 #: in L2 on any CPU this project runs on).
 NORM_PROBE = (768, 64, 256)
+
+#: Side and count of the MatMuls :func:`parallel_section_ns` times (the smallest cube MLAS splits in two).
+SECTION_PROBE_N, SECTION_PROBE_COUNT = 48, 64
+#: Side of the MatMuls that check that the second core works along (~11 us each), and the
+#: speed-up on two threads they must reach for the section to be read.
+SECTION_CHECK_N, SECTION_MIN_SPEEDUP = 128, 1.8
 
 
 def _model(node: onnx.NodeProto, x: np.ndarray, inits: Mapping[str, np.ndarray]) -> onnx.ModelProto:
@@ -68,6 +74,50 @@ def gemv_rate(hidden: int = 256, rounds: int = 5) -> float | None:
     t = {s: _fastest_ns(_model(node, x, w), x, rounds) for s, x in xs.items()}
     step_ns = (t[64] - t[16]) / 48 - RECURRENT_STEP_NS - RECURRENT_GATE_NS["LSTM"] * 4 * hidden
     return 16 * hidden * hidden / step_ns if step_ns > 0 else None
+
+
+def _matmul_chain(n: int, count: int) -> tuple[onnx.ModelProto, np.ndarray]:
+    """``count`` dependent ``n x n`` MatMuls (an ``n x n`` input times its own constant each)."""
+    rng = np.random.default_rng(0)
+    inits = {f"w{i}": (rng.standard_normal((n, n)) * 0.05).astype(np.float32) for i in range(count)}
+    nodes, x = [], "x"
+    for i in range(count):
+        nodes.append(helper.make_node("MatMul", [x, f"w{i}"], [f"y{i}"]))
+        x = f"y{i}"
+    graph = helper.make_graph(nodes, "mm", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, n])],
+                              [helper.make_tensor_value_info(x, TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return model, (rng.standard_normal((n, n)) * 0.05).astype(np.float32)
+
+
+def parallel_section_ns(kernel_ns: float, rounds: int = 5) -> float | None:
+    """What one parallel section of onnxruntime's intra-op thread pool costs (hand the work
+    out, join), ns: :data:`SECTION_PROBE_COUNT` MatMuls of :data:`SECTION_PROBE_N` cubed (110 k
+    MACs: MLAS splits them over 2 threads, ``MACs / 64 Ki + 1``; in L1) timed on one thread and
+    on two. Per kernel, less the dispatch ``kernel_ns``, the split one takes half its
+    one-thread work plus the section. Each figure is the fastest of ``rounds``, interleaved.
+
+    Only where the second core works along: the same chain of :data:`SECTION_CHECK_N` cubed
+    MatMuls (work enough to hide a section) must run :data:`SECTION_MIN_SPEEDUP` times faster on
+    two threads. On a busy machine it does not (the calling thread then runs both halves
+    itself, without the hand-over: the probe read 0.75-0.96 us there, where the idle 2-thread
+    tables fit ~2 us per section), and the figure is None (not resolved)."""
+    best: dict[tuple[int, int], float] = {}
+    sessions = {}
+    for n in (SECTION_PROBE_N, SECTION_CHECK_N):
+        model, x = _matmul_chain(n, SECTION_PROBE_COUNT)
+        for t in (1, 2):
+            sessions[n, t] = make_session(model, t, "all"), x
+            best[n, t] = math.inf
+    for _ in range(rounds):  # interleaved: a burst of other load hits all alike
+        for key, (sess, x) in sessions.items():
+            best[key] = min(best[key], time_session(sess, {"x": x}, runs=20, warmup=3, min_total_s=0.02).min_ns)
+    per = {key: ns / SECTION_PROBE_COUNT - kernel_ns for key, ns in best.items()}
+    if per[SECTION_CHECK_N, 1] < SECTION_MIN_SPEEDUP * per[SECTION_CHECK_N, 2]:
+        return None
+    section = per[SECTION_PROBE_N, 2] - per[SECTION_PROBE_N, 1] / 2
+    return section if section > 0 and per[SECTION_PROBE_N, 1] > 0 else None
 
 
 def _stft_frame_ns(n: int, rounds: int) -> float:
@@ -133,11 +183,14 @@ def far_hidden(l2_bytes: float) -> int:
     return max(16, round(math.sqrt(4 * l2_bytes / 16) / 16) * 16)
 
 
-def kernel_rates(quick: bool = False, l2_bytes: float | None = None) -> tuple[dict[str, float], list[str]]:
+def kernel_rates(
+    quick: bool = False, l2_bytes: float | None = None, threads: int = 1, kernel_ns: float = 0.0
+) -> tuple[dict[str, float], list[str]]:
     """The chip fields these kernels give (``gemv_gbps``, ``gemv_far_gbps`` where the L2 size
-    ``l2_bytes`` is known, ``fft_butterfly_ns``, ``fft_point_ns``), ``LayerNormalization``'s time
-    per element (:data:`LAYER_NORM_RATE`, not a field: :func:`streaming_efficiency` turns it into
-    an efficiency) and notes for any not resolved."""
+    ``l2_bytes`` is known, ``fft_butterfly_ns``, ``fft_point_ns``; ``parallel_section_ns`` on a
+    host with ``threads`` > 1, whose dispatch per kernel is ``kernel_ns``), ``LayerNormalization``'s
+    time per element (:data:`LAYER_NORM_RATE`, not a field: :func:`streaming_efficiency` turns it
+    into an efficiency) and notes for any not resolved."""
     rounds = 2 if quick else 5
     out: dict[str, float] = {}
     notes: list[str] = []
@@ -162,4 +215,11 @@ def kernel_rates(quick: bool = False, l2_bytes: float | None = None) -> tuple[di
         notes.append("LayerNormalization rate not resolved; its efficiency left to calibration")
     else:
         out[LAYER_NORM_RATE] = norm
+    if threads > 1:
+        section = parallel_section_ns(kernel_ns, rounds)
+        if section is None:
+            notes.append("parallel section cost not resolved (2 threads ran a 128-cubed MatMul chain under 1.8x faster: "
+                         "the other core busy?); parallel_section_ns left out, the CPU model keeps its 2 us")
+        else:
+            out["parallel_section_ns"] = section
     return out, notes

@@ -26,12 +26,14 @@ from cost_models.base import OpCost
 from cost_models.cpu import (
     PARALLEL_SECTION_NS,
     calibration_basis_ns,
+    gemv_split_speedup,
     intra_op_threads,
     kernel_type,
     parallel_sections,
     recurrent_kernel_ns,
+    sections_ns,
 )
-from cost_models.table import cost_table
+from cost_models.table import cost_table, steady_state_unit
 from graph_ir.categories import GEMM_CATEGORIES
 from graph_ir.ir import ModelGraph, Op, Tensor
 from hwsim.host.errors import ValidateError
@@ -192,24 +194,32 @@ def _speedup(op: Op, chip: Chip, threads: int) -> float:
     """How much faster ``op``'s kernel runs on onnxruntime's ``threads`` intra-op threads: the
     threads it uses (:func:`~cost_models.cpu.intra_op_threads`); for a recurrent op on a unit
     with ``gemv_gbps`` the ratio of :func:`~cost_models.cpu.recurrent_kernel_ns` on one thread
-    and on those (each thread streams its share of ``R`` from its own core's caches)."""
+    and on those (each thread streams its share of ``R`` from its own core's caches), and for a
+    matrix-vector product :func:`~cost_models.cpu.gemv_split_speedup` (the same for its share of
+    the model's weights; a GEMV is memory-bound, so the ratio of its streams is its speed-up)."""
     used = intra_op_threads(op, threads)
     unit = chip.units[0]
+    if used > 1 and op.category == "matmul" and isinstance(unit, CpuUnit):
+        return gemv_split_speedup(op, unit, used)
     if used <= 1 or op.category != "rnn" or not isinstance(unit, CpuUnit) or unit.gemv_gbps is None:
         return float(used)
     w_b = op.weight_bytes(None)
     return recurrent_kernel_ns(op, unit, chip, "fp32", w_b, 1) / recurrent_kernel_ns(op, unit, chip, "fp32", w_b, used)
 
 
-def _sections_ns(op: Op, threads: int) -> float:
-    """The parallel sections' cost of ``op``'s kernel on ``threads`` threads (no efficiency scales it)."""
-    return parallel_sections(op, intra_op_threads(op, threads)) * PARALLEL_SECTION_NS
+def _sections_ns(op: Op, chip: Chip, threads: int) -> float:
+    """The parallel sections' cost of ``op``'s kernel on ``threads`` threads (no efficiency scales
+    it; :func:`~cost_models.cpu.sections_ns`)."""
+    unit, used = chip.units[0], intra_op_threads(op, threads)
+    if isinstance(unit, CpuUnit):
+        return sections_ns(op, unit, used)
+    return parallel_sections(op, used) * PARALLEL_SECTION_NS
 
 
 def _time(op: Op, c: OpCost, chip: Chip, threads: int, with_overhead: bool) -> float:
     """The kernel's time on onnxruntime's ``threads`` intra-op threads: its roofline over the
     thread speed-up (:func:`_speedup`), plus its parallel sections."""
-    roof = max(c.compute_ns, c.memory_ns) / _speedup(op, chip, threads) + _sections_ns(op, threads)
+    roof = max(c.compute_ns, c.memory_ns) / _speedup(op, chip, threads) + _sections_ns(op, chip, threads)
     return roof + (c.overhead_ns if with_overhead else 0.0)
 
 
@@ -440,6 +450,8 @@ def predict_nodes(
                                | {p.op_type for p in extra})  # fmt: skip
     table = cost_table(graph, chip, "model")
     roof_table = cost_table(graph, roof_chip, "model")
+    # the unit as it runs the model in a loop (its resident weights: how a GEMV's rows split, _speedup)
+    loop = chip.model_copy(update={"units": [steady_state_unit(chip.units[0], graph, "model")]})
     overhead = chip.units[0].op_overhead_ns
     producer = _producers(graph)
 
@@ -460,17 +472,17 @@ def predict_nodes(
             continue
         c = _padded(table.costs[op.name][unit], (padded or {}).get(op.name, 1.0))
         r = _padded(roof_table.costs[op.name][unit], (padded or {}).get(op.name, 1.0))
-        roof = _basis(op, r, chip, threads)
+        roof = _basis(op, r, loop, threads)
         if op.name in absorbed:
             out[op.name] = NodePrediction(op.op_type, 0.0, roof)
         elif op.name in fused:
-            pred = c.compute_ns / threads if epilogue(op.name) else _time(op, c, chip, threads, False)
+            pred = c.compute_ns / threads if epilogue(op.name) else _time(op, c, loop, threads, False)
             out[op.name] = NodePrediction(op.op_type, pred, roof)
         else:
             # hwsim's views are free; onnxruntime still dispatches a kernel for each one that runs
             view = overhead if op.category == "layout" else 0.0
-            stall = c.stall_ns / threads + _sections_ns(op, threads)
-            out[op.name] = NodePrediction(kernel_type(op), _time(op, c, chip, threads, True) + view, roof, r.memory_ns / threads,
+            stall = c.stall_ns / threads + _sections_ns(op, chip, threads)
+            out[op.name] = NodePrediction(kernel_type(op), _time(op, c, loop, threads, True) + view, roof, r.memory_ns / threads,
                                           stall, op.category)  # fmt: skip
     for k in inserted:
         out[k.name] = _kernel_prediction(k, chip, roof_chip, threads)
@@ -492,7 +504,7 @@ def _kernel_prediction(k: Op, chip: Chip, roof_chip: Chip, threads: int) -> Node
     c, r = estimate(k, chip, unit, "model"), estimate(k, roof_chip, unit, "model")
     assert c is not None and r is not None  # a CPU runs any op type
     return NodePrediction(k.op_type, _time(k, c, chip, threads, True), _basis(k, r, chip, threads),
-                          r.memory_ns / threads, _sections_ns(k, threads))
+                          r.memory_ns / threads, _sections_ns(k, chip, threads))
 
 
 def _match_inserted(

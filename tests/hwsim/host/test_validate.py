@@ -145,6 +145,25 @@ class TestPredictionStructure:
         # one kernel reads the conv output once and dispatches once
         assert quick["mul"].predicted_ns < apart["mul"].predicted_ns + apart["sig"].predicted_ns
 
+    def test_a_batch_1_mlp_splits_super_linearly_over_two_cores(self, tmp_path: Path) -> None:
+        # 784-512-512-10: 2.7 MB of weights overflow one core's L2 (1.75 MiB), their halves fit two
+        nodes, inits, x = [], [], "x"
+        for i, (k, n) in enumerate(((784, 512), (512, 512), (512, 10))):
+            inits.append(numpy_helper.from_array(np.zeros((n, k), np.float32), f"w{i}"))
+            nodes.append(helper.make_node("Gemm", [x, f"w{i}"], [f"y{i}"], name=f"g{i}", transB=1))
+            x = f"y{i}"
+        g = helper.make_graph(nodes, "mlp1", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 784])],
+                              [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, 10])], inits)  # fmt: skip
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), tmp_path / "m.onnx")
+        graph = load_onnx(tmp_path / "m.onnx")
+        chip = chip_from_dict(host_chip(l2_kib=1792, gemv_gbps=110.0, gemv_far_gbps=28.0, weight_stream_gbps=12.0,
+                                        parallel_section_ns=900.0))  # fmt: skip
+        one = predict_nodes(graph, cpu_chip(chip, 1), 1, set())
+        two = predict_nodes(graph, cpu_chip(chip, 2), 2, set())
+        overhead = 2000.0  # host_chip's per-op overhead, not split
+        assert (one["g0"].predicted_ns - overhead) / (two["g0"].predicted_ns - overhead - 900.0) > 2.5
+        assert two["g2"].predicted_ns == one["g2"].predicted_ns  # 10 outputs: one thread, no section
+
     def test_fused_activation_costs_its_epilogue_compute(self, tmp_path: Path) -> None:
         graph = load_onnx(conv_net(tmp_path / "n.onnx", 16, 32, "relu_reshape"))
         chip = cpu_chip(chip_from_dict(host_chip()), 1)

@@ -1,0 +1,116 @@
+"""What the fingerprint reads for the CPU model's cyclic streams and parallel sections: the L2
+capacity a cyclic stream keeps (the sweep read with the model's own rule) and the cost of one
+parallel section (a MatMul chain on one and two threads)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cost_models.cpu import cyclic_capacity_bytes, stream_ns
+from hwsim.host import kernels
+from hwsim.host.fingerprint import KIB, _cyclic_l2
+from hwsim.host.measure import Timing
+
+NEAR, FAR = 114.0, 28.0
+
+
+def _cyclic_gbps(nbytes: float, l2_bytes: float) -> float:
+    """The rate the CPU model gives a cyclic stream of ``nbytes`` through an L2 of ``l2_bytes``."""
+    levels = [(1.0, 1000.0), (l2_bytes / KIB, NEAR), (49152.0, FAR)]
+    return nbytes / stream_ns(nbytes, levels, math.inf, 20.0, FAR)
+
+
+class TestCyclicCapacity:
+    @given(st.floats(1.0, 1.95), st.floats(1 << 20, 4 << 20))
+    def test_inverts_the_cyclic_rule(self, over: float, l2_bytes: float) -> None:
+        nbytes = over * l2_bytes
+        cap = cyclic_capacity_bytes(nbytes, _cyclic_gbps(nbytes, l2_bytes), NEAR, FAR)
+        assert cap == pytest.approx(l2_bytes, rel=1e-6)
+
+    def test_clipped_and_unresolved(self) -> None:
+        assert cyclic_capacity_bytes(1e6, 200.0, NEAR, FAR) == 1e6  # faster than the cache: it held it all
+        assert cyclic_capacity_bytes(1e6, 10.0, NEAR, FAR) == 5e5  # slower than beyond it: nothing kept
+        assert cyclic_capacity_bytes(1e6, 50.0, FAR, NEAR) is None
+
+
+class TestCyclicL2:
+    """The sweep's first point past its L2 plateau read with the cyclic rule."""
+
+    # the CI Xeon's sweep around its L2 (OS: 2 MiB), and its L2 and L3 plateaus
+    sweep: ClassVar[list[tuple[int, float]]] = [
+        (1 << 20, 170.0), (1536 * KIB, 150.0), (2 << 20, 101.8), (3 << 20, 51.0), (4 << 20, 44.0)]  # fmt: skip
+
+    def caches(self, l2_source: str = "sweep") -> list[dict[str, float | str]]:
+        return [{"level": 2, "kib": 1536.0, "bandwidth_gbps": 163.0, "source": l2_source},
+                {"level": 3, "kib": 49152.0, "bandwidth_gbps": 39.5, "source": "sweep"}]  # fmt: skip
+
+    def test_the_capacity_the_stream_kept(self) -> None:
+        caches = self.caches()
+        note = _cyclic_l2(caches, self.sweep, {2: 2048.0})
+        assert caches[0]["source"] == "sweep, cyclic" and 1800 < float(caches[0]["kib"]) < 1900
+        assert note is not None and "2048 KiB" in note and "1536 KiB" in note
+
+    def test_read_at_the_os_size_wherever_the_plateau_ends(self) -> None:
+        caches = self.caches()
+        caches[0]["kib"] = 2048.0  # a noisy sweep whose plateau runs through the 2 MiB point
+        _cyclic_l2(caches, self.sweep, {2: 2048.0})
+        assert 1800 < float(caches[0]["kib"]) < 1900
+        caches = self.caches()
+        _cyclic_l2(caches, self.sweep, {})  # no OS figure: the first point past the plateau
+        assert 1800 < float(caches[0]["kib"]) < 1900
+
+    def test_never_beyond_the_os_size_nor_below_half_the_point(self) -> None:
+        caches = self.caches()
+        _cyclic_l2(caches, [(1536 * KIB, 150.0), (2 << 20, 200.0)], {2: 2048.0})  # all of it hit
+        assert caches[0]["kib"] == 2048.0
+        caches = self.caches()
+        _cyclic_l2(caches, [(1536 * KIB, 150.0), (2 << 20, 30.0)], {2: 2048.0})  # at the L3 rate: none
+        assert caches[0]["kib"] == 1024.0
+
+    def test_nothing_to_read(self) -> None:
+        caches = self.caches("/sys")  # an L2 the sweep did not find
+        assert _cyclic_l2(caches, self.sweep, {}) is None and caches == self.caches("/sys")
+        assert _cyclic_l2(self.caches()[:1], self.sweep, {}) is None  # no L3 to stream from
+        assert _cyclic_l2(self.caches(), self.sweep[:2], {}) is None  # the sweep ends at the plateau
+
+
+class TestParallelSection:
+    @staticmethod
+    def fake(monkeypatch: pytest.MonkeyPatch, per_kernel: dict[tuple[int, int], float]) -> None:
+        """Sessions keyed by (MatMul side, threads); a chain takes its count times ``per_kernel``."""
+        count = kernels.SECTION_PROBE_COUNT
+        sides = iter([kernels.SECTION_PROBE_N] * 2 + [kernels.SECTION_CHECK_N] * 2)
+        monkeypatch.setattr(kernels, "make_session", lambda model, threads, opt: (next(sides), threads))
+        monkeypatch.setattr(kernels, "time_session",
+                            lambda sess, feeds, **kw: Timing((count * per_kernel[sess], 2 * count * per_kernel[sess])))  # fmt: skip
+
+    def test_split_work_plus_the_section(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        small, big = kernels.SECTION_PROBE_N, kernels.SECTION_CHECK_N
+        # per kernel: dispatch 250 + work 1200 on one thread; 250 + 600 + a 900 ns section on two
+        self.fake(monkeypatch, {(small, 1): 1450.0, (small, 2): 1750.0, (big, 1): 11250.0, (big, 2): 6150.0})
+        assert kernels.parallel_section_ns(250.0) == pytest.approx(900.0)
+
+    def test_not_read_when_the_second_core_does_not_help(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        small, big = kernels.SECTION_PROBE_N, kernels.SECTION_CHECK_N
+        self.fake(monkeypatch, {(small, 1): 1450.0, (small, 2): 1750.0, (big, 1): 11250.0, (big, 2): 10000.0})
+        assert kernels.parallel_section_ns(250.0) is None
+
+    def test_no_section_when_the_split_is_not_slower(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        small, big = kernels.SECTION_PROBE_N, kernels.SECTION_CHECK_N
+        self.fake(monkeypatch, {(small, 1): 1450.0, (small, 2): 800.0, (big, 1): 11250.0, (big, 2): 5750.0})
+        assert kernels.parallel_section_ns(250.0) is None
+
+
+def test_rates_only_measure_a_section_on_several_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[Any] = []
+    monkeypatch.setattr(kernels, "gemv_rate", lambda hidden, rounds=5: 100.0)
+    monkeypatch.setattr(kernels, "fft_constants", lambda rounds=5: (1.0, 5.0))
+    monkeypatch.setattr(kernels, "parallel_section_ns", lambda kernel_ns, rounds=5: calls.append(kernel_ns) or 800.0)
+    assert "parallel_section_ns" not in kernels.kernel_rates(quick=True)[0]
+    assert kernels.kernel_rates(quick=True, threads=2, kernel_ns=250.0)[0]["parallel_section_ns"] == 800.0
+    assert calls == [250.0]
