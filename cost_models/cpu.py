@@ -61,7 +61,9 @@ __all__ = [
     "DEFAULT_EFFICIENCY",
     "DEPTHWISE_FACTOR",
     "HALF_EFFICIENCY_FLOPS",
+    "NCHWC_ATTR",
     "RECURRENT_OP_TYPES",
+    "RESIZE_OP_TYPES",
     "CpuModel",
     "calibration_basis_ns",
     "core_bytes",
@@ -74,6 +76,8 @@ __all__ = [
     "recurrent_bytes",
     "recurrent_kernel_ns",
     "recurrent_steps_ns",
+    "resize_kernel",
+    "resize_runs_blocked",
     "shape_factor",
     "stream_ns",
     "weight_stream_ns",
@@ -100,6 +104,11 @@ RECURRENT_GATE_NS: Mapping[str, float] = {"LSTM": 0.3, "GRU": 1.3, "RNN": 0.3}
 #: Bluestein's transform beyond its two FFTs (chirp products, zero fill, output) per point of
 #: the padded length, in units of ``fft_point_ns``: 2 FFTs of M took 0.81-0.85 of the whole.
 BLUESTEIN_POINT_FACTOR = 0.7
+#: Op types whose kernel class depends on their mode (:func:`resize_kernel`).
+RESIZE_OP_TYPES = ("Resize", "Upsample")
+#: Attribute (not ONNX's) that marks an op running on onnxruntime's NCHWc blocked layout, set by
+#: :func:`hwsim.host.validate.nchwc_kernels`; its value is the block's channels.
+NCHWC_ATTR = "hwsim_nchwc_block"
 #: Op types costed as onnxruntime's FFT kernels where the unit has the FFT constants.
 FFT_OP_TYPES = ("STFT", "DFT")
 #: MLAS splits a GEMM/convolution over threads in chunks of this many MACs
@@ -188,7 +197,7 @@ def _compute_ns(op: Op, unit: CpuUnit, dtype: Dtype) -> float:
     """The op's work at the core's SIMD peak times its efficiency (kernel class, shape)."""
     key = kernel_type(op)
     if key != op.op_type and key in unit.efficiency:  # a kernel class of its own, fitted as such
-        eff = unit.efficiency[key] * shape_factor(op) / DEPTHWISE_FACTOR
+        eff = unit.efficiency[key] * shape_factor(op) / (DEPTHWISE_FACTOR if key == "DepthwiseConv" else 1.0)
     else:
         eff = efficiency(unit, op, DEFAULT_EFFICIENCY) * shape_factor(op)
     peak = unit.peak_flops_per_ns(dtype)  # FLOP/ns, one core
@@ -595,10 +604,62 @@ def shape_factor(op: Op) -> float:
 
 def kernel_type(op: Op) -> str:
     """The kernel class an op runs as, the key of its efficiency: its op type, except
-    ``DepthwiseConv`` for a depthwise convolution (onnxruntime runs those on a kernel of their
-    own, at a fraction of the dense kernels' rate; without a ``DepthwiseConv`` efficiency the
-    ``Conv`` one times :data:`DEPTHWISE_FACTOR` applies)."""
+
+    - ``DepthwiseConv`` for a depthwise convolution (onnxruntime runs those on a kernel of their
+      own, at a fraction of the dense kernels' rate; without a ``DepthwiseConv`` efficiency the
+      ``Conv`` one times :data:`DEPTHWISE_FACTOR` applies);
+    - a Resize/Upsample by mode (:func:`resize_kernel`).
+
+    A class without an efficiency of its own takes its op type's."""
+    if op.op_type in RESIZE_OP_TYPES:
+        return resize_kernel(op, bool(op.attrs.get(NCHWC_ATTR)))
     return "DepthwiseConv" if op.category == "conv" and _is_depthwise(op) else op.op_type
+
+
+def resize_kernel(op: Op, blocked: bool = False) -> str:
+    """The kernel class of a Resize/Upsample node as onnxruntime 1.32's CPU kernels run it, by mode,
+    coordinate transform and layout (``blocked``: its input is in the NCHWc layout and the
+    transformer keeps it there, :func:`resize_runs_blocked`). Measured per output element,
+    2x-3x upsampling of 16-64 channels, 32x32 to 96x96 (profiled, fastest of 3 rounds):
+
+    - ``Resize``: nearest with ``asymmetric`` coordinates and ``floor`` rounding (YOLO's,
+      ``Upsample``'s): 0.11-0.20 ns, blocked or plain (plain only at 2x: 0.46 at 3x);
+    - ``ResizeNearest``: any other nearest (the default ``half_pixel``/``round_prefer_floor``):
+      0.47-0.60 ns, always plain (the transformer reorders around it);
+    - ``ResizeLinear``: linear on a plain tensor, 1.34-1.40 ns;
+    - ``ResizeLinearNchwc``: linear on a blocked tensor, 0.36-0.40 ns;
+    - ``ResizeCubic``: cubic (not measured).
+
+    >>> from graph_ir.ir import Op
+    >>> resize_kernel(Op("r", "Resize", "elementwise", (), (), {"mode": "linear"})), resize_kernel(Op("u", "Upsample", "data", (), ()))
+    ('ResizeLinear', 'Resize')
+    """
+    mode = str(op.attrs.get("mode", "nearest"))
+    if mode == "nearest":
+        return "Resize" if _nearest_floor(op) else "ResizeNearest"
+    if mode == "linear":
+        return "ResizeLinearNchwc" if blocked else "ResizeLinear"
+    return "ResizeCubic"
+
+
+def resize_runs_blocked(op: Op) -> bool:
+    """Whether onnxruntime's NCHWc transformer runs this Resize/Upsample on a blocked input as
+    its NCHWc ``Upsample`` (measured: linear with any of these coordinate transforms, nearest only
+    with ``asymmetric`` coordinates and ``floor`` rounding; other nearest Resizes are reordered
+    out of the layout and back)."""
+    mode = str(op.attrs.get("mode", "nearest"))
+    if mode == "linear":
+        ctm = str(op.attrs.get("coordinate_transformation_mode", "half_pixel"))
+        return ctm in ("asymmetric", "align_corners", "half_pixel")
+    return mode == "nearest" and _nearest_floor(op)
+
+
+def _nearest_floor(op: Op) -> bool:
+    """Nearest with asymmetric coordinates and floor rounding (always so for ``Upsample``)."""
+    if op.op_type == "Upsample":
+        return True
+    ctm = str(op.attrs.get("coordinate_transformation_mode", "half_pixel"))
+    return ctm == "asymmetric" and str(op.attrs.get("nearest_mode", "round_prefer_floor")) == "floor"
 
 
 def _is_depthwise(op: Op) -> bool:
