@@ -5,7 +5,8 @@ always stream from DRAM once; a working set beyond the last-level cache re-reads
 with the tiling of :func:`~cost_models.base.tiling_extra_bytes`. A MatMul/Gemm whose weights come
 from DRAM also stalls on them beside its compute (:func:`weight_stream_ns`, measured by
 ``hwsim fingerprint`` as ``weight_stream_gbps``). Depthwise convolutions are a kernel class of
-their own (:func:`kernel_type`).
+their own, and so is each Resize mode (:func:`kernel_type`, :func:`resize_kernel`). A
+ConvTranspose pays onnxruntime's col2im pass beside its GEMM (:func:`col2im_ns`).
 
 Efficiency: without a per-op-type entry in the unit's ``efficiency`` the compute roof is scaled
 by a default per op category (times a small-kernel factor, and a depthwise factor for
