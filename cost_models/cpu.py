@@ -5,7 +5,8 @@ always stream from DRAM once; a working set beyond the last-level cache re-reads
 with the tiling of :func:`~cost_models.base.tiling_extra_bytes`. A MatMul/Gemm whose weights come
 from DRAM also stalls on them beside its compute (:func:`weight_stream_ns`, measured by
 ``hwsim fingerprint`` as ``weight_stream_gbps``). Depthwise convolutions are a kernel class of
-their own (:func:`kernel_type`).
+their own, and so is each Resize mode (:func:`kernel_type`, :func:`resize_kernel`). A
+ConvTranspose pays onnxruntime's col2im pass beside its GEMM (:func:`col2im_ns`).
 
 Efficiency: without a per-op-type entry in the unit's ``efficiency`` the compute roof is scaled
 by a default per op category (times a small-kernel factor, and a depthwise factor for
@@ -61,9 +62,12 @@ __all__ = [
     "DEFAULT_EFFICIENCY",
     "DEPTHWISE_FACTOR",
     "HALF_EFFICIENCY_FLOPS",
+    "NCHWC_ATTR",
     "RECURRENT_OP_TYPES",
+    "RESIZE_OP_TYPES",
     "CpuModel",
     "calibration_basis_ns",
+    "col2im_ns",
     "core_bytes",
     "cyclic_capacity_bytes",
     "fft_ns",
@@ -78,6 +82,8 @@ __all__ = [
     "recurrent_kernel_ns",
     "recurrent_steps_ns",
     "resident_stream_ns",
+    "resize_kernel",
+    "resize_runs_blocked",
     "section_ns",
     "sections_ns",
     "shape_factor",
@@ -106,6 +112,11 @@ RECURRENT_GATE_NS: Mapping[str, float] = {"LSTM": 0.3, "GRU": 1.3, "RNN": 0.3}
 #: Bluestein's transform beyond its two FFTs (chirp products, zero fill, output) per point of
 #: the padded length, in units of ``fft_point_ns``: 2 FFTs of M took 0.81-0.85 of the whole.
 BLUESTEIN_POINT_FACTOR = 0.7
+#: Op types whose kernel class depends on their mode (:func:`resize_kernel`).
+RESIZE_OP_TYPES = ("Resize", "Upsample")
+#: Attribute (not ONNX's) that marks an op running on onnxruntime's NCHWc blocked layout, set by
+#: :func:`hwsim.host.validate.nchwc_kernels`; its value is the block's channels.
+NCHWC_ATTR = "hwsim_nchwc_block"
 #: Op types costed as onnxruntime's FFT kernels where the unit has the FFT constants.
 FFT_OP_TYPES = ("STFT", "DFT")
 #: MLAS splits a GEMM/convolution over threads in chunks of this many MACs
@@ -196,14 +207,29 @@ class CpuModel(UnitModel[CpuUnit]):
         return replace(cost, compute_ns=compute_ns, energy_pj=cost.energy_pj + extra_pj,
                        note=f"{cost.note}, {transforms} x {n}-point {path}")  # fmt: skip
 
-    handlers = op_handlers((("Gather",), gather), (RECURRENT_OP_TYPES, recurrent), (FFT_OP_TYPES, fft))
+    def conv_transpose(
+        self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int
+    ) -> OpCost:
+        """ConvTranspose: its GEMM (the roofline), then the col2im pass (:func:`col2im_ns`), which
+        no ConvTranspose efficiency scales."""
+        cost = self.roofline(op, unit, chip, dtype, in_b, w_b, out_b)
+        extra = col2im_ns(op, unit, dtype)
+        if not extra:
+            return cost
+        extra_pj = energy_pj(unit.active_w, max(cost.compute_ns + extra, cost.memory_ns) - max(cost.compute_ns, cost.memory_ns))
+        return replace(cost, compute_ns=cost.compute_ns + extra, stall_ns=cost.stall_ns + extra,
+                       energy_pj=cost.energy_pj + extra_pj, note=f"{cost.note}, col2im {extra / 1e3:.3g} us")  # fmt: skip
+
+    handlers = op_handlers(
+        (("Gather",), gather), (RECURRENT_OP_TYPES, recurrent), (FFT_OP_TYPES, fft), (("ConvTranspose",), conv_transpose)
+    )
 
 
 def _compute_ns(op: Op, unit: CpuUnit, dtype: Dtype) -> float:
     """The op's work at the core's SIMD peak times its efficiency (kernel class, shape)."""
     key = kernel_type(op)
     if key != op.op_type and key in unit.efficiency:  # a kernel class of its own, fitted as such
-        eff = unit.efficiency[key] * shape_factor(op) / DEPTHWISE_FACTOR
+        eff = unit.efficiency[key] * shape_factor(op) / (DEPTHWISE_FACTOR if key == "DepthwiseConv" else 1.0)
     else:
         eff = efficiency(unit, op, DEFAULT_EFFICIENCY) * shape_factor(op)
     peak = unit.peak_flops_per_ns(dtype)  # FLOP/ns, one core
@@ -422,6 +448,38 @@ def parallel_sections(op: Op, threads_used: int) -> int:
         dirs = int(op.inputs[2].shape[0]) if len(op.inputs[2].shape) == 3 else 1
         return 1 + steps * dirs
     return 1
+
+
+def col2im_ns(op: Op, unit: CpuUnit, dtype: str) -> float:
+    """Time of the col2im pass of onnxruntime's ConvTranspose, ns: the GEMM writes a column buffer
+    of ``Cout/group x kh x kw`` rows by ``H x W`` input pixels per group, then col2im adds each
+    column element into its output pixel (``y[o] += col[i]``: read one, read-modify-write one),
+    i.e. an ``Add`` over the column elements, costed at the unit's ``Add`` rate through L1 (its
+    calibrated efficiency, else the elementwise default).
+
+    Measured, onnxruntime 1.32 on the CI Xeon, ConvTranspose less a MatMul of the same GEMM,
+    per column element: 0.15-0.32 ns for 2x2 stride 2 and 3x3 stride 1, 0.36-0.42 for 4x4
+    stride 2 (overlapping windows), 16-256 input channels, 16x16 to 64x64; the calibrated ``Add``
+    (0.24) gives 0.25. 1.1-1.3x the GEMM at 64-256 input channels, 1.6-3x at 16-32.
+
+    >>> from graph_ir.ir import Op, Tensor
+    >>> from chips.schema import CpuUnit
+    >>> u = CpuUnit(name="c", domain="d", clock_mhz=1000, flops_per_cycle={"fp32": 32}, l1_kib=32, l1_bandwidth_gbps=100,
+    ...             l2_kib=512, l2_bandwidth_gbps=50, efficiency={"Add": 0.5})
+    >>> x, w = Tensor("x", (1, 8, 4, 4), "float32"), Tensor("w", (8, 2, 2, 2), "float32", is_weight=True)
+    >>> op = Op("ct", "ConvTranspose", "conv", (x, w), (Tensor("y", (1, 2, 8, 8), "float32"),), {}, 8 * 16 * 8)
+    >>> col2im_ns(op, u, "fp32")  # 2 x 2 x 2 rows x 16 pixels, 12 bytes each, at 100 x 0.5 GB/s
+    30.72
+    """
+    if op.op_type != "ConvTranspose" or not op.weights or not op.inputs or len(op.inputs[0].shape) < 2:
+        return 0.0
+    cin = int(op.inputs[0].shape[1])
+    group = op.attrs.get("group", 1)
+    columns = op.macs * (group if isinstance(group, int) else 1) // max(cin, 1)
+    e_add = unit.efficiency.get("Add", DEFAULT_EFFICIENCY["elementwise"])
+    out = op.outputs[0]
+    word = deployed_bytes(out, dtype) / max(out.elements, 1)
+    return 3 * columns * word / (unit.l1_bandwidth_gbps * e_add)
 
 
 def _is_pow2(n: int) -> bool:
@@ -700,10 +758,62 @@ def shape_factor(op: Op) -> float:
 
 def kernel_type(op: Op) -> str:
     """The kernel class an op runs as, the key of its efficiency: its op type, except
-    ``DepthwiseConv`` for a depthwise convolution (onnxruntime runs those on a kernel of their
-    own, at a fraction of the dense kernels' rate; without a ``DepthwiseConv`` efficiency the
-    ``Conv`` one times :data:`DEPTHWISE_FACTOR` applies)."""
+
+    - ``DepthwiseConv`` for a depthwise convolution (onnxruntime runs those on a kernel of their
+      own, at a fraction of the dense kernels' rate; without a ``DepthwiseConv`` efficiency the
+      ``Conv`` one times :data:`DEPTHWISE_FACTOR` applies);
+    - a Resize/Upsample by mode (:func:`resize_kernel`).
+
+    A class without an efficiency of its own takes its op type's."""
+    if op.op_type in RESIZE_OP_TYPES:
+        return resize_kernel(op, bool(op.attrs.get(NCHWC_ATTR)))
     return "DepthwiseConv" if op.category == "conv" and _is_depthwise(op) else op.op_type
+
+
+def resize_kernel(op: Op, blocked: bool = False) -> str:
+    """The kernel class of a Resize/Upsample node as onnxruntime 1.32's CPU kernels run it, by mode,
+    coordinate transform and layout (``blocked``: its input is in the NCHWc layout and the
+    transformer keeps it there, :func:`resize_runs_blocked`). Measured per output element,
+    2x-3x upsampling of 16-64 channels, 32x32 to 96x96 (profiled, fastest of 3 rounds):
+
+    - ``Resize``: nearest with ``asymmetric`` coordinates and ``floor`` rounding (YOLO's,
+      ``Upsample``'s): 0.11-0.20 ns, blocked or plain (plain only at 2x: 0.46 at 3x);
+    - ``ResizeNearest``: any other nearest (the default ``half_pixel``/``round_prefer_floor``):
+      0.47-0.60 ns, always plain (the transformer reorders around it);
+    - ``ResizeLinear``: linear on a plain tensor, 1.34-1.40 ns;
+    - ``ResizeLinearNchwc``: linear on a blocked tensor, 0.36-0.40 ns;
+    - ``ResizeCubic``: cubic (not measured).
+
+    >>> from graph_ir.ir import Op
+    >>> resize_kernel(Op("r", "Resize", "elementwise", (), (), {"mode": "linear"})), resize_kernel(Op("u", "Upsample", "data", (), ()))
+    ('ResizeLinear', 'Resize')
+    """
+    mode = str(op.attrs.get("mode", "nearest"))
+    if mode == "nearest":
+        return "Resize" if _nearest_floor(op) else "ResizeNearest"
+    if mode == "linear":
+        return "ResizeLinearNchwc" if blocked else "ResizeLinear"
+    return "ResizeCubic"
+
+
+def resize_runs_blocked(op: Op) -> bool:
+    """Whether onnxruntime's NCHWc transformer runs this Resize/Upsample on a blocked input as
+    its NCHWc ``Upsample`` (measured: linear with any of these coordinate transforms, nearest only
+    with ``asymmetric`` coordinates and ``floor`` rounding; other nearest Resizes are reordered
+    out of the layout and back)."""
+    mode = str(op.attrs.get("mode", "nearest"))
+    if mode == "linear":
+        ctm = str(op.attrs.get("coordinate_transformation_mode", "half_pixel"))
+        return ctm in ("asymmetric", "align_corners", "half_pixel")
+    return mode == "nearest" and _nearest_floor(op)
+
+
+def _nearest_floor(op: Op) -> bool:
+    """Nearest with asymmetric coordinates and floor rounding (always so for ``Upsample``)."""
+    if op.op_type == "Upsample":
+        return True
+    ctm = str(op.attrs.get("coordinate_transformation_mode", "half_pixel"))
+    return ctm == "asymmetric" and str(op.attrs.get("nearest_mode", "round_prefer_floor")) == "floor"
 
 
 def _is_depthwise(op: Op) -> bool:

@@ -43,7 +43,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from chips.schema import chip_from_dict
 from cost_models.cpu import cyclic_capacity_bytes
-from hwsim.host.kernels import LAYER_NORM_RATE, kernel_rates, streaming_efficiency
+from hwsim.host.kernels import LAYER_NORM_RATE, RESIZE_RATES, kernel_rates, per_element_efficiencies
 from hwsim.host.measure import MeasureError, make_session, time_call
 
 __all__ = ["FINGERPRINT_EFFICIENCY", "Dispatch", "Fingerprint", "chip_data", "chip_yaml", "cpu_model", "measure_dispatch",
@@ -523,7 +523,8 @@ def chip_data(fp: Fingerprint, name: str = "host") -> dict[str, Any]:
             unit[f"l{lvl}_bandwidth_gbps"] = round(bw, 2)
     if fp.weight_stream_gbps:
         unit["weight_stream_gbps"] = round(fp.weight_stream_gbps, 2)
-    unit.update((k, round(v, 3)) for k, v in fp.kernel_rates.items() if k != LAYER_NORM_RATE)
+    per_element = {LAYER_NORM_RATE, *RESIZE_RATES.values()}  # efficiencies below, not chip fields
+    unit.update((k, round(v, 3)) for k, v in fp.kernel_rates.items() if k not in per_element)
     # onnxruntime's dispatch per kernel as measured; 2 us when an older fingerprint has none
     unit["op_overhead_ns"] = fp.dispatch.kernel_ns if fp.dispatch else 2000.0
     unit["efficiency"] = dict(FINGERPRINT_EFFICIENCY)
@@ -535,9 +536,9 @@ def chip_data(fp: Fingerprint, name: str = "host") -> dict[str, Any]:
         "dram": dram, "domains": [{"name": "cpu", "kind": "dram"}], "host_domain": "cpu",
         "units": [unit], "default_affinity": ["cpu"],
     }  # fmt: skip
-    if LAYER_NORM_RATE in fp.kernel_rates:
-        e = streaming_efficiency(chip_from_dict(data), "LayerNormalization", fp.kernel_rates[LAYER_NORM_RATE])
-        unit["efficiency"]["LayerNormalization"] = round(e, 4)
+    if per_element & fp.kernel_rates.keys():
+        effs = per_element_efficiencies(chip_from_dict(data), fp.kernel_rates)
+        unit["efficiency"].update((k, round(e, 4)) for k, e in effs.items())
     return data
 
 

@@ -5,7 +5,10 @@ FFT of STFT/DFT (``fft_butterfly_ns``, ``fft_point_ns``). See :mod:`cost_models.
 (:func:`~cost_models.cpu.recurrent_steps_ns`, :func:`~cost_models.cpu.fft_ns`) for how they are used.
 Also the time per element of onnxruntime's ``LayerNormalization`` (:data:`LAYER_NORM_RATE`), which
 no calibration model runs as its own kernel (BERT's run fused as ``SkipLayerNormalization``): a
-fingerprinted chip gets it as that op type's efficiency (:func:`streaming_efficiency`).
+fingerprinted chip gets it as that op type's efficiency (:func:`streaming_efficiency`). Likewise
+the time per output element of the Resize kernel classes no calibration model runs
+(:data:`RESIZE_RATES`: nearest with the default coordinates, linear on plain and on NCHWc-blocked
+tensors; :func:`~cost_models.cpu.resize_kernel`), profiled (:func:`resize_ns`).
 
 Each figure is a difference of two runs of the same kernel that differ only in the number of
 steps or frames, so the per-run dispatch cancels; each run is its fastest of several (the
@@ -22,15 +25,16 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from chips.schema import Chip
-from cost_models.cpu import RECURRENT_GATE_NS, RECURRENT_STEP_NS, calibration_basis_ns
+from cost_models.cpu import RECURRENT_GATE_NS, RECURRENT_STEP_NS, calibration_basis_ns, kernel_type
 from cost_models.table import estimate
 from graph_ir.ir import Op, Tensor
 from graph_ir.op_metrics import metrics
-from hwsim.host.measure import make_session, time_session
+from hwsim.host.measure import make_session, profile_nodes, time_session
 
 __all__ = [
-    "LAYER_NORM_RATE", "NORM_PROBE", "far_hidden", "fft_constants", "gemv_rate", "kernel_rates", "layer_norm_ns",
-    "parallel_section_ns", "streaming_efficiency",
+    "LAYER_NORM_RATE", "NORM_PROBE", "RESIZE_PROBE", "RESIZE_RATES", "far_hidden", "fft_constants", "gemv_rate",
+    "kernel_efficiency", "kernel_rates", "layer_norm_ns", "parallel_section_ns", "per_element_efficiencies",
+    "resize_ns", "resize_probe", "streaming_efficiency",
 ]  # fmt: skip
 
 #: Key of :func:`kernel_rates`' figure for ``LayerNormalization``: ns per element, not a chip field.
@@ -38,6 +42,17 @@ LAYER_NORM_RATE = "layer_norm_ns_per_element"
 #: The LayerNormalization probe: rows of this many floats, and two row counts (0.2 and 0.8 MB:
 #: in L2 on any CPU this project runs on).
 NORM_PROBE = (768, 64, 256)
+#: Resize kernel classes (:func:`cost_models.cpu.resize_kernel`) the fingerprint measures, and the
+#: key of each one's ns per output element in :func:`kernel_rates` (not chip fields).
+RESIZE_RATES: Mapping[str, str] = {
+    "ResizeNearest": "resize_nearest_ns_per_output",
+    "ResizeLinear": "resize_linear_ns_per_output",
+    "ResizeLinearNchwc": "resize_linear_nchwc_ns_per_output",
+}
+#: The Resize probe: 2x upsampling of this many channels over a square plane of this side
+#: (out 1.2 MB: in L2 or L3 on any CPU this project runs on; a multiple of 16 channels, so no
+#: NCHWc padding).
+RESIZE_PROBE = (32, 48)
 
 #: Side and count of the MatMuls :func:`parallel_section_ns` times (the smallest cube MLAS splits in two).
 SECTION_PROBE_N, SECTION_PROBE_COUNT = 48, 64
@@ -156,6 +171,88 @@ def layer_norm_ns(rounds: int = 5) -> float | None:
     return ns if ns > 0 else None
 
 
+def _resize_attrs(kernel: str) -> dict[str, str]:
+    if kernel == "ResizeNearest":  # onnx's defaults: half_pixel, round_prefer_floor
+        return {"mode": "nearest"}
+    return {"mode": "linear", "coordinate_transformation_mode": "half_pixel"}
+
+
+def resize_probe(kernel: str) -> onnx.ModelProto:
+    """The one-model probe of a Resize class of :data:`RESIZE_RATES`: a plain Resize of the input
+    (``x``: 1 x C x S x S), or for ``ResizeLinearNchwc`` a 3x3 conv from C/2 channels before it and a
+    1x1 conv after it, so that onnxruntime's NCHWc transformer runs it blocked (as ``Upsample``)."""
+    channels, side = RESIZE_PROBE
+    rng = np.random.default_rng(0)
+    inits = {"sc": np.array([1.0, 1.0, 2.0, 2.0], np.float32)}
+    nodes = [helper.make_node("Resize", ["a", "", "sc"], ["r"], name="resize", **_resize_attrs(kernel))]
+    cin = channels
+    if kernel == "ResizeLinearNchwc":
+        cin = channels // 2
+        inits["w0"] = (rng.standard_normal((channels, cin, 3, 3)) * 0.1).astype(np.float32)
+        inits["w1"] = (rng.standard_normal((cin, channels, 1, 1)) * 0.1).astype(np.float32)
+        nodes = [helper.make_node("Conv", ["x", "w0"], ["a"], pads=[1, 1, 1, 1], name="conv0"), *nodes,
+                 helper.make_node("Conv", ["r", "w1"], ["y"], name="conv1")]  # fmt: skip
+    else:
+        nodes = [helper.make_node("Identity", ["x"], ["a"], name="in"), *nodes]
+    graph = helper.make_graph(
+        nodes, "resize_probe", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, cin, side, side])],
+        [helper.make_tensor_value_info(nodes[-1].output[0], TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()],
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def resize_ns(rounds: int = 3) -> dict[str, float]:
+    """ns per output element of each class of :data:`RESIZE_RATES` (keyed by its rate key): the
+    Resize (or NCHWc ``Upsample``) kernel's profiled time in :func:`resize_probe`, the fastest of
+    ``rounds`` profiled runs of 10. On the CI Xeon: 0.47-0.60 (nearest, ``half_pixel``), 1.34-1.40
+    (linear, plain), 0.36-0.40 (linear, blocked). A class whose kernel is not found is left out."""
+    channels, side = RESIZE_PROBE
+    out_elements = channels * (2 * side) ** 2
+    out: dict[str, float] = {}
+    for kernel, key in RESIZE_RATES.items():
+        model = resize_probe(kernel)
+        cin = model.graph.input[0].type.tensor_type.shape.dim[1].dim_value
+        x = np.random.default_rng(1).standard_normal((1, cin, side, side)).astype(np.float32)
+        want = "Upsample" if kernel == "ResizeLinearNchwc" else "Resize"
+        times = [ns for _ in range(rounds) for kind, ns in profile_nodes(model, {"x": x}, runs=10).values() if kind == want]
+        if times:
+            out[key] = min(times) / out_elements
+    return out
+
+
+def kernel_efficiency(chip: Chip, op: Op, ns: float) -> float:
+    """The efficiency calibration would fit for ``op``'s kernel class on ``chip``'s CPU when the
+    kernel takes ``ns``: the op's calibration basis (:func:`cost_models.cpu.calibration_basis_ns`,
+    at efficiency 1) over ``ns``, at most 1."""
+    unit = chip.units[0]
+    ones = {op.op_type: 1.0, kernel_type(op): 1.0}
+    roof = chip.model_copy(update={"units": [unit.model_copy(update={"efficiency": ones, "op_overhead_ns": 0.0})]})
+    cost = estimate(op, roof, unit.name, "model")
+    assert cost is not None  # a CPU runs any op type
+    return min(1.0, calibration_basis_ns(op, cost) / ns)
+
+
+def per_element_efficiencies(chip: Chip, rates: Mapping[str, float]) -> dict[str, float]:
+    """The efficiencies the fingerprint writes from the per-element figures of :func:`kernel_rates`
+    (``LayerNormalization``, the classes of :data:`RESIZE_RATES`), for those measured."""
+    from cost_models.cpu import NCHWC_ATTR
+
+    out: dict[str, float] = {}
+    if LAYER_NORM_RATE in rates:
+        out["LayerNormalization"] = streaming_efficiency(chip, "LayerNormalization", rates[LAYER_NORM_RATE])
+    channels, side = RESIZE_PROBE
+    x = Tensor("x", (1, channels, side, side), "float32")
+    y = Tensor("y", (1, channels, 2 * side, 2 * side), "float32")
+    for kernel, key in RESIZE_RATES.items():
+        if key in rates:
+            attrs = {**_resize_attrs(kernel), **({NCHWC_ATTR: 16} if kernel == "ResizeLinearNchwc" else {})}
+            m = metrics("Resize", (x,), (y,), attrs)
+            op = Op("probe", "Resize", m.category, (x,), (y,), attrs, m.macs, m.flops)
+            out[kernel] = kernel_efficiency(chip, op, rates[key] * y.elements)
+    return out
+
+
 def streaming_efficiency(chip: Chip, op_type: str, ns_per_element: float) -> float:
     """The efficiency calibration would fit for ``op_type`` on ``chip``'s CPU from its measured
     time per element: the op's calibration basis (:func:`cost_models.cpu.calibration_basis_ns`,
@@ -166,11 +263,7 @@ def streaming_efficiency(chip: Chip, op_type: str, ns_per_element: float) -> flo
     params = tuple(Tensor(n, (width,), "float32", is_weight=True) for n in ("s", "b"))
     m = metrics(op_type, (x, *params), (y,), {"axis": -1})
     op = Op("probe", op_type, m.category, (x, *params), (y,), {"axis": -1}, m.macs, m.flops)
-    unit = chip.units[0]
-    roof = chip.model_copy(update={"units": [unit.model_copy(update={"efficiency": {op_type: 1.0}, "op_overhead_ns": 0.0})]})
-    cost = estimate(op, roof, unit.name, "model")
-    assert cost is not None  # a CPU runs any op type
-    return min(1.0, calibration_basis_ns(op, cost) / (ns_per_element * y.elements))
+    return kernel_efficiency(chip, op, ns_per_element * y.elements)
 
 
 def far_hidden(l2_bytes: float) -> int:
@@ -222,4 +315,6 @@ def kernel_rates(
                          "the other core busy?); parallel_section_ns left out, the CPU model keeps its 2 us")
         else:
             out["parallel_section_ns"] = section
-    return out, notes
+    resize = resize_ns(2 if quick else 3)
+    notes.extend(f"{k} not resolved; its efficiency left to the Resize one" for k, v in RESIZE_RATES.items() if v not in resize)
+    return {**out, **resize}, notes

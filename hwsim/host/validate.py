@@ -24,13 +24,16 @@ from typing import Any
 from chips.schema import Chip, CpuUnit, chip_from_dict
 from cost_models.base import OpCost
 from cost_models.cpu import (
+    NCHWC_ATTR,
     PARALLEL_SECTION_NS,
+    RESIZE_OP_TYPES,
     calibration_basis_ns,
     gemv_split_speedup,
     intra_op_threads,
     kernel_type,
     parallel_sections,
     recurrent_kernel_ns,
+    resize_runs_blocked,
     sections_ns,
 )
 from cost_models.table import cost_table, steady_state_unit
@@ -61,6 +64,7 @@ __all__ = [
     "format_validation",
     "merge_rounds",
     "nchwc_block_efficiency",
+    "nchwc_kernels",
     "nchwc_reorders",
     "nchwc_work",
     "op_type_rows",
@@ -268,9 +272,10 @@ def quick_gelu(graph: ModelGraph, name: str) -> tuple[Op, str] | None:
     return None
 
 
-#: Op types onnxruntime's NCHWc transformer runs on blocked tensors when their input is blocked.
+#: Op types onnxruntime's NCHWc transformer runs on blocked tensors when their input is blocked
+#: (Resize and Upsample only in some modes: :func:`cost_models.cpu.resize_runs_blocked`).
 _NCHWC_UNARY = frozenset(("Relu", "Clip", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "BatchNormalization",
-                          "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Resize", "Upsample"))  # fmt: skip
+                          "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", *RESIZE_OP_TYPES))  # fmt: skip
 _NCHWC_BINARY = frozenset(("Add", "Sum", "Mul"))
 #: Channel alignment a conv needs to run blocked (onnxruntime pads the channels up to a block).
 _NCHWC_ALIGN = 4
@@ -312,6 +317,16 @@ def nchwc_work(graph: ModelGraph, block: int) -> dict[str, float]:
     return _nchwc_plan(graph, block)[1]
 
 
+def nchwc_kernels(graph: ModelGraph, block: int) -> dict[str, Op]:
+    """The nodes that run on a blocked tensor as a kernel of another class than their own, as
+    that kernel: a Resize/Upsample the NCHWc transformer keeps blocked, marked with
+    :data:`~cost_models.cpu.NCHWC_ATTR` (so :func:`~cost_models.cpu.kernel_type` gives its
+    blocked class, :func:`~cost_models.cpu.resize_kernel`). ``block`` 0: none."""
+    blocked = _nchwc_plan(graph, block)[2]
+    return {op.name: replace(op, attrs={**op.attrs, NCHWC_ATTR: block})
+            for op in graph.ops() if op.name in blocked and op.op_type in RESIZE_OP_TYPES}  # fmt: skip
+
+
 def nchwc_block_efficiency(output_blocks: int) -> float:
     """Rate of an NCHWc conv with ``output_blocks`` blocks of output channels against one with
     three or more: ``F / (F + 1)`` FMAs per load with ``F = min(output_blocks, 4)`` filter
@@ -332,15 +347,16 @@ def _pad(channels: int, block: int) -> float:
     return -(-channels // block) * block / channels if channels > 0 else 1.0
 
 
-def _nchwc_plan(graph: ModelGraph, block: int) -> tuple[list[Op], dict[str, float]]:
-    """The reorders (:func:`nchwc_reorders`) and the time factors (:func:`nchwc_work`) of one
-    walk over ``graph``."""
+def _nchwc_plan(graph: ModelGraph, block: int) -> tuple[list[Op], dict[str, float], set[str]]:
+    """The reorders (:func:`nchwc_reorders`), the time factors (:func:`nchwc_work`) and the names
+    of the non-conv ops kept blocked, of one walk over ``graph``."""
     if block <= 0:
-        return [], {}
+        return [], {}, set()
     blocked: set[str] = set()
     done: set[str] = set()
     out: list[Op] = []
     padding: dict[str, float] = {}
+    kept: set[str] = set()
 
     def reorder(kind: str, t: Tensor) -> None:
         if t.name not in done:
@@ -371,7 +387,10 @@ def _nchwc_plan(graph: ModelGraph, block: int) -> tuple[list[Op], dict[str, floa
         elif acts and all(t.name in blocked for t in acts):
             same = len({t.shape for t in acts}) == 1
             channels = acts[0].shape[1] if len(acts[0].shape) == 4 else block
-            if op.op_type in _NCHWC_UNARY and len(acts) == 1:
+            if op.op_type in _NCHWC_UNARY and len(acts) == 1 and (
+                op.op_type not in RESIZE_OP_TYPES or resize_runs_blocked(op)
+            ):
+                kept.add(op.name)
                 keep_blocked(op, _pad(channels, block))
                 continue
             if op.op_type in _NCHWC_BINARY and same:
@@ -388,7 +407,7 @@ def _nchwc_plan(graph: ModelGraph, block: int) -> tuple[list[Op], dict[str, floa
     for t in graph.outputs:
         if t.name in blocked:
             reorder("ReorderOutput", t)
-    return out, padding
+    return out, padding, kept
 
 
 #: onnxruntime optimization levels that run the transformer fusions (:mod:`hwsim.host.ort_fusions`).
@@ -409,6 +428,19 @@ def _pattern_kernels(
     return patterns, absorbed
 
 
+def _in_epilogue(graph: ModelGraph, producer: Mapping[str, str], fused: set[str], name: str) -> bool:
+    """Whether fused node ``name`` sits in a conv/matmul kernel's epilogue: its first input comes,
+    through other fused nodes (at most 8), from one."""
+    for _ in range(8):
+        op = graph.op(name)
+        if not op.inputs or op.inputs[0].name not in producer:
+            return False
+        name = producer[op.inputs[0].name]
+        if name not in fused:
+            return graph.op(name).category in GEMM_CATEGORIES
+    return False
+
+
 def predict_nodes(
     graph: ModelGraph,
     chip: Chip,
@@ -418,6 +450,7 @@ def predict_nodes(
     inserted: Sequence[Op] = (),
     absorbed: frozenset[str] = frozenset(),
     padded: Mapping[str, float] | None = None,
+    layout_kernels: Mapping[str, Op] | None = None,
 ) -> dict[str, NodePrediction]:
     """Per node of ``graph``: its prediction on the one-CPU ``chip`` (see :func:`cpu_chip`).
 
@@ -436,7 +469,8 @@ def predict_nodes(
       :func:`~hwsim.host.ort_fusions.ort_fusions`) cost their full estimate and come last in the
       result, under their own names; the nodes in ``absorbed`` (a fused kernel's members) cost 0;
     - a kernel in ``padded`` (:func:`nchwc_work`: it runs on channels padded up to whole
-      NCHWc blocks, or on too few of them) takes that factor longer.
+      NCHWc blocks, or on too few of them) takes that factor longer;
+    - a node in ``layout_kernels`` (:func:`nchwc_kernels`) is costed as the kernel given there.
 
     With ``threads > 1`` a kernel's roofline time is split over the threads onnxruntime gives
     it (:func:`cost_models.cpu.intra_op_threads`) plus its parallel sections' cost; the per-op
@@ -444,31 +478,21 @@ def predict_nodes(
     """
     unit = chip.units[0].name
     patterns, quick = _pattern_kernels(graph, kernels or {}, fused)
+    patterns.update((n, k) for n, k in (layout_kernels or {}).items() if n not in fused and n not in patterns)
     absorbed = absorbed | quick
     extra = [*patterns.values(), *inserted]
-    roof_chip = _roofline_chip(chip, {t for op in graph.ops() for t in (op.op_type, kernel_type(op))}
-                               | {p.op_type for p in extra})  # fmt: skip
+    roof_chip = _roofline_chip(chip, {t for op in [*graph.ops(), *extra] for t in (op.op_type, kernel_type(op))})
     table = cost_table(graph, chip, "model")
     roof_table = cost_table(graph, roof_chip, "model")
     # the unit as it runs the model in a loop (its resident weights: how a GEMV's rows split, _speedup)
     loop = chip.model_copy(update={"units": [steady_state_unit(chip.units[0], graph, "model")]})
     overhead = chip.units[0].op_overhead_ns
     producer = _producers(graph)
-
-    def epilogue(name: str) -> bool:
-        for _ in range(8):
-            op = graph.op(name)
-            if not op.inputs or op.inputs[0].name not in producer:
-                return False
-            name = producer[op.inputs[0].name]
-            if name not in fused:
-                return graph.op(name).category in GEMM_CATEGORIES
-        return False
-
     out: dict[str, NodePrediction] = {}
     for op in graph.ops():
         if op.name in patterns:
-            out[op.name] = _kernel_prediction(patterns[op.name], chip, roof_chip, threads)
+            factor = (padded or {}).get(op.name, 1.0)
+            out[op.name] = _kernel_prediction(patterns[op.name], chip, roof_chip, threads, factor)
             continue
         c = _padded(table.costs[op.name][unit], (padded or {}).get(op.name, 1.0))
         r = _padded(roof_table.costs[op.name][unit], (padded or {}).get(op.name, 1.0))
@@ -476,7 +500,7 @@ def predict_nodes(
         if op.name in absorbed:
             out[op.name] = NodePrediction(op.op_type, 0.0, roof)
         elif op.name in fused:
-            pred = c.compute_ns / threads if epilogue(op.name) else _time(op, c, loop, threads, False)
+            pred = c.compute_ns / threads if _in_epilogue(graph, producer, fused, op.name) else _time(op, c, loop, threads, False)
             out[op.name] = NodePrediction(op.op_type, pred, roof)
         else:
             # hwsim's views are free; onnxruntime still dispatches a kernel for each one that runs
@@ -496,14 +520,16 @@ def _padded(c: OpCost, factor: float) -> OpCost:
     return replace(c, compute_ns=c.compute_ns * factor, memory_ns=c.memory_ns * factor, stall_ns=c.stall_ns * factor)
 
 
-def _kernel_prediction(k: Op, chip: Chip, roof_chip: Chip, threads: int) -> NodePrediction:
-    """A kernel onnxruntime runs that is no node of the file (a pattern or inserted kernel)."""
+def _kernel_prediction(k: Op, chip: Chip, roof_chip: Chip, threads: int, factor: float = 1.0) -> NodePrediction:
+    """A kernel onnxruntime runs that is no node of the file (a pattern, layout or inserted
+    kernel), ``factor`` times as long (:func:`nchwc_work`)."""
     from cost_models.table import estimate
 
     unit = chip.units[0].name
     c, r = estimate(k, chip, unit, "model"), estimate(k, roof_chip, unit, "model")
     assert c is not None and r is not None  # a CPU runs any op type
-    return NodePrediction(k.op_type, _time(k, c, chip, threads, True), _basis(k, r, chip, threads),
+    c, r = _padded(c, factor), _padded(r, factor)
+    return NodePrediction(kernel_type(k), _time(k, c, chip, threads, True), _basis(k, r, chip, threads),
                           r.memory_ns / threads, _sections_ns(k, chip, threads))
 
 
@@ -586,7 +612,8 @@ def validate_model(
             kernels[hit] = kind
     reorders, members = _match_inserted(graph, block, opt, meas, unmatched)
     fused = {op.name for op in graph.ops() if op.name not in meas}
-    pred = predict_nodes(graph, one, threads, fused, kernels, reorders, members, nchwc_work(graph, block))
+    pred = predict_nodes(graph, one, threads, fused, kernels, reorders, members, nchwc_work(graph, block),
+                         nchwc_kernels(graph, block))
     nodes = tuple(
         NodeResult(name, p.op_type, name in fused, p.predicted_ns, meas.get(name, 0.0), p.roof_ns, p.memory_ns, p.stall_ns,
                    p.category)
@@ -737,7 +764,7 @@ def repredict(v: Validation, chip: Chip, model_path: str | Path,
     reorders = [*nchwc_reorders(graph, v.nchwc_block), *(f.kernel for f in fusions)]
     members = frozenset(m for f in fusions for m in f.members)
     pred = predict_nodes(graph, cpu_chip(chip, v.threads), v.threads, fused, kernels, reorders, members,
-                         nchwc_work(graph, v.nchwc_block))  # fmt: skip
+                         nchwc_work(graph, v.nchwc_block), nchwc_kernels(graph, v.nchwc_block))  # fmt: skip
     nodes = tuple(replace(n, predicted_ns=pred[n.name].predicted_ns, roof_ns=pred[n.name].roof_ns,
                           memory_ns=pred[n.name].memory_ns, stall_ns=pred[n.name].stall_ns,
                           category=pred[n.name].category)

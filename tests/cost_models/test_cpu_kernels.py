@@ -220,3 +220,36 @@ class TestThreads:
     def test_a_split_recurrent_op_pays_a_section_per_step(self) -> None:
         assert parallel_sections(rnn("GRU", 256, 10, dirs=2), 2) == 21
         assert parallel_sections(rnn("GRU", 256, 10), 1) == 0
+
+
+def conv_transpose(cin: int, cout: int, k: int, stride: int, side: int) -> Op:
+    x = Tensor("x", (1, cin, side, side), "float32")
+    w = Tensor("w", (cin, cout, k, k), "float32", is_weight=True)
+    out = (side - 1) * stride + k
+    return make_op("ConvTranspose", [x, w], [Tensor("y", (1, cout, out, out), "float32")], strides=(stride, stride))
+
+
+class TestConvTranspose:
+    @given(cin=st.sampled_from([16, 64, 256]), k=st.sampled_from([2, 3, 4]), side=st.sampled_from([8, 32]))
+    def test_col2im_adds_an_add_over_the_columns_beside_the_gemm(self, cin: int, k: int, side: int) -> None:
+        chip = chip_from_dict(host_chip(efficiency={"ConvTranspose": 1.0, "Add": 0.25}))
+        op = conv_transpose(cin, 32, k, 2, side)
+        cost = estimate(op, chip, "cpu", "model")
+        assert cost is not None
+        unit = chip.units[0]
+        assert isinstance(unit, CpuUnit)
+        columns = 32 * k * k * side * side  # Cout x kh x kw rows by the input pixels
+        assert cost.stall_ns == pytest.approx(3 * 4 * columns / (unit.l1_bandwidth_gbps * 0.25))
+        # no ConvTranspose efficiency scales the pass: halving it doubles only the GEMM
+        half = estimate(op, chip_from_dict(host_chip(efficiency={"ConvTranspose": 0.5, "Add": 0.25})), "cpu", "model")
+        assert half is not None and half.stall_ns == pytest.approx(cost.stall_ns)
+        assert half.compute_ns - half.stall_ns == pytest.approx(2 * (cost.compute_ns - cost.stall_ns), rel=1e-6)
+
+    def test_the_pass_weighs_more_on_a_narrow_input(self) -> None:
+        chip = chip_from_dict(host_chip(efficiency={"ConvTranspose": 1.0, "Add": 0.25}))
+        share = []
+        for cin in (16, 256):  # measured: 1.6-3x the GEMM at 16-32 input channels, 1.1-1.3x at 64-256
+            c = estimate(conv_transpose(cin, 64, 2, 2, 32), chip, "cpu", "model")
+            assert c is not None
+            share.append(c.compute_ns / (c.compute_ns - c.stall_ns))
+        assert share[0] > 1.5 and 1.0 < share[1] < 1.1

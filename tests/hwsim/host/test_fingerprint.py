@@ -19,7 +19,14 @@ from hwsim.host.fingerprint import (
     read_fingerprint,
     weight_stream_plan,
 )
-from hwsim.host.kernels import LAYER_NORM_RATE, NORM_PROBE, streaming_efficiency
+from hwsim.host.kernels import (
+    LAYER_NORM_RATE,
+    NORM_PROBE,
+    RESIZE_PROBE,
+    RESIZE_RATES,
+    per_element_efficiencies,
+    streaming_efficiency,
+)
 
 
 class TestLevels:
@@ -100,6 +107,37 @@ class TestStreamingEfficiency:
             assert cost.compute_ns == pytest.approx(ns * y.elements, rel=0.05)
 
 
+class TestPerElementEfficiencies:
+    @settings(max_examples=10, deadline=None)
+    @given(ns=st.floats(0.05, 3.0), kernel=st.sampled_from(sorted(RESIZE_RATES)), channels=st.sampled_from([16, 48]))
+    def test_a_resize_class_efficiency_predicts_the_measured_rate_back(self, ns: float, kernel: str, channels: int) -> None:
+        from chips.schema import chip_from_dict
+        from cost_models.cpu import NCHWC_ATTR, kernel_type
+        from cost_models.table import estimate
+        from graph_ir.ir import Op, Tensor
+        from graph_ir.op_metrics import metrics
+        from tests.helpers import host_chip
+
+        effs = per_element_efficiencies(chip_from_dict(host_chip()), {RESIZE_RATES[kernel]: ns})
+        assert set(effs) == {kernel} and 0.0 < effs[kernel] <= 1.0
+        data = host_chip()
+        data["units"][0]["efficiency"] = {"Resize": 0.5, **effs}  # the class's own, not the op type's
+        data["units"][0]["op_overhead_ns"] = 0.0
+        side = RESIZE_PROBE[1]
+        x = Tensor("x", (1, channels, side, side), "float32")
+        y = Tensor("y", (1, channels, 2 * side, 2 * side), "float32")
+        attrs: dict[str, object] = {"mode": "nearest" if kernel == "ResizeNearest" else "linear"}
+        if kernel == "ResizeLinearNchwc":
+            attrs[NCHWC_ATTR] = 16
+        m = metrics("Resize", (x,), (y,), attrs)
+        op = Op("r", "Resize", m.category, (x,), (y,), attrs, m.macs, m.flops)
+        assert kernel_type(op) == kernel
+        cost = estimate(op, chip_from_dict(data), "cpu", "model")
+        assert cost is not None
+        if effs[kernel] < 1.0:  # the probe's rate per output element, at any channel count
+            assert cost.compute_ns == pytest.approx(ns * y.elements, rel=0.05)
+
+
 class TestCommand:
     def test_quick_fingerprint_writes_a_loadable_chip(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         out = tmp_path / "host.yaml"
@@ -113,14 +151,19 @@ class TestCommand:
         assert unit.efficiency.items() >= FINGERPRINT_EFFICIENCY.items() and unit.efficiency["MatMul"] == 1.0
         fp = read_fingerprint(out)
         assert fp is not None
+        text = out.read_text()
         # LayerNormalization (no calibration model runs it alone) gets its measured rate, or a note
         if "LayerNormalization" in unit.efficiency:
             assert 0.0 < unit.efficiency["LayerNormalization"] <= 1.0 and fp["kernel_rates"][LAYER_NORM_RATE] > 0
         else:
             assert "LayerNormalization rate not resolved" in out.read_text()
-        assert set(unit.efficiency) <= {*FINGERPRINT_EFFICIENCY, "LayerNormalization"}
+        assert set(unit.efficiency) <= {*FINGERPRINT_EFFICIENCY, "LayerNormalization", *RESIZE_RATES}
+        # the Resize classes no calibration model runs: measured (slowest plain linear), or a note
+        for kernel in RESIZE_RATES:
+            assert (kernel in unit.efficiency and 0.0 < unit.efficiency[kernel] <= 1.0) or f"{kernel} not resolved" in text
+        if {"ResizeLinear", "ResizeLinearNchwc"} <= unit.efficiency.keys():
+            assert fp["kernel_rates"][RESIZE_RATES["ResizeLinear"]] > fp["kernel_rates"][RESIZE_RATES["ResizeLinearNchwc"]]
         assert fp["threads"] == 1 and "onnxruntime" in fp["versions"] and fp["sweep"]
-        text = out.read_text()
         assert "# Measured by `hwsim fingerprint`" in text and "matmul fp32" in text
         # the weight stream is measured, or left out with the reason: never a made-up value
         if unit.weight_stream_gbps is None:
