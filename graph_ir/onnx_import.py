@@ -368,7 +368,9 @@ def _build(graph: onnx.GraphProto, source: str, name: str, opset: int = 0) -> Mo
         if node.op_type == "DFT" and opset >= 20:
             attrs["axis"] = _input_axis(graph, node, 2, -2)
         m = metrics(node.op_type, ins, outs, attrs)
-        repeat = next((int(p.value) for p in node.metadata_props if p.key == dynamic.REPEAT_KEY), 1)
+        repeat = 1
+        if node.metadata_props:  # most nodes have none
+            repeat = next((int(p.value) for p in node.metadata_props if p.key == dynamic.REPEAT_KEY), 1)
         op = Op(node.name, node.op_type, m.category, tuple(ins), tuple(outs), attrs, m.macs, m.flops, repeat)
         g.add_node(node.name, op=op)
         order.append(node.name)
