@@ -28,8 +28,7 @@ def explain(problem: Problem, sol: Solution, time_unit: str = "") -> list[str]:
         for j, vol in problem.preds[i]:
             uj = sol_unit[j]
             t = finish[j] + (vol * ps[uj][v] + pl[uj][v] if vol and uj != v else 0.0)
-            if t > ready:  # max(ready, t), without the call
-                ready = t
+            ready = max(ready, t)
         return ready + ex[i][v]
 
     for i in range(problem.n):
