@@ -238,7 +238,9 @@ def fuse(
     memo = _Memo.of(graph, chip, table)
     wiring = memo.wiring
     grouped: set[str] = set()
-    costs: dict[str, dict[str, OpCost]] = {op: dict(row) for op, row in table.costs.items()}
+    # rows copied on write: only a fused op's row changes, the others are the table's own (no
+    # row of a cost table is changed in place once made; 100,000 copies per call otherwise)
+    costs: dict[str, Mapping[str, OpCost]] = dict(table.costs)
     pairs: list[FusedPair] = []
     decisions: list[FusionDecision] = []
     saved = 0
@@ -259,7 +261,7 @@ def fuse(
         decisions.append(decision)
         grouped.update(applied.costs)
         for m, cost in applied.costs.items():
-            costs[m][unit_name] = cost
+            costs[m] = {**costs[m], unit_name: cost}  # a member is in no other group: copied once
             if m != head:
                 pairs.append(FusedPair(head, m, unit_name))
         saved += applied.saved_dram_bytes

@@ -254,6 +254,8 @@ def _value_for(
 def check_assume_names(model: onnx.ModelProto, assume: Mapping[str, object], used: set[str], source: str) -> None:
     """Refuse an ``--assume`` name that is no node or tensor of ``model``, or that names one
     without a data-dependent dimension (``used``: the names that were applied)."""
+    if not assume:
+        return
     names = _names(model.graph)
     for key in assume:
         if key not in names:

@@ -94,16 +94,23 @@ def _check_arity(graph: onnx.GraphProto, source: str, opset: int) -> None:
     """Refuse a node with fewer inputs or outputs than its ONNX op schema requires (a Conv with no
     weight input would otherwise reach the MAC formulas); op types ONNX does not know are left to
     the unknown-op path."""
+    needs: dict[tuple[str, str], tuple[int, int] | None] = {}  # (op type, domain): (min inputs, min outputs)
     for node in graph.node:
-        try:
-            schema = onnx.defs.get_schema(node.op_type, max(opset, 1), node.domain)
-        except onnx.defs.SchemaError:
+        key = (node.op_type, node.domain)
+        if key not in needs:
+            try:
+                schema = onnx.defs.get_schema(node.op_type, max(opset, 1), node.domain)
+                needs[key] = (schema.min_input, schema.min_output)
+            except onnx.defs.SchemaError:
+                needs[key] = None
+        need = needs[key]
+        if need is None:
             continue
         given = sum(1 for i in node.input if i)
-        if given < schema.min_input or len(node.output) < schema.min_output:
+        if given < need[0] or len(node.output) < need[1]:
             raise ModelError(
                 f"{source}: node {node.name!r} ({node.op_type}) has {given} input(s) and {len(node.output)} "
-                f"output(s); {node.op_type} needs at least {schema.min_input} and {schema.min_output}"
+                f"output(s); {node.op_type} needs at least {need[0]} and {need[1]}"
             )
 
 
@@ -127,7 +134,8 @@ def from_model_proto(
     assume = assume or {}
     used: set[str] = set()
     named = onnx.ModelProto()
-    named.CopyFrom(model_copy)
+    if assume:  # the names --assume may give, before control flow is resolved (nothing to check without)
+        named.CopyFrom(model_copy)
     flow = _guarded(source, lambda: dynamic.resolve_control_flow(model_copy, assume, source, used))
     inferred, assumed = dynamic.bound_shapes(
         flow.model, assume, lambda m: _guarded(source, lambda: dynamic.infer_strict(m)), source, used
@@ -360,7 +368,9 @@ def _build(graph: onnx.GraphProto, source: str, name: str, opset: int = 0) -> Mo
         if node.op_type == "DFT" and opset >= 20:
             attrs["axis"] = _input_axis(graph, node, 2, -2)
         m = metrics(node.op_type, ins, outs, attrs)
-        repeat = next((int(p.value) for p in node.metadata_props if p.key == dynamic.REPEAT_KEY), 1)
+        repeat = 1
+        if node.metadata_props:  # most nodes have none
+            repeat = next((int(p.value) for p in node.metadata_props if p.key == dynamic.REPEAT_KEY), 1)
         op = Op(node.name, node.op_type, m.category, tuple(ins), tuple(outs), attrs, m.macs, m.flops, repeat)
         g.add_node(node.name, op=op)
         order.append(node.name)

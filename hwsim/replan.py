@@ -38,7 +38,7 @@ from scheduler.onnx_policies import (
     schedule_on,
 )
 from scheduler.problem import Problem, Solution, make_problem
-from scheduler.single_unit import single_unit_each
+from scheduler.single_unit import fastest_single_units
 
 __all__ = ["REPLAN_ROUNDS", "Observed", "Simulated", "default_plan", "observed_problem", "replan"]
 
@@ -191,8 +191,7 @@ def default_plan(graph: ModelGraph, chip: Chip, table: CostTable) -> tuple[Sched
 def _probes(problem: Problem, most: int) -> list[Solution]:
     """The ``most`` (at most :data:`MAX_PROBES`) units planned fastest alone, within
     :data:`PROBE_FACTOR` of the fastest (only those are built into schedules: seconds at 100k ops)."""
-    each = sorted(single_unit_each(problem), key=lambda s: s.makespan_ns)
-    return [s for s in each[: min(most, MAX_PROBES)] if s.makespan_ns <= PROBE_FACTOR * each[0].makespan_ns]
+    return fastest_single_units(problem, min(most, MAX_PROBES), PROBE_FACTOR)
 
 
 def _placement(sched: Schedule) -> tuple[tuple[str, str], ...]:

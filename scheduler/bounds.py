@@ -11,8 +11,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import linprog
-from scipy.sparse import coo_matrix
 
 from chips.schema import Chip
 from cost_models.table import CostTable
@@ -93,6 +91,10 @@ def problem_bounds(problem: Problem) -> ProblemBounds:
 
 
 def _lp_load(problem: Problem) -> float:
+    # scipy's optimizer imported here: half a second that a run without this bound would pay
+    from scipy.optimize import linprog
+    from scipy.sparse import coo_matrix
+
     n, m = problem.n, problem.n_units
     pairs = [(i, u) for i in range(n) for u in problem.capable[i]]
     nv = len(pairs) + 1  # last variable: C

@@ -26,15 +26,25 @@ import math
 import time
 import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, OptimizeResult, milp
-from scipy.sparse import coo_matrix
 
 from scheduler.exact_cpsat import cpsat_available, solve_cpsat
 from scheduler.problem import Problem, Solution, solution_from_times
 
+if TYPE_CHECKING:
+    from scipy.optimize import OptimizeResult
+
 __all__ = ["EXACT_TIME_LIMIT_S", "SOLVERS", "ExactResult", "exact", "time_windows"]
+
+def milp(**kwargs: Any) -> OptimizeResult:
+    """``scipy.optimize.milp``, imported on the first call: scipy's optimizer takes about half a
+    second to import, and a ``hwsim run`` without the exact policy never needs it."""
+    from scipy.optimize import milp as scipy_milp
+
+    return scipy_milp(**kwargs)
+
 
 #: ``exact`` gives up after this long (s) and keeps the best schedule found.
 EXACT_TIME_LIMIT_S = 10.0
@@ -305,6 +315,9 @@ class _Milp:
 
     def _milp(self, time_limit_s: float, options: dict[str, object]) -> OptimizeResult:
         """One ``scipy.optimize.milp`` call on the model built so far, with HiGHS ``options``."""
+        from scipy.optimize import Bounds, LinearConstraint
+        from scipy.sparse import coo_matrix
+
         data: list[float] = []
         ri: list[int] = []
         ci: list[int] = []

@@ -21,17 +21,19 @@ def explain(problem: Problem, sol: Solution, time_unit: str = "") -> list[str]:
     has_aff = bool(aff.any())
     ex, ps, pl = problem.exec_list, problem.pair_scale, problem.pair_lat
     out: list[str] = []
+    sol_unit, finish = sol.unit, sol.finish_ns
+
+    def alone(i: int, v: int) -> float:
+        ready = 0.0
+        for j, vol in problem.preds[i]:
+            uj = sol_unit[j]
+            t = finish[j] + (vol * ps[uj][v] + pl[uj][v] if vol and uj != v else 0.0)
+            ready = max(ready, t)
+        return ready + ex[i][v]
+
     for i in range(problem.n):
         u = sol.unit[i]
         name = problem.units[u]
-
-        def alone(v: int, i: int = i) -> float:
-            ready = 0.0
-            for j, vol in problem.preds[i]:
-                uj = sol.unit[j]
-                ready = max(ready, sol.finish_ns[j] + (vol * ps[uj][v] + pl[uj][v] if vol and uj != v else 0.0))
-            return ready + ex[i][v]
-
         others = [v for v in problem.capable[i] if v != u]
         if not others:
             out.append(f"only {name} can run it")
@@ -42,8 +44,8 @@ def explain(problem: Problem, sol: Solution, time_unit: str = "") -> list[str]:
             if pref == u:
                 out.append(f"affinity: {name} is the chip's preferred unit for {kind}")
                 continue
-        here = alone(u)
-        there, rival = min((alone(v), v) for v in others)
+        here = alone(i, u)
+        there, rival = min([(alone(i, v), v) for v in others])
         saved = [
             (vol * ps[sol.unit[j]][rival] + pl[sol.unit[j]][rival], problem.tasks[j])
             for j, vol in problem.preds[i]

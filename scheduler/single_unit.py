@@ -8,6 +8,10 @@ of :mod:`scheduler.one_pass`, as it was before the search existed).
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from chips.schema import Chip
 from cost_models.table import CostTable
 from graph_ir.ir import ModelGraph
@@ -17,30 +21,71 @@ from scheduler.problem import Problem, Solution, priority_order
 from scheduler.ranks import upward_rank
 from scheduler.schedule import Schedule
 
-__all__ = ["single_unit", "single_unit_each", "single_unit_list", "single_unit_list_model", "single_unit_reasons"]
+__all__ = ["busy_bound_ns", "fastest_single_units", "single_unit", "single_unit_each", "single_unit_list", "single_unit_list_model", "single_unit_reasons"]
 
 
 def single_unit(problem: Problem, insertion: bool = True) -> Solution:
     """Schedule ``problem`` on its best single unit (``insertion``: tasks may fill idle gaps)."""
-    best: Solution | None = None
-    for s in single_unit_each(problem, insertion):
-        if best is None or s.makespan_ns < best.makespan_ns:
-            best = s
-    return best if best is not None else list_schedule(problem, priority_order(problem, upward_rank(problem)), insertion=insertion)
+    best = fastest_single_units(problem, 1, insertion=insertion)
+    return best[0] if best else list_schedule(problem, priority_order(problem, upward_rank(problem)), insertion=insertion)
 
 
 def single_unit_each(problem: Problem, insertion: bool = True) -> list[Solution]:
     """Per unit, in the problem's order: everything on that unit, tasks it cannot run on their
     fastest unit (``insertion``: tasks may fill idle gaps)."""
     order = priority_order(problem, upward_rank(problem))
-    out = []
+    return [_on_unit(problem, u, order, insertion) for u in range(problem.n_units)]
+
+
+def _on_unit(problem: Problem, u: int, order: list[int], insertion: bool) -> Solution:
+    fixed: list[int | None] = []
+    for i, caps in enumerate(problem.capable):
+        row = problem.exec_list[i]
+        fixed.append(u if u in caps else min(caps, key=lambda v: (row[v], v)))
+    return list_schedule(problem, order, fixed=fixed, insertion=insertion)
+
+
+def busy_bound_ns(problem: Problem) -> np.ndarray:
+    """Per unit ``u``, a lower bound on the makespan of its single-unit schedule: the busiest
+    unit's run time over its cores (every task on ``u`` where ``u`` can run it, else on its fastest
+    unit; a core runs one task at a time).
+
+    >>> from scheduler.problem import make_problem
+    >>> p = make_problem(["a", "b"], ["x", "y"], np.array([[2.0, 1.0], [4.0, np.inf]]), [(0, 1, 0.0)])
+    >>> busy_bound_ns(p).tolist()  # on y, b still runs on x
+    [6.0, 4.0]
+    """
+    ex = problem.exec_ns
+    able = np.isfinite(ex)
+    fastest = np.argmin(ex, axis=1)  # the first of equal minima, as min(caps, key=(time, unit))
+    cores = np.asarray(problem.cores, dtype=float)
+    out = np.zeros(problem.n_units)
     for u in range(problem.n_units):
-        fixed: list[int | None] = []
-        for i, caps in enumerate(problem.capable):
-            row = problem.exec_list[i]
-            fixed.append(u if u in caps else min(caps, key=lambda v: (row[v], v)))
-        out.append(list_schedule(problem, order, fixed=fixed, insertion=insertion))
+        off = ~able[:, u]
+        busy = np.bincount(fastest[off], weights=ex[off, fastest[off]], minlength=problem.n_units)
+        busy[u] += ex[able[:, u], u].sum()
+        out[u] = float(np.max(busy / cores))
     return out
+
+
+def fastest_single_units(
+    problem: Problem, most: int, within: float = math.inf, insertion: bool = True
+) -> list[Solution]:
+    """The ``most`` shortest of :func:`single_unit_each` (ties: the problem's unit order), those
+    within ``within`` times the shortest: what sorting them all by makespan gives, without
+    list-scheduling a unit whose :func:`busy_bound_ns` already rules it out (seconds at 100,000
+    tasks)."""
+    bound = busy_bound_ns(problem)
+    order = priority_order(problem, upward_rank(problem))
+    made: dict[int, Solution] = {}
+    for u in sorted(range(problem.n_units), key=lambda u: (bound[u], u)):
+        spans = sorted(s.makespan_ns for s in made.values())
+        cut = min(spans[most - 1] if len(spans) >= most else math.inf, within * spans[0] if spans else math.inf)
+        if bound[u] * (1 - 1e-9) > cut:  # this unit and every later one (bound sorted) is out
+            break
+        made[u] = _on_unit(problem, u, order, insertion)
+    best = sorted(made.items(), key=lambda kv: (kv[1].makespan_ns, kv[0]))[:most]
+    return [s for _, s in best if s.makespan_ns <= within * best[0][1].makespan_ns]
 
 
 def single_unit_reasons(problem: Problem, sol: Solution) -> tuple[str, ...]:

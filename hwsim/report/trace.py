@@ -237,7 +237,7 @@ class _Events:
         """:meth:`counter` ``(name, pid, ts_us[j], key, values[j])`` for each row ``j`` in order,
         where ``(name, key) = series[which[j]]``: the same events, kept without a call per event
         where every time is a float and every value a finite float or an exact int."""
-        if not (all(type(t) is float for t in ts_us) and all(map(_plain_number, values))):
+        if not (set(map(type, ts_us)) <= {float} and _all_plain(values)):
             for s, t, v in zip(which, ts_us, values):
                 self.counter(series[s][0], pid, t, series[s][1], v)
             return
@@ -259,16 +259,18 @@ class _Events:
         order = np.lexsort(keys)
         heads = [f'{{"name":{_encode(name)},"ph":"C","ts":' for name, _ in self._series]
         args = [f'{{{_encode(key)}:' for _, key in self._series]
+        texts, series_of, values, ts, pids = self.text, self._series_of, self._value, self._ts, self._pid
         for at in range(0, len(order), chunk):
-            out = []
+            out: list[str] = []
+            append = out.append
             for i in order[at : at + chunk].tolist():
-                text = self.text[i]
+                text = texts[i]
                 if text is None:
-                    series, is_int = divmod(self._series_of[i], 2)
-                    v = self._value[i]
+                    series, is_int = divmod(series_of[i], 2)
+                    v = values[i]
                     value = int.__repr__(int(v)) if is_int else float.__repr__(v)
-                    text = f'{heads[series]}{float.__repr__(self._ts[i])},"pid":{self._pid[i]},"args":{args[series]}{value}}}}}'
-                out.append(text)
+                    text = f'{heads[series]}{float.__repr__(ts[i])},"pid":{pids[i]},"args":{args[series]}{value}}}}}'
+                append(text)
             yield out
 
     def overlapping(self) -> bool:
@@ -320,6 +322,16 @@ def _plain_number(value: float) -> bool:
     """A counter value :meth:`_Events.counter` keeps as a number: an int exact as a float64,
     or a finite float."""
     return type(value) is int and abs(value) < 2**53 or type(value) is float and math.isfinite(value)
+
+
+def _all_plain(values: Sequence[float]) -> bool:
+    """Every value is a :func:`_plain_number` (checked a type at a time, not a call per value)."""
+    types = set(map(type, values))
+    if types <= {float}:
+        return all(map(math.isfinite, values))
+    if types <= {int}:
+        return not values or (max(values) < 2**53 and min(values) > -(2**53))
+    return all(map(_plain_number, values))
 
 
 @dataclass(frozen=True, slots=True)

@@ -141,6 +141,8 @@ Event = tuple[EventKind, int]
 _OP_BODY, _BLOCK_DONE = EventKind.OP_BODY, EventKind.BLOCK_DONE
 _TRANSFER_BODY, _TRANSFER_DONE = EventKind.TRANSFER_BODY, EventKind.TRANSFER_DONE
 _RELEASE = EventKind.RELEASE
+#: An op instance's memory uses before it starts (never read: :meth:`Simulation.launch` sets them).
+_NO_USES: dict[str, float] = {}
 
 
 class Simulation:
@@ -188,7 +190,10 @@ class Simulation:
         self._block_at = [0] * total
         self._block_start = [0] * total
         #: What each byte of an op instance's blocks takes from each memory (spills: the DRAM's share).
-        self._uses: list[dict[str, float]] = [{} for _ in range(total)]
+        self._uses: list[dict[str, float]] = [_NO_USES] * total
+        #: Each (cost, shards, memory) an op ran with: the cost, its blocks, their memory uses and
+        #: bytes (identical ops share one cost object: a transformer's 100,000 ops have a few dozen).
+        self._layouts: dict[tuple[int, int, str], tuple[OpCost, list[Block], dict[str, float], int]] = {}
         self._shard_costs: dict[tuple[int, int], OpCost | None] = {}
         #: The same by what they depend on (identical ops, as in a transformer's blocks, cost once).
         self._shard_costs_by_signature: dict[tuple[object, ...], OpCost | None] = {}
@@ -515,10 +520,14 @@ class Simulation:
         log.start_ps[inst] = now
         log.tiles[inst] = cost.tiles
         log.used_cores[inst] = cores if shards > 1 else ()
-        blocks = self._blocks[inst] = op_blocks(cost, self.options.double_buffer, shards)
-        log.dram_bytes[inst] = sum(b.bytes for b in blocks)
+        memory = self.plan.memory[i]
+        layout = self._layouts.get((id(cost), shards, memory))
+        if layout is None:  # the layout holds its cost, so no other cost gets its id meanwhile
+            blocks = op_blocks(cost, self.options.double_buffer, shards)
+            layout = (cost, blocks, stream_uses(cost, memory), sum(b.bytes for b in blocks))
+            self._layouts[(id(cost), shards, memory)] = layout
+        self._blocks[inst], self._uses[inst], log.dram_bytes[inst] = layout[1], layout[2], layout[3]
         log.spill_bytes[inst] = cost.spill_bytes * shards
-        self._uses[inst] = stream_uses(cost, self.plan.memory[i])
         self.push(now + math.ceil(cost.overhead_ns * PS_PER_NS), (_OP_BODY, inst))
 
     def start_block(self, inst: int) -> bool:

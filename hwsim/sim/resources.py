@@ -23,7 +23,7 @@ import heapq
 import math
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from hwsim.sim.options import SimulationError
@@ -212,6 +212,11 @@ class Flow(Generic[O]):
     rate: float = 0.0
     end_ps: int = 0
     slowed: bool = False
+    #: Its part of a flow set's key in :meth:`SharedBandwidth.reallocate`'s memo (made once).
+    share_key: tuple[float, tuple[tuple[str, float], ...]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.share_key = (self.cap, tuple(self.uses.items()))
 
     def stretch_ps(self, start_ps: int, nbytes: float) -> float:
         """Once done, when it was requested at ``start_ps`` for ``nbytes``: the time it lost to
@@ -340,7 +345,7 @@ class SharedBandwidth(Generic[O]):
             If a flow gets no bandwidth at all (it streams through a zero-capacity memory).
         """
         flows = self.flows
-        key = tuple([(f.cap, tuple(f.uses.items())) for f in flows])
+        key = tuple([f.share_key for f in flows])
         shares = self._shares.get(key)
         if shares is None:
             shares = self._share(flows)

@@ -74,6 +74,15 @@ class TestFuse:
         assert t1.makespan_ps < t0.makespan_ps
         assert sum(r.dram_bytes for r in t1.ops) == sum(r.dram_bytes for r in t0.ops) - 2 * c_bytes
 
+    def test_the_given_table_is_left_as_it_was(self) -> None:
+        """The fused rows are new; the table fuse was given (its rows shared where unchanged) is not touched."""
+        chip, g = _chip(), conv_relu()
+        table = cost_table(g, chip)
+        before = {op: dict(row) for op, row in table.costs.items()}
+        fused = fuse(g, chip, table, {"conv": "npu", "relu": "npu"}).table
+        assert {op: dict(row) for op, row in table.costs.items()} == before
+        assert fused.costs["conv"]["npu"] != before["conv"]["npu"] and fused.costs["conv"] is not table.costs["conv"]
+
     def test_ops_on_different_units_do_not_fuse(self) -> None:
         chip, g = _chip(), conv_relu()
         table = cost_table(g, chip)

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from hwsim.cli import main
 from hwsim.report.schedule_file import (
     SCHEMA_VERSION,
+    ScheduledOp,
     ScheduleFile,
     indented_json,
     load_schedule_file,
@@ -225,3 +226,27 @@ def test_indented_json_is_the_standard_librarys_text(value: object, level: int) 
 def test_indented_json_refuses_what_json_refuses() -> None:
     with pytest.raises(TypeError, match="set"):
         indented_json({"a": {1, 2}})
+
+
+_names = st.text(max_size=8)
+_ops = st.builds(
+    ScheduledOp,
+    op=_names, op_type=_names, unit=_names, core=st.integers(0, 7),
+    cores=st.lists(st.integers(0, 7), min_size=1, max_size=3).map(tuple), order=st.integers(0, 10**6),
+    split=st.none() | st.integers(1, 8), fusion_group=st.none() | _names, dtype=_names,
+    start_ns=st.floats(), finish_ns=st.floats(), est_start_ns=st.floats(), est_finish_ns=st.floats(),
+    dram_bytes=st.integers(0, 2**62), on_critical_path=st.booleans(), reason=st.text(max_size=12),
+    mapping=st.dictionaries(_names, st.text(max_size=4) | st.integers() | st.booleans(), max_size=3),
+)  # fmt: skip
+
+
+@settings(deadline=None)
+@given(ops=st.lists(_ops, max_size=5), chunk=st.integers(1, 3))
+def test_schedule_file_chunks_write_each_op_as_its_dump(ops: list[ScheduledOp], chunk: int) -> None:
+    """The ops are written from their fields, not dumped: the text is still the dump's."""
+    sf = ScheduleFile(
+        hwsim_version="0", chip="c", chip_sha256="", model="m", model_sha256="", precision="int8", policy="p",
+        est_makespan_ns=1.0, latency_ns=2.0, ops=tuple(ops),
+    )  # fmt: skip
+    want = json.dumps(sf.model_dump(mode="json"), indent=1) + "\n"
+    assert b"".join(schedule_file_chunks(sf, chunk)).decode("utf-8") == want

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hwsim.report.trace import _Events, _op_text, _transfer_text
+from hwsim.report.trace import _all_plain, _Events, _op_text, _plain_number, _transfer_text
 from hwsim.sim.records import OpRecord, TransferRecord
 
 names = st.text(min_size=1, max_size=12)  # quotes, backslashes, control and non-ASCII characters
@@ -71,3 +72,20 @@ def test_counters_are_counter_one_at_a_time(rows: list[tuple[int, float, float]]
         one.counter(series[s][0], 4, t, series[s][1], v)
     batch.counters(4, series, [s for s, _, _ in rows], [t for _, t, _ in rows], [v for _, _, v in rows])
     assert list(batch.sorted_text(7)) == list(one.sorted_text(7))
+
+
+@given(st.one_of(
+    st.lists(st.integers(-(2**60), 2**60)),
+    st.lists(st.floats(allow_nan=True, allow_infinity=True)),
+    st.lists(counter_values),
+    st.lists(st.one_of(counter_values, st.booleans())),
+))  # fmt: skip
+def test_all_plain_is_plain_number_of_each(values: list[float]) -> None:
+    """The type-at-a-time check says what a call per value says (ints near 2**53, inf, nan, bools)."""
+    assert _all_plain(values) == all(map(_plain_number, values))
+
+
+def test_all_plain_edges() -> None:
+    assert _all_plain([]) and _all_plain([2**53 - 1, -(2**53) + 1]) and _all_plain([0.0, -1.5])
+    assert not _all_plain([2**53]) and not _all_plain([-(2**53)]) and not _all_plain([1.0, math.inf])
+    assert not _all_plain([True])
