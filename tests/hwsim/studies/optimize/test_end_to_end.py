@@ -63,12 +63,15 @@ def test_sigkill_mid_search_leaves_a_sound_db_and_a_rerun_resumes(tmp_path: Path
     cmd = [sys.executable, "-m", "hwsim", "optimize", "rk3588", RESNET, "--budget", "30", "--db", str(db),
            "--workers", "1", "--quiet", "-o", str(tmp_path / "killed")]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # its own process group, so the kill takes the search's pool workers too (killed alone, the
+    # parent leaves them orphaned, sleeping on a queue nobody writes)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)  # fmt: skip
     try:
         deadline = time.monotonic() + 120
         while _rows(db) < 4 and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
-        proc.send_signal(signal.SIGKILL)
+        os.killpg(proc.pid, signal.SIGKILL)
     finally:
         proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL, "the search ended before it could be killed"
