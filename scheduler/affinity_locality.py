@@ -336,7 +336,8 @@ def _walks(
     for walk in range(WALKS):
         rng = np.random.default_rng(problem.n * 7919 + problem.n_units + 104_729 * walk)
         stop = spent + (budget - reserve - spent) // (WALKS - walk)
-        wbest = cur = starts[walk % len(starts)]
+        # On small graphs each walk starts from another descended seed (more basins seen).
+        wbest = cur = starts[walk % len(starts)] if chain_of is not None else starts[0]
         stale = 0
         while spent + 2 <= stop and stale < STALL_KICKS:
             kick = _perturbed(problem, cur, rng, chain_of)
