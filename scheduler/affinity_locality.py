@@ -1,24 +1,28 @@
 """The default policy, ``affinity-locality``: several list schedules, then a local search.
 
 1. Seeds: HEFT, PEFT (look-ahead), CPOP, upward ranks with communication weighted 0x and 2x,
-   and the best single unit (all locality, no parallelism).
+   the best single unit (all locality, no parallelism) and, on small graphs, the linear clusters
+   (:mod:`scheduler.clustering`: the heaviest chains, each kept on one unit) mapped to units.
 2. Local search from the best seeds: move one task, or a task together with its
-   heaviest-communicating neighbour (locality), to another unit; on small graphs also a task
-   with all its neighbours (a cluster, for transfer-heavy graphs) and a swap with a task on the
-   target unit; re-time the whole schedule exactly (tasks by upward rank computed for the
-   *actual* placement, idle gaps filled) and keep the move if the makespan (then the sum of
-   finish times) drops. Iterated: kick the best (a few tasks or one task's neighbourhood moved,
-   or the order jittered) and descend again, until the budget is spent or ``STALL_KICKS``
-   kicks in a row found nothing better.
+   heaviest-communicating neighbour (locality), to another unit; on small graphs (``RICH``)
+   also the task's whole linear cluster, the task with all its neighbours, and a swap with a
+   task on the target unit, and only for tasks on a binding chain to the makespan
+   (:func:`critical_tasks`); re-time the whole schedule exactly (tasks by upward rank computed
+   for the *actual* placement, transfers weighted ``TIMED_COMM_WEIGHT`` on small graphs, idle
+   gaps filled) and keep the move if the makespan (then the sum of finish times) drops.
+   Iterated: kick the best (a few tasks, one task's neighbourhood or linear cluster moved, or
+   the order jittered) and descend again, until the budget is spent or ``STALL_KICKS`` kicks in
+   a row found nothing better; on small graphs each walk starts from another descended seed.
 3. Order: keep the units and start a late task just before an earlier task on its unit when
    that shortens the makespan.
 4. Affinity: a task is moved to the unit its operator type prefers when that costs nothing.
 
 The effort is a count of schedule evaluations that shrinks with the graph
-(``work_budget // (tasks + edges)``, at most ``MAX_EVALUATIONS``, and only
-``LARGE_WORK_BUDGET // (tasks + edges)`` above ``SMALL``), and the kicks draw from a generator
-seeded from the problem's size, so the result is deterministic: a 10k-op graph gets a handful
-of evaluations, a graph above ``HUGE`` only the HEFT seed.
+(``work_budget // (tasks + edges)``, at most ``MAX_EVALUATIONS``; ``RICH_WORK_BUDGET`` and
+``RICH_MAX_EVALUATIONS`` up to ``RICH``, and only ``LARGE_WORK_BUDGET // (tasks + edges)`` above
+``SMALL``), and the kicks draw from a generator seeded from the problem's size, so the result is
+deterministic: a 10k-op graph gets a handful of evaluations, a graph above ``HUGE`` only the
+HEFT seed.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from scheduler.problem import Problem, Solution, evaluate, priority_order
 from scheduler.ranks import placement_rank, upward_rank
 from scheduler.single_unit import single_unit
 
-__all__ = ["DEFAULT_WORK_BUDGET", "affinity_locality", "order_search"]
+__all__ = ["DEFAULT_WORK_BUDGET", "affinity_locality", "critical_tasks", "order_search"]
 
 #: Task+edge visits the local search may spend in total (evaluations = this // (n + edges)).
 DEFAULT_WORK_BUDGET = 600_000
@@ -113,9 +117,9 @@ def _moves(
     """Candidate reassignments (task -> unit) that put task ``i`` on unit ``u``.
 
     Always: ``i`` alone, and ``i`` with its heaviest-communicating neighbour. On small graphs
-    (``rich``) also: ``i`` with every neighbour that can run on ``u`` (a cluster kept in one
-    place when transfers dominate), and a swap with the task on ``u`` that starts nearest to
-    ``i`` (load kept level).
+    (given ``chain``, ``i``'s linear cluster) also: the whole chain (when longer than two), ``i``
+    with every neighbour that can run on ``u`` (a cluster kept in one place when transfers
+    dominate), and a swap with the task on ``u`` that starts nearest to ``i`` (load kept level).
     """
     unit, cap = cur.unit, problem.capable
     out: list[dict[int, int]] = [{i: u}]
@@ -138,7 +142,8 @@ def _moves(
 
 def _timed(problem: Problem, assign: list[int], kept: list[int] | None) -> tuple[Solution, int]:
     """``assign`` re-timed by placement rank and, given ``kept`` (the current schedule's start
-    order), also in that order; the shorter of the two and the evaluations spent.
+    order, small graphs only), also in that order; the shorter of the two and the evaluations
+    spent. With ``kept`` the rank weights transfers ``TIMED_COMM_WEIGHT``.
 
     The placement-rank order alone can hide an assignment: on a unit the optimum often runs a
     task of lower rank first (its successor waits on a transfer), and the first schedule of the
