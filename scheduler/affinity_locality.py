@@ -56,7 +56,8 @@ ACCEPT_WORSE = 0.02
 RELABEL_KICKS = 0.15
 #: Graphs up to this many tasks + edges get the richer moves (clusters and swaps).
 RICH = 400
-#: Graphs up to ``RICH`` get ``RICH_WORK_BUDGET // size`` evaluations, at most this many.
+#: Graphs up to ``RICH`` on units of one core each get ``RICH_WORK_BUDGET // size`` evaluations,
+#: at most this many (a unit of several cores keeps the budget above).
 RICH_MAX_EVALUATIONS = 24_000
 #: Task+edge visits of the search on graphs up to ``RICH``.
 RICH_WORK_BUDGET = 3_600_000
@@ -370,7 +371,8 @@ def affinity_locality(problem: Problem, work_budget: int = DEFAULT_WORK_BUDGET) 
     size = problem.n + problem.n_edges()
     rich = size <= RICH
     budget = min(MAX_EVALUATIONS, (work_budget if size <= SMALL else min(work_budget, LARGE_WORK_BUDGET)) // size)
-    if rich:
+    if rich and all(c == 1 for c in problem.cores):
+        # One core per unit: ``evaluate``'s fast path, so the search affords more evaluations.
         budget = min(RICH_MAX_EVALUATIONS, RICH_WORK_BUDGET // size)
     chain_of: list[tuple[int, ...]] | None = None
     if rich:
