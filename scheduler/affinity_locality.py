@@ -19,7 +19,7 @@
 
 The effort is a count of schedule evaluations that shrinks with the graph
 (``work_budget // (tasks + edges)``, at most ``MAX_EVALUATIONS``; ``RICH_WORK_BUDGET`` and
-``RICH_MAX_EVALUATIONS`` up to ``RICH``, and only ``LARGE_WORK_BUDGET // (tasks + edges)`` above
+``RICH_MAX_EVALUATIONS`` up to ``RICH`` where every unit has one core, and only ``LARGE_WORK_BUDGET // (tasks + edges)`` above
 ``SMALL``), and the kicks draw from a generator seeded from the problem's size, so the result is
 deterministic: a 10k-op graph gets a handful of evaluations, a graph above ``HUGE`` only the
 HEFT seed.
