@@ -201,6 +201,10 @@ class Timeline:
         starting with a longer one goes before it and the finish times stay sorted too (which
         :meth:`earliest` bisects)."""
         starts, finishes = self._start[unit][core], self._finish[unit][core]
+        if not starts or start > starts[-1]:
+            starts.append(start)
+            finishes.append(finish)
+            return
         k = bisect_left(starts, start)
         while k < len(starts) and starts[k] == start and finishes[k] <= finish:
             k += 1
@@ -213,6 +217,8 @@ def evaluate(problem: Problem, assign: Sequence[int], order: Sequence[int], inse
 
     ``order`` must list every task after its predecessors.
     """
+    if insertion and all(c == 1 for c in problem.cores):
+        return _evaluate_single_cores(problem, assign, order)
     n = problem.n
     start = [0.0] * n
     finish = [0.0] * n
@@ -229,10 +235,56 @@ def evaluate(problem: Problem, assign: Sequence[int], order: Sequence[int], inse
             ready = max(ready, t)
         w = ex[i][u]
         s, c = tl.earliest(u, ready, w)
-        tl.insert(u, c, s, s + w)
-        start[i], finish[i], core[i] = s, s + w, c
-        makespan = max(makespan, s + w)
+        f = s + w
+        tl.insert(u, c, s, f)
+        start[i], finish[i], core[i] = s, f, c
+        makespan = max(makespan, f)
     return Solution(tuple(assign), tuple(core), tuple(start), tuple(finish), makespan)
+
+
+def _evaluate_single_cores(problem: Problem, assign: Sequence[int], order: Sequence[int]) -> Solution:
+    """:func:`evaluate` with insertion where every unit has one core: :class:`Timeline`'s gap
+    search and insertion inlined (the search's inner loop; the same times, bit for bit)."""
+    n = problem.n
+    start = [0.0] * n
+    finish = [0.0] * n
+    starts: list[list[float]] = [[] for _ in problem.cores]
+    finishes: list[list[float]] = [[] for _ in problem.cores]
+    preds, ex, ps, pl = problem.preds, problem.exec_list, problem.pair_scale, problem.pair_lat
+    makespan = 0.0
+    for i in order:
+        u = assign[i]
+        ready = 0.0
+        for j, vol in preds[i]:
+            uj = assign[j]
+            t = finish[j] + (vol * ps[uj][u] + pl[uj][u] if vol and uj != u else 0.0)
+            if t > ready:  # noqa: PLR1730 (a call to max costs here: the search's inner loop)
+                ready = t
+        w = ex[i][u]
+        st, fi = starts[u], finishes[u]
+        s = ready
+        if fi and ready < fi[-1]:
+            k = bisect_right(fi, ready)
+            while k < len(st):
+                if s + w <= st[k]:
+                    break
+                if fi[k] > s:  # noqa: PLR1730 (as above)
+                    s = fi[k]
+                k += 1
+        f = s + w
+        if not st or s > st[-1]:
+            st.append(s)
+            fi.append(f)
+        else:
+            k = bisect_left(st, s)
+            while k < len(st) and st[k] == s and fi[k] <= f:
+                k += 1
+            st.insert(k, s)
+            fi.insert(k, f)
+        start[i], finish[i] = s, f
+        if f > makespan:  # noqa: PLR1730 (as above)
+            makespan = f
+    return Solution(tuple(assign), (0,) * n, tuple(start), tuple(finish), makespan)
 
 
 def solution_from_times(problem: Problem, assign: Sequence[int], start: Sequence[float]) -> Solution:

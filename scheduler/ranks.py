@@ -86,8 +86,9 @@ def optimistic_cost_table(problem: Problem) -> np.ndarray:
     return oct_
 
 
-def placement_rank(problem: Problem, assign: Sequence[int]) -> list[float]:
-    """Upward rank with each task's real cost on its unit and real transfer times."""
+def placement_rank(problem: Problem, assign: Sequence[int], comm_weight: float = 1.0) -> list[float]:
+    """Upward rank with each task's real cost on its unit and real transfer times (those
+    weighted by ``comm_weight``: above 1, a task that feeds another unit goes earlier)."""
     ex, ps, pl = problem.exec_list, problem.pair_scale, problem.pair_lat
     rank = [0.0] * problem.n
     for i in range(problem.n - 1, -1, -1):
@@ -95,7 +96,7 @@ def placement_rank(problem: Problem, assign: Sequence[int]) -> list[float]:
         best = 0.0
         for j, vol in problem.succs[i]:
             v = assign[j]
-            t = rank[j] + (vol * ps[u][v] + pl[u][v] if vol and u != v else 0.0)
+            t = rank[j] + (comm_weight * (vol * ps[u][v] + pl[u][v]) if vol and u != v else 0.0)
             best = max(best, t)
         rank[i] = ex[i][u] + best
     return rank
