@@ -27,6 +27,9 @@ HEFT seed.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+
 import numpy as np
 
 from scheduler.clustering import cluster_seed, linear_clusters, moved
@@ -34,7 +37,7 @@ from scheduler.cpop import cpop
 from scheduler.heft import heft
 from scheduler.list_scheduling import list_schedule, retime
 from scheduler.peft import peft
-from scheduler.problem import Problem, Solution, evaluate, priority_order
+from scheduler.problem import Problem, Solution, evaluate, evaluate_within, priority_order
 from scheduler.ranks import placement_rank, upward_rank
 from scheduler.single_unit import single_unit
 
@@ -141,10 +144,25 @@ def _moves(
     return out
 
 
-def _timed(problem: Problem, assign: list[int], kept: list[int] | None) -> tuple[Solution, int]:
+def _above(sol: Solution) -> float:
+    """A makespan beyond which a candidate cannot beat ``sol`` under :func:`_key` (rounded to 1e-9)."""
+    return sol.makespan_ns + 1e-6
+
+
+def _eval(problem: Problem, assign: Sequence[int], order: Sequence[int], cutoff_ns: float) -> Solution | None:
+    """``evaluate``, or ``None`` once the makespan passes ``cutoff_ns`` (one-core units only)."""
+    if cutoff_ns < math.inf and all(c == 1 for c in problem.cores):
+        return evaluate_within(problem, assign, order, cutoff_ns)
+    return evaluate(problem, assign, order)
+
+
+def _timed(
+    problem: Problem, assign: list[int], kept: list[int] | None, cutoff_ns: float = math.inf
+) -> tuple[Solution | None, int]:
     """``assign`` re-timed by placement rank and, given ``kept`` (the current schedule's start
     order, small graphs only), also in that order; the shorter of the two and the evaluations
-    spent. With ``kept`` the rank weights transfers ``TIMED_COMM_WEIGHT``.
+    spent. With ``kept`` the rank weights transfers ``TIMED_COMM_WEIGHT``. ``None`` when both
+    pass ``cutoff_ns`` (then neither could have been accepted: the caller only keeps a shorter one).
 
     The placement-rank order alone can hide an assignment: on a unit the optimum often runs a
     task of lower rank first (its successor waits on a transfer), and the first schedule of the
@@ -153,9 +171,12 @@ def _timed(problem: Problem, assign: list[int], kept: list[int] | None) -> tuple
     """
     if kept is None:
         return retime(problem, assign), 1
-    by_rank = evaluate(problem, assign, priority_order(problem, placement_rank(problem, assign, TIMED_COMM_WEIGHT)))
-    in_order = evaluate(problem, assign, kept)
-    return (in_order if _key(in_order) < _key(by_rank) else by_rank), 2
+    by_rank = _eval(problem, assign, priority_order(problem, placement_rank(problem, assign, TIMED_COMM_WEIGHT)), cutoff_ns)
+    # In kept order it is kept only when shorter than by rank (``_key``): stop it beyond that.
+    in_order = _eval(problem, assign, kept, cutoff_ns if by_rank is None else min(cutoff_ns, _above(by_rank)))
+    if by_rank is None or (in_order is not None and _key(in_order) < _key(by_rank)):
+        return in_order, 2
+    return by_rank, 2
 
 
 def critical_tasks(problem: Problem, sol: Solution) -> list[int]:
@@ -223,8 +244,10 @@ def _local_search(
                     assign = list(cur.unit)
                     for t, v in move.items():
                         assign[t] = v
-                    cand, cost = _timed(problem, assign, kept)
+                    cand, cost = _timed(problem, assign, kept, _above(best))
                     used += cost
+                    if cand is None:
+                        continue
                     k = _key(cand)
                     if k < best_key:
                         best, best_key, improved = cand, k, True
@@ -259,9 +282,9 @@ def order_search(problem: Problem, sol: Solution, budget: int) -> tuple[Solution
                 if used >= budget:
                     break
                 cand_order = order[:k] + [i] + [t for t in order[k:] if t != i]
-                cand = evaluate(problem, best.unit, cand_order)
+                cand = _eval(problem, best.unit, cand_order, _above(best))
                 used += 1
-                if round(cand.makespan_ns, 9) < round(best.makespan_ns, 9):
+                if cand is not None and round(cand.makespan_ns, 9) < round(best.makespan_ns, 9):
                     best, improved = cand, True
                     break
     return best, used

@@ -29,6 +29,7 @@ __all__ = [
     "Solution",
     "Timeline",
     "evaluate",
+    "evaluate_within",
     "make_problem",
     "priority_order",
     "solution_from_times",
@@ -218,7 +219,9 @@ def evaluate(problem: Problem, assign: Sequence[int], order: Sequence[int], inse
     ``order`` must list every task after its predecessors.
     """
     if insertion and all(c == 1 for c in problem.cores):
-        return _evaluate_single_cores(problem, assign, order)
+        sol = evaluate_within(problem, assign, order, math.inf)
+        assert sol is not None
+        return sol
     n = problem.n
     start = [0.0] * n
     finish = [0.0] * n
@@ -242,9 +245,24 @@ def evaluate(problem: Problem, assign: Sequence[int], order: Sequence[int], inse
     return Solution(tuple(assign), tuple(core), tuple(start), tuple(finish), makespan)
 
 
-def _evaluate_single_cores(problem: Problem, assign: Sequence[int], order: Sequence[int]) -> Solution:
-    """:func:`evaluate` with insertion where every unit has one core: :class:`Timeline`'s gap
-    search and insertion inlined (the search's inner loop; the same times, bit for bit)."""
+def evaluate_within(
+    problem: Problem, assign: Sequence[int], order: Sequence[int], cutoff_ns: float
+) -> Solution | None:
+    """:func:`evaluate` with insertion where every unit has one core, or ``None`` as soon as a
+    task finishes after ``cutoff_ns`` (a search that only accepts a shorter makespan stops there).
+
+    :class:`Timeline`'s gap search and insertion are inlined (the search's inner loop; the same
+    times as :func:`evaluate`, bit for bit). Every unit must have one core.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p = make_problem(["a", "b"], ["u"], np.array([[2.0], [3.0]]), [(0, 1, 0.0)])
+    >>> evaluate_within(p, [0, 0], [0, 1], 10.0).makespan_ns
+    5.0
+    >>> evaluate_within(p, [0, 0], [0, 1], 4.0) is None
+    True
+    """
     n = problem.n
     start = [0.0] * n
     finish = [0.0] * n
@@ -282,8 +300,10 @@ def _evaluate_single_cores(problem: Problem, assign: Sequence[int], order: Seque
             st.insert(k, s)
             fi.insert(k, f)
         start[i], finish[i] = s, f
-        if f > makespan:  # noqa: PLR1730 (as above)
+        if f > makespan:
             makespan = f
+            if f > cutoff_ns:
+                return None
     return Solution(tuple(assign), (0,) * n, tuple(start), tuple(finish), makespan)
 
 

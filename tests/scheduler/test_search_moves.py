@@ -14,7 +14,7 @@ from scheduler.clustering import cluster_seed, linear_clusters, moved
 from scheduler.exact import exact
 from scheduler.generators import random_problem
 from scheduler.heft import heft
-from scheduler.problem import Solution, make_problem
+from scheduler.problem import Solution, evaluate, evaluate_within, make_problem, priority_order
 from tests.helpers import check_valid
 
 _PROBLEMS = {
@@ -109,3 +109,26 @@ def test_weighted_transfers_in_the_re_timing_reach_the_optimum(monkeypatch):
     assert s.makespan_ns == pytest.approx(74.976, abs=1e-3)
     monkeypatch.setattr(al, "TIMED_COMM_WEIGHT", 1.0)
     assert affinity_locality(p).makespan_ns > 74.976 * 1.05
+
+
+@settings(max_examples=40, deadline=None)
+@given(**_PROBLEMS, cut=st.floats(0.0, 1.5), data=st.data())
+def test_evaluate_within_is_evaluate_or_stops_past_the_cutoff(seed, n, n_units, ccr, kind, cut, data):
+    p = random_problem(seed, n, n_units, ccr, kind)
+    assign = [data.draw(st.sampled_from(list(p.capable[i]))) for i in range(p.n)]
+    order = priority_order(p, [float(data.draw(st.integers(0, 9))) for _ in range(p.n)])
+    full = evaluate(p, assign, order)
+    cutoff = full.makespan_ns * cut
+    within = evaluate_within(p, assign, order, cutoff)
+    if full.makespan_ns > cutoff:
+        assert within is None
+    else:
+        assert within == full
+
+
+def test_the_cutoff_leaves_the_search_unchanged(monkeypatch):
+    # The cutoff only skips candidates the search would reject: the same schedule without it.
+    p = random_problem(50_002, 20, 4, 5.0, "related")
+    fast = affinity_locality(p)
+    monkeypatch.setattr(al, "_above", lambda sol: float("inf"))
+    assert affinity_locality(p) == fast
