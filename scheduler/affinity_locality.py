@@ -61,9 +61,9 @@ RELABEL_KICKS = 0.15
 RICH = 400
 #: Graphs up to ``RICH`` on units of one core each get ``RICH_WORK_BUDGET // size`` evaluations,
 #: at most this many (a unit of several cores keeps the budget above).
-RICH_MAX_EVALUATIONS = 24_000
+RICH_MAX_EVALUATIONS = 40_000
 #: Task+edge visits of the search on graphs up to ``RICH``.
-RICH_WORK_BUDGET = 3_600_000
+RICH_WORK_BUDGET = 6_000_000
 #: Share of the neighbourhood kicks that move a task's whole linear cluster instead.
 CHAIN_KICKS = 0.5
 #: On small graphs the search re-times an assignment by placement rank with transfers weighted
