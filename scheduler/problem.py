@@ -213,6 +213,21 @@ class Timeline:
         finishes.insert(k, finish)
 
 
+def _ready_ns(
+    pred: Sequence[tuple[int, float]], assign: Sequence[int], u: int, finish: Sequence[float],
+    pair_scale: Sequence[Sequence[float]], pair_lat: Sequence[Sequence[float]],
+) -> float:
+    """When a task with predecessors ``pred`` ((task, volume) pairs) can start on unit ``u``: the
+    latest predecessor finish plus its transfer (none from the same unit or for no data)."""
+    ready = 0.0
+    for j, vol in pred:
+        uj = assign[j]
+        t = finish[j] + (vol * pair_scale[uj][u] + pair_lat[uj][u] if vol and uj != u else 0.0)
+        if t > ready:  # noqa: PLR1730 (a call to max costs here: the search's inner loop)
+            ready = t
+    return ready
+
+
 def evaluate(problem: Problem, assign: Sequence[int], order: Sequence[int], insertion: bool = True) -> Solution:
     """Exact start/finish times for ``assign`` (task -> unit), tasks placed in ``order``.
 
@@ -227,16 +242,11 @@ def evaluate(problem: Problem, assign: Sequence[int], order: Sequence[int], inse
     finish = [0.0] * n
     core = [0] * n
     tl = Timeline(problem.cores, insertion)
-    preds, ex, ps, pl = problem.preds, problem.exec_list, problem.pair_scale, problem.pair_lat
     makespan = 0.0
     for i in order:
         u = assign[i]
-        ready = 0.0
-        for j, vol in preds[i]:
-            uj = assign[j]
-            t = finish[j] + (vol * ps[uj][u] + pl[uj][u] if vol and uj != u else 0.0)
-            ready = max(ready, t)
-        w = ex[i][u]
+        ready = _ready_ns(problem.preds[i], assign, u, finish, problem.pair_scale, problem.pair_lat)
+        w = problem.exec_list[i][u]
         s, c = tl.earliest(u, ready, w)
         f = s + w
         tl.insert(u, c, s, f)
@@ -272,12 +282,7 @@ def evaluate_within(
     makespan = 0.0
     for i in order:
         u = assign[i]
-        ready = 0.0
-        for j, vol in preds[i]:
-            uj = assign[j]
-            t = finish[j] + (vol * ps[uj][u] + pl[uj][u] if vol and uj != u else 0.0)
-            if t > ready:  # noqa: PLR1730 (a call to max costs here: the search's inner loop)
-                ready = t
+        ready = _ready_ns(preds[i], assign, u, finish, ps, pl)
         w = ex[i][u]
         st, fi = starts[u], finishes[u]
         s = ready
