@@ -25,7 +25,13 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from chips.schema import Chip
-from cost_models.cpu import RECURRENT_GATE_NS, RECURRENT_STEP_NS, calibration_basis_ns, kernel_type
+from cost_models.cpu import (
+    NCHWC_ATTR,
+    RECURRENT_GATE_NS,
+    RECURRENT_STEP_NS,
+    calibration_basis_ns,
+    kernel_type,
+)
 from cost_models.table import estimate
 from graph_ir.ir import Op, Tensor
 from graph_ir.op_metrics import metrics
@@ -236,8 +242,6 @@ def kernel_efficiency(chip: Chip, op: Op, ns: float) -> float:
 def per_element_efficiencies(chip: Chip, rates: Mapping[str, float]) -> dict[str, float]:
     """The efficiencies the fingerprint writes from the per-element figures of :func:`kernel_rates`
     (``LayerNormalization``, the classes of :data:`RESIZE_RATES`), for those measured."""
-    from cost_models.cpu import NCHWC_ATTR
-
     out: dict[str, float] = {}
     if LAYER_NORM_RATE in rates:
         out["LayerNormalization"] = streaming_efficiency(chip, "LayerNormalization", rates[LAYER_NORM_RATE])
