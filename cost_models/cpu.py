@@ -64,6 +64,7 @@ __all__ = [
     "HALF_EFFICIENCY_FLOPS",
     "NCHWC_ATTR",
     "RECURRENT_OP_TYPES",
+    "RECURRENT_STEP_GEMMS",
     "RESIZE_OP_TYPES",
     "CpuModel",
     "calibration_basis_ns",
@@ -77,10 +78,15 @@ __all__ = [
     "is_gemv",
     "kernel_type",
     "last_level_cache_bytes",
+    "mlas_threads",
     "parallel_sections",
     "recurrent_bytes",
+    "recurrent_dims",
     "recurrent_kernel_ns",
+    "recurrent_sections",
+    "recurrent_step_gemms",
     "recurrent_steps_ns",
+    "recurrent_threads",
     "resident_stream_ns",
     "resize_kernel",
     "resize_runs_blocked",
@@ -109,6 +115,12 @@ RECURRENT_STEP_NS = 100.0
 #: Cost per gate element per step (activations, the cell update), ns, by op type; same
 #: measurement (onnxruntime's GRU runs its candidate gate as a second product and pass).
 RECURRENT_GATE_NS: Mapping[str, float] = {"LSTM": 0.3, "GRU": 1.3, "RNN": 0.3}
+#: The products onnxruntime's recurrent kernels run on ``R`` in each step and direction, in gate
+#: blocks of ``hidden`` rows each: an LSTM one over its four gates, a GRU two (update and reset
+#: gates, then the hidden gate: ``deep_cpu_gru.cc``), an RNN one. Each is its own MLAS call, split
+#: over the threads (:data:`MLAS_THREAD_MACS`) and paying the pool (:data:`RECURRENT_SPLIT_STEP_NS`)
+#: on its own.
+RECURRENT_STEP_GEMMS: Mapping[str, tuple[int, ...]] = {"LSTM": (4,), "GRU": (2, 1), "RNN": (1,)}
 #: Bluestein's transform beyond its two FFTs (chirp products, zero fill, output) per point of
 #: the padded length, in units of ``fft_point_ns``: 2 FFTs of M took 0.81-0.85 of the whole.
 BLUESTEIN_POINT_FACTOR = 0.7
@@ -132,10 +144,12 @@ PARALLEL_MIN_ELEMENTS: Mapping[str, int] = {"elementwise": 256 * 1024, "activati
 #: Cost of one parallel section of onnxruntime's intra-op thread pool (hand the work out, join), ns,
 #: where the unit has no measured ``parallel_section_ns`` (an estimate; the fingerprint measures it).
 PARALLEL_SECTION_NS = 2000.0
-#: What one split step of a recurrent op pays the intra-op pool, ns. Not the measured section:
-#: a step runs its product (a GRU two) and its gate work through the pool, and the idle 2-thread
-#: tables fit 2 us per step (hidden-128 LSTMs with 100-200 split steps: -1..-7 % before
-#: calibration; 0.86 us, one MatMul's section as measured, would put them at -32..-35 %).
+#: What one split product of a recurrent step pays the intra-op pool, ns (:data:`RECURRENT_STEP_GEMMS`:
+#: an LSTM step one, a GRU step two). Not the measured section: the idle 2-thread tables fit 2 us
+#: per LSTM step (hidden-128 LSTMs with 100-200 split steps: -1..-7 % before calibration; 0.86 us,
+#: one MatMul's section as measured, would put them at -32..-35 %). A hidden-256 GRU step, whose
+#: two products split, ran no faster on 2 threads than on 1 (7.9 us; its ``R`` at 110 GB/s over
+#: two threads is 3.6 us): two sections of 2 us.
 RECURRENT_SPLIT_STEP_NS = 2000.0
 
 
@@ -375,9 +389,10 @@ def intra_op_threads(op: Op, threads: int) -> int:
     - STFT/DFT: 1 (the kernel loops over its frames on the calling thread: 1.00x on 2 threads);
     - Softmax/LogSoftmax: split over rows only (one 1 Mi row: 1.03x);
     - GEMM-like and recurrent ops: MLAS runs a product on ``MACs / MLAS_THREAD_MACS + 1``
-      threads (:data:`MLAS_THREAD_MACS`), so a product (a recurrent step's: gate rows x hidden x
-      batch) below it stays on one thread; a matrix product also on at most one thread per
-      :data:`MLAS_STRIDE_N` columns when ``N > M`` (a batch-1 Gemm with 10 outputs: one);
+      threads (:data:`MLAS_THREAD_MACS`), so a product below it stays on one thread; a matrix
+      product also on at most one thread per :data:`MLAS_STRIDE_N` columns when ``N > M`` (a
+      batch-1 Gemm with 10 outputs: one); a recurrent op uses the threads its input projection
+      or one of its step products splits over (:func:`recurrent_threads`);
     - elementwise and activations: from :data:`PARALLEL_MIN_ELEMENTS` elements;
     - anything else with at least 64 Ki output elements: all threads.
 
@@ -396,16 +411,66 @@ def intra_op_threads(op: Op, threads: int) -> int:
         rows = out.elements // max(1, int(out.shape[axis])) if out.shape else 1
         return max(1, min(threads, rows))
     if op.category == "rnn" and len(op.inputs) >= 3 and len(op.inputs[2].shape) == 3:
-        _, gate_rows, hidden = op.inputs[2].shape
-        x = op.inputs[0].shape
-        batch = int(x[0] if op.attrs.get("layout", 0) else x[1]) if len(x) == 3 else 1
-        return threads if gate_rows * hidden * batch >= MLAS_THREAD_MACS else 1
+        projection, steps = recurrent_threads(op, threads)
+        return max(projection, *steps)
     if op.category == "matmul":
         return _mlas_gemm_threads(op, threads)
     if op.category == "conv":
         return max(1, min(threads, op.macs // MLAS_THREAD_MACS))
     floor = PARALLEL_MIN_ELEMENTS.get(op.category, 64 * 1024)
     return threads if out.elements >= floor else 1
+
+
+def mlas_threads(m: int, n: int, k: int, threads: int) -> int:
+    """Threads MLAS runs one ``m x n x k`` product on (``MlasGemmBatch``): ``m n k /
+    MLAS_THREAD_MACS + 1``, at most one per :data:`MLAS_STRIDE_N` columns when ``n > m``, at most
+    ``threads``.
+
+    >>> mlas_threads(1, 512, 256, 2), mlas_threads(1, 384, 128, 2), mlas_threads(32, 384, 128, 2)
+    (2, 1, 2)
+    """
+    target = min(threads, m * n * k // MLAS_THREAD_MACS + 1)
+    if n > m:
+        target = min(target, -(-n // MLAS_STRIDE_N))
+    return max(1, target)
+
+
+def recurrent_dims(op: Op) -> tuple[int, int, int, int, int]:
+    """(steps, directions, hidden, batch, input features) of an LSTM/GRU/RNN node."""
+    x, r = op.inputs[0].shape, op.inputs[2].shape
+    layout = op.attrs.get("layout", 0)
+    if len(x) == 3:
+        steps, batch = (x[1], x[0]) if layout else (x[0], x[1])
+    else:
+        steps, batch = (x[0] if x else 1), 1
+    dirs, hidden = (int(r[0]), int(r[2])) if len(r) == 3 else (1, 1)
+    return int(steps), dirs, hidden, int(batch), int(x[-1]) if x else 1
+
+
+def recurrent_step_gemms(op: Op) -> tuple[int, ...]:
+    """Gate blocks of the products a step of ``op`` runs on ``R`` (:data:`RECURRENT_STEP_GEMMS`;
+    one product over all of ``R`` for another op type)."""
+    r = op.inputs[2].shape
+    return RECURRENT_STEP_GEMMS.get(op.op_type, (int(r[1]) // max(1, int(r[2])),) if len(r) == 3 else (1,))
+
+
+def recurrent_threads(op: Op, threads: int) -> tuple[int, tuple[int, ...]]:
+    """Threads onnxruntime's recurrent kernel runs its parts on (:func:`mlas_threads`): the input
+    projection ``X·Wᵀ`` (steps x batch rows, every gate, the input features) and each product of
+    a step (:func:`recurrent_step_gemms`: batch rows, its gates, hidden). A hidden-128 GRU's step
+    products (256 x 128 and 128 x 128 MACs) stay on one thread while its projection over 32
+    steps splits.
+
+    >>> from graph_ir.ir import Op, Tensor
+    >>> x = Tensor("x", (32, 1, 128), "float32")
+    >>> w = Tensor("w", (1, 384, 128), "float32", is_weight=True)
+    >>> recurrent_threads(Op("g", "GRU", "rnn", (x, w, w), ()), 2)
+    (2, (1, 1))
+    """
+    steps, _, hidden, batch, features = recurrent_dims(op)
+    blocks = recurrent_step_gemms(op)
+    projection = mlas_threads(steps * batch, sum(blocks) * hidden, features, threads)
+    return projection, tuple(mlas_threads(batch, b * hidden, hidden, threads) for b in blocks)
 
 
 def _mlas_gemm_threads(op: Op, threads: int) -> int:
@@ -430,24 +495,34 @@ def section_ns(unit: CpuUnit) -> float:
 
 
 def sections_ns(op: Op, unit: CpuUnit, threads_used: int) -> float:
-    """What ``op``'s kernel pays onnxruntime's intra-op pool on ``threads_used`` threads, ns: one
-    section (:func:`section_ns`), plus :data:`RECURRENT_SPLIT_STEP_NS` per step and direction of a
-    split recurrent op (:func:`parallel_sections`); 0 on one thread."""
-    n = parallel_sections(op, threads_used)
-    return section_ns(unit) + (n - 1) * RECURRENT_SPLIT_STEP_NS if n else 0.0
+    """What ``op``'s kernel pays onnxruntime's intra-op pool on ``threads_used`` threads, ns: a
+    section (:func:`section_ns`) each, and :data:`RECURRENT_SPLIT_STEP_NS` for each split product
+    of a recurrent step (:func:`recurrent_sections`); 0 on one thread."""
+    if threads_used <= 1:
+        return 0.0
+    if op.category == "rnn" and len(op.inputs) >= 3:
+        calls, steps = recurrent_sections(op, threads_used)
+        return calls * section_ns(unit) + steps * RECURRENT_SPLIT_STEP_NS
+    return section_ns(unit)
 
 
 def parallel_sections(op: Op, threads_used: int) -> int:
-    """Parallel sections a kernel on ``threads_used`` threads pays :data:`PARALLEL_SECTION_NS`
-    for: one, but one per step and direction for a recurrent op (each step's product is its own
-    MLAS call), none on one thread."""
+    """Parallel sections a kernel on ``threads_used`` threads pays the pool for: one, but for a
+    recurrent op one per split MLAS call (:func:`recurrent_sections`), none on one thread."""
     if threads_used <= 1:
         return 0
     if op.category == "rnn" and len(op.inputs) >= 3:
-        steps, _ = recurrent_bytes(op, "fp32")
-        dirs = int(op.inputs[2].shape[0]) if len(op.inputs[2].shape) == 3 else 1
-        return 1 + steps * dirs
+        return sum(recurrent_sections(op, threads_used))
     return 1
+
+
+def recurrent_sections(op: Op, threads: int) -> tuple[int, int]:
+    """(split input projections, split step products) of a recurrent op on ``threads`` threads:
+    each direction runs its own projection and, per step, its own products
+    (:func:`recurrent_threads`), one after the other."""
+    steps, dirs, *_ = recurrent_dims(op)
+    projection, products = recurrent_threads(op, threads)
+    return dirs * (projection > 1), steps * dirs * sum(t > 1 for t in products)
 
 
 def col2im_ns(op: Op, unit: CpuUnit, dtype: str) -> float:
@@ -691,16 +766,21 @@ def _ort_recurrent(op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w
 
 def recurrent_kernel_ns(op: Op, unit: CpuUnit, chip: Chip, dtype: str, w_b: int, threads: int) -> float:
     """onnxruntime's LSTM/GRU/RNN kernel on ``threads`` intra-op threads, ns (a unit with
-    ``gemv_gbps``): ``X·Wᵀ`` as one MLAS SGEMM split over the threads, ``W`` read once, then each
-    step's GEMV split by rows, each thread streaming its share of ``R`` from its own core's
+    ``gemv_gbps``): ``X·Wᵀ`` as one MLAS SGEMM, ``W`` read once, then each step's products (a
+    GRU's two) split by rows, each thread streaming its share of ``R`` from its own core's
     caches (a share that fits a core's L2 where the whole ``R`` did not streams at the L2 rate:
     a hidden-512 LSTM ran 4x faster on 2 threads here), plus each step's fixed and gate costs.
+    The projection and each product run on the threads MLAS gives them (:func:`recurrent_threads`).
     The weights' first pass (``W`` and ``R`` from the level holding them) splits over the
-    threads too, unless it comes from DRAM.
+    products' threads too, unless it comes from DRAM.
     Parallel sections are not included (:func:`parallel_sections`)."""
     assert unit.gemv_gbps is not None
     _, r_b = recurrent_bytes(op, dtype)
     dirs = int(op.inputs[2].shape[0]) if len(op.inputs[2].shape) == 3 else 1
+    proj_threads, step_threads = recurrent_threads(op, threads)
+    blocks = recurrent_step_gemms(op)
+    # the calling thread's share of R in one step: each product's rows over its own threads
+    r_share = sum(b / t for b, t in zip(blocks, step_threads, strict=True)) / sum(blocks)
     levels = _cache_levels(unit)
     dram_gbps = unit_bandwidth_gbps(unit, chip)
     w_gbps = next((g for kib, g in levels if w_b <= kib * 1024), 0.0)
@@ -709,10 +789,10 @@ def recurrent_kernel_ns(op: Op, unit: CpuUnit, chip: Chip, dtype: str, w_b: int,
     # the projection is an MLAS SGEMM: the fingerprint's peak (its own rate) times the small-kernel
     # factor; no MatMul efficiency, the op's own calibrated efficiency scales the whole kernel
     shape = proj_flops / (proj_flops + HALF_EFFICIENCY_FLOPS)
-    proj_ns = proj_flops / (unit.peak_flops_per_ns(dtype) * shape) / threads if proj_flops else 0.0
-    r_ns = stream_ns(r_b / dirs / threads, levels, unit.gemv_gbps, dram_gbps, unit.gemv_far_gbps)
+    proj_ns = proj_flops / (unit.peak_flops_per_ns(dtype) * shape) / proj_threads if proj_flops else 0.0
+    r_ns = stream_ns(r_b / dirs * r_share, levels, unit.gemv_gbps, dram_gbps, unit.gemv_far_gbps)
     # the weights' first pass: each thread reads its share from the cache level (DRAM's bandwidth is shared)
-    w_ns = w_b / w_gbps / threads if w_gbps else w_b / dram_gbps
+    w_ns = w_b / w_gbps / max(step_threads) if w_gbps else w_b / dram_gbps
     return proj_ns + w_ns + recurrent_steps_ns(op, dtype, r_ns)
 
 

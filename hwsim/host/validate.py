@@ -208,7 +208,7 @@ def _speedup(op: Op, chip: Chip, threads: int) -> float:
     if used <= 1 or op.category != "rnn" or not isinstance(unit, CpuUnit) or unit.gemv_gbps is None:
         return float(used)
     w_b = op.weight_bytes(None)
-    return recurrent_kernel_ns(op, unit, chip, "fp32", w_b, 1) / recurrent_kernel_ns(op, unit, chip, "fp32", w_b, used)
+    return recurrent_kernel_ns(op, unit, chip, "fp32", w_b, 1) / recurrent_kernel_ns(op, unit, chip, "fp32", w_b, threads)
 
 
 def _sections_ns(op: Op, chip: Chip, threads: int) -> float:

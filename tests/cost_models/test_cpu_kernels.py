@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from chips.schema import CpuUnit, chip_from_dict
 from cost_models.cpu import (
+    HALF_EFFICIENCY_FLOPS,
     MLAS_THREAD_MACS,
     PARALLEL_SECTION_NS,
     RECURRENT_SPLIT_STEP_NS,
@@ -20,6 +21,7 @@ from cost_models.cpu import (
     intra_op_threads,
     parallel_sections,
     recurrent_kernel_ns,
+    recurrent_threads,
     section_ns,
     sections_ns,
     stream_ns,
@@ -193,7 +195,9 @@ class TestThreads:
         assert intra_op_threads(stft(256), 2) == 1
         assert intra_op_threads(make_op("Softmax", [big], [big]), 2) == 1
         assert intra_op_threads(make_op("Add", [big, big], [big]), 2) == 2
-        assert intra_op_threads(rnn("LSTM", 64, 10), 2) == 1  # 4 x 64 x 64 MACs per step < MLAS chunk
+        # 4 x 64 x 64 MACs per step and 2 x 256 x 64 for the projection < MLAS chunk
+        assert intra_op_threads(rnn("LSTM", 64, 2), 2) == 1
+        assert intra_op_threads(rnn("LSTM", 64, 10), 2) == 2  # the projection over 10 steps splits
         assert intra_op_threads(rnn("LSTM", 256, 10), 2) == 2
         assert intra_op_threads(make_op("Add", [big, big], [big]), 1) == 1
 
@@ -214,12 +218,33 @@ class TestThreads:
         assert section_ns(looped(1e6, parallel_section_ns=None)) == PARALLEL_SECTION_NS
         mm = gemm(64, 512, 512)
         assert sections_ns(mm, looped(1e6), 2) == 900.0 and sections_ns(mm, looped(1e6), 1) == 0.0
-        # a split recurrent step pays more than one MatMul's section (its product and gates)
-        assert sections_ns(rnn("GRU", 256, 10, dirs=2), looped(1e6), 2) == 900.0 + 20 * RECURRENT_SPLIT_STEP_NS
+        # each direction's projection pays a section; each split product of a step (a GRU's two) more
+        gru = rnn("GRU", 256, 10, dirs=2)
+        assert sections_ns(gru, looped(1e6), 2) == 2 * 900.0 + 2 * 10 * 2 * RECURRENT_SPLIT_STEP_NS
 
-    def test_a_split_recurrent_op_pays_a_section_per_step(self) -> None:
-        assert parallel_sections(rnn("GRU", 256, 10, dirs=2), 2) == 21
+    def test_a_split_recurrent_op_pays_a_section_per_split_product(self) -> None:
+        assert parallel_sections(rnn("GRU", 256, 10, dirs=2), 2) == 2 + 2 * 10 * 2
+        assert parallel_sections(rnn("LSTM", 256, 10, dirs=2), 2) == 2 + 2 * 10
         assert parallel_sections(rnn("GRU", 256, 10), 1) == 0
+
+    def test_recurrent_parts_split_as_mlas_splits_each_product(self) -> None:
+        # deep_cpu_gru.cc: per step Ht-1·R[zr]ᵀ (2H x H MACs) and Ht-1·R[h]ᵀ (H x H), each its own MLAS call
+        assert recurrent_threads(rnn("GRU", 256, 10), 2) == (2, (2, 2))
+        assert recurrent_threads(rnn("GRU", 192, 10), 2) == (2, (2, 1))  # 73.7 Ki and 36.9 Ki MACs
+        assert recurrent_threads(rnn("GRU", 128, 32), 2) == (2, (1, 1))  # only the projection splits
+        assert recurrent_threads(rnn("LSTM", 128, 10), 2) == (2, (2,))  # 4 x 128 x 128 = 64 Ki
+        assert recurrent_threads(rnn("GRU", 256, 10), 1) == (1, (1, 1))
+        assert parallel_sections(rnn("GRU", 192, 10), 2) == 1 + 10
+
+    def test_a_gru_whose_steps_stay_on_one_thread_gains_only_its_projection(self) -> None:
+        chip = chip_from_dict(host_chip(**KERNELS))
+        unit = chip.units[0]
+        assert isinstance(unit, CpuUnit)
+        op = rnn("GRU", 128, 32, dirs=2)
+        one, two = (recurrent_kernel_ns(op, unit, chip, "fp32", op.weight_bytes(None), t) for t in (1, 2))
+        flops = 2.0 * 32 * 128 * 384 * 2  # X·Wᵀ, both directions
+        proj_ns = flops / (unit.peak_flops_per_ns("fp32") * flops / (flops + HALF_EFFICIENCY_FLOPS))
+        assert one - two == pytest.approx(proj_ns / 2)  # the steps and the first pass stay on one thread
 
 
 def conv_transpose(cin: int, cout: int, k: int, stride: int, side: int) -> Op:
