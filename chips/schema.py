@@ -517,11 +517,19 @@ class CpuUnit(Unit):
         description="Cost of one parallel section of onnxruntime's intra-op thread pool (hand the work out, join), "
         "measured by `hwsim fingerprint` on a host with 2 or more threads. None: the CPU model's default.",
     )
+    run_footprint_kib: NonNegFloat | None = Field(
+        None,
+        description="L2 that one onnxruntime run call takes for itself (the interpreter's and the runtime's own "
+        "code and data) from weights a model streams once per run: a cyclic stream of the weights keeps "
+        "l2_kib less this much in L2 (measured by `hwsim fingerprint` as the difference between a weight "
+        "stream's first pass in a run and its later passes). None: the whole l2_kib.",
+    )
 
     #: Fields a dump leaves out while unset, so that a chip without them dumps (and hashes,
     #: :func:`hwsim.report.provenance.chip_sha256`) as it did before they existed.
     omitted_when_unset: ClassVar[tuple[str, ...]] = (
         "gemv_gbps", "gemv_far_gbps", "fft_butterfly_ns", "fft_point_ns", "parallel_section_ns",
+        "run_footprint_kib",
     )
 
     @model_serializer(mode="wrap")

@@ -483,7 +483,7 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
         notes.append(why)
     dispatch = measure_dispatch(min_s)
     l2 = next((float(c["kib"]) * KIB for c in caches if int(c["level"]) == 2), None)
-    rates, rate_notes = kernel_rates(quick, l2, threads, dispatch.kernel_ns)
+    rates, rate_notes = kernel_rates(quick, l2, threads, dispatch.kernel_ns, dispatch.run_ns)
     notes += rate_notes
     versions = {"onnxruntime": ort.__version__, "numpy": np.__version__, "onnx": onnx.__version__,
                 "python": platform.python_version()}  # fmt: skip

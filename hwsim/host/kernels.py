@@ -10,6 +10,9 @@ the time per output element of the Resize kernel classes no calibration model ru
 (:data:`RESIZE_RATES`: nearest with the default coordinates, linear on plain and on NCHWc-blocked
 tensors; :func:`~cost_models.cpu.resize_kernel`), profiled (:func:`resize_ns`).
 
+And the L2 one onnxruntime run call takes for itself from a weight stream read once per run
+(``run_footprint_kib``, :func:`run_footprint_kib`; :func:`~cost_models.cpu.run_levels`).
+
 Each figure is a difference of two runs of the same kernel that differ only in the number of
 steps or frames, so the per-run dispatch cancels; each run is its fastest of several (the
 kernels are short enough to run in one time slice on a shared machine).
@@ -30,6 +33,7 @@ from cost_models.cpu import (
     RECURRENT_GATE_NS,
     RECURRENT_STEP_NS,
     calibration_basis_ns,
+    cyclic_capacity_bytes,
     kernel_type,
 )
 from cost_models.table import estimate
@@ -38,9 +42,22 @@ from graph_ir.op_metrics import metrics
 from hwsim.host.measure import make_session, profile_nodes, time_session
 
 __all__ = [
-    "LAYER_NORM_RATE", "NORM_PROBE", "RESIZE_PROBE", "RESIZE_RATES", "far_hidden", "fft_constants", "gemv_rate",
-    "kernel_efficiency", "kernel_rates", "layer_norm_ns", "parallel_section_ns", "per_element_efficiencies",
-    "resize_ns", "resize_probe", "streaming_efficiency",
+    "LAYER_NORM_RATE",
+    "NORM_PROBE",
+    "RESIZE_PROBE",
+    "RESIZE_RATES",
+    "far_hidden",
+    "fft_constants",
+    "gemv_rate",
+    "kernel_efficiency",
+    "kernel_rates",
+    "layer_norm_ns",
+    "parallel_section_ns",
+    "per_element_efficiencies",
+    "resize_ns",
+    "resize_probe",
+    "run_footprint_kib",
+    "streaming_efficiency",
 ]  # fmt: skip
 
 #: Key of :func:`kernel_rates`' figure for ``LayerNormalization``: ns per element, not a chip field.
@@ -139,6 +156,55 @@ def parallel_section_ns(kernel_ns: float, rounds: int = 5) -> float | None:
         return None
     section = per[SECTION_PROBE_N, 2] - per[SECTION_PROBE_N, 1] / 2
     return section if section > 0 and per[SECTION_PROBE_N, 1] > 0 else None
+
+
+#: The weight stream :func:`run_footprint_kib` times: two square matrices of this many times the L2
+#: together (between the L2 less a run's footprint and twice the L2: part of it hits in both cases).
+FOOTPRINT_PROBE_L2 = 1.3
+
+
+def _gemm_passes(n: int, passes: int) -> tuple[onnx.ModelProto, np.ndarray]:
+    """A batch-1 chain ``x -> W1 -> W2 -> W1 -> W2 ...``: ``passes`` passes over two ``n x n``
+    matrices (MLAS's matrix-vector kernel, as an MLP's Gemm layers run)."""
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array((rng.standard_normal((n, n)) * 0.03).astype(np.float32), w) for w in ("W1", "W2")]
+    nodes, x = [], "x"
+    for i in range(2 * passes):
+        nodes.append(helper.make_node("Gemm", [x, f"W{i % 2 + 1}"], [f"y{i}"], transB=1))
+        x = f"y{i}"
+    graph = helper.make_graph(nodes, "gemv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, n])],
+                              [helper.make_tensor_value_info(x, TensorProto.FLOAT, None)], inits)  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return model, (rng.standard_normal((1, n)) * 0.03).astype(np.float32)
+
+
+def run_footprint_kib(
+    l2_bytes: float, near_gbps: float, far_gbps: float, run_ns: float, kernel_ns: float, rounds: int = 5
+) -> float | None:
+    """KiB of L2 one onnxruntime run call takes for itself from a weight stream the model reads
+    once per run: two matrices of :data:`FOOTPRINT_PROBE_L2` times ``l2_bytes`` passed once and
+    three times per run (fastest of ``rounds``, interleaved). The first pass of a run (less the run
+    call ``run_ns``) and a later one ((3 passes - 1) / 2), each less two kernels ``kernel_ns``, read
+    as the capacity a cyclic stream keeps (:func:`~cost_models.cpu.cyclic_capacity_bytes`, at
+    ``near_gbps`` from L2 and ``far_gbps`` beyond); the difference is what the run call evicted.
+    Measured under load (2.5 MiB): 1.84 MiB kept from the second pass on, 1.62 MiB on the first.
+    None when not resolved."""
+    n = max(16, round(math.sqrt(FOOTPRINT_PROBE_L2 * l2_bytes / 8) / 16) * 16)
+    nbytes = 2 * n * n * 4
+    sessions = {k: (make_session(m, 1, "all"), x) for k in (1, 3) for m, x in [_gemm_passes(n, k)]}
+    best = dict.fromkeys(sessions, math.inf)
+    for _ in range(rounds):  # interleaved: a burst of other load hits both alike
+        for k, (sess, x) in sessions.items():
+            best[k] = min(best[k], time_session(sess, {"x": x}, runs=20, warmup=3, min_total_s=0.01).min_ns)
+    first = best[1] - run_ns - 2 * kernel_ns
+    later = (best[3] - best[1]) / 2 - 2 * kernel_ns
+    if first <= 0 or later <= 0:
+        return None
+    kept_first = cyclic_capacity_bytes(nbytes, nbytes / first, near_gbps, far_gbps)
+    kept_later = cyclic_capacity_bytes(nbytes, nbytes / later, near_gbps, far_gbps)
+    if kept_first is None or kept_later is None:
+        return None
+    return max(0.0, kept_later - kept_first) / 1024
 
 
 def _stft_frame_ns(n: int, rounds: int) -> float:
@@ -281,11 +347,12 @@ def far_hidden(l2_bytes: float) -> int:
 
 
 def kernel_rates(
-    quick: bool = False, l2_bytes: float | None = None, threads: int = 1, kernel_ns: float = 0.0
+    quick: bool = False, l2_bytes: float | None = None, threads: int = 1, kernel_ns: float = 0.0, run_ns: float = 0.0
 ) -> tuple[dict[str, float], list[str]]:
-    """The chip fields these kernels give (``gemv_gbps``, ``gemv_far_gbps`` where the L2 size
-    ``l2_bytes`` is known, ``fft_butterfly_ns``, ``fft_point_ns``; ``parallel_section_ns`` on a
-    host with ``threads`` > 1, whose dispatch per kernel is ``kernel_ns``), ``LayerNormalization``'s
+    """The chip fields these kernels give (``gemv_gbps``, ``gemv_far_gbps`` and ``run_footprint_kib``
+    where the L2 size ``l2_bytes`` is known, ``fft_butterfly_ns``, ``fft_point_ns``;
+    ``parallel_section_ns`` on a host with ``threads`` > 1; the dispatch per kernel is ``kernel_ns``,
+    per run call ``run_ns``), ``LayerNormalization``'s
     time per element (:data:`LAYER_NORM_RATE`, not a field: :func:`streaming_efficiency` turns it
     into an efficiency) and notes for any not resolved."""
     rounds = 2 if quick else 5
@@ -302,6 +369,11 @@ def kernel_rates(
             notes.append("LSTM step rate beyond L2 not resolved; gemv_far_gbps left out")
         else:
             out["gemv_far_gbps"] = far
+            footprint = run_footprint_kib(l2_bytes, out["gemv_gbps"], far, run_ns, kernel_ns, rounds)
+            if footprint is None:
+                notes.append("run call's L2 footprint not resolved; run_footprint_kib left out")
+            else:
+                out["run_footprint_kib"] = footprint
     fft = fft_constants(rounds=rounds)
     if fft is None:
         notes.append("STFT radix-2 constants not resolved; fft_butterfly_ns/fft_point_ns left out")

@@ -22,6 +22,7 @@ from cost_models.cpu import (
     parallel_sections,
     recurrent_kernel_ns,
     recurrent_threads,
+    resident_stream_ns,
     section_ns,
     sections_ns,
     stream_ns,
@@ -140,6 +141,23 @@ class TestGemv:
         assert gemv_split_speedup(op, looped(3.2e7), 2) == pytest.approx(2.0)  # halves beyond both
         assert gemv_split_speedup(gemm(8, 784, 512), looped(2.7e6), 2) == 2.0  # not a GEMV
         assert gemv_split_speedup(op, looped(2.7e6), 1) == 1.0
+
+    def test_a_run_calls_footprint_costs_a_once_per_run_stream_its_hits(self) -> None:
+        # the 784-512-512-10 MLP's 2.7 MB over a 1.75 MiB L2: 2 C - S of it hits, C less the run's footprint
+        op, levels = gemm(1, 784, 512), [(48.0, 200.0), (1792.0, 130.0), (32768.0, 38.0)]
+        w_b = op.weight_bytes(None)
+        plain, less = (resident_stream_ns(op, looped(2.7e6, run_footprint_kib=f), levels, w_b) for f in (None, 256.0))
+        hits = {f: 2 * (1792 - f) * 1024 - 2.7e6 for f in (0.0, 256.0)}  # bytes of a pass from L2
+        moved = (hits[0.0] - hits[256.0]) * (1 / 28.0 - 1 / 110.0) * w_b / 2.7e6  # this op's share of them
+        assert less - plain == pytest.approx(moved, rel=1e-6)
+        # weights that fit the L2 less the footprint, and a share per core that does, stream as before
+        small = resident_stream_ns(op, looped(1.2e6), levels, w_b)
+        assert resident_stream_ns(op, looped(1.2e6, run_footprint_kib=256.0), levels, w_b) == small
+        assert gemv_split_speedup(op, looped(2.7e6, run_footprint_kib=256.0), 2) > gemv_split_speedup(op, looped(2.7e6), 2)
+
+    def test_a_recurrent_r_read_many_times_a_run_keeps_the_whole_l2(self) -> None:
+        op = rnn("LSTM", 320, 16)  # R: 1.6 MB
+        assert ns(op, **KERNELS, gemv_far_gbps=28.0) == ns(op, **KERNELS, gemv_far_gbps=28.0, run_footprint_kib=512.0)
 
     @given(st.floats(2e5, 1e8), st.integers(2, 8))
     def test_never_slower_per_core_than_one_core(self, resident: float, threads: int) -> None:

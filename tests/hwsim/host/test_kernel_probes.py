@@ -114,3 +114,44 @@ def test_rates_only_measure_a_section_on_several_threads(monkeypatch: pytest.Mon
     assert "parallel_section_ns" not in kernels.kernel_rates(quick=True)[0]
     assert kernels.kernel_rates(quick=True, threads=2, kernel_ns=250.0)[0]["parallel_section_ns"] == 800.0
     assert calls == [250.0]
+
+
+class TestRunFootprint:
+    """A two-matrix Gemm chain passed once and three times per run: what the run call evicts."""
+
+    @staticmethod
+    def fake(monkeypatch: pytest.MonkeyPatch, first_ns: float, later_ns: float, run_ns: float, kernel_ns: float) -> None:
+        """Sessions keyed by passes per run: the run call, 2 kernels a pass, the first pass and the later ones."""
+        monkeypatch.setattr(kernels, "make_session", lambda model, threads, opt: len(model.graph.node) // 2)
+
+        def run(passes: int) -> float:
+            return run_ns + 2 * passes * kernel_ns + first_ns + (passes - 1) * later_ns
+
+        monkeypatch.setattr(kernels, "time_session", lambda sess, feeds, **kw: Timing((run(sess), 2 * run(sess))))
+
+    def test_the_capacity_the_first_pass_lost(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        l2 = 2 << 20
+        n = round(math.sqrt(kernels.FOOTPRINT_PROBE_L2 * l2 / 8) / 16) * 16
+        s = 2 * n * n * 4
+        later = s / _cyclic_gbps(s, 1.85 * (1 << 20))  # from the second pass on the stream keeps 1.85 MiB
+        first = s / _cyclic_gbps(s, 1.60 * (1 << 20))  # on the first, 0.25 MiB less
+        self.fake(monkeypatch, first, later, 4000.0, 250.0)
+        assert kernels.run_footprint_kib(l2, NEAR, FAR, 4000.0, 250.0) == pytest.approx(256.0, rel=1e-6)
+
+    def test_never_negative_and_unresolved(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.fake(monkeypatch, 20000.0, 30000.0, 4000.0, 250.0)  # later passes slower: nothing evicted
+        assert kernels.run_footprint_kib(2 << 20, NEAR, FAR, 4000.0, 250.0) == 0.0
+        # a run call said to take longer than the whole run
+        assert kernels.run_footprint_kib(2 << 20, NEAR, FAR, 60000.0, 250.0) is None
+
+
+def test_rates_read_the_footprint_with_the_far_rate(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[float, ...]] = []
+    monkeypatch.setattr(kernels, "gemv_rate", lambda hidden, rounds=5: NEAR if hidden == 256 else FAR)
+    monkeypatch.setattr(kernels, "fft_constants", lambda rounds=5: (1.0, 5.0))
+    monkeypatch.setattr(kernels, "layer_norm_ns", lambda rounds=5: 0.4)
+    monkeypatch.setattr(kernels, "resize_ns", lambda rounds=3: {})
+    monkeypatch.setattr(kernels, "run_footprint_kib", lambda *a, **kw: calls.append(a) or 200.0)
+    rates, _ = kernels.kernel_rates(l2_bytes=2 << 20, kernel_ns=250.0, run_ns=4000.0)
+    assert rates["run_footprint_kib"] == 200.0 and calls == [(2 << 20, NEAR, FAR, 4000.0, 250.0, 5)]
+    assert "run_footprint_kib" not in kernels.kernel_rates(quick=True, l2_bytes=2 << 20)[0]
