@@ -582,7 +582,8 @@ def chip_yaml(
     if fp.kernel_rates:
         lines.append("#   kernels: " + ", ".join(f"{k} {v:.3g}" for k, v in fp.kernel_rates.items())
                      + " (LSTM step GEMV rate, in L2 and for R four times the L2; STFT radix-2 time per butterfly and per point;"
-                     " one parallel section of the intra-op thread pool)")  # fmt: skip
+                     " one parallel section of the intra-op thread pool; the L2 a run call takes from a once-per-run"
+                     " weight stream)")  # fmt: skip
     lines.append("#   pointer chase over an L1-sized walk: " + ", ".join(
         f"{sz // KIB} KiB +{ns:.1f} ns" for sz, ns in fp.chase_ns))  # fmt: skip
     for n in fp.notes:
