@@ -254,6 +254,22 @@ class TestThreads:
         assert recurrent_threads(rnn("GRU", 256, 10), 1) == (1, (1, 1))
         assert parallel_sections(rnn("GRU", 192, 10), 2) == 1 + 10
 
+    @given(st.sampled_from(["LSTM", "GRU"]), st.integers(8, 1024), st.integers(1, 64), st.integers(1, 2),
+           st.integers(1, 8))  # fmt: skip
+    def test_parts_stay_within_the_pool_and_more_threads_never_slow_the_kernel(
+        self, op_type: str, hidden: int, steps: int, dirs: int, threads: int
+    ) -> None:
+        op = rnn(op_type, hidden, steps, dirs)
+        projection, products = recurrent_threads(op, threads)
+        assert 1 <= projection <= threads and all(1 <= t <= threads for t in products)
+        assert intra_op_threads(op, threads) == max(projection, *products)
+        assert (parallel_sections(op, threads) == 0) == (max(projection, *products) == 1)
+        chip = chip_from_dict(host_chip(**KERNELS, gemv_far_gbps=28.0))
+        unit = chip.units[0]
+        assert isinstance(unit, CpuUnit)
+        w_b = op.weight_bytes(None)
+        assert recurrent_kernel_ns(op, unit, chip, "fp32", w_b, threads) <= recurrent_kernel_ns(op, unit, chip, "fp32", w_b, 1) * (1 + 1e-9)
+
     def test_a_gru_whose_steps_stay_on_one_thread_gains_only_its_projection(self) -> None:
         chip = chip_from_dict(host_chip(**KERNELS))
         unit = chip.units[0]
