@@ -236,9 +236,11 @@ def _merge(bars: Sequence[_Bar], gap: float) -> list[_Bar]:
     share: dict[str, float] = {}
     for s, w, key in bars:
         if out and s - (out[-1][0] + out[-1][1]) < gap:
-            s0, w0, _ = out[-1]
+            s0, w0, best = out[-1]
             share[key] = share.get(key, 0.0) + w
-            out[-1] = (s0, max(w0, s + w - s0), max(share, key=lambda k: (share[k], k)))
+            if key != best and (share[key], key) > (share[best], best):  # only key's share grew
+                best = key
+            out[-1] = (s0, max(w0, s + w - s0), best)
         else:
             share = {key: w}
             out.append((s, w, key))
