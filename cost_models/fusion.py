@@ -244,12 +244,17 @@ def fuse(
     pairs: list[FusedPair] = []
     decisions: list[FusionDecision] = []
     saved = 0
+    units: dict[str, tuple[Unit, frozenset[str]]] = {}  # a placed unit and what it fuses
     for head in graph.order:
         unit_name = placement.get(head)
         if head in grouped or unit_name is None:
             continue
-        unit = chip.unit(unit_name)
-        group = _group(wiring, head, unit, placement, grouped, costs[head][unit_name])
+        if unit_name not in units:
+            units[unit_name] = (chip.unit(unit_name), fuses(chip.unit(unit_name)))
+        unit, allowed = units[unit_name]
+        if not _can_head(graph.op(head), allowed):  # most ops: no group starts here
+            continue
+        group = _group(wiring, head, unit, allowed, placement, grouped, costs[head][unit_name])
         if len(group) == 1:
             continue
         override = next((forced[m] for m in group if m in forced), None) if forced else None
@@ -439,7 +444,8 @@ def _joins(op: Op, allowed: frozenset[str]) -> bool:
 
 
 def _group(
-    wiring: _Wiring, head: str, unit: Unit, placement: Mapping[str, str], grouped: set[str], head_cost: OpCost
+    wiring: _Wiring, head: str, unit: Unit, allowed: frozenset[str], placement: Mapping[str, str],
+    grouped: set[str], head_cost: OpCost,
 ) -> list[str]:
     """The ops fused with ``head`` on ``unit``, ``head`` first (only ``head``: no fusion).
 
@@ -448,7 +454,6 @@ def _group(
     and an output tile of the group, coming in and going out, fits the unit's on-chip buffer.
     """
     graph = wiring.graph
-    allowed = fuses(unit)
     if not _can_head(graph.op(head), allowed):
         return [head]
     buffer = unit.onchip_bytes()

@@ -32,7 +32,7 @@ from matplotlib.transforms import offset_copy
 from chips.units import GBPS_PER_BYTES_PER_PS, PS_PER_MS
 from graph_ir.categories import CATEGORY_INFO
 from hwsim.analysis.busy import busy_core_ps_until, busy_core_steps
-from hwsim.analysis.memory import BYTES_PER_MIB, KINDS, MemoryUse, Peak, in_place, use_steps
+from hwsim.analysis.memory import BYTES_PER_MIB, KINDS, Buffer, MemoryUse, Peak, in_place
 from hwsim.pipeline import RunResult
 from hwsim.report.trace import dma_track
 from hwsim.sim.engine import Trace
@@ -236,9 +236,11 @@ def _merge(bars: Sequence[_Bar], gap: float) -> list[_Bar]:
     share: dict[str, float] = {}
     for s, w, key in bars:
         if out and s - (out[-1][0] + out[-1][1]) < gap:
-            s0, w0, _ = out[-1]
+            s0, w0, best = out[-1]
             share[key] = share.get(key, 0.0) + w
-            out[-1] = (s0, max(w0, s + w - s0), max(share, key=lambda k: (share[k], k)))
+            if key != best and (share[key], key) > (share[best], best):  # only key's share grew
+                best = key
+            out[-1] = (s0, max(w0, s + w - s0), best)
         else:
             share = {key: w}
             out.append((s, w, key))
@@ -529,6 +531,28 @@ def _pixel_envelope(times: np.ndarray, tops: list[np.ndarray]) -> tuple[np.ndarr
     return times[starts], [np.maximum.reduceat(t, starts) for t in tops]
 
 
+def _bytes_in_use(bufs: list[Buffer], times: np.ndarray) -> np.ndarray | None:
+    """Bytes of ``bufs`` in use at each of ``times`` (ps) as :func:`hwsim.analysis.memory.use_steps` counts them (a
+    buffer from its start until its end), in bulk; None when none of them is ever in use.
+
+    >>> from hwsim.analysis.memory import Buffer
+    >>> bufs = [Buffer("a", "activations", "d", 10, 0, 5), Buffer("b", "activations", "d", 4, 5, 9)]
+    >>> _bytes_in_use(bufs, np.array([0.0, 4.0, 5.0, 9.0, 12.0])).tolist()
+    [10.0, 10.0, 4.0, 0.0, 0.0]
+    """
+    rows = [(b.start_ps, b.end_ps, b.bytes) for b in bufs if b.end_ps > b.start_ps and b.bytes > 0]
+    if not rows:
+        return None
+    start, end, nbytes = np.array(rows, dtype=np.int64).T
+
+    def by(t: np.ndarray) -> np.ndarray:  # bytes of the buffers with t <= each time
+        order = np.argsort(t, kind="stable")
+        total = np.r_[0, np.cumsum(nbytes[order])]
+        return total[np.searchsorted(t[order], times, side="right")]
+
+    return (by(start) - by(end)).astype(np.float64)
+
+
 def _memory_axes(ax: Axes, result: RunResult, use: MemoryUse, peak: Peak) -> None:
     """One place's bytes in use over the run, stacked by kind, with its capacity when in view."""
     dram = frozenset(d.name for d in result.chip.domains if d.kind == "dram")
@@ -537,12 +561,10 @@ def _memory_axes(ax: Axes, result: RunResult, use: MemoryUse, peak: Peak) -> Non
     layers: list[tuple[str, np.ndarray]] = []  # (kind, its top of the stack at each time)
     top_bytes = np.zeros(len(times))
     for kind in KINDS:
-        steps = use_steps(b for b in mine if b.kind == kind)
-        if len(steps) == 1:
+        in_use = _bytes_in_use([b for b in mine if b.kind == kind], times)
+        if in_use is None:
             continue
-        st = np.array([t for t, _ in steps], dtype=np.float64)
-        sv = np.array([v for _, v in steps], dtype=np.float64)
-        top_bytes = top_bytes + sv[np.searchsorted(st, times, side="right") - 1]
+        top_bytes = top_bytes + in_use
         layers.append((kind, top_bytes))
     xs, tops = _pixel_envelope(times, [t for _, t in layers])
     scale = BYTES_PER_MIB

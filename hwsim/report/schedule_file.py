@@ -304,6 +304,9 @@ def _op_json(op: ScheduledOp) -> str:
     field's value is already its JSON value but for ``cores`` (a tuple, written as the list it
     dumps to), so the dump per op (a tenth of a 100,000-op run's ``schedule.json``) is skipped."""
     fields = op.__dict__
+    text = _plain_op_json(fields)
+    if text is not None:
+        return text
     parts = []
     for key, name in zip(_OP_KEYS, _OP_NAMES):
         v = fields[name]
@@ -318,6 +321,34 @@ def _op_json(op: ScheduledOp) -> str:
             text = indented_json(v, 3)
         parts.append(key + text)
     return "{" + ",".join(parts) + "\n  }"
+
+
+def _plain_op_json(f: Mapping[str, Any]) -> str | None:
+    """:func:`_op_json` of an op whose fields are the usual ones (names and reason text, finite
+    float times, no mapping) in one f-string; None for another (the general path writes it)."""
+    times = (f["start_ns"], f["finish_ns"], f["est_start_ns"], f["est_finish_ns"])
+    if f["mapping"] or not all(type(t) is float and math.isfinite(t) for t in times):
+        return None
+    core, order, nbytes, cores = f["core"], f["order"], f["dram_bytes"], f["cores"]
+    split, group = f["split"], f["fusion_group"]
+    if not (type(core) is int and type(order) is int and type(nbytes) is int and type(f["on_critical_path"]) is bool):
+        return None
+    if not (split is None or type(split) is int) or not (group is None or type(group) is str):
+        return None
+    if type(cores) is not tuple or not cores or not all(type(c) is int for c in cores):
+        return None
+    enc = _encode_str
+    cores_text = ",\n    ".join(map(int.__repr__, cores))
+    return (
+        f'{{\n   "op": {enc(f["op"])},\n   "op_type": {enc(f["op_type"])},\n   "unit": {enc(f["unit"])},'
+        f'\n   "core": {core},\n   "cores": [\n    {cores_text}\n   ],'
+        f'\n   "order": {order},\n   "split": {"null" if split is None else split},'
+        f'\n   "fusion_group": {"null" if group is None else enc(group)},\n   "dtype": {enc(f["dtype"])},'
+        f'\n   "start_ns": {times[0]!r},\n   "finish_ns": {times[1]!r},\n   "est_start_ns": {times[2]!r},'
+        f'\n   "est_finish_ns": {times[3]!r},\n   "dram_bytes": {nbytes},'
+        f'\n   "on_critical_path": {"true" if f["on_critical_path"] else "false"},'
+        f'\n   "reason": {enc(f["reason"])},\n   "mapping": {{}}\n  }}'
+    )
 
 
 def _check_model(sf: ScheduleFile, graph: ModelGraph, model_sha256: str, source: str) -> None:

@@ -55,6 +55,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from itertools import chain
+from operator import itemgetter
 from typing import Any, TypeGuard
 
 import numpy as np
@@ -259,19 +260,17 @@ class _Events:
         order = np.lexsort(keys)
         heads = [f'{{"name":{_encode(name)},"ph":"C","ts":' for name, _ in self._series]
         args = [f'{{{_encode(key)}:' for _, key in self._series]
-        texts, series_of, values, ts, pids = self.text, self._series_of, self._value, self._ts, self._pid
+        texts = self.text
+        series_of = np.frombuffer(self._series_of, dtype=np.int64)
+        values, ts, pids = np.frombuffer(self._value, dtype=np.float64), keys[4], keys[2]
         for at in range(0, len(order), chunk):
-            out: list[str] = []
-            append = out.append
-            for i in order[at : at + chunk].tolist():
-                text = texts[i]
-                if text is None:
-                    series, is_int = divmod(series_of[i], 2)
-                    v = values[i]
-                    value = int.__repr__(int(v)) if is_int else float.__repr__(v)
-                    text = f'{heads[series]}{float.__repr__(ts[i])},"pid":{pids[i]},"args":{args[series]}{value}}}}}'
-                append(text)
-            yield out
+            at_order = order[at : at + chunk]
+            is_counter = series_of[at_order] >= 0
+            kept = at_order[is_counter]  # the counters kept as numbers: their text made here, in bulk
+            made = iter(_counter_texts(heads, args, series_of[kept].tolist(), ts[kept].tolist(),
+                                       pids[kept].tolist(), values[kept].tolist()))  # fmt: skip
+            gathered = itemgetter(*at_order.tolist())(texts) if len(at_order) > 1 else (texts[int(at_order[0])],)
+            yield [t if t is not None else next(made) for t in gathered]
 
     def overlapping(self) -> bool:
         """Some complete event partly overlaps another on its track (:func:`separate_overlaps` moves it)."""
@@ -316,6 +315,18 @@ class _Events:
 
 
 _encode = json.JSONEncoder(separators=(",", ":")).encode
+
+
+def _counter_texts(
+    heads: Sequence[str], args: Sequence[str], series_of: Sequence[int], ts_us: Sequence[float],
+    pids: Sequence[int], values: Sequence[float],
+) -> list[str]:  # fmt: skip
+    """The JSON of counters kept as numbers (:meth:`_Events.counter`): ``series_of`` is 2 * the
+    series (whose ``heads`` and ``args`` open the text) + 1 if the value is an int."""
+    return [
+        f'{heads[s >> 1]}{t!r},"pid":{p},"args":{args[s >> 1]}{(int(v) if s & 1 else v)!r}}}}}'
+        for s, t, p, v in zip(series_of, ts_us, pids, values)
+    ]
 
 
 def _plain_number(value: float) -> bool:

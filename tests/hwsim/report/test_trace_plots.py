@@ -611,3 +611,25 @@ def test_memory_plot_envelope_keeps_peaks_and_stacking(raw_times: list[int], dat
     assert xs[0] == times[0] and xs[-1] == times[-1]
     assert lo.max() == lower.max() and hi.max() == upper.max()
     assert (hi >= lo).all()
+
+
+@given(
+    st.lists(st.tuples(st.floats(0, 100), st.floats(0, 5), st.sampled_from(["conv", "add", "dma", "matmul"])), max_size=30),
+    st.floats(0, 3),
+)
+def test_merge_keeps_the_colour_covering_most(bars: list[tuple[float, float, str]], gap: float) -> None:
+    """The merged bars and their colours are what recomputing the largest share at each step gives."""
+    from hwsim.report.plots import _merge
+
+    bars = sorted(bars)
+    want: list[tuple[float, float, str]] = []
+    share: dict[str, float] = {}
+    for s, w, key in bars:
+        if want and s - (want[-1][0] + want[-1][1]) < gap:
+            s0, w0, _ = want[-1]
+            share[key] = share.get(key, 0.0) + w
+            want[-1] = (s0, max(w0, s + w - s0), max(share, key=lambda k: (share[k], k)))
+        else:
+            share = {key: w}
+            want.append((s, w, key))
+    assert _merge(bars, gap) == want
