@@ -343,9 +343,12 @@ def cold_destinations(graph: ModelGraph, unit: CpuUnit, fused: Iterable[str] = (
     inside another kernel.
 
     Measured (profiled channel Concats, loaded 2-core Xeon, L2 kept 1.9 MiB): the rule calls warm
-    the U-Nets' (45-51 GB/s of input and output bytes inside their models) and squeezenet11's
-    (43-58, one of eight partly cold), cold yolov8n's and most of yolov5n's (13-30 GB/s).
+    unet_r64c16's (45-51 GB/s of input and output bytes inside the model) and squeezenet11's
+    within L2 (43-58), cold yolov8n's and most of yolov5n's within L2 (13-30 GB/s;
+    ``docs/fidelity_cpu.md``, "Where a Concat writes").
     """
+    if not any(op.op_type in COLD_DST_OP_TYPES for op in graph.ops()):
+        return {}
     plan = arena_plan(graph, fused)
     l2, run = unit.l2_kib * 1024, (unit.run_footprint_kib or 0.0) * 1024
     out: dict[str, Op] = {}

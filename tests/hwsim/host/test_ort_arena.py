@@ -99,6 +99,19 @@ class TestArenaPlan:
                 if m != n and made[m] <= made[n] < last[m]:
                     assert om + sm <= on or on + sn <= om, (m, n)
         assert all(o + s <= plan.peak_bytes for o, s in plan.offsets.values())
+        for k in plan.kernels:  # every part of a destination is accounted for once
+            pieces = destination_reuse(plan, k.name, run_bytes=1000.0)
+            assert sum(n for n, _ in pieces) == k.writes[0].nbytes and all(
+                d >= 0 for _, d in pieces
+            )
+            colds = [
+                cold_destination_bytes(plan, k.name, c, 1000.0)
+                for c in (0.0, 4 * KIB, 64 * KIB, 1e12)
+            ]
+            assert colds == sorted(colds, reverse=True)
+            assert colds[-1] == (
+                0 if k.writes[0].name in plan.offsets else k.writes[0].nbytes
+            )  # outputs: unknown
 
 
 class TestDestinationReuse:
