@@ -6,7 +6,9 @@ with the tiling of :func:`~cost_models.base.tiling_extra_bytes`. A MatMul/Gemm w
 from DRAM also stalls on them beside its compute (:func:`weight_stream_ns`, measured by
 ``hwsim fingerprint`` as ``weight_stream_gbps``). Depthwise convolutions are a kernel class of
 their own, and so is each Resize mode (:func:`kernel_type`, :func:`resize_kernel`). A
-ConvTranspose pays onnxruntime's col2im pass beside its GEMM (:func:`col2im_ns`).
+ConvTranspose pays onnxruntime's col2im pass beside its GEMM (:func:`col2im_ns`). An op marked
+as writing memory that is no longer in L2 (:data:`COLD_DST_ATTR`, set by ``hwsim validate`` from
+onnxruntime's arena plan) fetches it first (:func:`cold_destination_ns`).
 
 Efficiency: without a per-op-type entry in the unit's ``efficiency`` the compute roof is scaled
 by a default per op category (times a small-kernel factor, and a depthwise factor for
