@@ -6,7 +6,9 @@ with the tiling of :func:`~cost_models.base.tiling_extra_bytes`. A MatMul/Gemm w
 from DRAM also stalls on them beside its compute (:func:`weight_stream_ns`, measured by
 ``hwsim fingerprint`` as ``weight_stream_gbps``). Depthwise convolutions are a kernel class of
 their own, and so is each Resize mode (:func:`kernel_type`, :func:`resize_kernel`). A
-ConvTranspose pays onnxruntime's col2im pass beside its GEMM (:func:`col2im_ns`).
+ConvTranspose pays onnxruntime's col2im pass beside its GEMM (:func:`col2im_ns`). An op marked
+as writing memory that is no longer in L2 (:data:`COLD_DST_ATTR`, set by ``hwsim validate`` from
+onnxruntime's arena plan) fetches it first (:func:`cold_destination_ns`).
 
 Efficiency: without a per-op-type entry in the unit's ``efficiency`` the compute roof is scaled
 by a default per op category (times a small-kernel factor, and a depthwise factor for
@@ -59,6 +61,8 @@ from graph_ir.categories import Category
 from graph_ir.ir import Op, deployed_bytes
 
 __all__ = [
+    "COLD_DST_ATTR",
+    "COLD_DST_TRANSFERS",
     "DEFAULT_EFFICIENCY",
     "DEPTHWISE_FACTOR",
     "HALF_EFFICIENCY_FLOPS",
@@ -69,6 +73,7 @@ __all__ = [
     "CpuModel",
     "calibration_basis_ns",
     "col2im_ns",
+    "cold_destination_ns",
     "core_bytes",
     "cyclic_capacity_bytes",
     "fft_ns",
@@ -78,6 +83,7 @@ __all__ = [
     "is_gemv",
     "kernel_type",
     "last_level_cache_bytes",
+    "marked_cold_bytes",
     "mlas_threads",
     "parallel_sections",
     "recurrent_bytes",
@@ -130,6 +136,13 @@ RESIZE_OP_TYPES = ("Resize", "Upsample")
 #: Attribute (not ONNX's) that marks an op running on onnxruntime's NCHWc blocked layout, set by
 #: :func:`hwsim.host.validate.nchwc_kernels`; its value is the block's channels.
 NCHWC_ATTR = "hwsim_nchwc_block"
+#: Attribute (not ONNX's) with the bytes of an op's output whose memory is no longer in L2 when
+#: the kernel writes it, set by :func:`hwsim.host.validate.predict_nodes` from onnxruntime's arena
+#: plan (:mod:`hwsim.host.ort_arena`); :func:`cold_destination_ns` prices them.
+COLD_DST_ATTR = "hwsim_cold_dst_bytes"
+#: Transfers at the last-level cache's bandwidth per byte written into memory no longer in L2:
+#: the line fetched for ownership, and the dirty line it evicts written back.
+COLD_DST_TRANSFERS = 2
 #: Op types costed as onnxruntime's FFT kernels where the unit has the FFT constants.
 FFT_OP_TYPES = ("STFT", "DFT")
 #: MLAS splits a GEMM/convolution over threads in chunks of this many MACs
@@ -173,26 +186,32 @@ class CpuModel(UnitModel[CpuUnit]):
         """Work at the core's SIMD rate against the bytes of the cache level the working set fits
         (DRAM for the weights), plus a GEMM's weight stream (:func:`weight_stream_ns`)."""
         compute_ns = _compute_ns(op, unit, dtype)
-        stall_ns = weight_stream_ns(op, unit, w_b)
         act = in_b + out_b
         working = act + w_b
+        levels = _cache_levels(unit)
+        # a destination no longer in L2 (cold_destination_ns): a stall beside work on data in L2,
+        # one more transfer (its read for ownership) of a stream from beyond
+        in_l2 = len(levels) > 1 and working <= levels[1][0] * 1024
+        stall_ns = weight_stream_ns(op, unit, w_b) + (cold_destination_ns(op, unit, chip) if in_l2 else 0.0)
+        rfo = 0 if in_l2 else marked_cold_bytes(op)
         # weights from DRAM, unless they stay in the caches between inferences (steady state)
         cached, dram_w = (working, 0) if unit.weights_in_cache else (act, w_b)
-        levels = _cache_levels(unit)
         for i, (kib, gbps) in enumerate(levels):
             if working <= kib * 1024:
                 gbps = min(gbps, (_far_gemv_gbps(op, unit) if i >= 2 else _near_gemv_gbps(op, unit)) or math.inf)
                 if dram_w == 0 < w_b:
                     gbps = _resident_weights_gbps(op, unit, levels, act, w_b, gbps)
                 note = f"{dtype}, fits {kib:g} KiB" + (", weights cached" if dram_w == 0 < w_b else "")
-                cost = finish(op, unit, chip, dtype, compute_ns + stall_ns, cached, gbps, dram_w, 0, note)
+                cost = finish(op, unit, chip, dtype, compute_ns + stall_ns, cached + rfo, gbps, dram_w, 0, note)
                 break
         else:
             extra, tiles = spill_plan(in_b, w_b, out_b, levels[-1][0] * 1024, unit.l1_kib * 1024 / 2)
             note = f"{dtype}, spills LLC" + (f", {tiles} tiles" if tiles > 1 else "")
-            cost = finish(op, unit, chip, dtype, compute_ns + stall_ns, 0, 0.0, in_b + w_b + extra, out_b, note, tiles)
+            cost = finish(op, unit, chip, dtype, compute_ns + stall_ns, 0, 0.0, in_b + w_b + extra + rfo, out_b, note,
+                          tiles)
         if stall_ns:
-            cost = replace(cost, stall_ns=stall_ns, note=f"{cost.note}, weights stall {stall_ns / 1e3:.3g} us")
+            what = "destination fetch" if COLD_DST_ATTR in op.attrs else "weights stall"
+            cost = replace(cost, stall_ns=stall_ns, note=f"{cost.note}, {what} {stall_ns / 1e3:.3g} us")
         return cost
 
     def gather(self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
@@ -657,6 +676,40 @@ def weight_stream_ns(op: Op, unit: CpuUnit, weight_bytes: int) -> float:
     if not gbps or op.category != "matmul" or weight_bytes <= 0 or gemm_rows(op) <= 1:
         return 0.0
     return weight_bytes / gbps
+
+
+def marked_cold_bytes(op: Op) -> int:
+    """The op's :data:`COLD_DST_ATTR` bytes: its output bytes no longer in L2 (0 unmarked)."""
+    cold = op.attrs.get(COLD_DST_ATTR)
+    return cold if isinstance(cold, int) and cold > 0 else 0
+
+
+def cold_destination_ns(op: Op, unit: CpuUnit, chip: Chip) -> float:
+    """Time a kernel on data in L2 stalls writing into memory no longer there, ns: the op's
+    :data:`COLD_DST_ATTR` bytes, :data:`COLD_DST_TRANSFERS` times, at the last-level cache's
+    bandwidth (DRAM's without an L3). A kernel streaming from beyond L2 pays them as one more
+    transfer of its stream instead (:meth:`CpuModel.roofline`).
+
+    Channel Concats of two 256 KiB inputs just made (profiled, onnxruntime 1.32, loaded 2-core
+    Xeon, 38 GB/s L3) took 15-16.5 us into a 512 KiB region touched 0.25-1.5 MiB of distinct
+    bytes before, 24.5-28 us into one touched 2.5-16.5 MiB before (10-13 us more: 1-1.3
+    transfers) and 33-41 us after a 32 MiB Add that left the L2 full of dirty lines (2-3
+    transfers). Beyond L2 a copy into cold memory runs at ``(in + 2 out)`` bytes at the L3 rate
+    (``docs/fidelity_cpu.md``, "Channel Concats").
+
+    >>> from chips.schema import Chip
+    >>> chip = Chip.model_validate({"name": "c", "dram": {"bandwidth_gbps": 20, "latency_ns": 100}, "domains": [{"name": "d", "kind": "dram"}],
+    ...     "units": [{"name": "cpu", "kind": "cpu", "domain": "d", "clock_mhz": 1000, "flops_per_cycle": {"fp32": 32},
+    ...                "l1_kib": 32, "l1_bandwidth_gbps": 200, "l2_kib": 2048, "l2_bandwidth_gbps": 100,
+    ...                "l3_kib": 65536, "l3_bandwidth_gbps": 40}]})
+    >>> cold_destination_ns(Op("c", "Concat", "data", (), (), {COLD_DST_ATTR: 400_000}), chip.units[0], chip)
+    20000.0
+    """
+    cold = marked_cold_bytes(op)
+    if not cold:
+        return 0.0
+    gbps = unit.l3_bandwidth_gbps if unit.l3_kib and unit.l3_bandwidth_gbps else unit_bandwidth_gbps(unit, chip)
+    return COLD_DST_TRANSFERS * cold / gbps
 
 
 def gemm_rows(op: Op) -> int:

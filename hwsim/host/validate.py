@@ -24,6 +24,7 @@ from typing import Any
 from chips.schema import Chip, CpuUnit, chip_from_dict
 from cost_models.base import OpCost
 from cost_models.cpu import (
+    COLD_DST_ATTR,
     NCHWC_ATTR,
     PARALLEL_SECTION_NS,
     RESIZE_OP_TYPES,
@@ -51,6 +52,7 @@ from hwsim.host.measure import (
     random_inputs,
     time_session,
 )
+from hwsim.host.ort_arena import arena_plan, cold_destination_bytes
 from hwsim.host.ort_fusions import FUSED_KERNELS, ort_fusions
 
 __all__ = [
@@ -60,6 +62,7 @@ __all__ = [
     "ValidateError",
     "Validation",
     "append_record",
+    "cold_destinations",
     "cpu_chip",
     "format_validation",
     "merge_rounds",
@@ -327,6 +330,35 @@ def nchwc_kernels(graph: ModelGraph, block: int) -> dict[str, Op]:
             for op in graph.ops() if op.name in blocked and op.op_type in RESIZE_OP_TYPES}  # fmt: skip
 
 
+#: Op types whose destination's warmth is priced (:func:`cold_destinations`): a copy's time is its
+#: writes; a compute kernel's writes hide under its work.
+COLD_DST_OP_TYPES = frozenset(("Concat",))
+
+
+def cold_destinations(graph: ModelGraph, unit: CpuUnit, fused: Iterable[str] = ()) -> dict[str, Op]:
+    """The Concat kernels that write memory no longer in the core's L2, as that kernel: marked
+    with :data:`~cost_models.cpu.COLD_DST_ATTR`, the bytes of their output whose region in
+    onnxruntime's arena more than ``l2_kib`` of distinct bytes were touched since (the run call's
+    ``run_footprint_kib`` between runs; :mod:`hwsim.host.ort_arena`). ``fused``: the nodes that run
+    inside another kernel.
+
+    Measured (profiled channel Concats, loaded 2-core Xeon, L2 kept 1.9 MiB): the rule calls warm
+    unet_r64c16's (45-51 GB/s of input and output bytes inside the model) and squeezenet11's
+    within L2 (43-58), cold yolov8n's and most of yolov5n's within L2 (13-30 GB/s;
+    ``docs/fidelity_cpu.md``, "Where a Concat writes").
+    """
+    if not any(op.op_type in COLD_DST_OP_TYPES for op in graph.ops()):
+        return {}
+    plan = arena_plan(graph, fused)
+    l2, run = unit.l2_kib * 1024, (unit.run_footprint_kib or 0.0) * 1024
+    out: dict[str, Op] = {}
+    for k in plan.kernels:
+        if k.op_type in COLD_DST_OP_TYPES and (cold := cold_destination_bytes(plan, k.name, l2, run)):
+            op = graph.op(k.name)
+            out[k.name] = replace(op, attrs={**op.attrs, COLD_DST_ATTR: cold})
+    return out
+
+
 def nchwc_block_efficiency(output_blocks: int) -> float:
     """Rate of an NCHWc conv with ``output_blocks`` blocks of output channels against one with
     three or more: ``F / (F + 1)`` FMAs per load with ``F = min(output_blocks, 4)`` filter
@@ -480,6 +512,9 @@ def predict_nodes(
     patterns, quick = _pattern_kernels(graph, kernels or {}, fused)
     patterns.update((n, k) for n, k in (layout_kernels or {}).items() if n not in fused and n not in patterns)
     absorbed = absorbed | quick
+    if isinstance(chip.units[0], CpuUnit):  # a Concat into memory no longer in L2 (arena plan)
+        cold = cold_destinations(graph, chip.units[0], fused | absorbed)
+        patterns.update((n, k) for n, k in cold.items() if n not in fused and n not in patterns)
     extra = [*patterns.values(), *inserted]
     roof_chip = _roofline_chip(chip, {t for op in [*graph.ops(), *extra] for t in (op.op_type, kernel_type(op))})
     table = cost_table(graph, chip, "model")
@@ -530,7 +565,7 @@ def _kernel_prediction(k: Op, chip: Chip, roof_chip: Chip, threads: int, factor:
     assert c is not None and r is not None  # a CPU runs any op type
     c, r = _padded(c, factor), _padded(r, factor)
     return NodePrediction(kernel_type(k), _time(k, c, chip, threads, True), _basis(k, r, chip, threads),
-                          r.memory_ns / threads, _sections_ns(k, chip, threads))
+                          r.memory_ns / threads, c.stall_ns / threads + _sections_ns(k, chip, threads))
 
 
 def _match_inserted(

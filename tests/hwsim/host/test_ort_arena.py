@@ -1,0 +1,153 @@
+"""onnxruntime's arena replayed over a graph: reuse, memory pattern, and how long ago a kernel's
+destination was last touched. Graphs are tiny and built here."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chips.schema import chip_from_dict
+from cost_models.cpu import COLD_DST_ATTR
+from graph_ir.ir import Tensor
+from hwsim.host.ort_arena import arena_plan, cold_destination_bytes, destination_reuse
+from hwsim.host.validate import cold_destinations, cpu_chip, predict_nodes
+from tests.helpers import graph_from_ops, host_chip
+
+KIB = 1024
+
+
+def act(name: str, channels: int, hw: int = 32) -> Tensor:
+    return Tensor(name, (1, channels, hw, hw), "float32")
+
+
+def scalar(name: str) -> Tensor:
+    return Tensor(name, (1,), "float32")
+
+
+def concat_after_chain(chain_channels: int, chain: int = 2, y_channels: int = 128):
+    """``Y = Relu(X)`` dies at once; a chain of Adds over ``chain_channels``; then ``C =
+    Concat(A, B)`` of Y's shape, made from tensors made just before it (micro-model of the docs)."""
+    x, x1, x2, z = act("X", y_channels), act("X1", 64), act("X2", 64), act("Z", chain_channels)
+    ops = [("relu", "Relu", [x], [act("Y", y_channels)]), ("ry", "ReduceMax", [act("Y", y_channels)], [scalar("y1")]),
+           ("c0", "Add", [z, scalar("y1")], [act("t0", chain_channels)])]  # fmt: skip
+    for i in range(chain):
+        ops.append(
+            (
+                f"c{i + 1}",
+                "Add",
+                [act(f"t{i}", chain_channels)] * 2,
+                [act(f"t{i + 1}", chain_channels)],
+            )
+        )
+    ops += [("rw", "ReduceMax", [act(f"t{chain}", chain_channels)], [scalar("v")]),
+            ("a", "Add", [x1, scalar("v")], [act("A", 64)]), ("b", "Add", [x2, scalar("v")], [act("B", 64)]),
+            ("concat", "Concat", [act("A", 64), act("B", 64)], [act("C", 128)]),
+            ("rc", "ReduceMax", [act("C", 128)], [scalar("out")])]  # fmt: skip
+    return graph_from_ops("m", [x, x1, x2, z], ops)
+
+
+class TestArenaPlan:
+    def test_empty_graph(self) -> None:
+        plan = arena_plan(graph_from_ops("e", [act("x", 4)], []))
+        assert plan.kernels == () and plan.offsets == {} and plan.peak_bytes == 0
+
+    def test_same_shape_tensor_takes_the_freed_buffer(self) -> None:
+        plan = arena_plan(concat_after_chain(64))
+        assert (
+            plan.offsets["C"] == plan.offsets["Y"] and plan.offsets["A"][0] != plan.offsets["C"][0]
+        )
+
+    def test_activation_writes_over_its_dying_input_and_views_share(self) -> None:
+        x = act("x", 8)
+        g = graph_from_ops("g", [x], [
+            ("add", "Add", [x, x], [act("a", 8)]), ("relu", "Relu", [act("a", 8)], [act("r", 8)]),
+            ("flat", "Flatten", [act("r", 8)], [Tensor("f", (1, 8 * 32 * 32), "float32")]),
+            ("neg", "Neg", [Tensor("f", (1, 8 * 32 * 32), "float32")], [Tensor("n", (1, 8 * 32 * 32), "float32")]),
+        ])  # fmt: skip
+        plan = arena_plan(g)
+        assert plan.offsets["r"] == plan.offsets["a"] and plan.offsets["f"] == plan.offsets["a"]
+        assert "n" not in plan.offsets and [k.name for k in plan.kernels] == ["add", "relu", "neg"]
+
+    @settings(max_examples=40, deadline=None)
+    @given(st.lists(st.tuples(st.sampled_from(["Relu", "Add", "Concat"]), st.integers(1, 8), st.integers(0, 99),
+                              st.integers(0, 99)), min_size=1, max_size=25))  # fmt: skip
+    def test_tensors_alive_together_never_share_memory(
+        self, steps: list[tuple[str, int, int, int]]
+    ) -> None:
+        tensors = [act("x", 4, 8)]
+        ops = []
+        for i, (kind, ch, a, b) in enumerate(steps):
+            p, q = tensors[a % len(tensors)], tensors[b % len(tensors)]
+            if kind == "Relu":
+                out, ins = act(f"t{i}", p.shape[1], 8), [p]
+            elif kind == "Add":
+                out, ins = act(f"t{i}", p.shape[1], 8), [p, p]
+            else:
+                out, ins = act(f"t{i}", p.shape[1] + q.shape[1], 8), [p, q]
+            ops.append((f"op{i}", kind, ins, [out]))
+            tensors.append(out)
+            del ch
+        plan = arena_plan(graph_from_ops("r", [tensors[0]], ops))
+        made = {t.name: i for i, k in enumerate(plan.kernels) for t in k.writes}
+        last = dict(made)
+        for i, k in enumerate(plan.kernels):
+            last.update((t.name, i) for t in k.reads if t.name in made)
+        arena = [n for n in made if n in plan.offsets]
+        for m in arena:
+            for n in arena:
+                (om, sm), (on, sn) = plan.offsets[m], plan.offsets[n]
+                if m != n and made[m] <= made[n] < last[m]:
+                    assert om + sm <= on or on + sn <= om, (m, n)
+        assert all(o + s <= plan.peak_bytes for o, s in plan.offsets.values())
+        for k in plan.kernels:  # every part of a destination is accounted for once
+            pieces = destination_reuse(plan, k.name, run_bytes=1000.0)
+            assert sum(n for n, _ in pieces) == k.writes[0].nbytes and all(
+                d >= 0 for _, d in pieces
+            )
+            colds = [
+                cold_destination_bytes(plan, k.name, c, 1000.0)
+                for c in (0.0, 4 * KIB, 64 * KIB, 1e12)
+            ]
+            assert colds == sorted(colds, reverse=True)
+            assert colds[-1] == (
+                0 if k.writes[0].name in plan.offsets else k.writes[0].nbytes
+            )  # outputs: unknown
+
+
+class TestDestinationReuse:
+    def test_a_chain_that_fits_the_cache_leaves_the_destination_warm(self) -> None:
+        # the chain keeps touching two 256 KiB buffers (and Z): about 1 MiB of distinct bytes
+        plan = arena_plan(concat_after_chain(64, chain=16))
+        ((size, distance),) = destination_reuse(plan, "concat")
+        assert size == 512 * KIB and distance < 1.5 * 1024 * KIB
+        assert cold_destination_bytes(plan, "concat", 1.9 * 1024 * KIB) == 0
+
+    def test_a_wide_chain_leaves_it_cold(self) -> None:
+        plan = arena_plan(concat_after_chain(256, chain=2))  # 1 MiB tensors: 3 MiB distinct
+        ((size, distance),) = destination_reuse(plan, "concat")
+        assert distance > 3 * 1024 * KIB
+        assert cold_destination_bytes(plan, "concat", 1.9 * 1024 * KIB) == size == 512 * KIB
+
+    def test_region_first_touched_later_wraps_to_the_previous_run(self) -> None:
+        x = act("x", 8)
+        g = graph_from_ops("g", [x], [("a", "Add", [x, x], [act("a", 8)]), ("b", "Concat", [act("a", 8)] * 2,
+                                      [act("b", 16)]), ("c", "Neg", [act("b", 16)], [act("c", 16)])])  # fmt: skip
+        plan = arena_plan(g)
+        near = destination_reuse(plan, "b", run_bytes=0.0)
+        far = destination_reuse(plan, "b", run_bytes=1e9)
+        assert sum(n for n, _ in near) == sum(n for n, _ in far) == act("b", 16).nbytes
+        assert max(d for _, d in far) >= 1e9 > max(d for _, d in near)
+
+
+class TestPricedInValidate:
+    def test_cold_concat_costs_more_and_the_extra_is_its_stall(self) -> None:
+        chip = chip_from_dict(host_chip())
+        unit = cpu_chip(chip, 1).units[0]
+        for channels, cold in ((64, False), (256, True)):
+            graph = concat_after_chain(channels, chain=2 if cold else 16)
+            marked = cold_destinations(graph, unit)
+            assert ("concat" in marked) == cold
+            if cold:
+                assert marked["concat"].attrs[COLD_DST_ATTR] == 512 * KIB
+            pred = predict_nodes(graph, cpu_chip(chip, 1), 1, set())["concat"]
+            assert (pred.stall_ns > 0) == cold
