@@ -13,6 +13,9 @@
    Iterated: kick the best (a few tasks, one task's neighbourhood or linear cluster moved, or
    the order jittered) and descend again, until the budget is spent or ``STALL_KICKS`` kicks in
    a row found nothing better; on small graphs each walk starts from another descended seed.
+   On small graphs where every unit has one core, the best is then descended again from every
+   exchange of two units' tasks (:func:`unit_swaps`: whole load groups change unit, which no
+   path of one-task moves does), with ``budget // SWAP_SHARE`` evaluations more.
 3. Order: keep the units and start a late task just before an earlier task on its unit when
    that shortens the makespan.
 4. Affinity: a task is moved to the unit its operator type prefers when that costs nothing.
