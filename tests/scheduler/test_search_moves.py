@@ -108,6 +108,10 @@ def test_weighted_transfers_in_the_re_timing_reach_the_optimum(monkeypatch):
     check_valid(p, s)
     assert s.makespan_ns == pytest.approx(74.976, abs=1e-3)
     monkeypatch.setattr(al, "TIMED_COMM_WEIGHT", 1.0)
+    # With weight 1 the exchanges of two units' tasks (unit_swaps) still reach it; without them
+    # the weight alone decides.
+    assert affinity_locality(p).makespan_ns == pytest.approx(74.976, abs=1e-3)
+    monkeypatch.setattr(al, "unit_swaps", lambda problem, assign: [])
     assert affinity_locality(p).makespan_ns > 74.976 * 1.05
 
 
