@@ -13,6 +13,9 @@
    Iterated: kick the best (a few tasks, one task's neighbourhood or linear cluster moved, or
    the order jittered) and descend again, until the budget is spent or ``STALL_KICKS`` kicks in
    a row found nothing better; on small graphs each walk starts from another descended seed.
+   On small graphs where every unit has one core, the best is then descended again from every
+   exchange of two units' tasks (:func:`unit_swaps`: whole load groups change unit, which no
+   path of one-task moves does), with ``budget // SWAP_SHARE`` evaluations more.
 3. Order: keep the units and start a late task just before an earlier task on its unit when
    that shortens the makespan.
 4. Affinity: a task is moved to the unit its operator type prefers when that costs nothing.
@@ -41,7 +44,7 @@ from scheduler.problem import Problem, Solution, evaluate, evaluate_within, prio
 from scheduler.ranks import placement_rank, upward_rank
 from scheduler.single_unit import single_unit
 
-__all__ = ["DEFAULT_WORK_BUDGET", "affinity_locality", "critical_tasks", "order_search"]
+__all__ = ["DEFAULT_WORK_BUDGET", "affinity_locality", "critical_tasks", "order_search", "unit_swaps"]
 
 #: Task+edge visits the local search may spend in total (evaluations = this // (n + edges)).
 DEFAULT_WORK_BUDGET = 600_000
@@ -66,6 +69,12 @@ RICH_MAX_EVALUATIONS = 40_000
 RICH_WORK_BUDGET = 6_000_000
 #: Share of the neighbourhood kicks that move a task's whole linear cluster instead.
 CHAIN_KICKS = 0.5
+#: On small graphs, after the walks, each exchange of two units' tasks (:func:`unit_swaps`) is
+#: descended with ``budget // SWAP_DESCENT`` evaluations: on related units the optimum was often
+#: one such exchange away, a move no path of one-task moves takes (each step is much longer).
+SWAP_DESCENT = 40
+#: :func:`_swap_descents` spends at most ``budget // SWAP_SHARE`` evaluations in all.
+SWAP_SHARE = 6
 #: On small graphs the search re-times an assignment by placement rank with transfers weighted
 #: this much (a task feeding another unit goes earlier): on the optima's own units that order
 #: was 1.067x the optimum at n=50, against 1.095x with weight 1.
@@ -141,6 +150,32 @@ def _moves(
         if others:
             j = min(others, key=lambda k: (abs(cur.start_ns[k] - cur.start_ns[i]), k))
             out.append({i: u, j: v})
+    return out
+
+
+def unit_swaps(problem: Problem, assign: Sequence[int]) -> list[list[int]]:
+    """``assign`` with everything two units run exchanged, one candidate per pair of units.
+
+    A pair is left out when a task on one unit cannot run on the other, or when both run nothing.
+
+    Examples
+    --------
+    >>> from scheduler.problem import make_problem
+    >>> import numpy as np
+    >>> p = make_problem(["a", "b", "c"], ["u", "v", "w"], np.ones((3, 3)), [])
+    >>> unit_swaps(p, [0, 0, 1])
+    [[1, 1, 0], [2, 2, 1], [0, 0, 2]]
+    """
+    out: list[list[int]] = []
+    for a in range(problem.n_units):
+        for b in range(a + 1, problem.n_units):
+            on = [t for t in range(problem.n) if assign[t] in (a, b)]
+            if not on or any((b if assign[t] == a else a) not in problem.capable[t] for t in on):
+                continue
+            swapped = list(assign)
+            for t in on:
+                swapped[t] = b if assign[t] == a else a
+            out.append(swapped)
     return out
 
 
@@ -387,6 +422,29 @@ def _walks(
     return best, spent
 
 
+def _swap_descents(
+    problem: Problem, best: Solution, budget: int, chain_of: list[tuple[int, ...]]
+) -> tuple[Solution, int]:
+    """Descend from every exchange of two units' tasks in ``best`` (:func:`unit_swaps`), each with
+    ``budget // SWAP_DESCENT`` evaluations, and keep the best; again from an improvement, until
+    ``budget // SWAP_SHARE`` evaluations are spent. Returns the best and the evaluations spent."""
+    spent, share, total = 0, max(1, budget // SWAP_DESCENT), budget // SWAP_SHARE
+    improved = True
+    while improved and spent < total:
+        improved = False
+        start = best
+        for assign in unit_swaps(problem, start.unit):
+            if spent >= total:
+                break
+            kick, used = _timed(problem, assign, start.order())
+            cand, more = _local_search(problem, kick if kick is not None else start, min(share, total - spent), chain_of)
+            cand, last = order_search(problem, cand, problem.n)
+            spent += used + more + last
+            if _key(cand) < _key(best):
+                best, improved = cand, True
+    return best, spent
+
+
 def affinity_locality(problem: Problem, work_budget: int = DEFAULT_WORK_BUDGET) -> Solution:
     """Schedule ``problem`` with the default policy (see the module docstring)."""
     if problem.n == 0:
@@ -394,7 +452,8 @@ def affinity_locality(problem: Problem, work_budget: int = DEFAULT_WORK_BUDGET) 
     size = problem.n + problem.n_edges()
     rich = size <= RICH
     budget = min(MAX_EVALUATIONS, (work_budget if size <= SMALL else min(work_budget, LARGE_WORK_BUDGET)) // size)
-    if rich and all(c == 1 for c in problem.cores):
+    one_core = rich and all(c == 1 for c in problem.cores)
+    if one_core:
         # One core per unit: ``evaluate``'s fast path, so the search affords more evaluations.
         budget = min(RICH_MAX_EVALUATIONS, RICH_WORK_BUDGET // size)
     chain_of: list[tuple[int, ...]] | None = None
@@ -426,6 +485,8 @@ def affinity_locality(problem: Problem, work_budget: int = DEFAULT_WORK_BUDGET) 
         descended.append(cand)
     descended.sort(key=_key)
     best, spent = _walks(problem, descended, budget, spent, chain_of)
+    if one_core and chain_of is not None:
+        best, _ = _swap_descents(problem, best, budget, chain_of)
     cand, used = order_search(problem, best, (budget - spent) // 2)
     spent += used
     if _key(cand) < _key(best):
