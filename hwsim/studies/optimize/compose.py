@@ -5,7 +5,9 @@ good *there*. Here, each is scored by this chip's own screen (each op's predicte
 those knobs on this chip, :func:`~hwsim.studies.optimize.stages.predicted_ns`, the screen stage
 2 uses) and the learned prior's expected gain (:func:`rerank`), and a *composed* candidate is
 built from the best one (:func:`composed`): per op, the transferred signature where the screen
-predicts it at least as good as the op's default, else the screen's best legal signature.
+predicts it at least as good as the op's default, else the screen's best legal signature; either
+way with the knobs the screen judges re-derived on this chip (:func:`rederived`: a split, a
+dataflow, a tile chosen for the source chip's cores, bandwidth and SRAM need not be this one's best).
 """
 
 from __future__ import annotations
@@ -16,14 +18,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from cost_models.mapping import OpMapping
+from cost_models.mapping import OpMapping, choices, legality
 from hwsim.studies.optimize.features import op_features
 from hwsim.studies.optimize.stages import SignatureContext, predicted_ns, screened, signature_pool
 
 if TYPE_CHECKING:
-    from graph_ir.ir import ModelGraph
+    from graph_ir.ir import ModelGraph, Op
 
-__all__ = ["Scored", "composed", "rerank"]
+__all__ = ["REDERIVE_MARGIN", "SCREENED_KNOBS", "Scored", "composed", "rederived", "rerank"]
+
+#: Knobs of a transferred signature the screen judges (:func:`~.stages.predicted_ns`: the split,
+#: the NPU's dataflow, layout and SRAM buffering), re-derived on this chip by :func:`rederived`.
+#: ``unit`` and ``fusion`` are kept as transferred (the screen sees neither the schedule nor fusion).
+SCREENED_KNOBS = ("cores", "dataflow", "layout", "tile")
+#: Share by which the screen must predict another value faster before it replaces a transferred one.
+REDERIVE_MARGIN = 0.01
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,11 +87,35 @@ def rerank(ctx: SignatureContext, graph: ModelGraph, mappings: Sequence[dict[str
     return [scored[i] for i in order]
 
 
+def rederived(ctx: SignatureContext, op: Op, mapping: OpMapping) -> OpMapping:
+    """``mapping`` with the knobs the screen judges (:data:`SCREENED_KNOBS`, those of
+    ``ctx.knobs``) chosen again for this chip, one knob at a time in that order: the legal value
+    the screen predicts fastest with the others held, where it is predicted at least
+    :data:`REDERIVE_MARGIN` faster than the value held (so the transferred value stays on a tie).
+
+    The source chip chose its values for its own cores, bandwidth and SRAM: a split over 3 cores
+    that paid there can cost here, where its shards' traffic shares a slower memory.
+    """
+    legal = choices(op, ctx.chip, ctx.table)
+    best, best_ns = mapping, predicted_ns(op, ctx.chip, ctx.table, mapping)
+    for knob in (k for k in SCREENED_KNOBS if k in ctx.knobs):
+        held = best
+        for value in legal.get(knob, ()):
+            cand = OpMapping.from_dict(held.as_dict() | {knob: value})
+            if cand == held or legality(op, ctx.chip, ctx.table, cand) is not None:
+                continue
+            ns = predicted_ns(op, ctx.chip, ctx.table, cand)
+            if ns < best_ns and ns <= (1 - REDERIVE_MARGIN) * predicted_ns(op, ctx.chip, ctx.table, held):
+                best, best_ns = cand, ns
+    return best
+
+
 def composed(ctx: SignatureContext, graph: ModelGraph, mapping: Mapping[str, OpMapping],
              parent_ns: float) -> dict[str, OpMapping]:  # fmt: skip
     """Per op of ``mapping``: its signature where this chip's screen predicts it at least as
-    good as the op's default, else the screen's best legal signature for the op (from the
-    default; the op left at its default when the screen predicts nothing better).
+    good as the op's default, with the knobs the screen judges re-derived here
+    (:func:`rederived`); else the screen's best legal signature for the op (from the default;
+    the op left at its default when the screen predicts nothing better).
 
     Deterministic: the legal pool is drawn with a generator seeded by the op's name.
     """
@@ -91,7 +124,7 @@ def composed(ctx: SignatureContext, graph: ModelGraph, mapping: Mapping[str, OpM
         op = graph.op(name)
         default_ns = predicted_ns(op, ctx.chip, ctx.table, OpMapping())
         if predicted_ns(op, ctx.chip, ctx.table, m) <= default_ns:
-            out[name] = m
+            out[name] = rederived(ctx, op, m)
             continue
         pool = signature_pool(random.Random(name), op, ctx, {})
         better = (b for b in screened(op, ctx, pool, OpMapping(), parent_ns)
