@@ -31,10 +31,10 @@ if TYPE_CHECKING:
     from chips.schema import Chip, Unit
     from cost_models.base import OpCost
     from cost_models.table import CostTable
-    from graph_ir.ir import Op
+    from graph_ir.ir import ModelGraph, Op
     from hwsim.studies.optimize.prior import Prior
 
-__all__ = ["GraphProposal", "SignatureContext", "predicted_ns", "propose_graphs", "screened", "signature_pool", "signature_queue", "split_latency_ns", "top_ops"]
+__all__ = ["GraphProposal", "SignatureContext", "fusable_ops", "predicted_ns", "propose_graphs", "screened", "signature_pool", "signature_queue", "split_latency_ns", "top_ops"]
 
 #: Legal signatures considered per op at most (sampled when the knobs allow more).
 POOL_CAP = 256
@@ -107,6 +107,25 @@ class SignatureContext:
     exploit: float
     prior: Prior | None
     chip_features: Mapping[str, float]
+    #: Ops that can end up in a fusion group (:func:`fusable_ops`); the ``fusion`` knob is offered
+    #: on these only. None: on every op whose type a unit fuses.
+    fusable: frozenset[str] | None = None
+
+
+def fusable_ops(graph: ModelGraph, chip: Chip, table: CostTable) -> frozenset[str]:
+    """The ops of ``graph`` that are in a fusion group of more than one op on some unit of
+    ``chip`` when every op that unit may run is placed there (:func:`cost_models.fusion.fuse`,
+    mode ``on``): the only ops on which the ``fusion`` knob can change anything. A conv whose
+    output feeds two convs, say, heads no group on any unit (its output must reach DRAM).
+    """
+    from cost_models.fusion import fuse
+
+    out: set[str] = set()
+    for unit in chip.units:
+        placement = {op: unit.name for op in graph.order if unit.name in table.eligible(op)}
+        for pair in fuse(graph, chip, table, placement, mode="on").pairs:
+            out.update((pair.producer, pair.consumer))
+    return frozenset(out)
 
 
 def split_latency_ns(shard: OpCost, unit: Unit, chip: Chip, cores: int) -> float:
@@ -157,7 +176,7 @@ def signature_pool(rng: random.Random, op: Op, ctx: SignatureContext, current: M
     the default (stage 2 may then revert an op, such as a transferred signature that does not
     pay on this chip)."""
     legal = choices(op, ctx.chip, ctx.table)
-    knobs = [k for k in ctx.knobs if k in legal]
+    knobs = [k for k in ctx.knobs if k in legal and (k != "fusion" or ctx.fusable is None or op.name in ctx.fusable)]
     values = [tuple(dict.fromkeys((None, *legal[k]))) for k in knobs]
     combos = list(itertools.product(*values))
     if len(combos) > POOL_CAP:

@@ -205,3 +205,23 @@ def test_rederived_is_legal_and_never_predicted_slower(seed: int) -> None:
     assert legality(op, chip, ctx.table, got) is None
     assert _ns(ctx, op, got) <= _ns(ctx, op, m)
     assert (got.unit, got.fusion) == (m.unit, m.fusion)
+
+
+def test_fusion_is_offered_only_on_ops_that_can_end_up_in_a_fusion_group(ctx: SignatureContext, yolov8n: ModelGraph) -> None:
+    """A conv whose type a unit fuses but whose output feeds more than its epilogue heads no group
+    on any unit: the ``fusion`` knob would change nothing there, so stage 2 does not offer it."""
+    from dataclasses import replace
+
+    from cost_models.mapping import choices
+    from hwsim.studies.optimize.stages import fusable_ops
+
+    fusable = fusable_ops(yolov8n, ctx.chip, ctx.table)
+    typed = [o for o in yolov8n.ops() if len(choices(o, ctx.chip, ctx.table)["fusion"]) > 1]
+    lone = next(o for o in typed if o.name not in fusable)
+    grouped = next(o for o in typed if o.name in fusable)
+    real = replace(ctx, fusable=fusable)
+    for op, offered in ((lone, False), (grouped, True)):
+        pool = signature_pool(random.Random(0), op, real, {})
+        assert any(m.fusion is not None for m in pool) == offered
+        assert any(m.fusion is not None for m in signature_pool(random.Random(0), op, ctx, {}))  # by type: offered
+    assert fusable <= {o.name for o in typed}  # a group holds only ops whose type some unit fuses
