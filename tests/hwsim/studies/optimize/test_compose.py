@@ -225,3 +225,24 @@ def test_fusion_is_offered_only_on_ops_that_can_end_up_in_a_fusion_group(ctx: Si
         assert any(m.fusion is not None for m in pool) == offered
         assert any(m.fusion is not None for m in signature_pool(random.Random(0), op, ctx, {}))  # by type: offered
     assert fusable <= {o.name for o in typed}  # a group holds only ops whose type some unit fuses
+
+
+def test_rerank_goes_by_the_screen_first_the_prior_only_breaking_its_ties(ctx: SignatureContext, yolov8n: ModelGraph) -> None:
+    """A prior that says the screen's favourite cost and a mapping the screen predicts slower paid
+    does not reorder them: summed over a mapping's ops its per-op errors add up; it only breaks
+    the screen's ties (see test_rerank_averages_in_the_prior)."""
+    from dataclasses import replace
+
+    from hwsim.studies.optimize.compose import screen_score
+    from hwsim.studies.optimize.features import op_features
+
+    op = _convs(yolov8n)[3]
+    fast, slow = {op.name: OpMapping(unit="npu", cores=3)}, {op.name: OpMapping(unit="cpu_big")}
+    feats = op_features(op, ctx.table)
+    samples = [Sample(feats, ctx.chip_features, {"unit": "npu", "cores": 3}, -2.0),
+               Sample(feats, ctx.chip_features, {"unit": "cpu_big"}, 2.0)]  # fmt: skip
+    learned = replace(ctx, prior=Prior.fit_samples(samples, k=1))
+    got = rerank(learned, yolov8n, [slow, fast], PARENT_NS)
+    assert [s.mapping for s in got] == [fast, slow]
+    assert got[0].screen_log_gain == screen_score(ctx, yolov8n, fast, PARENT_NS) > 0 > got[1].screen_log_gain
+    assert got[1].log_gain > got[0].log_gain  # averaged with the prior, the order would flip
