@@ -5,7 +5,9 @@ good *there*. Here, each is scored by this chip's own screen (each op's predicte
 those knobs on this chip, :func:`~hwsim.studies.optimize.stages.predicted_ns`, the screen stage
 2 uses) and the learned prior's expected gain (:func:`rerank`), and a *composed* candidate is
 built from the best one (:func:`composed`): per op, the transferred signature where the screen
-predicts it at least as good as the op's default, else the screen's best legal signature.
+predicts it at least as good as the op's default, else the screen's best legal signature; either
+way with the knobs the screen judges re-derived on this chip (:func:`rederived`: a split, a
+dataflow, a tile chosen for the source chip's cores, bandwidth and SRAM need not be this one's best).
 """
 
 from __future__ import annotations
@@ -16,23 +18,31 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from cost_models.mapping import OpMapping
+from cost_models.mapping import OpMapping, choices, legality
 from hwsim.studies.optimize.features import op_features
 from hwsim.studies.optimize.stages import SignatureContext, predicted_ns, screened, signature_pool
 
 if TYPE_CHECKING:
-    from graph_ir.ir import ModelGraph
+    from graph_ir.ir import ModelGraph, Op
 
-__all__ = ["Scored", "composed", "rerank"]
+__all__ = ["REDERIVE_MARGIN", "SCREENED_KNOBS", "Scored", "composed", "rederived", "rerank", "score", "screen_score"]
+
+#: Knobs of a transferred signature the screen judges (:func:`~.stages.predicted_ns`: the split,
+#: the NPU's dataflow, layout and SRAM buffering), re-derived on this chip by :func:`rederived`.
+#: ``unit`` and ``fusion`` are kept as transferred (the screen sees neither the schedule nor fusion).
+SCREENED_KNOBS = ("cores", "dataflow", "layout", "tile")
+#: Share by which the screen must predict another value faster before it replaces a transferred one.
+REDERIVE_MARGIN = 0.01
 
 
 @dataclass(frozen=True, slots=True)
 class Scored:
-    """A transferred mapping and its predicted log gain on this chip (natural log; the screen's
-    and, where the prior has samples, the prior's, averaged)."""
+    """A transferred mapping and its predicted log gains on this chip (natural log): the screen's
+    and the prior's averaged (where the prior has samples), and the screen's alone."""
 
     mapping: dict[str, OpMapping]
     log_gain: float
+    screen_log_gain: float
 
 
 def _screen_log_gain(parent_ns: float, saved_ns: float) -> float:
@@ -53,36 +63,75 @@ def _prior_log_gain(ctx: SignatureContext, graph: ModelGraph, mapping: Mapping[s
     )
 
 
-def score(ctx: SignatureContext, graph: ModelGraph, mapping: Mapping[str, OpMapping], parent_ns: float,
-          current: Mapping[str, OpMapping] | None = None) -> float:  # fmt: skip
-    """``mapping``'s predicted log gain on ``ctx.chip`` over ``current`` (default: every op's
-    default): the screen's (the ops' predicted time saved, summed), averaged with the prior's
-    where it has samples. -inf where the screen finds an op no unit runs so."""
+def screen_score(ctx: SignatureContext, graph: ModelGraph, mapping: Mapping[str, OpMapping], parent_ns: float,
+                 current: Mapping[str, OpMapping] | None = None) -> float:  # fmt: skip
+    """``mapping``'s log gain on ``ctx.chip`` over ``current`` (default: every op's default) as
+    the screen predicts it (the ops' predicted time saved, summed); -inf where the screen finds
+    an op no unit runs so."""
     now = current or {}
     saved = sum(
         predicted_ns(graph.op(op), ctx.chip, ctx.table, now.get(op, OpMapping()))
         - predicted_ns(graph.op(op), ctx.chip, ctx.table, m)
         for op, m in mapping.items()
     )
-    screen = _screen_log_gain(parent_ns, saved if not math.isnan(saved) else -math.inf)
+    return _screen_log_gain(parent_ns, saved if not math.isnan(saved) else -math.inf)
+
+
+def score(ctx: SignatureContext, graph: ModelGraph, mapping: Mapping[str, OpMapping], parent_ns: float,
+          current: Mapping[str, OpMapping] | None = None) -> float:  # fmt: skip
+    """``mapping``'s predicted log gain on ``ctx.chip`` over ``current`` (default: every op's
+    default): the screen's (:func:`screen_score`), averaged with the prior's where it has
+    samples. -inf where the screen finds an op no unit runs so."""
+    screen = screen_score(ctx, graph, mapping, parent_ns, current)
     prior = _prior_log_gain(ctx, graph, mapping)
     return screen if prior is None or screen == -math.inf else (screen + prior) / 2
 
 
 def rerank(ctx: SignatureContext, graph: ModelGraph, mappings: Sequence[dict[str, OpMapping]],
            parent_ns: float) -> list[Scored]:  # fmt: skip
-    """``mappings`` scored on this chip (:func:`score`), the best first; ties keep the given
-    order (nearer chips, better trials first)."""
-    scored = [Scored(m, score(ctx, graph, m, parent_ns)) for m in mappings]
-    order = sorted(range(len(scored)), key=lambda i: (-scored[i].log_gain, i))
+    """``mappings`` scored on this chip, the best first: by the screen's predicted gain
+    (:func:`screen_score`), the screen's and the prior's averaged (:func:`score`) breaking its
+    ties (fusion, which the screen does not predict); then the given order (nearer chips,
+    better trials first).
+
+    The screen ranks first because the prior, trained per op on each trial's gain shared by its
+    ops, sums its errors over a whole mapping: on mobilenetv2 it predicted a loss for each of
+    the nearest chips' best 9-10-op mappings and ranked a one-op mapping first.
+    """
+    scored = [Scored(m, score(ctx, graph, m, parent_ns), screen_score(ctx, graph, m, parent_ns)) for m in mappings]
+    order = sorted(range(len(scored)), key=lambda i: (-scored[i].screen_log_gain, -scored[i].log_gain, i))
     return [scored[i] for i in order]
+
+
+def rederived(ctx: SignatureContext, op: Op, mapping: OpMapping) -> OpMapping:
+    """``mapping`` with the knobs the screen judges (:data:`SCREENED_KNOBS`, those of
+    ``ctx.knobs``) chosen again for this chip, one knob at a time in that order: the legal value
+    the screen predicts fastest with the others held, where it is predicted at least
+    :data:`REDERIVE_MARGIN` faster than the value held (so the transferred value stays on a tie).
+
+    The source chip chose its values for its own cores, bandwidth and SRAM: a split over 3 cores
+    that paid there can cost here, where its shards' traffic shares a slower memory.
+    """
+    legal = choices(op, ctx.chip, ctx.table)
+    best, best_ns = mapping, predicted_ns(op, ctx.chip, ctx.table, mapping)
+    for knob in (k for k in SCREENED_KNOBS if k in ctx.knobs):
+        held = best
+        for value in legal.get(knob, ()):
+            cand = OpMapping.from_dict(held.as_dict() | {knob: value})
+            if cand == held or legality(op, ctx.chip, ctx.table, cand) is not None:
+                continue
+            ns = predicted_ns(op, ctx.chip, ctx.table, cand)
+            if ns < best_ns and ns <= (1 - REDERIVE_MARGIN) * predicted_ns(op, ctx.chip, ctx.table, held):
+                best, best_ns = cand, ns
+    return best
 
 
 def composed(ctx: SignatureContext, graph: ModelGraph, mapping: Mapping[str, OpMapping],
              parent_ns: float) -> dict[str, OpMapping]:  # fmt: skip
     """Per op of ``mapping``: its signature where this chip's screen predicts it at least as
-    good as the op's default, else the screen's best legal signature for the op (from the
-    default; the op left at its default when the screen predicts nothing better).
+    good as the op's default, with the knobs the screen judges re-derived here
+    (:func:`rederived`); else the screen's best legal signature for the op (from the default;
+    the op left at its default when the screen predicts nothing better).
 
     Deterministic: the legal pool is drawn with a generator seeded by the op's name.
     """
@@ -91,7 +140,7 @@ def composed(ctx: SignatureContext, graph: ModelGraph, mapping: Mapping[str, OpM
         op = graph.op(name)
         default_ns = predicted_ns(op, ctx.chip, ctx.table, OpMapping())
         if predicted_ns(op, ctx.chip, ctx.table, m) <= default_ns:
-            out[name] = m
+            out[name] = rederived(ctx, op, m)
             continue
         pool = signature_pool(random.Random(name), op, ctx, {})
         better = (b for b in screened(op, ctx, pool, OpMapping(), parent_ns)

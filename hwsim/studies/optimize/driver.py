@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from cost_models.mapping import OpMapping
@@ -17,6 +18,7 @@ from hwsim.studies.optimize.prior import Prior
 from hwsim.studies.optimize.search import Record, Search, SearchResult
 from hwsim.studies.optimize.stages import (
     SignatureContext,
+    fusable_ops,
     predicted_ns,
     propose_graphs,
     signature_queue,
@@ -91,21 +93,25 @@ def _better(a: Record, b: Record) -> bool:
 
 def _context(s: Search, transforms: tuple[str, ...]) -> SignatureContext:
     cfg = s.inputs.config
-    _, table = s.graph_and_table(transforms)
-    return SignatureContext(s.inputs.chip, table, cfg.stage_kernel.signature, cfg.exploit, s.prior, s.chip_feats)
+    graph, table = s.graph_and_table(transforms)
+    return SignatureContext(s.inputs.chip, table, cfg.stage_kernel.signature, cfg.exploit, s.prior, s.chip_feats,
+                            fusable_ops(graph, s.inputs.chip, table))  # fmt: skip
 
 
 def ranked_transfer(s: Search, start: Record, mappings: Sequence[dict[str, OpMapping]]) -> list[dict[str, OpMapping]]:
     """The transferred mappings on ``start``'s graph in the order to try them: the composed one
     first (:func:`~hwsim.studies.optimize.compose.composed`, built from the best-scored), then
-    the others by their score on this chip (:func:`~hwsim.studies.optimize.compose.rerank`)."""
+    the others by their score on this chip (:func:`~hwsim.studies.optimize.compose.rerank`).
+    A ``fusion`` knob on an op in no fusion group here (:func:`~.stages.fusable_ops`) is dropped."""
     graph, _ = s.graph_and_table(start.candidate.transforms)
+    ctx = _context(s, start.candidate.transforms)
     names = set(graph.order)
-    kept = [{op: m for op, m in mm.items() if op in names and not m.is_default()} for mm in mappings]
+    fusable = ctx.fusable if ctx.fusable is not None else names
+    kept = [{op: m if op in fusable else replace(m, fusion=None) for op, m in mm.items() if op in names} for mm in mappings]
+    kept = [{op: m for op, m in mm.items() if not m.is_default()} for mm in kept]
     kept = [m for m in kept if m]
     if not kept:
         return []
-    ctx = _context(s, start.candidate.transforms)
     parent_ns = start.outcome.latency_ms * 1e6
     scored = rerank(ctx, graph, kept, parent_ns)
     first = composed(ctx, graph, scored[0].mapping, parent_ns)

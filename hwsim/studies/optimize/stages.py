@@ -17,8 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from chips.units import PS_PER_NS
 from cost_models.base import applicable_knobs, model_for
 from cost_models.mapping import OpMapping, choices, legality
+from hwsim.sim.plan import memory_capacity, memory_of
 from hwsim.sim.splitting import shard_cost
 from hwsim.studies.optimize.evaluate import Candidate, apply_transforms
 from hwsim.studies.optimize.features import op_features
@@ -26,12 +28,13 @@ from hwsim.studies.optimize.features import op_features
 if TYPE_CHECKING:
     import onnx
 
-    from chips.schema import Chip
+    from chips.schema import Chip, Unit
+    from cost_models.base import OpCost
     from cost_models.table import CostTable
-    from graph_ir.ir import Op
+    from graph_ir.ir import ModelGraph, Op
     from hwsim.studies.optimize.prior import Prior
 
-__all__ = ["GraphProposal", "SignatureContext", "predicted_ns", "propose_graphs", "screened", "signature_pool", "signature_queue", "top_ops"]
+__all__ = ["GraphProposal", "SignatureContext", "fusable_ops", "predicted_ns", "propose_graphs", "screened", "signature_pool", "signature_queue", "split_latency_ns", "top_ops"]
 
 #: Legal signatures considered per op at most (sampled when the knobs allow more).
 POOL_CAP = 256
@@ -104,13 +107,51 @@ class SignatureContext:
     exploit: float
     prior: Prior | None
     chip_features: Mapping[str, float]
+    #: Ops that can end up in a fusion group (:func:`fusable_ops`); the ``fusion`` knob is offered
+    #: on these only. None: on every op whose type a unit fuses.
+    fusable: frozenset[str] | None = None
+
+
+def fusable_ops(graph: ModelGraph, chip: Chip, table: CostTable) -> frozenset[str]:
+    """The ops of ``graph`` that are in a fusion group of more than one op on some unit of
+    ``chip`` when every op that unit may run is placed there (:func:`cost_models.fusion.fuse`,
+    mode ``on``): the only ops on which the ``fusion`` knob can change anything. A conv whose
+    output feeds two convs, say, heads no group on any unit (its output must reach DRAM).
+    """
+    from cost_models.fusion import fuse
+
+    out: set[str] = set()
+    for unit in chip.units:
+        placement = {op: unit.name for op in graph.order if unit.name in table.eligible(op)}
+        for pair in fuse(graph, chip, table, placement, mode="on").pairs:
+            out.update((pair.producer, pair.consumer))
+    return frozenset(out)
+
+
+def split_latency_ns(shard: OpCost, unit: Unit, chip: Chip, cores: int) -> float:
+    """Latency in ns of an op run as ``cores`` identical shards of cost ``shard`` at once on
+    ``unit``: the shard's own, unless the shards' traffic together takes longer through the
+    memory they all stream through (the engine shares a memory's bandwidth among the flows on
+    it, :class:`hwsim.sim.resources.SharedBandwidth`): ``cores x`` the shard's DRAM bytes over
+    that memory's bandwidth (:func:`hwsim.sim.plan.memory_capacity`), plus the overhead.
+
+    A weight-bound layer split three ways reads its weights three times through one DRAM: its
+    shards' own latency hides that, this does not.
+    """
+    memory = memory_of(chip, unit.domain)
+    bytes_per_ns = memory_capacity(chip)[memory] * PS_PER_NS
+    if bytes_per_ns <= 0:
+        return shard.latency_ns
+    shared_ns = cores * shard.dram_bytes / bytes_per_ns
+    return max(shard.compute_ns, shard.memory_ns, shared_ns) + shard.overhead_ns
 
 
 def predicted_ns(op: Op, chip: Chip, table: CostTable, mapping: OpMapping) -> float:
     """The screen: ``op``'s own latency under ``mapping`` as its cost model predicts it alone, in
     ns: the fastest unit it may run on (its pin), with the kernel knobs that unit offers, split
-    over ``cores`` shards (:func:`hwsim.sim.splitting.shard_cost`) where set; fusion is not
-    predicted (neutral). inf where no unit runs it so.
+    over ``cores`` shards (:func:`hwsim.sim.splitting.shard_cost`, the shards sharing their
+    memory's bandwidth: :func:`split_latency_ns`) where set; fusion is not predicted (neutral).
+    inf where no unit runs it so.
     """
     p = table.precision_of(op.name)
     best = math.inf
@@ -118,10 +159,12 @@ def predicted_ns(op: Op, chip: Chip, table: CostTable, mapping: OpMapping) -> fl
         if unit.name not in table.eligible(op.name) or mapping.unit not in (None, unit.name):
             continue
         if mapping.cores is not None and mapping.cores > 1:
-            cost = shard_cost(op, unit, chip, p, mapping.cores, mapping.kernel())
-        else:
-            model = model_for(unit.kind)
-            cost = model.estimate(op, unit, chip, p, applicable_knobs(model, op, unit, chip, p, mapping.kernel()))
+            shard = shard_cost(op, unit, chip, p, mapping.cores, mapping.kernel())
+            if shard is not None:
+                best = min(best, split_latency_ns(shard, unit, chip, mapping.cores))
+            continue
+        model = model_for(unit.kind)
+        cost = model.estimate(op, unit, chip, p, applicable_knobs(model, op, unit, chip, p, mapping.kernel()))
         if cost is not None:
             best = min(best, cost.latency_ns)
     return best
@@ -133,7 +176,7 @@ def signature_pool(rng: random.Random, op: Op, ctx: SignatureContext, current: M
     the default (stage 2 may then revert an op, such as a transferred signature that does not
     pay on this chip)."""
     legal = choices(op, ctx.chip, ctx.table)
-    knobs = [k for k in ctx.knobs if k in legal]
+    knobs = [k for k in ctx.knobs if k in legal and (k != "fusion" or ctx.fusable is None or op.name in ctx.fusable)]
     values = [tuple(dict.fromkeys((None, *legal[k]))) for k in knobs]
     combos = list(itertools.product(*values))
     if len(combos) > POOL_CAP:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from cost_models.table import CostTable
     from hwsim.studies.optimize.db import Trial
 
-__all__ = ["MATCH_FEATURES", "MATCH_KIND_PREFIXES", "MATCH_RADIUS", "TrialSource", "match_ops", "named_chips", "nearest_chips", "transferred"]
+__all__ = ["MATCH_FEATURES", "MATCH_INTENSITY_RADIUS", "MATCH_KIND_PREFIXES", "MATCH_RADIUS", "TrialSource", "match_ops", "named_chips", "nearest_chips", "transferred"]
 
 #: Op features that must be equal for two ops to match across models: the op's type (category
 #: one-hot), depthwise or not, and its precision.
@@ -33,7 +34,10 @@ MATCH_KIND_PREFIXES = ("cat.", "dtype.", "depthwise")
 #: window, channels, groups) and the arithmetic intensity, each ``log2(1 + x)``.
 MATCH_FEATURES = ("kernel_log2", "channels_in_log2", "channels_out_log2", "groups_log2", "intensity_log2")
 #: Largest feature distance of a match (1 is a factor of about two in one feature).
-MATCH_RADIUS = 2.0
+MATCH_RADIUS = 1.5
+#: Largest difference in arithmetic intensity (``intensity_log2``) of a match, on its own: ops
+#: of one shape class but twice the FLOP per byte sit elsewhere on the roofline.
+MATCH_INTENSITY_RADIUS = 1.0
 
 
 class TrialSource(Protocol):
@@ -66,7 +70,7 @@ def _kind(f: Mapping[str, float]) -> tuple[tuple[str, float], ...]:
 
 
 def _op_distance(a: Mapping[str, float], b: Mapping[str, float]) -> float:
-    if _kind(a) != _kind(b):
+    if _kind(a) != _kind(b) or abs(a.get("intensity_log2", 0.0) - b.get("intensity_log2", 0.0)) > MATCH_INTENSITY_RADIUS:
         return math.inf
     return math.sqrt(sum((a.get(n, 0.0) - b.get(n, 0.0)) ** 2 for n in MATCH_FEATURES))
 
@@ -77,12 +81,14 @@ def match_ops(
     """Target op name -> the source op it takes its signature from: the nearest source op of
     the same kind (op category, depthwise or not, precision: :data:`MATCH_KIND_PREFIXES`) by
     shape class and arithmetic intensity (:data:`MATCH_FEATURES`), within
-    :data:`MATCH_RADIUS`; ties by source name. A source op may serve several target ops; a
+    :data:`MATCH_RADIUS` and within :data:`MATCH_INTENSITY_RADIUS` in intensity alone; ties by
+    source name. A source op may serve several target ops; a
     target op with no source op near enough is left out. Op names play no part.
 
     >>> conv = {"cat.conv": 1.0, "kernel_log2": 3.3, "intensity_log2": 6.0}
     >>> match_ops({"a": conv, "b": {"cat.activation": 1.0}},
-    ...           {"x": conv | {"intensity_log2": 6.5}, "y": {"cat.pool": 1.0}, "z": {"cat.activation": 1.0}})
+    ...           {"x": conv | {"intensity_log2": 6.5}, "y": {"cat.pool": 1.0}, "z": {"cat.activation": 1.0},
+    ...            "w": conv | {"intensity_log2": 7.2}})
     {'x': 'a', 'z': 'b'}
     """
     out: dict[str, str] = {}
@@ -105,12 +111,35 @@ def _ranked(trials: Sequence[Trial], model_sha256: str) -> list[Trial]:
 
 
 def _carried(trial: Trial, graph: ModelGraph, here: Mapping[str, Mapping[str, float]],
-             same_model: bool) -> dict[str, Mapping[str, object]]:  # fmt: skip
-    """``trial``'s signatures on ``graph``'s ops: by op name for the same model, else by op features."""
+             same_model: bool) -> dict[str, tuple[str, Mapping[str, object]]]:  # fmt: skip
+    """``trial``'s signatures on ``graph``'s ops, as target op -> (source op, signature): by op
+    name for the same model, else by op features (:func:`match_ops`)."""
     if same_model:
-        return {op: sig for op, sig in trial.signatures.items() if op in here}
+        return {op: (op, sig) for op, sig in trial.signatures.items() if op in here}
     source = {op: trial.op_features.get(op, {}) for op in trial.signatures}
-    return {t: trial.signatures[s] for t, s in match_ops(source, here).items()}
+    return {t: (s, trial.signatures[s]) for t, s in match_ops(source, here).items()}
+
+
+def _relegalized(chip: Chip, graph: ModelGraph, table: CostTable,
+                 carried: Mapping[str, tuple[str, Mapping[str, object]]]) -> dict[str, OpMapping]:  # fmt: skip
+    """``carried`` re-legalized for ``chip`` (:func:`cost_models.mapping.legalize`), all-default
+    ones dropped; a source op's signature carried to several ops (another model's op matched
+    by features) is kept only on those where this chip's screen
+    (:func:`~hwsim.studies.optimize.stages.predicted_ns`) predicts it no slower than the default."""
+    from cost_models.mapping import OpMapping, legalize  # at call time: only transfer needs it
+    from hwsim.studies.optimize.stages import predicted_ns
+
+    served = Counter(src for src, _ in carried.values())
+    out: dict[str, OpMapping] = {}
+    for name, (src, sig) in sorted(carried.items()):
+        op = graph.op(name)
+        m = legalize(op, chip, table, OpMapping.from_dict(sig))
+        if m.is_default():
+            continue
+        if served[src] > 1 and predicted_ns(op, chip, table, m) > predicted_ns(op, chip, table, OpMapping()):
+            continue
+        out[name] = m
+    return out
 
 
 def named_chips(db: TrialSource, chip: Chip, names: Sequence[str]) -> list[tuple[str, str, float]]:
@@ -138,15 +167,15 @@ def transferred(
     chips first; of each chip its trials of the same model first (ops matched by name, best
     objective first), then of other models (ops matched by :func:`match_ops`, best gain first).
     Every signature is re-legalized for ``chip`` (:func:`cost_models.mapping.legalize`); those
-    left all-default are dropped, and a candidate met twice is kept once, where it came first.
+    left all-default are dropped, as is one source op's signature on each of several target ops
+    where the screen predicts it slower than the default (:func:`_relegalized`), and a
+    candidate met twice is kept once, where it came first.
 
     Raises
     ------
     hwsim.studies.optimize.db.DbError
         A name of ``from_chips`` no chip of ``db`` has.
     """
-    from cost_models.mapping import OpMapping, legalize  # at call time: only transfer needs it
-
     here = {op.name: op_features(op, table) for op in graph.ops()}
     out: list[dict[str, OpMapping]] = []
     seen: set[str] = set()
@@ -154,11 +183,7 @@ def transferred(
     for fp, _, _ in sources:
         for trial in _ranked(db.trials(chip_fingerprint=fp), model_sha256):
             carried = _carried(trial, graph, here, trial.model_sha256 == model_sha256)
-            cand: dict[str, OpMapping] = {}
-            for name, sig in sorted(carried.items()):
-                m = legalize(graph.op(name), chip, table, OpMapping.from_dict(sig))
-                if not m.is_default():
-                    cand[name] = m
+            cand = _relegalized(chip, graph, table, carried)
             key = json.dumps({n: m.as_dict() for n, m in cand.items()}, sort_keys=True)
             if cand and key not in seen:
                 seen.add(key)

@@ -6,6 +6,8 @@ import random
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chips import load_chip
 from cost_models.mapping import KNOBS, OpMapping
@@ -134,3 +136,113 @@ def test_with_transfer_the_composed_candidate_comes_right_after_the_baseline(tmp
     assert first["signatures"].get("/fc0/Gemm") != pin
     pinned = [r for r in rows if r["signatures"].get("/fc0/Gemm") == pin]
     assert all(r["trial"] > first["trial"] for r in pinned)
+
+
+def _weight_bound_conv() -> ModelGraph:
+    """A 1x1 conv 320 -> 1280 on a 7x7 map (MobileNetV2's last): its weights dominate its traffic."""
+    import networkx as nx
+
+    from graph_ir.ir import Tensor
+    from graph_ir.op_metrics import metrics
+
+    x, y = Tensor("x", (1, 320, 7, 7), "float32"), Tensor("y", (1, 1280, 7, 7), "float32")
+    w = Tensor("w", (1280, 320, 1, 1), "float32", is_weight=True)
+    m = metrics("Conv", (x, w), (y,), {})
+    dag = nx.DiGraph()
+    dag.add_node("head", op=Op("head", "Conv", m.category, (x, w), (y,), {}, m.macs, m.flops))
+    return ModelGraph("g", dag, (x,), (y,), {"y": "head"}, ("head",))
+
+
+def test_split_shards_share_their_memory_bandwidth_in_the_screen() -> None:
+    """Each shard of a split reads every weight; three shards read them three times through one
+    DRAM. On 7 output rows, 2 and 3 shards cost the same alone (4 and 3 rows fill the array
+    alike): the screen must still rank 3 cores slower, as the engine runs them."""
+    from cost_models.base import KernelKnobs
+    from hwsim.sim.splitting import shard_cost
+    from hwsim.studies.optimize.stages import split_latency_ns
+
+    graph, chip = _weight_bound_conv(), load_chip("rk3588")
+    table, op, npu = cost_table(graph, chip, "int8"), graph.op("head"), chip.unit("npu")
+    alone = {k: shard_cost(op, npu, chip, "int8", k, KernelKnobs("is", None, None)) for k in (2, 3)}
+    assert alone[2] is not None and alone[3] is not None
+    assert alone[2].latency_ns == alone[3].latency_ns  # the premise: alone, a tie
+    ns = {k: predicted_ns(op, chip, table, OpMapping(unit="npu", cores=k, dataflow="is")) for k in (2, 3)}
+    assert ns[3] > ns[2] > alone[2].latency_ns
+    assert ns[3] == split_latency_ns(alone[3], npu, chip, 3)
+    # shards with little traffic keep their own latency
+    assert split_latency_ns(alone[3], npu, chip, 1) == alone[3].latency_ns
+
+
+def test_composed_rederives_a_split_the_screen_judges_slower_here() -> None:
+    """A neighbour's 3-core split of a weight-bound conv (predicted no worse than the default, so
+    kept before) comes back as the split the screen predicts fastest here; the unit and fusion
+    stay as transferred."""
+    from hwsim.studies.optimize.compose import REDERIVE_MARGIN, rederived
+
+    graph, chip = _weight_bound_conv(), load_chip("rk3588")
+    ctx = SignatureContext(chip, cost_table(graph, chip, "int8"), KNOBS, 0.5, None, chip_features(chip))
+    op = graph.op("head")
+    moved = OpMapping(unit="npu", cores=3, dataflow="is", fusion=False)
+    assert _ns(ctx, op, moved) <= _ns(ctx, op, OpMapping())  # the premise: no worse than the default
+    got = composed(ctx, graph, {"head": moved}, PARENT_NS)["head"]
+    assert got.unit == "npu" and got.fusion is False and got.cores != 3
+    assert _ns(ctx, op, got) <= (1 - REDERIVE_MARGIN) * _ns(ctx, op, moved)
+    assert rederived(ctx, op, got) == got  # a fixed point: nothing left the screen judges better
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(min_value=0, max_value=10_000))
+def test_rederived_is_legal_and_never_predicted_slower(seed: int) -> None:
+    from cost_models.mapping import legality
+    from hwsim.studies.optimize.compose import rederived
+
+    graph, chip = _weight_bound_conv(), load_chip("rk3588")
+    ctx = SignatureContext(chip, cost_table(graph, chip, "int8"), KNOBS, 0.5, None, chip_features(chip))
+    op = graph.op("head")
+    pool = signature_pool(random.Random(seed), op, ctx, {})
+    m = pool[seed % len(pool)]
+    got = rederived(ctx, op, m)
+    assert legality(op, chip, ctx.table, got) is None
+    assert _ns(ctx, op, got) <= _ns(ctx, op, m)
+    assert (got.unit, got.fusion) == (m.unit, m.fusion)
+
+
+def test_fusion_is_offered_only_on_ops_that_can_end_up_in_a_fusion_group(ctx: SignatureContext, yolov8n: ModelGraph) -> None:
+    """A conv whose type a unit fuses but whose output feeds more than its epilogue heads no group
+    on any unit: the ``fusion`` knob would change nothing there, so stage 2 does not offer it."""
+    from dataclasses import replace
+
+    from cost_models.mapping import choices
+    from hwsim.studies.optimize.stages import fusable_ops
+
+    fusable = fusable_ops(yolov8n, ctx.chip, ctx.table)
+    typed = [o for o in yolov8n.ops() if len(choices(o, ctx.chip, ctx.table)["fusion"]) > 1]
+    lone = next(o for o in typed if o.name not in fusable)
+    grouped = next(o for o in typed if o.name in fusable)
+    real = replace(ctx, fusable=fusable)
+    for op, offered in ((lone, False), (grouped, True)):
+        pool = signature_pool(random.Random(0), op, real, {})
+        assert any(m.fusion is not None for m in pool) == offered
+        assert any(m.fusion is not None for m in signature_pool(random.Random(0), op, ctx, {}))  # by type: offered
+    assert fusable <= {o.name for o in typed}  # a group holds only ops whose type some unit fuses
+
+
+def test_rerank_goes_by_the_screen_first_the_prior_only_breaking_its_ties(ctx: SignatureContext, yolov8n: ModelGraph) -> None:
+    """A prior that says the screen's favourite cost and a mapping the screen predicts slower paid
+    does not reorder them: summed over a mapping's ops its per-op errors add up; it only breaks
+    the screen's ties (see test_rerank_averages_in_the_prior)."""
+    from dataclasses import replace
+
+    from hwsim.studies.optimize.compose import screen_score
+    from hwsim.studies.optimize.features import op_features
+
+    op = _convs(yolov8n)[3]
+    fast, slow = {op.name: OpMapping(unit="npu", cores=3)}, {op.name: OpMapping(unit="cpu_big")}
+    feats = op_features(op, ctx.table)
+    samples = [Sample(feats, ctx.chip_features, {"unit": "npu", "cores": 3}, -2.0),
+               Sample(feats, ctx.chip_features, {"unit": "cpu_big"}, 2.0)]  # fmt: skip
+    learned = replace(ctx, prior=Prior.fit_samples(samples, k=1))
+    got = rerank(learned, yolov8n, [slow, fast], PARENT_NS)
+    assert [s.mapping for s in got] == [fast, slow]
+    assert got[0].screen_log_gain == screen_score(ctx, yolov8n, fast, PARENT_NS) > 0 > got[1].screen_log_gain
+    assert got[1].log_gain > got[0].log_gain  # averaged with the prior, the order would flip
