@@ -5,6 +5,7 @@ recurrent and STFT rules and the ``--threads 2`` split.
     python benchmarks/micro_cpu_kernels.py rnn       # LSTM/GRU time per step vs hidden size
     python benchmarks/micro_cpu_kernels.py stft      # STFT time vs frame length
     python benchmarks/micro_cpu_kernels.py threads   # 1 vs 2 threads per kernel type
+    python benchmarks/micro_cpu_kernels.py retention --threads 1 --rounds 8   # L2 kept by a cyclic stream
 
 Every case is a one-node model; threads 1 and 2 and the cases are interleaved over ``--rounds``
 rounds, and a case's figure is its fastest run, best round (on a shared machine other
@@ -25,6 +26,7 @@ from onnx import TensorProto, helper, numpy_helper
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from cost_models.cpu import RECURRENT_GATE_NS, RECURRENT_STEP_NS, cyclic_capacity_bytes
 from hwsim.host.measure import make_session, time_session
 
 Case = tuple[str, onnx.ModelProto, dict[str, np.ndarray]]
@@ -87,7 +89,60 @@ def thread_cases() -> list[Case]:
     return [*cases, *rnn_cases()[::4], *stft_cases()[::3]]
 
 
-SUITES: dict[str, Callable[[], list[Case]]] = {"rnn": rnn_cases, "stft": stft_cases, "threads": thread_cases}
+#: Hidden sizes of the retention suite's one-feature LSTM steps: ``R`` (16 hidden² bytes) from 1 MiB
+#: (all in L2: the near rate) to 16 MiB; 704 (7.6 MiB, four times a 1.9 MiB L2) is the fingerprint's
+#: far point (``gemv_far_gbps``). No held-out shape (hidden 512) among them.
+RETENTION_HIDDEN = (256, 352, 384, 416, 448, 480, 496, 528, 576, 640, 704, 1024)
+RETENTION_STEPS = (8, 40)
+RETENTION_NEAR, RETENTION_FAR = 256, 704
+
+
+def retention_cases() -> list[Case]:
+    rng = np.random.default_rng(0)
+    cases = []
+    for hidden in RETENTION_HIDDEN:
+        w = {"W": (rng.standard_normal((1, 4 * hidden, 1)) * 0.1).astype(np.float32),
+             "R": (rng.standard_normal((1, 4 * hidden, hidden)) / np.sqrt(hidden)).astype(np.float32)}  # fmt: skip
+        for seq in RETENTION_STEPS:
+            x = np.ones((seq, 1, 1), np.float32)
+            node = helper.make_node("LSTM", ["x", "W", "R"], ["y"], hidden_size=hidden)
+            cases.append((f"LSTM h{hidden} s{seq}", _model(node, {"x": x}, w, 4), {"x": x}))
+    return cases
+
+
+def retention_rows(step_ns: dict[int, float], threads: int = 1) -> list[tuple[int, float, float, float]]:
+    """Per hidden size of :data:`RETENTION_HIDDEN`: (hidden, ``R`` bytes per core, GB/s, bytes the
+    core's L2 kept of a pass), from each size's time per step (``step_ns``, the two sequence
+    lengths' difference) less the step's fixed and gate costs (``cost_models.cpu``'s constants):
+    the kept bytes ``h`` solve ``t = h / near + (S - h) / far`` with the near rate from
+    :data:`RETENTION_NEAR` (all in L2) and the far rate from :data:`RETENTION_FAR`
+    (``cost_models.cpu.cyclic_capacity_bytes``, clipped to ``[0, S]``). On ``threads`` cores each
+    streams ``1 / threads`` of ``R``.
+
+    >>> fixed = lambda h: RECURRENT_STEP_NS + RECURRENT_GATE_NS["LSTM"] * 4 * h
+    >>> ns = {h: 16 * h * h / gbps + fixed(h) for h, gbps in ((256, 100.0), (480, 40.0), (704, 25.0))}
+    >>> [(h, round(s / 2**20, 2), round(g), round(k / 2**20, 2)) for h, s, g, k in retention_rows(ns)][1]  # half kept
+    (480, 3.52, 40, 1.76)
+    """
+    def stream_ns(hidden: int) -> float:
+        return step_ns[hidden] - RECURRENT_STEP_NS - RECURRENT_GATE_NS["LSTM"] * 4 * hidden
+
+    def nbytes(hidden: int) -> float:
+        return 16.0 * hidden * hidden / threads
+
+    near = nbytes(RETENTION_NEAR) / stream_ns(RETENTION_NEAR)
+    far = nbytes(RETENTION_FAR) / stream_ns(RETENTION_FAR)
+    rows = []
+    for hidden in sorted(step_ns):
+        s, gbps = nbytes(hidden), nbytes(hidden) / stream_ns(hidden)
+        cap = cyclic_capacity_bytes(s, gbps, near, far)
+        rows.append((hidden, s, gbps, s if cap is None else min(s, 2 * cap - s)))
+    return rows
+
+
+SUITES: dict[str, Callable[[], list[Case]]] = {
+    "retention": retention_cases, "rnn": rnn_cases, "stft": stft_cases, "threads": thread_cases,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -113,6 +168,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, _m, _f in cases:
         us = [best[(name, t)] / 1e3 for t in args.threads]
         print(f"{name} | " + " | ".join(f"{u:.2f}" for u in us) + f" | {us[0] / us[-1]:.2f}")
+    if args.suite == "retention" and args.only is None:
+        lo, hi = RETENTION_STEPS
+        for t in args.threads:
+            steps = {h: (best[(f"LSTM h{h} s{hi}", t)] - best[(f"LSTM h{h} s{lo}", t)]) / (hi - lo) for h in RETENTION_HIDDEN}
+            print(f"\n{t} thread(s): hidden | R MiB per core | GB/s | kept in L2, MiB")
+            for h, s, g, k in retention_rows(steps, t):
+                print(f"{h} | {s / 2**20:.2f} | {g:.1f} | {k / 2**20:+.2f}")
     return 0
 
 
