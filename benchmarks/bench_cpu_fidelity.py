@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         if data.pop("calibration", None) is not None:
             print(f"note: {chip_path} includes a calibration; the 'before' table leaves it out")
         chip = chip_from_dict(data, source=str(chip_path))
-        reference = None if args.raw_times else reference_gflops(chip_path)
+        reference = None if args.raw_times else reference_gflops(chip_path, args.threads)
         dispatch = read_dispatch(chip_path)
         names = args.models or sorted(p.stem for p in (ROOT / "examples" / "models").glob("*.onnx"))
         paths = {n: ROOT / "examples" / "models" / f"{n}.onnx" for n in names}
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
              f"{args.runs}+ timed runs (and {args.min_seconds:g}+ s) per model and round, {args.rounds} round(s), "
              "models interleaved; measured = 25th percentile of a round's runs, best round"
              + ("" if reference is None else
-                f", on the fingerprint's clock (times x host speed: the fp32 MatMul probe over the "
+                f", on the fingerprint's clock (times x host speed: the fp32 MatMul probe on {args.threads} thread(s) over the "
                 f"fingerprint's {reference[0]:.1f} GFLOP/s, per model and round)")
              + "."), ""]  # fmt: skip
     lines += _model_table("Before calibration", before, held)

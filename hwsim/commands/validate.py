@@ -66,7 +66,7 @@ def main(args: argparse.Namespace) -> int:
         if not Path(m).is_file():
             raise ValidateError(f"{m}: file not found")
     chip_path = Path(args.chip) if Path(args.chip).is_file() else None
-    reference = None if args.raw_times or chip_path is None else reference_gflops(chip_path)
+    reference = None if args.raw_times or chip_path is None else reference_gflops(chip_path, args.threads)
     dispatch = read_dispatch(chip_path) if chip_path is not None else None
     rounds: list[list[Any]] = [[] for _ in args.models]
     for _ in range(args.rounds):  # interleaved: a burst of other load hits one round of many models

@@ -629,18 +629,22 @@ def read_fingerprint(path: Path) -> dict[str, Any] | None:
     return None
 
 
-def reference_gflops(path: Path) -> tuple[float, int] | None:
-    """(fp32 one-thread MatMul GFLOP/s, its MatMul size) recorded in a fingerprinted chip
-    file, or None for a chip file without a fingerprint record."""
+def reference_gflops(path: Path, threads: int = 1) -> tuple[float, int] | None:
+    """(fp32 MatMul GFLOP/s on ``threads`` threads, its MatMul size) recorded in a fingerprinted
+    chip file, or None for a chip file without a fingerprint record or without a rate at that
+    thread count (the fingerprint times one thread and all of the machine's threads)."""
     fp = read_fingerprint(path)
     if not fp:
         return None
-    rates = fp.get("matmul_gflops_1t")
+    key = "matmul_gflops_1t" if threads == 1 else "matmul_gflops_nt"
+    if threads != 1 and fp.get("threads") != threads:
+        return None
+    rates = fp.get(key)
     g, n = rates.get("fp32") if isinstance(rates, dict) else None, fp.get("matmul_n", 768)
     if g is None:
         return None
     if not isinstance(g, (int, float)) or g <= 0 or not isinstance(n, int) or n <= 0:
-        raise MeasureError(f"{path}: fingerprint-json: matmul_gflops_1t.fp32 must be a positive number and "
+        raise MeasureError(f"{path}: fingerprint-json: {key}.fp32 must be a positive number and "
                            f"matmul_n a positive integer (got {g!r}, {n!r})")  # fmt: skip
     return float(g), n
 

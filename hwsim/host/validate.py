@@ -608,7 +608,10 @@ def validate_model(
     right before and right after the model (the faster of the two counts, each the best of its
     runs), and every measured time is multiplied by probe / reference, so that a host running
     faster or slower than when it was fingerprinted (turbo, other tenants: this project's CI VM
-    drifted by 17 % within an hour) is compared at the fingerprint's clock. One thread only.
+    drifted by 17 % within an hour) is compared at the fingerprint's clock. With ``threads`` > 1
+    the reference must be the fingerprint's rate on that many threads
+    (``reference_gflops(path, threads)``): the probe runs on as many threads as the model, so a
+    second core that another tenant takes slows both alike.
 
     Raises
     ------
@@ -666,8 +669,9 @@ def validate_model(
 
 
 def _probe(reference: tuple[float, int] | None, threads: int) -> float | None:
-    """The fingerprint's MatMul rate now (GFLOP/s), or None when not normalizing."""
-    if reference is None or threads != 1:
+    """The fingerprint's MatMul rate now on ``threads`` threads (GFLOP/s), or None when not
+    normalizing."""
+    if reference is None:
         return None
     from hwsim.host.fingerprint import probe_gflops
 

@@ -296,6 +296,25 @@ class TestCommand:
         assert main(["validate", str(path), str(model), "--runs", "10", "--results", str(results), "--raw-times"]) == 0
         assert "fingerprint's clock" not in capsys.readouterr().out
 
+    def test_two_threads_go_back_on_the_fingerprints_two_thread_clock(self, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+        from hwsim.host import fingerprint, validate
+        from hwsim.host.fingerprint import reference_gflops
+
+        # the probe runs on as many threads as the model: 300 GFLOP/s on 2 threads now
+        seen: list[int] = []
+        monkeypatch.setattr(fingerprint, "probe_gflops", lambda n=768, threads=1, min_s=0.2: seen.append(threads) or 150.0 * threads)
+        monkeypatch.setattr(validate, "time_session", lambda *a, **k: Timing((1e6, 1e6, 1e6, 1e6)))
+        path = write_chip(tmp_path / "host.yaml")
+        path.write_text('# fingerprint-json: {"threads": 2, "matmul_gflops_1t": {"fp32": 100.0}, '
+                        '"matmul_gflops_nt": {"fp32": 240.0}, "matmul_n": 768}\n' + path.read_text())  # fmt: skip
+        assert reference_gflops(path) == (100.0, 768) and reference_gflops(path, 2) == (240.0, 768)
+        assert reference_gflops(path, 4) is None  # the fingerprint timed 1 and 2 threads only
+        chip = chip_from_dict(host_chip())
+        two = validate_model(chip, mlp(tmp_path / "m.onnx"), threads=2, runs=10, min_total_s=0.0,
+                             reference=reference_gflops(path, 2))  # fmt: skip
+        assert set(seen) == {2} and two.speeds == (pytest.approx(1.25),) and two.measured_ns == pytest.approx(1.25e6)
+
     def test_model_onnxruntime_cannot_run(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         g = helper.make_graph([helper.make_node("Frobnicate", ["x"], ["y"], domain="com.example")], "bad",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
