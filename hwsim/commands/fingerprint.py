@@ -35,7 +35,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--max-seconds", type=float, default=300.0,
                    help="with --calibrate: start no round that would end past this (default 300; two rounds always run)")  # fmt: skip
     p.add_argument("--target-spread", type=float, default=0.05,
-                   help="with --calibrate: stop when the two best rounds' predictions agree this well (default 0.05)")  # fmt: skip
+                   help="with --calibrate: stop when two rounds' predictions agree this well (default 0.05)")  # fmt: skip
     add_debug(p)
 
 
@@ -108,7 +108,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         raise FingerprintError(f"fingerprint --calibrate: {exc}") from None
     kept, other = result.kept, result.rounds[result.runner_up]
     diffs = spread_between(kept.predicted_ns, other.predicted_ns)
-    print(f"\nkept round {result.best + 1} of {len(result.rounds)} (lowest measured times); "
+    print(f"\nkept round {result.best + 1} of {len(result.rounds)} (of the two rounds that agree best, the lower measured times); "
           f"runner-up round {result.runner_up + 1}")  # fmt: skip
     print(f"{'model':<16} {'measured':>11} {'predicted':>11} {'vs runner-up':>13}")
     for m, ns in kept.predicted_ns.items():

@@ -6,15 +6,19 @@ calibration measurement on that fingerprint (:func:`~hwsim.host.validate.validat
 model, one thread, on the fingerprint's clock) and the fit (:func:`~hwsim.host.calibration.fit`).
 Its figures are the calibrated predictions of the models (what a user gets from the chip file).
 
-On a shared machine other processes only add time, so the **best round** is the least disturbed
-one: the lowest geometric mean, over the models, of the measured times (on the round's own
-fingerprint clock, so a round whose fingerprint ran while the host was slowed counts as slow
-too: its times are scaled up to that slower clock). The **spread** is the largest, over the
-models, of how far the runner-up round's calibrated prediction lies from the best round's (the
-median would call two rounds in agreement while the one big model among small ones differs by
-30 %, as a first try on a loaded machine showed). Rounds repeat until the spread is at most the
-target or the next round would end past the time limit (at least two rounds always run: a
-spread needs two).
+On a shared machine other processes only add time, so of two rounds that agree the **best** is
+the less disturbed one: the lower geometric mean, over the models, of the measured times (on the
+round's own fingerprint clock, so a round whose fingerprint ran while the host was slowed counts as
+slow too: its times are scaled up to that slower clock). The two rounds compared are the **closest
+pair** so far, not the two fastest: a host can also run a round faster than its usual state (turbo,
+a quiet spell of its other tenants), and a fastest round that no other round confirms is not
+reproducible (one such round, its MatMul at 187 GFLOP/s against 169-180 for the five others and its
+predictions 5-10 % below all of theirs, was kept and put two `--calibrate` runs in a row 11 % apart).
+The **spread** is the largest, over the models, of how far the runner-up's calibrated prediction
+lies from the best round's (the median would call two rounds in agreement while the one big model
+among small ones differs by 30 %, as a first try on a loaded machine showed). Rounds repeat until
+the closest pair's spread is at most the target or the next round would end past the time limit
+(at least two rounds always run: a spread needs two).
 """
 
 from __future__ import annotations
@@ -87,7 +91,8 @@ R = TypeVar("R", bound=RoundLike)
 
 @dataclass(frozen=True, slots=True)
 class Rounds(Generic[R]):
-    """The rounds run, which was kept, and how far the two best agree.
+    """The rounds run, which was kept, and how far the closest pair of rounds agree (``best``
+    the less disturbed of that pair, ``runner_up`` the other).
 
     ``spread`` is the largest over the models of |runner-up / best - 1| of the predictions,
     ``worst_model`` the model it is for, ``median_spread`` the median over the models.
@@ -117,8 +122,19 @@ def spread_between(best: Mapping[str, float], other: Mapping[str, float]) -> dic
     return {m: round(abs(other[m] / best[m] - 1.0), 12) for m in best if m in other and best[m] > 0}
 
 
-def _ranked(rounds: Sequence[RoundLike]) -> list[int]:
-    return sorted(range(len(rounds)), key=lambda i: (rounds[i].score, i))
+def _pair_spread(rounds: Sequence[RoundLike], i: int, j: int) -> tuple[float, int, int]:
+    """(spread, best, runner-up) of rounds ``i`` and ``j``: best the lower score."""
+    best, runner = sorted((i, j), key=lambda k: (rounds[k].score, k))
+    diffs = spread_between(rounds[best].predicted_ns, rounds[runner].predicted_ns)
+    return (max(diffs.values()) if diffs else math.inf), best, runner
+
+
+def closest_pair(rounds: Sequence[RoundLike]) -> tuple[int, int]:
+    """(best, runner-up) of the two rounds whose calibrated predictions agree best (ties: the
+    pair with the lower best score, then the earlier); best is the lower score of the two."""
+    pairs = [_pair_spread(rounds, i, j) for i in range(len(rounds)) for j in range(i + 1, len(rounds))]
+    _, best, runner = min(pairs, key=lambda p: (p[0], rounds[p[1]].score, p[1], p[2]))
+    return best, runner
 
 
 def run_rounds(
@@ -128,10 +144,10 @@ def run_rounds(
     clock: Callable[[], float] = time.monotonic,
     on_round: Callable[[int, R, float], None] | None = None,
 ) -> Rounds[R]:
-    """Run ``measure`` round after round; keep the best; stop when the two best agree.
+    """Run ``measure`` round after round; stop when two rounds agree; keep the better of them.
 
-    Stops after a round when the spread between the two lowest-score rounds is at most
-    ``target_spread``, or when another round (as long as the mean round so far) would end
+    Stops after a round when the spread of the closest pair of rounds (:func:`closest_pair`) is
+    at most ``target_spread``, or when another round (as long as the mean round so far) would end
     past ``max_seconds`` from the start. At least two rounds run. ``on_round(i, round,
     seconds)`` is called after each (progress for the user).
     """
@@ -146,16 +162,16 @@ def run_rounds(
             on_round(len(rounds), rounds[-1], seconds[-1])
         if len(rounds) < 2:
             continue
-        best, runner = _ranked(rounds)[:2]
+        best, runner = closest_pair(rounds)
         diffs = spread_between(rounds[best].predicted_ns, rounds[runner].predicted_ns)
         worst, spread = max(diffs.items(), key=lambda kv: kv[1]) if diffs else ("", math.nan)
         median = statistics.median(diffs.values()) if diffs else math.nan
         done = (rounds, seconds, best, runner, spread, worst, median)
         if spread <= target_spread:
-            reason = f"the two best rounds agree within {spread:.1%} on every model (target {target_spread:.0%})"
+            reason = f"two rounds agree within {spread:.1%} on every model (target {target_spread:.0%})"
             return _rounds(*done, True, reason)
         if clock() - start + statistics.fmean(seconds) > max_seconds:
-            reason = (f"time limit: another round would end past {max_seconds:.0f} s; the two best rounds differ "
+            reason = (f"time limit: another round would end past {max_seconds:.0f} s; the closest two rounds differ "
                       f"by up to {spread:.1%} (target {target_spread:.0%} not reached)")  # fmt: skip
             return _rounds(*done, False, reason)
 
@@ -207,9 +223,9 @@ def calibrated_comments(result: Rounds[HostRound], target_spread: float) -> list
     from hwsim.host.calibration import fit_comments
 
     n = len(result.rounds)
-    head = (f"# Calibrated by `hwsim fingerprint --calibrate`: round {result.best + 1} of {n} kept (lowest "
-            "measured times: the least disturbed)")  # fmt: skip
-    spread = (f"# spread of the calibrated predictions between the two best rounds: up to {result.spread:.1%} "
+    head = (f"# Calibrated by `hwsim fingerprint --calibrate`: round {result.best + 1} of {n} kept (of the two "
+            "rounds that agree best, the one with the lower measured times)")  # fmt: skip
+    spread = (f"# spread of the calibrated predictions between those two rounds: up to {result.spread:.1%} "
               f"({result.worst_model}), median {result.median_spread:.1%}; "
               f"{'converged' if result.converged else 'NOT converged (time limit)'} (target {target_spread:.0%})")  # fmt: skip
     return [head, spread, *fit_comments(result.kept.fit)]

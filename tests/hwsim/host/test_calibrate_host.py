@@ -72,8 +72,17 @@ class TestRounds:
         res = run_rounds(measure, max_seconds=45, target_spread=0.05, clock=clock)
         assert calls[0] == 4 and not res.converged
         assert "time limit" in res.reason and "not reached" in res.reason
-        assert res.best == 3 and res.runner_up == 1  # scores 1 and 2: the least disturbed rounds
-        assert res.spread == pytest.approx(1.0)  # 200 against 100
+        # the closest pair: rounds 2 and 1 (200 and 300), the better of them round 2 (score 2)
+        assert res.best == 1 and res.runner_up == 0
+        assert res.spread == pytest.approx(0.5)  # 300 against 200
+
+    def test_a_fast_round_no_other_confirms_is_not_kept(self) -> None:
+        # round 1 ran fast (the host in turbo): its predictions lie 10 % below the two that follow,
+        # which agree with each other; the two fastest rounds (1 and 3) disagree
+        measure, clock, calls = stubbed([r(1, 90, 9), r(3, 100, 10), r(2.9, 101, 10.1), r(5, 1, 1)])
+        res = run_rounds(measure, max_seconds=1000, target_spread=0.05, clock=clock)
+        assert calls[0] == 3 and res.converged
+        assert res.best == 2 and res.runner_up == 1 and res.kept.predicted_ns["m0"] == 101
 
     def test_two_rounds_run_even_past_the_limit(self) -> None:
         measure, clock, calls = stubbed([r(1, 100), r(2, 200), r(3, 100)])
@@ -98,15 +107,20 @@ class TestRounds:
         stubs = [r(s, *p) for s, p in rounds]
         measure, clock, calls = stubbed(stubs, step_s=10.0)
         res = run_rounds(measure, max_seconds=10.0 * max_rounds, target_spread=target, clock=clock)
-        # replay: the first k >= 2 whose two lowest scores agree within target, else the limit
+        # replay: the first k >= 2 with a pair of rounds that agree within target, else the limit;
+        # kept: the lower score of the closest pair
         for k in range(2, max_rounds + 1):
-            order = sorted(range(k), key=lambda i: (stubs[i].score, i))
-            d = spread_between(stubs[order[0]].predicted_ns, stubs[order[1]].predicted_ns)
-            if max(d.values()) <= target or k == max_rounds:
+            pairs = []
+            for i in range(k):
+                for j in range(i + 1, k):
+                    b, o = sorted((i, j), key=lambda x: (stubs[x].score, x))
+                    pairs.append((max(spread_between(stubs[b].predicted_ns, stubs[o].predicted_ns).values()), b, o))
+            spread, best, runner = min(pairs, key=lambda p: (p[0], stubs[p[1]].score, p[1], p[2]))
+            if spread <= target or k == max_rounds:
                 break
-        assert calls[0] == k and res.best == order[0] and res.runner_up == order[1]
-        assert res.converged == (max(d.values()) <= target)
-        assert res.kept.score == min(x.score for x in stubs[:k])
+        assert calls[0] == k and res.best == best and res.runner_up == runner
+        assert res.converged == (spread <= target) and res.spread == pytest.approx(spread)
+        assert res.kept.score <= stubs[runner].score
 
 
 def fake_fingerprint(fp32_gflops: float = 64.0, gbps: float = 10.0) -> Fingerprint:
