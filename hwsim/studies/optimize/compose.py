@@ -115,13 +115,13 @@ def rederived(ctx: SignatureContext, op: Op, mapping: OpMapping) -> OpMapping:
     legal = choices(op, ctx.chip, ctx.table)
     best, best_ns = mapping, predicted_ns(op, ctx.chip, ctx.table, mapping)
     for knob in (k for k in SCREENED_KNOBS if k in ctx.knobs):
-        held = best
+        held, held_ns = best, best_ns
         for value in legal.get(knob, ()):
             cand = OpMapping.from_dict(held.as_dict() | {knob: value})
             if cand == held or legality(op, ctx.chip, ctx.table, cand) is not None:
                 continue
             ns = predicted_ns(op, ctx.chip, ctx.table, cand)
-            if ns < best_ns and ns <= (1 - REDERIVE_MARGIN) * predicted_ns(op, ctx.chip, ctx.table, held):
+            if ns < best_ns and ns <= (1 - REDERIVE_MARGIN) * held_ns:
                 best, best_ns = cand, ns
     return best
 
