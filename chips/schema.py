@@ -517,6 +517,12 @@ class CpuUnit(Unit):
         description="Cost of one parallel section of onnxruntime's intra-op thread pool (hand the work out, join), "
         "measured by `hwsim fingerprint` on a host with 2 or more threads. None: the CPU model's default.",
     )
+    recurrent_section_ns: PositiveFloat | None = Field(
+        None,
+        description="What one split product of a recurrent step (LSTM/GRU/RNN on 2 or more threads) pays "
+        "onnxruntime's intra-op pool, ns: fit by calibration on several threads from the recurrent kernels whose "
+        "step hand-offs outweigh their compute. None: the CPU model's default.",
+    )
     run_footprint_kib: NonNegFloat | None = Field(
         None,
         description="L2 that one onnxruntime run call takes for itself (the interpreter's and the runtime's own "
@@ -529,7 +535,7 @@ class CpuUnit(Unit):
     #: :func:`hwsim.report.provenance.chip_sha256`) as it did before they existed.
     omitted_when_unset: ClassVar[tuple[str, ...]] = (
         "gemv_gbps", "gemv_far_gbps", "fft_butterfly_ns", "fft_point_ns", "parallel_section_ns",
-        "run_footprint_kib",
+        "recurrent_section_ns", "run_footprint_kib",
     )
 
     @model_serializer(mode="wrap")
@@ -1025,6 +1031,8 @@ class UnitCalibration(_Spec):
 
     efficiency: dict[str, Efficiency] = Field(default_factory=dict)
     op_overhead_ns: NonNegFloat | None = None
+    #: A CPU unit's fitted per-step pool cost of split recurrent products (``CpuUnit.recurrent_section_ns``).
+    recurrent_section_ns: PositiveFloat | None = None
 
 
 class Calibration(_Spec):
@@ -1065,6 +1073,8 @@ def _with_calibration(data: dict[str, object], chip_path: Path) -> dict[str, obj
             u["efficiency"] = {**dict(u.get("efficiency") or {}), **c.efficiency}
             if c.op_overhead_ns is not None:
                 u["op_overhead_ns"] = c.op_overhead_ns
+            if c.recurrent_section_ns is not None:
+                u["recurrent_section_ns"] = c.recurrent_section_ns
         merged.append(u)
     return {**data, "units": merged, "calibration": str(cal_path)}
 

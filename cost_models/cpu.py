@@ -100,6 +100,7 @@ __all__ = [
     "section_ns",
     "sections_ns",
     "shape_factor",
+    "step_section_ns",
     "stream_ns",
     "weight_stream_ns",
 ]
@@ -533,15 +534,21 @@ def section_ns(unit: CpuUnit) -> float:
     return unit.parallel_section_ns or PARALLEL_SECTION_NS
 
 
+def step_section_ns(unit: CpuUnit) -> float:
+    """What one split product of a recurrent step pays the pool on ``unit``: its calibrated
+    ``recurrent_section_ns``, else :data:`RECURRENT_SPLIT_STEP_NS`."""
+    return unit.recurrent_section_ns or RECURRENT_SPLIT_STEP_NS
+
+
 def sections_ns(op: Op, unit: CpuUnit, threads_used: int) -> float:
     """What ``op``'s kernel pays onnxruntime's intra-op pool on ``threads_used`` threads, ns: a
-    section (:func:`section_ns`) each, and :data:`RECURRENT_SPLIT_STEP_NS` for each split product
-    of a recurrent step (:func:`recurrent_sections`); 0 on one thread."""
+    section (:func:`section_ns`) each, and :func:`step_section_ns` for each split product of a
+    recurrent step (:func:`recurrent_sections`); 0 on one thread."""
     if threads_used <= 1:
         return 0.0
     if op.category == "rnn" and len(op.inputs) >= 3:
         calls, steps = recurrent_sections(op, threads_used)
-        return calls * section_ns(unit) + steps * RECURRENT_SPLIT_STEP_NS
+        return calls * section_ns(unit) + steps * step_section_ns(unit)
     return section_ns(unit)
 
 

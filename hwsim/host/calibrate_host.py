@@ -233,8 +233,8 @@ def calibrated_comments(result: Rounds[HostRound], target_spread: float) -> list
 
 def write_calibrated_chip(result: Rounds[HostRound], out: Path, name: str, target_spread: float) -> None:
     """Write the kept round's fingerprint as a chip file with its calibration in the CPU unit."""
+    from hwsim.host.calibration import unit_calibration
     from hwsim.host.fingerprint import write_chip
 
-    f = result.kept.fit
     write_chip(result.kept.fingerprint, out, name, calibrated_comments(result, target_spread),
-               {"op_overhead_ns": f.op_overhead_ns, "efficiency": f.efficiency})  # fmt: skip
+               unit_calibration(result.kept.fit))  # fmt: skip

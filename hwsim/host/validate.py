@@ -34,8 +34,10 @@ from cost_models.cpu import (
     kernel_type,
     parallel_sections,
     recurrent_kernel_ns,
+    recurrent_sections,
     resize_runs_blocked,
     sections_ns,
+    step_section_ns,
 )
 from cost_models.table import cost_table, steady_state_unit
 from graph_ir.categories import GEMM_CATEGORIES
@@ -104,6 +106,12 @@ class NodeResult:
     #: The op's category (``conv``, ``matmul``, ...) for a node that runs as its own kernel;
     #: "" for pattern and inserted kernels.
     category: str = ""
+    #: How many of the run's intra-op threads the kernel runs on (:func:`cost_models.cpu.intra_op_threads`).
+    threads_used: int = 1
+    #: The split products of a recurrent kernel's steps (:func:`cost_models.cpu.recurrent_sections`) and
+    #: what their pool hand-offs add to the prediction (inside ``stall_ns``), ns; 0 on one thread.
+    step_sections: int = 0
+    step_sections_ns: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,6 +231,17 @@ def _sections_ns(op: Op, chip: Chip, threads: int) -> float:
     return parallel_sections(op, used) * PARALLEL_SECTION_NS
 
 
+def _threading(op: Op, chip: Chip, threads: int) -> tuple[int, int, float]:
+    """(threads the kernel runs on, split step products, what their hand-offs cost in ns) of ``op``
+    on ``threads`` threads (:func:`~cost_models.cpu.recurrent_sections`,
+    :func:`~cost_models.cpu.step_section_ns`)."""
+    unit, used = chip.units[0], intra_op_threads(op, threads)
+    if used <= 1 or op.category != "rnn" or len(op.inputs) < 3 or not isinstance(unit, CpuUnit):
+        return used, 0, 0.0
+    steps = recurrent_sections(op, used)[1]
+    return used, steps, steps * step_section_ns(unit)
+
+
 def _time(op: Op, c: OpCost, chip: Chip, threads: int, with_overhead: bool) -> float:
     """The kernel's time on onnxruntime's ``threads`` intra-op threads: its roofline over the
     thread speed-up (:func:`_speedup`), plus its parallel sections."""
@@ -248,6 +267,10 @@ class NodePrediction:
     #: The op's category (``conv``, ``matmul``, ...) for a node that runs as its own kernel;
     #: "" for pattern and inserted kernels.
     category: str = ""
+    #: As in :class:`NodeResult`.
+    threads_used: int = 1
+    step_sections: int = 0
+    step_sections_ns: float = 0.0
 
 
 def _producers(graph: ModelGraph) -> dict[str, str]:
@@ -542,7 +565,7 @@ def predict_nodes(
             view = overhead if op.category == "layout" else 0.0
             stall = c.stall_ns / threads + _sections_ns(op, chip, threads)
             out[op.name] = NodePrediction(kernel_type(op), _time(op, c, loop, threads, True) + view, roof, r.memory_ns / threads,
-                                          stall, op.category)  # fmt: skip
+                                          stall, op.category, *_threading(op, chip, threads))  # fmt: skip
     for k in inserted:
         out[k.name] = _kernel_prediction(k, chip, roof_chip, threads)
     return out
@@ -654,7 +677,7 @@ def validate_model(
                          nchwc_kernels(graph, block))
     nodes = tuple(
         NodeResult(name, p.op_type, name in fused, p.predicted_ns, meas.get(name, 0.0), p.roof_ns, p.memory_ns, p.stall_ns,
-                   p.category)
+                   p.category, p.threads_used, p.step_sections, p.step_sections_ns)
         for name, p in pred.items()
     )
     inserted = sum(ns for v in unmatched.values() for ns in v)
@@ -804,8 +827,8 @@ def repredict(v: Validation, chip: Chip, model_path: str | Path,
     members = frozenset(m for f in fusions for m in f.members)
     pred = predict_nodes(graph, cpu_chip(chip, v.threads), v.threads, fused, kernels, reorders, members,
                          nchwc_work(graph, v.nchwc_block), nchwc_kernels(graph, v.nchwc_block))  # fmt: skip
-    nodes = tuple(replace(n, predicted_ns=pred[n.name].predicted_ns, roof_ns=pred[n.name].roof_ns,
-                          memory_ns=pred[n.name].memory_ns, stall_ns=pred[n.name].stall_ns,
-                          category=pred[n.name].category)
-                  for n in v.nodes)  # fmt: skip
+    nodes = tuple(replace(n, predicted_ns=p.predicted_ns, roof_ns=p.roof_ns, memory_ns=p.memory_ns, stall_ns=p.stall_ns,
+                          category=p.category, threads_used=p.threads_used, step_sections=p.step_sections,
+                          step_sections_ns=p.step_sections_ns)
+                  for n in v.nodes for p in (pred[n.name],))  # fmt: skip
     return replace(v, chip=chip.name, nodes=nodes)
