@@ -170,7 +170,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"per run call (predicted on top), profiler's tiny kernel {dispatch.profiled_kernel_ns:.0f} ns."), ""]
     lines += [f"Calibration: op_overhead_ns {f.op_overhead_ns:.0f}; efficiencies "
               + ", ".join(f"{t} {e:.3f}" for t, e in f.efficiency.items())
-              + (f"; faster than roofline: {', '.join(f.faster_than_roofline)}" if f.faster_than_roofline else ""),
+              + (f"; faster than roofline: {', '.join(f.faster_than_roofline)}" if f.faster_than_roofline else "")
+              + (f"; recurrent_section_ns {f.recurrent_section_ns:.0f} (on {f.section_steps} split step products)"
+                 if f.recurrent_section_ns is not None else ""),
               "", f"Total benchmark time {time.time() - t0:.0f} s."]  # fmt: skip
     text = "\n".join(lines)
     print(text)
