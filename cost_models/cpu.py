@@ -164,7 +164,8 @@ PARALLEL_SECTION_NS = 2000.0
 #: per LSTM step (hidden-128 LSTMs with 100-200 split steps: -1..-7 % before calibration; 0.86 us,
 #: one MatMul's section as measured, would put them at -32..-35 %). A hidden-256 GRU step, whose
 #: two products split, ran no faster on 2 threads than on 1 (7.9 us; its ``R`` at 110 GB/s over
-#: two threads is 3.6 us): two sections of 2 us.
+#: two threads is 3.6 us): two sections of 2 us. Calibration on several threads fits the unit's own
+#: (``recurrent_section_ns``, :func:`step_section_ns`): 1.9-2.3 us over five idle runs.
 RECURRENT_SPLIT_STEP_NS = 2000.0
 
 

@@ -26,6 +26,10 @@ What is fit, on what:
   type fitted on two GEMMs and three GEMVs to 0.3. Capped at 1 by the chip schema; an op type that still runs
   faster than its basis is reported (the fingerprint's peak or bandwidth is too low for it).
 
+- ``recurrent_section_ns`` (several threads only): a recurrent kernel split over threads fits no
+  efficiency (:func:`split_recurrent`); what one split step product pays the pool is fit on the
+  split recurrent kernels whose hand-offs outweigh their compute (:func:`recurrent_section_fit`).
+
 Fused nodes are not fit (their kernel time belongs to the node they are fused into).
 """
 
