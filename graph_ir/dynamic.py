@@ -158,10 +158,20 @@ def _shapes(graph: onnx.GraphProto) -> dict[str, tuple[int | None, ...]]:
     out: dict[str, tuple[int | None, ...]] = {}
     for t in graph.initializer:
         out[t.name] = tuple(int(d) for d in t.dims)
+    types: dict[bytes, tuple[int | None, ...] | None] = {}  # one reading per distinct type
     for vi in [*graph.input, *graph.value_info, *graph.output]:
-        tt = vi.type.tensor_type
-        if vi.name not in out and tt.HasField("shape"):
-            out[vi.name] = tuple(int(d.dim_value) if d.HasField("dim_value") else None for d in tt.shape.dim)
+        name = vi.name
+        if name in out:
+            continue
+        key = vi.type.SerializeToString()
+        if key not in types:
+            tt = vi.type.tensor_type
+            dims = tt.shape.dim
+            types[key] = (
+                tuple(int(d.dim_value) if d.HasField("dim_value") else None for d in dims) if tt.HasField("shape") else None
+            )
+        if (shape := types[key]) is not None:
+            out[name] = shape
     return out
 
 

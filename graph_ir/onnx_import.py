@@ -290,20 +290,42 @@ def _dtype_name(elem_type: int) -> str:
 
 
 def node_attrs(node: onnx.NodeProto) -> dict[str, object]:
+    """The node's attributes as plain values: ints, floats, text, tuples of those; a subgraph as
+    ``"<subgraph>"``, a tensor or type by its class name."""
+    return dict(_attr_value(a) for a in node.attribute)
+
+
+def _attr_value(a: onnx.AttributeProto) -> tuple[str, object]:
+    """One attribute of :func:`node_attrs`: its name and plain value."""
+    if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
+        return a.name, "<subgraph>"
+    v = helper.get_attribute_value(a)
+    if isinstance(v, bytes):
+        v = v.decode("utf-8", "replace")
+    elif isinstance(v, list):
+        v = tuple(x.decode("utf-8", "replace") if isinstance(x, bytes) else x for x in v)
+    elif not isinstance(v, (int, float, str)):
+        v = type(v).__name__  # tensors, sparse tensors, type protos: keep the name only
+    return a.name, v
+
+
+def _node_attrs_cached(node: onnx.NodeProto, seen: dict[bytes, tuple[str, object]]) -> dict[str, object]:
+    """:func:`node_attrs`, each distinct attribute (by its bytes) read once into ``seen`` (the
+    values are immutable; the dict is the node's own)."""
     out: dict[str, object] = {}
     for a in node.attribute:
-        if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
-            out[a.name] = "<subgraph>"
-            continue
-        v = helper.get_attribute_value(a)
-        if isinstance(v, bytes):
-            v = v.decode("utf-8", "replace")
-        elif isinstance(v, list):
-            v = tuple(x.decode("utf-8", "replace") if isinstance(x, bytes) else x for x in v)
-        elif not isinstance(v, (int, float, str)):
-            v = type(v).__name__  # tensors, sparse tensors, type protos: keep the name only
-        out[a.name] = v
+        key = a.SerializeToString()
+        if (item := seen.get(key)) is None:
+            item = seen[key] = _attr_value(a)
+        out[item[0]] = item[1]
     return out
+
+
+def _tensor_in(tensors: Mapping[str, Tensor], t: str, node: str, op_type: str, source: str) -> Tensor:
+    """The input tensor ``t`` of ``node``; one without a static shape is a :class:`ModelError`."""
+    if t not in tensors:
+        raise ModelError(f"{source}: node {node!r} ({op_type}): input {t!r} has no static shape")
+    return tensors[t]
 
 
 def _input_axis(graph: onnx.GraphProto, node: onnx.NodeProto, index: int, default: int) -> int:
@@ -327,12 +349,16 @@ def _build(graph: onnx.GraphProto, source: str, name: str, opset: int = 0) -> Mo
     tensors: dict[str, Tensor] = {}
     for init in graph.initializer:
         tensors[init.name] = Tensor(init.name, tuple(int(d) for d in init.dims), _dtype_name(init.data_type), True)
+    types: dict[bytes, tuple[tuple[int, ...] | None, str]] = {}  # one reading per distinct type
     for vi in list(graph.input) + list(graph.value_info) + list(graph.output):
-        if vi.name in tensors:
+        vi_name = vi.name
+        if vi_name in tensors:
             continue
-        shape, dtype = _tensor_type(vi)
-        if shape is not None:
-            tensors[vi.name] = Tensor(vi.name, shape, dtype)
+        key = vi.type.SerializeToString()  # a transformer's 100,000 tensors have a few types
+        if (known := types.get(key)) is None:
+            known = types[key] = _tensor_type(vi)
+        if known[0] is not None:
+            tensors[vi_name] = Tensor(vi_name, known[0], known[1])
 
     # Constant nodes are weights, not ops.
     for node in graph.node:
@@ -343,41 +369,38 @@ def _build(graph: onnx.GraphProto, source: str, name: str, opset: int = 0) -> Mo
     g = nx.DiGraph()
     producer: dict[str, str] = {}
     order: list[str] = []
+    attr_values: dict[bytes, tuple[str, object]] = {}
     for node in graph.node:
-        if node.op_type == "Constant":
+        op_type = node.op_type
+        if op_type == "Constant":
             continue
-        ins = []
-        for t in node.input:
-            if not t:
-                continue  # omitted optional input
-            if t not in tensors:
-                raise ModelError(f"{source}: node {node.name!r} ({node.op_type}): input {t!r} has no static shape")
-            ins.append(tensors[t])
+        node_name = node.name  # each protobuf field read once: a read costs more than a local
+        ins = [_tensor_in(tensors, t, node_name, op_type, source) for t in node.input if t]
         outs = []
         for t in node.output:
             if not t:
                 continue
             if t not in tensors:
                 raise ModelError(
-                    f"{source}: node {node.name!r} ({node.op_type}): output {t!r} has no static shape "
+                    f"{source}: node {node_name!r} ({op_type}): output {t!r} has no static shape "
                     f"after shape inference (a dynamic dimension? pin inputs with --input-shape, give it with --assume)"
                 )
             outs.append(tensors[t])
-            producer[t] = node.name
-        attrs = node_attrs(node)
-        if node.op_type == "DFT" and opset >= 20:
+            producer[t] = node_name
+        attrs = _node_attrs_cached(node, attr_values)
+        if op_type == "DFT" and opset >= 20:
             attrs["axis"] = _input_axis(graph, node, 2, -2)
-        m = metrics(node.op_type, ins, outs, attrs)
+        m = metrics(op_type, ins, outs, attrs)
         repeat = 1
         if node.metadata_props:  # most nodes have none
             repeat = next((int(p.value) for p in node.metadata_props if p.key == dynamic.REPEAT_KEY), 1)
-        op = Op(node.name, node.op_type, m.category, tuple(ins), tuple(outs), attrs, m.macs, m.flops, repeat)
-        g.add_node(node.name, op=op)
-        order.append(node.name)
+        op = Op(node_name, op_type, m.category, tuple(ins), tuple(outs), attrs, m.macs, m.flops, repeat)
+        g.add_node(node_name, op=op)
+        order.append(node_name)
         for t in ins:
             src = producer.get(t.name)
-            if src is not None and src != node.name:
-                add_data_edge(g, src, node.name, t.name)
+            if src is not None and src != node_name:
+                add_data_edge(g, src, node_name, t.name)
 
     init_names = {t.name for t in graph.initializer}
     inputs = []

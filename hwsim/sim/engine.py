@@ -250,7 +250,8 @@ class Simulation:
                 self.push(rel.release_ps, (_RELEASE, g))
         heap, bandwidth, handle = self._heap, self.bandwidth, self.handle
         while True:
-            self.start_ops()
+            if self._to_check:
+                self.start_ops()
             if self._links_may_grant:
                 self.start_transfers()
             t_heap = heap[0][0] if heap else None
@@ -421,10 +422,11 @@ class Simulation:
 
     def start_ops(self) -> None:
         """Start every op that can start now on the cores that may have changed."""
-        if not self._to_check:
+        to_check = self._to_check
+        if not to_check:
             return
-        candidates = sorted(self._to_check, key=self._core_rank.__getitem__)
-        self._to_check.clear()
+        candidates = list(to_check) if len(to_check) == 1 else sorted(to_check, key=self._core_rank.__getitem__)
+        to_check.clear()
         if self._fixed_splits:
             self._start_fixed_splits(candidates)
         self._start_others(candidates)
@@ -508,7 +510,8 @@ class Simulation:
         """Start op instance ``inst`` on ``cores`` (already taken; ``k``'s core first)."""
         i = inst % self.n_ops
         shards = len(cores)
-        cost = self.cost_now(i, shards)
+        # one core, no thermal model: the op's own cost (what cost_now gives, without its calls)
+        cost = self.plan.cost[i] if shards == 1 and self.thermal is None else self.cost_now(i, shards)
         log, now = self.op_log, self.now
         if self.thermal is not None:
             f = log.clock_factor[inst] = self.thermal.clock_factor
@@ -528,7 +531,8 @@ class Simulation:
             self._layouts[(id(cost), shards, memory)] = layout
         self._blocks[inst], self._uses[inst], log.dram_bytes[inst] = layout[1], layout[2], layout[3]
         log.spill_bytes[inst] = cost.spill_bytes * shards
-        self.push(now + math.ceil(cost.overhead_ns * PS_PER_NS), (_OP_BODY, inst))
+        self._seq += 1  # push(), inlined: once per op
+        heapq.heappush(self._heap, (now + math.ceil(cost.overhead_ns * PS_PER_NS), self._seq, (_OP_BODY, inst)))
 
     def start_block(self, inst: int) -> bool:
         """Start the op's next block (or finish the op); True when a flow was added."""

@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from chips.schema import Chip, Link, Unit
+from chips.schema import Chip, Unit
 from chips.units import GBPS_PER_BYTES_PER_PS, PS_PER_NS
 from cost_models.base import OpCost
 from cost_models.table import CostTable
@@ -65,28 +65,43 @@ def _transfer_plan(chip: Chip, schedule: Schedule) -> TransferPlan:
         outgoing.setdefault((tr.tensor, tr.src_domain), []).append(j)
     keys, latency, rate, uses_all = [], [], [], []
     channels: dict[str, int] = {}
-    links: dict[tuple[str, str], Link | None] = {}  # by (source, destination) domain
+    # what a transfer's (source, destination) domains decide, once per pair (a run has a few
+    # pairs and up to hundreds of thousands of transfers): link key, latency, rate, memory uses
+    by_pair: dict[tuple[str, str], tuple[str, int, float, dict[str, float]]] = {}
     for tr in transfers:
         pair = (tr.src_domain, tr.dst_domain)
-        if pair not in links:
-            links[pair] = chip.link_between(*pair)
-        link = links[pair]
-        if link is None:
-            raise SimulationError(
-                f"no link from {tr.src_domain!r} to {tr.dst_domain!r} for tensor {tr.tensor!r}"
-            )
-        keys.append(link.key)
-        channels[link.key] = link.dma_channels
-        latency.append(math.ceil(link.latency_ns * PS_PER_NS))
-        rate.append(link.bandwidth_gbps / GBPS_PER_BYTES_PER_PS)
-        uses: dict[str, float] = {}
-        for end in pair:
-            uses[memory_of(chip, end)] = uses.get(memory_of(chip, end), 0.0) + 1.0
-        uses_all.append(uses)
+        facts = by_pair.get(pair)
+        if facts is None:
+            facts = by_pair[pair] = _pair_facts(chip, tr, channels)
+        keys.append(facts[0])
+        latency.append(facts[1])
+        rate.append(facts[2])
+        uses_all.append(facts[3])  # one dict per pair: the engine only reads it
     return TransferPlan(
         transfers, {k: tuple(v) for k, v in outgoing.items()}, tuple(keys), tuple(latency),
         tuple(rate), tuple(uses_all), channels,
     )  # fmt: skip
+
+
+def _pair_facts(
+    chip: Chip, tr: Transfer, channels: dict[str, int]
+) -> tuple[str, int, float, dict[str, float]]:
+    """The link a transfer's domains use (its DMA channels noted in ``channels``): its key,
+    latency (ps), rate (bytes/ps) and the memories' bandwidth per byte moved.
+
+    Raises
+    ------
+    SimulationError
+        If no link joins the two domains.
+    """
+    link = chip.link_between(tr.src_domain, tr.dst_domain)
+    if link is None:
+        raise SimulationError(f"no link from {tr.src_domain!r} to {tr.dst_domain!r} for tensor {tr.tensor!r}")
+    channels[link.key] = link.dma_channels
+    uses: dict[str, float] = {}
+    for end in (tr.src_domain, tr.dst_domain):
+        uses[memory_of(chip, end)] = uses.get(memory_of(chip, end), 0.0) + 1.0
+    return link.key, math.ceil(link.latency_ns * PS_PER_NS), link.bandwidth_gbps / GBPS_PER_BYTES_PER_PS, uses
 
 
 @dataclass(frozen=True, slots=True)

@@ -212,11 +212,9 @@ class Flow(Generic[O]):
     rate: float = 0.0
     end_ps: int = 0
     slowed: bool = False
-    #: Its part of a flow set's key in :meth:`SharedBandwidth.reallocate`'s memo (made once).
-    share_key: tuple[float, tuple[tuple[str, float], ...]] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        self.share_key = (self.cap, tuple(self.uses.items()))
+    #: Its part of a flow set's key in :meth:`SharedBandwidth.reallocate`'s memo: the number
+    #: its ``(cap, uses)`` got there (-1: none yet).
+    share_id: int = field(default=-1, repr=False, compare=False)
 
     def stretch_ps(self, start_ps: int, nbytes: float) -> float:
         """Once done, when it was requested at ``start_ps`` for ``nbytes``: the time it lost to
@@ -287,7 +285,7 @@ class SharedBandwidth(Generic[O]):
     ['a', 'b']
     """
 
-    __slots__ = ("_last_use", "_seq", "_shares", "capacity", "flows", "samples")
+    __slots__ = ("_last_use", "_next_end", "_seq", "_share_ids", "_shares", "capacity", "flows", "samples")
 
     #: At most this many flow sets' shares are remembered (then the memo starts afresh).
     MEMO_SIZE = 1 << 16
@@ -300,15 +298,27 @@ class SharedBandwidth(Generic[O]):
         self.samples: list[tuple[int, str, float]] = []
         self._last_use = {m: 0.0 for m in self.capacity}
         self._seq = 0
-        #: Each flow set's shares by its flows' ``(cap, uses)`` in order: their rates, which
-        #: ones :func:`max_min_rates` slowed, each memory's total use (the same floats again).
-        self._shares: dict[tuple[object, ...], _Shares] = {}
+        #: The first flow end as of the last :meth:`reallocate` (-1: not known since a flow
+        #: came or went; None: nothing streams).
+        self._next_end: int | None = -1
+        #: Each flow set's shares by its flows' ``(cap, uses)`` in order (each numbered once
+        #: in ``_share_ids``: a tuple of small ints hashes faster than one of nested tuples):
+        #: their rates, which ones :func:`max_min_rates` slowed, each memory's total use (the
+        #: same floats again).
+        self._shares: dict[tuple[int, ...], _Shares] = {}
+        self._share_ids: dict[tuple[float, tuple[tuple[str, float], ...]], int] = {}
 
     def request(self, nbytes: float, cap: float, uses: dict[str, float], owner: O) -> Flow[O]:
         """Start streaming ``nbytes`` at most ``cap`` bytes/ps; rates change at :meth:`reallocate`."""
         self._seq += 1
         flow = Flow(self._seq, nbytes, cap, uses, owner)
+        key = (cap, tuple(uses.items()))
+        ids = self._share_ids
+        flow.share_id = ids.get(key, -1)
+        if flow.share_id < 0:
+            flow.share_id = ids[key] = len(ids)
         self.flows.append(flow)
+        self._next_end = -1
         return flow
 
     def use_bytes_per_ps(self, memory: str) -> float:
@@ -317,7 +327,9 @@ class SharedBandwidth(Generic[O]):
 
     def next_end_ps(self) -> int | None:
         """When the first flow ends at the current rates (None: nothing streams)."""
-        return min((f.end_ps for f in self.flows), default=None)
+        if self._next_end == -1:  # a flow came or went since the rates were set
+            return min((f.end_ps for f in self.flows), default=None)
+        return self._next_end
 
     def advance(self, dt_ps: int) -> None:
         """Stream every flow for ``dt_ps`` at its current rate."""
@@ -326,11 +338,15 @@ class SharedBandwidth(Generic[O]):
 
     def release_finished(self, now_ps: int) -> list[Flow[O]]:
         """Remove and return the flows that end by ``now_ps``, in the order they started."""
+        first = self._next_end
+        if first is None or now_ps < first:  # known, and nothing ends yet
+            return []
         flows = self.flows
         done = [f for f in flows if f.end_ps <= now_ps]
         if done:
             flows[:] = [f for f in flows if f.end_ps > now_ps]
             done.sort(key=lambda f: f.seq)
+            self._next_end = -1
         return done
 
     def reallocate(self, now_ps: int) -> None:
@@ -345,7 +361,7 @@ class SharedBandwidth(Generic[O]):
             If a flow gets no bandwidth at all (it streams through a zero-capacity memory).
         """
         flows = self.flows
-        key = tuple([f.share_key for f in flows])
+        key = tuple([f.share_id for f in flows])
         shares = self._shares.get(key)
         if shares is None:
             shares = self._share(flows)
@@ -353,11 +369,15 @@ class SharedBandwidth(Generic[O]):
                 self._shares.clear()
             self._shares[key] = shares
         rates, slowed, use = shares
+        first: int | None = None
         for f, rate, slow in zip(flows, rates, slowed):
             f.rate = rate
             if slow:
                 f.slowed = True
-            f.end_ps = now_ps + max(1, math.ceil(f.remaining / rate))
+            end = f.end_ps = now_ps + max(1, math.ceil(f.remaining / rate))
+            if first is None or end < first:
+                first = end
+        self._next_end = first
         last = self._last_use
         for m, u in zip(self.capacity, use):
             if abs(u - last[m]) > 1e-12:
