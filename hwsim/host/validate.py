@@ -555,7 +555,8 @@ def predict_nodes(
     for op in graph.ops():
         if op.name in patterns:
             factor = (padded or {}).get(op.name, 1.0)
-            out[op.name] = _kernel_prediction(patterns[op.name], chip, roof_chip, threads, factor)
+            # as the loop runs it: an integer GEMM kernel's weights stay cached like its float node's would
+            out[op.name] = _kernel_prediction(patterns[op.name], loop, roof_chip, threads, factor)
             continue
         c = _padded(table.costs[op.name][unit], (padded or {}).get(op.name, 1.0))
         r = _padded(roof_table.costs[op.name][unit], (padded or {}).get(op.name, 1.0))
