@@ -282,9 +282,11 @@ def _with_pass(cost: OpCost, unit: CpuUnit, extra_ns: float, what: str) -> OpCos
 
 
 def requant_ns(op: Op, unit: CpuUnit) -> float:
-    """Time an integer GEMM kernel (:data:`INTEGER_GEMM_OP_TYPES`) spends on its outputs beside its
-    MACs, ns: ``requant_ns`` per output element (each int32 accumulator corrected for the zero
-    points, scaled, rounded and stored as 8 bits). 0 for other ops or a unit without the figure.
+    """Time an integer GEMM kernel (:data:`INTEGER_GEMM_OP_TYPES`) spends beside its MACs, ns:
+    ``requant_ns`` per output element (each int32 accumulator corrected for the zero points, scaled,
+    rounded and stored as 8 bits), and for a QLinearMatMul whose B is no constant (attention's K
+    and V) ``int8_pack_ns`` per element of B (MLAS packs a constant B once, at load; this one at
+    every run). 0 for other ops or a unit without the figures.
 
     Measured (onnxruntime 1.32, CI Xeon, AMX; U8S8 QLinearMatMul, 64-384 rows, K 128-2048, N
     128-2048): time = MACs at 2115 GOP/s (the fingerprint's ``MatMulInteger`` rate: 2113) + 0.33 ns
@@ -298,9 +300,11 @@ def requant_ns(op: Op, unit: CpuUnit) -> float:
     >>> requant_ns(Op("mm", "QLinearMatMul", "matmul", (), (y,)), u), requant_ns(Op("mm", "MatMul", "matmul", (), (y,)), u)
     (4096.0, 0.0)
     """
-    if unit.requant_ns is None or op.op_type not in INTEGER_GEMM_OP_TYPES or not op.outputs:
+    if op.op_type not in INTEGER_GEMM_OP_TYPES or not op.outputs:
         return 0.0
-    return op.outputs[0].elements * unit.requant_ns
+    requant = op.outputs[0].elements * (unit.requant_ns or 0.0)
+    b = op.inputs[1] if len(op.inputs) > 1 and op.op_type == "QLinearMatMul" else None
+    return requant + (b.elements * (unit.int8_pack_ns or 0.0) if b is not None and not b.is_weight else 0.0)
 
 
 def _compute_ns(op: Op, unit: CpuUnit, dtype: Dtype) -> float:

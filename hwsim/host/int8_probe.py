@@ -24,8 +24,24 @@ from chips.schema import Chip, CpuUnit
 from graph_ir.ir import Op
 from hwsim.host.measure import profile_nodes
 
-__all__ = ["CONV_PROBE", "INT8_PROBES", "INT8_RATES", "MATMUL_PROBE", "MATMUL_PROBE_K", "SHORT_MATMUL", "conv_probe", "int8_efficiencies", "int8_kernel_ns",
-           "matmul_probe", "probe_kernels", "requant_from"]  # fmt: skip
+__all__ = [
+    "ATTENTION_MATMUL",
+    "ATTENTION_PROBE",
+    "CONV_PROBE",
+    "INT8_PROBES",
+    "INT8_RATES",
+    "MATMUL_PROBE",
+    "MATMUL_PROBE_K",
+    "SHORT_MATMUL",
+    "attention_probe",
+    "conv_probe",
+    "int8_efficiencies",
+    "int8_kernel_ns",
+    "matmul_probe",
+    "pack_from",
+    "probe_kernels",
+    "requant_from",
+]  # fmt: skip
 
 #: The conv probe: 3x3 conv of C -> C channels over an S x S plane (59 M MACs, 0.1 M elements
 #: per tensor), its output added to its input (``QLinearAdd``).
@@ -46,8 +62,12 @@ INT8_RATES: Mapping[str, str] = {
 }
 #: Key of the short-K MatMul probe's time (:func:`requant_from`).
 SHORT_MATMUL = "qlinear_matmul_short_probe_ns"
+#: The attention probe (heads, rows, width): its QLinearMatMul packs a B of heads x width x rows
+#: elements at every run (:func:`pack_from`); its time's key.
+ATTENTION_PROBE = (4, 96, 96)
+ATTENTION_MATMUL = "qlinear_matmul_attention_probe_ns"
 #: Every probe time's key (none is a chip field).
-INT8_PROBES = frozenset((*INT8_RATES.values(), SHORT_MATMUL))
+INT8_PROBES = frozenset((*INT8_RATES.values(), SHORT_MATMUL, ATTENTION_MATMUL))
 
 
 def _qdq(name: str, scale: float, zero: int, dtype: int) -> list[onnx.TensorProto]:
@@ -107,6 +127,18 @@ def matmul_probe(k: int = MATMUL_PROBE_K[1]) -> onnx.ModelProto:
     return _model(nodes, [1, m, k], "y", inits)
 
 
+def attention_probe() -> onnx.ModelProto:
+    """Scores of self-attention on 8-bit tensors: x -> Q/DQ -> MatMul(x, Transpose(x)) -> Q/DQ,
+    ``x`` of :data:`ATTENTION_PROBE` (heads, rows, width): a ``QLinearMatMul`` whose B (the
+    transposed x, heads x width x rows) is packed at every run."""
+    heads, rows, width = ATTENTION_PROBE
+    u8 = TensorProto.UINT8
+    inits = [*_qdq("x", 0.02, 128, u8), *_qdq("s", 0.5, 128, u8)]
+    nodes = [*_act("x", "xd", "x"), helper.make_node("Transpose", ["xd"], ["xt"], name="t", perm=[0, 1, 3, 2]),
+             helper.make_node("MatMul", ["xd", "xt"], ["mm"], name="mm"), *_act("mm", "y", "s")]  # fmt: skip
+    return _model(nodes, [1, heads, rows, width], "y", inits)
+
+
 def int8_kernel_ns(rounds: int = 3, profiled_kernel_ns: float = 0.0) -> dict[str, float]:
     """The profiled time of each kernel class of :data:`INT8_RATES` in its probe (keyed by its
     rate key; the short-K MatMul under :data:`SHORT_MATMUL`), the fastest of ``rounds`` profiled
@@ -118,7 +150,8 @@ def int8_kernel_ns(rounds: int = 3, profiled_kernel_ns: float = 0.0) -> dict[str
                               "QuantizeLinear": INT8_RATES["QuantizeLinear"],
                               "DequantizeLinear": INT8_RATES["DequantizeLinear"]}),
               (matmul_probe(MATMUL_PROBE_K[0]), {"QLinearMatMul": SHORT_MATMUL}),
-              (matmul_probe(MATMUL_PROBE_K[1]), {"QLinearMatMul": INT8_RATES["QLinearMatMul"]}))  # fmt: skip
+              (matmul_probe(MATMUL_PROBE_K[1]), {"QLinearMatMul": INT8_RATES["QLinearMatMul"]}),
+              (attention_probe(), {"QLinearMatMul": ATTENTION_MATMUL}))  # fmt: skip
     for model, keys in probes:
         shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
         x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
@@ -146,6 +179,26 @@ def requant_from(rates: Mapping[str, float]) -> float | None:
     per_mac = (rates[long_key] - rates[SHORT_MATMUL]) / (m * n * (k2 - k1))
     per_out = (rates[SHORT_MATMUL] - per_mac * m * n * k1) / (m * n)
     return per_out if per_mac > 0 and per_out > 0 else None
+
+
+def pack_from(rates: Mapping[str, float], requant_ns: float) -> float | None:
+    """``int8_pack_ns`` (:func:`cost_models.cpu.requant_ns`) from the attention probe: its time less
+    its MACs at the rate the two MatMul probes show and ``requant_ns`` per output, over the elements
+    of its B. None when a probe is missing or the figure is not positive.
+
+    >>> r = {SHORT_MATMUL: 27000.0, INT8_RATES["QLinearMatMul"]: 112000.0, ATTENTION_MATMUL: 80000.0}
+    >>> round(pack_from(r, 0.4), 3)
+    1.684
+    """
+    long_key = INT8_RATES["QLinearMatMul"]
+    if not {SHORT_MATMUL, long_key, ATTENTION_MATMUL} <= rates.keys():
+        return None
+    (m, n), (k1, k2) = MATMUL_PROBE, MATMUL_PROBE_K
+    per_mac = (rates[long_key] - rates[SHORT_MATMUL]) / (m * n * (k2 - k1))
+    heads, rows, width = ATTENTION_PROBE
+    extra = rates[ATTENTION_MATMUL] - per_mac * heads * rows * rows * width - requant_ns * heads * rows * rows
+    per_b = extra / (heads * width * rows)
+    return per_b if per_mac > 0 and per_b > 0 else None
 
 
 def probe_kernels() -> dict[str, Op]:

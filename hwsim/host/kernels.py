@@ -381,7 +381,7 @@ def kernel_rates(
     ``parallel_section_ns`` on a host with ``threads`` > 1; the dispatch per kernel is ``kernel_ns``,
     per run call ``run_ns``), ``LayerNormalization``'s
     time per element (:data:`LAYER_NORM_RATE`, not a field: :func:`streaming_efficiency` turns it
-    into an efficiency), the integer kernels' probe times and ``requant_ns``
+    into an efficiency), the integer kernels' probe times, ``requant_ns`` and ``int8_pack_ns``
     (:mod:`hwsim.host.int8_probe`; ``profiled_kernel_ns``: the profiler's empty kernel) and notes for
     any not resolved."""
     rounds = 2 if quick else 5
@@ -428,12 +428,16 @@ def kernel_rates(
 def _int8_rates(rounds: int, profiled_kernel_ns: float, notes: list[str]) -> dict[str, float]:
     """The integer kernels' probe times and ``requant_ns`` (:mod:`hwsim.host.int8_probe`); a note
     in ``notes`` for each not resolved."""
-    from hwsim.host.int8_probe import INT8_RATES, int8_kernel_ns, requant_from
+    from hwsim.host.int8_probe import INT8_RATES, int8_kernel_ns, pack_from, requant_from
 
     rates = int8_kernel_ns(rounds, profiled_kernel_ns)
     notes.extend(f"{k} probe not resolved; its efficiency left to the defaults" for k, v in INT8_RATES.items() if v not in rates)
     requant = requant_from(rates)
     if requant is None:
-        notes.append("integer GEMM requantization not resolved; requant_ns left out")
+        notes.append("integer GEMM requantization not resolved; requant_ns and int8_pack_ns left out")
         return rates
-    return {**rates, "requant_ns": requant}
+    pack = pack_from(rates, requant)
+    if pack is None:
+        notes.append("integer GEMM packing of a B at run time not resolved; int8_pack_ns left out")
+        return {**rates, "requant_ns": requant}
+    return {**rates, "requant_ns": requant, "int8_pack_ns": pack}

@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from graph_ir.ir import ModelGraph, Op, Tensor
 
-__all__ = ["NHWC_KERNELS", "QDQ_KERNELS", "nhwc_transposes", "qdq_kernel"]
+__all__ = ["KERNEL_ALIASES", "NHWC_KERNELS", "QDQ_KERNELS", "nhwc_transposes", "qdq_kernel", "qdq_propagated"]
 
 #: onnxruntime's integer kernel -> the op type of the file's node it replaces.
 QDQ_KERNELS: Mapping[str, str] = {
@@ -52,7 +52,7 @@ def qdq_kernel(graph: ModelGraph, name: str, kind: str) -> tuple[Op, frozenset[s
     """Node ``name`` as onnxruntime's integer kernel ``kind`` (a key of :data:`QDQ_KERNELS`).
 
     Returns the kernel as one op (the node's work; inputs the int8 tensors its
-    ``DequantizeLinear`` producers read, the node's other inputs as they are; output the int8
+    ``DequantizeLinear`` producers read, its other activations as ``uint8``; output the int8
     tensor of the ``QuantizeLinear`` that is its output's only consumer, else its own output) and
     the names of the ``DequantizeLinear``/``QuantizeLinear`` nodes it absorbs; None when ``kind``
     is no integer kernel of the node's op type.
@@ -68,8 +68,8 @@ def qdq_kernel(graph: ModelGraph, name: str, kind: str) -> tuple[Op, frozenset[s
         if p is not None and p.op_type == _DQ and p.inputs:
             members.add(p.name)
             inputs.append(p.inputs[0])
-        else:
-            inputs.append(t)
+        else:  # an integer kernel reads 8 bits (a DequantizeLinear moved below a Transpose: still 8 bits)
+            inputs.append(t if t.is_weight or not t.dtype.startswith("float") else replace(t, dtype="uint8"))
     outputs = list(op.outputs)
     users = consumers.get(op.outputs[0].name, []) if op.outputs else []
     if len(users) == 1 and users[0].op_type == _Q and users[0].outputs:
@@ -115,3 +115,43 @@ def nhwc_transposes(graph: ModelGraph, kernels: Mapping[str, str], absorbed: Ite
             if len(t.shape) == 4 and (t.name in outputs or any(r.name not in nhwc for r in rs)):
                 found.setdefault(t.name, Op(f"Transpose:{t.name}", "Transpose", "data", (t,), (t,)))
     return list(found.values())
+
+
+#: Kernels onnxruntime names differently in a QDQ model, and the kind they are predicted as:
+#: ``BiasGelu`` is the ``Gelu`` fusion (:mod:`hwsim.host.ort_fusions`) with the bias ``Add`` before
+#: it folded in (in an fp32 model that Add goes into the MatMul; after a ``QLinearMatMul`` it
+#: cannot).
+KERNEL_ALIASES: Mapping[str, str] = {"BiasGelu": "Gelu"}
+#: Op types onnxruntime's QDQ propagation moves a ``QuantizeLinear`` up across (or a
+#: ``DequantizeLinear`` down across), so that they run on the 8-bit tensor.
+_PROPAGATED = frozenset(("Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten"))
+
+
+def qdq_propagated(graph: ModelGraph) -> dict[str, Op]:
+    """The data-movement nodes onnxruntime runs on 8-bit tensors in a QDQ model, as that kernel.
+
+    onnxruntime's QDQ propagation moves a ``QuantizeLinear`` up across a Reshape/Transpose/
+    Squeeze/Unsqueeze/Flatten whose output it alone reads, and a ``DequantizeLinear`` down across
+    one it alone feeds; the node then moves one byte per element instead of four (a BERT-like
+    encoder's ``Transpose`` of 1x128x6x64 measured 6-10 us where its fp32 estimate says 29). A node
+    of those types that moves data (a view stays a view) is given as the op with its non-weight
+    tensors in ``uint8`` when, through others
+    of them, its output reaches only a ``QuantizeLinear`` or its input comes from a
+    ``DequantizeLinear``.
+    """
+    producer, consumers = _producers(graph), _consumers(graph)
+
+    def quantized_below(op: Op) -> bool:
+        users = consumers.get(op.outputs[0].name, []) if op.outputs else []
+        return len(users) == 1 and (users[0].op_type == _Q or (users[0].op_type in _PROPAGATED and quantized_below(users[0])))
+
+    def dequantized_above(op: Op) -> bool:
+        p = producer.get(op.inputs[0].name) if op.inputs else None
+        return p is not None and (p.op_type == _DQ or (p.op_type in _PROPAGATED and dequantized_above(p)))
+
+    def u8(t: Tensor) -> Tensor:
+        return t if t.is_weight else replace(t, dtype="uint8")
+
+    return {op.name: replace(op, inputs=tuple(u8(t) for t in op.inputs), outputs=tuple(u8(t) for t in op.outputs))
+            for op in graph.ops()
+            if op.op_type in _PROPAGATED and op.category != "layout" and (quantized_below(op) or dequantized_above(op))}  # fmt: skip

@@ -56,7 +56,13 @@ from hwsim.host.measure import (
 )
 from hwsim.host.ort_arena import arena_plan, cold_destination_bytes
 from hwsim.host.ort_fusions import FUSED_KERNELS, ort_fusions
-from hwsim.host.ort_qdq import QDQ_KERNELS, nhwc_transposes, qdq_kernel
+from hwsim.host.ort_qdq import (
+    KERNEL_ALIASES,
+    QDQ_KERNELS,
+    nhwc_transposes,
+    qdq_kernel,
+    qdq_propagated,
+)
 
 __all__ = [
     "NodePrediction",
@@ -637,6 +643,9 @@ def _match_inserted(
     nodes those fusions absorb. Their measured kernels move from ``unmatched`` into ``meas``,
     per kind, largest tensor with longest kernel; so do renamed QDQ nodes (:func:`_match_qdq_moved`)."""
     kernels = kernels or {}
+    for alias, kind in KERNEL_ALIASES.items():  # BiasGelu: the Gelu fusion with its bias Add folded in
+        if alias in unmatched:
+            unmatched.setdefault(kind, []).extend(unmatched.pop(alias))
     _match_qdq_moved(graph, kernels, meas, unmatched)
     fusions = [f for f in ort_fusions(graph) if not f.members & meas.keys()] if opt in FUSING_LEVELS else []
     fused = {op.name for op in graph.ops() if op.name not in meas}
@@ -715,7 +724,7 @@ def validate_model(
     reorders, members = _match_inserted(graph, block, opt, meas, unmatched, kernels)
     fused = {op.name for op in graph.ops() if op.name not in meas}
     pred = predict_nodes(graph, one, threads, fused, kernels, reorders, members, nchwc_work(graph, block),
-                         nchwc_kernels(graph, block))
+                         {**qdq_propagated(graph), **nchwc_kernels(graph, block)})
     nodes = tuple(
         NodeResult(name, p.op_type, name in fused, p.predicted_ns, meas.get(name, 0.0), p.roof_ns, p.memory_ns, p.stall_ns,
                    p.category, p.threads_used, p.step_sections, p.step_sections_ns)
@@ -867,7 +876,7 @@ def repredict(v: Validation, chip: Chip, model_path: str | Path,
     reorders = [*nchwc_reorders(graph, v.nchwc_block), *(f.kernel for f in fusions), *_qdq_transposes(graph, kernels, fused)]
     members = frozenset(m for f in fusions for m in f.members)
     pred = predict_nodes(graph, cpu_chip(chip, v.threads), v.threads, fused, kernels, reorders, members,
-                         nchwc_work(graph, v.nchwc_block), nchwc_kernels(graph, v.nchwc_block))  # fmt: skip
+                         nchwc_work(graph, v.nchwc_block), {**qdq_propagated(graph), **nchwc_kernels(graph, v.nchwc_block)})  # fmt: skip
     nodes = tuple(replace(n, predicted_ns=p.predicted_ns, roof_ns=p.roof_ns, memory_ns=p.memory_ns, stall_ns=p.stall_ns,
                           category=p.category, threads_used=p.threads_used, step_sections=p.step_sections,
                           step_sections_ns=p.step_sections_ns)

@@ -15,10 +15,13 @@ from cost_models.cpu import requant_ns
 from cost_models.table import estimate
 from graph_ir.onnx_import import from_model_proto, load_onnx
 from hwsim.host.int8_probe import (
+    ATTENTION_PROBE,
     INT8_RATES,
     SHORT_MATMUL,
+    attention_probe,
     conv_probe,
     int8_efficiencies,
+    pack_from,
     probe_kernels,
     requant_from,
 )
@@ -88,6 +91,19 @@ class TestPricing:
         # the fp32 MatMul of the same file is priced at the fp32 rate, without requantization
         f = estimate(g.op("mm"), chip, "cpu", "model")
         assert f is not None and f.dtype == "fp32" and f.compute_ns > 5 * macs_ns
+
+    def test_a_b_packed_at_run_time_costs_per_element(self, tmp_path: Path) -> None:
+        # attention's scores: B is the transposed activation, no constant: packed at every run
+        g = from_model_proto(onnx.shape_inference.infer_shapes(attention_probe()))
+        k, _ = qdq_kernel(g, "mm", "QLinearMatMul")  # type: ignore[misc]
+        assert not k.inputs[1].is_weight and k.inputs[1].dtype == "uint8"
+        heads, rows, width = ATTENTION_PROBE
+        unit = chip_from_dict(host_chip(**INT8_CHIP, int8_pack_ns=0.8)).units[0]
+        assert requant_ns(k, unit) == pytest.approx(heads * rows * rows * 0.4 + heads * width * rows * 0.8)
+        # a constant B (packed once, at load) costs no packing
+        c, _ = qdq_kernel(load_onnx(_qdq_matmul(tmp_path / "q.onnx")), "mm", "QLinearMatMul")  # type: ignore[misc]
+        assert requant_ns(c, unit) == pytest.approx(c.outputs[0].elements * 0.4)
+        assert pack_from({SHORT_MATMUL: 1.0}, 0.4) is None
 
     def test_requantization_and_efficiencies_from_the_probes(self) -> None:
         # the probes' MACs at 1 TOP/s plus 0.4 ns per output, as a fingerprint measures them
