@@ -8,7 +8,7 @@ at 0.3-0.6, and the per-element kernels (``QuantizeLinear``, ``DequantizeLinear`
 ``QLinearAdd``) at 0.1-0.25 ns per element, where the CPU model's category defaults say 10x
 less. Two small probe models (a channels-last conv block and a MatMul, hand-written QDQ, shapes
 none of the held-out int8 models use) are profiled and each kernel's time becomes that kernel
-class's efficiency (:func:`int8_efficiencies`, like ``LayerNormalization``'s and Resize's in
+class's efficiency (:func:`hwsim.host.kernels.int8_efficiencies`, like ``LayerNormalization``'s and Resize's in
 :mod:`hwsim.host.kernels`).
 """
 
@@ -20,7 +20,6 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from chips.schema import Chip, CpuUnit
 from graph_ir.ir import Op
 from hwsim.host.measure import profile_nodes
 
@@ -35,7 +34,6 @@ __all__ = [
     "SHORT_MATMUL",
     "attention_probe",
     "conv_probe",
-    "int8_efficiencies",
     "int8_kernel_ns",
     "matmul_probe",
     "pack_from",
@@ -51,7 +49,7 @@ CONV_PROBE = (64, 40)
 MATMUL_PROBE = (96, 512)
 MATMUL_PROBE_K = (128, 2048)
 #: Integer kernel class -> the key of its profiled time in :func:`int8_kernel_ns` (ns per probe
-#: kernel, less the profiler's empty kernel; not a chip field: :func:`int8_efficiencies` turns it
+#: kernel, less the profiler's empty kernel; not a chip field: :func:`hwsim.host.kernels.int8_efficiencies` turns it
 #: into an efficiency). ``QLinearMatMul``: the long-K probe.
 INT8_RATES: Mapping[str, str] = {
     "QLinearConv": "qlinear_conv_probe_ns",
@@ -216,21 +214,4 @@ def probe_kernels() -> dict[str, Op]:
             out[kind] = hit[0]
         if "conv" in kernels:
             out["QuantizeLinear"], out["DequantizeLinear"] = graph.op("q_x"), graph.op("dq_a")
-    return out
-
-
-def int8_efficiencies(chip: Chip, rates: Mapping[str, float]) -> dict[str, float]:
-    """The efficiency of each integer kernel class measured in ``rates`` (:func:`int8_kernel_ns`):
-    the calibration basis of its probe kernel on ``chip``'s CPU over the probe's time less what no
-    efficiency scales (the requantization, :func:`cost_models.cpu.requant_ns`), at most 1."""
-    from cost_models.cpu import requant_ns
-    from hwsim.host.kernels import kernel_efficiency
-
-    ops = probe_kernels()
-    unit = chip.units[0]
-    out: dict[str, float] = {}
-    for kind, key in INT8_RATES.items():
-        if key in rates:
-            fixed = requant_ns(ops[kind], unit) if isinstance(unit, CpuUnit) else 0.0
-            out[kind] = kernel_efficiency(chip, ops[kind], max(rates[key] - fixed, 1.0))
     return out

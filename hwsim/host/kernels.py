@@ -27,7 +27,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from chips.schema import Chip
+from chips.schema import Chip, CpuUnit
 from cost_models.cpu import (
     NCHWC_ATTR,
     RECURRENT_GATE_NS,
@@ -35,10 +35,12 @@ from cost_models.cpu import (
     calibration_basis_ns,
     cyclic_capacity_bytes,
     kernel_type,
+    requant_ns,
 )
 from cost_models.table import estimate
 from graph_ir.ir import Op, Tensor
 from graph_ir.op_metrics import metrics
+from hwsim.host.int8_probe import INT8_RATES, int8_kernel_ns, pack_from, probe_kernels, requant_from
 from hwsim.host.measure import make_session, profile_nodes, time_session
 
 __all__ = [
@@ -49,6 +51,7 @@ __all__ = [
     "far_hidden",
     "fft_constants",
     "gemv_rate",
+    "int8_efficiencies",
     "kernel_efficiency",
     "kernel_rates",
     "layer_norm_ns",
@@ -344,8 +347,6 @@ def per_element_efficiencies(chip: Chip, rates: Mapping[str, float]) -> dict[str
             m = metrics("Resize", (x,), (y,), attrs)
             op = Op("probe", "Resize", m.category, (x,), (y,), attrs, m.macs, m.flops)
             out[kernel] = kernel_efficiency(chip, op, rates[key] * y.elements)
-    from hwsim.host.int8_probe import int8_efficiencies
-
     return {**out, **int8_efficiencies(chip, rates)}
 
 
@@ -428,8 +429,6 @@ def kernel_rates(
 def _int8_rates(rounds: int, profiled_kernel_ns: float, notes: list[str]) -> dict[str, float]:
     """The integer kernels' probe times and ``requant_ns`` (:mod:`hwsim.host.int8_probe`); a note
     in ``notes`` for each not resolved."""
-    from hwsim.host.int8_probe import INT8_RATES, int8_kernel_ns, pack_from, requant_from
-
     rates = int8_kernel_ns(rounds, profiled_kernel_ns)
     notes.extend(f"{k} probe not resolved; its efficiency left to the defaults" for k, v in INT8_RATES.items() if v not in rates)
     requant = requant_from(rates)
@@ -441,3 +440,17 @@ def _int8_rates(rounds: int, profiled_kernel_ns: float, notes: list[str]) -> dic
         notes.append("integer GEMM packing of a B at run time not resolved; int8_pack_ns left out")
         return {**rates, "requant_ns": requant}
     return {**rates, "requant_ns": requant, "int8_pack_ns": pack}
+
+
+def int8_efficiencies(chip: Chip, rates: Mapping[str, float]) -> dict[str, float]:
+    """The efficiency of each integer kernel class measured in ``rates`` (:func:`hwsim.host.int8_probe.int8_kernel_ns`):
+    the calibration basis of its probe kernel on ``chip``'s CPU over the probe's time less what no
+    efficiency scales (the requantization, :func:`cost_models.cpu.requant_ns`), at most 1."""
+    ops = probe_kernels()
+    unit = chip.units[0]
+    out: dict[str, float] = {}
+    for kind, key in INT8_RATES.items():
+        if key in rates:
+            fixed = requant_ns(ops[kind], unit) if isinstance(unit, CpuUnit) else 0.0
+            out[kind] = kernel_efficiency(chip, ops[kind], max(rates[key] - fixed, 1.0))
+    return out

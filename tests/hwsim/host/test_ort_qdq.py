@@ -20,11 +20,11 @@ from hwsim.host.int8_probe import (
     SHORT_MATMUL,
     attention_probe,
     conv_probe,
-    int8_efficiencies,
     pack_from,
     probe_kernels,
     requant_from,
 )
+from hwsim.host.kernels import int8_efficiencies
 from hwsim.host.measure import profile_nodes
 from hwsim.host.ort_qdq import nhwc_transposes, qdq_kernel
 from hwsim.host.validate import validate_model
