@@ -6,7 +6,7 @@ calibration, with a held-out set that calibration never sees.
     python benchmarks/bench_cpu_fidelity.py --chip examples/host/host_ci.yaml   # reuse a fingerprint
     python benchmarks/bench_cpu_fidelity.py --out docs/cpu_fidelity_tables.md
     python benchmarks/heldout_models.py /tmp/heldout && \
-        python benchmarks/bench_cpu_fidelity.py --heldout /tmp/heldout   # + generated held-out families
+        python benchmarks/bench_cpu_fidelity.py --heldout /tmp/heldout   # + generated held-out families (int8 QDQ too)
     python benchmarks/bench_cpu_fidelity.py --threads 2          # onnxruntime and the prediction on 2 threads
 
 One thread unless ``--threads``, onnxruntime default optimizations (``all``). Every model in ``examples/models/`` is
@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 import yaml
 
-from chips.schema import chip_from_dict
+from chips.schema import CpuUnit, chip_from_dict
 from hwsim.host.calibrate_host import CALIBRATION_MODELS
 from hwsim.host.calibration import apply, fit, write_calibration
 from hwsim.host.fingerprint import measure_host, read_dispatch, reference_gflops, write_chip
@@ -131,6 +131,10 @@ def main(argv: list[str] | None = None) -> int:
         generated = sorted(p.stem for p in args.heldout.glob("*.onnx")) if args.heldout else []
         paths.update((n, args.heldout / f"{n}.onnx") for n in generated)
         names += generated
+        cpu = next((u for u in chip.units if isinstance(u, CpuUnit)), None)
+        if any("int8" in n for n in generated) and cpu is not None and cpu.requant_ns is None:
+            print(f"note: {chip_path} has no int8 kernel figures (requant_ns, QLinearConv, ...: a fingerprint "
+                  "before hwsim.host.int8_probe); its int8 models are priced on the category defaults")  # fmt: skip
         held = {n for n in names if n not in CALIBRATION}
         rounds: dict[str, list[Validation]] = {n: [] for n in names}
         for r in range(args.rounds):

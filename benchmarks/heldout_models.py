@@ -22,7 +22,9 @@ Resize, BatchNormalization):
   Resize upsampling, Concat skips) at two resolutions;
 - ``lstm``, ``gru``, ``stft`` (recurrent and signal side, built in :mod:`heldout_recurrent`):
   LSTM/GRU stacks of hidden 64-512, 8-100 steps, forward and bidirectional; keyword-spotter STFT
-  front ends with frame lengths that are powers of two and that are not.
+  front ends with frame lengths that are powers of two and that are not;
+- ``cnn_int8``, ``mlp_int8``, ``encoder_int8`` (int8 QDQ, built in :mod:`heldout_int8`): a ResNet-like
+  CNN and int8 versions of the MLPs and two encoders, quantized with onnxruntime's ``quantize_static``.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling, also when loaded by path
+from heldout_int8 import build_cnn_int8, build_encoder_int8, build_mlp_int8
 from heldout_recurrent import build_gru, build_lstm, build_stft
 
 __all__ = ["ENCODER_SIZES", "FAMILIES", "MLP_SIZES", "UNET_SIZES", "build", "main"]
@@ -215,6 +218,9 @@ FAMILIES: dict[str, Callable[[Path], list[Path]]] = {
     "lstm": build_lstm,
     "gru": build_gru,
     "stft": build_stft,
+    "cnn_int8": build_cnn_int8,
+    "mlp_int8": build_mlp_int8,
+    "encoder_int8": build_encoder_int8,
 }
 
 

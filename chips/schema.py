@@ -530,12 +530,24 @@ class CpuUnit(Unit):
         "l2_kib less this much in L2 (measured by `hwsim fingerprint` as the difference between a weight "
         "stream's first pass in a run and its later passes). None: the whole l2_kib.",
     )
+    requant_ns: PositiveFloat | None = Field(
+        None,
+        description="Time per output element of onnxruntime's integer GEMM kernels (QLinearMatMul, QLinearConv, "
+        "QGemm: requantizing each int32 accumulator to 8 bits), beside their MACs at the int8 rate (measured by "
+        "`hwsim fingerprint`). None: those kernels cost their MACs only.",
+    )
+    int8_pack_ns: PositiveFloat | None = Field(
+        None,
+        description="Time per element of a B matrix that is no constant (attention's K and V) that onnxruntime's "
+        "integer GEMM packs at run time (a constant one is packed once, at load), measured by `hwsim fingerprint`. "
+        "None: not costed.",
+    )
 
     #: Fields a dump leaves out while unset, so that a chip without them dumps (and hashes,
     #: :func:`hwsim.report.provenance.chip_sha256`) as it did before they existed.
     omitted_when_unset: ClassVar[tuple[str, ...]] = (
         "gemv_gbps", "gemv_far_gbps", "fft_butterfly_ns", "fft_point_ns", "parallel_section_ns",
-        "recurrent_section_ns", "run_footprint_kib",
+        "recurrent_section_ns", "run_footprint_kib", "requant_ns", "int8_pack_ns",
     )
 
     @model_serializer(mode="wrap")

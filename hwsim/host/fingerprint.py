@@ -43,6 +43,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from chips.schema import chip_from_dict
 from cost_models.cpu import cyclic_capacity_bytes
+from hwsim.host.int8_probe import INT8_PROBES
 from hwsim.host.kernels import LAYER_NORM_RATE, RESIZE_RATES, kernel_rates, per_element_efficiencies
 from hwsim.host.measure import MeasureError, make_session, time_call
 
@@ -483,7 +484,7 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
         notes.append(why)
     dispatch = measure_dispatch(min_s)
     l2 = next((float(c["kib"]) * KIB for c in caches if int(c["level"]) == 2), None)
-    rates, rate_notes = kernel_rates(quick, l2, threads, dispatch.kernel_ns, dispatch.run_ns)
+    rates, rate_notes = kernel_rates(quick, l2, threads, dispatch.kernel_ns, dispatch.run_ns, dispatch.profiled_kernel_ns)
     notes += rate_notes
     versions = {"onnxruntime": ort.__version__, "numpy": np.__version__, "onnx": onnx.__version__,
                 "python": platform.python_version()}  # fmt: skip
@@ -523,7 +524,7 @@ def chip_data(fp: Fingerprint, name: str = "host") -> dict[str, Any]:
             unit[f"l{lvl}_bandwidth_gbps"] = round(bw, 2)
     if fp.weight_stream_gbps:
         unit["weight_stream_gbps"] = round(fp.weight_stream_gbps, 2)
-    per_element = {LAYER_NORM_RATE, *RESIZE_RATES.values()}  # efficiencies below, not chip fields
+    per_element = {LAYER_NORM_RATE, *RESIZE_RATES.values(), *INT8_PROBES}  # efficiencies below, not chip fields
     unit.update((k, round(v, 3)) for k, v in fp.kernel_rates.items() if k not in per_element)
     # onnxruntime's dispatch per kernel as measured; 2 us when an older fingerprint has none
     unit["op_overhead_ns"] = fp.dispatch.kernel_ns if fp.dispatch else 2000.0

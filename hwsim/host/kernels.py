@@ -27,7 +27,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from chips.schema import Chip
+from chips.schema import Chip, CpuUnit
 from cost_models.cpu import (
     NCHWC_ATTR,
     RECURRENT_GATE_NS,
@@ -35,10 +35,12 @@ from cost_models.cpu import (
     calibration_basis_ns,
     cyclic_capacity_bytes,
     kernel_type,
+    requant_ns,
 )
 from cost_models.table import estimate
 from graph_ir.ir import Op, Tensor
 from graph_ir.op_metrics import metrics
+from hwsim.host.int8_probe import INT8_RATES, int8_kernel_ns, pack_from, probe_kernels, requant_from
 from hwsim.host.measure import make_session, profile_nodes, time_session
 
 __all__ = [
@@ -49,6 +51,7 @@ __all__ = [
     "far_hidden",
     "fft_constants",
     "gemv_rate",
+    "int8_efficiencies",
     "kernel_efficiency",
     "kernel_rates",
     "layer_norm_ns",
@@ -330,7 +333,8 @@ def kernel_efficiency(chip: Chip, op: Op, ns: float) -> float:
 
 def per_element_efficiencies(chip: Chip, rates: Mapping[str, float]) -> dict[str, float]:
     """The efficiencies the fingerprint writes from the per-element figures of :func:`kernel_rates`
-    (``LayerNormalization``, the classes of :data:`RESIZE_RATES`), for those measured."""
+    (``LayerNormalization``, the classes of :data:`RESIZE_RATES`, the integer kernels of
+    :data:`hwsim.host.int8_probe.INT8_RATES`), for those measured."""
     out: dict[str, float] = {}
     if LAYER_NORM_RATE in rates:
         out["LayerNormalization"] = streaming_efficiency(chip, "LayerNormalization", rates[LAYER_NORM_RATE])
@@ -343,7 +347,7 @@ def per_element_efficiencies(chip: Chip, rates: Mapping[str, float]) -> dict[str
             m = metrics("Resize", (x,), (y,), attrs)
             op = Op("probe", "Resize", m.category, (x,), (y,), attrs, m.macs, m.flops)
             out[kernel] = kernel_efficiency(chip, op, rates[key] * y.elements)
-    return out
+    return {**out, **int8_efficiencies(chip, rates)}
 
 
 def streaming_efficiency(chip: Chip, op_type: str, ns_per_element: float) -> float:
@@ -370,14 +374,17 @@ def far_hidden(l2_bytes: float) -> int:
 
 
 def kernel_rates(
-    quick: bool = False, l2_bytes: float | None = None, threads: int = 1, kernel_ns: float = 0.0, run_ns: float = 0.0
+    quick: bool = False, l2_bytes: float | None = None, threads: int = 1, kernel_ns: float = 0.0, run_ns: float = 0.0,
+    profiled_kernel_ns: float = 0.0,
 ) -> tuple[dict[str, float], list[str]]:
     """The chip fields these kernels give (``gemv_gbps``, ``gemv_far_gbps`` and ``run_footprint_kib``
     where the L2 size ``l2_bytes`` is known, ``fft_butterfly_ns``, ``fft_point_ns``;
     ``parallel_section_ns`` on a host with ``threads`` > 1; the dispatch per kernel is ``kernel_ns``,
     per run call ``run_ns``), ``LayerNormalization``'s
     time per element (:data:`LAYER_NORM_RATE`, not a field: :func:`streaming_efficiency` turns it
-    into an efficiency) and notes for any not resolved."""
+    into an efficiency), the integer kernels' probe times, ``requant_ns`` and ``int8_pack_ns``
+    (:mod:`hwsim.host.int8_probe`; ``profiled_kernel_ns``: the profiler's empty kernel) and notes for
+    any not resolved."""
     rounds = 2 if quick else 5
     out: dict[str, float] = {}
     notes: list[str] = []
@@ -416,4 +423,34 @@ def kernel_rates(
             out["parallel_section_ns"] = section
     resize = resize_ns(2 if quick else 3)
     notes.extend(f"{k} not resolved; its efficiency left to the Resize one" for k, v in RESIZE_RATES.items() if v not in resize)
-    return {**out, **resize}, notes
+    return {**out, **resize, **_int8_rates(2 if quick else 3, profiled_kernel_ns, notes)}, notes
+
+
+def _int8_rates(rounds: int, profiled_kernel_ns: float, notes: list[str]) -> dict[str, float]:
+    """The integer kernels' probe times and ``requant_ns`` (:mod:`hwsim.host.int8_probe`); a note
+    in ``notes`` for each not resolved."""
+    rates = int8_kernel_ns(rounds, profiled_kernel_ns)
+    notes.extend(f"{k} probe not resolved; its efficiency left to the defaults" for k, v in INT8_RATES.items() if v not in rates)
+    requant = requant_from(rates)
+    if requant is None:
+        notes.append("integer GEMM requantization not resolved; requant_ns and int8_pack_ns left out")
+        return rates
+    pack = pack_from(rates, requant)
+    if pack is None:
+        notes.append("integer GEMM packing of a B at run time not resolved; int8_pack_ns left out")
+        return {**rates, "requant_ns": requant}
+    return {**rates, "requant_ns": requant, "int8_pack_ns": pack}
+
+
+def int8_efficiencies(chip: Chip, rates: Mapping[str, float]) -> dict[str, float]:
+    """The efficiency of each integer kernel class measured in ``rates`` (:func:`hwsim.host.int8_probe.int8_kernel_ns`):
+    the calibration basis of its probe kernel on ``chip``'s CPU over the probe's time less what no
+    efficiency scales (the requantization, :func:`cost_models.cpu.requant_ns`), at most 1."""
+    ops = probe_kernels()
+    unit = chip.units[0]
+    out: dict[str, float] = {}
+    for kind, key in INT8_RATES.items():
+        if key in rates:
+            fixed = requant_ns(ops[kind], unit) if isinstance(unit, CpuUnit) else 0.0
+            out[kind] = kernel_efficiency(chip, ops[kind], max(rates[key] - fixed, 1.0))
+    return out

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import statistics
 import tempfile
 import time
@@ -245,6 +246,8 @@ def named_nodes(model: onnx.ModelProto) -> onnx.ModelProto:
 _SUFFIXES = ("_nchwc",)
 #: Prefixes onnxruntime puts before the name of the node a fused node replaces.
 _PREFIXES = ("fused ",)
+#: The suffix onnxruntime's NHWC transformer appends to a node it rewrites (``QLinearConv``).
+_TOKEN = re.compile(r"_token_\d+$")
 
 
 def attribute_nodes(model: onnx.ModelProto, profiled: Mapping[str, str]) -> dict[str, str | None]:
@@ -257,7 +260,8 @@ def attribute_nodes(model: onnx.ModelProto, profiled: Mapping[str, str]) -> dict
     is a node name. When the node found is not of the op type that ran (a Conv named after the
     Relu fused into it), the search walks up first inputs, at most four nodes, to a node of
     that type. Nodes onnxruntime inserted (layout reorders, reshapes around Gemm, fused Gelu or
-    SkipLayerNormalization under new names) map to ``None``.
+    SkipLayerNormalization under new names) map to ``None``; a name the NHWC transformer gave
+    (``<node>_token_<n>``) maps to ``<node>``.
     """
     m = named_nodes(model)
     by_name = {n.name: n for n in m.graph.node}
@@ -270,6 +274,8 @@ def attribute_nodes(model: onnx.ModelProto, profiled: Mapping[str, str]) -> dict
                 break
         else:
             p_own = p
+        # the NHWC transformer names a node it rewrites "<node>_token_<n>"
+        p_own = _TOKEN.sub("", p_own) if p_own not in by_name else p_own
         hit: str | None = p_own if p_own in by_name else None
         for suf in _SUFFIXES:
             if hit is None and p_own.endswith(suf) and p_own[: -len(suf)] in producer:

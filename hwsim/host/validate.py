@@ -56,6 +56,13 @@ from hwsim.host.measure import (
 )
 from hwsim.host.ort_arena import arena_plan, cold_destination_bytes
 from hwsim.host.ort_fusions import FUSED_KERNELS, ort_fusions
+from hwsim.host.ort_qdq import (
+    KERNEL_ALIASES,
+    QDQ_KERNELS,
+    nhwc_transposes,
+    qdq_kernel,
+    qdq_propagated,
+)
 
 __all__ = [
     "NodePrediction",
@@ -472,14 +479,18 @@ FUSING_LEVELS = ("extended", "all")
 def _pattern_kernels(
     graph: ModelGraph, kernels: Mapping[str, str], fused: set[str]
 ) -> tuple[dict[str, Op], set[str]]:
-    """Nodes onnxruntime ran as a pattern kernel (``QuickGelu``): node -> the kernel as one op,
-    and the nodes it absorbed (costed 0)."""
+    """Nodes onnxruntime ran as a pattern kernel (``QuickGelu``, an integer kernel of a QDQ group:
+    :func:`~hwsim.host.ort_qdq.qdq_kernel`): node -> the kernel as one op, and the nodes it absorbed
+    (costed 0; of a QDQ group's ``QuantizeLinear``/``DequantizeLinear`` those that ran fused)."""
     patterns: dict[str, Op] = {}
     absorbed: set[str] = set()
     for name, kind in kernels.items():
         if kind == "QuickGelu" and name not in fused and (hit := quick_gelu(graph, name)) is not None:
             patterns[name] = hit[0]
             absorbed.add(hit[1])
+        elif kind in QDQ_KERNELS and name not in fused and (q := qdq_kernel(graph, name, kind)) is not None:
+            patterns[name] = q[0]
+            absorbed.update(q[1] & fused)
     return patterns, absorbed
 
 
@@ -550,7 +561,8 @@ def predict_nodes(
     for op in graph.ops():
         if op.name in patterns:
             factor = (padded or {}).get(op.name, 1.0)
-            out[op.name] = _kernel_prediction(patterns[op.name], chip, roof_chip, threads, factor)
+            # as the loop runs it: an integer GEMM kernel's weights stay cached like its float node's would
+            out[op.name] = _kernel_prediction(patterns[op.name], loop, roof_chip, threads, factor)
             continue
         c = _padded(table.costs[op.name][unit], (padded or {}).get(op.name, 1.0))
         r = _padded(roof_table.costs[op.name][unit], (padded or {}).get(op.name, 1.0))
@@ -591,16 +603,54 @@ def _kernel_prediction(k: Op, chip: Chip, roof_chip: Chip, threads: int, factor:
                           r.memory_ns / threads, c.stall_ns / threads + _sections_ns(k, chip, threads))
 
 
+def _qdq_transposes(graph: ModelGraph, kernels: Mapping[str, str], fused: Iterable[str]) -> list[Op]:
+    """The Transposes around the channels-last integer kernels in ``kernels`` (node -> the kernel
+    it ran as; :func:`~hwsim.host.ort_qdq.nhwc_transposes`), the QDQ nodes in ``fused`` looked through."""
+    fused = set(fused)
+    qdq = {n: k for n, k in kernels.items() if k in QDQ_KERNELS and n not in fused}
+    members = {m for n, k in qdq.items() if (q := qdq_kernel(graph, n, k)) is not None for m in q[1] & fused}
+    return nhwc_transposes(graph, qdq, members) if qdq else []
+
+
+#: The kernels a QDQ model's ``QuantizeLinear``/``DequantizeLinear`` nodes run as, under names
+#: onnxruntime gives them when it moves them (QDQ propagation across Reshape/Transpose).
+_QDQ_NODES = ("QuantizeLinear", "DequantizeLinear")
+
+
+def _match_qdq_moved(graph: ModelGraph, kernels: Mapping[str, str], meas: dict[str, float],
+                     unmatched: dict[str, list[float]]) -> None:  # fmt: skip
+    """Move the measured ``QuantizeLinear``/``DequantizeLinear`` kernels onnxruntime renamed into
+    ``meas``, onto the file's nodes of that type that ran under no name and no integer kernel
+    absorbed, largest tensor with longest kernel."""
+    fused = {op.name for op in graph.ops() if op.name not in meas}
+    taken = {m for n, k in kernels.items() if k in QDQ_KERNELS and (q := qdq_kernel(graph, n, k)) for m in q[1]}
+    for kind in _QDQ_NODES:
+        mine = sorted((op for op in graph.ops() if op.op_type == kind and op.name in fused - taken),
+                      key=lambda op: -op.inputs[0].nbytes)  # fmt: skip
+        theirs = sorted(unmatched.pop(kind, []), reverse=True)
+        meas.update((op.name, ns) for op, ns in zip(mine, theirs, strict=False))
+        if len(theirs) > len(mine):
+            unmatched[kind] = theirs[len(mine) :]
+
+
 def _match_inserted(
-    graph: ModelGraph, block: int, opt: str, meas: dict[str, float], unmatched: dict[str, list[float]]
-) -> tuple[list[Op], frozenset[str]]:
+    graph: ModelGraph, block: int, opt: str, meas: dict[str, float], unmatched: dict[str, list[float]],
+    kernels: Mapping[str, str] | None = None,
+) -> tuple[list[Op], frozenset[str]]:  # fmt: skip
     """The kernels onnxruntime inserts that are predicted from the graph (NCHWc reorders, the
-    fusions of :func:`~hwsim.host.ort_fusions.ort_fusions` whose members all ran fused) and the
+    fusions of :func:`~hwsim.host.ort_fusions.ort_fusions` whose members all ran fused, the
+    Transposes around channels-last integer kernels, :func:`_qdq_transposes`) and the
     nodes those fusions absorb. Their measured kernels move from ``unmatched`` into ``meas``,
-    per kind, largest tensor with longest kernel."""
+    per kind, largest tensor with longest kernel; so do renamed QDQ nodes (:func:`_match_qdq_moved`)."""
+    kernels = kernels or {}
+    for alias, kind in KERNEL_ALIASES.items():  # BiasGelu: the Gelu fusion with its bias Add folded in
+        if alias in unmatched:
+            unmatched.setdefault(kind, []).extend(unmatched.pop(alias))
+    _match_qdq_moved(graph, kernels, meas, unmatched)
     fusions = [f for f in ort_fusions(graph) if not f.members & meas.keys()] if opt in FUSING_LEVELS else []
-    inserted = [*nchwc_reorders(graph, block), *(f.kernel for f in fusions)]
-    for kind in ("ReorderInput", "ReorderOutput", *FUSED_KERNELS):
+    fused = {op.name for op in graph.ops() if op.name not in meas}
+    inserted = [*nchwc_reorders(graph, block), *(f.kernel for f in fusions), *_qdq_transposes(graph, kernels, fused)]
+    for kind in ("ReorderInput", "ReorderOutput", *FUSED_KERNELS, "Transpose"):
         mine = sorted((r for r in inserted if r.op_type == kind), key=lambda r: -r.inputs[0].nbytes)
         theirs = sorted(unmatched.pop(kind, []), reverse=True)
         meas.update((r.name, ns) for r, ns in zip(mine, theirs, strict=False))
@@ -671,10 +721,10 @@ def validate_model(
         else:
             meas[hit] = meas.get(hit, 0.0) + ns
             kernels[hit] = kind
-    reorders, members = _match_inserted(graph, block, opt, meas, unmatched)
+    reorders, members = _match_inserted(graph, block, opt, meas, unmatched, kernels)
     fused = {op.name for op in graph.ops() if op.name not in meas}
     pred = predict_nodes(graph, one, threads, fused, kernels, reorders, members, nchwc_work(graph, block),
-                         nchwc_kernels(graph, block))
+                         {**qdq_propagated(graph), **nchwc_kernels(graph, block)})
     nodes = tuple(
         NodeResult(name, p.op_type, name in fused, p.predicted_ns, meas.get(name, 0.0), p.roof_ns, p.memory_ns, p.stall_ns,
                    p.category, p.threads_used, p.step_sections, p.step_sections_ns)
@@ -823,10 +873,10 @@ def repredict(v: Validation, chip: Chip, model_path: str | Path,
     kernels = {n.name: n.op_type for n in v.nodes if not n.fused}
     names = {n.name for n in v.nodes}
     fusions = [f for f in ort_fusions(graph) if f.kernel.name in names]
-    reorders = [*nchwc_reorders(graph, v.nchwc_block), *(f.kernel for f in fusions)]
+    reorders = [*nchwc_reorders(graph, v.nchwc_block), *(f.kernel for f in fusions), *_qdq_transposes(graph, kernels, fused)]
     members = frozenset(m for f in fusions for m in f.members)
     pred = predict_nodes(graph, cpu_chip(chip, v.threads), v.threads, fused, kernels, reorders, members,
-                         nchwc_work(graph, v.nchwc_block), nchwc_kernels(graph, v.nchwc_block))  # fmt: skip
+                         nchwc_work(graph, v.nchwc_block), {**qdq_propagated(graph), **nchwc_kernels(graph, v.nchwc_block)})  # fmt: skip
     nodes = tuple(replace(n, predicted_ns=p.predicted_ns, roof_ns=p.roof_ns, memory_ns=p.memory_ns, stall_ns=p.stall_ns,
                           category=p.category, threads_used=p.threads_used, step_sections=p.step_sections,
                           step_sections_ns=p.step_sections_ns)

@@ -19,6 +19,7 @@ from hwsim.host.fingerprint import (
     read_fingerprint,
     weight_stream_plan,
 )
+from hwsim.host.int8_probe import INT8_RATES
 from hwsim.host.kernels import (
     LAYER_NORM_RATE,
     NORM_PROBE,
@@ -157,7 +158,11 @@ class TestCommand:
             assert 0.0 < unit.efficiency["LayerNormalization"] <= 1.0 and fp["kernel_rates"][LAYER_NORM_RATE] > 0
         else:
             assert "LayerNormalization rate not resolved" in out.read_text()
-        assert set(unit.efficiency) <= {*FINGERPRINT_EFFICIENCY, "LayerNormalization", *RESIZE_RATES}
+        assert set(unit.efficiency) <= {*FINGERPRINT_EFFICIENCY, "LayerNormalization", *RESIZE_RATES, *INT8_RATES}
+        # the integer kernels of a QDQ model (no calibration model runs one): measured, or a note
+        for kernel in INT8_RATES:
+            assert 0.0 < unit.efficiency.get(kernel, 1.0) <= 1.0 and (kernel in unit.efficiency or kernel in text)
+        assert (unit.requant_ns or 0.0) > 0 or "requant_ns left out" in text
         # the Resize classes no calibration model runs: measured (slowest plain linear), or a note
         for kernel in RESIZE_RATES:
             assert (kernel in unit.efficiency and 0.0 < unit.efficiency[kernel] <= 1.0) or f"{kernel} not resolved" in text

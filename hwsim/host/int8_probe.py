@@ -1,0 +1,217 @@
+"""Rates of onnxruntime's integer (QDQ) kernels, measured for a fingerprint: what an int8 model
+runs (:mod:`hwsim.host.ort_qdq`) and no fp32 calibration model shows.
+
+The fingerprint's ``int8`` peak is a large ``MatMulInteger`` (768 cubed; AMX on the CI Xeon, ~2.1
+TOP/s). The kernels of a QDQ model run far from it: ``QLinearConv`` (channels-last im2col, then a
+U8S8 GEMM, then requantization of every output to uint8) at 0.3-0.35 of it, ``QLinearMatMul``
+at 0.3-0.6, and the per-element kernels (``QuantizeLinear``, ``DequantizeLinear``,
+``QLinearAdd``) at 0.1-0.25 ns per element, where the CPU model's category defaults say 10x
+less. Two small probe models (a channels-last conv block and a MatMul, hand-written QDQ, shapes
+none of the held-out int8 models use) are profiled and each kernel's time becomes that kernel
+class's efficiency (:func:`hwsim.host.kernels.int8_efficiencies`, like ``LayerNormalization``'s and Resize's in
+:mod:`hwsim.host.kernels`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from graph_ir.ir import Op
+from hwsim.host.measure import profile_nodes
+
+__all__ = [
+    "ATTENTION_MATMUL",
+    "ATTENTION_PROBE",
+    "CONV_PROBE",
+    "INT8_PROBES",
+    "INT8_RATES",
+    "MATMUL_PROBE",
+    "MATMUL_PROBE_K",
+    "SHORT_MATMUL",
+    "attention_probe",
+    "conv_probe",
+    "int8_kernel_ns",
+    "matmul_probe",
+    "pack_from",
+    "probe_kernels",
+    "requant_from",
+]  # fmt: skip
+
+#: The conv probe: 3x3 conv of C -> C channels over an S x S plane (59 M MACs, 0.1 M elements
+#: per tensor), its output added to its input (``QLinearAdd``).
+CONV_PROBE = (64, 40)
+#: The MatMul probes: (rows, N) and the two K (the requantization per output is what the short K
+#: pays beyond its MACs; :func:`requant_from`).
+MATMUL_PROBE = (96, 512)
+MATMUL_PROBE_K = (128, 2048)
+#: Integer kernel class -> the key of its profiled time in :func:`int8_kernel_ns` (ns per probe
+#: kernel, less the profiler's empty kernel; not a chip field: :func:`hwsim.host.kernels.int8_efficiencies` turns it
+#: into an efficiency). ``QLinearMatMul``: the long-K probe.
+INT8_RATES: Mapping[str, str] = {
+    "QLinearConv": "qlinear_conv_probe_ns",
+    "QLinearAdd": "qlinear_add_probe_ns",
+    "QuantizeLinear": "quantize_probe_ns",
+    "DequantizeLinear": "dequantize_probe_ns",
+    "QLinearMatMul": "qlinear_matmul_probe_ns",
+}
+#: Key of the short-K MatMul probe's time (:func:`requant_from`).
+SHORT_MATMUL = "qlinear_matmul_short_probe_ns"
+#: The attention probe (heads, rows, width): its QLinearMatMul packs a B of heads x width x rows
+#: elements at every run (:func:`pack_from`); its time's key.
+ATTENTION_PROBE = (4, 96, 96)
+ATTENTION_MATMUL = "qlinear_matmul_attention_probe_ns"
+#: Every probe time's key (none is a chip field).
+INT8_PROBES = frozenset((*INT8_RATES.values(), SHORT_MATMUL, ATTENTION_MATMUL))
+
+
+def _qdq(name: str, scale: float, zero: int, dtype: int) -> list[onnx.TensorProto]:
+    np_type = np.uint8 if dtype == TensorProto.UINT8 else np.int8
+    return [numpy_helper.from_array(np.array(scale, np.float32), f"{name}_s"),
+            numpy_helper.from_array(np.array(zero, np_type), f"{name}_z")]  # fmt: skip
+
+
+def _model(nodes: list[onnx.NodeProto], x_shape: list[int], out: str, inits: list[onnx.TensorProto]) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "int8_probe", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+                              [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)], inits)  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def _quantized_weight(name: str, shape: tuple[int, ...], axis: int | None) -> tuple[list[onnx.TensorProto], onnx.NodeProto]:
+    """An int8 initializer (per-channel along ``axis``, or per-tensor) and its DequantizeLinear."""
+    rng = np.random.default_rng(0)
+    w = rng.integers(-127, 128, shape).astype(np.int8)
+    n = shape[axis] if axis is not None else 1
+    scale = np.full(n, 0.01, np.float32) if axis is not None else np.array(0.01, np.float32)
+    zero = np.zeros(n, np.int8) if axis is not None else np.array(0, np.int8)
+    inits = [numpy_helper.from_array(w, f"{name}_q"), numpy_helper.from_array(scale, f"{name}_s"),
+             numpy_helper.from_array(zero, f"{name}_z")]  # fmt: skip
+    node = helper.make_node("DequantizeLinear", [f"{name}_q", f"{name}_s", f"{name}_z"], [name], name=f"dq_{name}")
+    if axis is not None:
+        node.attribute.append(helper.make_attribute("axis", axis))
+    return inits, node
+
+
+def _act(src: str, dst: str, tag: str) -> list[onnx.NodeProto]:
+    """QuantizeLinear then DequantizeLinear of an activation (uint8, per tensor)."""
+    return [helper.make_node("QuantizeLinear", [src, f"{tag}_s", f"{tag}_z"], [f"{dst}_u8"], name=f"q_{tag}"),
+            helper.make_node("DequantizeLinear", [f"{dst}_u8", f"{tag}_s", f"{tag}_z"], [dst], name=f"dq_{tag}")]  # fmt: skip
+
+
+def conv_probe() -> onnx.ModelProto:
+    """x -> Q/DQ -> 3x3 Conv (per-channel int8 weights) -> Q/DQ, + the quantized x -> Q/DQ: as
+    onnxruntime runs it, ``QuantizeLinear``, ``Transpose``, ``QLinearConv``, ``QLinearAdd``,
+    ``Transpose``, ``DequantizeLinear`` (:data:`CONV_PROBE`)."""
+    c, s = CONV_PROBE
+    w_inits, dq_w = _quantized_weight("w", (c, c, 3, 3), 0)
+    u8 = TensorProto.UINT8
+    inits = [*w_inits, *_qdq("x", 0.02, 128, u8), *_qdq("c", 0.05, 128, u8), *_qdq("a", 0.06, 128, u8)]
+    nodes = [*_act("x", "xd", "x"), dq_w, helper.make_node("Conv", ["xd", "w"], ["conv"], name="conv", pads=[1, 1, 1, 1]),
+             *_act("conv", "cd", "c"), helper.make_node("Add", ["cd", "xd"], ["add"], name="add"), *_act("add", "y", "a")]  # fmt: skip
+    return _model(nodes, [1, c, s, s], "y", inits)
+
+
+def matmul_probe(k: int = MATMUL_PROBE_K[1]) -> onnx.ModelProto:
+    """x -> Q/DQ -> MatMul (per-tensor int8 weights) -> Q/DQ: ``QuantizeLinear``,
+    ``QLinearMatMul``, ``DequantizeLinear`` (:data:`MATMUL_PROBE`, reduction length ``k``)."""
+    m, n = MATMUL_PROBE
+    w_inits, dq_w = _quantized_weight("w", (k, n), None)
+    u8 = TensorProto.UINT8
+    inits = [*w_inits, *_qdq("x", 0.02, 128, u8), *_qdq("m", 0.5, 128, u8)]
+    nodes = [*_act("x", "xd", "x"), dq_w, helper.make_node("MatMul", ["xd", "w"], ["mm"], name="mm"), *_act("mm", "y", "m")]
+    return _model(nodes, [1, m, k], "y", inits)
+
+
+def attention_probe() -> onnx.ModelProto:
+    """Scores of self-attention on 8-bit tensors: x -> Q/DQ -> MatMul(x, Transpose(x)) -> Q/DQ,
+    ``x`` of :data:`ATTENTION_PROBE` (heads, rows, width): a ``QLinearMatMul`` whose B (the
+    transposed x, heads x width x rows) is packed at every run."""
+    heads, rows, width = ATTENTION_PROBE
+    u8 = TensorProto.UINT8
+    inits = [*_qdq("x", 0.02, 128, u8), *_qdq("s", 0.5, 128, u8)]
+    nodes = [*_act("x", "xd", "x"), helper.make_node("Transpose", ["xd"], ["xt"], name="t", perm=[0, 1, 3, 2]),
+             helper.make_node("MatMul", ["xd", "xt"], ["mm"], name="mm"), *_act("mm", "y", "s")]  # fmt: skip
+    return _model(nodes, [1, heads, rows, width], "y", inits)
+
+
+def int8_kernel_ns(rounds: int = 3, profiled_kernel_ns: float = 0.0) -> dict[str, float]:
+    """The profiled time of each kernel class of :data:`INT8_RATES` in its probe (keyed by its
+    rate key; the short-K MatMul under :data:`SHORT_MATMUL`), the fastest of ``rounds`` profiled
+    runs of 10, less ``profiled_kernel_ns`` (what the profiler reports for an empty kernel: its own
+    cost and the dispatch); ``QuantizeLinear`` and ``DequantizeLinear`` from the conv probe. A
+    class whose kernel is not found is left out. About 0.3 s on the CI Xeon."""
+    out: dict[str, float] = {}
+    probes = ((conv_probe(), {"QLinearConv": INT8_RATES["QLinearConv"], "QLinearAdd": INT8_RATES["QLinearAdd"],
+                              "QuantizeLinear": INT8_RATES["QuantizeLinear"],
+                              "DequantizeLinear": INT8_RATES["DequantizeLinear"]}),
+              (matmul_probe(MATMUL_PROBE_K[0]), {"QLinearMatMul": SHORT_MATMUL}),
+              (matmul_probe(MATMUL_PROBE_K[1]), {"QLinearMatMul": INT8_RATES["QLinearMatMul"]}),
+              (attention_probe(), {"QLinearMatMul": ATTENTION_MATMUL}))  # fmt: skip
+    for model, keys in probes:
+        shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+        x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+        for _ in range(rounds):
+            for kind, ns in profile_nodes(model, {"x": x}, runs=10).values():
+                if kind in keys:
+                    key, net = keys[kind], max(ns - profiled_kernel_ns, 1.0)
+                    out[key] = min(out.get(key, net), net)
+    return out
+
+
+def requant_from(rates: Mapping[str, float]) -> float | None:
+    """``requant_ns`` (:func:`cost_models.cpu.requant_ns`) from the two MatMul probes: their
+    difference is MACs only, so ``ns per MAC = (t_long - t_short) / (MACs_long - MACs_short)``,
+    and the short one's time beyond its MACs over its outputs is the cost per output. None when
+    either is missing or the figure is not positive.
+
+    >>> round(requant_from({SHORT_MATMUL: 27250.0, INT8_RATES["QLinearMatMul"]: 112500.0}), 3)
+    0.439
+    """
+    long_key = INT8_RATES["QLinearMatMul"]
+    if SHORT_MATMUL not in rates or long_key not in rates:
+        return None
+    (m, n), (k1, k2) = MATMUL_PROBE, MATMUL_PROBE_K
+    per_mac = (rates[long_key] - rates[SHORT_MATMUL]) / (m * n * (k2 - k1))
+    per_out = (rates[SHORT_MATMUL] - per_mac * m * n * k1) / (m * n)
+    return per_out if per_mac > 0 and per_out > 0 else None
+
+
+def pack_from(rates: Mapping[str, float], requant_ns: float) -> float | None:
+    """``int8_pack_ns`` (:func:`cost_models.cpu.requant_ns`) from the attention probe: its time less
+    its MACs at the rate the two MatMul probes show and ``requant_ns`` per output, over the elements
+    of its B. None when a probe is missing or the figure is not positive.
+
+    >>> r = {SHORT_MATMUL: 27000.0, INT8_RATES["QLinearMatMul"]: 112000.0, ATTENTION_MATMUL: 80000.0}
+    >>> round(pack_from(r, 0.4), 3)
+    1.684
+    """
+    long_key = INT8_RATES["QLinearMatMul"]
+    if not {SHORT_MATMUL, long_key, ATTENTION_MATMUL} <= rates.keys():
+        return None
+    (m, n), (k1, k2) = MATMUL_PROBE, MATMUL_PROBE_K
+    per_mac = (rates[long_key] - rates[SHORT_MATMUL]) / (m * n * (k2 - k1))
+    heads, rows, width = ATTENTION_PROBE
+    extra = rates[ATTENTION_MATMUL] - per_mac * heads * rows * rows * width - requant_ns * heads * rows * rows
+    per_b = extra / (heads * width * rows)
+    return per_b if per_mac > 0 and per_b > 0 else None
+
+
+def probe_kernels() -> dict[str, Op]:
+    """Each kernel class of :data:`INT8_RATES` as the op validate prices for it in its probe
+    (:func:`hwsim.host.ort_qdq.qdq_kernel`; the plain Q/DQ nodes as they are)."""
+    from graph_ir.onnx_import import from_model_proto
+    from hwsim.host.ort_qdq import qdq_kernel
+
+    out: dict[str, Op] = {}
+    for model, kernels in ((conv_probe(), {"conv": "QLinearConv", "add": "QLinearAdd"}), (matmul_probe(), {"mm": "QLinearMatMul"})):  # fmt: skip
+        graph = from_model_proto(onnx.shape_inference.infer_shapes(model))
+        for node, kind in kernels.items():
+            hit = qdq_kernel(graph, node, kind)
+            assert hit is not None  # the probe is written to match
+            out[kind] = hit[0]
+        if "conv" in kernels:
+            out["QuantizeLinear"], out["DequantizeLinear"] = graph.op("q_x"), graph.op("dq_a")
+    return out
