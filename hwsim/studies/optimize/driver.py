@@ -205,9 +205,11 @@ def _combined(s: Search, incumbent: Record, winners: Sequence[tuple[str, Record]
 
 
 def kernel_on_graph(s: Search, start: Record, cap: int, mappings: Sequence[dict[str, OpMapping]]) -> Record:
-    """Stage 2 on one graph: transferred mappings, then rounds over the target ops. A round
-    tries the next signature of every target op at once (one candidate per op, evaluated in
-    parallel), then the winners' signatures together; the best becomes the incumbent."""
+    """Stage 2 on one graph: transferred mappings (those the screen backs, :func:`_transfer`),
+    then rounds over the target ops (:func:`_queues`: the same as without transfer, tried on the
+    best transferred mapping). A round tries the next signature of every target op at once (one
+    candidate per op, evaluated in parallel), then the winners' signatures together; the best
+    becomes the incumbent."""
     spent = s.budget.used
     mappings = ranked_transfer(s, start, mappings) if mappings else []
     incumbent = _transfer(s, start, mappings, s.budget.kernel_left(cap)) if mappings else start
