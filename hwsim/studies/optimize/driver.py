@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from cost_models.mapping import OpMapping
 from hwsim.pipeline import run_graph
-from hwsim.studies.optimize.compose import composed, rerank
+from hwsim.studies.optimize.compose import composed, rerank, screen_score
 from hwsim.studies.optimize.evaluate import Candidate
 from hwsim.studies.optimize.prior import Prior
 from hwsim.studies.optimize.search import Record, Search, SearchResult
@@ -29,7 +29,9 @@ from hwsim.studies.optimize.transfer import transferred
 if TYPE_CHECKING:
     import onnx
 
-__all__ = ["BEAM_WIDTH", "KERNEL_GRAPHS", "TRANSFER_TRIALS", "kernel_graphs", "op_time_ns", "ranked_transfer", "run_search", "transfer_first"]
+    from graph_ir.ir import ModelGraph
+
+__all__ = ["BEAM_WIDTH", "KERNEL_GRAPHS", "TRANSFER_TRIALS", "kernel_graphs", "op_time_ns", "predicted_win", "ranked_transfer", "run_search", "transfer_first"]
 
 log = logging.getLogger("hwsim")
 
@@ -119,18 +121,36 @@ def ranked_transfer(s: Search, start: Record, mappings: Sequence[dict[str, OpMap
 
 
 def _transfer(s: Search, start: Record, mappings: Sequence[dict[str, OpMapping]], left: int) -> Record:
-    """Try whole transferred mappings (in :func:`ranked_transfer` order) on ``start``'s graph;
-    returns the better incumbent."""
+    """Try whole transferred mappings (in :func:`ranked_transfer` order) on ``start``'s graph,
+    one at a time, each only where the screen predicts it faster than the best of ``start`` and
+    the transferred trials on its graph so far (:func:`predicted_win`); returns the better
+    incumbent."""
     earlier = [r for r in s.result.records if r.stage == "transfer" and r.candidate.transforms == start.candidate.transforms]
     done = {r.candidate.key for r in earlier}
-    cands = [Candidate.of(start.candidate.transforms, {op: m.as_dict() for op, m in mm.items()}) for mm in mappings]
-    cands = [c for c in {c.key: c for c in cands}.values() if c.key not in done][: max(0, min(TRANSFER_TRIALS - len(earlier), left))]
-    recs = s.run_round("transfer", cands, start.outcome.latency_ms, frozenset(c.key for c in cands))
-    best = min([start, *earlier, *recs], key=Record.rank)
-    return best if _better(best, start) else start
+    held = min([start, *earlier], key=Record.rank)
+    graph, _ = s.graph_and_table(start.candidate.transforms)
+    ctx = _context(s, start.candidate.transforms)
+    tries = min(TRANSFER_TRIALS - len(earlier), left)
+    for mm in mappings:
+        c = Candidate.of(start.candidate.transforms, {op: m.as_dict() for op, m in mm.items()})
+        if tries < 1:
+            break
+        if c.key in done or not predicted_win(ctx, graph, mm, held):
+            continue
+        done.add(c.key)
+        tries -= 1
+        held = min([held, *s.run_round("transfer", [c], start.outcome.latency_ms, frozenset({c.key}))], key=Record.rank)
+    return held if _better(held, start) else start
 
 
-SigKey = tuple[tuple[str, object], ...]
+def predicted_win(ctx: SignatureContext, graph: ModelGraph, mapping: Mapping[str, OpMapping], held: Record) -> bool:
+    """Whether the screen predicts ``mapping`` (whole, on ``held``'s graph) faster than ``held``'s
+    own mapping (:func:`~hwsim.studies.optimize.compose.screen_score` above 0): a transferred
+    candidate is simulated only then, so it displaces none of the search's own trials on a guess
+    the target's screen does not back."""
+    current = held.candidate.mapping()
+    whole = {op: mapping.get(op, OpMapping()) for op in sorted({*current, *mapping})}
+    return screen_score(ctx, graph, whole, held.outcome.latency_ms * 1e6, current) > 0
 
 
 def _reverts(s: Search, incumbent: Record, ctx: SignatureContext) -> list[str]:
@@ -145,26 +165,27 @@ def _reverts(s: Search, incumbent: Record, ctx: SignatureContext) -> list[str]:
     ]  # fmt: skip
 
 
-def _queues(s: Search, incumbent: Record, mappings: Sequence[dict[str, OpMapping]]) -> tuple[dict[str, deque[OpMapping]], set[tuple[str, SigKey]]]:
-    """Each target op's signatures in the order to try them (:func:`signature_queue`), the
-    target ops: the incumbent's ops to revert (:func:`_reverts`), then those of the critical
-    path, then the others by time; and the (op, signature) pairs that came from transfer."""
+def _queues(s: Search, start: Record, incumbent: Record) -> dict[str, deque[OpMapping]]:
+    """Each target op's signatures in the order to try them: exactly the queues a search
+    without transfer builds on ``start`` (:func:`signature_queue`; the target ops those of the
+    critical path, then the others by time), so that transfer displaces none of its trials;
+    then, for each of the ``incumbent``'s ops whose (transferred) signature the screen predicts
+    slower than the op's default on this chip, the default (:func:`_reverts`)."""
     cfg = s.inputs.config
-    graph, _ = s.graph_and_table(incumbent.candidate.transforms)
-    ctx = _context(s, incumbent.candidate.transforms)
-    times, critical = op_time_ns(s, incumbent.candidate)
-    parent_ns = incumbent.outcome.latency_ms * 1e6
+    graph, _ = s.graph_and_table(start.candidate.transforms)
+    ctx = _context(s, start.candidate.transforms)
+    times, critical = op_time_ns(s, start.candidate)
+    parent_ns = start.outcome.latency_ms * 1e6
     queues: dict[str, deque[OpMapping]] = {}
-    from_transfer: set[tuple[str, SigKey]] = set()
-    targets = dict.fromkeys([*_reverts(s, incumbent, ctx), *top_ops(times, cfg.stage_kernel.k, critical)])
-    for op in targets:
-        hints = [m[op] for m in mappings if op in m and not m[op].is_default()]
-        current = incumbent.candidate.signature_dict().get(op, {})
-        queue, hinted = signature_queue(s.rng, graph.op(op), ctx, current, cfg.stage_kernel.trials_per_op, parent_ns, hints)
+    for op in dict.fromkeys([*_reverts(s, start, ctx), *top_ops(times, cfg.stage_kernel.k, critical)]):
+        current = start.candidate.signature_dict().get(op, {})
+        queue, _ = signature_queue(s.rng, graph.op(op), ctx, current, cfg.stage_kernel.trials_per_op, parent_ns)
         if queue:
             queues[op] = deque(queue)
-            from_transfer |= {(op, k) for k in hinted}
-    return queues, from_transfer
+    if incumbent is not start:
+        for op in _reverts(s, incumbent, ctx):
+            queues.setdefault(op, deque()).append(OpMapping())
+    return queues
 
 
 def _combined(s: Search, incumbent: Record, winners: Sequence[tuple[str, Record]], left: int) -> Record:
@@ -184,13 +205,15 @@ def _combined(s: Search, incumbent: Record, winners: Sequence[tuple[str, Record]
 
 
 def kernel_on_graph(s: Search, start: Record, cap: int, mappings: Sequence[dict[str, OpMapping]]) -> Record:
-    """Stage 2 on one graph: transferred mappings, then rounds over the target ops. A round
-    tries the next signature of every target op at once (one candidate per op, evaluated in
-    parallel), then the winners' signatures together; the best becomes the incumbent."""
+    """Stage 2 on one graph: transferred mappings (those the screen backs, :func:`_transfer`),
+    then rounds over the target ops (:func:`_queues`: the same as without transfer, tried on the
+    best transferred mapping). A round tries the next signature of every target op at once (one
+    candidate per op, evaluated in parallel), then the winners' signatures together; the best
+    becomes the incumbent."""
     spent = s.budget.used
     mappings = ranked_transfer(s, start, mappings) if mappings else []
     incumbent = _transfer(s, start, mappings, s.budget.kernel_left(cap)) if mappings else start
-    queues, from_transfer = _queues(s, incumbent, mappings)
+    queues = _queues(s, start, incumbent)
     tried = {r.candidate.key for r in s.result.records}  # this search's: a rerun skips the same
     while queues:
         left = s.budget.kernel_left(cap - (s.budget.used - spent))
@@ -198,7 +221,6 @@ def kernel_on_graph(s: Search, start: Record, cap: int, mappings: Sequence[dict[
             break
         op_of: dict[str, str] = {}
         cands: list[Candidate] = []
-        hinted: set[str] = set()
         for op in list(queues)[:left]:
             m = queues[op].popleft()
             c = incumbent.candidate.with_op(op, m.as_dict())
@@ -206,11 +228,9 @@ def kernel_on_graph(s: Search, start: Record, cap: int, mappings: Sequence[dict[
                 tried.add(c.key)
                 op_of[c.key] = op
                 cands.append(c)
-                if (op, tuple(sorted(m.as_dict().items()))) in from_transfer:
-                    hinted.add(c.key)
             if not queues[op]:
                 del queues[op]
-        recs = s.run_round("kernel", cands, incumbent.outcome.latency_ms, frozenset(hinted))
+        recs = s.run_round("kernel", cands, incumbent.outcome.latency_ms)
         winners = [(op_of[r.candidate.key], r) for r in recs if _better(r, incumbent)]
         if winners:
             incumbent = _combined(s, incumbent, winners, s.budget.kernel_left(cap - (s.budget.used - spent)))
@@ -261,7 +281,8 @@ def transfer_first(s: Search) -> None:
     if not s.inputs.transfer_from or s.budget.kernel_left(1) < 1:
         return
     ranked = ranked_transfer(s, base, transfer_mappings(s, base))
-    if ranked:
+    graph, _ = s.graph_and_table(())
+    if ranked and predicted_win(_context(s, ()), graph, ranked[0], base):
         first = Candidate.of((), {op: m.as_dict() for op, m in ranked[0].items()})
         s.run_round("transfer", [first], base.outcome.latency_ms, frozenset({first.key}))
 

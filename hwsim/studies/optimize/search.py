@@ -69,20 +69,26 @@ class Record:
 
 @dataclass(slots=True)
 class Budget:
-    """Trials left per stage (None: the stage's own sizes bound it) and the wall-clock deadlines."""
+    """Trials left per stage (None: the stage's own sizes bound it) and the wall-clock deadlines.
+
+    ``transferred`` counts the trials of stage ``transfer``; they come out of stage 2's share, never
+    stage 1's, so stage 1 proposes the same graphs with transfer as without (its exploration is
+    not displaced).
+    """
 
     total: int | None
     graph_share: float
     deadline_s: float | None = None
     graph_deadline_s: float | None = None
     used: int = 0
+    transferred: int = 0
 
     def graph_left(self, cap: int) -> int:
         if self._late(self.graph_deadline_s):
             return 0
         if self.total is None:
             return cap
-        return max(0, min(cap, int(self.total * self.graph_share) - self.used + 1))
+        return max(0, min(cap, int(self.total * self.graph_share) - (self.used - self.transferred) + 1))
 
     def kernel_left(self, cap: int) -> int:
         if self._late(self.deadline_s):
@@ -180,35 +186,41 @@ class Search:
     def run_round(self, stage: str, candidates: Sequence[Candidate], parent_latency_ms: float,
                   transferred: frozenset[str] = frozenset()) -> list[Record]:  # fmt: skip
         """Evaluate ``candidates`` (stored ones reused), store each new trial at once; the
-        records come back in the candidates' order."""
-        by_key: dict[str, Record] = {}
+        records come back, and are numbered, in the candidates' order (not the order the workers
+        finish in: a search's trial numbers are the same on every run)."""
+        done: dict[str, tuple[Outcome, int | None, bool]] = {}
         todo = []
         for c in candidates:
             old = self.done.get(c.key)
             if old is None:
                 todo.append(c)
             else:
-                by_key[c.key] = self._record(stage, c, _outcome(old), parent_latency_ms, old.id, True, transferred)
+                done[c.key] = (_outcome(old), old.id, True)
         cands = {c.key: c for c in todo}
 
         def store(o: Outcome) -> None:
             trial = self._trial(stage, cands[o.key], o, parent_latency_ms)
             tid = self.db.add(trial)
             self.done[o.key] = trial
-            by_key[o.key] = self._record(stage, cands[o.key], o, parent_latency_ms, tid, False, transferred)
+            done[o.key] = (o, tid, False)
             self.progress(1)
 
-        self.progress(len(by_key))
+        self.progress(len(done))
+        ordered: list[Record] = []
         try:
             evaluate_round(self.executor, [self.task(c) for c in todo], store)
         finally:
-            ordered = [by_key[c.key] for c in candidates if c.key in by_key]
-            self.result.records.extend(sorted(ordered, key=lambda r: r.index))
+            for c in candidates:
+                if c.key in done:
+                    o, tid, reused = done[c.key]
+                    ordered.append(self._record(stage, c, o, parent_latency_ms, tid, reused, transferred))
+            self.result.records.extend(ordered)
         return ordered
 
     def _record(self, stage: str, c: Candidate, o: Outcome, parent_ms: float, tid: int | None, reused: bool,
                 transferred: frozenset[str]) -> Record:  # fmt: skip
         self.budget.used += 1
+        self.budget.transferred += stage == "transfer"
         return Record(self.budget.used - 1, stage, c, o, parent_ms, tid, reused, c.key in transferred)
 
     def _trial(self, stage: str, c: Candidate, o: Outcome, parent_ms: float) -> Trial:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -119,3 +120,43 @@ def test_transfer_auto_to_a_faster_npu_variant_hits(tmp_path: Path) -> None:
     assert any(r["transferred"] and r["latency_ms"] < r["parent_latency_ms"] for r in rows)
     assert summary["reused_trials"] == 0  # the variant's fingerprint differs: nothing of rk3588 taken as its own
     assert len({r["candidate_key"] for r in rows}) == len(rows)  # no candidate tried twice
+
+
+def _first_round(rows: list[dict[str, object]]) -> list[tuple[str, str]]:
+    """Stage 2's first round: per trial that changed one op of the round's parent (the first
+    trial on its graph with the parent's latency), (op, signature)."""
+    kernel = [i for i, r in enumerate(rows) if r["stage"] == "kernel"]
+    first = rows[kernel[0]]
+    parent = next(q for q in rows if q["transforms"] == first["transforms"] and q["latency_ms"] == first["parent_latency_ms"])
+    held: dict[str, object] = parent["signatures"]  # type: ignore[assignment]
+    out: list[tuple[str, str]] = []
+    for i in kernel:
+        sigs: dict[str, object] = rows[i]["signatures"]  # type: ignore[assignment]
+        changed = [op for op in {*held, *sigs} if held.get(op) != sigs.get(op)]
+        if rows[i]["parent_latency_ms"] == first["parent_latency_ms"] and len(changed) == 1:
+            out.append((changed[0], json.dumps(sigs.get(changed[0], {}), sort_keys=True)))
+    return out
+
+
+def test_with_transfer_stage_1_and_2_propose_what_a_cold_search_proposes(tmp_path: Path) -> None:
+    """Transfer displaces none of the search's own trials: with ``--transfer-from`` stage 1 tries
+    the graphs the same search without it tries (on the same database: the same learned prior),
+    and stage 2 that search's signatures, in its order, on the best transferred mapping (those it
+    already holds are skipped)."""
+    source = tmp_path / "source.sqlite"
+    _optimize(tmp_path, "rk3588", source, "source", "--budget", "24")
+    rk = load_chip("rk3588")
+    npu = next(u for u in rk.units if u.kind == "npu")
+    variant = override(rk, [f"npu.sram_kib={npu.sram_kib // 2}"])  # type: ignore[attr-defined]
+    chip_file = tmp_path / "rk3588_sram05.yaml"
+    chip_file.write_text(yaml.safe_dump(variant.model_dump(mode="json", exclude_none=True), sort_keys=False))
+    shutil.copyfile(source, tmp_path / "cold.sqlite")
+    _optimize(tmp_path, str(chip_file), tmp_path / "cold.sqlite", "cold", "--budget", "24")
+    _optimize(tmp_path, str(chip_file), source, "warm", "--budget", "24", "--transfer-from", "auto")
+    cold, warm = _log(tmp_path / "cold"), _log(tmp_path / "warm")
+    assert any(r["stage"] == "transfer" for r in warm)
+    graphs = [[r["candidate_key"] for r in rows if r["stage"] == "graph"] for rows in (cold, warm)]
+    assert graphs[0] == graphs[1]
+    tried, proposed = _first_round(warm), iter(_first_round(cold))
+    assert len(tried) >= 4
+    assert all(change in proposed for change in tried)  # a subsequence: the same order, none added

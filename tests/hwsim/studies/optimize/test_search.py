@@ -151,6 +151,28 @@ def test_top_ops_and_budget_split() -> None:
     assert b.kernel_left(100) == 6 and b.kernel_left(2) == 2
 
 
+def test_transfer_trials_come_out_of_stage_2_never_stage_1() -> None:
+    cold = search.Budget(total=40, graph_share=0.3, used=1)  # the baseline
+    warm = search.Budget(total=40, graph_share=0.3, used=3, transferred=2)  # and two transferred trials
+    assert warm.graph_left(100) == cold.graph_left(100) == 12
+    assert warm.kernel_left(100) == cold.kernel_left(100) - 2
+
+
+def test_trials_are_numbered_in_the_candidates_order_not_the_order_workers_finish(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert _run(tmp_path, "--budget", "6", db=str(tmp_path / "a.sqlite"), out="a") == 0
+    real = search.evaluate_round
+
+    def backwards(ex: object, tasks: list[object], done: object) -> None:
+        real(None, list(reversed(tasks)), done)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(search, "evaluate_round", backwards)
+    assert _run(tmp_path, "--budget", "6", db=str(tmp_path / "b.sqlite"), out="b") == 0
+    logs = [[(r["trial"], r["candidate_key"]) for r in _log(tmp_path / d)] for d in ("a", "b")]
+    assert len({key for _, key in logs[0] if key}) > 2 and logs[0] == logs[1]
+
+
 def test_a_fingerprinted_chip_of_this_machine_is_measured_and_backfilled(tmp_path: Path) -> None:
     # predict, measure, backfill (issue 16 item 2): the best graphs are timed with onnxruntime and the
     # measurement lands next to the prediction, in summary.json, the log and the database
