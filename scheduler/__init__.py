@@ -20,6 +20,7 @@ Where each idea lives:
   ``register_policy``, ``DEFAULT_POLICY``): :mod:`scheduler.registry`;
 - solving a task graph (bounds, reasons, deadlines): :mod:`scheduler.solver`,
   :mod:`scheduler.deadlines`;
+- ruin and recreate (the default search's large-neighbourhood step): :mod:`scheduler.ruin_recreate`;
 - lower bounds: :mod:`scheduler.bounds`; why each task went where: :mod:`scheduler.explain`;
 - least energy under a latency budget: :mod:`scheduler.energy`.
 """

@@ -15,7 +15,10 @@
    a row found nothing better; on small graphs each walk starts from another descended seed.
    On small graphs where every unit has one core, the best is then descended again from every
    exchange of two units' tasks (:func:`unit_swaps`: whole load groups change unit, which no
-   path of one-task moves does), with ``budget // SWAP_SHARE`` evaluations more.
+   path of one-task moves does), with ``budget // SWAP_SHARE`` evaluations more; then ruin and
+   recreate (:mod:`scheduler.ruin_recreate`): a connected region or a window of time of the best
+   taken off its units and put back by earliest finish, descended when at most ``RUIN_ACCEPT``
+   longer, with ``budget // RUIN_SHARE`` evaluations more.
 3. Order: keep the units and start a late task just before an earlier task on its unit when
    that shortens the makespan.
 4. Affinity: a task is moved to the unit its operator type prefers when that costs nothing.
@@ -42,6 +45,7 @@ from scheduler.list_scheduling import list_schedule, retime
 from scheduler.peft import peft
 from scheduler.problem import Problem, Solution, evaluate, evaluate_within, priority_order
 from scheduler.ranks import placement_rank, upward_rank
+from scheduler.ruin_recreate import connected_region, recreate, window_region
 from scheduler.single_unit import single_unit
 
 __all__ = ["DEFAULT_WORK_BUDGET", "affinity_locality", "critical_tasks", "order_search", "unit_swaps"]
@@ -75,6 +79,16 @@ CHAIN_KICKS = 0.5
 SWAP_DESCENT = 40
 #: :func:`_swap_descents` spends at most ``budget // SWAP_SHARE`` evaluations in all.
 SWAP_SHARE = 6
+#: On small graphs where every unit has one core, after the exchanges, ruin and recreate
+#: (:mod:`scheduler.ruin_recreate`) from the best spends at most ``budget // RUIN_SHARE``
+#: evaluations in all (0: none) ...
+RUIN_SHARE = 6
+#: ... each descent from a recreated schedule at most ``budget // RUIN_DESCENT`` ...
+RUIN_DESCENT = 40
+#: ... and only a recreated schedule at most this much longer than the best is descended.
+RUIN_ACCEPT = 0.05
+#: A connected region has 3 to this many tasks; a window spans 10% to 30% of the makespan.
+RUIN_TASKS = 20
 #: On small graphs the search re-times an assignment by placement rank with transfers weighted
 #: this much (a task feeding another unit goes earlier): on the optima's own units that order
 #: was 1.067x the optimum at n=50, against 1.095x with weight 1.
@@ -445,6 +459,42 @@ def _swap_descents(
     return best, spent
 
 
+def _region(problem: Problem, sol: Solution, rng: np.random.Generator) -> list[int]:
+    """A region to ruin: a connected piece around a task on a binding chain, or a window of time."""
+    if rng.random() < 0.5:
+        crit = critical_tasks(problem, sol)
+        start = crit[int(rng.integers(0, len(crit)))]
+        return connected_region(problem, start, int(rng.integers(3, RUIN_TASKS + 1)), rng)
+    width = sol.makespan_ns * rng.uniform(0.1, 0.3)
+    return window_region(sol, rng.uniform(0.0, sol.makespan_ns - width), width)
+
+
+def _ruin_descents(
+    problem: Problem, best: Solution, budget: int, chain_of: list[tuple[int, ...]]
+) -> tuple[Solution, int]:
+    """Ruin and recreate a region of ``best`` (:func:`_region`, :func:`recreate`), re-time it,
+    and descend from it when it is at most ``RUIN_ACCEPT`` longer; keep an improvement, until
+    ``budget // RUIN_SHARE`` evaluations are spent. Returns the best and the evaluations spent."""
+    rng = np.random.default_rng(problem.n * 7919 + problem.n_units + 3 * 104_729)
+    spent, share, total = 0, max(1, budget // RUIN_DESCENT), budget // RUIN_SHARE
+    while spent < total:
+        rebuilt = recreate(problem, best, _region(problem, best, rng))
+        spent += 1
+        if rebuilt.unit == best.unit:
+            continue
+        timed, used = _timed(problem, list(rebuilt.unit), best.order())
+        spent += used
+        kick = timed if timed is not None and _key(timed) < _key(rebuilt) else rebuilt
+        if kick.makespan_ns > best.makespan_ns * (1 + RUIN_ACCEPT):
+            continue
+        cand, more = _local_search(problem, kick, min(share, max(1, total - spent)), chain_of)
+        cand, last = order_search(problem, cand, problem.n)
+        spent += more + last
+        if _key(cand) < _key(best):
+            best = cand
+    return best, spent
+
+
 def affinity_locality(problem: Problem, work_budget: int = DEFAULT_WORK_BUDGET) -> Solution:
     """Schedule ``problem`` with the default policy (see the module docstring)."""
     if problem.n == 0:
@@ -487,6 +537,8 @@ def affinity_locality(problem: Problem, work_budget: int = DEFAULT_WORK_BUDGET) 
     best, spent = _walks(problem, descended, budget, spent, chain_of)
     if one_core and chain_of is not None:
         best, _ = _swap_descents(problem, best, budget, chain_of)
+        if RUIN_SHARE:
+            best, _ = _ruin_descents(problem, best, budget, chain_of)
     cand, used = order_search(problem, best, (budget - spent) // 2)
     spent += used
     if _key(cand) < _key(best):
