@@ -35,7 +35,7 @@ import yaml
 
 from chips.schema import CpuUnit, chip_from_dict
 from hwsim.host.calibrate_host import CALIBRATION_MODELS
-from hwsim.host.calibration import apply, fit, write_calibration
+from hwsim.host.calibration import apply, core_rate_rounds, fit, write_calibration
 from hwsim.host.fingerprint import measure_host, read_dispatch, reference_gflops, write_chip
 from hwsim.host.validate import Validation, merge_rounds, op_type_rows, repredict, validate_model
 
@@ -143,7 +143,12 @@ def main(argv: list[str] | None = None) -> int:
                                                 reference=reference, dispatch=dispatch))  # fmt: skip
                 print(f"round {r + 1}: {n} measured", flush=True)
         before = {n: merge_rounds(vs) for n, vs in rounds.items()}
-        f = fit([v for n, v in before.items() if n not in held], chip.units[0].name)
+        calib = [n for n in names if n not in held]
+        core = [] if args.threads == 1 else core_rate_rounds(
+            chip, [paths[n] for n in calib], [before[n] for n in calib], "all", args.runs, args.rounds,
+            min_total_s=args.min_seconds, dispatch=dispatch,
+            reference=None if reference is None else reference_gflops(chip_path, 1))
+        f = fit([before[n] for n in calib], chip.units[0].name, core_rate=core)
         cal_chip = apply(chip, f)
         if args.calibration_out:
             write_calibration(f, chip.name, args.calibration_out)

@@ -43,7 +43,7 @@ def add_parser(sub: Any) -> None:
 def main(args: argparse.Namespace) -> int:
     from chips.schema import load_chip
     from graph_ir.onnx_import import parse_input_shape
-    from hwsim.host.calibration import apply, fit, write_calibration
+    from hwsim.host.calibration import apply, core_rate_rounds, fit, write_calibration
     from hwsim.host.fingerprint import read_dispatch, reference_gflops
     from hwsim.host.validate import (
         append_record,
@@ -83,7 +83,10 @@ def main(args: argparse.Namespace) -> int:
               f"of its fingerprinted fp32 MatMul rate ({reference[0]:.1f} GFLOP/s); --raw-times to turn off")  # fmt: skip
     print(format_validation(vs))
     if args.calibrate:
-        f = fit(vs, unit)
+        core = [] if args.threads == 1 else core_rate_rounds(
+            chip, args.models, vs, args.opt, args.runs, args.rounds, shapes=shapes or None, dispatch=dispatch,
+            reference=None if reference is None or chip_path is None else reference_gflops(chip_path, 1))
+        f = fit(vs, unit, core_rate=core)
         default = (chip_path.parent if chip_path else Path(".")) / f"{chip.name}_calibration.yaml"
         out = args.calibration_out or default
         write_calibration(f, chip.name, out)

@@ -29,6 +29,8 @@ What is fit, on what:
 - ``recurrent_section_ns`` (several threads only): a recurrent kernel split over threads fits no
   efficiency (:func:`split_recurrent`); what one split step product pays the pool is fit on the
   split recurrent kernels whose hand-offs outweigh their compute (:func:`recurrent_section_fit`).
+  Its efficiency, the core's rate, is fit on the same models timed on one thread
+  (:func:`core_rate_rounds`, ``fit``'s ``core_rate``).
 
 Fused nodes are not fit (their kernel time belongs to the node they are fused into).
 """
@@ -41,15 +43,17 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from chips.schema import Chip, chip_from_dict
 from graph_ir.categories import GEMM_CATEGORIES
-from hwsim.host.validate import NodeResult, Validation
+from hwsim.host.validate import NodeResult, Validation, merge_rounds, validate_model
 
-__all__ = ["CalibrationFit", "apply", "fit", "fit_comments", "own_kernel_times", "recurrent_section_fit", "split_recurrent",
-           "timed_over_profiled", "typical_ratio", "unit_calibration", "write_calibration"]
+__all__ = ["CalibrationFit", "apply", "core_rate_rounds", "fit", "fit_comments", "needs_core_rate", "own_kernel_times",
+           "recurrent_section_fit", "split_recurrent", "timed_over_profiled", "typical_ratio", "unit_calibration",
+           "write_calibration"]
 
 #: A kernel counts as dispatch-bound when its roofline is under this fraction of its time...
 TINY_ROOF_FRACTION = 0.02
@@ -148,8 +152,12 @@ def own_kernel_times(v: Validation) -> list[NodeResult]:
 DISPATCH_BOUND_NS = 1000.0
 
 
-def fit(validations: Sequence[Validation], unit: str) -> CalibrationFit:
+def fit(validations: Sequence[Validation], unit: str, core_rate: Sequence[Validation] = ()) -> CalibrationFit:
     """Fit overhead and per-op-type efficiencies to the kernels of ``validations``.
+
+    ``core_rate``: validations on one thread (:func:`core_rate_rounds`) whose recurrent kernels
+    fit the recurrent efficiencies the split kernels of ``validations`` cannot
+    (:func:`split_recurrent`); their other kernels are not used.
 
     With the fingerprint's dispatch figures (:attr:`Validation.dispatch`) the per-op overhead
     is the measured per-kernel dispatch, not fit, and kernel times are taken as
@@ -177,7 +185,8 @@ def fit(validations: Sequence[Validation], unit: str) -> CalibrationFit:
     # core-bound; kernels whose measured time the memory roof does not explain; all of them.
     # An op type is fit on its first non-empty tier.
     tiers: dict[str, tuple[list[tuple[float, float]], ...]] = {}
-    for n in kernels:
+    rates = [n for v in core_rate for n in own_kernel_times(v) if n.category == "rnn" and not split_recurrent(n)]
+    for n in kernels + rates:
         if n.roof_ns <= 0 or n.measured_ns < floor or split_recurrent(n):
             continue  # views: overhead only; dispatch-bound kernels say nothing about a rate; see split_recurrent
         own = max(n.measured_ns - sub - n.stall_ns, 0.05 * n.measured_ns, 1.0)
@@ -231,6 +240,27 @@ def split_recurrent(n: NodeResult) -> bool:
     return n.category == "rnn" and n.threads_used > 1
 
 
+def needs_core_rate(v: Validation) -> bool:
+    """Whether ``v`` holds a recurrent kernel split over threads (:func:`split_recurrent`), whose
+    efficiency :func:`fit` then takes from the model timed on one thread (:func:`core_rate_rounds`)."""
+    return any(split_recurrent(n) for n in v.nodes if not n.fused)
+
+
+def core_rate_rounds(chip: Chip, models: Sequence[str | Path], validations: Sequence[Validation], opt: str,
+                     runs: int, rounds: int, **measure: Any) -> list[Validation]:  # fmt: skip
+    """The ``models`` whose validation (same order) :func:`needs_core_rate`, timed again on one thread,
+    ``rounds`` rounds merged: the recurrent core rate for :func:`fit`'s ``core_rate``.
+
+    On the idle CI VM the 2-thread time of the calibration model ``lstm_gru`` moves 0.66-0.76 ms
+    between runs; its one-thread kernels are steady, and they are what the held-out LSTMs' rate
+    follows (fit on nothing at 2 threads, the six held-out LSTMs came out 4-16 % fast).
+    ``measure``: :func:`~hwsim.host.validate.validate_model`'s keywords (``reference`` must be the
+    one-thread figure).
+    """
+    picked = [m for m, v in zip(models, validations, strict=True) if needs_core_rate(v)]
+    return [merge_rounds([validate_model(chip, m, 1, opt, runs, **measure) for _ in range(rounds)]) for m in picked]
+
+
 def recurrent_section_fit(kernels: Sequence[NodeResult], overhead_ns: float = 0.0,
                           measured_overhead_ns: float = 0.0) -> tuple[float | None, int]:  # fmt: skip
     """(pool cost of one split recurrent product, ns, or None; the split products it rests on).
@@ -280,7 +310,7 @@ def fit_comments(fit_: CalibrationFit) -> list[str]:
         lines.append("# faster than their roofline (capped at 1): " + ", ".join(fit_.faster_than_roofline))
     if fit_.recurrent_section_ns is not None:
         lines.append(f"# pool hand-off per split recurrent product: {fit_.recurrent_section_ns:.0f} ns, on "
-                     f"{fit_.section_steps} split products; recurrent kernels split over threads fit no efficiency")
+                     f"{fit_.section_steps} split products; split recurrent kernels take their efficiency from one thread")
     return lines
 
 

@@ -4,6 +4,7 @@ is fit as before. Synthetic calibration sets shaped like ``lstm_gru`` on the CI 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,13 @@ from cost_models.cpu import (
 from cost_models.table import estimate
 from graph_ir.ir import Op, Tensor
 from graph_ir.op_metrics import metrics
-from hwsim.host.calibration import apply, fit, recurrent_section_fit, write_calibration
+from hwsim.host.calibration import (
+    apply,
+    fit,
+    needs_core_rate,
+    recurrent_section_fit,
+    write_calibration,
+)
 from hwsim.host.measure import Timing
 from hwsim.host.validate import NodeResult, Validation
 from tests.helpers import host_chip, write_chip
@@ -90,6 +97,27 @@ class TestSplitRecurrentKernels:
         k = NodeResult("g", "GRU", False, 100e3, 125e3, 100e3, 30e3, 0.0, "rnn", 1)
         v = Validation("m", "host", 2, "all", Timing((125e3,)), (k,), 0.0, (), 125e3, 125e3, (125e3,))
         assert fit([v], "cpu").efficiency["GRU"] == pytest.approx(0.8)
+
+
+class TestCoreRateFromOneThread:
+    @given(gap=st.floats(1.0, 1.3), gru_1t=st.floats(300e3, 400e3), lstm_1t=st.floats(180e3, 260e3))
+    def test_split_kernels_take_the_one_thread_rate_and_only_it(self, gap: float, gru_1t: float,
+                                                               lstm_1t: float) -> None:  # fmt: skip
+        one = lstm_gru(1, 1.0, lstm_ns=lstm_1t, gru_ns=gru_1t)
+        with_rate = fit([lstm_gru(2, gap)], "cpu", core_rate=[one])
+        alone = fit([one], "cpu")
+        # the recurrent efficiencies are the one-thread fit's, whatever the 2-thread swing
+        for t in ("GRU", "LSTM"):
+            assert with_rate.efficiency[t] == alone.efficiency[t]
+        # the one-thread run's other kernels fit nothing: MatMul is the 2-thread run's
+        assert with_rate.efficiency["MatMul"] == fit([lstm_gru(2, gap)], "cpu").efficiency["MatMul"]
+        assert with_rate.kernels["MatMul"] == 1
+
+    def test_only_models_with_a_split_recurrent_kernel_are_timed_again(self) -> None:
+        plain = lstm_gru(2, 1.0)
+        plain = replace(plain, model="mm", nodes=tuple(n for n in plain.nodes if n.category != "rnn"))
+        assert needs_core_rate(lstm_gru(2, 1.0))
+        assert not needs_core_rate(lstm_gru(1, 1.0)) and not needs_core_rate(plain)
 
 
 class TestOneThreadAsBefore:
