@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from graph_ir.ir import ModelGraph, Op
 
-__all__ = ["FUSED_KERNELS", "Fusion", "ort_fusions"]
+__all__ = ["FUSED_KERNELS", "Fusion", "ort_fusions", "tensor_consumers"]
 
 #: Op types of the kernels this module predicts.
 FUSED_KERNELS = ("Gelu", "SkipLayerNormalization")
@@ -30,7 +30,8 @@ class Fusion:
     members: frozenset[str]
 
 
-def _consumers(graph: ModelGraph) -> dict[str, list[Op]]:
+def tensor_consumers(graph: ModelGraph) -> dict[str, list[Op]]:
+    """Each tensor name's consumer ops, in graph order."""
     out: dict[str, list[Op]] = {}
     for op in graph.ops():
         for t in op.inputs:
@@ -83,7 +84,7 @@ def _skip_norm(ln: Op, producer: dict[str, Op], consumers: dict[str, list[Op]]) 
 def ort_fusions(graph: ModelGraph) -> list[Fusion]:
     """The Gelu and SkipLayerNormalization kernels onnxruntime makes of ``graph``, in graph order."""
     producer = {t.name: op for op in graph.ops() for t in op.outputs}
-    consumers = _consumers(graph)
+    consumers = tensor_consumers(graph)
     out: list[Fusion] = []
     for op in graph.ops():
         hit = None

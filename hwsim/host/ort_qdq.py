@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from graph_ir.ir import ModelGraph, Op, Tensor
+from hwsim.host.ort_fusions import tensor_consumers
 
 __all__ = ["KERNEL_ALIASES", "NHWC_KERNELS", "QDQ_KERNELS", "nhwc_transposes", "qdq_kernel", "qdq_propagated"]
 
@@ -40,14 +41,6 @@ def _producers(graph: ModelGraph) -> dict[str, Op]:
     return {t.name: op for op in graph.ops() for t in op.outputs}
 
 
-def _consumers(graph: ModelGraph) -> dict[str, list[Op]]:
-    out: dict[str, list[Op]] = {}
-    for op in graph.ops():
-        for t in op.inputs:
-            out.setdefault(t.name, []).append(op)
-    return out
-
-
 def qdq_kernel(graph: ModelGraph, name: str, kind: str) -> tuple[Op, frozenset[str]] | None:
     """Node ``name`` as onnxruntime's integer kernel ``kind`` (a key of :data:`QDQ_KERNELS`).
 
@@ -60,7 +53,7 @@ def qdq_kernel(graph: ModelGraph, name: str, kind: str) -> tuple[Op, frozenset[s
     op = graph.op(name)
     if QDQ_KERNELS.get(kind) != op.op_type:
         return None
-    producer, consumers = _producers(graph), _consumers(graph)
+    producer, consumers = _producers(graph), tensor_consumers(graph)
     members: set[str] = set()
     inputs: list[Tensor] = []
     for t in op.inputs:
@@ -86,7 +79,7 @@ def nhwc_transposes(graph: ModelGraph, kernels: Mapping[str, str], absorbed: Ite
     graph outputs); ``absorbed`` nodes (folded ``QuantizeLinear``/``DequantizeLinear``) are looked
     through. Each is an op of category ``data`` named ``Transpose:<tensor>``, a copy of the tensor.
     """
-    producer, consumers = _producers(graph), _consumers(graph)
+    producer, consumers = _producers(graph), tensor_consumers(graph)
     skip = set(absorbed)
     nhwc = {n for n, k in kernels.items() if k in NHWC_KERNELS}
 
@@ -139,7 +132,7 @@ def qdq_propagated(graph: ModelGraph) -> dict[str, Op]:
     of them, its output reaches only a ``QuantizeLinear`` or its input comes from a
     ``DequantizeLinear``.
     """
-    producer, consumers = _producers(graph), _consumers(graph)
+    producer, consumers = _producers(graph), tensor_consumers(graph)
 
     def quantized_below(op: Op) -> bool:
         users = consumers.get(op.outputs[0].name, []) if op.outputs else []
