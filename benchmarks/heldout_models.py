@@ -21,7 +21,7 @@ Resize, BatchNormalization):
 - ``unet``: a small U-Net (Conv+BatchNormalization+Relu, MaxPool, one ConvTranspose and one
   Resize upsampling, Concat skips) at two resolutions;
 - ``lstm``, ``gru``, ``stft`` (recurrent and signal side, built in :mod:`heldout_recurrent`):
-  LSTM/GRU stacks of hidden 64-512, 8-100 steps, forward and bidirectional; keyword-spotter STFT
+  LSTM/GRU stacks of hidden 64-768, 8-100 steps, forward and bidirectional; keyword-spotter STFT
   front ends with frame lengths that are powers of two and that are not;
 - ``cnn_int8``, ``mlp_int8``, ``encoder_int8`` (int8 QDQ, built in :mod:`heldout_int8`): a ResNet-like
   CNN and int8 versions of the MLPs and two encoders, quantized with onnxruntime's ``quantize_static``.
