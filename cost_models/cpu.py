@@ -17,8 +17,9 @@ entry ``e`` (what ``hwsim validate --calibrate`` writes, or ``hwsim fingerprint`
 GEMM-like ops) is the measured fraction of the *core's* rate reached by that op type: the
 kernel takes at least its work at ``e`` times peak (with the small-kernel and depthwise
 factors) and at least its bytes (:func:`core_bytes`) at ``e`` times L1 bandwidth, and the
-memory roof of the level the data sits in stays physical. For recurrent ops ``e`` scales the
-whole roofline instead (see :func:`calibration_basis_ns` for why).
+memory roof of the level the data sits in stays physical. For onnxruntime's recurrent and FFT
+kernels ``e`` scales the part the core's rate sets (``compute_ns`` less ``stall_ns``); for a
+recurrent op on a unit without ``gemv_gbps`` the whole roofline (see :func:`calibration_basis_ns`).
 
 Recurrent ops (LSTM, GRU, RNN) run as onnxruntime's CPU kernels do: the input projection
 ``X·Wᵀ`` for all time steps as one GEMM (``W`` read once), then one step at a time a GEMV with
@@ -41,7 +42,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from chips.schema import Chip, CpuUnit, Dtype
 from cost_models.base import (
@@ -72,6 +73,8 @@ __all__ = [
     "RECURRENT_STEP_GEMMS",
     "RESIZE_OP_TYPES",
     "CpuModel",
+    "RecurrentTime",
+    "calibrated_efficiency",
     "calibration_basis_ns",
     "col2im_ns",
     "cold_destination_ns",
@@ -94,6 +97,7 @@ __all__ = [
     "recurrent_step_gemms",
     "recurrent_steps_ns",
     "recurrent_threads",
+    "recurrent_time",
     "requant_ns",
     "resident_stream_ns",
     "resize_kernel",
@@ -104,6 +108,7 @@ __all__ = [
     "shape_factor",
     "step_section_ns",
     "stream_ns",
+    "stream_parts_ns",
     "weight_stream_ns",
 ]
 
@@ -409,20 +414,28 @@ def gemv_split_speedup(op: Op, unit: CpuUnit, threads: int) -> float:
     return one / split if split > 0 else float(threads)
 
 
+def calibrated_efficiency(op: Op, unit: CpuUnit) -> float | None:
+    """The unit's calibrated efficiency for ``op``: its kernel class's (:func:`kernel_type`), else
+    its op type's; None when the unit has neither."""
+    return unit.efficiency.get(kernel_type(op), unit.efficiency.get(op.op_type))
+
+
 def _calibrated(op: Op, unit: CpuUnit, dtype: Dtype, cost: OpCost) -> OpCost:
     """``cost`` corrected by the unit's calibrated efficiency for the op's kernel class, if any
-    (see the module docstring): the core's own throughput for most ops, the weight stream's
-    share of the level bandwidth for recurrent ones."""
-    calibrated = unit.efficiency.get(kernel_type(op), unit.efficiency.get(op.op_type))
+    (see the module docstring): the core's own throughput for most ops and for onnxruntime's
+    recurrent and FFT kernels (their part less ``stall_ns``), the weight stream's share of the
+    level bandwidth for recurrent ones on a unit without ``gemv_gbps``."""
+    calibrated = calibrated_efficiency(op, unit)
     if calibrated is None:
         return cost
-    if _kernel_modelled(op, unit):  # onnxruntime's own kernel structure: e scales the whole of it
-        new_compute, new_memory = cost.compute_ns / calibrated, cost.memory_ns / calibrated
+    if _kernel_modelled(op, unit):  # onnxruntime's own kernel structure: e scales its core part
+        core = cost.compute_ns - cost.stall_ns  # (a recurrent kernel's RecurrentTime.core_ns)
+        new_compute, new_memory = core / calibrated + cost.stall_ns, cost.memory_ns
         extra_pj = energy_pj(unit.active_w, max(new_compute, new_memory) - max(cost.compute_ns, cost.memory_ns))
         return replace(cost, compute_ns=new_compute, memory_ns=new_memory, energy_pj=cost.energy_pj + extra_pj,
                        note=f"{cost.note}, calibrated {calibrated:.3g}")  # fmt: skip
     compute_ns = _compute_ns(op, unit, dtype)
-    if op.category == "rnn":  # weight streaming at a fraction of the level's bandwidth
+    if op.category == "rnn":  # without the kernel's steps: weight streaming at a fraction of the level's bandwidth
         if calibrated >= 1.0:
             return cost
         new_compute, new_memory = compute_ns, cost.memory_ns / calibrated
@@ -464,10 +477,18 @@ def calibration_basis_ns(op: Op, cost: OpCost) -> float:
     onnxruntime kernels for elementwise, normalization and data-movement ops run at a rate
     of their own (15-30 GB/s here) whether the data sits in L2 or L3, so their efficiency is a
     property of the core, and the cache level only matters when its bandwidth is lower
-    still (DRAM). Recurrent ops stream their weights at a fraction of the bandwidth of the
-    level holding them (~60 % at L2 and at L3 here): for them it is the whole roofline.
+    still (DRAM). A recurrent op as onnxruntime's kernel runs it (a unit with ``gemv_gbps``) is
+    the same: its projection at the core's peak and its steps' ``R`` from L1/L2 at the GEMV
+    kernel's rate (:attr:`RecurrentTime.core_ns`); its ``R`` from beyond L2 and its first
+    weight pass at the rates the fingerprint measured, and its fixed step costs, are its
+    ``stall_ns`` (an efficiency fit on small LSTMs whose steps run from L2 put the ones whose
+    ``R`` streams from L3 12-18 % slow when it scaled those too). Without the kernel's steps a
+    recurrent op streams its weights at a fraction of the bandwidth of the level holding them
+    (~60 % at L2 and at L3 here): there it is the whole roofline.
     """
-    return max(cost.compute_ns, cost.memory_ns) if op.category == "rnn" else cost.compute_ns - cost.stall_ns
+    if op.category == "rnn":
+        return max(cost.compute_ns, cost.memory_ns) - cost.stall_ns
+    return cost.compute_ns - cost.stall_ns
 
 
 def intra_op_threads(op: Op, threads: int) -> int:
@@ -843,15 +864,35 @@ def stream_ns(
     >>> round(stream_ns(3e6, [(1024.0, 200.0), (2048.0, 100.0)], 80.0, 10.0, 8.0), 1)  # L2 keeps 4 MiB - 3 MB; rest at 8
     240640.8
     """
+    total = 0.0
+    for part_ns in stream_parts_ns(nbytes, levels, core_gbps, dram_gbps, far_gbps):
+        total += part_ns
+    return total
+
+
+def stream_parts_ns(
+    nbytes: float,
+    levels: list[tuple[float, float]],
+    core_gbps: float,
+    dram_gbps: float,
+    far_gbps: float | None = None,
+) -> list[float]:
+    """:func:`stream_ns` level by level, ns: what the bytes each cache level serves take (``levels``
+    order, L1 first), then DRAM's share last. The first two (L1, L2) are where the kernel's own rate
+    ``core_gbps`` binds; beyond them the level's bandwidth (or ``far_gbps``) does.
+
+    >>> [round(t, 1) for t in stream_parts_ns(3e6, [(1024.0, 200.0), (2048.0, 100.0)], 80.0, 10.0, 8.0)]
+    [0.0, 14928.8, 225712.0]
+    """
     far = far_gbps or math.inf
-    left, total = float(nbytes), 0.0
+    left, parts = float(nbytes), []
     for i, (kib, gbps) in enumerate(levels):
         cap = kib * 1024
         keep = cap if far_gbps is None or cap >= nbytes else max(0.0, 2 * cap - nbytes)
         part = min(left, max(0.0, keep - (nbytes - left)))  # beyond what the levels above served
-        total += part / (min(gbps, core_gbps, far) if i >= 2 else min(gbps, core_gbps))
+        parts.append(part / (min(gbps, core_gbps, far) if i >= 2 else min(gbps, core_gbps)))
         left -= part
-    return total + left / min(dram_gbps, core_gbps, far)
+    return [*parts, left / min(dram_gbps, core_gbps, far)]
 
 
 def cyclic_capacity_bytes(nbytes: float, gbps: float, near_gbps: float, far_gbps: float) -> float | None:
@@ -886,14 +927,51 @@ def _ort_recurrent(op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w
     # the memory roof: the same bytes at the levels' own bandwidths (never above the steps' time)
     memory_ns = w_ns + steps * dirs * stream_ns(r_b / dirs, levels, math.inf, dram_gbps)
     note = f"{dtype}, onnxruntime steps: {dirs} x {steps}, R from {'cache' if in_cache else 'DRAM'}"
-    time_ns = recurrent_kernel_ns(op, unit, chip, dtype, w_b, 1)
-    cost = finish(op, unit, chip, dtype, time_ns, 0, 0.0, dram_read, 0, note)
-    return replace(cost, memory_ns=memory_ns)
+    time = recurrent_time(op, unit, chip, dtype, w_b, 1)
+    cost = finish(op, unit, chip, dtype, time.total_ns, 0, 0.0, dram_read, 0, note)
+    # what no efficiency scales (calibration_basis_ns): the measured streams and the fixed step costs
+    return replace(cost, memory_ns=memory_ns, stall_ns=time.stream_ns + time.fixed_ns)
+
+
+@dataclass(frozen=True, slots=True)
+class RecurrentTime:
+    """onnxruntime's LSTM/GRU/RNN kernel (:func:`recurrent_time`) in three parts by what sets
+    each, ns; the calibration basis of a recurrent op is ``core_ns`` (:func:`calibration_basis_ns`)."""
+
+    #: The input projection's GEMM at the core's peak, and each step's share of ``R`` served from
+    #: L1/L2 at the GEMV kernel's rate (``gemv_gbps``): the core's rate, which an efficiency scales.
+    core_ns: float
+    #: The weights' first pass (the level holding them) and each step's share of ``R`` from beyond
+    #: L2 (``gemv_far_gbps``, the level's or DRAM's bandwidth): rates the fingerprint measured
+    #: directly, which no efficiency scales.
+    stream_ns: float
+    #: Each step's fixed and gate costs (:data:`RECURRENT_STEP_NS`, :data:`RECURRENT_GATE_NS`,
+    #: measured apart): no efficiency scales them either.
+    fixed_ns: float
+
+    @property
+    def total_ns(self) -> float:
+        """The kernel's time at efficiency 1, ns."""
+        return self.core_ns + self.stream_ns + self.fixed_ns
+
+    def calibrated_ns(self, efficiency: float) -> float:
+        """The kernel's time with its core part at ``efficiency`` of the core's rate, ns.
+
+        >>> RecurrentTime(800.0, 1000.0, 200.0).calibrated_ns(0.8)
+        2200.0
+        """
+        return self.core_ns / efficiency + self.stream_ns + self.fixed_ns
 
 
 def recurrent_kernel_ns(op: Op, unit: CpuUnit, chip: Chip, dtype: str, w_b: int, threads: int) -> float:
-    """onnxruntime's LSTM/GRU/RNN kernel on ``threads`` intra-op threads, ns (a unit with
-    ``gemv_gbps``): ``X·Wᵀ`` as one MLAS SGEMM, ``W`` read once, then each step's products (a
+    """onnxruntime's LSTM/GRU/RNN kernel on ``threads`` intra-op threads at efficiency 1, ns
+    (:func:`recurrent_time`'s total)."""
+    return recurrent_time(op, unit, chip, dtype, w_b, threads).total_ns
+
+
+def recurrent_time(op: Op, unit: CpuUnit, chip: Chip, dtype: str, w_b: int, threads: int) -> RecurrentTime:
+    """onnxruntime's LSTM/GRU/RNN kernel on ``threads`` intra-op threads (a unit with
+    ``gemv_gbps``), by part: ``X·Wᵀ`` as one MLAS SGEMM, ``W`` read once, then each step's products (a
     GRU's two) split by rows, each thread streaming its share of ``R`` from its own core's
     caches (a share that fits a core's L2 where the whole ``R`` did not streams at the L2 rate:
     a hidden-512 LSTM ran 4x faster on 2 threads here), plus each step's fixed and gate costs.
@@ -902,7 +980,7 @@ def recurrent_kernel_ns(op: Op, unit: CpuUnit, chip: Chip, dtype: str, w_b: int,
     products' threads too, unless it comes from DRAM.
     Parallel sections are not included (:func:`parallel_sections`)."""
     assert unit.gemv_gbps is not None
-    _, r_b = recurrent_bytes(op, dtype)
+    steps, r_b = recurrent_bytes(op, dtype)
     dirs = int(op.inputs[2].shape[0]) if len(op.inputs[2].shape) == 3 else 1
     proj_threads, step_threads = recurrent_threads(op, threads)
     blocks = recurrent_step_gemms(op)
@@ -914,13 +992,15 @@ def recurrent_kernel_ns(op: Op, unit: CpuUnit, chip: Chip, dtype: str, w_b: int,
     w_in = op.inputs[1]
     proj_flops = 2.0 * op.inputs[0].elements * (w_in.shape[1] if len(w_in.shape) == 3 else 1) * dirs
     # the projection is an MLAS SGEMM: the fingerprint's peak (its own rate) times the small-kernel
-    # factor; no MatMul efficiency, the op's own calibrated efficiency scales the whole kernel
+    # factor; no MatMul efficiency, the op's own calibrated efficiency scales the core part
     shape = proj_flops / (proj_flops + HALF_EFFICIENCY_FLOPS)
     proj_ns = proj_flops / (unit.peak_flops_per_ns(dtype) * shape) / proj_threads if proj_flops else 0.0
-    r_ns = stream_ns(r_b / dirs * r_share, levels, unit.gemv_gbps, dram_gbps, unit.gemv_far_gbps)
+    r_parts = stream_parts_ns(r_b / dirs * r_share, levels, unit.gemv_gbps, dram_gbps, unit.gemv_far_gbps)
     # the weights' first pass: each thread reads its share from the cache level (DRAM's bandwidth is shared)
     w_ns = w_b / w_gbps / max(step_threads) if w_gbps else w_b / dram_gbps
-    return proj_ns + w_ns + recurrent_steps_ns(op, dtype, r_ns)
+    products = steps * dirs
+    return RecurrentTime(proj_ns + products * sum(r_parts[:2]), w_ns + products * sum(r_parts[2:]),
+                         recurrent_steps_ns(op, dtype, 0.0))
 
 
 def _recurrence(op: Op, unit: CpuUnit, chip: Chip, dtype: str, cost: OpCost) -> OpCost:

@@ -13,9 +13,13 @@ What is fit, on what:
   merged over rounds (:func:`~hwsim.host.validate.merge_rounds`): every figure is then the best
   round's low quantile.
 - ``efficiency[op_type]``: the calibration basis (:func:`cost_models.cpu.calibration_basis_ns`)
-  over measured time less the overhead and less the weight-stream stall the model adds
-  unscaled (:func:`cost_models.cpu.weight_stream_ns`), as the ratio of totals over that op type's typical
-  kernels (:func:`typical_ratio`). A
+  over measured time less the overhead and less what the model adds unscaled (the node's
+  ``stall_ns``: a GEMM's weight stream, :func:`cost_models.cpu.weight_stream_ns`; a recurrent
+  kernel's ``R`` from beyond L2 and first weight pass at the fingerprint's rates and its fixed
+  step costs, :class:`cost_models.cpu.RecurrentTime`), as the ratio of totals over that op
+  type's typical kernels (:func:`typical_ratio`). The basis is the part an efficiency scales
+  when the model is used, so an LSTM efficiency fit on small LSTMs whose steps run from L2
+  leaves one whose ``R`` streams from L3 at its measured rates. A
   kernel whose physical memory roof (the bandwidth of the level its data sits in, DRAM for
   weights) already takes its measured time is explained without an efficiency and left out
   (unless every kernel of the type is): a batch-1 Gemm streaming 2 MB of weights says nothing

@@ -28,13 +28,14 @@ from cost_models.cpu import (
     NCHWC_ATTR,
     PARALLEL_SECTION_NS,
     RESIZE_OP_TYPES,
+    calibrated_efficiency,
     calibration_basis_ns,
     gemv_split_speedup,
     intra_op_threads,
     kernel_type,
     parallel_sections,
-    recurrent_kernel_ns,
     recurrent_sections,
+    recurrent_time,
     resize_runs_blocked,
     sections_ns,
     step_section_ns,
@@ -98,8 +99,9 @@ class NodeResult:
     (:func:`cost_models.cpu.calibration_basis_ns`; what calibration compares with);
     ``memory_ns`` its memory roof at the physical bandwidth of the level its data sits in;
     ``stall_ns`` the part of the prediction no efficiency scales (a GEMM waiting on weights
-    from DRAM, :func:`cost_models.cpu.weight_stream_ns`; on several threads, the kernel's
-    parallel sections).
+    from DRAM, :func:`cost_models.cpu.weight_stream_ns`; a recurrent kernel's measured streams
+    and fixed step costs, :class:`cost_models.cpu.RecurrentTime`; on several threads, the
+    kernel's parallel sections).
     """
 
     name: str
@@ -215,8 +217,8 @@ def _roofline_chip(chip: Chip, op_types: Iterable[str]) -> Chip:
 def _speedup(op: Op, chip: Chip, threads: int) -> float:
     """How much faster ``op``'s kernel runs on onnxruntime's ``threads`` intra-op threads: the
     threads it uses (:func:`~cost_models.cpu.intra_op_threads`); for a recurrent op on a unit
-    with ``gemv_gbps`` the ratio of :func:`~cost_models.cpu.recurrent_kernel_ns` on one thread
-    and on those (each thread streams its share of ``R`` from its own core's caches), and for a
+    with ``gemv_gbps`` the ratio of its calibrated :func:`~cost_models.cpu.recurrent_time` on one
+    thread and on those (each thread streams its share of ``R`` from its own core's caches), and for a
     matrix-vector product :func:`~cost_models.cpu.gemv_split_speedup` (the same for its share of
     the model's weights; a GEMV is memory-bound, so the ratio of its streams is its speed-up)."""
     used = intra_op_threads(op, threads)
@@ -225,8 +227,9 @@ def _speedup(op: Op, chip: Chip, threads: int) -> float:
         return gemv_split_speedup(op, unit, used)
     if used <= 1 or op.category != "rnn" or not isinstance(unit, CpuUnit) or unit.gemv_gbps is None:
         return float(used)
-    w_b = op.weight_bytes(None)
-    return recurrent_kernel_ns(op, unit, chip, "fp32", w_b, 1) / recurrent_kernel_ns(op, unit, chip, "fp32", w_b, threads)
+    w_b, e = op.weight_bytes(None), calibrated_efficiency(op, unit) or 1.0
+    one, split = (recurrent_time(op, unit, chip, "fp32", w_b, t).calibrated_ns(e) for t in (1, threads))
+    return one / split
 
 
 def _sections_ns(op: Op, chip: Chip, threads: int) -> float:
