@@ -6,6 +6,7 @@ from L2 leaves an LSTM whose ``R`` streams from L3 as its measured rates price i
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -113,3 +114,18 @@ class TestCalibrationFitsTheCorePart:
             truth = parts(op).calibrated_ns(e_true)
             # held out beyond the L2: within 0.1 %, where the whole-kernel basis put it up to 1 / e_true slow
             assert cost(op, calibrated).compute_ns == pytest.approx(truth, rel=1e-3)
+
+    @given(st.floats(0.6, 1.0), st.floats(0.9, 1.2))
+    def test_a_big_lstms_stream_does_not_vote_beside_small_ones(self, e_true: float, far_error: float) -> None:
+        # lstm_lm-like: R 6.8 MB from L3, measured with its stream ``far_error`` times the predicted one
+        big = named(rnn("LSTM", 650, 35), "big")
+        t = parts(big)
+        slow = validation("lm", [big], e_true)
+        node = slow.nodes[0]
+        measured = t.core_ns / e_true + t.stream_ns * far_error + t.fixed_ns
+        slow = replace(slow, nodes=(replace(node, measured_ns=measured),), profiled_total_ns=measured,
+                       measured_ns=measured)  # fmt: skip
+        small = validation("lstm_gru", [named(rnn("LSTM", 128, 100), "a")], e_true)
+        f = fit([small, slow], "cpu")
+        # its core part is a tenth of its time: it says little about the core's rate, and is not asked
+        assert f.efficiency["LSTM"] == pytest.approx(e_true, abs=2e-4)
