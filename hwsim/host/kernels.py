@@ -445,7 +445,8 @@ def _int8_rates(rounds: int, profiled_kernel_ns: float, kernel_ns: float, notes:
     notes.extend(f"{k} probe not resolved; its efficiency left to the defaults" for k, v in INT8_RATES.items() if v not in rates)
     requant = requant_from(rates)
     if requant is None:
-        notes.append("integer GEMM requantization not resolved; requant_ns and int8_pack_ns left out")
+        notes.append("integer GEMM requantization not resolved; requant_ns and the fields measured against it left out "
+                     "(int8_pack_ns, int8_conv_pixel_ns, int8_im2col_pixel_ns, int8_gemv_call_ns, int8_gemv_gbps)")
         return rates
     fields = {"requant_ns": requant, "int8_pack_ns": pack_from(rates, requant),
               "int8_conv_pixel_ns": conv_pixel_from(rates, requant), "int8_im2col_pixel_ns": im2col_pixel_from(rates, requant)}
