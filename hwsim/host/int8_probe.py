@@ -6,10 +6,13 @@ TOP/s). The kernels of a QDQ model run far from it: ``QLinearConv`` (channels-la
 U8S8 GEMM, then requantization of every output to uint8) at 0.3-0.35 of it, ``QLinearMatMul``
 at 0.3-0.6, and the per-element kernels (``QuantizeLinear``, ``DequantizeLinear``,
 ``QLinearAdd``) at 0.1-0.25 ns per element, where the CPU model's category defaults say 10x
-less. Two small probe models (a channels-last conv block and a MatMul, hand-written QDQ, shapes
+less. Small probe models (a channels-last conv block and a MatMul, hand-written QDQ, shapes
 none of the held-out int8 models use) are profiled and each kernel's time becomes that kernel
 class's efficiency (:func:`hwsim.host.kernels.int8_efficiencies`, like ``LayerNormalization``'s and Resize's in
-:mod:`hwsim.host.kernels`).
+:mod:`hwsim.host.kernels`). Narrow convs (MLAS's symmetric kernel against its im2col path:
+:func:`conv_pixel_from`, :func:`im2col_pixel_from`) and one-row ``QGemm`` s (a fixed set-up per call
+beside the weight stream, timed in whole runs: :func:`gemv_call_times`) give chip fields of their
+own (:func:`cost_models.cpu.integer_conv_ns`, :func:`cost_models.cpu.one_row_call_ns`).
 """
 
 from __future__ import annotations
