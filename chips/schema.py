@@ -554,6 +554,12 @@ class CpuUnit(Unit):
         "not a multiple of 4, under 16 output channels: a 3-channel stem), run as im2col and an integer GEMM, "
         "beside its MACs and requantization (measured by `hwsim fingerprint`). None: not costed.",
     )
+    int8_conv_l2_mac_ps: PositiveFloat | None = Field(
+        None,
+        description="Time per MAC of MLAS's symmetric int8 conv kernel when its packed filter block (64 output "
+        "channels x input channels x kernel window bytes) exceeds L1 and streams from L2 for every 6 output pixels "
+        "(measured by `hwsim fingerprint` from a 256 -> 64 channel conv). None: the QLinearConv rate holds.",
+    )
     int8_gemv_call_ns: PositiveFloat | None = Field(
         None,
         description="Fixed time per call of a one-row integer GEMM (QGemm, QLinearMatMul with M = 1 and constant "
@@ -570,7 +576,7 @@ class CpuUnit(Unit):
     omitted_when_unset: ClassVar[tuple[str, ...]] = (
         "gemv_gbps", "gemv_far_gbps", "fft_butterfly_ns", "fft_point_ns", "parallel_section_ns",
         "recurrent_section_ns", "run_footprint_kib", "requant_ns", "int8_pack_ns", "int8_conv_pixel_ns",
-        "int8_im2col_pixel_ns", "int8_gemv_call_ns", "int8_gemv_gbps",
+        "int8_im2col_pixel_ns", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps",
     )
 
     @model_serializer(mode="wrap")

@@ -64,6 +64,7 @@ __all__ = [
     "COLD_DST_ATTR",
     "COLD_DST_TRANSFERS",
     "CONV_SYM_INPUT_ALIGN",
+    "CONV_SYM_KERNEL_CHANNELS",
     "CONV_SYM_OUTPUT_ALIGN",
     "CONV_SYM_OUTPUT_PACK",
     "DEFAULT_EFFICIENCY",
@@ -132,6 +133,9 @@ INTEGER_GEMM_OP_TYPES = ("QLinearConv", "QLinearMatMul", "QGemm")
 CONV_SYM_INPUT_ALIGN = 4
 CONV_SYM_OUTPUT_PACK = 16
 CONV_SYM_OUTPUT_ALIGN = 4
+#: Output channels one call of that kernel computes (``KernelChannelCount``, AVX-512) for 6 pixels
+#: (``KernelOutputCount``), reading the packed filter of those channels once per call.
+CONV_SYM_KERNEL_CHANNELS = 64
 #: Recurrent op types (category ``rnn``): the input projection as one GEMM, then step by step.
 RECURRENT_OP_TYPES = ("LSTM", "GRU", "RNN")
 #: Fixed cost of one recurrent step of one direction (the GEMV call, state copies), ns;
@@ -366,6 +370,9 @@ def integer_conv_ns(op: Op, unit: CpuUnit, dtype: Dtype) -> tuple[float, str]:
       an indirection buffer) and the MACs of the output channels padded to whole filter blocks of
       :data:`CONV_SYM_OUTPUT_PACK` (``MlasConvSymPackW``), at the conv's rate. On the CI Xeon a
       4 -> 16 conv ran at a sixth of the 64-channel one's rate per MAC, 32 -> 32 at 0.9 of it;
+      where the filter one call reads (:data:`CONV_SYM_KERNEL_CHANNELS` output channels x input
+      channels x kernel window bytes) exceeds L1, each 6-pixel call streams it from L2: its MACs
+      at ``int8_conv_l2_mac_ps`` (96-256 channels: 2.6-2.9 ps a MAC where 48-64 took 2.2);
     - on im2col and an integer GEMM: ``int8_im2col_pixel_ns`` per output pixel (a 3-channel stem:
       18-20 ns a pixel where its MACs take 3).
 
@@ -386,8 +393,12 @@ def integer_conv_ns(op: Op, unit: CpuUnit, dtype: Dtype) -> tuple[float, str]:
         return 0.0, ""
     pixels = gemm.batch * gemm.m
     if sym and unit.int8_conv_pixel_ns:
-        padding = math.ceil(gemm.n / CONV_SYM_OUTPUT_PACK) * CONV_SYM_OUTPUT_PACK / gemm.n - 1.0
-        return pixels * unit.int8_conv_pixel_ns + padding * _compute_ns(op, unit, dtype), "indirect conv"
+        padded = math.ceil(gemm.n / CONV_SYM_OUTPUT_PACK) * CONV_SYM_OUTPUT_PACK / gemm.n
+        macs_ns = _compute_ns(op, unit, dtype)
+        filter_bytes = min(gemm.n, CONV_SYM_KERNEL_CHANNELS) * gemm.k
+        if unit.int8_conv_l2_mac_ps and filter_bytes > unit.l1_kib * 1024 and op.macs:
+            macs_ns = max(macs_ns, op.macs * unit.int8_conv_l2_mac_ps / 1e3)
+        return pixels * unit.int8_conv_pixel_ns + padded * macs_ns - _compute_ns(op, unit, dtype), "indirect conv"
     if not sym and unit.int8_im2col_pixel_ns:
         return pixels * unit.int8_im2col_pixel_ns, "im2col"
     return 0.0, ""

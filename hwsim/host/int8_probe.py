@@ -30,6 +30,8 @@ __all__ = [
     "ATTENTION_MATMUL",
     "ATTENTION_PROBE",
     "CONV_PROBE",
+    "DEEP_CONV",
+    "DEEP_CONV_PROBE",
     "GEMV_LAYERS",
     "GEMV_PROBES",
     "IM2COL_CONV",
@@ -41,6 +43,7 @@ __all__ = [
     "NARROW_CONV_PROBES",
     "SHORT_MATMUL",
     "attention_probe",
+    "conv_l2_mac_from",
     "conv_pixel_from",
     "conv_probe",
     "gemv_call_from",
@@ -84,13 +87,17 @@ ATTENTION_MATMUL = "qlinear_matmul_attention_probe_ns"
 NARROW_CONV = "qlinear_conv_narrow_probe_ns"
 IM2COL_CONV = "qlinear_conv_im2col_probe_ns"
 NARROW_CONV_PROBES: Mapping[str, tuple[int, int]] = {NARROW_CONV: (8, 16), IM2COL_CONV: (3, 16)}
+#: A deep conv (input, output channels) on the same plane, whose filter (64 output channels x 256
+#: x 9 = 144 KB) no L1 holds: :func:`conv_l2_mac_from`.
+DEEP_CONV = "qlinear_conv_deep_probe_ns"
+DEEP_CONV_PROBE = (256, 64)
 #: One-row ``QGemm`` probes by their time's key: N (N x N int8 weights; :data:`GEMV_LAYERS` of them
 #: in a chain stay in L2), timed in whole runs (:func:`gemv_call_times`), the fixed cost per call and
 #: the weight stream's rate from the two (:func:`gemv_call_from`).
 GEMV_PROBES: Mapping[str, int] = {"qgemm_gemv_small_probe_ns": 64, "qgemm_gemv_large_probe_ns": 512}
 GEMV_LAYERS = 4
 #: Every probe time's key (none is a chip field).
-INT8_PROBES = frozenset((*INT8_RATES.values(), SHORT_MATMUL, ATTENTION_MATMUL, *NARROW_CONV_PROBES, *GEMV_PROBES))
+INT8_PROBES = frozenset((*INT8_RATES.values(), SHORT_MATMUL, ATTENTION_MATMUL, *NARROW_CONV_PROBES, DEEP_CONV, *GEMV_PROBES))
 
 
 def _qdq(name: str, scale: float, zero: int, dtype: int) -> list[onnx.TensorProto]:
@@ -217,7 +224,8 @@ def int8_kernel_ns(rounds: int = 3, profiled_kernel_ns: float = 0.0) -> dict[str
     rate key; the short-K MatMul under :data:`SHORT_MATMUL`), the fastest of ``rounds`` profiled
     runs of 10, less ``profiled_kernel_ns`` (what the profiler reports for an empty kernel: its own
     cost and the dispatch); ``QuantizeLinear`` and ``DequantizeLinear`` from the conv probe. A
-    class whose kernel is not found is left out; the :data:`NARROW_CONV_PROBES` under their keys.
+    class whose kernel is not found is left out; the :data:`NARROW_CONV_PROBES` and
+    :data:`DEEP_CONV_PROBE` under their keys.
     About 0.3 s on the CI Xeon."""
     out: dict[str, float] = {}
     probes = ((conv_probe(), {"QLinearConv": INT8_RATES["QLinearConv"], "QLinearAdd": INT8_RATES["QLinearAdd"],
@@ -226,7 +234,8 @@ def int8_kernel_ns(rounds: int = 3, profiled_kernel_ns: float = 0.0) -> dict[str
               (matmul_probe(MATMUL_PROBE_K[0]), {"QLinearMatMul": SHORT_MATMUL}),
               (matmul_probe(MATMUL_PROBE_K[1]), {"QLinearMatMul": INT8_RATES["QLinearMatMul"]}),
               (attention_probe(), {"QLinearMatMul": ATTENTION_MATMUL}),
-              *((narrow_conv_probe(*c), {"QLinearConv": key}) for key, c in NARROW_CONV_PROBES.items()))  # fmt: skip
+              *((narrow_conv_probe(*c), {"QLinearConv": key}) for key, c in NARROW_CONV_PROBES.items()),
+              (narrow_conv_probe(*DEEP_CONV_PROBE), {"QLinearConv": DEEP_CONV}))  # fmt: skip
     for model, keys in probes:
         shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
         x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
@@ -333,6 +342,26 @@ def im2col_pixel_from(rates: Mapping[str, float], requant_ns: float) -> float | 
     pixels, macs = _conv_macs(cin, cout)
     per_pixel = (rates[IM2COL_CONV] - requant_ns * pixels * cout - line[1] * macs) / pixels
     return per_pixel if per_pixel > 0 else None
+
+
+def conv_l2_mac_from(rates: Mapping[str, float], requant_ns: float) -> float | None:
+    """``int8_conv_l2_mac_ps`` (:func:`cost_models.cpu.integer_conv_ns`): ps per MAC of MLAS's
+    symmetric conv kernel when the filter one call reads exceeds L1, from the 256 -> 64 probe
+    (:data:`DEEP_CONV_PROBE`) less its per-pixel cost (:func:`conv_pixel_from`) and ``requant_ns``
+    per output. None when a probe is missing or the figure is not positive.
+
+    >>> r = {INT8_RATES["QLinearConv"]: 1600 * (6.0 + 36864 * 0.002 + 64 * 0.4), NARROW_CONV: 1600 * (6.0 + 1152 * 0.002 + 16 * 0.4),
+    ...      DEEP_CONV: 1600 * (6.0 + 147456 * 0.0027 + 64 * 0.4)}
+    >>> round(conv_l2_mac_from(r, 0.4), 3)
+    2.7
+    """
+    line = _conv_line(rates, requant_ns)
+    if line is None or DEEP_CONV not in rates:
+        return None
+    cin, cout = DEEP_CONV_PROBE
+    pixels, macs = _conv_macs(cin, cout)
+    per_mac_ps = (rates[DEEP_CONV] - requant_ns * pixels * cout - line[0] * pixels) / macs * 1e3
+    return per_mac_ps if per_mac_ps > 0 else None
 
 
 def gemv_call_from(rates: Mapping[str, float], requant_ns: float, kernel_ns: float) -> tuple[float, float] | None:

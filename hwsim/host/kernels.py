@@ -43,6 +43,7 @@ from graph_ir.ir import Op, Tensor
 from graph_ir.op_metrics import metrics
 from hwsim.host.int8_probe import (
     INT8_RATES,
+    conv_l2_mac_from,
     conv_pixel_from,
     gemv_call_from,
     gemv_call_times,
@@ -439,17 +440,18 @@ def kernel_rates(
 
 def _int8_rates(rounds: int, profiled_kernel_ns: float, kernel_ns: float, notes: list[str]) -> dict[str, float]:
     """The integer kernels' probe times, ``requant_ns`` and the chip fields it gives the others
-    (``int8_pack_ns``, ``int8_conv_pixel_ns``, ``int8_im2col_pixel_ns``, ``int8_gemv_call_ns``,
+    (``int8_pack_ns``, ``int8_conv_pixel_ns``, ``int8_im2col_pixel_ns``, ``int8_conv_l2_mac_ps``, ``int8_gemv_call_ns``,
     ``int8_gemv_gbps``: :mod:`hwsim.host.int8_probe`); a note in ``notes`` for each not resolved."""
     rates = {**int8_kernel_ns(rounds, profiled_kernel_ns), **gemv_call_times(rounds)}
     notes.extend(f"{k} probe not resolved; its efficiency left to the defaults" for k, v in INT8_RATES.items() if v not in rates)
     requant = requant_from(rates)
     if requant is None:
         notes.append("integer GEMM requantization not resolved; requant_ns and the fields measured against it left out "
-                     "(int8_pack_ns, int8_conv_pixel_ns, int8_im2col_pixel_ns, int8_gemv_call_ns, int8_gemv_gbps)")
+                     "(int8_pack_ns, int8_conv_pixel_ns, int8_im2col_pixel_ns, int8_conv_l2_mac_ps, int8_gemv_call_ns, int8_gemv_gbps)")
         return rates
     fields = {"requant_ns": requant, "int8_pack_ns": pack_from(rates, requant),
-              "int8_conv_pixel_ns": conv_pixel_from(rates, requant), "int8_im2col_pixel_ns": im2col_pixel_from(rates, requant)}
+              "int8_conv_pixel_ns": conv_pixel_from(rates, requant), "int8_im2col_pixel_ns": im2col_pixel_from(rates, requant),
+              "int8_conv_l2_mac_ps": conv_l2_mac_from(rates, requant)}
     gemv = gemv_call_from(rates, requant, kernel_ns)
     fields["int8_gemv_call_ns"], fields["int8_gemv_gbps"] = gemv if gemv is not None else (None, None)
     notes.extend(f"integer kernel figure {k} not resolved; left out" for k, v in fields.items() if v is None)

@@ -18,11 +18,14 @@ from graph_ir.ir import Op, Tensor
 from graph_ir.onnx_import import from_model_proto
 from hwsim.host.int8_probe import (
     CONV_PROBE,
+    DEEP_CONV,
+    DEEP_CONV_PROBE,
     GEMV_PROBES,
     IM2COL_CONV,
     INT8_RATES,
     NARROW_CONV,
     NARROW_CONV_PROBES,
+    conv_l2_mac_from,
     conv_pixel_from,
     conv_probe,
     gemv_call_from,
@@ -104,6 +107,21 @@ class TestNarrowConvPricing:
         assert integer_conv_ns(op, unit, "int8")[1] == "indirect conv"
 
 
+    def test_a_filter_no_l1_holds_streams_its_macs_at_the_l2_rate(self) -> None:
+        # host_chip's L1: 48 KiB; one call reads 64 output channels x cin x 9 bytes of filter
+        deep, wide = _conv(128, 128), _conv(64, 64)  # 72 KiB, 36 KiB
+        plain, l2 = {**NARROW}, {**NARROW, "int8_conv_l2_mac_ps": 4.0}
+        assert _ns(deep, **l2) - _ns(deep, **plain) == pytest.approx(deep.macs * 4.0e-3 - _ns_macs(deep), rel=0.01)
+        assert _ns(wide, **l2) == _ns(wide, **plain)
+        # never faster than the conv's own rate
+        assert _ns(deep, **{**NARROW, "int8_conv_l2_mac_ps": 0.1}) == _ns(deep, **plain)
+
+
+def _ns_macs(op: Op) -> float:
+    """``op``'s MACs at ``BASE``'s QLinearConv rate (0.5 of 800 int8 ops a cycle at 2.6 GHz), ns."""
+    return 2 * op.macs / (800.0 * 2.6 * 0.5)
+
+
 def requant(op: Op) -> float:
     return op.outputs[0].elements * 0.4
 
@@ -140,6 +158,8 @@ class TestProbeFigures:
         rates = {INT8_RATES["QLinearConv"]: conv_ns(CONV_PROBE[0], CONV_PROBE[0], 7.0),
                  NARROW_CONV: conv_ns(*NARROW_CONV_PROBES[NARROW_CONV], 7.0),
                  IM2COL_CONV: conv_ns(*NARROW_CONV_PROBES[IM2COL_CONV], 18.0)}  # fmt: skip
+        rates[DEEP_CONV] = conv_ns(*DEEP_CONV_PROBE, 7.0) + pixels * DEEP_CONV_PROBE[0] * DEEP_CONV_PROBE[1] * 9 * 0.0005
+        assert conv_l2_mac_from(rates, 0.4) == pytest.approx(3.0)
         assert conv_pixel_from(rates, 0.4) == pytest.approx(7.0)
         assert im2col_pixel_from(rates, 0.4) == pytest.approx(18.0)
         assert conv_pixel_from({NARROW_CONV: 1.0}, 0.4) is None and im2col_pixel_from({}, 0.4) is None
