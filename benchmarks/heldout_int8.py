@@ -30,13 +30,21 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-__all__ = ["CNN_SIZES", "RandomReader", "build_cnn_int8", "build_encoder_int8", "build_mlp_int8", "cnn_model",
+__all__ = ["CNN_SIZES", "MLP_INT8_ONLY", "RandomReader", "build_cnn_int8", "build_encoder_int8", "build_mlp_int8", "cnn_model",
            "quantize"]  # fmt: skip
 
-#: CNN (input resolution, stem channels, residual blocks per stage); three stages, channels doubling.
-CNN_SIZES: dict[str, tuple[int, int, int]] = {"r96c24": (96, 24, 1), "r160c32": (160, 32, 1), "r224c48": (224, 48, 2)}
+#: CNN (input resolution, stem channels, residual blocks per stage, input channels); three stages,
+#: channels doubling. ``r64c8i1`` (a 1-channel input, an 8-channel first stage) and ``r128c16i4`` (a
+#: 4-channel input) were added after the first three had been studied (held out from the narrow-conv model).
+CNN_SIZES: dict[str, tuple[int, int, int, int]] = {
+    "r96c24": (96, 24, 1, 3), "r160c32": (160, 32, 1, 3), "r224c48": (224, 48, 2, 3),
+    "r64c8i1": (64, 8, 1, 1), "r128c16i4": (128, 16, 1, 4),
+}  # fmt: skip
 #: Which ``mlp`` / ``encoder`` sizes get an int8 version (:mod:`heldout_models`).
 MLP_INT8 = ("tiny", "small", "medium")
+#: int8-only MLP widths (no fp32 twin), added after the :data:`MLP_INT8` ones had been studied
+#: (held out from the M = 1 integer GEMM model).
+MLP_INT8_ONLY: dict[str, tuple[int, ...]] = {"n512": (512, 128, 64, 10), "w2048": (2048, 512, 10)}
 ENCODER_INT8 = ("s64w256", "s128w384")
 #: Calibration samples per model.
 SAMPLES = 4
@@ -82,8 +90,8 @@ def quantize(model: onnx.ModelProto, path: Path, per_channel: bool, op_types: Se
     return path
 
 
-def cnn_model(res: int, base: int, blocks: int, classes: int = 100, seed: int = 0) -> onnx.ModelProto:
-    """A ResNet-like CNN: a 3x3 stride-2 stem, three stages of ``blocks`` basic residual blocks
+def cnn_model(res: int, base: int, blocks: int, in_ch: int = 3, classes: int = 100, seed: int = 0) -> onnx.ModelProto:
+    """A ResNet-like CNN on an ``in_ch``-channel input: a 3x3 stride-2 stem, three stages of ``blocks`` basic residual blocks
     (channels ``base``, ``2 base``, ``4 base``; a stride-2 3x3 conv between stages), global
     average pooling and a Gemm classifier. Convs carry a bias (batch norm folded)."""
     from heldout_models import _Builder
@@ -95,7 +103,7 @@ def cnn_model(res: int, base: int, blocks: int, classes: int = 100, seed: int = 
                  pads=[1, 1, 1, 1], strides=[stride, stride])  # fmt: skip
         return b.op("Relu", [y]) if relu else y
 
-    x, c = conv("x", 3, base, 2), base
+    x, c = conv("x", in_ch, base, 2), base
     for stage in range(3):
         if stage:
             x, c = conv(x, c, 2 * c, 2), 2 * c
@@ -103,7 +111,7 @@ def cnn_model(res: int, base: int, blocks: int, classes: int = 100, seed: int = 
             x = b.op("Relu", [b.op("Add", [x, conv(conv(x, c, c), c, c, relu=False)])])
     pooled = b.op("Flatten", [b.op("GlobalAveragePool", [x])])
     out = b.op("Gemm", [pooled, b.weight((classes, c)), b.weight((classes,))], transB=1)
-    return b.model("cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, res, res])], out)
+    return b.model("cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, in_ch, res, res])], out)
 
 
 def build_cnn_int8(out_dir: Path) -> list[Path]:
@@ -112,10 +120,12 @@ def build_cnn_int8(out_dir: Path) -> list[Path]:
 
 
 def build_mlp_int8(out_dir: Path) -> list[Path]:
-    """The :data:`MLP_INT8` MLPs of :mod:`heldout_models`, all ops quantized, per-tensor weights."""
+    """The :data:`MLP_INT8` MLPs of :mod:`heldout_models` and the :data:`MLP_INT8_ONLY` ones, all ops
+    quantized, per-tensor weights."""
     from heldout_models import MLP_SIZES, mlp_model
 
-    return [quantize(mlp_model(MLP_SIZES[n]), out_dir / f"mlp_int8_{n}.onnx", per_channel=False) for n in MLP_INT8]
+    widths = {**{n: MLP_SIZES[n] for n in MLP_INT8}, **MLP_INT8_ONLY}
+    return [quantize(mlp_model(w), out_dir / f"mlp_int8_{n}.onnx", per_channel=False) for n, w in widths.items()]
 
 
 def build_encoder_int8(out_dir: Path) -> list[Path]:

@@ -542,12 +542,41 @@ class CpuUnit(Unit):
         "integer GEMM packs at run time (a constant one is packed once, at load), measured by `hwsim fingerprint`. "
         "None: not costed.",
     )
+    int8_conv_pixel_ns: PositiveFloat | None = Field(
+        None,
+        description="Fixed time per output pixel of MLAS's symmetric (indirect) int8 conv kernel, beside its MACs "
+        "(output channels padded to blocks of 16) and requantization (measured by `hwsim fingerprint` from a narrow "
+        "and a wide QLinearConv). None: not costed.",
+    )
+    int8_im2col_pixel_ns: PositiveFloat | None = Field(
+        None,
+        description="Time per output pixel of a QLinearConv MLAS's symmetric kernel does not take (input channels "
+        "not a multiple of 4, under 16 output channels: a 3-channel stem), run as im2col and an integer GEMM, "
+        "beside its MACs and requantization (measured by `hwsim fingerprint`). None: not costed.",
+    )
+    int8_conv_l2_mac_ps: PositiveFloat | None = Field(
+        None,
+        description="Time per MAC of MLAS's symmetric int8 conv kernel when its packed filter block (64 output "
+        "channels x input channels x kernel window bytes) exceeds L1 and streams from L2 for every 6 output pixels "
+        "(measured by `hwsim fingerprint` from a 256 -> 64 channel conv). None: the QLinearConv rate holds.",
+    )
+    int8_gemv_call_ns: PositiveFloat | None = Field(
+        None,
+        description="Fixed time per call of a one-row integer GEMM (QGemm, QLinearMatMul with M = 1 and constant "
+        "weights), beside its weight stream (measured by `hwsim fingerprint` from two sizes). None: not costed.",
+    )
+    int8_gemv_gbps: PositiveFloat | None = Field(
+        None,
+        description="Rate at which a one-row integer GEMM streams its int8 weights from L1/L2 (the slope of the "
+        "same two sizes). None: `gemv_gbps` holds.",
+    )
 
     #: Fields a dump leaves out while unset, so that a chip without them dumps (and hashes,
     #: :func:`hwsim.report.provenance.chip_sha256`) as it did before they existed.
     omitted_when_unset: ClassVar[tuple[str, ...]] = (
         "gemv_gbps", "gemv_far_gbps", "fft_butterfly_ns", "fft_point_ns", "parallel_section_ns",
-        "recurrent_section_ns", "run_footprint_kib", "requant_ns", "int8_pack_ns",
+        "recurrent_section_ns", "run_footprint_kib", "requant_ns", "int8_pack_ns", "int8_conv_pixel_ns",
+        "int8_im2col_pixel_ns", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps",
     )
 
     @model_serializer(mode="wrap")

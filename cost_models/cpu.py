@@ -64,6 +64,10 @@ from graph_ir.ir import Op, deployed_bytes
 __all__ = [
     "COLD_DST_ATTR",
     "COLD_DST_TRANSFERS",
+    "CONV_SYM_INPUT_ALIGN",
+    "CONV_SYM_KERNEL_CHANNELS",
+    "CONV_SYM_OUTPUT_ALIGN",
+    "CONV_SYM_OUTPUT_PACK",
     "DEFAULT_EFFICIENCY",
     "DEPTHWISE_FACTOR",
     "HALF_EFFICIENCY_FLOPS",
@@ -78,17 +82,20 @@ __all__ = [
     "calibration_basis_ns",
     "col2im_ns",
     "cold_destination_ns",
+    "conv_sym_path",
     "core_bytes",
     "cyclic_capacity_bytes",
     "fft_ns",
     "gemm_rows",
     "gemv_split_speedup",
+    "integer_conv_ns",
     "intra_op_threads",
     "is_gemv",
     "kernel_type",
     "last_level_cache_bytes",
     "marked_cold_bytes",
     "mlas_threads",
+    "one_row_call_ns",
     "parallel_sections",
     "recurrent_bytes",
     "recurrent_dims",
@@ -124,6 +131,16 @@ HALF_EFFICIENCY_FLOPS = 20_000.0
 DEPTHWISE_FACTOR = 0.35
 #: onnxruntime's integer GEMM kernels, as a QDQ model's Conv/MatMul/Gemm run (``hwsim.host.ort_qdq``).
 INTEGER_GEMM_OP_TYPES = ("QLinearConv", "QLinearMatMul", "QGemm")
+#: MLAS's symmetric int8 conv kernel on x86 (``MLAS_CONV_SYM_DISPATCH`` in onnxruntime's
+#: ``core/mlas/lib/convsym.cpp``): input channels a multiple of ``KernelInputChannelAlignment``,
+#: output channels at least ``FilterOutputChannelPackCount`` (the filter's block of output channels)
+#: and a multiple of ``KernelOutputChannelAlignment`` (AVX-512; AVX2 says 8). :func:`conv_sym_path`.
+CONV_SYM_INPUT_ALIGN = 4
+CONV_SYM_OUTPUT_PACK = 16
+CONV_SYM_OUTPUT_ALIGN = 4
+#: Output channels one call of that kernel computes (``KernelChannelCount``, AVX-512) for 6 pixels
+#: (``KernelOutputCount``), reading the packed filter of those channels once per call.
+CONV_SYM_KERNEL_CHANNELS = 64
 #: Recurrent op types (category ``rnn``): the input projection as one GEMM, then step by step.
 RECURRENT_OP_TYPES = ("LSTM", "GRU", "RNN")
 #: Fixed cost of one recurrent step of one direction (the GEMV call, state copies), ns;
@@ -264,10 +281,18 @@ class CpuModel(UnitModel[CpuUnit]):
         self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int
     ) -> OpCost:
         """An integer GEMM kernel of a QDQ model (QLinearConv, QLinearMatMul, QGemm): its MACs (the
-        roofline at the int8 rate), then each output requantized (:func:`requant_ns`), which no
-        efficiency scales."""
-        cost = self.roofline(op, unit, chip, dtype, in_b, w_b, out_b)
-        return _with_pass(cost, unit, requant_ns(op, unit), "requantize")
+        roofline at the int8 rate), then each output requantized (:func:`requant_ns`), a conv's
+        per-pixel costs (:func:`integer_conv_ns`), which no efficiency scales, and a one-row
+        product's set-up (:func:`one_row_call_ns`) before its weight stream."""
+        cost = _with_pass(self.roofline(op, unit, chip, dtype, in_b, w_b, out_b), unit, requant_ns(op, unit), "requantize")
+        conv_ns, what = integer_conv_ns(op, unit, dtype)
+        cost = _with_pass(cost, unit, conv_ns, what)
+        call_ns = one_row_call_ns(op, unit)
+        if not call_ns:
+            return cost
+        # set-up before the weight stream starts, not beside it: serial, like a dispatch
+        return replace(cost, overhead_ns=cost.overhead_ns + call_ns, energy_pj=cost.energy_pj + energy_pj(unit.active_w, call_ns),
+                       note=f"{cost.note}, one-row call {call_ns / 1e3:.3g} us")  # fmt: skip
 
     handlers = op_handlers(
         (("Gather",), gather), (RECURRENT_OP_TYPES, recurrent), (FFT_OP_TYPES, fft), (("ConvTranspose",), conv_transpose),
@@ -312,6 +337,100 @@ def requant_ns(op: Op, unit: CpuUnit) -> float:
     return requant + (b.elements * (unit.int8_pack_ns or 0.0) if b is not None and not b.is_weight else 0.0)
 
 
+def conv_sym_path(op: Op) -> bool | None:
+    """Whether MLAS runs a ``QLinearConv`` on its symmetric indirect-conv kernel (True) or as im2col
+    and an integer GEMM (False); None for any other op and for a grouped conv (depthwise kernels).
+
+    onnxruntime's ``QLinearConv::TryConvSymPrepack`` takes the symmetric kernel when the weights
+    are int8 with zero points 0 (what ``quantize_static`` writes) and ``MlasConvSymPackWSize``
+    (``core/mlas/lib/convsym.cpp``) accepts the shape: on x86 (AVX2, AVX-VNNI, AVX-512) input
+    channels a multiple of :data:`CONV_SYM_INPUT_ALIGN`, output channels at least
+    :data:`CONV_SYM_OUTPUT_PACK` and a multiple of :data:`CONV_SYM_OUTPUT_ALIGN` (8 on AVX2).
+    A 3-channel stem and an 8-channel conv take im2col.
+
+    >>> from graph_ir.ir import Tensor
+    >>> def conv(cin: int, cout: int) -> Op:
+    ...     x, w = Tensor("x", (1, cin, 8, 8), "uint8"), Tensor("w", (cout, cin, 3, 3), "int8", is_weight=True)
+    ...     return Op("c", "QLinearConv", "conv", (x, w), (Tensor("y", (1, cout, 8, 8), "uint8"),))
+    >>> conv_sym_path(conv(3, 16)), conv_sym_path(conv(8, 8)), conv_sym_path(conv(8, 16))
+    (False, False, True)
+    """
+    if op.op_type != "QLinearConv" or len(op.inputs) < 2 or conv_group(op) != 1:
+        return None
+    w = op.inputs[1]
+    if len(w.shape) < 2:
+        return None
+    cout, cin = w.shape[0], w.shape[1]
+    return (w.dtype == "int8" and cin % CONV_SYM_INPUT_ALIGN == 0 and cout >= CONV_SYM_OUTPUT_PACK
+            and cout % CONV_SYM_OUTPUT_ALIGN == 0)  # fmt: skip
+
+
+def integer_conv_ns(op: Op, unit: CpuUnit, dtype: Dtype) -> tuple[float, str]:
+    """Time a ``QLinearConv`` spends beside its MACs and its requantization (:func:`requant_ns`),
+    ns, and the path it is spent on; ``(0.0, "")`` for other ops, a grouped conv or a unit without
+    the figure.
+
+    - on MLAS's symmetric kernel (:func:`conv_sym_path`): ``int8_conv_pixel_ns`` per output pixel
+      (the kernel computes 6 pixels x up to 64 channels per call, reading each pixel's input through
+      an indirection buffer) and the MACs of the output channels padded to whole filter blocks of
+      :data:`CONV_SYM_OUTPUT_PACK` (``MlasConvSymPackW``), at the conv's rate. On the CI Xeon a
+      4 -> 16 conv ran at a sixth of the 64-channel one's rate per MAC, 32 -> 32 at 0.9 of it;
+      where the filter one call reads (:data:`CONV_SYM_KERNEL_CHANNELS` output channels x input
+      channels x kernel window bytes) exceeds L1, each 6-pixel call streams it from L2: its MACs
+      at ``int8_conv_l2_mac_ps`` (96-256 channels: 2.6-2.9 ps a MAC where 48-64 took 2.2);
+    - on im2col and an integer GEMM: ``int8_im2col_pixel_ns`` per output pixel (a 3-channel stem:
+      18-20 ns a pixel where its MACs take 3).
+
+    >>> from graph_ir.ir import Tensor
+    >>> from chips.schema import CpuUnit
+    >>> u = CpuUnit(name="c", domain="d", clock_mhz=1000, flops_per_cycle={"int8": 512}, l1_kib=32, l1_bandwidth_gbps=100,
+    ...             l2_kib=512, l2_bandwidth_gbps=50, int8_im2col_pixel_ns=20.0, int8_conv_pixel_ns=6.0)
+    >>> x, w = Tensor("x", (1, 3, 8, 8), "uint8"), Tensor("w", (16, 3, 3, 3), "int8", is_weight=True)
+    >>> integer_conv_ns(Op("c", "QLinearConv", "conv", (x, w), (Tensor("y", (1, 16, 8, 8), "uint8"),)), u, "int8")
+    (1280.0, 'im2col')
+    >>> x, w = Tensor("x", (1, 16, 8, 8), "uint8"), Tensor("w", (16, 16, 3, 3), "int8", is_weight=True)
+    >>> integer_conv_ns(Op("c", "QLinearConv", "conv", (x, w), (Tensor("y", (1, 16, 8, 8), "uint8"),)), u, "int8")
+    (384.0, 'indirect conv')
+    """
+    sym = conv_sym_path(op)
+    gemm = gemm_of(op) if sym is not None else None
+    if gemm is None:
+        return 0.0, ""
+    pixels = gemm.batch * gemm.m
+    if sym and unit.int8_conv_pixel_ns:
+        padded = math.ceil(gemm.n / CONV_SYM_OUTPUT_PACK) * CONV_SYM_OUTPUT_PACK / gemm.n
+        macs_ns = _compute_ns(op, unit, dtype)
+        filter_bytes = min(gemm.n, CONV_SYM_KERNEL_CHANNELS) * gemm.k
+        if unit.int8_conv_l2_mac_ps and filter_bytes > unit.l1_kib * 1024 and op.macs:
+            macs_ns = max(macs_ns, op.macs * unit.int8_conv_l2_mac_ps / 1e3)
+        return pixels * unit.int8_conv_pixel_ns + padded * macs_ns - _compute_ns(op, unit, dtype), "indirect conv"
+    if not sym and unit.int8_im2col_pixel_ns:
+        return pixels * unit.int8_im2col_pixel_ns, "im2col"
+    return 0.0, ""
+
+
+def one_row_call_ns(op: Op, unit: CpuUnit) -> float:
+    """The fixed set-up of a one-row integer product over constant weights (:func:`is_gemv`:
+    ``QGemm``, ``QLinearMatMul``), ns: ``int8_gemv_call_ns`` (0 for other ops or without it). MLAS's
+    QGEMM packs the row and runs the blocked kernel it runs for many rows; on the CI Xeon a chain
+    of one-row ``QGemm`` s took 0.8-0.9 us per call beside the dispatch and the weight stream (the
+    first of a run about 0.5 us more), where the MACs of a 64 x 64 one take 0.01.
+
+    >>> from graph_ir.ir import Tensor
+    >>> from chips.schema import CpuUnit
+    >>> u = CpuUnit(name="c", domain="d", clock_mhz=1000, flops_per_cycle={"int8": 512}, l1_kib=32, l1_bandwidth_gbps=100,
+    ...             l2_kib=512, l2_bandwidth_gbps=50, int8_gemv_call_ns=850.0)
+    >>> a, b = Tensor("a", (1, 256), "uint8"), Tensor("b", (256, 10), "int8", is_weight=True)
+    >>> one_row_call_ns(Op("g", "QGemm", "matmul", (a, b), (Tensor("y", (1, 10), "uint8"),)), u)
+    850.0
+    >>> one_row_call_ns(Op("g", "Gemm", "matmul", (a, b), (Tensor("y", (1, 10), "float32"),)), u)
+    0.0
+    """
+    if op.op_type in ("QGemm", "QLinearMatMul") and unit.int8_gemv_call_ns and is_gemv(op):
+        return unit.int8_gemv_call_ns
+    return 0.0
+
+
 def _compute_ns(op: Op, unit: CpuUnit, dtype: Dtype) -> float:
     """The op's work at the core's SIMD peak times its efficiency (kernel class, shape)."""
     key = kernel_type(op)
@@ -343,6 +462,8 @@ def _near_gemv_gbps(op: Op, unit: CpuUnit) -> float | None:
     """The rate at which a matrix-vector product (:func:`is_gemv`) streams a matrix from L1/L2:
     ``gemv_gbps`` (a recurrent step's GEMV in L2: 114 GB/s here, where the read sweep gets 163;
     a batch-1 1024 x 256 Gemm chain measured 115). None for any other op or without the figure."""
+    if unit.int8_gemv_gbps is not None and op.op_type in INTEGER_GEMM_OP_TYPES and is_gemv(op):
+        return unit.int8_gemv_gbps  # an integer product's packed int8 weights (:func:`one_row_call_ns`)
     return unit.gemv_gbps if unit.gemv_gbps is not None and is_gemv(op) else None
 
 

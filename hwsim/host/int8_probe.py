@@ -6,10 +6,13 @@ TOP/s). The kernels of a QDQ model run far from it: ``QLinearConv`` (channels-la
 U8S8 GEMM, then requantization of every output to uint8) at 0.3-0.35 of it, ``QLinearMatMul``
 at 0.3-0.6, and the per-element kernels (``QuantizeLinear``, ``DequantizeLinear``,
 ``QLinearAdd``) at 0.1-0.25 ns per element, where the CPU model's category defaults say 10x
-less. Two small probe models (a channels-last conv block and a MatMul, hand-written QDQ, shapes
+less. Small probe models (a channels-last conv block and a MatMul, hand-written QDQ, shapes
 none of the held-out int8 models use) are profiled and each kernel's time becomes that kernel
 class's efficiency (:func:`hwsim.host.kernels.int8_efficiencies`, like ``LayerNormalization``'s and Resize's in
-:mod:`hwsim.host.kernels`).
+:mod:`hwsim.host.kernels`). Narrow convs (MLAS's symmetric kernel against its im2col path:
+:func:`conv_pixel_from`, :func:`im2col_pixel_from`) and one-row ``QGemm`` s (a fixed set-up per call
+beside the weight stream, timed in whole runs: :func:`gemv_call_times`) give chip fields of their
+own (:func:`cost_models.cpu.integer_conv_ns`, :func:`cost_models.cpu.one_row_call_ns`).
 """
 
 from __future__ import annotations
@@ -27,15 +30,29 @@ __all__ = [
     "ATTENTION_MATMUL",
     "ATTENTION_PROBE",
     "CONV_PROBE",
+    "DEEP_CONV",
+    "DEEP_CONV_PROBE",
+    "GEMV_LAYERS",
+    "GEMV_PROBES",
+    "IM2COL_CONV",
     "INT8_PROBES",
     "INT8_RATES",
     "MATMUL_PROBE",
     "MATMUL_PROBE_K",
+    "NARROW_CONV",
+    "NARROW_CONV_PROBES",
     "SHORT_MATMUL",
     "attention_probe",
+    "conv_l2_mac_from",
+    "conv_pixel_from",
     "conv_probe",
+    "gemv_call_from",
+    "gemv_call_times",
+    "gemv_probe",
+    "im2col_pixel_from",
     "int8_kernel_ns",
     "matmul_probe",
+    "narrow_conv_probe",
     "pack_from",
     "probe_kernels",
     "requant_from",
@@ -64,8 +81,23 @@ SHORT_MATMUL = "qlinear_matmul_short_probe_ns"
 #: elements at every run (:func:`pack_from`); its time's key.
 ATTENTION_PROBE = (4, 96, 96)
 ATTENTION_MATMUL = "qlinear_matmul_attention_probe_ns"
+#: Narrow-channel conv probes (input, output channels; over the :data:`CONV_PROBE` plane) by their
+#: time's key: 8 -> 16 runs on MLAS's symmetric kernel like the 64-channel probe (their difference is
+#: MACs: :func:`conv_pixel_from`), 3 -> 16 (a stem) as im2col and a GEMM (:func:`im2col_pixel_from`).
+NARROW_CONV = "qlinear_conv_narrow_probe_ns"
+IM2COL_CONV = "qlinear_conv_im2col_probe_ns"
+NARROW_CONV_PROBES: Mapping[str, tuple[int, int]] = {NARROW_CONV: (8, 16), IM2COL_CONV: (3, 16)}
+#: A deep conv (input, output channels) on the same plane, whose filter (64 output channels x 256
+#: x 9 = 144 KB) no L1 holds: :func:`conv_l2_mac_from`.
+DEEP_CONV = "qlinear_conv_deep_probe_ns"
+DEEP_CONV_PROBE = (256, 64)
+#: One-row ``QGemm`` probes by their time's key: N (N x N int8 weights; :data:`GEMV_LAYERS` of them
+#: in a chain stay in L2), timed in whole runs (:func:`gemv_call_times`), the fixed cost per call and
+#: the weight stream's rate from the two (:func:`gemv_call_from`).
+GEMV_PROBES: Mapping[str, int] = {"qgemm_gemv_small_probe_ns": 64, "qgemm_gemv_large_probe_ns": 512}
+GEMV_LAYERS = 4
 #: Every probe time's key (none is a chip field).
-INT8_PROBES = frozenset((*INT8_RATES.values(), SHORT_MATMUL, ATTENTION_MATMUL))
+INT8_PROBES = frozenset((*INT8_RATES.values(), SHORT_MATMUL, ATTENTION_MATMUL, *NARROW_CONV_PROBES, DEEP_CONV, *GEMV_PROBES))
 
 
 def _qdq(name: str, scale: float, zero: int, dtype: int) -> list[onnx.TensorProto]:
@@ -114,6 +146,56 @@ def conv_probe() -> onnx.ModelProto:
     return _model(nodes, [1, c, s, s], "y", inits)
 
 
+def narrow_conv_probe(cin: int, cout: int) -> onnx.ModelProto:
+    """x -> Q/DQ -> 3x3 Conv of ``cin`` -> ``cout`` channels (per-channel int8 weights) -> Q/DQ on the
+    :data:`CONV_PROBE` plane: ``QuantizeLinear``, ``Transpose``, ``QLinearConv``, ``Transpose``,
+    ``DequantizeLinear``."""
+    side = CONV_PROBE[1]
+    w_inits, dq_w = _quantized_weight("w", (cout, cin, 3, 3), 0)
+    u8 = TensorProto.UINT8
+    inits = [*w_inits, *_qdq("x", 0.02, 128, u8), *_qdq("c", 0.05, 128, u8)]
+    nodes = [*_act("x", "xd", "x"), dq_w, helper.make_node("Conv", ["xd", "w"], ["conv"], name="conv", pads=[1, 1, 1, 1]),
+             *_act("conv", "y", "c")]  # fmt: skip
+    return _model(nodes, [1, cin, side, side], "y", inits)
+
+
+def gemv_probe(n: int, layers: int = GEMV_LAYERS) -> onnx.ModelProto:
+    """x (one row of ``n``) -> Q/DQ -> ``layers`` Gemms with ``n`` x ``n`` int8 weights (per tensor,
+    as ``quantize_static`` writes an MLP), each output Q/DQ: ``QuantizeLinear``, ``layers`` x
+    ``QGemm``, ``DequantizeLinear`` (``layers`` 0: the Q/DQ alone)."""
+    u8 = TensorProto.UINT8
+    inits, nodes, x = [*_qdq("x", 0.02, 128, u8)], _act("x", "h0", "x"), "h0"
+    for i in range(layers):
+        w_inits, dq_w = _quantized_weight(f"w{i}", (n, n), None)
+        inits += [*w_inits, *_qdq(f"g{i}", 0.5, 128, u8)]
+        nodes += [dq_w, helper.make_node("Gemm", [x, f"w{i}"], [f"gemm{i}"], name=f"gemm{i}", transB=1),
+                  *_act(f"gemm{i}", f"h{i + 1}", f"g{i}")]  # fmt: skip
+        x = f"h{i + 1}"
+    return _model(nodes, [1, n], x, inits)
+
+
+def gemv_call_times(rounds: int = 3) -> dict[str, float]:
+    """What one one-row ``QGemm`` adds to a timed run, ns, per :data:`GEMV_PROBES` key: a chain of
+    :data:`GEMV_LAYERS` of them less its Q/DQ alone, over :data:`GEMV_LAYERS`; the 10th percentile
+    of 200 runs, the four sessions interleaved over ``rounds`` rounds and the best round kept (as
+    :func:`hwsim.host.fingerprint.measure_dispatch` times the dispatch). Timed, not profiled: the
+    profiler counts whole microseconds, and these take 1-3. About 0.2 s on the CI Xeon.
+    """
+    from functools import partial
+
+    from hwsim.host.measure import low_quantile, make_session, time_call
+
+    rng = np.random.default_rng(1)
+    sessions = {(n, layers): (make_session(gemv_probe(n, layers)), {"x": rng.standard_normal((1, n)).astype(np.float32)})
+                for n in GEMV_PROBES.values() for layers in (0, GEMV_LAYERS)}  # fmt: skip
+    best = dict.fromkeys(sessions, float("inf"))
+    for _ in range(rounds):
+        for key, (sess, feeds) in sessions.items():
+            t = time_call(partial(sess.run, None, feeds), runs=200, warmup=20)
+            best[key] = min(best[key], low_quantile(t.samples_ns, 0.1))
+    return {k: (best[(n, GEMV_LAYERS)] - best[(n, 0)]) / GEMV_LAYERS for k, n in GEMV_PROBES.items()}
+
+
 def matmul_probe(k: int = MATMUL_PROBE_K[1]) -> onnx.ModelProto:
     """x -> Q/DQ -> MatMul (per-tensor int8 weights) -> Q/DQ: ``QuantizeLinear``,
     ``QLinearMatMul``, ``DequantizeLinear`` (:data:`MATMUL_PROBE`, reduction length ``k``)."""
@@ -142,14 +224,18 @@ def int8_kernel_ns(rounds: int = 3, profiled_kernel_ns: float = 0.0) -> dict[str
     rate key; the short-K MatMul under :data:`SHORT_MATMUL`), the fastest of ``rounds`` profiled
     runs of 10, less ``profiled_kernel_ns`` (what the profiler reports for an empty kernel: its own
     cost and the dispatch); ``QuantizeLinear`` and ``DequantizeLinear`` from the conv probe. A
-    class whose kernel is not found is left out. About 0.3 s on the CI Xeon."""
+    class whose kernel is not found is left out; the :data:`NARROW_CONV_PROBES` and
+    :data:`DEEP_CONV_PROBE` under their keys.
+    About 0.3 s on the CI Xeon."""
     out: dict[str, float] = {}
     probes = ((conv_probe(), {"QLinearConv": INT8_RATES["QLinearConv"], "QLinearAdd": INT8_RATES["QLinearAdd"],
                               "QuantizeLinear": INT8_RATES["QuantizeLinear"],
                               "DequantizeLinear": INT8_RATES["DequantizeLinear"]}),
               (matmul_probe(MATMUL_PROBE_K[0]), {"QLinearMatMul": SHORT_MATMUL}),
               (matmul_probe(MATMUL_PROBE_K[1]), {"QLinearMatMul": INT8_RATES["QLinearMatMul"]}),
-              (attention_probe(), {"QLinearMatMul": ATTENTION_MATMUL}))  # fmt: skip
+              (attention_probe(), {"QLinearMatMul": ATTENTION_MATMUL}),
+              *((narrow_conv_probe(*c), {"QLinearConv": key}) for key, c in NARROW_CONV_PROBES.items()),
+              (narrow_conv_probe(*DEEP_CONV_PROBE), {"QLinearConv": DEEP_CONV}))  # fmt: skip
     for model, keys in probes:
         shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
         x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
@@ -197,6 +283,105 @@ def pack_from(rates: Mapping[str, float], requant_ns: float) -> float | None:
     extra = rates[ATTENTION_MATMUL] - per_mac * heads * rows * rows * width - requant_ns * heads * rows * rows
     per_b = extra / (heads * width * rows)
     return per_b if per_mac > 0 and per_b > 0 else None
+
+
+def _conv_macs(cin: int, cout: int) -> tuple[int, int]:
+    """(output pixels, MACs) of a 3x3 ``cin`` -> ``cout`` conv on the :data:`CONV_PROBE` plane."""
+    pixels = CONV_PROBE[1] ** 2
+    return pixels, pixels * cout * cin * 9
+
+
+def _conv_line(rates: Mapping[str, float], requant_ns: float) -> tuple[float, float] | None:
+    """(ns per output pixel, ns per MAC) of MLAS's symmetric conv kernel from the 64- and 8-channel
+    probes, their requantization taken off; None when either is missing or a figure is not positive."""
+    wide_key = INT8_RATES["QLinearConv"]
+    if wide_key not in rates or NARROW_CONV not in rates:
+        return None
+    pixels, wide = _conv_macs(CONV_PROBE[0], CONV_PROBE[0])
+    cin, cout = NARROW_CONV_PROBES[NARROW_CONV]
+    _, narrow = _conv_macs(cin, cout)
+    t_wide = rates[wide_key] - requant_ns * pixels * CONV_PROBE[0]
+    t_narrow = rates[NARROW_CONV] - requant_ns * pixels * cout
+    per_mac = (t_wide - t_narrow) / (wide - narrow)
+    per_pixel = (t_narrow - per_mac * narrow) / pixels
+    return (per_pixel, per_mac) if per_pixel > 0 and per_mac > 0 else None
+
+
+def conv_pixel_from(rates: Mapping[str, float], requant_ns: float) -> float | None:
+    """``int8_conv_pixel_ns`` (:func:`cost_models.cpu.integer_conv_ns`): the fixed time per output
+    pixel of MLAS's symmetric conv kernel. The 64 -> 64 and the 8 -> 16 probe run the same kernel on
+    the same plane, so, with ``requant_ns`` per output taken off, their difference is MACs only:
+    ``ns per MAC = (t_wide - t_narrow) / (MACs_wide - MACs_narrow)``, and the narrow one's rest over
+    its pixels is the cost per pixel (on the CI Xeon a 4 -> 16 conv ran at a sixth of the 64-channel
+    one's rate per MAC, 32 -> 32 at 0.9 of it: 6-7 ns per pixel beside 2.1 ps per MAC). None when a
+    probe is missing or a figure is not positive.
+
+    >>> r = {INT8_RATES["QLinearConv"]: 1600 * (6.0 + 36864 * 0.002 + 64 * 0.4), NARROW_CONV: 1600 * (6.0 + 1152 * 0.002 + 16 * 0.4)}
+    >>> round(conv_pixel_from(r, 0.4), 3)
+    6.0
+    """
+    line = _conv_line(rates, requant_ns)
+    return line[0] if line is not None else None
+
+
+def im2col_pixel_from(rates: Mapping[str, float], requant_ns: float) -> float | None:
+    """``int8_im2col_pixel_ns`` (:func:`cost_models.cpu.integer_conv_ns`): the time per output pixel
+    of a conv MLAS's symmetric kernel does not take (3 -> 16 channels: im2col of 27 bytes a pixel,
+    then a GEMM of N = 16), beside its MACs at the symmetric kernel's rate (:func:`conv_pixel_from`)
+    and ``requant_ns`` per output. None when a probe is missing or the figure is not positive.
+
+    >>> r = {INT8_RATES["QLinearConv"]: 1600 * (6.0 + 36864 * 0.002 + 64 * 0.4), NARROW_CONV: 1600 * (6.0 + 1152 * 0.002 + 16 * 0.4),
+    ...      IM2COL_CONV: 1600 * (18.0 + 432 * 0.002 + 16 * 0.4)}
+    >>> round(im2col_pixel_from(r, 0.4), 3)
+    18.0
+    """
+    line = _conv_line(rates, requant_ns)
+    if line is None or IM2COL_CONV not in rates:
+        return None
+    cin, cout = NARROW_CONV_PROBES[IM2COL_CONV]
+    pixels, macs = _conv_macs(cin, cout)
+    per_pixel = (rates[IM2COL_CONV] - requant_ns * pixels * cout - line[1] * macs) / pixels
+    return per_pixel if per_pixel > 0 else None
+
+
+def conv_l2_mac_from(rates: Mapping[str, float], requant_ns: float) -> float | None:
+    """``int8_conv_l2_mac_ps`` (:func:`cost_models.cpu.integer_conv_ns`): ps per MAC of MLAS's
+    symmetric conv kernel when the filter one call reads exceeds L1, from the 256 -> 64 probe
+    (:data:`DEEP_CONV_PROBE`) less its per-pixel cost (:func:`conv_pixel_from`) and ``requant_ns``
+    per output. None when a probe is missing or the figure is not positive.
+
+    >>> r = {INT8_RATES["QLinearConv"]: 1600 * (6.0 + 36864 * 0.002 + 64 * 0.4), NARROW_CONV: 1600 * (6.0 + 1152 * 0.002 + 16 * 0.4),
+    ...      DEEP_CONV: 1600 * (6.0 + 147456 * 0.0027 + 64 * 0.4)}
+    >>> round(conv_l2_mac_from(r, 0.4), 3)
+    2.7
+    """
+    line = _conv_line(rates, requant_ns)
+    if line is None or DEEP_CONV not in rates:
+        return None
+    cin, cout = DEEP_CONV_PROBE
+    pixels, macs = _conv_macs(cin, cout)
+    per_mac_ps = (rates[DEEP_CONV] - requant_ns * pixels * cout - line[0] * pixels) / macs * 1e3
+    return per_mac_ps if per_mac_ps > 0 else None
+
+
+def gemv_call_from(rates: Mapping[str, float], requant_ns: float, kernel_ns: float) -> tuple[float, float] | None:
+    """``(int8_gemv_call_ns, int8_gemv_gbps)`` (:func:`cost_models.cpu.one_row_call_ns`) from the two
+    one-row ``QGemm`` times (:func:`gemv_call_times`), the dispatch ``kernel_ns`` and ``requant_ns``
+    per output taken off: the weight stream's rate from their difference
+    (``(bytes_large - bytes_small) / (t_large - t_small)``), the fixed cost per call from the small
+    one's rest. None when a time is missing or a figure is not positive.
+
+    >>> r = {"qgemm_gemv_small_probe_ns": 1250.0 + 4096 / 80 + 64 * 0.4, "qgemm_gemv_large_probe_ns": 1250.0 + 262144 / 80 + 512 * 0.4}
+    >>> [round(v, 3) for v in gemv_call_from(r, 0.4, 250.0)]
+    [1000.0, 80.0]
+    """
+    if not GEMV_PROBES.keys() <= rates.keys():
+        return None
+    (small_key, small), (large_key, large) = sorted(GEMV_PROBES.items(), key=lambda kv: kv[1])
+    t_small, t_large = rates[small_key] - requant_ns * small, rates[large_key] - requant_ns * large
+    ns_per_byte = (t_large - t_small) / (large * large - small * small)
+    call_ns = t_small - ns_per_byte * small * small - kernel_ns
+    return (call_ns, 1.0 / ns_per_byte) if ns_per_byte > 0 and call_ns > 0 else None
 
 
 def probe_kernels() -> dict[str, Op]:

@@ -34,13 +34,25 @@ from cost_models.cpu import (
     RECURRENT_STEP_NS,
     calibration_basis_ns,
     cyclic_capacity_bytes,
+    integer_conv_ns,
     kernel_type,
     requant_ns,
 )
 from cost_models.table import estimate
 from graph_ir.ir import Op, Tensor
 from graph_ir.op_metrics import metrics
-from hwsim.host.int8_probe import INT8_RATES, int8_kernel_ns, pack_from, probe_kernels, requant_from
+from hwsim.host.int8_probe import (
+    INT8_RATES,
+    conv_l2_mac_from,
+    conv_pixel_from,
+    gemv_call_from,
+    gemv_call_times,
+    im2col_pixel_from,
+    int8_kernel_ns,
+    pack_from,
+    probe_kernels,
+    requant_from,
+)
 from hwsim.host.measure import make_session, profile_nodes, time_session
 
 __all__ = [
@@ -382,7 +394,7 @@ def kernel_rates(
     ``parallel_section_ns`` on a host with ``threads`` > 1; the dispatch per kernel is ``kernel_ns``,
     per run call ``run_ns``), ``LayerNormalization``'s
     time per element (:data:`LAYER_NORM_RATE`, not a field: :func:`streaming_efficiency` turns it
-    into an efficiency), the integer kernels' probe times, ``requant_ns`` and ``int8_pack_ns``
+    into an efficiency), the integer kernels' probe times, ``requant_ns``, ``int8_pack_ns`` and the other integer kernel fields
     (:mod:`hwsim.host.int8_probe`; ``profiled_kernel_ns``: the profiler's empty kernel) and notes for
     any not resolved."""
     rounds = 2 if quick else 5
@@ -423,34 +435,40 @@ def kernel_rates(
             out["parallel_section_ns"] = section
     resize = resize_ns(2 if quick else 3)
     notes.extend(f"{k} not resolved; its efficiency left to the Resize one" for k, v in RESIZE_RATES.items() if v not in resize)
-    return {**out, **resize, **_int8_rates(2 if quick else 3, profiled_kernel_ns, notes)}, notes
+    return {**out, **resize, **_int8_rates(2 if quick else 3, profiled_kernel_ns, kernel_ns, notes)}, notes
 
 
-def _int8_rates(rounds: int, profiled_kernel_ns: float, notes: list[str]) -> dict[str, float]:
-    """The integer kernels' probe times and ``requant_ns`` (:mod:`hwsim.host.int8_probe`); a note
-    in ``notes`` for each not resolved."""
-    rates = int8_kernel_ns(rounds, profiled_kernel_ns)
+def _int8_rates(rounds: int, profiled_kernel_ns: float, kernel_ns: float, notes: list[str]) -> dict[str, float]:
+    """The integer kernels' probe times, ``requant_ns`` and the chip fields it gives the others
+    (``int8_pack_ns``, ``int8_conv_pixel_ns``, ``int8_im2col_pixel_ns``, ``int8_conv_l2_mac_ps``, ``int8_gemv_call_ns``,
+    ``int8_gemv_gbps``: :mod:`hwsim.host.int8_probe`); a note in ``notes`` for each not resolved."""
+    rates = {**int8_kernel_ns(rounds, profiled_kernel_ns), **gemv_call_times(rounds)}
     notes.extend(f"{k} probe not resolved; its efficiency left to the defaults" for k, v in INT8_RATES.items() if v not in rates)
     requant = requant_from(rates)
     if requant is None:
-        notes.append("integer GEMM requantization not resolved; requant_ns and int8_pack_ns left out")
+        notes.append("integer GEMM requantization not resolved; requant_ns and the fields measured against it left out "
+                     "(int8_pack_ns, int8_conv_pixel_ns, int8_im2col_pixel_ns, int8_conv_l2_mac_ps, int8_gemv_call_ns, int8_gemv_gbps)")
         return rates
-    pack = pack_from(rates, requant)
-    if pack is None:
-        notes.append("integer GEMM packing of a B at run time not resolved; int8_pack_ns left out")
-        return {**rates, "requant_ns": requant}
-    return {**rates, "requant_ns": requant, "int8_pack_ns": pack}
+    fields = {"requant_ns": requant, "int8_pack_ns": pack_from(rates, requant),
+              "int8_conv_pixel_ns": conv_pixel_from(rates, requant), "int8_im2col_pixel_ns": im2col_pixel_from(rates, requant),
+              "int8_conv_l2_mac_ps": conv_l2_mac_from(rates, requant)}
+    gemv = gemv_call_from(rates, requant, kernel_ns)
+    fields["int8_gemv_call_ns"], fields["int8_gemv_gbps"] = gemv if gemv is not None else (None, None)
+    notes.extend(f"integer kernel figure {k} not resolved; left out" for k, v in fields.items() if v is None)
+    return {**rates, **{k: v for k, v in fields.items() if v is not None}}
 
 
 def int8_efficiencies(chip: Chip, rates: Mapping[str, float]) -> dict[str, float]:
     """The efficiency of each integer kernel class measured in ``rates`` (:func:`hwsim.host.int8_probe.int8_kernel_ns`):
     the calibration basis of its probe kernel on ``chip``'s CPU over the probe's time less what no
-    efficiency scales (the requantization, :func:`cost_models.cpu.requant_ns`), at most 1."""
+    efficiency scales (the requantization, :func:`cost_models.cpu.requant_ns`, and the per-pixel costs of
+    :func:`cost_models.cpu.integer_conv_ns`: the conv probe's per-pixel cost), at most 1."""
     ops = probe_kernels()
     unit = chip.units[0]
     out: dict[str, float] = {}
     for kind, key in INT8_RATES.items():
         if key in rates:
-            fixed = requant_ns(ops[kind], unit) if isinstance(unit, CpuUnit) else 0.0
-            out[kind] = kernel_efficiency(chip, ops[kind], max(rates[key] - fixed, 1.0))
+            op = ops[kind]
+            fixed = requant_ns(op, unit) + integer_conv_ns(op, unit, "int8")[0] if isinstance(unit, CpuUnit) else 0.0
+            out[kind] = kernel_efficiency(chip, op, max(rates[key] - fixed, 1.0))
     return out
