@@ -97,6 +97,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         run_rounds,
         write_calibrated_chip,
     )
+    from hwsim.host.host_merge import DEFAULT_PICK, describe
 
     models = _calibrate_models(args)
     print(f"fingerprint + calibration on {len(models)} model(s) ({', '.join(m.stem for m in models)}), rounds merged "
@@ -115,8 +116,8 @@ def _calibrate(args: argparse.Namespace) -> int:
         raise FingerprintError(f"fingerprint --calibrate: {exc}") from None
     kept = result.kept
     span = rounds_range([r.predicted_ns for r in result.rounds])
-    print(f"\nmerged {len(result.rounds)} rounds (each figure its least disturbed value over them; one fit on the merged "
-          f"measurements); the closest two rounds ({result.best + 1} and {result.runner_up + 1}) differ by up to "
+    print(f"\nmerged {len(result.rounds)} rounds (each figure and measured time {describe(DEFAULT_PICK)}; one fit on "
+          f"the merged measurements); the closest two rounds ({result.best + 1} and {result.runner_up + 1}) differ by up to "
           f"{result.spread:.1%} ({result.worst_model}), median {result.median_spread:.1%}")  # fmt: skip
     print(f"{'model':<16} {'measured':>11} {'predicted':>11} {'rounds span':>12}")
     for m, ns in kept.predicted_ns.items():

@@ -1,24 +1,36 @@
 """A calibrated host in one go: fingerprint the machine and fit the calibration on the bundled
-models, in rounds, until two rounds agree (``hwsim fingerprint --calibrate``).
+models, in rounds, merged until the merged estimate stops moving (``hwsim fingerprint --calibrate``).
 
 A round is a fingerprint (:func:`~hwsim.host.fingerprint.measure_host`) followed at once by the
 calibration measurement on that fingerprint (:func:`~hwsim.host.validate.validate_model` per
 model, one thread, on the fingerprint's clock) and the fit (:func:`~hwsim.host.calibration.fit`).
 Its figures are the calibrated predictions of the models (what a user gets from the chip file).
 
-On a shared machine other processes only add time, so of two rounds that agree the **best** is
-the less disturbed one: the lower geometric mean, over the models, of the measured times (on the
-round's own fingerprint clock, so a round whose fingerprint ran while the host was slowed counts as
-slow too: its times are scaled up to that slower clock). The two rounds compared are the **closest
-pair** so far, not the two fastest: a host can also run a round faster than its usual state (turbo,
-a quiet spell of its other tenants), and a fastest round that no other round confirms is not
-reproducible (one such round, its MatMul at 187 GFLOP/s against 169-180 for the five others and its
-predictions 5-10 % below all of theirs, was kept and put two `--calibrate` runs in a row 11 % apart).
-The **spread** is the largest, over the models, of how far the runner-up's calibrated prediction
-lies from the best round's (the median would call two rounds in agreement while the one big model
-among small ones differs by 30 %, as a first try on a loaded machine showed). Rounds repeat until
-the closest pair's spread is at most the target or the next round would end past the time limit
-(at least two rounds always run: a spread needs two).
+On a shared machine other processes only add time: a rate comes out lower, a time longer, never
+the other way. So the rounds are **merged** (:func:`merge_host_rounds`): every fingerprint figure
+estimated from its least disturbed values over the rounds (:mod:`hwsim.host.host_merge`: the median
+of the fastest half, of rates the highest half), every model's and kernel's measured time likewise,
+put on the merged fingerprint's clock first, and **one fit** on those merged measurements, so that
+the fingerprint and the calibration are of the same (least disturbed) machine. A round disturbed in
+its MatMul probe and another disturbed in its models give one undisturbed estimate together, where
+keeping one round keeps that round's noise whole.
+
+Rounds repeat until the merged estimate's calibrated predictions move by at most the target with
+the last round (on every model), or the next round would end past the time limit; at least
+:data:`hwsim.commands.fingerprint.MIN_ROUNDS` run (a second round slower than the first moves a
+merge of fastest values by nothing, which alone says nothing). Single rounds of a loaded host
+need not ever agree (two runs in a row on this project's CI VM: closest rounds 7.1 % and 5.9 %
+apart at the 300 s limit); the merged estimate settles. The report says how far single rounds
+agree too: the **closest pair** (:func:`closest_pair`; the largest, over the models, of how far
+the runner-up's calibrated prediction lies from the less disturbed round's: the median would call
+two rounds in agreement while the one big model among small ones differs by 30 %) and the span of
+all rounds (:func:`rounds_range`).
+
+Without a merge (:func:`run_rounds` with ``merge=None``, the earlier rule) the less disturbed of
+the closest pair is kept: the closest pair rather than the two fastest, as a host can also run a
+round faster than its usual state (turbo, a quiet spell of its other tenants), and a fastest round
+no other round confirms is not reproducible (one such, its MatMul at 187 GFLOP/s against 169-180
+for the five others, put two `--calibrate` runs in a row 11 % apart).
 """
 
 from __future__ import annotations
@@ -33,7 +45,7 @@ from typing import Generic, Protocol, TypeVar
 
 from hwsim.host.calibration import CalibrationFit
 from hwsim.host.fingerprint import Fingerprint
-from hwsim.host.host_merge import Pick, fastest
+from hwsim.host.host_merge import DEFAULT_PICK, Pick, describe
 from hwsim.host.validate import Validation
 
 __all__ = [
@@ -245,7 +257,7 @@ def measure_round(models: Sequence[Path], threads: int | None = None, quick: boo
     return HostRound(fp, f, {v.model: v.measured_ns for v in vs}, predicted, tuple(vs))
 
 
-def merge_host_rounds(rounds: Sequence[HostRound], models: Sequence[Path], pick: Pick = fastest,
+def merge_host_rounds(rounds: Sequence[HostRound], models: Sequence[Path], pick: Pick = DEFAULT_PICK,
                       name: str = "host") -> HostRound:  # fmt: skip
     """The rounds as one: their fingerprints merged (:func:`~hwsim.host.host_merge.merge_fingerprints`),
     each model's measurements merged (:func:`~hwsim.host.validate.merge_rounds`, per node, after
@@ -307,9 +319,9 @@ def calibrated_comments(result: Rounds[HostRound], target_spread: float) -> list
                 f"# spread of the calibrated predictions: {pair}; {state}", *fit_comments(result.kept.fit)]  # fmt: skip
     model, widest = _largest(rounds_range([r.predicted_ns for r in result.rounds]))
     return [
-        (f"# Calibrated by `hwsim fingerprint --calibrate`: {n} rounds merged, each figure its least disturbed value"
-        " over the rounds (rates and bandwidths the highest, times the fastest; each model's and kernel's measured"
-        " time the fastest, on the merged fingerprint's clock) and one fit on those"),
+        (f"# Calibrated by `hwsim fingerprint --calibrate`: {n} rounds merged, each fingerprint figure and each"
+         f" model's and kernel's measured time (on the merged fingerprint's clock) {describe(DEFAULT_PICK)}"
+         " (of rates the highest), and one fit on those"),
         (f"# the merged predictions moved by up to {result.change:.1%} ({result.change_model}) with the last round; "
         f"{state}"),
         f"# single rounds: {pair}; all {n} rounds span up to {widest:.1%} ({model})",

@@ -59,11 +59,12 @@ class TestMergeFingerprints:
     @settings(max_examples=40, deadline=None)
     @given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=6), st.data())
     def test_one_undisturbed_round_among_slowed_ones_is_recovered(self, slow: list[float], data: st.DataObject) -> None:
-        # one-sided noise: every round but one slowed; merged, every figure is the undisturbed one
+        # one-sided noise: every round but one slowed; merged by the fastest, every figure is the
+        # undisturbed one
         truth = undisturbed()
         rounds = [slowed(truth, s) for s in slow]
         rounds.insert(data.draw(st.integers(0, len(rounds))), truth)
-        merged = merge_fingerprints(rounds)
+        merged = merge_fingerprints(rounds, fastest)
         for name in ("matmul_gflops_1t", "matmul_gflops_nt", "scaling", "weight_stream_ms"):
             assert getattr(merged, name) == pytest.approx(getattr(truth, name)), name
         for name in ("copy_gbps", "triad_gbps", "dram_latency_ns", "weight_stream_gbps"):
@@ -81,7 +82,7 @@ class TestMergeFingerprints:
         truth = undisturbed()
         a = replace(truth, matmul_gflops_1t={"fp32": 50.0})
         b = replace(truth, triad_gbps=7.0, copy_gbps=8.0)
-        merged = merge_fingerprints([a, b])
+        merged = merge_fingerprints([a, b])  # of two, the median of the fastest half is the fastest
         assert merged.matmul_gflops_1t == {"fp32": 64.0} and merged.triad_gbps == 10.0 and merged.copy_gbps == 10.0
 
     def test_capacities_and_clock_take_the_median(self) -> None:
@@ -101,16 +102,28 @@ class TestMergeFingerprints:
         long_key = INT8_RATES["QLinearMatMul"]
         a = replace(truth, kernel_rates={**truth.kernel_rates, SHORT_MATMUL: 30000.0, "requant_ns": 0.9})
         b = replace(truth, kernel_rates={**truth.kernel_rates, long_key: 130000.0, "requant_ns": 0.01})
-        merged = merge_fingerprints([a, b])
+        merged = merge_fingerprints([a, b], fastest)
         assert merged.kernel_rates["requant_ns"] == pytest.approx(truth.kernel_rates["requant_ns"])
 
     def test_says_what_was_merged_and_keeps_one_round_as_is(self) -> None:
         truth = undisturbed()
         assert merge_fingerprints([truth]) is truth
         merged = merge_fingerprints([truth, slowed(truth, 0.1)])
-        assert "merged over 2 rounds (fastest)" in merged.notes[-1]
+        assert "merged over 2 rounds: each time and rate the median of the fastest half" in merged.notes[-1]
         with pytest.raises(ValueError, match="no fingerprints"):
             merge_fingerprints([])
+
+    def test_a_fast_spell_no_other_round_confirms_does_not_decide(self) -> None:
+        # the default: one round 15 % faster than the host's usual state (turbo), one usual, one
+        # near it, two slowed. The fastest would take the turbo round's figures; the median of the
+        # fastest half takes the usual ones
+        truth = undisturbed()
+        rounds = [slowed(truth, s) for s in (0.3, -0.15, 0.0, 0.5, 0.02)]
+        merged = merge_fingerprints(rounds)
+        assert merged.matmul_gflops_1t["fp32"] == pytest.approx(64.0)
+        assert merged.dispatch is not None and merged.dispatch.kernel_ns == pytest.approx(250.0)
+        assert merged.kernel_rates["gemv_gbps"] == pytest.approx(40.0)
+        assert merge_fingerprints(rounds, fastest).matmul_gflops_1t["fp32"] == pytest.approx(64.0 / 0.85)
 
     def test_fastest_half_median_is_between_the_fastest_and_the_median(self) -> None:
         truth = undisturbed()
