@@ -122,7 +122,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     print(f"{'model':<16} {'measured':>11} {'predicted':>11} {'rounds span':>12}")
     for m, ns in kept.predicted_ns.items():
         print(f"{m:<16} {kept.measured_ns[m] / 1e6:>8.3f} ms {ns / 1e6:>8.3f} ms {span.get(m, float('nan')):>11.1%}")
-    print(f"merged predictions moved by up to {result.change:.1%} ({result.change_model}) with the last round; {result.reason}")
+    print(f"stopped: {result.reason}")
     write_calibrated_chip(result, args.out, args.name, args.target_spread)
     print(f"wrote {args.out} (fingerprint and calibration in one file)")
     return 0

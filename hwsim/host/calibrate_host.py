@@ -206,7 +206,7 @@ def run_rounds(
         median = statistics.median(diffs.values()) if diffs else math.nan
         moved, change = _largest(spread_between(merged[-2].predicted_ns, merged[-1].predicted_ns)) if merged else ("", math.nan)
         steady = change if merged else spread
-        what = (f"the merged estimate moved by up to {change:.1%} with round {len(rounds)}" if merged
+        what = (f"the merged estimate moved by up to {change:.1%} ({moved}) with round {len(rounds)}" if merged
                 else f"two rounds agree within {spread:.1%} on every model")  # fmt: skip
         done = (tuple(rounds), tuple(seconds), best, runner, spread, worst, median)
         tail = (merged[-1] if merged else None, change, moved)
@@ -321,7 +321,7 @@ def calibrated_comments(result: Rounds[HostRound], target_spread: float) -> list
     return [
         (f"# Calibrated by `hwsim fingerprint --calibrate`: {n} rounds merged, each fingerprint figure and each"
          f" model's and kernel's measured time (on the merged fingerprint's clock) {describe(DEFAULT_PICK)}"
-         " (of rates the highest), and one fit on those"),
+         " (a rate: of its highest half), and one fit on those"),
         (f"# the merged predictions moved by up to {result.change:.1%} ({result.change_model}) with the last round; "
         f"{state}"),
         f"# single rounds: {pair}; all {n} rounds span up to {widest:.1%} ({model})",

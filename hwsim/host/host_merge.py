@@ -145,7 +145,7 @@ def merge_fingerprints(fps: Sequence[Fingerprint], pick: Pick = DEFAULT_PICK) ->
     dispatch = (Dispatch(pick([d.kernel_ns for d in dispatches]), pick([d.run_ns for d in dispatches]),
                          pick([d.profiled_kernel_ns for d in dispatches])) if dispatches else None)  # fmt: skip
     sweep = _merge([dict(fp.sweep) for fp in fps], lambda v: _rate(v, pick))
-    note = (f"merged over {len(fps)} rounds: each time and rate {describe(pick)} (of rates the highest); "
+    note = (f"merged over {len(fps)} rounds: each time and rate {describe(pick)} (a rate: of its highest half); "
             "cache capacities, the clock and the spreads the median of the rounds")  # fmt: skip
     return replace(
         first, clock_mhz=statistics.median(fp.clock_mhz for fp in fps), date=fps[-1].date,

@@ -149,7 +149,7 @@ class TestMergedRounds:
         assert res.converged and calls[0] == 4 and res.change == 0.0
         assert res.merged is not None and res.kept is res.merged
         assert res.kept.predicted_ns == pytest.approx({f"m{i}": t * 1.1 for i, t in enumerate(self.TRUTH)})
-        assert "merged estimate moved by up to 0.0% with round 4" in res.reason
+        assert "merged estimate moved by up to 0.0% (m0) with round 4" in res.reason
         assert res.spread == pytest.approx(1.40 / 1.33 - 1.0)  # single rounds still reported: the closest pair
 
     def test_min_rounds_run_even_when_the_second_round_moves_nothing(self) -> None:
