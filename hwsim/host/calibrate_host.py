@@ -321,7 +321,7 @@ def calibrated_comments(result: Rounds[HostRound], target_spread: float) -> list
     return [
         (f"# Calibrated by `hwsim fingerprint --calibrate`: {n} rounds merged, each fingerprint figure and each"
          f" model's and kernel's measured time (on the merged fingerprint's clock) {describe(DEFAULT_PICK)}"
-         " (a rate: of its highest half), and one fit on those"),
+         ", and one fit on those"),
         (f"# the merged predictions moved by up to {result.change:.1%} ({result.change_model}) with the last round; "
         f"{state}"),
         f"# single rounds: {pair}; all {n} rounds span up to {widest:.1%} ({model})",

@@ -61,14 +61,15 @@ def fastest_half_median(times: Sequence[float]) -> float:
 #: What ``hwsim fingerprint --calibrate`` merges its rounds with (module docstring: why).
 DEFAULT_PICK: Pick = fastest_half_median
 #: How the chip file and the command name each pick.
-_WORDS = {"fastest": "the fastest round's", "fastest_half_median": "the median of the fastest half of the rounds"}
+_WORDS = {"fastest": "the fastest round's (a rate: the highest)",
+          "fastest_half_median": "the median of the fastest half of the rounds (a rate: of its highest half)"}
 
 
 def describe(pick: Pick) -> str:
     """Words for ``pick`` (a report line).
 
     >>> describe(fastest_half_median)
-    'the median of the fastest half of the rounds'
+    'the median of the fastest half of the rounds (a rate: of its highest half)'
     """
     name = getattr(pick, "__name__", repr(pick))
     return _WORDS.get(name, name)
@@ -145,7 +146,7 @@ def merge_fingerprints(fps: Sequence[Fingerprint], pick: Pick = DEFAULT_PICK) ->
     dispatch = (Dispatch(pick([d.kernel_ns for d in dispatches]), pick([d.run_ns for d in dispatches]),
                          pick([d.profiled_kernel_ns for d in dispatches])) if dispatches else None)  # fmt: skip
     sweep = _merge([dict(fp.sweep) for fp in fps], lambda v: _rate(v, pick))
-    note = (f"merged over {len(fps)} rounds: each time and rate {describe(pick)} (a rate: of its highest half); "
+    note = (f"merged over {len(fps)} rounds: each time and rate {describe(pick)}; "
             "cache capacities, the clock and the spreads the median of the rounds")  # fmt: skip
     return replace(
         first, clock_mhz=statistics.median(fp.clock_mhz for fp in fps), date=fps[-1].date,
