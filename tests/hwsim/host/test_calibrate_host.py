@@ -229,16 +229,17 @@ class TestMergeHostRounds:
         from hwsim.host.host_merge import on_clock
         from hwsim.host.validate import validate_model
 
-        model = mlp(tmp_path / "m.onnx", n=64)
-        fp = replace(fake_fingerprint(64.0, 10.0), dispatch=Dispatch(250.0, 3700.0, 2000.0))
+        # a fingerprint far faster than this CPU: the fit lands well below efficiency 1 (not clamped)
+        model = mlp(tmp_path / "m.onnx", n=256)
+        fp = replace(fake_fingerprint(1e4, 1e4), dispatch=Dispatch(250.0, 3700.0, 2000.0))
         v = validate_model(chip_from_dict(chip_data(fp)), model, runs=3, min_total_s=0.0, dispatch=fp.dispatch)
         fit = host_round(1, 1, 1).fit
         truth = merge_host_rounds([HostRound(fp, fit, {}, {}, (v,))], [model])
-        a = HostRound(replace(fp, matmul_gflops_1t={"fp32": 64.0 / 1.5}), fit, {}, {}, (on_clock(v, 1.5),))
+        a = HostRound(replace(fp, matmul_gflops_1t={"fp32": 1e4 / 1.5}), fit, {}, {}, (on_clock(v, 1.5),))
         b = HostRound(fp, fit, {}, {}, (on_clock(v, 1.4),))
         singles = [merge_host_rounds([x], [model]) for x in (a, b)]
         merged = merge_host_rounds([a, b], [model])
-        assert merged.fingerprint.matmul_gflops_1t == {"fp32": 64.0}
+        assert merged.fingerprint.matmul_gflops_1t == {"fp32": 1e4}
         assert merged.measured_ns == pytest.approx(truth.measured_ns)
         assert merged.fit.efficiency == pytest.approx(truth.fit.efficiency)
         assert merged.predicted_ns == pytest.approx(truth.predicted_ns)
