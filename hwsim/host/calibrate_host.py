@@ -280,10 +280,12 @@ def merge_host_rounds(rounds: Sequence[HostRound], models: Sequence[Path], pick:
     fp = merge_fingerprints([r.fingerprint for r in rounds], pick)
     chip = chip_from_dict(chip_data(fp, name), source=f"{name} (merged fingerprint)")
     ref = fp.matmul_gflops_1t.get("fp32")
+    # each round's times are on its own fingerprint's clock (its fp32 MatMul rate): put them on the merged one's
+    rates = [r.fingerprint.matmul_gflops_1t.get("fp32") for r in rounds]
+    factors = [g / ref if g and ref else 1.0 for g in rates]
     vs: list[Validation] = []
     for i, m in enumerate(models):
-        own = [on_clock(r.validations[i], r.fingerprint.matmul_gflops_1t.get("fp32", ref or 1.0) / ref if ref else 1.0)
-               for r in rounds]  # fmt: skip
+        own = [on_clock(r.validations[i], k) for r, k in zip(rounds, factors, strict=True)]
         vs.append(repredict(replace(merge_rounds(own, pick), dispatch=fp.dispatch), chip, m))
     f = fit(vs, chip.units[0].name)
     calibrated = apply(chip, f)
