@@ -12,6 +12,11 @@ from hwsim.host.errors import MeasureError
 __all__ = ["add_parser", "input_errors", "main"]
 
 
+#: ``--calibrate`` runs at least this many rounds (a merged estimate that has not moved with a
+#: second round may only mean the second was the more disturbed: ``docs/fidelity_cpu.md``).
+MIN_ROUNDS = 3
+
+
 class FingerprintError(ValueError):
     """Bad arguments for ``fingerprint`` (exit 2)."""
 
@@ -28,14 +33,14 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--name", default="host", help="chip name in the file (default: host)")
     p.add_argument("--quick", action="store_true", help="small sizes, a few seconds (a smoke test, noisy figures)")
     p.add_argument("--calibrate", action="store_true",
-                   help="also fit the calibration on the bundled models, in rounds until two agree; "
-                        "the chip file includes it")  # fmt: skip
+                   help="also fit the calibration on the bundled models, in rounds merged until the merged "
+                        "estimate is steady; the chip file includes it")  # fmt: skip
     p.add_argument("--models", nargs="+", type=Path, metavar="MODEL",
                    help="with --calibrate: ONNX models to fit on (default: the bundled calibration set)")  # fmt: skip
     p.add_argument("--max-seconds", type=float, default=300.0,
-                   help="with --calibrate: start no round that would end past this (default 300; two rounds always run)")  # fmt: skip
+                   help="with --calibrate: start no round that would end past this (default 300; three rounds always run)")  # fmt: skip
     p.add_argument("--target-spread", type=float, default=0.05,
-                   help="with --calibrate: stop when two rounds' predictions agree this well (default 0.05)")  # fmt: skip
+                   help="with --calibrate: stop when a round moves the merged predictions by at most this (default 0.05)")  # fmt: skip
     add_debug(p)
 
 
@@ -81,20 +86,22 @@ def _calibrate_models(args: argparse.Namespace) -> list[Path]:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
-    """``--calibrate``: rounds of fingerprint + calibration; the least disturbed one is written."""
+    """``--calibrate``: rounds of fingerprint + calibration, merged until the estimate is steady."""
     from functools import partial
 
     from hwsim.host.calibrate_host import (
         HostRound,
         measure_round,
+        merge_host_rounds,
+        rounds_range,
         run_rounds,
-        spread_between,
         write_calibrated_chip,
     )
+    from hwsim.host.host_merge import DEFAULT_PICK, describe
 
     models = _calibrate_models(args)
-    print(f"fingerprint + calibration on {len(models)} model(s) ({', '.join(m.stem for m in models)}), "
-          f"rounds until the two best agree within {args.target_spread:.0%} or {args.max_seconds:.0f} s pass")  # fmt: skip
+    print(f"fingerprint + calibration on {len(models)} model(s) ({', '.join(m.stem for m in models)}), rounds merged "
+          f"until the merged predictions move by at most {args.target_spread:.0%} or {args.max_seconds:.0f} s pass")  # fmt: skip
 
     def progress(i: int, r: HostRound, seconds: float) -> None:
         preds = ", ".join(f"{m} {ns / 1e6:.2f}" for m, ns in r.predicted_ns.items())
@@ -103,17 +110,19 @@ def _calibrate(args: argparse.Namespace) -> int:
 
     try:
         result = run_rounds(partial(measure_round, models, args.threads, args.quick, args.name), args.max_seconds,
-                            args.target_spread, on_round=progress)  # fmt: skip
+                            args.target_spread, on_round=progress,
+                            merge=partial(merge_host_rounds, models=models, name=args.name), min_rounds=MIN_ROUNDS)  # fmt: skip
     except MeasureError as exc:
         raise FingerprintError(f"fingerprint --calibrate: {exc}") from None
-    kept, other = result.kept, result.rounds[result.runner_up]
-    diffs = spread_between(kept.predicted_ns, other.predicted_ns)
-    print(f"\nkept round {result.best + 1} of {len(result.rounds)} (of the two rounds that agree best, the lower measured times); "
-          f"runner-up round {result.runner_up + 1}")  # fmt: skip
-    print(f"{'model':<16} {'measured':>11} {'predicted':>11} {'vs runner-up':>13}")
+    kept = result.kept
+    span = rounds_range([r.predicted_ns for r in result.rounds])
+    print(f"\nmerged {len(result.rounds)} rounds (each figure and measured time {describe(DEFAULT_PICK)}; one fit on "
+          f"the merged measurements); the closest two rounds ({result.best + 1} and {result.runner_up + 1}) differ by up to "
+          f"{result.spread:.1%} ({result.worst_model}), median {result.median_spread:.1%}")  # fmt: skip
+    print(f"{'model':<16} {'measured':>11} {'predicted':>11} {'rounds span':>12}")
     for m, ns in kept.predicted_ns.items():
-        print(f"{m:<16} {kept.measured_ns[m] / 1e6:>8.3f} ms {ns / 1e6:>8.3f} ms {diffs.get(m, float('nan')):>12.1%}")
-    print(f"spread: up to {result.spread:.1%} ({result.worst_model}), median {result.median_spread:.1%}; {result.reason}")
+        print(f"{m:<16} {kept.measured_ns[m] / 1e6:>8.3f} ms {ns / 1e6:>8.3f} ms {span.get(m, float('nan')):>11.1%}")
+    print(f"stopped: {result.reason}")
     write_calibrated_chip(result, args.out, args.name, args.target_spread)
     print(f"wrote {args.out} (fingerprint and calibration in one file)")
     return 0

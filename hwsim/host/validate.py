@@ -16,7 +16,7 @@ import datetime as _dt
 import hashlib
 import json
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -754,11 +754,12 @@ def _probe(reference: tuple[float, int] | None, threads: int) -> float | None:
     return probe_gflops(reference[1], threads)
 
 
-def merge_rounds(vs: Sequence[Validation]) -> Validation:
+def merge_rounds(vs: Sequence[Validation], pick: Callable[[Sequence[float]], float] = min) -> Validation:
     """Several rounds of one model (same chip, threads, opt) as one validation.
 
     Each round's figure is already a low quantile of its runs; over rounds the smallest is
-    taken (the round least disturbed by other load), for the model and for each node. The
+    taken (the round least disturbed by other load; ``pick`` another estimate of the undisturbed
+    time, :func:`hwsim.host.host_merge.fastest_half_median`), for the model and for each node. The
     timing samples of all rounds are pooled (for the spread) and every round's figure is kept
     in ``rounds_ns``. Predictions are the first round's (they do not depend on timing).
 
@@ -775,13 +776,13 @@ def merge_rounds(vs: Sequence[Validation]) -> Validation:
     if any(v.model != first.model or len(v.nodes) != len(first.nodes) for v in vs):
         raise ValueError(f"merge_rounds: rounds of different models ({', '.join(sorted({v.model for v in vs}))})")
     nodes = tuple(
-        replace(n, measured_ns=min(v.nodes[i].measured_ns for v in vs)) for i, n in enumerate(first.nodes)
+        replace(n, measured_ns=pick([v.nodes[i].measured_ns for v in vs])) for i, n in enumerate(first.nodes)
     )
     rounds = tuple(r for v in vs for r in v.rounds_ns)
     return replace(
         first, measured=Timing(tuple(s for v in vs for s in v.measured.samples_ns)), nodes=nodes,
-        inserted_ns=min(v.inserted_ns for v in vs), profiled_total_ns=min(v.profiled_total_ns for v in vs),
-        measured_ns=min(rounds), rounds_ns=rounds, speeds=tuple(x for v in vs for x in v.speeds),
+        inserted_ns=pick([v.inserted_ns for v in vs]), profiled_total_ns=pick([v.profiled_total_ns for v in vs]),
+        measured_ns=pick(rounds), rounds_ns=rounds, speeds=tuple(x for v in vs for x in v.speeds),
     )  # fmt: skip
 
 

@@ -4,9 +4,10 @@ clock: nothing here depends on how fast this machine is), the chip file it write
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from hypothesis import given, settings
@@ -24,7 +25,7 @@ from hwsim.host.calibrate_host import (
     write_calibrated_chip,
 )
 from hwsim.host.calibration import CalibrationFit
-from hwsim.host.fingerprint import FINGERPRINT_EFFICIENCY, Fingerprint, read_fingerprint
+from hwsim.host.fingerprint import FINGERPRINT_EFFICIENCY, Dispatch, Fingerprint, read_fingerprint
 from tests.helpers import MODELS, mlp
 
 
@@ -123,6 +124,54 @@ class TestRounds:
         assert res.kept.score <= stubs[runner].score
 
 
+def noisy(truth: list[float], slow: list[float]) -> list[Stub]:
+    """Rounds that other load slowed by ``slow`` each (one-sided: 0.1 is 10 % slower), scored so."""
+    return [r(1.0 + s, *(t * (1.0 + s) for t in truth)) for s in slow]
+
+
+def fastest_of(rounds: Sequence[Stub]) -> Stub:
+    """A merge: per model the fastest prediction (what merging the measurements does to them)."""
+    return Stub(min(x.score for x in rounds), {m: min(x.predicted_ns[m] for x in rounds) for m in rounds[0].predicted_ns})
+
+
+class TestMergedRounds:
+    TRUTH: ClassVar[list[float]] = [100.0, 10.0, 1.0]
+
+    def test_noisy_rounds_that_never_agree_converge_merged(self) -> None:
+        # no two rounds within 5 % of each other: the kept-round rule runs to the limit and keeps
+        # a round 10 %+ off; merged, the estimate stops moving at round 4 and is the quietest round
+        slow = [0.40, 0.25, 0.10, 0.33, 0.18, 0.0, 0.48, 0.60]
+        measure, clock, calls = stubbed(noisy(self.TRUTH, slow))
+        old = run_rounds(measure, max_seconds=75, clock=clock)
+        assert not old.converged and old.kept.predicted_ns["m0"] >= 110.0
+        measure, clock, calls = stubbed(noisy(self.TRUTH, slow))
+        res = run_rounds(measure, max_seconds=1000, clock=clock, merge=fastest_of, min_rounds=3)
+        assert res.converged and calls[0] == 4 and res.change == 0.0
+        assert res.merged is not None and res.kept is res.merged
+        assert res.kept.predicted_ns == pytest.approx({f"m{i}": t * 1.1 for i, t in enumerate(self.TRUTH)})
+        assert "merged estimate moved by up to 0.0% (m0) with round 4" in res.reason
+        assert res.spread == pytest.approx(1.40 / 1.33 - 1.0)  # single rounds still reported: the closest pair
+
+    def test_min_rounds_run_even_when_the_second_round_moves_nothing(self) -> None:
+        # round 2 slower than round 1 leaves the merge unmoved: that alone says nothing
+        measure, clock, calls = stubbed(noisy(self.TRUTH, [0.2, 0.3, 0.0, 0.0, 0.5]))
+        res = run_rounds(measure, max_seconds=1000, clock=clock, merge=fastest_of, min_rounds=3)
+        assert calls[0] == 4 and res.converged and res.kept.predicted_ns["m0"] == pytest.approx(100.0)
+
+    @settings(max_examples=60, deadline=None)
+    @given(slow=st.lists(st.floats(0.0, 0.5), min_size=12, max_size=12), max_rounds=st.integers(3, 12))
+    def test_the_merged_estimate_is_the_least_disturbed_seen(self, slow: list[float], max_rounds: int) -> None:
+        measure, clock, calls = stubbed(noisy(self.TRUTH, slow))
+        res = run_rounds(measure, max_seconds=10.0 * max_rounds, clock=clock, merge=fastest_of, min_rounds=3)
+        ran = slow[: calls[0]]
+        assert 3 <= calls[0] <= max_rounds and len(res.rounds) == calls[0]
+        assert res.kept.predicted_ns["m0"] == pytest.approx(100.0 * (1 + min(ran)))
+        # never worse than the round the kept-round rule would keep from the same rounds
+        assert res.kept.predicted_ns["m0"] <= res.rounds[res.best].predicted_ns["m0"] + 1e-9
+        if res.converged:
+            assert res.change <= 0.05
+
+
 def fake_fingerprint(fp32_gflops: float = 64.0, gbps: float = 10.0) -> Fingerprint:
     return Fingerprint(
         cpu_model="Test CPU", clock_mhz=2000.0, threads=1, date="2026-01-01T00:00:00+00:00",
@@ -169,6 +218,43 @@ class TestChipFile:
         assert x.score == pytest.approx(2e6)
 
 
+class TestMergeHostRounds:
+    def test_merged_rounds_are_the_undisturbed_host(self, tmp_path: Path) -> None:
+        # round A's fingerprint MatMul ran slowed (its times, on its own clock, read 50 % long);
+        # round B's models ran 40 % slowed. Neither round is the host; merged, they are: the
+        # fingerprint and each measured time the undisturbed one's, and so the fit and predictions
+        from chips.schema import chip_from_dict
+        from hwsim.host.calibrate_host import merge_host_rounds
+        from hwsim.host.fingerprint import chip_data
+        from hwsim.host.host_merge import on_clock
+        from hwsim.host.validate import validate_model
+
+        # a fingerprint far faster than this CPU: the fit lands well below efficiency 1 (not clamped)
+        model = mlp(tmp_path / "m.onnx", n=256)
+        fp = replace(fake_fingerprint(1e4, 1e4), dispatch=Dispatch(250.0, 3700.0, 2000.0))
+        v = validate_model(chip_from_dict(chip_data(fp)), model, runs=3, min_total_s=0.0, dispatch=fp.dispatch)
+        fit = host_round(1, 1, 1).fit
+        truth = merge_host_rounds([HostRound(fp, fit, {}, {}, (v,))], [model])
+        a = HostRound(replace(fp, matmul_gflops_1t={"fp32": 1e4 / 1.5}), fit, {}, {}, (on_clock(v, 1.5),))
+        b = HostRound(fp, fit, {}, {}, (on_clock(v, 1.4),))
+        singles = [merge_host_rounds([x], [model]) for x in (a, b)]
+        merged = merge_host_rounds([a, b], [model])
+        assert merged.fingerprint.matmul_gflops_1t == {"fp32": 1e4}
+        assert merged.measured_ns == pytest.approx(truth.measured_ns)
+        assert merged.fit.efficiency == pytest.approx(truth.fit.efficiency)
+        assert merged.predicted_ns == pytest.approx(truth.predicted_ns)
+        for single in singles:  # either round alone is off
+            assert max(spread_between(truth.predicted_ns, single.predicted_ns).values()) > 0.05
+        assert len(merged.validations) == 1 and merged.validations[0].rounds_ns == pytest.approx(
+            (v.measured_ns, v.measured_ns * 1.4))
+
+    def test_rounds_without_measurements_are_an_error(self, tmp_path: Path) -> None:
+        from hwsim.host.calibrate_host import merge_host_rounds
+
+        with pytest.raises(ValueError, match="needs the measurements of 1 model"):
+            merge_host_rounds([host_round(1, 1, 1)], [tmp_path / "m.onnx"])
+
+
 class TestCommand:
     def test_one_command_writes_a_calibrated_chip(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                   capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
@@ -182,13 +268,15 @@ class TestCommand:
                      "--max-seconds", "0.001"])  # fmt: skip
         assert code == 0
         stdout = capsys.readouterr().out
-        assert "round 1:" in stdout and "round 2:" in stdout and "round 3:" not in stdout
-        assert "spread: up to" in stdout and f"wrote {out}" in stdout
+        # at least three rounds, merged (the limit is past after the first)
+        assert "round 3:" in stdout and "round 4:" not in stdout and "merged 3 rounds" in stdout
+        assert "differ by up to" in stdout and "rounds span" in stdout and f"wrote {out}" in stdout
         unit = load_chip(out).units[0]
         assert unit.efficiency["MatMul"] < FINGERPRINT_EFFICIENCY["MatMul"]  # refit, below the 1.0 it starts at
         assert unit.op_overhead_ns != 2000.0  # the fingerprint's placeholder, refit
         text = out.read_text()
-        assert "Calibrated by `hwsim fingerprint --calibrate`" in text and "# fit on 1 models: m" in text
+        assert "Calibrated by `hwsim fingerprint --calibrate`: 3 rounds merged" in text and "# fit on 1 models: m" in text
+        assert "NOT converged (time limit)" in text or "converged" in text
 
     @pytest.mark.parametrize(
         ("args", "message"),
