@@ -52,6 +52,7 @@ from typing import Any
 import yaml
 
 from chips.schema import Chip, chip_from_dict
+from cost_models.cpu import RECURRENT_SECTION_OP_TYPES
 from graph_ir.categories import GEMM_CATEGORIES
 from hwsim.host.validate import NodeResult, Validation, merge_rounds, validate_model
 
@@ -276,14 +277,17 @@ def recurrent_section_fit(kernels: Sequence[NodeResult], overhead_ns: float = 0.
     still hold it) less its prediction without the hand-offs (``predicted_ns`` less the per-op
     ``overhead_ns`` and ``step_sections_ns``: its compute at the chip's efficiency, its other
     sections), as the ratio of totals over their split products. None where no kernel is so (one
-    thread: no split products); at least 1 ns.
+    thread: no split products); at least 1 ns. A GRU's products are loops in a section its kernel
+    keeps open (:data:`~cost_models.cpu.RECURRENT_SECTION_OP_TYPES`), not sections of their own, and
+    are not fit.
 
     >>> from hwsim.host.validate import NodeResult
     >>> k = NodeResult("l", "LSTM", False, 300_000.0, 330_000.0, 100_000.0, 0.0, 200_000.0, "rnn", 2, 100, 200_000.0)
     >>> recurrent_section_fit([k])  # 330 us measured, 100 us of compute: 100 hand-offs of 2.3 us
     (2300.0, 100)
     """
-    dominated = [n for n in kernels if split_recurrent(n) and n.step_sections > 0 and n.step_sections_ns >= n.roof_ns]
+    dominated = [n for n in kernels if split_recurrent(n) and n.step_sections > 0 and n.step_sections_ns >= n.roof_ns
+                 and n.op_type not in RECURRENT_SECTION_OP_TYPES]  # a GRU's products are loops in one section
     steps = sum(n.step_sections for n in dominated)
     if not steps:
         return None, 0

@@ -38,7 +38,7 @@ from cost_models.cpu import (
     recurrent_time,
     resize_runs_blocked,
     sections_ns,
-    step_section_ns,
+    step_handoff_ns,
 )
 from cost_models.table import cost_table, steady_state_unit
 from graph_ir.categories import GEMM_CATEGORIES
@@ -244,12 +244,12 @@ def _sections_ns(op: Op, chip: Chip, threads: int) -> float:
 def _threading(op: Op, chip: Chip, threads: int) -> tuple[int, int, float]:
     """(threads the kernel runs on, split step products, what their hand-offs cost in ns) of ``op``
     on ``threads`` threads (:func:`~cost_models.cpu.recurrent_sections`,
-    :func:`~cost_models.cpu.step_section_ns`)."""
+    :func:`~cost_models.cpu.step_handoff_ns`)."""
     unit, used = chip.units[0], intra_op_threads(op, threads)
     if used <= 1 or op.category != "rnn" or len(op.inputs) < 3 or not isinstance(unit, CpuUnit):
         return used, 0, 0.0
     steps = recurrent_sections(op, used)[1]
-    return used, steps, steps * step_section_ns(unit)
+    return used, steps, steps * step_handoff_ns(op, unit)
 
 
 def _time(op: Op, c: OpCost, chip: Chip, threads: int, with_overhead: bool) -> float:

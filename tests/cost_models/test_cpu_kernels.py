@@ -236,14 +236,28 @@ class TestThreads:
         assert section_ns(looped(1e6, parallel_section_ns=None)) == PARALLEL_SECTION_NS
         mm = gemm(64, 512, 512)
         assert sections_ns(mm, looped(1e6), 2) == 900.0 and sections_ns(mm, looped(1e6), 1) == 0.0
-        # each direction's projection pays a section; each split product of a step (a GRU's two) more
+        # each direction's projection pays a section, a GRU's steps one more (deep_cpu_gru.cc's
+        # ParallelSection); each split product of a step (a GRU's two) a hand-off
         gru = rnn("GRU", 256, 10, dirs=2)
-        assert sections_ns(gru, looped(1e6), 2) == 2 * 900.0 + 2 * 10 * 2 * RECURRENT_SPLIT_STEP_NS
+        assert sections_ns(gru, looped(1e6), 2) == 2 * 900.0 + 2 * 900.0 + 2 * 10 * 2 * RECURRENT_SPLIT_STEP_NS
+        lstm = rnn("LSTM", 256, 10, dirs=2)
+        assert sections_ns(lstm, looped(1e6), 2) == 2 * 900.0 + 2 * 10 * RECURRENT_SPLIT_STEP_NS
 
     def test_a_split_recurrent_op_pays_a_section_per_split_product(self) -> None:
-        assert parallel_sections(rnn("GRU", 256, 10, dirs=2), 2) == 2 + 2 * 10 * 2
+        assert parallel_sections(rnn("GRU", 256, 10, dirs=2), 2) == 2 + 2 + 2 * 10 * 2
         assert parallel_sections(rnn("LSTM", 256, 10, dirs=2), 2) == 2 + 2 * 10
         assert parallel_sections(rnn("GRU", 256, 10), 1) == 0
+        # a GRU whose step products do not split opens its section without engaging the pool
+        assert parallel_sections(rnn("GRU", 128, 10), 2) == 1
+
+    def test_a_gru_product_is_a_loop_in_its_section_not_a_calibrated_lstm_section(self) -> None:
+        # uni_directional_lstm.cc runs each step's product as its own section on the pool, deep_cpu_gru.cc
+        # its steps in one open section: a hand-off fit on LSTM products prices LSTMs only
+        unit = looped(1e6, recurrent_section_ns=2650.0)
+        gru, lstm = rnn("GRU", 256, 10), rnn("LSTM", 256, 10)
+        assert sections_ns(lstm, unit, 2) == 900.0 + 10 * 2650.0
+        assert sections_ns(gru, unit, 2) == 900.0 + 900.0 + 10 * 2 * RECURRENT_SPLIT_STEP_NS
+        assert sections_ns(gru, unit, 2) == sections_ns(gru, looped(1e6), 2)
 
     def test_recurrent_parts_split_as_mlas_splits_each_product(self) -> None:
         # deep_cpu_gru.cc: per step Ht-1·R[zr]ᵀ (2H x H MACs) and Ht-1·R[h]ᵀ (H x H), each its own MLAS call
@@ -252,7 +266,7 @@ class TestThreads:
         assert recurrent_threads(rnn("GRU", 128, 32), 2) == (2, (1, 1))  # only the projection splits
         assert recurrent_threads(rnn("LSTM", 128, 10), 2) == (2, (2,))  # 4 x 128 x 128 = 64 Ki
         assert recurrent_threads(rnn("GRU", 256, 10), 1) == (1, (1, 1))
-        assert parallel_sections(rnn("GRU", 192, 10), 2) == 1 + 10
+        assert parallel_sections(rnn("GRU", 192, 10), 2) == 1 + 1 + 10  # the projection, the steps' section
 
     @given(st.sampled_from(["LSTM", "GRU"]), st.integers(8, 1024), st.integers(1, 64), st.integers(1, 2),
            st.integers(1, 8))  # fmt: skip

@@ -79,10 +79,20 @@ class TestSplitRecurrentKernels:
         kernel = [estimate(held_out, c, "cpu", "fp32") for c in chips]
         assert kernel[0] is not None and kernel[1] is not None
         assert kernel[0].latency_ns == kernel[1].latency_ns  # the GRU's own kernel: the fingerprint's rates
-        # only the hand-offs move, with the swing
+        # the hand-off fit on the LSTM's products moves with the swing; a GRU's products are loops in the
+        # section its kernel keeps open (deep_cpu_gru.cc), so its hand-offs do not move with it
         fast, slow = (c.units[0] for c in chips)
         assert isinstance(slow, CpuUnit) and isinstance(fast, CpuUnit)
-        assert sections_ns(held_out, slow, 2) > sections_ns(held_out, fast, 2)
+        lstm = rnn("LSTM", 256, 50)
+        assert sections_ns(lstm, slow, 2) > sections_ns(lstm, fast, 2)
+        assert sections_ns(held_out, slow, 2) == sections_ns(held_out, fast, 2)
+
+    def test_a_split_gru_fits_no_hand_off(self) -> None:
+        # a GRU dominated by its hand-offs: they are loops in its section, not what the fit prices
+        k = NodeResult("g", "GRU", False, 300e3, 400e3, 100e3, 0.0, 200e3, "rnn", 2, 100, 200e3)
+        assert recurrent_section_fit([k]) == (None, 0)
+        lstm = replace(k, name="l", op_type="LSTM")
+        assert recurrent_section_fit([k, lstm]) == (3000.0, 100)
 
     def test_compute_dominated_split_kernels_fit_no_hand_off(self) -> None:
         # 20 split products (40 us of hand-offs) under 173 us of compute: the residual mixes the split and
