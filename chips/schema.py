@@ -519,9 +519,10 @@ class CpuUnit(Unit):
     )
     recurrent_section_ns: PositiveFloat | None = Field(
         None,
-        description="What one split product of a recurrent step (LSTM/GRU/RNN on 2 or more threads) pays "
-        "onnxruntime's intra-op pool, ns: fit by calibration on several threads from the recurrent kernels whose "
-        "step hand-offs outweigh their compute. None: the CPU model's default.",
+        description="What one split product of a recurrent step that is its own parallel section (LSTM/RNN on 2 "
+        "or more threads; a GRU's are loops in one section and keep the model's figure) pays onnxruntime's "
+        "intra-op pool, ns: fit by calibration on several threads from the LSTM/RNN kernels whose step hand-offs "
+        "outweigh their compute. None: the CPU model's default.",
     )
     run_footprint_kib: NonNegFloat | None = Field(
         None,

@@ -192,8 +192,9 @@ PARALLEL_SECTION_NS = 2000.0
 #: per LSTM step (hidden-128 LSTMs with 100-200 split steps: -1..-7 % before calibration; 0.86 us,
 #: one MatMul's section as measured, would put them at -32..-35 %). A hidden-256 GRU step, whose
 #: two products split, ran no faster on 2 threads than on 1 (7.9 us; its ``R`` at 110 GB/s over
-#: two threads is 3.6 us): two sections of 2 us. Calibration on several threads fits the unit's own
-#: (``recurrent_section_ns``, :func:`step_section_ns`): 1.9-2.3 us over five idle runs.
+#: two threads is 3.6 us): two hand-offs of 2 us. Calibration on several threads fits the unit's own
+#: for LSTM/RNN products (``recurrent_section_ns``, :func:`step_section_ns`): 1.9-2.3 us over five
+#: idle runs; a GRU's keep this figure (:data:`RECURRENT_SECTION_OP_TYPES`).
 RECURRENT_SPLIT_STEP_NS = 2000.0
 #: Recurrent op types whose onnxruntime kernel runs its step loop inside one parallel section per
 #: direction (``deep_cpu_gru.cc``: ``ThreadPool::ParallelSection ps(ttp_)`` around the steps, "to
