@@ -18,12 +18,9 @@
    path of one-task moves does), with ``budget // SWAP_SHARE`` evaluations more; then ruin and
    recreate (:mod:`scheduler.ruin_recreate`): a connected region or a window of time of the best
    taken off its units and put back by earliest finish, descended when at most ``RUIN_ACCEPT``
-   longer, with ``budget // RUIN_SHARE`` evaluations more; last, an order-aware descent from the
-   best (``budget // ORDER_DESCENT_SHARE``): a candidate at most ``ORDER_DESCENT_SLACK`` longer
-   than the best is judged after a short order pass.
+   longer, with ``budget // RUIN_SHARE`` evaluations more.
 3. Order: keep the units and start a late task just before an earlier task on its unit when
-   that shortens the makespan; on small graphs only a task on a binding chain to the makespan
-   is moved (the same schedules in a fraction of the evaluations), after every descent.
+   that shortens the makespan.
 4. Affinity: a task is moved to the unit its operator type prefers when that costs nothing.
 
 The effort is a count of schedule evaluations that shrinks with the graph
@@ -96,15 +93,6 @@ RUIN_TASKS = 20
 #: this much (a task feeding another unit goes earlier): on the optima's own units that order
 #: was 1.067x the optimum at n=50, against 1.095x with weight 1.
 TIMED_COMM_WEIGHT = 1.5
-#: On small graphs where every unit has one core, last, an order-aware descent from the best
-#: spends at most ``budget // ORDER_DESCENT_SHARE`` evaluations (0: none): a candidate that re-times
-#: at most ``ORDER_DESCENT_SLACK`` longer than the best is judged after an order pass on the tasks
-#: of its binding chain, of at most ``ORDER_DESCENT_PASS`` evaluations. The re-timing alone can
-#: hide an assignment: the optimum's own units re-timed by rank were 1.124x the optimum on a held-out
-#: n=50 graph, and 54 evaluations of that order pass took them to 1.0x.
-ORDER_DESCENT_SHARE = 6
-ORDER_DESCENT_SLACK = 0.06
-ORDER_DESCENT_PASS = 30
 #: Seeds beyond HEFT and PEFT are tried only below this size (tasks + edges).
 SMALL = 20_000
 #: Above ``SMALL`` the search gets ``LARGE_WORK_BUDGET // size`` evaluations (each one re-times
@@ -268,15 +256,11 @@ def critical_tasks(problem: Problem, sol: Solution) -> list[int]:
 
 
 def _local_search(
-    problem: Problem, sol: Solution, budget: int, chain_of: list[tuple[int, ...]] | None = None,
-    slack: float = 0.0,
+    problem: Problem, sol: Solution, budget: int, chain_of: list[tuple[int, ...]] | None = None
 ) -> tuple[Solution, int]:
     """First-improvement descent over reassignment moves (:func:`_moves`); returns evaluations used.
 
-    ``chain_of`` (per task, its linear cluster) turns on the richer moves of small graphs. With
-    ``slack`` > 0 (small graphs only), a candidate that re-times no better than the best but at
-    most ``slack`` longer is judged after :func:`order_search` on its binding chain
-    (``ORDER_DESCENT_PASS`` evaluations at most).
+    ``chain_of`` (per task, its linear cluster) turns on the richer moves of small graphs.
     """
     used = 0
     best = retime(problem, sol.unit)
@@ -309,13 +293,10 @@ def _local_search(
                     assign = list(cur.unit)
                     for t, v in move.items():
                         assign[t] = v
-                    cand, cost = _timed(problem, assign, kept, _above(best) * (1 + slack))
+                    cand, cost = _timed(problem, assign, kept, _above(best))
                     used += cost
                     if cand is None:
                         continue
-                    if slack and _key(cand) >= best_key:
-                        cand, cost = order_search(problem, cand, ORDER_DESCENT_PASS, critical=True)
-                        used += cost
                     k = _key(cand)
                     if k < best_key:
                         best, best_key, improved = cand, k, True
@@ -325,16 +306,13 @@ def _local_search(
     return best, used
 
 
-def order_search(problem: Problem, sol: Solution, budget: int, critical: bool = False) -> tuple[Solution, int]:
+def order_search(problem: Problem, sol: Solution, budget: int) -> tuple[Solution, int]:
     """Keep the units, change the order: start a late task just before an earlier task on its unit.
 
     First-improvement over "insert task ``i`` just before task ``j``" in the start order, for ``j``
     on ``i``'s unit starting before it and every predecessor of ``i`` already placed. Only a
     shorter makespan is accepted (an order that merely finishes some tasks sooner is not a
-    reason to reorder); returns evaluations used. With ``critical``, ``i`` is only a task on a
-    binding chain to the makespan (:func:`critical_tasks`; only those can shorten it directly):
-    on n=50 benchmark graphs that pass reached the same schedules in 1/6 to 1/3 of the
-    evaluations (the optimum's units on a held-out graph: 54 against 309).
+    reason to reorder); returns evaluations used.
     """
     best, used = sol, 0
     improved = True
@@ -342,8 +320,7 @@ def order_search(problem: Problem, sol: Solution, budget: int, critical: bool = 
         improved = False
         order = best.order()
         pos = {t: k for k, t in enumerate(order)}
-        tasks = critical_tasks(problem, best) if critical else sorted(range(problem.n), key=lambda t: (-best.finish_ns[t], t))
-        for i in tasks:
+        for i in sorted(range(problem.n), key=lambda t: (-best.finish_ns[t], t)):
             if used >= budget or improved:
                 break
             last_pred = max((pos[j] for j, _ in problem.preds[i]), default=-1)
@@ -445,7 +422,7 @@ def _walks(
             cand, used = _local_search(problem, kick, min(budget // KICK_DESCENT + 1, stop - spent - 1), chain_of)
             spent += used + 1
             if chain_of is not None and spent < stop:
-                cand, used = order_search(problem, cand, min(problem.n, stop - spent), critical=True)
+                cand, used = order_search(problem, cand, min(problem.n, stop - spent))
                 spent += used
             stale += 1
             if _key(cand) < _key(wbest):
@@ -475,7 +452,7 @@ def _swap_descents(
                 break
             kick, used = _timed(problem, assign, start.order())
             cand, more = _local_search(problem, kick if kick is not None else start, min(share, total - spent), chain_of)
-            cand, last = order_search(problem, cand, problem.n, critical=True)
+            cand, last = order_search(problem, cand, problem.n)
             spent += used + more + last
             if _key(cand) < _key(best):
                 best, improved = cand, True
@@ -511,7 +488,7 @@ def _ruin_descents(
         if kick.makespan_ns > best.makespan_ns * (1 + RUIN_ACCEPT):
             continue
         cand, more = _local_search(problem, kick, min(share, max(1, total - spent)), chain_of)
-        cand, last = order_search(problem, cand, problem.n, critical=True)
+        cand, last = order_search(problem, cand, problem.n)
         spent += more + last
         if _key(cand) < _key(best):
             best = cand
@@ -553,7 +530,7 @@ def affinity_locality(problem: Problem, work_budget: int = DEFAULT_WORK_BUDGET) 
         cand, used = _local_search(problem, s, min(share, budget - spent), chain_of)
         spent += used
         if rich:
-            cand, used = order_search(problem, cand, min(problem.n, budget - spent), critical=True)
+            cand, used = order_search(problem, cand, min(problem.n, budget - spent))
             spent += used
         descended.append(cand)
     descended.sort(key=_key)
@@ -562,12 +539,7 @@ def affinity_locality(problem: Problem, work_budget: int = DEFAULT_WORK_BUDGET) 
         best, _ = _swap_descents(problem, best, budget, chain_of)
         if RUIN_SHARE:
             best, _ = _ruin_descents(problem, best, budget, chain_of)
-        if ORDER_DESCENT_SHARE:
-            cand, _ = _local_search(problem, best, budget // ORDER_DESCENT_SHARE, chain_of, ORDER_DESCENT_SLACK)
-            cand, _ = order_search(problem, cand, problem.n, critical=True)
-            if _key(cand) < _key(best):
-                best = cand
-    cand, used = order_search(problem, best, (budget - spent) // 2, critical=rich)
+    cand, used = order_search(problem, best, (budget - spent) // 2)
     spent += used
     if _key(cand) < _key(best):
         best = cand
