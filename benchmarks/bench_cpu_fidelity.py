@@ -35,8 +35,14 @@ import yaml
 
 from chips.schema import CpuUnit, chip_from_dict
 from hwsim.host.calibrate_host import CALIBRATION_MODELS
-from hwsim.host.calibration import apply, core_rate_rounds, fit, write_calibration
-from hwsim.host.fingerprint import measure_host, read_dispatch, reference_gflops, write_chip
+from hwsim.host.calibration import CalibrationFit, apply, core_rate_rounds, fit, write_calibration
+from hwsim.host.fingerprint import (
+    Dispatch,
+    measure_host,
+    read_dispatch,
+    reference_gflops,
+    write_chip,
+)
 from hwsim.host.validate import Validation, merge_rounds, op_type_rows, repredict, validate_model
 
 #: The calibration set (why each model is in it: :data:`hwsim.host.calibrate_host.CALIBRATION_MODELS`).
@@ -99,7 +105,27 @@ def _family_table(before: dict[str, Validation], after: dict[str, Validation], n
     return [*out, ""]
 
 
-def main(argv: list[str] | None = None) -> int:
+def _footer(before: dict[str, Validation], dispatch: Dispatch | None, f: CalibrationFit, t0: float) -> list[str]:
+    """The lines after the tables: inserted kernels, dispatch, what calibration fit, the run time."""
+    lines: list[str] = []
+    ins = {n: v for n, v in before.items() if v.inserted_ns > 0}
+    if ins:
+        lines += ["Kernels onnxruntime inserts (not predicted), measured: " + ", ".join(
+            f"{n} {v.inserted_ns / 1e6:.2f} ms ({v.inserted_ns / v.measured_ns:.1%}: {'/'.join(v.inserted_ops)})"
+            for n, v in ins.items()) + ".", ""]  # fmt: skip
+    if dispatch:
+        lines += [(f"onnxruntime dispatch (fingerprint): {dispatch.kernel_ns:.0f} ns per kernel, {dispatch.run_ns:.0f} ns "
+                  f"per run call (predicted on top), profiler's tiny kernel {dispatch.profiled_kernel_ns:.0f} ns."), ""]
+    lines += [f"Calibration: op_overhead_ns {f.op_overhead_ns:.0f}; efficiencies "
+              + ", ".join(f"{t} {e:.3f}" for t, e in f.efficiency.items())
+              + (f"; faster than roofline: {', '.join(f.faster_than_roofline)}" if f.faster_than_roofline else "")
+              + (f"; recurrent_section_ns {f.recurrent_section_ns:.0f} (on {f.section_steps} split step products)"
+                 if f.recurrent_section_ns is not None else ""),
+              "", f"Total benchmark time {time.time() - t0:.0f} s."]  # fmt: skip
+    return lines
+
+
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--chip", type=Path, help="reuse this fingerprint chip file instead of measuring afresh")
     ap.add_argument("--models", nargs="*", help="model names (default: every file in examples/models/)")
@@ -111,7 +137,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--raw-times", action="store_true", help="do not put measurements on the fingerprint's clock")
     ap.add_argument("--heldout", type=Path, help="also validate every *.onnx here as held out (heldout_models.py)")
     ap.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads, predicted the same (default 1)")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
 
     t0 = time.time()
     with tempfile.TemporaryDirectory() as tmp:
@@ -169,20 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     lines += _op_table("Per op type, after calibration, calibration set",
                        [v for n, v in after.items() if n not in held])  # fmt: skip
     lines += _op_table("Per op type, after calibration, held-out set", [v for n, v in after.items() if n in held])
-    ins = {n: v for n, v in before.items() if v.inserted_ns > 0}
-    if ins:
-        lines += ["Kernels onnxruntime inserts (not predicted), measured: " + ", ".join(
-            f"{n} {v.inserted_ns / 1e6:.2f} ms ({v.inserted_ns / v.measured_ns:.1%}: {'/'.join(v.inserted_ops)})"
-            for n, v in ins.items()) + ".", ""]  # fmt: skip
-    if dispatch:
-        lines += [(f"onnxruntime dispatch (fingerprint): {dispatch.kernel_ns:.0f} ns per kernel, {dispatch.run_ns:.0f} ns "
-                  f"per run call (predicted on top), profiler's tiny kernel {dispatch.profiled_kernel_ns:.0f} ns."), ""]
-    lines += [f"Calibration: op_overhead_ns {f.op_overhead_ns:.0f}; efficiencies "
-              + ", ".join(f"{t} {e:.3f}" for t, e in f.efficiency.items())
-              + (f"; faster than roofline: {', '.join(f.faster_than_roofline)}" if f.faster_than_roofline else "")
-              + (f"; recurrent_section_ns {f.recurrent_section_ns:.0f} (on {f.section_steps} split step products)"
-                 if f.recurrent_section_ns is not None else ""),
-              "", f"Total benchmark time {time.time() - t0:.0f} s."]  # fmt: skip
+    lines += _footer(before, dispatch, f, t0)
     text = "\n".join(lines)
     print(text)
     if args.out:
