@@ -106,23 +106,19 @@ def _caches(fps: Sequence[Fingerprint], pick: Pick) -> list[dict[str, float | st
     return out
 
 
-def _kernel_rates(fps: Sequence[Fingerprint], pick: Pick) -> dict[str, float]:
+def _kernel_rates(fps: Sequence[Fingerprint], pick: Pick, kernel_ns: float) -> dict[str, float]:
     """:attr:`Fingerprint.kernel_rates` merged: GB/s the highest, times the fastest, figures of
-    :data:`MEDIAN_KERNEL_FIGURES` the median; ``requant_ns``/``int8_pack_ns`` derived again."""
-    from hwsim.host.int8_probe import pack_from, requant_from
+    :data:`MEDIAN_KERNEL_FIGURES` the median; the integer fields derived from probe times
+    (:data:`hwsim.host.kernels.INT8_DERIVED`) derived again from the merged probes, with the merged
+    dispatch per kernel ``kernel_ns``."""
+    from hwsim.host.kernels import INT8_DERIVED, int8_fields
 
-    derived = {"requant_ns", "int8_pack_ns"}
     rates = [fp.kernel_rates for fp in fps]
     out = {k: (statistics.median(vs) if k in MEDIAN_KERNEL_FIGURES else _rate(vs, pick) if k.endswith("_gbps")
                else pick(vs))
            for k, vs in ((k, [r[k] for r in rates if k in r]) for k in dict.fromkeys(k for r in rates for k in r))
-           if k not in derived}  # fmt: skip
-    requant = requant_from(out)
-    if requant is not None:
-        out["requant_ns"] = requant
-        pack = pack_from(out, requant)
-        if pack is not None:
-            out["int8_pack_ns"] = pack
+           if k not in INT8_DERIVED}  # fmt: skip
+    out.update({k: v for k, v in int8_fields(out, kernel_ns).items() if v is not None})
     return out
 
 
@@ -162,7 +158,7 @@ def merge_fingerprints(fps: Sequence[Fingerprint], pick: Pick = DEFAULT_PICK) ->
         notes=[*dict.fromkeys(n for fp in fps for n in fp.notes), note],
         weight_stream_gbps=_optional([fp.weight_stream_gbps for fp in fps], lambda v: _rate(v, pick)),
         weight_stream_ms=_merge([fp.weight_stream_ms for fp in fps], pick),
-        dispatch=dispatch, kernel_rates=_kernel_rates(fps, pick),
+        dispatch=dispatch, kernel_rates=_kernel_rates(fps, pick, dispatch.kernel_ns if dispatch else 0.0),
     )  # fmt: skip
 
 

@@ -439,23 +439,38 @@ def kernel_rates(
 
 
 def _int8_rates(rounds: int, profiled_kernel_ns: float, kernel_ns: float, notes: list[str]) -> dict[str, float]:
-    """The integer kernels' probe times, ``requant_ns`` and the chip fields it gives the others
-    (``int8_pack_ns``, ``int8_conv_pixel_ns``, ``int8_im2col_pixel_ns``, ``int8_conv_l2_mac_ps``, ``int8_gemv_call_ns``,
-    ``int8_gemv_gbps``: :mod:`hwsim.host.int8_probe`); a note in ``notes`` for each not resolved."""
+    """The integer kernels' probe times and the chip fields they give (:func:`int8_fields`); a note
+    in ``notes`` for each not resolved."""
     rates = {**int8_kernel_ns(rounds, profiled_kernel_ns), **gemv_call_times(rounds)}
     notes.extend(f"{k} probe not resolved; its efficiency left to the defaults" for k, v in INT8_RATES.items() if v not in rates)
-    requant = requant_from(rates)
-    if requant is None:
+    fields = int8_fields(rates, kernel_ns)
+    if not fields:
         notes.append("integer GEMM requantization not resolved; requant_ns and the fields measured against it left out "
-                     "(int8_pack_ns, int8_conv_pixel_ns, int8_im2col_pixel_ns, int8_conv_l2_mac_ps, int8_gemv_call_ns, int8_gemv_gbps)")
+                     f"({', '.join(INT8_DERIVED[1:])})")  # fmt: skip
         return rates
-    fields = {"requant_ns": requant, "int8_pack_ns": pack_from(rates, requant),
-              "int8_conv_pixel_ns": conv_pixel_from(rates, requant), "int8_im2col_pixel_ns": im2col_pixel_from(rates, requant),
-              "int8_conv_l2_mac_ps": conv_l2_mac_from(rates, requant)}
-    gemv = gemv_call_from(rates, requant, kernel_ns)
-    fields["int8_gemv_call_ns"], fields["int8_gemv_gbps"] = gemv if gemv is not None else (None, None)
     notes.extend(f"integer kernel figure {k} not resolved; left out" for k, v in fields.items() if v is None)
     return {**rates, **{k: v for k, v in fields.items() if v is not None}}
+
+
+#: The chip fields :func:`int8_fields` derives from the integer probes' times (not probe times:
+#: a merge of several fingerprints derives them again from the merged probes).
+INT8_DERIVED = ("requant_ns", "int8_pack_ns", "int8_conv_pixel_ns", "int8_im2col_pixel_ns", "int8_conv_l2_mac_ps",
+                "int8_gemv_call_ns", "int8_gemv_gbps")  # fmt: skip
+
+
+def int8_fields(rates: Mapping[str, float], kernel_ns: float) -> dict[str, float | None]:
+    """:data:`INT8_DERIVED` from the integer probes' times in ``rates`` and the dispatch per kernel
+    ``kernel_ns`` (:mod:`hwsim.host.int8_probe`; None for one not resolved); empty when
+    ``requant_ns``, which the others are measured against, is not resolved."""
+    requant = requant_from(rates)
+    if requant is None:
+        return {}
+    fields = {"requant_ns": requant, "int8_pack_ns": pack_from(rates, requant),
+              "int8_conv_pixel_ns": conv_pixel_from(rates, requant), "int8_im2col_pixel_ns": im2col_pixel_from(rates, requant),
+              "int8_conv_l2_mac_ps": conv_l2_mac_from(rates, requant)}  # fmt: skip
+    gemv = gemv_call_from(rates, requant, kernel_ns)
+    fields["int8_gemv_call_ns"], fields["int8_gemv_gbps"] = gemv if gemv is not None else (None, None)
+    return fields
 
 
 def int8_efficiencies(chip: Chip, rates: Mapping[str, float]) -> dict[str, float]:

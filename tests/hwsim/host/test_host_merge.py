@@ -15,10 +15,12 @@ from hwsim.host.host_merge import fastest, fastest_half_median, merge_fingerprin
 from hwsim.host.int8_probe import (
     ATTENTION_MATMUL,
     INT8_RATES,
+    NARROW_CONV,
     SHORT_MATMUL,
     pack_from,
     requant_from,
 )
+from hwsim.host.kernels import int8_fields
 from tests.hwsim.host.test_calibrate_host import fake_fingerprint
 
 TRUE_RATES = {"gemv_gbps": 40.0, "fft_butterfly_ns": 2.0, "run_footprint_kib": 300.0,
@@ -104,6 +106,27 @@ class TestMergeFingerprints:
         b = replace(truth, kernel_rates={**truth.kernel_rates, long_key: 130000.0, "requant_ns": 0.01})
         merged = merge_fingerprints([a, b], fastest)
         assert merged.kernel_rates["requant_ns"] == pytest.approx(truth.kernel_rates["requant_ns"])
+
+    def test_integer_conv_fields_are_derived_from_the_merged_probes(self) -> None:
+        # int8_conv_pixel_ns is the intercept of two conv probes: each round's own intercept, one
+        # round with a slowed wide probe and one with a slowed narrow one, are both off; derived
+        # again from the fastest probes it is the undisturbed one
+        probes = {INT8_RATES["QLinearConv"]: 1600 * (6.0 + 36864 * 0.002 + 64 * 0.4),
+                  NARROW_CONV: 1600 * (6.0 + 1152 * 0.002 + 16 * 0.4)}  # fmt: skip
+
+        def with_probes(fp: Fingerprint, rates: dict[str, float]) -> Fingerprint:
+            got = {**fp.kernel_rates, **rates}
+            got.update({k: v for k, v in int8_fields(got, 250.0).items() if v is not None})
+            return replace(fp, kernel_rates=got)
+
+        truth = with_probes(undisturbed(), probes)
+        wide, narrow = INT8_RATES["QLinearConv"], NARROW_CONV
+        a = with_probes(undisturbed(), {**probes, wide: probes[wide] * 1.1})
+        b = with_probes(undisturbed(), {**probes, narrow: probes[narrow] * 1.1})
+        rounds = {fp.kernel_rates["int8_conv_pixel_ns"] for fp in (a, b)}
+        assert all(abs(x / truth.kernel_rates["int8_conv_pixel_ns"] - 1.0) > 0.05 for x in rounds)
+        merged = merge_fingerprints([a, b], fastest)
+        assert merged.kernel_rates["int8_conv_pixel_ns"] == pytest.approx(truth.kernel_rates["int8_conv_pixel_ns"])
 
     def test_says_what_was_merged_and_keeps_one_round_as_is(self) -> None:
         truth = undisturbed()
