@@ -1026,10 +1026,7 @@ def stream_ns(
     >>> round(stream_ns(3e6, [(1024.0, 200.0), (2048.0, 100.0)], 80.0, 10.0, 8.0), 1)  # L2 keeps 4 MiB - 3 MB; rest at 8
     240640.8
     """
-    total = 0.0
-    for part_ns in stream_parts_ns(nbytes, levels, core_gbps, dram_gbps, far_gbps):
-        total += part_ns
-    return total
+    return sum(stream_parts_ns(nbytes, levels, core_gbps, dram_gbps, far_gbps), 0.0)
 
 
 def stream_parts_ns(
