@@ -19,7 +19,7 @@ floor holds for every run of the plan; frames after the first only add work.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from chips.units import PS_PER_NS
 from cost_models.base import OpCost
@@ -42,17 +42,29 @@ def makespan_floor_ps(
     the engine costs it; ``double_buffer`` and ``split`` are the engine's options.
     """
     p = run_plan
+    # each cost's time by its id (identical ops share one cost object); the cost is kept with
+    # it, so no other cost gets its id meanwhile
+    time_of: dict[int, tuple[OpCost, float]] = {}
+
+    def time_ns(cost: OpCost) -> float:
+        got = time_of.get(id(cost))
+        if got is None:
+            got = time_of[id(cost)] = (cost, op_time_ns(cost, double_buffer))
+        return got[1]
+
     least_ns: list[float] = []
     core_ns = dict.fromkeys(p.unit_cores, 0.0)
     for i, cost in enumerate(p.cost):
         fixed = p.fixed_cores[i]
-        if fixed is not None and fixed > 1:
-            ks = [fixed]
-        elif fixed is None and split and p.splittable[i]:
-            ks = list(range(1, p.unit_cores[p.unit[i]] + 1))
+        if fixed is None and split and p.splittable[i]:
+            ks: Iterable[int] = range(1, p.unit_cores[p.unit[i]] + 1)
+        elif fixed is None or fixed == 1:
+            least_ns.append(t := time_ns(cost))
+            core_ns[p.unit[i]] += t
+            continue
         else:
-            ks = [1]
-        times = [(k, op_time_ns(c, double_buffer)) for k in ks if (c := shard_cost(i, k)) is not None]
+            ks = (fixed,)
+        times = [(k, time_ns(c)) for k in ks if (c := shard_cost(i, k)) is not None]
         least_ns.append(min(t for _, t in times))
         core_ns[p.unit[i]] += min(k * t for k, t in times)
     floor_ns = max(
