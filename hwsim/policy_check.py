@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from chips.schema import Chip
 from chips.units import NS_PER_MS, PJ_PER_MJ, PS_PER_MS
@@ -32,8 +33,8 @@ from cost_models.mapping import OpMapping
 from cost_models.table import CostTable
 from graph_ir.ir import ModelError, ModelGraph
 from hwsim.analysis.energy import run_energy
-from hwsim.replan import default_plan, replan
-from hwsim.sim.engine import EngineOptions, Trace, simulate
+from hwsim.replan import SLOWER, default_plan, replan
+from hwsim.sim.engine import EngineOptions, Trace, simulate, simulate_unless_slower
 from hwsim.sim.power import PowerCapError
 from scheduler import DEFAULT_POLICY, POLICIES, Schedule, get_policy
 from scheduler.problem import Problem
@@ -197,12 +198,36 @@ def _simulate(
     nodes: Sequence[str],
     mapping: Mapping[str, OpMapping] | None = None,
 ) -> _Sim:
+    got = _simulate_unless_slower(name, graph, chip, table, sched, options, fuse, nodes, mapping, None)
+    assert got is not None  # nothing to beat: always simulated
+    return got
+
+
+def _simulate_unless_slower(
+    name: str,
+    graph: ModelGraph,
+    chip: Chip,
+    table: CostTable,
+    sched: Schedule,
+    options: EngineOptions | None,
+    fuse: str,
+    nodes: Sequence[str],
+    mapping: Mapping[str, OpMapping] | None,
+    beat_ps: int | None,
+) -> _Sim | None:
+    """:func:`_simulate`, or None when ``beat_ps`` is given and the fused schedule cannot finish
+    before it (:func:`hwsim.sim.engine.simulate_unless_slower`: it is then not run)."""
     forced: dict[str, bool] = {}
     if mapping:
         sched = with_mapped_cores(sched, mapping)
         forced = {n: m.fusion for n, m in mapping.items() if m.fusion is not None}
     fusion = apply_fusion(graph, chip, table, {n: p.unit for n, p in sched.placements.items()}, fuse, forced)
-    trace = simulate(graph, chip, fusion.table, sched, options)
+    if beat_ps is None:
+        trace = simulate(graph, chip, fusion.table, sched, options)
+    elif (got := simulate_unless_slower(graph, chip, fusion.table, sched, beat_ps, options)) is None:
+        return None
+    else:
+        trace = got
     want = set(nodes)
     finish = {r.op: r.end_ps / PS_PER_MS for r in trace.ops if r.op in want and r.frame == 0}
     return _Sim(name, sched, fusion.table, fusion, trace, finish)
@@ -230,16 +255,20 @@ def default_schedule(
     def sim(sched: Schedule) -> _Sim:
         return _simulate(DEFAULT_POLICY, graph, chip, table, sched, options, fuse, ())
 
-    return _replanned(graph, chip, table, *default_plan(graph, chip, table), sim)[0]
+    def probe(sched: Schedule, beat_ps: int) -> _Sim | None:
+        return _simulate_unless_slower(DEFAULT_POLICY, graph, chip, table, sched, options, fuse, (), None, beat_ps)
+
+    return _replanned(graph, chip, table, *default_plan(graph, chip, table), sim, probe)[0]
 
 
 def _replanned(
     graph: ModelGraph, chip: Chip, table: CostTable, first: Schedule, problem: Problem,
-    sim: Callable[[Schedule], _Sim],
+    sim: Callable[[Schedule], _Sim], probe: Callable[[Schedule, int], _Sim | None],
 ) -> tuple[_Sim, _Sim]:  # fmt: skip
     """The fastest simulated of the default's first schedule (planned on ``problem``:
     :func:`hwsim.replan.default_plan`) and its re-plans (the first on ties), and the first
-    schedule as simulated."""
+    schedule as simulated. ``probe``: a large graph's probe, not run when it cannot win
+    (:func:`hwsim.replan.replan`)."""
 
     def ruled_out_is_none(sched: Schedule) -> _Sim | None:
         try:
@@ -247,7 +276,14 @@ def _replanned(
         except PowerCapError:
             return None
 
-    tried = replan(graph, chip, table, sim(first), ruled_out_is_none, problem=problem)
+    def probe_unless_ruled_out(sched: Schedule, beat_ps: int) -> _Sim | None | Literal["slower"]:
+        try:
+            got = probe(sched, beat_ps)
+        except PowerCapError:
+            return None
+        return SLOWER if got is None else got
+
+    tried = replan(graph, chip, table, sim(first), ruled_out_is_none, problem=problem, probe=probe_unless_ruled_out)
     best = tried[0]
     for s in tried[1:]:
         if s.latency_ms < best.latency_ms:
@@ -281,6 +317,7 @@ def _candidates(
     names: Sequence[str],
     sim: Callable[[str, Schedule], _Sim],
     dl: Mapping[str, float],
+    probe: Callable[[Schedule, int], _Sim | None],
 ) -> tuple[list[_Sim], list[_Sim]]:
     """Each policy in ``names`` scheduled and simulated (the default re-planned, deadlines served
     first where that helps), and the default's schedule before re-planning where it differs.
@@ -303,7 +340,7 @@ def _candidates(
             sched = POLICIES[name](graph, chip, table)
         try:
             if problem is not None:
-                s, first = _replanned(graph, chip, table, sched, problem, lambda x: sim(DEFAULT_POLICY, x))
+                s, first = _replanned(graph, chip, table, sched, problem, lambda x: sim(DEFAULT_POLICY, x), probe)
                 first_plan = [] if first is s else [replace(first, name=UNREPLANNED)]
             else:
                 s = sim(name, sched)
@@ -367,7 +404,10 @@ def choose_schedule(
     def sim(name: str, sched: Schedule) -> _Sim:
         return _simulate(name, graph, chip, table, sched, options, fuse, nodes, mapping)
 
-    sims, first_plan = _candidates(graph, chip, table, names, sim, dl)
+    def probe(sched: Schedule, beat_ps: int) -> _Sim | None:  # the default's, at large sizes
+        return _simulate_unless_slower(DEFAULT_POLICY, graph, chip, table, sched, options, fuse, nodes, mapping, beat_ps)
+
+    sims, first_plan = _candidates(graph, chip, table, names, sim, dl, probe)
     if dl:
         meeting = [s for s in sims if _worst_slack(s, dl) >= 0.0]
         pool = meeting or [max(sims, key=lambda s: _worst_slack(s, dl))]

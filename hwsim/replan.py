@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from typing import Final, Literal, Protocol, TypeVar
 
 import numpy as np
 
@@ -40,7 +40,7 @@ from scheduler.onnx_policies import (
 from scheduler.problem import Problem, Solution, make_problem
 from scheduler.single_unit import fastest_single_units
 
-__all__ = ["REPLAN_ROUNDS", "Observed", "Simulated", "default_plan", "observed_problem", "replan"]
+__all__ = ["REPLAN_ROUNDS", "SLOWER", "Observed", "Simulated", "default_plan", "observed_problem", "replan"]
 
 #: Re-planning rounds after the first plan (each one search and one simulation).
 REPLAN_ROUNDS = 3
@@ -52,6 +52,8 @@ PROBE_FACTOR = 2.5
 #: Above this many ops (each round re-times and simulates the whole graph: seconds at 10k ops)
 #: one probe and one re-plan only.
 LARGE_OPS = 5000
+#: What :func:`replan`'s ``probe`` returns for a probe it did not run: it cannot win.
+SLOWER: Final = "slower"
 
 
 @dataclass(slots=True)
@@ -139,11 +141,19 @@ def replan(
     simulate: Callable[[Schedule], S | None],
     rounds: int = REPLAN_ROUNDS,
     problem: Problem | None = None,
+    probe: Callable[[Schedule, int], S | None | Literal["slower"]] | None = None,
 ) -> list[S]:
     """``first`` (the default policy's simulated schedule) and up to ``rounds`` re-plans, each
     simulated by ``simulate`` (None: the run ruled it out, e.g. a power cap). Stops early when
     a re-plan repeats a placement already simulated or is ruled out. ``problem``: the one
-    ``first`` was planned on (:func:`default_plan`), else built again."""
+    ``first`` was planned on (:func:`default_plan`), else built again.
+
+    ``probe(schedule, beat_ps)``, above :data:`LARGE_OPS` ops, simulates the probe instead of
+    ``simulate`` (None: ruled out), or returns :data:`SLOWER` without running it when it cannot
+    finish before ``beat_ps``, the shortest makespan simulated so far
+    (:func:`hwsim.sim.engine.simulate_unless_slower`): it could not win (ties keep the first),
+    and with no probe's times to learn from, no re-plan follows (at 10k ops, one learned from
+    the first schedule's times alone cost a whole simulation and lost to it)."""
     if problem is None:
         problem = default_plan(graph, chip, table)[1]
     large = len(graph.order) > LARGE_OPS
@@ -159,7 +169,11 @@ def replan(
         key = _solution_placement(problem, sol)  # one already simulated is not built again
         if key in tried:
             continue
-        if (got := simulate(schedule_from_solution(graph, chip, table, problem, sol, DEFAULT_POLICY))) is not None:
+        sched = schedule_from_solution(graph, chip, table, problem, sol, DEFAULT_POLICY)
+        got = probe(sched, min(s.trace.makespan_ps for s in out)) if large and probe else simulate(sched)
+        if got == SLOWER:
+            return out
+        if got is not None:
             tried.add(key)
             seen.learn(problem, chip, got.trace)
             out.append(got)

@@ -87,6 +87,7 @@ from cost_models.base import OpCost
 from cost_models.table import CostTable, op_signature
 from graph_ir.ir import ModelGraph
 from hwsim.sim.blocks import Block, op_blocks, op_time_ns, stream_uses
+from hwsim.sim.floor import makespan_floor_ps
 from hwsim.sim.frames import Admission, Core, Dispatch, Prioritized, Release, dispatch_for
 from hwsim.sim.options import FRAME_ORDERS, EngineOptions, SimulationError
 from hwsim.sim.plan import Plan, plan
@@ -120,6 +121,7 @@ __all__ = [
     "op_blocks",
     "op_time_ns",
     "simulate",
+    "simulate_unless_slower",
 ]
 
 
@@ -659,6 +661,40 @@ def simulate(
     ValueError
         If ``frames < 1``, ``in_flight < 1`` or the frame order is not one of :data:`FRAME_ORDERS`.
     """
+    sim = _simulation(graph, chip, table, schedule, options, frames, in_flight, releases)
+    sim.run()
+    return sim.trace()
+
+
+def simulate_unless_slower(
+    graph: ModelGraph,
+    chip: Chip,
+    table: CostTable,
+    schedule: Schedule,
+    beat_ps: int,
+    options: EngineOptions | None = None,
+) -> Trace | None:
+    """:func:`simulate`'s trace of one frame, or None, without running it, when the run cannot
+    finish before ``beat_ps``: its :func:`~hwsim.sim.floor.makespan_floor_ps` is ``beat_ps`` or
+    more (a schedule that can at best tie a makespan already simulated need not run).
+
+    Raises
+    ------
+    SimulationError, ValueError
+        As :func:`simulate`.
+    """
+    sim = _simulation(graph, chip, table, schedule, options, 1, None, None)
+    if makespan_floor_ps(sim.plan, sim.shard_cost, sim.options.double_buffer, sim.options.split) >= beat_ps:
+        return None
+    sim.run()
+    return sim.trace()
+
+
+def _simulation(
+    graph: ModelGraph, chip: Chip, table: CostTable, schedule: Schedule, options: EngineOptions | None,
+    frames: int, in_flight: int | None, releases: Sequence[Release] | None,
+) -> Simulation:  # fmt: skip
+    """The checked arguments of :func:`simulate` as a :class:`Simulation` ready to run."""
     opts = options if options is not None else EngineOptions()
     if frames < 1:
         raise ValueError(f"frames must be at least 1, got {frames}")
@@ -668,8 +704,6 @@ def simulate(
         raise ValueError(
             f"frame_order must be one of {', '.join(FRAME_ORDERS)}, got {opts.frame_order!r}"
         )
-    sim = Simulation(
+    return Simulation(
         graph, chip, table, plan(graph, chip, table, schedule), opts, frames, in_flight, releases
     )
-    sim.run()
-    return sim.trace()

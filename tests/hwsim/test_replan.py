@@ -113,3 +113,33 @@ def test_a_solutions_placement_is_its_schedules(model: str) -> None:
     for sol in sols:
         built = schedule_from_solution(g, chip, table, problem, sol, DEFAULT_POLICY)
         assert rp._solution_placement(problem, sol) == rp._placement(built)
+
+
+def test_a_large_graph_s_probe_that_cannot_win_ends_the_re_planning(monkeypatch: pytest.MonkeyPatch) -> None:
+    g = load_onnx(MODELS / "resnet18.onnx")
+    chip = load_chip("rk3588")
+    table = cost_table(g, chip, "int8")
+    monkeypatch.setattr(rp, "LARGE_OPS", 10)  # resnet18's 49 ops count as large
+    first = simulate_candidate(DEFAULT_POLICY, g, chip, table, POLICIES[DEFAULT_POLICY](g, chip, table))
+    simulated, probed = [], []
+
+    def sim(sched):  # type: ignore[no-untyped-def]
+        simulated.append(sched)
+        return simulate_candidate(DEFAULT_POLICY, g, chip, table, sched)
+
+    def slower(sched, beat_ps):  # type: ignore[no-untyped-def]
+        probed.append(beat_ps)
+        return rp.SLOWER
+
+    assert rp.replan(g, chip, table, first, sim, probe=slower) == [first]
+    assert probed == [first.trace.makespan_ps] and not simulated  # the probe's, then no re-plan
+
+    def run(sched, beat_ps):  # type: ignore[no-untyped-def]
+        return sim(sched)
+
+    # a probe that runs: as without one (one probe, then one re-plan at most)
+    with_probe = rp.replan(g, chip, table, first, sim, probe=run)
+    simulated.clear()
+    without = rp.replan(g, chip, table, first, sim)
+    assert [s.trace for s in with_probe] == [s.trace for s in without]
+    assert 1 < len(without) <= 3
