@@ -196,10 +196,10 @@ DEPTHWISE_OUTPUT_TAPS = 7.0
 NCHWC_ACTIVATION_PASS_NS = 0.14
 #: What MLAS's SGEMM pays per element of a B it packs on the run (a plain conv's expanded input),
 #: ns: 1-D convs 64 -> 64 channels over 4000 steps, k = 1 and 3 (K x N = 0.26 M and 0.77 M), took
-#: 0.29-0.30 ns per element of B beyond their FMAs at 0.97 of the peak on the CI Xeon, alone and
-#: inside a TCN; 32 -> 32 over 2000 and 128 -> 128 over 1000 (k = 3) within 4 % of the law
-#: (``benchmarks/micro_cpu_kernels.py conv1d``).
-SGEMM_PACK_NS = 0.30
+#: 0.22-0.30 ns per element of B beyond their FMAs at 0.97 of the peak on the CI Xeon under load
+#: (inside a TCN, three sessions; alone, ``benchmarks/micro_cpu_kernels.py conv1d``: 0.26-0.38
+#: raw); 32 -> 32 over 2000 and 128 -> 128 over 1000 (k = 3) alone within 4 % of the law.
+SGEMM_PACK_NS = 0.26
 #: Attribute (not ONNX's) with the bytes of an op's output whose memory is no longer in L2 when
 #: the kernel writes it, set by :func:`hwsim.host.validate.predict_nodes` from onnxruntime's arena
 #: plan (:mod:`hwsim.host.ort_arena`); :func:`cold_destination_ns` prices them.
@@ -535,8 +535,8 @@ def sgemm_conv_ns(op: Op) -> float:
 
     >>> from graph_ir.ir import Op, Tensor
     >>> x, w, y = Tensor("x", (1, 64, 4000), "f"), Tensor("w", (64, 64, 3), "f", True), Tensor("y", (1, 64, 4000), "f")
-    >>> round(sgemm_conv_ns(Op("c", "Conv", "conv", (x, w), (y,), {SGEMM_CONV_ATTR: 1})))  # 192 x 4000 x 0.3
-    230400
+    >>> round(sgemm_conv_ns(Op("c", "Conv", "conv", (x, w), (y,), {SGEMM_CONV_ATTR: 1})))  # 192 x 4000 x 0.26
+    199680
     """
     if SGEMM_CONV_ATTR not in op.attrs:
         return 0.0
