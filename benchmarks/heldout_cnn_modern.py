@@ -19,6 +19,8 @@ from typing import Any
 
 from onnx import TensorProto, helper
 
+__all__ = ["CNN_MODERN_SIZES", "MODELS", "build_cnn_modern", "convnext_model", "effnet_model", "tcn_model"]
+
 #: Family member -> its sizes, developed-on first: builder keyword arguments per size name.
 CNN_MODERN_SIZES: dict[str, dict[str, dict[str, int]]] = {
     "effnet": {"r160": {"res": 160}, "r224": {"res": 224}},
@@ -88,6 +90,7 @@ def tcn_model(length: int = 4000, ch: int = 64, seed: int = 3) -> Any:
     return b.model("tcn", _input([1, 1, length]), b.op("Gemm", [x, b.weight((10, ch)), b.weight((10,))], transB=1))
 
 
+#: Family member -> its builder.
 MODELS = {"effnet": effnet_model, "convnext": convnext_model, "tcn": tcn_model}
 
 
