@@ -24,7 +24,10 @@ Resize, BatchNormalization):
   LSTM/GRU stacks of hidden 64-768, 8-100 steps, forward and bidirectional; keyword-spotter STFT
   front ends with frame lengths that are powers of two and that are not;
 - ``cnn_int8``, ``mlp_int8``, ``encoder_int8`` (int8 QDQ, built in :mod:`heldout_int8`): a ResNet-like
-  CNN and int8 versions of the MLPs and two encoders, quantized with onnxruntime's ``quantize_static``.
+  CNN and int8 versions of the MLPs and two encoders, quantized with onnxruntime's ``quantize_static``;
+- ``cnn_modern`` (built in :mod:`heldout_cnn_modern`): EfficientNet-like (depthwise, squeeze-and-
+  excitation, SiLU), ConvNeXt-like (7x7 depthwise, channel LayerNorm, Gelu MLP) and a TCN (1-D
+  dilated convs), two sizes each: one the depthwise/1-D conv laws were developed on, one not.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling, also when loaded by path
+from heldout_cnn_modern import build_cnn_modern
 from heldout_int8 import build_cnn_int8, build_encoder_int8, build_mlp_int8
 from heldout_recurrent import build_gru, build_lstm, build_stft
 
@@ -221,6 +225,7 @@ FAMILIES: dict[str, Callable[[Path], list[Path]]] = {
     "cnn_int8": build_cnn_int8,
     "mlp_int8": build_mlp_int8,
     "encoder_int8": build_encoder_int8,
+    "cnn_modern": build_cnn_modern,
 }
 
 

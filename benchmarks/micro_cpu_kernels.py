@@ -6,6 +6,8 @@ recurrent and STFT rules and the ``--threads 2`` split.
     python benchmarks/micro_cpu_kernels.py stft      # STFT time vs frame length
     python benchmarks/micro_cpu_kernels.py threads   # 1 vs 2 threads per kernel type
     python benchmarks/micro_cpu_kernels.py retention --threads 1 --rounds 8   # L2 kept by a cyclic stream
+    python benchmarks/micro_cpu_kernels.py depthwise --threads 1   # NCHWc depthwise ns per output, k and fused activation
+    python benchmarks/micro_cpu_kernels.py conv1d --threads 1      # 1-D convs (im2col + SGEMM) against their FMAs
 
 Every case is a one-node model; threads 1 and 2 and the cases are interleaved over ``--rounds``
 rounds, and a case's figure is its fastest run, best round (on a shared machine other
@@ -140,8 +142,70 @@ def retention_rows(step_ns: dict[int, float], threads: int = 1) -> list[tuple[in
     return rows
 
 
+#: The depthwise suite's chains: (channels, side, k) and the two chain lengths whose difference
+#: cancels the reorders in and out of the NCHWc layout.
+DEPTHWISE_SHAPES = ((32, 56, 3), (128, 28, 3), (512, 14, 3), (96, 32, 5), (48, 32, 7), (192, 8, 7))
+DEPTHWISE_CHAIN = (2, 8)
+
+
+def _depthwise_chain(c: int, hw: int, k: int, n: int, act: str) -> onnx.ModelProto:
+    """``n`` chained ``k x k`` depthwise convs over ``c`` channels, each followed by ``act``."""
+    rng = np.random.default_rng(0)
+    inits = {"lo": np.array(0, np.float32), "hi": np.array(6, np.float32)}
+    nodes, x = [], "x"
+    for i in range(n):
+        inits[f"w{i}"] = (rng.random((c, 1, k, k)) * 0.1).astype(np.float32)
+        nodes.append(helper.make_node("Conv", [x, f"w{i}"], [f"y{i}"], group=c, pads=[(k - 1) // 2] * 4))
+        x = f"y{i}"
+        if act != "none":
+            nodes.append(helper.make_node(act, [x, "lo", "hi"] if act == "Clip" else [x], [f"a{i}"]))
+            x = f"a{i}"
+    g = helper.make_graph(nodes, "dw", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, hw, hw])],
+                          [helper.make_tensor_value_info(x, TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(v, n_) for n_, v in inits.items()])  # fmt: skip
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def depthwise_cases() -> list[Case]:
+    cases = []
+    for c, hw, k in DEPTHWISE_SHAPES:
+        x = np.random.default_rng(0).random((1, c, hw, hw)).astype(np.float32)
+        for act in ("none", "Relu", "Clip"):
+            for n in DEPTHWISE_CHAIN:
+                cases.append((f"dw c{c} {hw}x{hw} k{k} {act} x{n}", _depthwise_chain(c, hw, k, n, act), {"x": x}))
+    return cases
+
+
+def depthwise_rows(best: dict[str, float]) -> list[tuple[str, float]]:
+    """Per depthwise shape and activation: ns per output of one conv, from the two chain lengths'
+    difference (``best``: case name -> ns)."""
+    lo, hi = DEPTHWISE_CHAIN
+    rows = []
+    for c, hw, k in DEPTHWISE_SHAPES:
+        for act in ("none", "Relu", "Clip"):
+            key = f"dw c{c} {hw}x{hw} k{k} {act}"
+            rows.append((key, (best[f"{key} x{hi}"] - best[f"{key} x{lo}"]) / (hi - lo) / (c * hw * hw)))
+    return rows
+
+
+#: The conv1d suite: (input channels, output channels, k, length); the TCN's shapes.
+CONV1D_SHAPES = ((64, 64, 3, 4000), (64, 64, 1, 4000), (1, 64, 7, 4000), (32, 32, 3, 2000), (128, 128, 3, 1000))
+
+
+def conv1d_cases() -> list[Case]:
+    rng = np.random.default_rng(0)
+    cases = []
+    for cin, cout, k, length in CONV1D_SHAPES:
+        x = rng.standard_normal((1, cin, length)).astype(np.float32)
+        w = {"W": (rng.standard_normal((cout, cin, k)) * 0.1).astype(np.float32)}
+        node = helper.make_node("Conv", ["x", "W"], ["y"], pads=[(k - 1) // 2] * 2)
+        cases.append((f"conv1d {cin}->{cout} k{k} L{length}", _model(node, {"x": x}, w, 3), {"x": x}))
+    return cases
+
+
 SUITES: dict[str, Callable[[], list[Case]]] = {
-    "retention": retention_cases, "rnn": rnn_cases, "stft": stft_cases, "threads": thread_cases,
+    "conv1d": conv1d_cases, "depthwise": depthwise_cases, "retention": retention_cases, "rnn": rnn_cases,
+    "stft": stft_cases, "threads": thread_cases,
 }
 
 
@@ -168,6 +232,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, _m, _f in cases:
         us = [best[(name, t)] / 1e3 for t in args.threads]
         print(f"{name} | " + " | ".join(f"{u:.2f}" for u in us) + f" | {us[0] / us[-1]:.2f}")
+    if args.suite == "depthwise" and args.only is None:
+        print("\nshape, activation | ns per output")
+        for key, ns in depthwise_rows({name: best[(name, args.threads[0])] for name, _m, _f in cases}):
+            print(f"{key} | {ns:.3f}")
     if args.suite == "retention" and args.only is None:
         lo, hi = RETENTION_STEPS
         for t in args.threads:

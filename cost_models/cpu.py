@@ -70,13 +70,18 @@ __all__ = [
     "CONV_SYM_OUTPUT_PACK",
     "DEFAULT_EFFICIENCY",
     "DEPTHWISE_FACTOR",
+    "DEPTHWISE_OUTPUT_TAPS",
     "HALF_EFFICIENCY_FLOPS",
     "INTEGER_GEMM_OP_TYPES",
+    "NCHWC_ACTIVATION_ATTR",
+    "NCHWC_ACTIVATION_PASS_NS",
     "NCHWC_ATTR",
     "RECURRENT_OP_TYPES",
     "RECURRENT_SECTION_OP_TYPES",
     "RECURRENT_STEP_GEMMS",
     "RESIZE_OP_TYPES",
+    "SGEMM_CONV_ATTR",
+    "SGEMM_PACK_NS",
     "CpuModel",
     "RecurrentTime",
     "calibrated_efficiency",
@@ -86,6 +91,7 @@ __all__ = [
     "conv_sym_path",
     "core_bytes",
     "cyclic_capacity_bytes",
+    "depthwise_nchwc_ns",
     "fft_ns",
     "gemm_rows",
     "gemv_split_speedup",
@@ -96,6 +102,7 @@ __all__ = [
     "last_level_cache_bytes",
     "marked_cold_bytes",
     "mlas_threads",
+    "nchwc_activation_ns",
     "one_row_call_ns",
     "parallel_sections",
     "recurrent_bytes",
@@ -113,6 +120,7 @@ __all__ = [
     "run_levels",
     "section_ns",
     "sections_ns",
+    "sgemm_conv_ns",
     "shape_factor",
     "step_handoff_ns",
     "step_section_ns",
@@ -165,6 +173,33 @@ RESIZE_OP_TYPES = ("Resize", "Upsample")
 #: Attribute (not ONNX's) that marks an op running on onnxruntime's NCHWc blocked layout, set by
 #: :func:`hwsim.host.validate.nchwc_kernels`; its value is the block's channels.
 NCHWC_ATTR = "hwsim_nchwc_block"
+#: Attribute (not ONNX's) on a depthwise conv that runs on onnxruntime's NCHWc kernel and has an
+#: activation fused whose pass MLAS runs over the output after the taps (any but Relu, which the
+#: kernel applies in its stores; :data:`NCHWC_ACTIVATION_PASS_NS`), set by
+#: :func:`hwsim.host.validate.nchwc_kernels`; its value is the activation's op type.
+NCHWC_ACTIVATION_ATTR = "hwsim_nchwc_activation"
+#: Attribute (not ONNX's) that marks a Conv onnxruntime runs on its plain kernel, im2col then an
+#: MLAS SGEMM whose B (the expanded input) is packed on every run (a 1-D conv: the NCHWc
+#: transformer takes 2-D convs only), set by :func:`hwsim.host.validate.sgemm_conv_kernels`
+#: (:func:`sgemm_conv_ns`).
+SGEMM_CONV_ATTR = "hwsim_sgemm_conv"
+#: Taps' worth of FMA time each output of onnxruntime's NCHWc depthwise kernel pays beyond its
+#: ``k x k`` taps (its loads, store and row loop): chained depthwise convs on the CI Xeon took
+#: 0.10 + 0.0135 k² ns per output (3x3 0.20-0.30, 5x5 0.45-0.49, 7x7 0.76-0.83; 16-512
+#: channels; ``benchmarks/micro_cpu_kernels.py depthwise``), i.e. 7 taps at the taps' own rate
+#: (:func:`depthwise_nchwc_ns`).
+DEPTHWISE_OUTPUT_TAPS = 7.0
+#: What MLAS's activation pass over an NCHWc conv's output costs per output element, ns, for an
+#: activation the kernel does not apply in its stores (Clip, Sigmoid, ...: ``MlasActivation``
+#: after the kernel, 4-wide): measured on the CI Xeon as a fused Clip's extra time on chained
+#: depthwise convs, 0.13-0.15 ns (a fused Relu: none; ``benchmarks/micro_cpu_kernels.py depthwise``).
+NCHWC_ACTIVATION_PASS_NS = 0.14
+#: What MLAS's SGEMM pays per element of a B it packs on the run (a plain conv's expanded input),
+#: ns: 1-D convs 64 -> 64 channels over 4000 steps, k = 1 and 3 (K x N = 0.26 M and 0.77 M), took
+#: 0.22-0.30 ns per element of B beyond their FMAs at 0.97 of the peak on the CI Xeon under load
+#: (inside a TCN, three sessions; alone, ``benchmarks/micro_cpu_kernels.py conv1d``: 0.26-0.38
+#: raw); 32 -> 32 over 2000 and 128 -> 128 over 1000 (k = 3) alone within 4 % of the law.
+SGEMM_PACK_NS = 0.26
 #: Attribute (not ONNX's) with the bytes of an op's output whose memory is no longer in L2 when
 #: the kernel writes it, set by :func:`hwsim.host.validate.predict_nodes` from onnxruntime's arena
 #: plan (:mod:`hwsim.host.ort_arena`); :func:`cold_destination_ns` prices them.
@@ -306,8 +341,16 @@ class CpuModel(UnitModel[CpuUnit]):
         return replace(cost, overhead_ns=cost.overhead_ns + call_ns, energy_pj=cost.energy_pj + energy_pj(unit.active_w, call_ns),
                        note=f"{cost.note}, one-row call {call_ns / 1e3:.3g} us")  # fmt: skip
 
+    def conv(self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
+        """A Conv: the roofline, and where ``hwsim validate`` marked how onnxruntime runs it, the
+        passes beside its FMAs: MLAS's activation pass (:func:`nchwc_activation_ns`) or its
+        packing of the expanded input (:func:`sgemm_conv_ns`), which no efficiency scales."""
+        cost = self.roofline(op, unit, chip, dtype, in_b, w_b, out_b)
+        cost = _with_pass(cost, unit, nchwc_activation_ns(op), "activation pass")
+        return _with_pass(cost, unit, sgemm_conv_ns(op), "B packing")
+
     handlers = op_handlers(
-        (("Gather",), gather), (RECURRENT_OP_TYPES, recurrent), (FFT_OP_TYPES, fft), (("ConvTranspose",), conv_transpose),
+        (("Conv",), conv), (("Gather",), gather), (RECURRENT_OP_TYPES, recurrent), (FFT_OP_TYPES, fft), (("ConvTranspose",), conv_transpose),
         (INTEGER_GEMM_OP_TYPES, integer_gemm),
     )
 
@@ -446,12 +489,59 @@ def one_row_call_ns(op: Op, unit: CpuUnit) -> float:
 def _compute_ns(op: Op, unit: CpuUnit, dtype: Dtype) -> float:
     """The op's work at the core's SIMD peak times its efficiency (kernel class, shape)."""
     key = kernel_type(op)
+    if key == "DepthwiseConv" and NCHWC_ATTR in op.attrs:  # onnxruntime's NCHWc kernel, per tap
+        return depthwise_nchwc_ns(op, unit, dtype, unit.efficiency.get(key) or efficiency(unit, op, DEFAULT_EFFICIENCY))
     if key != op.op_type and key in unit.efficiency:  # a kernel class of its own, fitted as such
         eff = unit.efficiency[key] * shape_factor(op) / (DEPTHWISE_FACTOR if key == "DepthwiseConv" else 1.0)
     else:
         eff = efficiency(unit, op, DEFAULT_EFFICIENCY) * shape_factor(op)
     peak = unit.peak_flops_per_ns(dtype)  # FLOP/ns, one core
     return op.flops / (peak * eff) if op.flops else 0.0
+
+
+def depthwise_nchwc_ns(op: Op, unit: CpuUnit, dtype: Dtype, eff: float) -> float:
+    """A depthwise conv on onnxruntime's NCHWc kernel, ns: per output its ``k x k`` taps and
+    :data:`DEPTHWISE_OUTPUT_TAPS` more, one FMA each at ``eff`` times the core's peak.
+
+    >>> from chips.schema import CpuUnit
+    >>> from graph_ir.ir import Op, Tensor
+    >>> unit = CpuUnit(name="c", domain="d", clock_mhz=1000, flops_per_cycle={"fp32": 64}, l1_kib=32, l2_kib=1024,
+    ...                l1_bandwidth_gbps=200, l2_bandwidth_gbps=100)
+    >>> def dw(k: int) -> Op:
+    ...     x, w, y = Tensor("x", (1, 32, 8, 8), "f"), Tensor("w", (32, 1, k, k), "f", True), Tensor("y", (1, 32, 8, 8), "f")
+    ...     return Op("dw", "Conv", "conv", (x, w), (y,), {"group": 32})
+    >>> [depthwise_nchwc_ns(dw(k), unit, "fp32", 1.0) for k in (3, 7)]  # 2048 outputs x (9 or 49 + 7) FMAs at 32/ns
+    [1024.0, 3584.0]
+    """
+    taps = _conv_depth(op) + DEPTHWISE_OUTPUT_TAPS
+    return 2.0 * op.outputs[0].elements * taps / (unit.peak_flops_per_ns(dtype) * eff)
+
+
+def _conv_depth(op: Op) -> int:
+    """A conv's products per output: input channels per group times the kernel's taps."""
+    return math.prod(op.weights[0].shape[1:]) if op.weights else 1
+
+
+def nchwc_activation_ns(op: Op) -> float:
+    """The activation pass MLAS runs over an NCHWc depthwise conv's output when the activation is
+    fused but not applied in the kernel's stores (:data:`NCHWC_ACTIVATION_ATTR`), ns."""
+    return op.outputs[0].elements * NCHWC_ACTIVATION_PASS_NS if op.attrs.get(NCHWC_ACTIVATION_ATTR) else 0.0
+
+
+def sgemm_conv_ns(op: Op) -> float:
+    """What a conv on onnxruntime's plain kernel (:data:`SGEMM_CONV_ATTR`) pays beside its FMAs,
+    ns: MLAS packs its B, the ``K x N`` expanded input (``K`` products per output, ``N`` outputs
+    per channel), at :data:`SGEMM_PACK_NS` per element.
+
+    >>> from graph_ir.ir import Op, Tensor
+    >>> x, w, y = Tensor("x", (1, 64, 4000), "f"), Tensor("w", (64, 64, 3), "f", True), Tensor("y", (1, 64, 4000), "f")
+    >>> round(sgemm_conv_ns(Op("c", "Conv", "conv", (x, w), (y,), {SGEMM_CONV_ATTR: 1})))  # 192 x 4000 x 0.26
+    199680
+    """
+    if SGEMM_CONV_ATTR not in op.attrs:
+        return 0.0
+    y = op.outputs[0]
+    return _conv_depth(op) * conv_group(op) * (y.elements // max(1, y.shape[1])) * SGEMM_PACK_NS
 
 
 def _cache_levels(unit: CpuUnit) -> list[tuple[float, float]]:

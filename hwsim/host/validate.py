@@ -25,9 +25,11 @@ from chips.schema import Chip, CpuUnit, chip_from_dict
 from cost_models.base import OpCost
 from cost_models.cpu import (
     COLD_DST_ATTR,
+    NCHWC_ACTIVATION_ATTR,
     NCHWC_ATTR,
     PARALLEL_SECTION_NS,
     RESIZE_OP_TYPES,
+    SGEMM_CONV_ATTR,
     calibrated_efficiency,
     calibration_basis_ns,
     gemv_split_speedup,
@@ -75,6 +77,7 @@ __all__ = [
     "cold_destinations",
     "cpu_chip",
     "format_validation",
+    "layout_kernels",
     "merge_rounds",
     "nchwc_block_efficiency",
     "nchwc_kernels",
@@ -85,6 +88,7 @@ __all__ = [
     "quick_gelu",
     "record",
     "repredict",
+    "sgemm_conv_kernels",
     "validate_model",
 ]
 
@@ -313,6 +317,9 @@ def quick_gelu(graph: ModelGraph, name: str) -> tuple[Op, str] | None:
 _NCHWC_UNARY = frozenset(("Relu", "Clip", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "BatchNormalization",
                           "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", *RESIZE_OP_TYPES))  # fmt: skip
 _NCHWC_BINARY = frozenset(("Add", "Sum", "Mul"))
+#: Activations onnxruntime fuses into a conv that MLAS's NCHWc kernels apply in a pass over the
+#: output after the kernel (``MlasActivation``); Relu it applies in the kernel's stores.
+_NCHWC_PASS_ACTIVATIONS = frozenset(("Clip", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid"))
 #: Channel alignment a conv needs to run blocked (onnxruntime pads the channels up to a block).
 _NCHWC_ALIGN = 4
 
@@ -353,14 +360,50 @@ def nchwc_work(graph: ModelGraph, block: int) -> dict[str, float]:
     return _nchwc_plan(graph, block)[1]
 
 
-def nchwc_kernels(graph: ModelGraph, block: int) -> dict[str, Op]:
+def nchwc_kernels(graph: ModelGraph, block: int, fused: Iterable[str] = ()) -> dict[str, Op]:
     """The nodes that run on a blocked tensor as a kernel of another class than their own, as
-    that kernel: a Resize/Upsample the NCHWc transformer keeps blocked, marked with
-    :data:`~cost_models.cpu.NCHWC_ATTR` (so :func:`~cost_models.cpu.kernel_type` gives its
-    blocked class, :func:`~cost_models.cpu.resize_kernel`). ``block`` 0: none."""
+    that kernel, marked with :data:`~cost_models.cpu.NCHWC_ATTR`: a Resize/Upsample the NCHWc
+    transformer keeps blocked (so :func:`~cost_models.cpu.kernel_type` gives its blocked class,
+    :func:`~cost_models.cpu.resize_kernel`), and a depthwise conv on the NCHWc depthwise kernel
+    (priced per tap, :func:`~cost_models.cpu.depthwise_nchwc_ns`), with
+    :data:`~cost_models.cpu.NCHWC_ACTIVATION_ATTR` where its output's one reader is an activation in
+    ``fused`` (it ran inside the conv's kernel) that MLAS applies in a pass of its own (any but
+    Relu). ``block`` 0: none."""
     blocked = _nchwc_plan(graph, block)[2]
-    return {op.name: replace(op, attrs={**op.attrs, NCHWC_ATTR: block})
-            for op in graph.ops() if op.name in blocked and op.op_type in RESIZE_OP_TYPES}  # fmt: skip
+    fused = set(fused)
+    readers: dict[str, list[Op]] = {}
+    for op in graph.ops():
+        for t in op.inputs:
+            readers.setdefault(t.name, []).append(op)
+    out: dict[str, Op] = {}
+    for op in graph.ops():
+        if op.name not in blocked or not (op.op_type in RESIZE_OP_TYPES or op.op_type == "Conv"):
+            continue
+        attrs: dict[str, object] = {**op.attrs, NCHWC_ATTR: block}
+        if op.op_type == "Conv" and len(after := readers.get(op.outputs[0].name, [])) == 1:
+            act = after[0]
+            if act.name in fused and act.op_type in _NCHWC_PASS_ACTIVATIONS:
+                attrs[NCHWC_ACTIVATION_ATTR] = act.op_type
+        out[op.name] = replace(op, attrs=attrs)
+    return out
+
+
+def sgemm_conv_kernels(graph: ModelGraph) -> dict[str, Op]:
+    """The convs onnxruntime runs on its plain kernel (im2col, then an MLAS SGEMM that packs the
+    expanded input on every run) whatever the optimization level, marked with
+    :data:`~cost_models.cpu.SGEMM_CONV_ATTR` (:func:`~cost_models.cpu.sgemm_conv_ns`): the 1-D
+    ones (the NCHWc transformer takes 2-D convs only). Measured (CI Xeon, loaded, 1 thread): 1-D
+    convs 64 -> 64 channels over 4000 steps ran at ~125 GFLOP/s where 2-D NCHWc convs reach 0.97
+    of the 181 GFLOP/s peak."""
+    return {op.name: replace(op, attrs={**op.attrs, SGEMM_CONV_ATTR: 1}) for op in graph.ops()
+            if op.op_type == "Conv" and op.weights and len(op.weights[0].shape) == 3}  # fmt: skip
+
+
+def layout_kernels(graph: ModelGraph, block: int, fused: Iterable[str] = ()) -> dict[str, Op]:
+    """The nodes of ``graph`` costed as the kernel onnxruntime's layout runs them as: a QDQ
+    group's (:func:`~hwsim.host.ort_qdq.qdq_propagated`), the NCHWc ones (:func:`nchwc_kernels`)
+    and the plain convs (:func:`sgemm_conv_kernels`)."""
+    return {**qdq_propagated(graph), **nchwc_kernels(graph, block, fused), **sgemm_conv_kernels(graph)}
 
 
 #: Op types whose destination's warmth is priced (:func:`cold_destinations`): a copy's time is its
@@ -414,7 +457,7 @@ def _pad(channels: int, block: int) -> float:
 
 def _nchwc_plan(graph: ModelGraph, block: int) -> tuple[list[Op], dict[str, float], set[str]]:
     """The reorders (:func:`nchwc_reorders`), the time factors (:func:`nchwc_work`) and the names
-    of the non-conv ops kept blocked, of one walk over ``graph``."""
+    of the non-conv ops kept blocked and of the blocked depthwise convs, of one walk over ``graph``."""
     if block <= 0:
         return [], {}, set()
     blocked: set[str] = set()
@@ -448,6 +491,8 @@ def _nchwc_plan(graph: ModelGraph, block: int) -> tuple[list[Op], dict[str, floa
                 wide = dense and cin >= block
                 pad = _pad(cout, block) * (_pad(cin, block) if wide else 1.0)
                 keep_blocked(op, pad / (nchwc_block_efficiency(-(-cout // block)) if dense else 1.0))
+                if depthwise:
+                    kept.add(op.name)
                 continue
         elif acts and all(t.name in blocked for t in acts):
             same = len({t.shape for t in acts}) == 1
@@ -727,7 +772,7 @@ def validate_model(
     reorders, members = _match_inserted(graph, block, opt, meas, unmatched, kernels)
     fused = {op.name for op in graph.ops() if op.name not in meas}
     pred = predict_nodes(graph, one, threads, fused, kernels, reorders, members, nchwc_work(graph, block),
-                         {**qdq_propagated(graph), **nchwc_kernels(graph, block)})
+                         layout_kernels(graph, block, fused))
     nodes = tuple(
         NodeResult(name, p.op_type, name in fused, p.predicted_ns, meas.get(name, 0.0), p.roof_ns, p.memory_ns, p.stall_ns,
                    p.category, p.threads_used, p.step_sections, p.step_sections_ns)
@@ -880,7 +925,7 @@ def repredict(v: Validation, chip: Chip, model_path: str | Path,
     reorders = [*nchwc_reorders(graph, v.nchwc_block), *(f.kernel for f in fusions), *_qdq_transposes(graph, kernels, fused)]
     members = frozenset(m for f in fusions for m in f.members)
     pred = predict_nodes(graph, cpu_chip(chip, v.threads), v.threads, fused, kernels, reorders, members,
-                         nchwc_work(graph, v.nchwc_block), {**qdq_propagated(graph), **nchwc_kernels(graph, v.nchwc_block)})  # fmt: skip
+                         nchwc_work(graph, v.nchwc_block), layout_kernels(graph, v.nchwc_block, fused))  # fmt: skip
     nodes = tuple(replace(n, predicted_ns=p.predicted_ns, roof_ns=p.roof_ns, memory_ns=p.memory_ns, stall_ns=p.stall_ns,
                           category=p.category, threads_used=p.threads_used, step_sections=p.step_sections,
                           step_sections_ns=p.step_sections_ns)

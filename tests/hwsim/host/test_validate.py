@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
 from chips.schema import chip_from_dict, load_chip
+from cost_models.cpu import NCHWC_ACTIVATION_ATTR, NCHWC_ATTR, SGEMM_CONV_ATTR, SGEMM_PACK_NS
 from cost_models.table import estimate
 from graph_ir.onnx_import import load_onnx
 from hwsim.cli import main
@@ -24,6 +25,7 @@ from hwsim.host.validate import (
     NodeResult,
     Validation,
     cpu_chip,
+    layout_kernels,
     merge_rounds,
     nchwc_kernels,
     nchwc_reorders,
@@ -231,6 +233,38 @@ class TestPredictionStructure:
         assert plain["resize"].op_type == kernel.removesuffix("Nchwc")
         if kernel == "ResizeLinearNchwc":  # the blocked linear kernel is the faster one (0.37 against 1.35 ns)
             assert pred["resize"].predicted_ns < plain["resize"].predicted_ns
+
+    @pytest.mark.parametrize(("act", "fused", "mark"), [("Clip", True, "Clip"), ("Relu", True, None), ("Clip", False, None)])
+    def test_depthwise_runs_blocked_with_its_activation_pass(
+        self, tmp_path: Path, act: str, fused: bool, mark: str | None
+    ) -> None:
+        path = tmp_path / "dw.onnx"
+        inits = [numpy_helper.from_array(np.ones((32, 1, 3, 3), np.float32), "w"),
+                 numpy_helper.from_array(np.array(0, np.float32), "lo"), numpy_helper.from_array(np.array(6, np.float32), "hi")]  # fmt: skip
+        nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="dw", group=32, pads=[1, 1, 1, 1]),
+                 helper.make_node(act, ["c", "lo", "hi"] if act == "Clip" else ["c"], ["y"], name="act")]  # fmt: skip
+        g = helper.make_graph(nodes, "net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32, 16, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32, 16, 16])], inits)  # fmt: skip
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+        graph = load_onnx(path)
+        dw = nchwc_kernels(graph, 16, {"act"} if fused else set())["dw"]
+        assert dw.attrs[NCHWC_ATTR] == 16 and dw.attrs.get(NCHWC_ACTIVATION_ATTR) == mark
+        assert "dw" not in nchwc_kernels(graph, 0)
+
+    def test_conv1d_runs_on_the_sgemm_kernel(self, tmp_path: Path) -> None:
+        path = tmp_path / "tcn.onnx"
+        w = numpy_helper.from_array(np.ones((16, 8, 3), np.float32), "w")
+        node = helper.make_node("Conv", ["x", "w"], ["y"], name="c1", pads=[1, 1])
+        g = helper.make_graph([node], "tcn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 100])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 100])], [w])  # fmt: skip
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+        graph = load_onnx(path)
+        for block in (0, 16):  # whatever the optimization level
+            assert SGEMM_CONV_ATTR in layout_kernels(graph, block)["c1"].attrs
+        chip = cpu_chip(chip_from_dict(host_chip(efficiency={"Conv": 1.0})), 1)
+        marked = predict_nodes(graph, chip, 1, set(), layout_kernels=layout_kernels(graph, 16))["c1"]
+        plain = predict_nodes(graph, chip, 1, set())["c1"]
+        assert marked.predicted_ns - plain.predicted_ns == pytest.approx(8 * 3 * 100 * SGEMM_PACK_NS, rel=1e-6)
 
     @pytest.mark.parametrize(
         ("cin", "cout", "block", "factor"),

@@ -1,0 +1,106 @@
+"""Convs as onnxruntime's CPU kernels run them where ``hwsim validate`` marked the layout: the NCHWc
+depthwise kernel per tap (:func:`cost_models.cpu.depthwise_nchwc_ns`), its activation pass, and
+a 1-D conv's im2col + SGEMM with its B packed on the run (:func:`cost_models.cpu.sgemm_conv_ns`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from chips.schema import chip_from_dict
+from cost_models.cpu import (
+    DEPTHWISE_OUTPUT_TAPS,
+    NCHWC_ACTIVATION_ATTR,
+    NCHWC_ACTIVATION_PASS_NS,
+    NCHWC_ATTR,
+    SGEMM_CONV_ATTR,
+    SGEMM_PACK_NS,
+)
+from cost_models.table import estimate
+from graph_ir.ir import Op, Tensor
+from graph_ir.op_metrics import metrics
+from tests.helpers import host_chip
+
+
+def make_op(op_type: str, ins: list[Tensor], outs: list[Tensor], **attrs: Any) -> Op:
+    m = metrics(op_type, ins, outs, attrs)
+    return Op("op", op_type, m.category, tuple(ins), tuple(outs), attrs, m.macs, m.flops)
+
+
+def depthwise(c: int, hw: int, k: int, **attrs: Any) -> Op:
+    ins = [Tensor("x", (1, c, hw, hw), "float32"), Tensor("w", (c, 1, k, k), "float32", is_weight=True)]
+    return make_op("Conv", ins, [Tensor("y", (1, c, hw, hw), "float32")], group=c, pads=[(k - 1) // 2] * 4, **attrs)
+
+
+def conv1d(cin: int, cout: int, k: int, length: int, **attrs: Any) -> Op:
+    ins = [Tensor("x", (1, cin, length), "float32"), Tensor("w", (cout, cin, k), "float32", is_weight=True)]
+    return make_op("Conv", ins, [Tensor("y", (1, cout, length), "float32")], pads=[(k - 1) // 2] * 2, **attrs)
+
+
+def compute(op: Op, **unit: Any) -> float:
+    chip = chip_from_dict(host_chip(**unit))
+    cost = estimate(op, chip, "cpu", "model")
+    assert cost is not None
+    return cost.compute_ns
+
+
+PEAK = 2.6 * 60.0  # host_chip's FLOP per ns
+
+
+class TestDepthwiseNchwc:
+    def test_taps_at_the_calibrated_rate(self) -> None:
+        op = depthwise(64, 32, 7, **{NCHWC_ATTR: 16})
+        want = 2 * 64 * 32 * 32 * (49 + DEPTHWISE_OUTPUT_TAPS) / (PEAK * 0.8)
+        assert abs(compute(op, efficiency={"DepthwiseConv": 0.8}) - want) < 1e-6 * want
+
+    def test_k7_over_k3_follows_the_taps_not_the_flops(self) -> None:
+        # measured 0.76-0.83 against 0.20-0.30 ns per output: ~3x, where k² alone says 5.4x
+        eff = {"DepthwiseConv": 0.8}
+        r = compute(depthwise(64, 32, 7, **{NCHWC_ATTR: 16}), efficiency=eff) / compute(
+            depthwise(64, 32, 3, **{NCHWC_ATTR: 16}), efficiency=eff)
+        assert 2.5 < r < 3.6
+
+    def test_unmarked_depthwise_keeps_the_old_rule(self) -> None:
+        # golden chips never carry the mark: the plain rule (k² flops at a depthwise factor) stays
+        op = depthwise(64, 32, 3)
+        assert compute(op, efficiency={"DepthwiseConv": 0.2}) != compute(replace(op, attrs={**op.attrs, NCHWC_ATTR: 16}),
+                                                                         efficiency={"DepthwiseConv": 0.2})
+
+    def test_clip_pass_is_added_and_not_calibrated(self) -> None:
+        plain = depthwise(64, 32, 3, **{NCHWC_ATTR: 16})
+        clip = replace(plain, attrs={**plain.attrs, NCHWC_ACTIVATION_ATTR: "Clip"})
+        for eff in (0.5, 1.0):
+            extra = compute(clip, efficiency={"DepthwiseConv": eff}) - compute(plain, efficiency={"DepthwiseConv": eff})
+            assert abs(extra - 64 * 32 * 32 * NCHWC_ACTIVATION_PASS_NS) < 1e-6
+
+    @given(c=st.sampled_from([16, 32, 96, 256]), hw=st.integers(4, 64), k=st.sampled_from([3, 5, 7]),
+           eff=st.floats(0.05, 1.0))
+    def test_grows_with_k_and_never_beats_the_fma_peak(self, c: int, hw: int, k: int, eff: float) -> None:
+        unit = {"efficiency": {"DepthwiseConv": eff}}
+        t = compute(depthwise(c, hw, k, **{NCHWC_ATTR: 16}), **unit)
+        assert t >= 2 * c * hw * hw * k * k / PEAK * (1 - 1e-9)  # every tap is an FMA at most at peak
+        assert compute(depthwise(c, hw, k + 2, **{NCHWC_ATTR: 16}), **unit) > t
+
+
+class TestSgemmConv:
+    def test_packing_adds_per_element_of_b(self) -> None:
+        op = conv1d(64, 64, 3, 4000)
+        marked = replace(op, attrs={**op.attrs, SGEMM_CONV_ATTR: 1})
+        extra = compute(marked, efficiency={"Conv": 1.0}) - compute(op, efficiency={"Conv": 1.0})
+        assert abs(extra - 64 * 3 * 4000 * SGEMM_PACK_NS) < 1e-6
+
+    def test_ci_xeon_figures(self) -> None:
+        # 64 -> 64 over 4000 steps on the CI Xeon (181 GFLOP/s, Conv at 0.97): 780 and 265 us measured
+        unit = {"flops_per_cycle": {"fp32": 181.3 / 2.6}, "efficiency": {"Conv": 0.97}}
+        for k, measured_us in ((3, 780.0), (1, 265.0)):
+            op = conv1d(64, 64, k, 4000, **{SGEMM_CONV_ATTR: 1})
+            assert abs(compute(op, **unit) / 1e3 / measured_us - 1) < 0.05
+
+    @given(cin=st.integers(1, 256), k=st.sampled_from([1, 3, 5, 7]), length=st.integers(16, 4096))
+    def test_never_faster_than_the_plain_roofline(self, cin: int, k: int, length: int) -> None:
+        op = conv1d(cin, 32, k, length)
+        marked = replace(op, attrs={**op.attrs, SGEMM_CONV_ATTR: 1})
+        assert compute(marked) > compute(op)
