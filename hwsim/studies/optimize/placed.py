@@ -5,11 +5,16 @@ A ``fusion`` knob forces the fusion group holding its op on or off
 placement: a conv and the ReLU after it fuse only when both run on the same unit. Stage 2 offers
 the knob per op from what every unit could run (:func:`~hwsim.studies.optimize.stages.fusable_ops`);
 in the incumbent's schedule the op's partners may sit on other units, and a candidate that pins
-an op to a unit can break a group or make one. :func:`inert_fusion` asks ``fuse`` itself, on the
-placement the candidate runs with (the parent's schedule, the candidate's ``unit`` pins applied)
-and the candidate's own cost table, which of its fusion knobs change the fused costs;
-:func:`resolved` drops the others before the candidate is simulated, so a trial that differs
-from a simulated one only in knobs that change nothing is recognized as that one.
+an op to a unit can break a group or make one.
+
+:func:`inert_fusion` asks ``fuse`` itself, on the placement the candidate runs with (the parent's
+schedule, the candidate's ``unit`` pins applied) and with the candidate's own cost table, which
+of its fusion knobs change the fused costs; :func:`resolved` is the candidate less the others
+(its *twin*). That placement is a guess: a pin moves other ops, and a run simulates several
+schedules before it keeps one. :func:`same_fusion` makes it exact: given the placements of
+every schedule the twin's run simulated (:attr:`hwsim.policy_check.ScheduleChoice.simulated`),
+the candidate runs exactly as its twin when its knobs change the fusion of none of them. The
+search skips a candidate only then (:meth:`hwsim.studies.optimize.search.Search.same_run`).
 """
 
 from __future__ import annotations
