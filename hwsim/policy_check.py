@@ -123,6 +123,10 @@ class ScheduleChoice:
     chosen: Candidate | None = None
     energy_candidates: tuple[Candidate, ...] = ()
     deadlines: tuple[DeadlineResult, ...] = ()
+    #: The placement of every schedule simulated while choosing, (op, unit) by op name, in the
+    #: order simulated, without repeats (None: not recorded): a ``fusion`` knob that changes the
+    #: fusion (:func:`cost_models.fusion.fuse`) of none of them changes nothing in this choice.
+    simulated: tuple[tuple[tuple[str, str], ...], ...] | None = None
 
     @property
     def checked(self) -> bool:
@@ -401,7 +405,10 @@ def choose_schedule(
     if policy == DEFAULT_POLICY and len(graph) <= CHECK_MAX_OPS:
         names += [p for p in CHECKED_AGAINST if p in POLICIES]
 
+    simulated: dict[tuple[tuple[str, str], ...], None] = {}
+
     def sim(name: str, sched: Schedule) -> _Sim:
+        simulated.setdefault(_placement(sched))
         return _simulate(name, graph, chip, table, sched, options, fuse, nodes, mapping)
 
     def probe(sched: Schedule, beat_ps: int) -> _Sim | None:  # the default's, at large sizes
@@ -423,6 +430,7 @@ def choose_schedule(
     if objective == "energy":
         assert latency_budget_ms is not None
         kept, choice = _energy(graph, chip, table, best, [*sims, *first_plan], choice, latency_budget_ms, sim, dl)
+    choice = replace(choice, simulated=tuple(simulated))
     sched = kept.schedule
     if sched.policy != kept.name:  # the schedule is named for the candidate that ran, not the request
         sched = replace(sched, policy=kept.name)

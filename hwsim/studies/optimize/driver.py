@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from cost_models.mapping import OpMapping
 from hwsim.pipeline import run_graph
 from hwsim.studies.optimize.compose import composed, rerank, screen_score
-from hwsim.studies.optimize.evaluate import Candidate
+from hwsim.studies.optimize.evaluate import Candidate, fusion_view
 from hwsim.studies.optimize.prior import Prior
 from hwsim.studies.optimize.search import Record, Search, SearchResult
 from hwsim.studies.optimize.stages import (
@@ -82,6 +82,8 @@ def op_time_ns(s: Search, candidate: Candidate) -> tuple[dict[str, float], tuple
     and the ops of the run's critical path."""
     graph, _ = s.graph_and_table(candidate.transforms)
     result = run_graph(graph, s.inputs.chip, s.inputs.precision, mapping=candidate.mapping())
+    placement, simulated = fusion_view(result)
+    s.views.setdefault(candidate.key, (dict(placement), [dict(p) for p in simulated or ()]))
     times: dict[str, float] = {}
     for r in result.trace.ops:
         if r.frame == 0:
@@ -126,16 +128,17 @@ def _transfer(s: Search, start: Record, mappings: Sequence[dict[str, OpMapping]]
     the transferred trials on its graph so far (:func:`predicted_win`); returns the better
     incumbent."""
     earlier = [r for r in s.result.records if r.stage == "transfer" and r.candidate.transforms == start.candidate.transforms]
-    done = {r.candidate.key for r in earlier}
+    done = {r.candidate.key for r in s.result.records}
     held = min([start, *earlier], key=Record.rank)
     graph, _ = s.graph_and_table(start.candidate.transforms)
     ctx = _context(s, start.candidate.transforms)
     tries = min(TRANSFER_TRIALS - len(earlier), left)
     for mm in mappings:
-        c = Candidate.of(start.candidate.transforms, {op: m.as_dict() for op, m in mm.items()})
+        raw = Candidate.of(start.candidate.transforms, {op: m.as_dict() for op, m in mm.items()})
         if tries < 1:
             break
-        if c.key in done or not predicted_win(ctx, graph, mm, held):
+        c = _to_simulate(s, raw, start)
+        if c is None or c.key in done or not predicted_win(ctx, graph, mm, held):
             continue
         done.add(c.key)
         tries -= 1
@@ -197,8 +200,8 @@ def _combined(s: Search, incumbent: Record, winners: Sequence[tuple[str, Record]
     sigs = incumbent.candidate.signature_dict()
     for op, r in winners:
         sigs[op] = r.candidate.signature_dict()[op]
-    combo = Candidate.of(incumbent.candidate.transforms, sigs)
-    if any(r.candidate.key == combo.key for r in s.result.records):
+    combo = _to_simulate(s, Candidate.of(incumbent.candidate.transforms, sigs), incumbent)
+    if combo is None or any(r.candidate.key == combo.key for r in s.result.records):
         return best
     recs = s.run_round("kernel", [combo], incumbent.outcome.latency_ms)
     return recs[0] if recs and _better(recs[0], best) else best
@@ -215,6 +218,7 @@ def kernel_on_graph(s: Search, start: Record, cap: int, mappings: Sequence[dict[
     incumbent = _transfer(s, start, mappings, s.budget.kernel_left(cap)) if mappings else start
     queues = _queues(s, start, incumbent)
     tried = {r.candidate.key for r in s.result.records}  # this search's: a rerun skips the same
+    pending: dict[str, tuple[str, Candidate, OpMapping]] = {}
     while queues:
         left = s.budget.kernel_left(cap - (s.budget.used - spent))
         if left < 1:
@@ -222,19 +226,67 @@ def kernel_on_graph(s: Search, start: Record, cap: int, mappings: Sequence[dict[
         op_of: dict[str, str] = {}
         cands: list[Candidate] = []
         for op in list(queues)[:left]:
-            m = queues[op].popleft()
-            c = incumbent.candidate.with_op(op, m.as_dict())
-            if c.key not in tried:
-                tried.add(c.key)
+            c = _next_new(s, incumbent, op, queues, tried, pending)
+            if c is not None:
                 op_of[c.key] = op
                 cands.append(c)
-            if not queues[op]:
-                del queues[op]
         recs = s.run_round("kernel", cands, incumbent.outcome.latency_ms)
+        _requeue(s, recs, queues, pending)
         winners = [(op_of[r.candidate.key], r) for r in recs if _better(r, incumbent)]
         if winners:
             incumbent = _combined(s, incumbent, winners, s.budget.kernel_left(cap - (s.budget.used - spent)))
     return incumbent
+
+
+def _to_simulate(s: Search, raw: Candidate, parent: Record, defer: bool = False) -> Candidate | None:
+    """What to simulate for ``raw`` (a candidate on ``parent``): ``raw`` less the ``fusion``
+    knobs inert on the placement it runs with (:meth:`~.search.Search.resolve`) where this
+    search simulated that one and its run shows ``raw`` would run exactly the same
+    (:meth:`~.search.Search.same_run`): then nothing (None; counted in ``skipped``, not a trial).
+    Where that run shows otherwise, ``raw`` itself. Where that one is not simulated yet, ``raw``
+    (or, with ``defer``, that one: the caller simulates it first and ``raw`` after where its run
+    shows a difference)."""
+    c = s.resolve(raw, parent)
+    if c.key == raw.key:
+        return raw
+    same = s.same_run(raw, c)
+    if same is None:
+        return c if defer else raw
+    if same:
+        s.result.skipped += 1
+        return None
+    return raw
+
+
+def _next_new(s: Search, incumbent: Record, op: str, queues: dict[str, deque[OpMapping]], tried: set[str],
+              pending: dict[str, tuple[str, Candidate, OpMapping]]) -> Candidate | None:  # fmt: skip
+    """The next signature of ``op``'s queue tried on ``incumbent``, as :func:`_to_simulate`
+    resolves it; None where that is nothing new (skipped, not counted: the op waits for the
+    next round, as one this search has tried does). Pops the queue (and drops it once empty).
+    A candidate simulated in place of one with more fusion knobs is noted in ``pending`` (its
+    key -> op, that candidate, the signature)."""
+    m = queues[op].popleft()
+    if not queues[op]:
+        del queues[op]
+    raw = incumbent.candidate.with_op(op, m.as_dict())
+    c = _to_simulate(s, raw, incumbent, defer=True)
+    if c is None or c.key in tried:
+        return None
+    tried.add(c.key)
+    if c.key != raw.key:
+        pending[c.key] = (op, raw, m)
+    return c
+
+
+def _requeue(s: Search, recs: Sequence[Record], queues: dict[str, deque[OpMapping]],
+             pending: dict[str, tuple[str, Candidate, OpMapping]]) -> None:  # fmt: skip
+    """Put back, first in its op's queue, each signature whose candidate was simulated without
+    some fusion knobs (``pending``) where that run shows the knobs would have changed it."""
+    for r in recs:
+        if r.candidate.key in pending:
+            op, raw, m = pending.pop(r.candidate.key)
+            if s.same_run(raw, r.candidate) is False:
+                queues.setdefault(op, deque()).appendleft(m)
 
 
 def kernel_graphs(s: Search, beam: Sequence[Record]) -> list[Record]:
@@ -283,8 +335,9 @@ def transfer_first(s: Search) -> None:
     ranked = ranked_transfer(s, base, transfer_mappings(s, base))
     graph, _ = s.graph_and_table(())
     if ranked and predicted_win(_context(s, ()), graph, ranked[0], base):
-        first = Candidate.of((), {op: m.as_dict() for op, m in ranked[0].items()})
-        s.run_round("transfer", [first], base.outcome.latency_ms, frozenset({first.key}))
+        first = _to_simulate(s, Candidate.of((), {op: m.as_dict() for op, m in ranked[0].items()}), base)
+        if first is not None:
+            s.run_round("transfer", [first], base.outcome.latency_ms, frozenset({first.key}))
 
 
 def transfer_mappings(s: Search, start: Record) -> list[dict[str, OpMapping]]:

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from chips.schema import Chip
     from graph_ir.ir import ModelGraph
 
-__all__ = ["Candidate", "Outcome", "Task", "apply_transforms", "candidate_key", "evaluate", "evaluate_batch"]
+__all__ = ["Candidate", "Outcome", "Task", "apply_transforms", "candidate_key", "evaluate", "evaluate_batch", "fusion_view"]
 
 Signatures = tuple[tuple[str, tuple[tuple[str, object], ...]], ...]
 
@@ -98,6 +98,14 @@ class Outcome:
     feasible: bool
     error: str | None
     seconds: float
+    #: The schedule's placement, (op, unit) by op name (empty: not simulated in this search,
+    #: such as a trial read back from the database): what the next candidates' fusion knobs
+    #: are checked against (:mod:`hwsim.studies.optimize.placed`).
+    placement: tuple[tuple[str, str], ...] = ()
+    #: The placement of every schedule the run simulated while choosing its own
+    #: (:attr:`hwsim.policy_check.ScheduleChoice.simulated`; None: not known here): a ``fusion``
+    #: knob that changes the fusion of none of them would have left the run exactly as it was.
+    simulated: tuple[tuple[tuple[str, str], ...], ...] | None = None
 
 
 @lru_cache(maxsize=8)
@@ -142,7 +150,16 @@ def evaluate(task: Task) -> Outcome:
     stored = StoredPoint(key, tuple(values.items()), None, 0.0)
     feasible, _ = feasibility(stored, task.constraints)
     peak = round(values.get("peak_dram_mib", 0.0) * (1 << 20))
-    return Outcome(key, objective, values["latency_ms"], values["energy_mj"], peak, feasible, None, time.perf_counter() - start)
+    placement, simulated = fusion_view(result)
+    return Outcome(key, objective, values["latency_ms"], values["energy_mj"], peak, feasible, None,
+                   time.perf_counter() - start, placement, simulated)  # fmt: skip
+
+
+def fusion_view(result: RunResult) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[tuple[str, str], ...], ...] | None]:
+    """What the next candidates' fusion knobs are judged against: the run's placement, (op, unit)
+    by op name, and that of every schedule it simulated while choosing it."""
+    placement = tuple(sorted((n, p.unit) for n, p in result.schedule.placements.items()))
+    return placement, result.choice.simulated if result.choice is not None else None
 
 
 def evaluate_batch(tasks: Sequence[Task]) -> list[Outcome]:

@@ -135,6 +135,7 @@ def _summary(inputs: SearchInputs, result: SearchResult, before: RunResult, afte
                  "transforms": list(best.candidate.transforms), "signatures": best.candidate.signature_dict()},
         "speedup": b.latency_ms / a.latency_ms if a.latency_ms else None,
         "trials": len(result.records), "reused_trials": sum(r.reused for r in result.records),
+        "skipped_candidates": result.skipped,
         "seconds": result.seconds, "interrupted": result.interrupted,
         "transfer": {"from": list(inputs.transfer_from), "hits": hits, "tried": tried},
         "measured_latency_ms": dict(result.measured_ms), "notes": list(result.notes),

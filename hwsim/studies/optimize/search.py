@@ -110,6 +110,9 @@ class SearchResult:
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
     measured_ms: dict[str, float] = field(default_factory=dict)
+    #: Candidates proposed but not simulated nor counted as trials: once their inert fusion
+    #: knobs were dropped (:meth:`Search.resolve`) they were a candidate this search had tried.
+    skipped: int = 0
 
     @property
     def baseline(self) -> Record:
@@ -167,6 +170,8 @@ class Search:
         self.bytes_of: dict[tuple[str, ...], bytes] = {(): inputs.model.SerializeToString()}
         self.prior: Prior | None = None
         self.tables: dict[tuple[str, ...], tuple[ModelGraph, CostTable]] = {}
+        #: :meth:`fusion_view` of runs simulated again in this process, by candidate key.
+        self.views: dict[str, tuple[dict[str, str], list[dict[str, str]]]] = {}
 
     def graph_and_table(self, transforms: tuple[str, ...]) -> tuple[ModelGraph, CostTable]:
         """The graph rewritten by ``transforms`` (a sequence proposed before) and its cost table."""
@@ -177,6 +182,54 @@ class Search:
             graph = graph_of(self.bytes_of[transforms], self.inputs.model_name)
             self.tables[transforms] = (graph, cost_table(graph, self.inputs.chip, self.inputs.precision))
         return self.tables[transforms]
+
+    def fusion_view(self, record: Record) -> tuple[dict[str, str], list[dict[str, str]]] | None:
+        """op -> unit of the schedule ``record`` ran with, and of every schedule its run
+        simulated while choosing it (None: it could not run): from its outcome, else simulated
+        again here once (a trial read back from the database)."""
+        o = record.outcome
+        if o.error is not None:
+            return None
+        key = record.candidate.key
+        if key not in self.views:
+            placement, simulated = o.placement, o.simulated
+            if not placement or simulated is None:
+                from hwsim.pipeline import run_graph
+                from hwsim.studies.optimize.evaluate import fusion_view
+
+                graph, _ = self.graph_and_table(record.candidate.transforms)
+                run = run_graph(graph, self.inputs.chip, self.inputs.precision, mapping=record.candidate.mapping())
+                placement, simulated = fusion_view(run)
+            self.views[key] = (dict(placement), [dict(p) for p in simulated or ()])
+        return self.views[key]
+
+    def resolve(self, candidate: Candidate, parent: Record) -> Candidate:
+        """``candidate`` (on ``parent``'s graph) without the ``fusion`` knobs that change nothing
+        on the placement it runs with: ``parent``'s schedule, the candidate's unit pins applied
+        (:func:`hwsim.studies.optimize.placed.resolved`)."""
+        from hwsim.studies.optimize.placed import resolved
+
+        view = self.fusion_view(parent)
+        if view is None:
+            return candidate
+        graph, _ = self.graph_and_table(candidate.transforms)
+        return resolved(candidate, graph, self.inputs.chip, self.inputs.precision, view[0])
+
+    def same_run(self, raw: Candidate, resolved: Candidate) -> bool | None:
+        """Whether ``raw`` would simulate exactly as ``resolved`` (``raw`` less some ``fusion``
+        knobs), judged from ``resolved``'s run in this search (None: not simulated yet): yes
+        when the knobs change the fusion of none of the schedules that run simulated
+        (:func:`hwsim.studies.optimize.placed.same_fusion`)."""
+        from hwsim.studies.optimize.placed import same_fusion
+
+        twin = next((r for r in self.result.records if r.candidate.key == resolved.key), None)
+        if twin is None:
+            return None
+        view = self.fusion_view(twin)
+        if view is None or not view[1]:
+            return False
+        graph, _ = self.graph_and_table(raw.transforms)
+        return same_fusion(graph, self.inputs.chip, self.inputs.precision, view[1], raw.mapping(), resolved.mapping())
 
     def task(self, candidate: Candidate) -> Task:
         i = self.inputs

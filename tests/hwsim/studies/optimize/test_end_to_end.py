@@ -12,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -122,19 +123,27 @@ def test_transfer_auto_to_a_faster_npu_variant_hits(tmp_path: Path) -> None:
     assert len({r["candidate_key"] for r in rows}) == len(rows)  # no candidate tried twice
 
 
-def _first_round(rows: list[dict[str, object]]) -> list[tuple[str, str]]:
+def _first_round(rows: list[dict[str, object]], order: Sequence[str] = ()) -> list[tuple[str, str]]:
     """Stage 2's first round: per trial that changed one op of the round's parent (the first
-    trial on its graph with the parent's latency), (op, signature)."""
+    trial on its graph with the parent's latency), (op, signature less its ``fusion`` knob),
+    up to the first op tried again or, given the ops' ``order`` in the round (the queues'),
+    the first that comes before the one tried last (the next round: a round without a winner
+    keeps its parent). The ``fusion`` knob is left out: each search judges it on its own
+    incumbent's placement (``placed``), and the transferred incumbent's is not the cold one's."""
     kernel = [i for i, r in enumerate(rows) if r["stage"] == "kernel"]
     first = rows[kernel[0]]
     parent = next(q for q in rows if q["transforms"] == first["transforms"] and q["latency_ms"] == first["parent_latency_ms"])
     held: dict[str, object] = parent["signatures"]  # type: ignore[assignment]
     out: list[tuple[str, str]] = []
     for i in kernel:
-        sigs: dict[str, object] = rows[i]["signatures"]  # type: ignore[assignment]
+        sigs: dict[str, dict[str, object]] = rows[i]["signatures"]  # type: ignore[assignment]
         changed = [op for op in {*held, *sigs} if held.get(op) != sigs.get(op)]
         if rows[i]["parent_latency_ms"] == first["parent_latency_ms"] and len(changed) == 1:
-            out.append((changed[0], json.dumps(sigs.get(changed[0], {}), sort_keys=True)))
+            rank = {op: i for i, op in enumerate(order)}
+            if any(op == changed[0] for op, _ in out) or (out and rank.get(changed[0], 0) < rank.get(out[-1][0], 0)):
+                break
+            bare = {k: v for k, v in sigs.get(changed[0], {}).items() if k != "fusion"}
+            out.append((changed[0], json.dumps(bare, sort_keys=True)))
     return out
 
 
@@ -157,6 +166,7 @@ def test_with_transfer_stage_1_and_2_propose_what_a_cold_search_proposes(tmp_pat
     assert any(r["stage"] == "transfer" for r in warm)
     graphs = [[r["candidate_key"] for r in rows if r["stage"] == "graph"] for rows in (cold, warm)]
     assert graphs[0] == graphs[1]
-    tried, proposed = _first_round(warm), iter(_first_round(cold))
+    cold_round = _first_round(cold)
+    tried, proposed = _first_round(warm, [op for op, _ in cold_round]), iter(cold_round)
     assert len(tried) >= 4
     assert all(change in proposed for change in tried)  # a subsequence: the same order, none added
