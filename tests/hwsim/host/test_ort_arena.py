@@ -10,7 +10,7 @@ from chips.schema import chip_from_dict
 from cost_models.cpu import COLD_DST_ATTR
 from graph_ir.ir import Tensor
 from hwsim.host.ort_arena import arena_plan, cold_destination_bytes, destination_reuse
-from hwsim.host.validate import cold_destinations, cpu_chip, predict_nodes
+from hwsim.host.validate import cache_residency, cpu_chip, predict_nodes
 from tests.helpers import graph_from_ops, host_chip
 
 KIB = 1024
@@ -145,9 +145,9 @@ class TestPricedInValidate:
         unit = cpu_chip(chip, 1).units[0]
         for channels, cold in ((64, False), (256, True)):
             graph = concat_after_chain(channels, chain=2 if cold else 16)
-            marked = cold_destinations(graph, unit)
+            marked = {n: m for n, m in cache_residency(graph, unit).items() if COLD_DST_ATTR in m}
             assert ("concat" in marked) == cold
             if cold:
-                assert marked["concat"].attrs[COLD_DST_ATTR] == 512 * KIB
+                assert marked["concat"][COLD_DST_ATTR] == 512 * KIB
             pred = predict_nodes(graph, cpu_chip(chip, 1), 1, set())["concat"]
             assert (pred.stall_ns > 0) == cold
