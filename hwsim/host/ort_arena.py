@@ -357,4 +357,6 @@ def cold_bytes(pieces: Iterable[tuple[int, float]], cache_bytes: float, ramp: bo
     """
     if not ramp:
         return sum(n for n, d in pieces if d > cache_bytes)
+    if cache_bytes <= 0:
+        return sum(n for n, d in pieces if d > 0)
     return round(sum(n * min(1.0, max(0.0, (d - cache_bytes) / cache_bytes)) for n, d in pieces))
