@@ -437,7 +437,7 @@ def cache_residency(graph: ModelGraph, unit: CpuUnit, fused: Iterable[str] = ())
     after a conv with little weight, 3x slower after one that streamed 4-6.5 MB of weights
     (``docs/fidelity_cpu.md``, "Where a kernel's inputs sit").
     """
-    wanted = [op for op in graph.ops() if op.op_type in COLD_DST_OP_TYPES or op.category in COLD_SRC_CATEGORIES]
+    wanted = [op for op in graph.ops() if op.op_type in COLD_DST_OP_TYPES or _float_stream(op)]
     if not wanted:
         return {}
     plan = arena_plan(graph, fused)
@@ -448,15 +448,22 @@ def cache_residency(graph: ModelGraph, unit: CpuUnit, fused: Iterable[str] = ())
         if op.name not in kernels:
             continue
         marks: dict[str, int] = {}
-        streaming = op.category in COLD_SRC_CATEGORIES
+        streaming = _float_stream(op)
         if (op.op_type in COLD_DST_OP_TYPES or streaming) and (
                 cold := cold_destination_bytes(plan, op.name, l2, run, ramp=streaming)):
             marks[COLD_DST_ATTR] = cold
-        if op.category in COLD_SRC_CATEGORIES:
+        if streaming:
             marks[COLD_SRC_ATTR] = cold_source_bytes(plan, op.name, l2, run)
         if marks:
             out[op.name] = marks
     return out
+
+
+def _float_stream(op: Op) -> bool:
+    """Whether ``op`` is a streaming kernel on floating-point tensors (:data:`COLD_SRC_CATEGORIES`):
+    the integer kernels of a QDQ model keep the rates the fingerprint's probes measured them at."""
+    return op.category in COLD_SRC_CATEGORIES and all(t.dtype.startswith(("float", "bfloat"))
+                                                       for t in (*op.activations, *op.outputs))  # fmt: skip
 
 
 def nchwc_block_efficiency(output_blocks: int) -> float:
@@ -620,6 +627,8 @@ def predict_nodes(
     absorbed = absorbed | quick
     if isinstance(chip.units[0], CpuUnit):  # where a kernel's data sits in the caches (arena plan)
         for n, marks in cache_residency(graph, chip.units[0], fused | absorbed).items():
+            if n in patterns and patterns[n].op_type in QDQ_KERNELS:
+                continue  # an integer kernel: at its probe's rate
             if n in patterns:  # a pattern or layout kernel: its inputs' place only
                 marks.pop(COLD_DST_ATTR, None)
             if n not in fused and n not in absorbed and marks:

@@ -222,3 +222,9 @@ class TestResidencyMarks:
         light = predict_nodes(conv_then_pool(256), cpu_chip(chip, 1), 1, set())["gap"]
         heavy = predict_nodes(conv_then_pool(4096), cpu_chip(chip, 1), 1, set())["gap"]
         assert light.stall_ns == 0 < heavy.stall_ns
+
+    def test_integer_kernels_keep_their_probes_rates(self) -> None:
+        unit = cpu_chip(chip_from_dict(host_chip()), 1).units[0]
+        x, y = Tensor("x", (1, 8, 32, 32), "uint8"), Tensor("y", (1, 8, 32, 32), "uint8")
+        graph = graph_from_ops("q", [x], [("relu", "Relu", [x], [y]), ("neg", "Neg", [y], [Tensor("n", y.shape, "uint8")])])
+        assert cache_residency(graph, unit) == {}
