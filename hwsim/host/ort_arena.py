@@ -1,5 +1,5 @@
 """Where onnxruntime's CPU arena puts each intermediate tensor, and how recently a kernel's
-destination was last touched.
+destination and inputs were last touched.
 
 onnxruntime plans a sequential CPU run in two steps (``allocation_planner.cc``,
 ``mem_pattern_planner.h``):
@@ -21,6 +21,9 @@ touched (a stack distance, counting each tensor once): a write into a region who
 fits the L2 finds its lines there; one beyond must fetch them for ownership first (about 3x
 slower for a channel Concat, ``docs/fidelity_cpu.md``). A region not touched earlier in the run
 was last touched in the previous run (onnxruntime reuses the arena block between runs).
+:func:`source_reuse` says the same of a kernel's inputs when it starts, the kernel that last touched
+them spreading its hits over its own traffic (a conv writes its output while it streams its
+weights); :func:`cold_source_bytes` counts the bytes beyond the L2, ramped as :func:`cold_bytes` says.
 """
 
 from __future__ import annotations
