@@ -626,14 +626,7 @@ def predict_nodes(
     patterns.update((n, k) for n, k in (layout_kernels or {}).items() if n not in fused and n not in patterns)
     absorbed = absorbed | quick
     if isinstance(chip.units[0], CpuUnit):  # where a kernel's data sits in the caches (arena plan)
-        for n, marks in cache_residency(graph, chip.units[0], fused | absorbed).items():
-            if n in patterns and patterns[n].op_type in QDQ_KERNELS:
-                continue  # an integer kernel: at its probe's rate
-            if n in patterns:  # a pattern or layout kernel: its inputs' place only
-                marks.pop(COLD_DST_ATTR, None)
-            if n not in fused and n not in absorbed and marks:
-                base = patterns.get(n) or graph.op(n)
-                patterns[n] = replace(base, attrs={**base.attrs, **marks})
+        patterns.update(_resident(graph, chip.units[0], patterns, fused | absorbed))
     extra = [*patterns.values(), *inserted]
     roof_chip = _roofline_chip(chip, {t for op in [*graph.ops(), *extra] for t in (op.op_type, kernel_type(op))})
     table = cost_table(graph, chip, "model")
@@ -665,6 +658,22 @@ def predict_nodes(
                                           stall, op.category, *_threading(op, chip, threads))  # fmt: skip
     for k in inserted:
         out[k.name] = _kernel_prediction(k, chip, roof_chip, threads)
+    return out
+
+
+def _resident(graph: ModelGraph, unit: CpuUnit, patterns: Mapping[str, Op], inside: set[str]) -> dict[str, Op]:
+    """The kernels :func:`cache_residency` marks, as they are costed (``patterns``' kernel, else the
+    node) with the marks added: a pattern or layout kernel its inputs' place only, an integer kernel
+    of a QDQ model none (at its probe's rate). ``inside``: the nodes that run inside another kernel."""
+    out: dict[str, Op] = {}
+    for n, marks in cache_residency(graph, unit, inside).items():
+        if n in inside or (n in patterns and patterns[n].op_type in QDQ_KERNELS):
+            continue
+        if n in patterns:
+            marks.pop(COLD_DST_ATTR, None)
+        if marks:
+            base = patterns.get(n) or graph.op(n)
+            out[n] = replace(base, attrs={**base.attrs, **marks})
     return out
 
 
