@@ -8,6 +8,7 @@ recurrent and STFT rules and the ``--threads 2`` split.
     python benchmarks/micro_cpu_kernels.py retention --threads 1 --rounds 8   # L2 kept by a cyclic stream
     python benchmarks/micro_cpu_kernels.py depthwise --threads 1   # NCHWc depthwise ns per output, k and fused activation
     python benchmarks/micro_cpu_kernels.py conv1d --threads 1      # 1-D convs (im2col + SGEMM) against their FMAs
+    python benchmarks/micro_cpu_kernels.py edges --threads 1       # depthwise border outputs: ns per output vs edge share
 
 Every case is a one-node model; threads 1 and 2 and the cases are interleaved over ``--rounds``
 rounds, and a case's figure is its fastest run, best round (on a shared machine other
@@ -188,6 +189,54 @@ def depthwise_rows(best: dict[str, float]) -> list[tuple[str, float]]:
     return rows
 
 
+#: The depthwise edge suite: k x k depthwise convs (stride 1, same padding) over planes from 64 to
+#: 8 wide at the same output count: the share of outputs whose window crosses the left or right
+#: border (MLAS's ``OutputCountLeftPad``/``RightPad``, one output at a time) grows 8x.
+EDGE_SHAPES = tuple((65536 // (hw * hw), hw, k) for k in (3, 7) for hw in (64, 32, 16, 8))
+
+
+def depthwise_edge_cases() -> list[Case]:
+    cases = []
+    for c, hw, k in EDGE_SHAPES:
+        x = np.random.default_rng(0).random((1, c, hw, hw)).astype(np.float32)
+        for n in DEPTHWISE_CHAIN:
+            cases.append((f"dw c{c} {hw}x{hw} k{k} none x{n}", _depthwise_chain(c, hw, k, n, "none"), {"x": x}))
+    return cases
+
+
+def edge_share(side: int, k: int) -> float:
+    """Share of a ``side``-wide plane's outputs (stride 1, same padding) on the left/right border
+    path: ``k - 1`` per row, at most all.
+
+    >>> edge_share(32, 7), edge_share(4, 7)
+    (0.1875, 1.0)
+    """
+    return min(1.0, (k - 1) / side)
+
+
+def edge_rows(best: dict[str, float]) -> list[tuple[int, int, float, float]]:
+    """Per edge shape: ``(k, side, edge share, ns per output)`` from the chains' difference."""
+    lo, hi = DEPTHWISE_CHAIN
+    rows = []
+    for c, hw, k in EDGE_SHAPES:
+        key = f"dw c{c} {hw}x{hw} k{k} none"
+        rows.append((k, hw, edge_share(hw, k), (best[f"{key} x{hi}"] - best[f"{key} x{lo}"]) / (hi - lo) / (c * hw * hw)))
+    return rows
+
+
+def edge_fit(rows: Sequence[tuple[int, int, float, float]], k: int) -> tuple[float, float]:
+    """Least squares ``ns per output = interior + extra x edge share`` over ``rows`` of kernel ``k``:
+    ``(interior ns, extra ns per edge output)``.
+
+    >>> edge_fit([(7, 32, 0.25, 1.0), (7, 16, 0.5, 1.5)], 7)
+    (0.5, 2.0)
+    """
+    pts = [(f, ns) for kk, _hw, f, ns in rows if kk == k]
+    fx, fy = sum(f for f, _ in pts) / len(pts), sum(y for _, y in pts) / len(pts)
+    slope = sum((f - fx) * (y - fy) for f, y in pts) / sum((f - fx) ** 2 for f, _ in pts)
+    return fy - slope * fx, slope
+
+
 #: The conv1d suite: (input channels, output channels, k, length); the TCN's shapes.
 CONV1D_SHAPES = ((64, 64, 3, 4000), (64, 64, 1, 4000), (1, 64, 7, 4000), (32, 32, 3, 2000), (128, 128, 3, 1000))
 
@@ -204,7 +253,7 @@ def conv1d_cases() -> list[Case]:
 
 
 SUITES: dict[str, Callable[[], list[Case]]] = {
-    "conv1d": conv1d_cases, "depthwise": depthwise_cases, "retention": retention_cases, "rnn": rnn_cases,
+    "conv1d": conv1d_cases, "depthwise": depthwise_cases, "edges": depthwise_edge_cases, "retention": retention_cases, "rnn": rnn_cases,
     "stft": stft_cases, "threads": thread_cases,
 }
 
@@ -236,6 +285,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\nshape, activation | ns per output")
         for key, ns in depthwise_rows({name: best[(name, args.threads[0])] for name, _m, _f in cases}):
             print(f"{key} | {ns:.3f}")
+    if args.suite == "edges" and args.only is None:
+        rows = edge_rows({name: best[(name, args.threads[0])] for name, _m, _f in cases})
+        print("\nk | side | edge share | ns per output")
+        print("\n".join(f"{k} | {hw} | {f:.3f} | {ns:.3f}" for k, hw, f, ns in rows))
+        for k in sorted({r[0] for r in rows}):
+            interior, extra = edge_fit(rows, k)
+            print(f"k{k}: interior {interior:.3f} ns per output, an edge output {extra:.3f} ns more ({extra / k**2:.4f} per tap)")
     if args.suite == "retention" and args.only is None:
         lo, hi = RETENTION_STEPS
         for t in args.threads:

@@ -64,6 +64,7 @@ from graph_ir.ir import Op, deployed_bytes
 __all__ = [
     "COLD_DST_ATTR",
     "COLD_DST_TRANSFERS",
+    "COLD_SRC_ATTR",
     "CONV_SYM_INPUT_ALIGN",
     "CONV_SYM_KERNEL_CHANNELS",
     "CONV_SYM_OUTPUT_ALIGN",
@@ -88,6 +89,7 @@ __all__ = [
     "calibration_basis_ns",
     "col2im_ns",
     "cold_destination_ns",
+    "cold_source_ns",
     "conv_sym_path",
     "core_bytes",
     "cyclic_capacity_bytes",
@@ -101,6 +103,7 @@ __all__ = [
     "kernel_type",
     "last_level_cache_bytes",
     "marked_cold_bytes",
+    "marked_cold_sources",
     "mlas_threads",
     "nchwc_activation_ns",
     "one_row_call_ns",
@@ -207,6 +210,12 @@ COLD_DST_ATTR = "hwsim_cold_dst_bytes"
 #: Transfers at the last-level cache's bandwidth per byte written into memory no longer in L2:
 #: the line fetched for ownership, and the dirty line it evicts written back.
 COLD_DST_TRANSFERS = 2
+#: Attribute (not ONNX's) with the bytes of a kernel's inputs (weights aside) whose lines are no
+#: longer in L2 when it starts; its presence says where the rest sits: in L2, where its producer
+#: (or an earlier reader) left it. Set by :func:`hwsim.host.validate.predict_nodes` from
+#: onnxruntime's arena plan (:func:`hwsim.host.ort_arena.cold_source_bytes`) on streaming kernels
+#: (:data:`hwsim.host.validate.COLD_SRC_CATEGORIES`); :func:`cold_source_ns` prices them.
+COLD_SRC_ATTR = "hwsim_cold_src_bytes"
 #: Op types costed as onnxruntime's FFT kernels where the unit has the FFT constants.
 FFT_OP_TYPES = ("STFT", "DFT")
 #: MLAS splits a GEMM/convolution over threads in chunks of this many MACs
@@ -267,12 +276,17 @@ class CpuModel(UnitModel[CpuUnit]):
         # a destination no longer in L2 (cold_destination_ns): a stall beside work on data in L2,
         # one more transfer (its read for ownership) of a stream from beyond
         in_l2 = len(levels) > 1 and working <= levels[1][0] * 1024
+        # inputs whose place is known (COLD_SRC_ATTR): from L2 at its rate, their cold bytes a stall
+        sources = marked_cold_sources(op)
+        fits = min(working, levels[1][0] * 1024) if sources is not None and len(levels) > 1 else working
+        in_l2 = in_l2 or fits < working
         stall_ns = weight_stream_ns(op, unit, w_b) + (cold_destination_ns(op, unit, chip) if in_l2 else 0.0)
+        stall_ns += cold_source_ns(op, unit, chip)
         rfo = 0 if in_l2 else marked_cold_bytes(op)
         # weights from DRAM, unless they stay in the caches between inferences (steady state)
         cached, dram_w = (working, 0) if unit.weights_in_cache else (act, w_b)
         for i, (kib, gbps) in enumerate(levels):
-            if working <= kib * 1024:
+            if fits <= kib * 1024:
                 gbps = min(gbps, (_far_gemv_gbps(op, unit) if i >= 2 else _near_gemv_gbps(op, unit)) or math.inf)
                 if dram_w == 0 < w_b:
                     gbps = _resident_weights_gbps(op, unit, levels, act, w_b, gbps)
@@ -286,6 +300,7 @@ class CpuModel(UnitModel[CpuUnit]):
                           tiles)
         if stall_ns:
             what = "destination fetch" if COLD_DST_ATTR in op.attrs else "weights stall"
+            what = "cold inputs" if marked_cold_sources(op) else what
             cost = replace(cost, stall_ns=stall_ns, note=f"{cost.note}, {what} {stall_ns / 1e3:.3g} us")
         return cost
 
@@ -1037,6 +1052,39 @@ def cold_destination_ns(op: Op, unit: CpuUnit, chip: Chip) -> float:
         return 0.0
     gbps = unit.l3_bandwidth_gbps if unit.l3_kib and unit.l3_bandwidth_gbps else unit_bandwidth_gbps(unit, chip)
     return COLD_DST_TRANSFERS * cold / gbps
+
+
+def marked_cold_sources(op: Op) -> int | None:
+    """The op's :data:`COLD_SRC_ATTR` bytes: its inputs' bytes no longer in L2 when it starts;
+    None where the op is unmarked (where its inputs sit is not known)."""
+    cold = op.attrs.get(COLD_SRC_ATTR)
+    return max(cold, 0) if isinstance(cold, int) else None
+
+
+def cold_source_ns(op: Op, unit: CpuUnit, chip: Chip) -> float:
+    """Time a streaming kernel whose inputs sit in L2 waits for the part that does not, ns: the
+    op's :data:`COLD_SRC_ATTR` bytes once at the last-level cache's bandwidth (DRAM's without an
+    L3), beside its work at the core's rate (``stall_ns``: no efficiency scales it).
+
+    Measured (onnxruntime 1.32, CI Xeon under load, profiled): the NCHWc GlobalAveragePool takes
+    0.06-0.07 ns per input element (~60 GB/s) after a conv with little weight, 0.17-0.24 after a
+    1024- or 1280-channel one that streamed 4-6.5 MB of weights through the L2 after writing the
+    GAP's input; one element from the L3 at 37.5 GB/s is 0.11 ns (``docs/fidelity_cpu.md``,
+    "Where a kernel's inputs sit").
+
+    >>> from chips.schema import Chip
+    >>> chip = Chip.model_validate({"name": "c", "dram": {"bandwidth_gbps": 20, "latency_ns": 100}, "domains": [{"name": "d", "kind": "dram"}],
+    ...     "units": [{"name": "cpu", "kind": "cpu", "domain": "d", "clock_mhz": 1000, "flops_per_cycle": {"fp32": 32},
+    ...                "l1_kib": 32, "l1_bandwidth_gbps": 200, "l2_kib": 2048, "l2_bandwidth_gbps": 100,
+    ...                "l3_kib": 65536, "l3_bandwidth_gbps": 40}]})
+    >>> cold_source_ns(Op("g", "GlobalAveragePool", "pool", (), (), {COLD_SRC_ATTR: 400_000}), chip.units[0], chip)
+    10000.0
+    """
+    cold = marked_cold_sources(op)
+    if not cold:
+        return 0.0
+    gbps = unit.l3_bandwidth_gbps if unit.l3_kib and unit.l3_bandwidth_gbps else unit_bandwidth_gbps(unit, chip)
+    return cold / gbps
 
 
 def gemm_rows(op: Op) -> int:

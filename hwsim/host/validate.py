@@ -25,6 +25,7 @@ from chips.schema import Chip, CpuUnit, chip_from_dict
 from cost_models.base import OpCost
 from cost_models.cpu import (
     COLD_DST_ATTR,
+    COLD_SRC_ATTR,
     NCHWC_ACTIVATION_ATTR,
     NCHWC_ATTR,
     PARALLEL_SECTION_NS,
@@ -57,7 +58,7 @@ from hwsim.host.measure import (
     random_inputs,
     time_session,
 )
-from hwsim.host.ort_arena import arena_plan, cold_destination_bytes
+from hwsim.host.ort_arena import arena_plan, cold_destination_bytes, cold_source_bytes
 from hwsim.host.ort_fusions import FUSED_KERNELS, ort_fusions
 from hwsim.host.ort_qdq import (
     KERNEL_ALIASES,
@@ -74,7 +75,7 @@ __all__ = [
     "ValidateError",
     "Validation",
     "append_record",
-    "cold_destinations",
+    "cache_residency",
     "cpu_chip",
     "format_validation",
     "layout_kernels",
@@ -406,33 +407,63 @@ def layout_kernels(graph: ModelGraph, block: int, fused: Iterable[str] = ()) -> 
     return {**qdq_propagated(graph), **nchwc_kernels(graph, block, fused), **sgemm_conv_kernels(graph)}
 
 
-#: Op types whose destination's warmth is priced (:func:`cold_destinations`): a copy's time is its
+#: Op types whose destination's warmth is priced (:func:`cache_residency`): a copy's time is its
 #: writes; a compute kernel's writes hide under its work.
 COLD_DST_OP_TYPES = frozenset(("Concat",))
+#: Categories of the streaming kernels whose inputs' place is priced (:func:`cache_residency`): their
+#: time is their reads, from L2 where the producer left them or from beyond (a conv's or a GEMM's
+#: reads hide under its FMAs).
+COLD_SRC_CATEGORIES = frozenset(("elementwise", "activation", "pool"))
 
 
-def cold_destinations(graph: ModelGraph, unit: CpuUnit, fused: Iterable[str] = ()) -> dict[str, Op]:
-    """The Concat kernels that write memory no longer in the core's L2, as that kernel: marked
-    with :data:`~cost_models.cpu.COLD_DST_ATTR`, the bytes of their output whose region in
-    onnxruntime's arena more than ``l2_kib`` of distinct bytes were touched since (the run call's
-    ``run_footprint_kib`` between runs; :mod:`hwsim.host.ort_arena`). ``fused``: the nodes that run
-    inside another kernel.
+def cache_residency(graph: ModelGraph, unit: CpuUnit, fused: Iterable[str] = ()) -> dict[str, dict[str, int]]:
+    """Where the kernels of ``graph`` find their memory, from onnxruntime's arena plan
+    (:mod:`hwsim.host.ort_arena`): per kernel, the attributes to cost it with.
+
+    - a Concat that writes memory no longer in the core's L2: :data:`~cost_models.cpu.COLD_DST_ATTR`,
+      the bytes of its output whose region more than ``l2_kib`` of distinct bytes were touched
+      since (the run call's ``run_footprint_kib`` between runs);
+    - every kernel of :data:`COLD_SRC_CATEGORIES`: :data:`~cost_models.cpu.COLD_SRC_ATTR`, the bytes
+      of its inputs last touched more than ``l2_kib`` ago when it starts, 0 where all are in L2
+      (:func:`~hwsim.host.ort_arena.cold_source_bytes`: a producer's output spread over the bytes it
+      streamed while writing it).
+
+    ``fused``: the nodes that run inside another kernel.
 
     Measured (profiled channel Concats, loaded 2-core Xeon, L2 kept 1.9 MiB): the rule calls warm
     unet_r64c16's (45-51 GB/s of input and output bytes inside the model) and squeezenet11's
     within L2 (43-58), cold yolov8n's and most of yolov5n's within L2 (13-30 GB/s;
-    ``docs/fidelity_cpu.md``, "Where a Concat writes").
+    ``docs/fidelity_cpu.md``, "Where a Concat writes"). NCHWc GlobalAveragePools read ~60 GB/s
+    after a conv with little weight, 3x slower after one that streamed 4-6.5 MB of weights
+    (``docs/fidelity_cpu.md``, "Where a kernel's inputs sit").
     """
-    if not any(op.op_type in COLD_DST_OP_TYPES for op in graph.ops()):
+    wanted = [op for op in graph.ops() if op.op_type in COLD_DST_OP_TYPES or _float_stream(op)]
+    if not wanted:
         return {}
     plan = arena_plan(graph, fused)
     l2, run = unit.l2_kib * 1024, (unit.run_footprint_kib or 0.0) * 1024
-    out: dict[str, Op] = {}
-    for k in plan.kernels:
-        if k.op_type in COLD_DST_OP_TYPES and (cold := cold_destination_bytes(plan, k.name, l2, run)):
-            op = graph.op(k.name)
-            out[k.name] = replace(op, attrs={**op.attrs, COLD_DST_ATTR: cold})
+    kernels = {k.name for k in plan.kernels}
+    out: dict[str, dict[str, int]] = {}
+    for op in wanted:
+        if op.name not in kernels:
+            continue
+        marks: dict[str, int] = {}
+        streaming = _float_stream(op)
+        if (op.op_type in COLD_DST_OP_TYPES or streaming) and (
+                cold := cold_destination_bytes(plan, op.name, l2, run, ramp=streaming)):
+            marks[COLD_DST_ATTR] = cold
+        if streaming:
+            marks[COLD_SRC_ATTR] = cold_source_bytes(plan, op.name, l2, run)
+        if marks:
+            out[op.name] = marks
     return out
+
+
+def _float_stream(op: Op) -> bool:
+    """Whether ``op`` is a streaming kernel on floating-point tensors (:data:`COLD_SRC_CATEGORIES`):
+    the integer kernels of a QDQ model keep the rates the fingerprint's probes measured them at."""
+    return op.category in COLD_SRC_CATEGORIES and all(t.dtype.startswith(("float", "bfloat"))
+                                                       for t in (*op.activations, *op.outputs))  # fmt: skip
 
 
 def nchwc_block_efficiency(output_blocks: int) -> float:
@@ -594,9 +625,8 @@ def predict_nodes(
     patterns, quick = _pattern_kernels(graph, kernels or {}, fused)
     patterns.update((n, k) for n, k in (layout_kernels or {}).items() if n not in fused and n not in patterns)
     absorbed = absorbed | quick
-    if isinstance(chip.units[0], CpuUnit):  # a Concat into memory no longer in L2 (arena plan)
-        cold = cold_destinations(graph, chip.units[0], fused | absorbed)
-        patterns.update((n, k) for n, k in cold.items() if n not in fused and n not in patterns)
+    if isinstance(chip.units[0], CpuUnit):  # where a kernel's data sits in the caches (arena plan)
+        patterns.update(_resident(graph, chip.units[0], patterns, fused | absorbed))
     extra = [*patterns.values(), *inserted]
     roof_chip = _roofline_chip(chip, {t for op in [*graph.ops(), *extra] for t in (op.op_type, kernel_type(op))})
     table = cost_table(graph, chip, "model")
@@ -628,6 +658,22 @@ def predict_nodes(
                                           stall, op.category, *_threading(op, chip, threads))  # fmt: skip
     for k in inserted:
         out[k.name] = _kernel_prediction(k, chip, roof_chip, threads)
+    return out
+
+
+def _resident(graph: ModelGraph, unit: CpuUnit, patterns: Mapping[str, Op], inside: set[str]) -> dict[str, Op]:
+    """The kernels :func:`cache_residency` marks, as they are costed (``patterns``' kernel, else the
+    node) with the marks added: a pattern or layout kernel its inputs' place only, an integer kernel
+    of a QDQ model none (at its probe's rate). ``inside``: the nodes that run inside another kernel."""
+    out: dict[str, Op] = {}
+    for n, marks in cache_residency(graph, unit, inside).items():
+        if n in inside or (n in patterns and patterns[n].op_type in QDQ_KERNELS):
+            continue
+        if n in patterns:
+            marks.pop(COLD_DST_ATTR, None)
+        if marks:
+            base = patterns.get(n) or graph.op(n)
+            out[n] = replace(base, attrs={**base.attrs, **marks})
     return out
 
 

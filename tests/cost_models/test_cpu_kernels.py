@@ -11,10 +11,13 @@ from hypothesis import strategies as st
 
 from chips.schema import CpuUnit, chip_from_dict
 from cost_models.cpu import (
+    COLD_SRC_ATTR,
     HALF_EFFICIENCY_FLOPS,
     MLAS_THREAD_MACS,
     PARALLEL_SECTION_NS,
     RECURRENT_SPLIT_STEP_NS,
+    calibration_basis_ns,
+    cold_source_ns,
     fft_ns,
     fft_plan,
     gemv_split_speedup,
@@ -326,3 +329,43 @@ class TestConvTranspose:
             assert c is not None
             share.append(c.compute_ns / (c.compute_ns - c.stall_ns))
         assert share[0] > 1.5 and 1.0 < share[1] < 1.1
+
+
+def add_op(channels: int, cold: int | None = None) -> Op:
+    """An Add of two ``channels x 64 x 64`` tensors, marked with its cold input bytes (None: unmarked)."""
+    x = [Tensor(n, (1, channels, 64, 64), "float32") for n in ("a", "b")]
+    attrs = {} if cold is None else {COLD_SRC_ATTR: cold}
+    return make_op("Add", x, [Tensor("y", (1, channels, 64, 64), "float32")], **attrs)
+
+
+class TestColdSources:
+    """A streaming kernel whose inputs' place is known (``COLD_SRC_ATTR``): from L2 at its rate,
+    the cold bytes once at the L3's rate beside the work."""
+
+    def test_an_unmarked_kernel_keeps_the_working_set_rule(self) -> None:
+        chip = chip_from_dict(host_chip())
+        big = add_op(64)  # 3 MiB: beyond the 2 MiB L2
+        c = estimate(big, chip, "cpu", "model")
+        assert c is not None and "fits 32768 KiB" in c.note and c.stall_ns == 0
+
+    def test_a_warm_kernel_beyond_l2_reads_at_the_l2_rate(self) -> None:
+        chip = chip_from_dict(host_chip())
+        warm, plain = estimate(add_op(64, 0), chip, "cpu", "model"), estimate(add_op(64), chip, "cpu", "model")
+        assert warm is not None and plain is not None
+        assert "fits 2048 KiB" in warm.note and warm.stall_ns == 0
+        assert warm.memory_ns == pytest.approx(plain.memory_ns * 38 / 130)
+
+    @given(st.integers(1, 64), st.integers(0, 4 * 2**20))
+    def test_the_cold_bytes_add_their_l3_time_as_a_stall(self, channels: int, cold: int) -> None:
+        chip = chip_from_dict(host_chip())
+        warm, marked = estimate(add_op(channels, 0), chip, "cpu", "model"), estimate(add_op(channels, cold), chip, "cpu", "model")
+        assert warm is not None and marked is not None
+        assert marked.stall_ns == pytest.approx(cold / 38)
+        assert cold_source_ns(add_op(channels, cold), chip.units[0], chip) == pytest.approx(cold / 38)
+        assert marked.compute_ns == pytest.approx(warm.compute_ns + cold / 38)
+
+    def test_calibration_scales_the_work_not_the_stall(self) -> None:
+        chip = chip_from_dict(host_chip(efficiency={"Add": 0.1}))
+        c = estimate(add_op(16, 100_000), chip, "cpu", "model")
+        assert c is not None and c.stall_ns == pytest.approx(100_000 / 38)
+        assert calibration_basis_ns(add_op(16, 100_000), c) == pytest.approx(c.compute_ns - c.stall_ns)

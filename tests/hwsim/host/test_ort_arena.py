@@ -7,10 +7,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chips.schema import chip_from_dict
-from cost_models.cpu import COLD_DST_ATTR
+from cost_models.cpu import COLD_DST_ATTR, COLD_SRC_ATTR
 from graph_ir.ir import Tensor
-from hwsim.host.ort_arena import arena_plan, cold_destination_bytes, destination_reuse
-from hwsim.host.validate import cold_destinations, cpu_chip, predict_nodes
+from hwsim.host.ort_arena import (
+    arena_plan,
+    cold_bytes,
+    cold_destination_bytes,
+    cold_source_bytes,
+    destination_reuse,
+    source_reuse,
+)
+from hwsim.host.validate import cache_residency, cpu_chip, predict_nodes
 from tests.helpers import graph_from_ops, host_chip
 
 KIB = 1024
@@ -145,9 +152,79 @@ class TestPricedInValidate:
         unit = cpu_chip(chip, 1).units[0]
         for channels, cold in ((64, False), (256, True)):
             graph = concat_after_chain(channels, chain=2 if cold else 16)
-            marked = cold_destinations(graph, unit)
+            marked = {n: m for n, m in cache_residency(graph, unit).items() if COLD_DST_ATTR in m}
             assert ("concat" in marked) == cold
             if cold:
-                assert marked["concat"].attrs[COLD_DST_ATTR] == 512 * KIB
+                assert marked["concat"][COLD_DST_ATTR] == 512 * KIB
             pred = predict_nodes(graph, cpu_chip(chip, 1), 1, set())["concat"]
             assert (pred.stall_ns > 0) == cold
+
+
+def conv_then_pool(out_channels: int, cin: int = 256, hw: int = 7):
+    """``Y = Conv(X, W)`` (1x1, ``cin -> out_channels``: its weights streamed while it writes Y),
+    then ``G = GlobalAveragePool(Y)``, ``N = Neg(G)``."""
+    x, y = act("X", cin, hw), act("Y", out_channels, hw)
+    w = Tensor("W", (out_channels, cin, 1, 1), "float32", is_weight=True)
+    g = Tensor("G", (1, out_channels, 1, 1), "float32")
+    return graph_from_ops("cp", [x], [("conv", "Conv", [x, w], [y]), ("gap", "GlobalAveragePool", [y], [g]),
+                                      ("neg", "Neg", [g], [Tensor("N", (1, out_channels, 1, 1), "float32")])])  # fmt: skip
+
+
+class TestSourceReuse:
+    def test_an_input_just_written_lies_within_its_producers_traffic(self) -> None:
+        plan = arena_plan(conv_then_pool(1024))  # 1 MiB of weights, 200 KiB of input
+        pieces = source_reuse(plan, "gap")
+        assert sum(n for n, _ in pieces) == act("Y", 1024, 7).nbytes
+        traffic = 1024 * 256 * 4 + act("X", 256, 7).nbytes
+        assert max(d for _, d in pieces) == traffic * 7 / 8 and min(d for _, d in pieces) == traffic / 8
+
+    def test_a_heavy_producer_leaves_the_first_lines_it_wrote_cold(self) -> None:
+        light, heavy = arena_plan(conv_then_pool(256)), arena_plan(conv_then_pool(4096))  # 0.25 / 4 MiB of weights
+        cache = 1.9 * 1024 * KIB
+        assert cold_source_bytes(light, "gap", cache) == 0
+        assert 0 < cold_source_bytes(heavy, "gap", cache) < act("Y", 4096, 7).nbytes
+
+    def test_a_graph_input_is_cold_and_each_tensor_counts_once(self) -> None:
+        x = act("x", 8)
+        plan = arena_plan(graph_from_ops("g", [x], [("add", "Add", [x, x], [act("a", 8)])]))
+        assert cold_source_bytes(plan, "add", 1e12) == x.nbytes
+
+    @settings(max_examples=40, deadline=None)
+    @given(st.integers(1, 64), st.lists(st.floats(0, 1e7), min_size=2, max_size=2))
+    def test_cold_bytes_fall_with_the_cache_and_stay_within_the_inputs(self, c: int, caches: list[float]) -> None:
+        plan = arena_plan(concat_after_chain(c * 4, chain=2))
+        small, big = sorted(caches)
+        for k in plan.kernels:
+            inputs = sum({t.name: t.nbytes for t in k.reads if not t.is_weight}.values())
+            assert inputs >= cold_source_bytes(plan, k.name, small) >= cold_source_bytes(plan, k.name, big) >= 0
+
+
+class TestColdBytes:
+    @given(st.lists(st.tuples(st.integers(0, 10**6), st.floats(0, 1e8)), max_size=8), st.floats(1, 1e7))
+    def test_the_ramp_counts_no_more_than_the_step_nor_less_than_the_step_at_twice_the_cache(
+        self, pieces: list[tuple[int, float]], cache: float
+    ) -> None:
+        step, ramp = cold_bytes(pieces, cache), cold_bytes(pieces, cache, ramp=True)
+        assert cold_bytes(pieces, 2 * cache) - len(pieces) <= ramp <= step + len(pieces)
+
+
+class TestResidencyMarks:
+    def test_streaming_kernels_are_marked_with_their_cold_inputs_and_destinations(self) -> None:
+        unit = cpu_chip(chip_from_dict(host_chip()), 1).units[0]
+        marks = cache_residency(conv_then_pool(256), unit)
+        assert "conv" not in marks and marks["gap"] == {COLD_SRC_ATTR: 0}  # no streaming kernel; a warm input
+        assert marks["neg"][COLD_DST_ATTR] == 1024  # a graph output: outside the arena
+        heavy = cache_residency(conv_then_pool(4096), unit)
+        assert heavy["gap"][COLD_SRC_ATTR] > 0
+
+    def test_a_cold_input_makes_a_stall_in_the_prediction(self) -> None:
+        chip = chip_from_dict(host_chip())
+        light = predict_nodes(conv_then_pool(256), cpu_chip(chip, 1), 1, set())["gap"]
+        heavy = predict_nodes(conv_then_pool(4096), cpu_chip(chip, 1), 1, set())["gap"]
+        assert light.stall_ns == 0 < heavy.stall_ns
+
+    def test_integer_kernels_keep_their_probes_rates(self) -> None:
+        unit = cpu_chip(chip_from_dict(host_chip()), 1).units[0]
+        x, y = Tensor("x", (1, 8, 32, 32), "uint8"), Tensor("y", (1, 8, 32, 32), "uint8")
+        graph = graph_from_ops("q", [x], [("relu", "Relu", [x], [y]), ("neg", "Neg", [y], [Tensor("n", y.shape, "uint8")])])
+        assert cache_residency(graph, unit) == {}
