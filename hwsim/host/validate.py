@@ -320,6 +320,10 @@ _NCHWC_BINARY = frozenset(("Add", "Sum", "Mul"))
 #: Activations onnxruntime fuses into a conv that MLAS's NCHWc kernels apply in a pass over the
 #: output after the kernel (``MlasActivation``); Relu it applies in the kernel's stores.
 _NCHWC_PASS_ACTIVATIONS = frozenset(("Clip", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid"))
+#: Activations onnxruntime fuses into the conv before it (``ConvActivationFusion``) that the NCHWc
+#: transformer does not take alone: blocked only as their conv's one reader (MobileNetV3's HardSwish:
+#: ``Conv(activation=HardSwish)`` in onnxruntime 1.32's optimized model, no reorder around it).
+_NCHWC_CONV_FUSED = frozenset(("HardSwish",))
 #: Channel alignment a conv needs to run blocked (onnxruntime pads the channels up to a block).
 _NCHWC_ALIGN = 4
 
@@ -455,6 +459,16 @@ def _pad(channels: int, block: int) -> float:
     return -(-channels // block) * block / channels if channels > 0 else 1.0
 
 
+def _fused_into_blocked_conv(graph: ModelGraph, op: Op, blocked: set[str]) -> bool:
+    """Whether ``op`` is an activation of :data:`_NCHWC_CONV_FUSED` that runs inside the blocked
+    conv producing its one input (the conv's only reader)."""
+    if op.op_type not in _NCHWC_CONV_FUSED or len(op.inputs) != 1 or op.inputs[0].name not in blocked:
+        return False
+    src = graph.producer.get(op.inputs[0].name)
+    return src is not None and graph.op(src).op_type == "Conv" and graph.g.out_degree(src) == 1 and not any(
+        t.name == op.inputs[0].name for t in graph.outputs)
+
+
 def _nchwc_plan(graph: ModelGraph, block: int) -> tuple[list[Op], dict[str, float], set[str]]:
     """The reorders (:func:`nchwc_reorders`), the time factors (:func:`nchwc_work`) and the names
     of the non-conv ops kept blocked and of the blocked depthwise convs, of one walk over ``graph``."""
@@ -497,7 +511,7 @@ def _nchwc_plan(graph: ModelGraph, block: int) -> tuple[list[Op], dict[str, floa
         elif acts and all(t.name in blocked for t in acts):
             same = len({t.shape for t in acts}) == 1
             channels = acts[0].shape[1] if len(acts[0].shape) == 4 else block
-            if op.op_type in _NCHWC_UNARY and len(acts) == 1 and (
+            if (op.op_type in _NCHWC_UNARY or _fused_into_blocked_conv(graph, op, blocked)) and len(acts) == 1 and (
                 op.op_type not in RESIZE_OP_TYPES or resize_runs_blocked(op)
             ):
                 kept.add(op.name)

@@ -251,6 +251,27 @@ class TestPredictionStructure:
         assert dw.attrs[NCHWC_ATTR] == 16 and dw.attrs.get(NCHWC_ACTIVATION_ATTR) == mark
         assert "dw" not in nchwc_kernels(graph, 0)
 
+    @pytest.mark.parametrize("shared", [False, True])
+    def test_hardswish_fused_into_a_blocked_conv_stays_blocked(self, tmp_path: Path, shared: bool) -> None:
+        # onnxruntime 1.32's optimized MobileNetV3: Conv(activation=HardSwish) on NCHWc, no reorders around it;
+        # a conv output another node also reads is not fused, and the HardSwish alone runs plain
+        path = tmp_path / "hs.onnx"
+        inits = [numpy_helper.from_array(np.ones((32, 16, 3, 3), np.float32), "w"),
+                 numpy_helper.from_array(np.ones((16, 32, 1, 1), np.float32), "w2")]  # fmt: skip
+        nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+                 helper.make_node("HardSwish", ["c"], ["h"], name="hs"),
+                 helper.make_node("Conv", ["h", "w2"], ["y"], name="conv2")]  # fmt: skip
+        outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 16, 16])]
+        if shared:
+            nodes.append(helper.make_node("Relu", ["c"], ["z"], name="relu"))
+            outs.append(helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 32, 16, 16]))
+        g = helper.make_graph(nodes, "net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 16, 16])],
+                              outs, inits)  # fmt: skip
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+        names = [r.name for r in nchwc_reorders(load_onnx(path), 16)]
+        assert names == (["ReorderInput:x", "ReorderOutput:c", "ReorderInput:h", "ReorderOutput:y", "ReorderOutput:z"]
+                         if shared else ["ReorderInput:x", "ReorderOutput:y"])  # fmt: skip
+
     def test_conv1d_runs_on_the_sgemm_kernel(self, tmp_path: Path) -> None:
         path = tmp_path / "tcn.onnx"
         w = numpy_helper.from_array(np.ones((16, 8, 3), np.float32), "w")
