@@ -44,6 +44,7 @@ from cost_models.cpu import (
 )
 from cost_models.table import cost_table, steady_state_unit
 from graph_ir.categories import GEMM_CATEGORIES
+from graph_ir.gemm import conv_group
 from graph_ir.ir import ModelGraph, Op, Tensor
 from hwsim.host.errors import ValidateError
 from hwsim.host.fingerprint import Dispatch
@@ -403,11 +404,34 @@ def sgemm_conv_kernels(graph: ModelGraph) -> dict[str, Op]:
             if op.op_type == "Conv" and op.weights and len(op.weights[0].shape) == 3}  # fmt: skip
 
 
+def _grouped_blocked(op: Op, block: int) -> bool:
+    """Whether onnxruntime's NCHWc transformer runs grouped conv ``op`` blocked: more than one
+    group, not depthwise, and whole blocks of input and output channels per group (onnxruntime
+    1.32's optimized model: 128 channels in 8 groups, 96 in 6 blocked; 128 in 32 a plain Conv)."""
+    group = conv_group(op)
+    if block <= 0 or group == 1 or not op.weights or len(op.weights[0].shape) != 4:
+        return False
+    cout, cin_g = op.weights[0].shape[:2]
+    return cin_g % block == 0 and (cout // group) % block == 0 and cout % group == 0
+
+
+def grouped_conv_kernels(graph: ModelGraph, block: int) -> dict[str, Op]:
+    """The grouped (not depthwise) 2-D convs onnxruntime runs on its plain kernel, one im2col +
+    SGEMM per group (:func:`~cost_models.cpu.grouped_conv_ns`), marked with
+    :data:`~cost_models.cpu.SGEMM_CONV_ATTR`: those the NCHWc transformer does not take
+    (:func:`_grouped_blocked`; all of them with ``block`` 0). Measured (CI Xeon, loaded, 1 thread):
+    ResNeXt's 3x3 convs of 32 groups of 4-8 channels took 330-460 us where the dense rate says 52."""
+    return {op.name: replace(op, attrs={**op.attrs, SGEMM_CONV_ATTR: 1}) for op in graph.ops()
+            if op.op_type == "Conv" and op.weights and len(op.weights[0].shape) == 4 and conv_group(op) > 1
+            and op.weights[0].shape[1] > 1 and not _grouped_blocked(op, block)}  # fmt: skip
+
+
 def layout_kernels(graph: ModelGraph, block: int, fused: Iterable[str] = ()) -> dict[str, Op]:
     """The nodes of ``graph`` costed as the kernel onnxruntime's layout runs them as: a QDQ
     group's (:func:`~hwsim.host.ort_qdq.qdq_propagated`), the NCHWc ones (:func:`nchwc_kernels`)
     and the plain convs (:func:`sgemm_conv_kernels`)."""
-    return {**qdq_propagated(graph), **nchwc_kernels(graph, block, fused), **sgemm_conv_kernels(graph)}
+    return {**qdq_propagated(graph), **nchwc_kernels(graph, block, fused), **sgemm_conv_kernels(graph),
+            **grouped_conv_kernels(graph, block)}  # fmt: skip
 
 
 #: Op types whose destination's warmth is priced (:func:`cold_destinations`): a copy's time is its
@@ -497,14 +521,14 @@ def _nchwc_plan(graph: ModelGraph, block: int) -> tuple[list[Op], dict[str, floa
             cout, cin_g = w.shape[0], w.shape[1]
             group = op.attrs.get("group", 1)
             cin = x.shape[1]
-            dense = group == 1
+            dense = group == 1 or _grouped_blocked(op, block)
             depthwise = isinstance(group, int) and group == cin == cout and cin_g == 1
             if cout % _NCHWC_ALIGN == 0 and (dense or (depthwise and cin % _NCHWC_ALIGN == 0)):
                 if x.name not in blocked and not (dense and cin % _NCHWC_ALIGN):
                     reorder("ReorderInput", x)
                 wide = dense and cin >= block
                 pad = _pad(cout, block) * (_pad(cin, block) if wide else 1.0)
-                keep_blocked(op, pad / (nchwc_block_efficiency(-(-cout // block)) if dense else 1.0))
+                keep_blocked(op, pad / (nchwc_block_efficiency(-(-cout // conv_group(op) // block)) if dense else 1.0))
                 if depthwise:
                     kept.add(op.name)
                 continue
