@@ -21,6 +21,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import onnx
+
 from chips.schema import Chip, CpuUnit, chip_from_dict
 from cost_models.base import OpCost
 from cost_models.cpu import (
@@ -59,6 +61,7 @@ from hwsim.host.measure import (
     time_session,
 )
 from hwsim.host.ort_arena import arena_plan, cold_destination_bytes
+from hwsim.host.ort_denormals import denormal_softmaxes
 from hwsim.host.ort_fusions import FUSED_KERNELS, ort_fusions
 from hwsim.host.ort_qdq import (
     KERNEL_ALIASES,
@@ -810,7 +813,7 @@ def validate_model(
     reorders, members = _match_inserted(graph, block, opt, meas, unmatched, kernels)
     fused = {op.name for op in graph.ops() if op.name not in meas}
     pred = predict_nodes(graph, one, threads, fused, kernels, reorders, members, nchwc_work(graph, block),
-                         layout_kernels(graph, block, fused))
+                         {**layout_kernels(graph, block, fused), **denormal_softmaxes(graph, model)})
     nodes = tuple(
         NodeResult(name, p.op_type, name in fused, p.predicted_ns, meas.get(name, 0.0), p.roof_ns, p.memory_ns, p.stall_ns,
                    p.category, p.threads_used, p.step_sections, p.step_sections_ns)
@@ -963,7 +966,8 @@ def repredict(v: Validation, chip: Chip, model_path: str | Path,
     reorders = [*nchwc_reorders(graph, v.nchwc_block), *(f.kernel for f in fusions), *_qdq_transposes(graph, kernels, fused)]
     members = frozenset(m for f in fusions for m in f.members)
     pred = predict_nodes(graph, cpu_chip(chip, v.threads), v.threads, fused, kernels, reorders, members,
-                         nchwc_work(graph, v.nchwc_block), layout_kernels(graph, v.nchwc_block, fused))  # fmt: skip
+                         nchwc_work(graph, v.nchwc_block), {**layout_kernels(graph, v.nchwc_block, fused),
+                         **denormal_softmaxes(graph, onnx.load(str(model_path), load_external_data=False))})  # fmt: skip
     nodes = tuple(replace(n, predicted_ns=p.predicted_ns, roof_ns=p.roof_ns, memory_ns=p.memory_ns, stall_ns=p.stall_ns,
                           category=p.category, threads_used=p.threads_used, step_sections=p.step_sections,
                           step_sections_ns=p.step_sections_ns)
