@@ -205,7 +205,7 @@ def conv1d_cases() -> list[Case]:
 
 
 #: The grouped suite: (channels, groups, plane, stride), 3x3 convs of 2-8 channels per group (ResNeXt's);
-#: the fit behind ``cost_models.cpu.GROUPED_CONV_CALL_NS``, ``STRIDED_IM2COL_NS`` and ``SMALL_M_FMA_NS``.
+#: the fit behind ``cost_models.cpu.GROUPED_CONV_ROW_NS``, ``STRIDED_IM2COL_NS`` and ``SMALL_M_FMA_NS``.
 GROUPED_SHAPES = ((128, 32, 28, 1), (256, 32, 14, 1), (256, 32, 28, 2), (128, 32, 56, 1), (64, 32, 56, 1),
                   (128, 16, 28, 1), (128, 64, 28, 1), (256, 32, 7, 1), (96, 32, 28, 1), (128, 32, 28, 2),
                   (256, 64, 14, 1), (128, 32, 56, 2), (64, 16, 28, 1), (256, 32, 14, 2))  # fmt: skip

@@ -71,7 +71,7 @@ __all__ = [
     "DEFAULT_EFFICIENCY",
     "DEPTHWISE_FACTOR",
     "DEPTHWISE_OUTPUT_TAPS",
-    "GROUPED_CONV_CALL_NS",
+    "GROUPED_CONV_ROW_NS",
     "HALF_EFFICIENCY_FLOPS",
     "INTEGER_GEMM_OP_TYPES",
     "NCHWC_ACTIVATION_ATTR",
@@ -206,17 +206,20 @@ NCHWC_ACTIVATION_PASS_NS = 0.14
 #: (inside a TCN, three sessions; alone, ``benchmarks/micro_cpu_kernels.py conv1d``: 0.26-0.38
 #: raw); 32 -> 32 over 2000 and 128 -> 128 over 1000 (k = 3) alone within 4 % of the law.
 SGEMM_PACK_NS = 0.26
-#: What a grouped (not depthwise) conv on onnxruntime's plain kernel pays per group beside its B
-#: packing, ns: MLAS runs one im2col + SGEMM call per group (``benchmarks/micro_cpu_kernels.py
-#: grouped``: ResNeXt-like 3x3 convs, 2-8 channels per group, 16-64 groups, 7x7 to 56x56 planes,
-#: CI Xeon under load, a least-squares fit with :data:`SGEMM_PACK_NS` fixed; :func:`grouped_conv_ns`).
-GROUPED_CONV_CALL_NS = 850.0
+#: What a grouped (not depthwise) conv on onnxruntime's plain kernel pays per row of each group's
+#: expanded input (``K`` = the group's input channels x taps rows; MLAS runs one im2col + SGEMM per
+#: group) beside its B packing, ns (``benchmarks/micro_cpu_kernels.py grouped``: ResNeXt-like 3x3
+#: convs, 2-8 channels per group, 16-64 groups, 7x7 to 56x56 planes, CI Xeon under load, a
+#: least-squares fit with :data:`SGEMM_PACK_NS` and the calibrated conv rate fixed: 14 shapes within
+#: -9..+4 %, the strided 14x14 one +17 %; a cost per group call instead fit worse, -27..+10 %;
+#: :func:`grouped_conv_ns`).
+GROUPED_CONV_ROW_NS = 21.0
 #: What MLAS's im2col pays per element of the expanded input beyond :data:`SGEMM_PACK_NS` when the
 #: conv is strided (a gather instead of row copies), ns; the same fit (stride 2: 0.32).
 STRIDED_IM2COL_NS = 0.32
 #: What each FMA of a grouped conv's per-group SGEMM pays beyond the calibrated conv rate, ns: with
 #: M = 2-8 rows (the group's output channels) each packed B load feeds a few FMAs; the same fit.
-SMALL_M_FMA_NS = 0.0072
+SMALL_M_FMA_NS = 0.0066
 #: Attribute (not ONNX's) on a Softmax with how many elements of its input an additive constant mask
 #: puts below ln(FLT_MIN) (exp gives denormals there), set by
 #: :func:`hwsim.host.ort_denormals.denormal_softmaxes` from the model's constants; priced at the
@@ -591,25 +594,26 @@ def denormal_softmax_ns(op: Op, unit: CpuUnit) -> float:
 
 def grouped_conv_ns(op: Op) -> float:
     """What a grouped conv on onnxruntime's plain kernel (:data:`SGEMM_CONV_ATTR`, ``group`` > 1)
-    pays beside its FMAs and its B packing, ns: one im2col + SGEMM call per group
-    (:data:`GROUPED_CONV_CALL_NS`), a strided im2col's gather per element of B
+    pays beside its FMAs and its B packing, ns: each group's im2col + SGEMM call per row of its
+    expanded input (:data:`GROUPED_CONV_ROW_NS`), a strided im2col's gather per element of B
     (:data:`STRIDED_IM2COL_NS`) and its few-row SGEMM's FMAs (:data:`SMALL_M_FMA_NS`). 0 for a
     conv of one group.
 
     >>> from graph_ir.ir import Op, Tensor
     >>> x, w, y = Tensor("x", (1, 128, 28, 28), "f"), Tensor("w", (128, 4, 3, 3), "f", True), Tensor("y", (1, 128, 28, 28), "f")
-    >>> round(grouped_conv_ns(Op("c", "Conv", "conv", (x, w), (y,), {"group": 32, SGEMM_CONV_ATTR: 1})))  # 32 calls, 3.6 M FMAs
-    53211
+    >>> round(grouped_conv_ns(Op("c", "Conv", "conv", (x, w), (y,), {"group": 32, SGEMM_CONV_ATTR: 1})))  # 32 x 36 rows, 3.6 M FMAs
+    48036
     """
     group = conv_group(op)
     if SGEMM_CONV_ATTR not in op.attrs or group == 1:
         return 0.0
     y = op.outputs[0]
-    b_elements = _conv_depth(op) * group * (y.elements // max(1, y.shape[1]))
+    rows = _conv_depth(op) * group
+    b_elements = rows * (y.elements // max(1, y.shape[1]))
     strides = op.attrs.get("strides", ())
     strided = isinstance(strides, (list, tuple)) and any(s != 1 for s in strides)
     fmas = b_elements * (y.shape[1] // group)
-    return group * GROUPED_CONV_CALL_NS + b_elements * (STRIDED_IM2COL_NS if strided else 0.0) + fmas * SMALL_M_FMA_NS
+    return rows * GROUPED_CONV_ROW_NS + b_elements * (STRIDED_IM2COL_NS if strided else 0.0) + fmas * SMALL_M_FMA_NS
 
 
 def _cache_levels(unit: CpuUnit) -> list[tuple[float, float]]:

@@ -16,7 +16,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from chips.schema import chip_from_dict, load_chip
 from cost_models.cpu import (
-    GROUPED_CONV_CALL_NS,
+    GROUPED_CONV_ROW_NS,
     NCHWC_ACTIVATION_ATTR,
     NCHWC_ATTR,
     SGEMM_CONV_ATTR,
@@ -295,7 +295,7 @@ class TestPredictionStructure:
         chip = cpu_chip(chip_from_dict(host_chip(efficiency={"Conv": 1.0})), 1)
         marked = predict_nodes(graph, chip, 1, set(), layout_kernels=layout)["gc"]
         alone = predict_nodes(graph, chip, 1, set())["gc"]
-        assert (marked.predicted_ns > alone.predicted_ns + groups * GROUPED_CONV_CALL_NS) == plain
+        assert (marked.predicted_ns > alone.predicted_ns + 128 * 9 * GROUPED_CONV_ROW_NS) == plain
 
     def test_conv1d_runs_on_the_sgemm_kernel(self, tmp_path: Path) -> None:
         path = tmp_path / "tcn.onnx"
