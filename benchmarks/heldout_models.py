@@ -27,7 +27,9 @@ Resize, BatchNormalization):
   CNN and int8 versions of the MLPs and two encoders, quantized with onnxruntime's ``quantize_static``;
 - ``cnn_modern`` (built in :mod:`heldout_cnn_modern`): EfficientNet-like (depthwise, squeeze-and-
   excitation, SiLU), ConvNeXt-like (7x7 depthwise, channel LayerNorm, Gelu MLP) and a TCN (1-D
-  dilated convs), two sizes each: one the depthwise/1-D conv laws were developed on, one not.
+  dilated convs), two sizes each: one the depthwise/1-D conv laws were developed on, one not;
+- ``unseen2`` (built in :mod:`heldout_unseen2`): a decoder with a constant causal mask, MobileNetV3-like
+  (HardSwish, HardSigmoid) and ResNeXt-like (grouped convs), two sizes each likewise.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling, also wh
 from heldout_cnn_modern import build_cnn_modern
 from heldout_int8 import build_cnn_int8, build_encoder_int8, build_mlp_int8
 from heldout_recurrent import build_gru, build_lstm, build_stft
+from heldout_unseen2 import build_unseen2
 
 __all__ = ["ENCODER_SIZES", "FAMILIES", "MLP_SIZES", "UNET_SIZES", "build", "main"]
 
@@ -226,6 +229,7 @@ FAMILIES: dict[str, Callable[[Path], list[Path]]] = {
     "mlp_int8": build_mlp_int8,
     "encoder_int8": build_encoder_int8,
     "cnn_modern": build_cnn_modern,
+    "unseen2": build_unseen2,
 }
 
 

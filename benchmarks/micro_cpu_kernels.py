@@ -9,6 +9,7 @@ recurrent and STFT rules and the ``--threads 2`` split.
     python benchmarks/micro_cpu_kernels.py depthwise --threads 1   # NCHWc depthwise ns per output, k and fused activation
     python benchmarks/micro_cpu_kernels.py conv1d --threads 1      # 1-D convs (im2col + SGEMM) against their FMAs
     python benchmarks/micro_cpu_kernels.py edges --threads 1       # depthwise border outputs: ns per output vs edge share
+    python benchmarks/micro_cpu_kernels.py grouped --threads 1 --rounds 4   # grouped 3x3 convs: one im2col + SGEMM per group
 
 Every case is a one-node model; threads 1 and 2 and the cases are interleaved over ``--rounds``
 rounds, and a case's figure is its fastest run, best round (on a shared machine other
@@ -252,8 +253,27 @@ def conv1d_cases() -> list[Case]:
     return cases
 
 
+#: The grouped suite: (channels, groups, plane, stride), 3x3 convs of 2-8 channels per group (ResNeXt's);
+#: the fit behind ``cost_models.cpu.GROUPED_CONV_ROW_NS``, ``STRIDED_IM2COL_NS`` and ``SMALL_M_FMA_NS``.
+GROUPED_SHAPES = ((128, 32, 28, 1), (256, 32, 14, 1), (256, 32, 28, 2), (128, 32, 56, 1), (64, 32, 56, 1),
+                  (128, 16, 28, 1), (128, 64, 28, 1), (256, 32, 7, 1), (96, 32, 28, 1), (128, 32, 28, 2),
+                  (256, 64, 14, 1), (128, 32, 56, 2), (64, 16, 28, 1), (256, 32, 14, 2))  # fmt: skip
+
+
+def grouped_cases() -> list[Case]:
+    rng = np.random.default_rng(0)
+    cases = []
+    for c, g, hw, s in GROUPED_SHAPES:
+        x = rng.standard_normal((1, c, hw, hw)).astype(np.float32)
+        w = {"W": (rng.standard_normal((c, c // g, 3, 3)) * 0.1).astype(np.float32)}
+        node = helper.make_node("Conv", ["x", "W"], ["y"], pads=[1] * 4, strides=[s, s], group=g)
+        cases.append((f"grouped c{c} g{g} {hw}x{hw} s{s}", _model(node, {"x": x}, w, 4), {"x": x}))
+    return cases
+
+
 SUITES: dict[str, Callable[[], list[Case]]] = {
-    "conv1d": conv1d_cases, "depthwise": depthwise_cases, "edges": depthwise_edge_cases, "retention": retention_cases, "rnn": rnn_cases,
+    "conv1d": conv1d_cases, "depthwise": depthwise_cases, "edges": depthwise_edge_cases, "grouped": grouped_cases,
+    "retention": retention_cases, "rnn": rnn_cases,
     "stft": stft_cases, "threads": thread_cases,
 }
 

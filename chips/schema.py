@@ -566,6 +566,13 @@ class CpuUnit(Unit):
         description="Fixed time per call of a one-row integer GEMM (QGemm, QLinearMatMul with M = 1 and constant "
         "weights), beside its weight stream (measured by `hwsim fingerprint` from two sizes). None: not costed.",
     )
+    softmax_denormal_ns: PositiveFloat | None = Field(
+        None,
+        description="Time per element of a Softmax's input whose additive mask constant lies below ln(FLT_MIN) "
+        "(about -87.3: a causal mask of -1e4 or -inf), where exp gives denormals that x86 without flush-to-zero "
+        "computes slowly (onnxruntime leaves denormals on), measured by `hwsim fingerprint` from a masked and an "
+        "unmasked Softmax. None: not costed.",
+    )
     int8_gemv_gbps: PositiveFloat | None = Field(
         None,
         description="Rate at which a one-row integer GEMM streams its int8 weights from L1/L2 (the slope of the "
@@ -578,6 +585,7 @@ class CpuUnit(Unit):
         "gemv_gbps", "gemv_far_gbps", "fft_butterfly_ns", "fft_point_ns", "parallel_section_ns",
         "recurrent_section_ns", "run_footprint_kib", "requant_ns", "int8_pack_ns", "int8_conv_pixel_ns",
         "int8_im2col_pixel_ns", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps",
+        "softmax_denormal_ns",
     )
 
     @model_serializer(mode="wrap")

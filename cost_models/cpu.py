@@ -72,6 +72,7 @@ __all__ = [
     "DEFAULT_EFFICIENCY",
     "DEPTHWISE_FACTOR",
     "DEPTHWISE_OUTPUT_TAPS",
+    "GROUPED_CONV_ROW_NS",
     "HALF_EFFICIENCY_FLOPS",
     "INTEGER_GEMM_OP_TYPES",
     "NCHWC_ACTIVATION_ATTR",
@@ -83,6 +84,9 @@ __all__ = [
     "RESIZE_OP_TYPES",
     "SGEMM_CONV_ATTR",
     "SGEMM_PACK_NS",
+    "SMALL_M_FMA_NS",
+    "SOFTMAX_DENORMAL_ATTR",
+    "STRIDED_IM2COL_NS",
     "CpuModel",
     "RecurrentTime",
     "calibrated_efficiency",
@@ -93,10 +97,12 @@ __all__ = [
     "conv_sym_path",
     "core_bytes",
     "cyclic_capacity_bytes",
+    "denormal_softmax_ns",
     "depthwise_nchwc_ns",
     "fft_ns",
     "gemm_rows",
     "gemv_split_speedup",
+    "grouped_conv_ns",
     "integer_conv_ns",
     "intra_op_threads",
     "is_gemv",
@@ -203,6 +209,25 @@ NCHWC_ACTIVATION_PASS_NS = 0.14
 #: (inside a TCN, three sessions; alone, ``benchmarks/micro_cpu_kernels.py conv1d``: 0.26-0.38
 #: raw); 32 -> 32 over 2000 and 128 -> 128 over 1000 (k = 3) alone within 4 % of the law.
 SGEMM_PACK_NS = 0.26
+#: What a grouped (not depthwise) conv on onnxruntime's plain kernel pays per row of each group's
+#: expanded input (``K`` = the group's input channels x taps rows; MLAS runs one im2col + SGEMM per
+#: group) beside its B packing, ns (``benchmarks/micro_cpu_kernels.py grouped``: ResNeXt-like 3x3
+#: convs, 2-8 channels per group, 16-64 groups, 7x7 to 56x56 planes, CI Xeon under load, a
+#: least-squares fit with :data:`SGEMM_PACK_NS` and the calibrated conv rate fixed: 14 shapes within
+#: -9..+4 %, the strided 14x14 one +17 %; a cost per group call instead fit worse, -27..+10 %;
+#: :func:`grouped_conv_ns`).
+GROUPED_CONV_ROW_NS = 21.0
+#: What MLAS's im2col pays per element of the expanded input beyond :data:`SGEMM_PACK_NS` when the
+#: conv is strided (a gather instead of row copies), ns; the same fit (stride 2: 0.32).
+STRIDED_IM2COL_NS = 0.32
+#: What each FMA of a grouped conv's per-group SGEMM pays beyond the calibrated conv rate, ns: with
+#: M = 2-8 rows (the group's output channels) each packed B load feeds a few FMAs; the same fit.
+SMALL_M_FMA_NS = 0.0066
+#: Attribute (not ONNX's) on a Softmax with how many elements of its input an additive constant mask
+#: puts below ln(FLT_MIN) (exp gives denormals there), set by
+#: :func:`hwsim.host.ort_denormals.denormal_softmaxes` from the model's constants; priced at the
+#: unit's ``softmax_denormal_ns`` (:func:`denormal_softmax_ns`).
+SOFTMAX_DENORMAL_ATTR = "hwsim_softmax_denormals"
 #: Attribute (not ONNX's) with the bytes of an op's output whose memory is no longer in L2 when
 #: the kernel writes it, set by :func:`hwsim.host.validate.predict_nodes` from onnxruntime's arena
 #: plan (:mod:`hwsim.host.ort_arena`); :func:`cold_destination_ns` prices them.
@@ -364,8 +389,12 @@ class CpuModel(UnitModel[CpuUnit]):
         cost = _with_pass(cost, unit, nchwc_activation_ns(op), "activation pass")
         return _with_pass(cost, unit, sgemm_conv_ns(op), "B packing")
 
+    def softmax(self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
+        """A Softmax: the roofline, and the denormals of its masked elements (:func:`denormal_softmax_ns`)."""
+        return _with_pass(self.roofline(op, unit, chip, dtype, in_b, w_b, out_b), unit, denormal_softmax_ns(op, unit), "denormals")
+
     handlers = op_handlers(
-        (("Conv",), conv), (("Gather",), gather), (RECURRENT_OP_TYPES, recurrent), (FFT_OP_TYPES, fft), (("ConvTranspose",), conv_transpose),
+        (("Softmax",), softmax), (("Conv",), conv), (("Gather",), gather), (RECURRENT_OP_TYPES, recurrent), (FFT_OP_TYPES, fft), (("ConvTranspose",), conv_transpose),
         (INTEGER_GEMM_OP_TYPES, integer_gemm),
     )
 
@@ -556,7 +585,50 @@ def sgemm_conv_ns(op: Op) -> float:
     if SGEMM_CONV_ATTR not in op.attrs:
         return 0.0
     y = op.outputs[0]
-    return _conv_depth(op) * conv_group(op) * (y.elements // max(1, y.shape[1])) * SGEMM_PACK_NS
+    return _conv_depth(op) * conv_group(op) * (y.elements // max(1, y.shape[1])) * SGEMM_PACK_NS + grouped_conv_ns(op)
+
+
+def denormal_softmax_ns(op: Op, unit: CpuUnit) -> float:
+    """What a Softmax pays for the elements of its input that a constant mask puts far below the
+    row's maximum (:data:`SOFTMAX_DENORMAL_ATTR`): ``softmax_denormal_ns`` each, ns (0 without
+    the mark or the unit's figure). Measured (CI Xeon, onnxruntime 1.32, 1 thread): Add + Softmax
+    over 4 x 128 x 128 took 32.6 us with a causal mask of 0, -30 or -80 and 180-185 us with -1e4,
+    -1e9 or -inf, ~4.5 ns per masked element.
+
+    >>> from chips.schema import CpuUnit
+    >>> from graph_ir.ir import Op, Tensor
+    >>> unit = CpuUnit(name="c", domain="d", clock_mhz=1000, flops_per_cycle={"fp32": 64}, l1_kib=32, l2_kib=1024,
+    ...                l1_bandwidth_gbps=200, l2_bandwidth_gbps=100, softmax_denormal_ns=4.5)
+    >>> x = Tensor("x", (1, 4, 128, 128), "f")
+    >>> denormal_softmax_ns(Op("s", "Softmax", "softmax", (x,), (x,), {SOFTMAX_DENORMAL_ATTR: 32512}), unit)
+    146304.0
+    """
+    count = op.attrs.get(SOFTMAX_DENORMAL_ATTR, 0)
+    return float(count) * unit.softmax_denormal_ns if unit.softmax_denormal_ns and isinstance(count, int) else 0.0
+
+
+def grouped_conv_ns(op: Op) -> float:
+    """What a grouped conv on onnxruntime's plain kernel (:data:`SGEMM_CONV_ATTR`, ``group`` > 1)
+    pays beside its FMAs and its B packing, ns: each group's im2col + SGEMM call per row of its
+    expanded input (:data:`GROUPED_CONV_ROW_NS`), a strided im2col's gather per element of B
+    (:data:`STRIDED_IM2COL_NS`) and its few-row SGEMM's FMAs (:data:`SMALL_M_FMA_NS`). 0 for a
+    conv of one group.
+
+    >>> from graph_ir.ir import Op, Tensor
+    >>> x, w, y = Tensor("x", (1, 128, 28, 28), "f"), Tensor("w", (128, 4, 3, 3), "f", True), Tensor("y", (1, 128, 28, 28), "f")
+    >>> round(grouped_conv_ns(Op("c", "Conv", "conv", (x, w), (y,), {"group": 32, SGEMM_CONV_ATTR: 1})))  # 32 x 36 rows, 3.6 M FMAs
+    48036
+    """
+    group = conv_group(op)
+    if SGEMM_CONV_ATTR not in op.attrs or group == 1:
+        return 0.0
+    y = op.outputs[0]
+    rows = _conv_depth(op) * group
+    b_elements = rows * (y.elements // max(1, y.shape[1]))
+    strides = op.attrs.get("strides", ())
+    strided = isinstance(strides, (list, tuple)) and any(s != 1 for s in strides)
+    fmas = b_elements * (y.shape[1] // group)
+    return rows * GROUPED_CONV_ROW_NS + b_elements * (STRIDED_IM2COL_NS if strided else 0.0) + fmas * SMALL_M_FMA_NS
 
 
 def _cache_levels(unit: CpuUnit) -> list[tuple[float, float]]:

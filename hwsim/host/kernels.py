@@ -60,6 +60,7 @@ __all__ = [
     "NORM_PROBE",
     "RESIZE_PROBE",
     "RESIZE_RATES",
+    "SOFTMAX_PROBE",
     "far_hidden",
     "fft_constants",
     "gemv_rate",
@@ -72,6 +73,7 @@ __all__ = [
     "resize_ns",
     "resize_probe",
     "run_footprint_kib",
+    "softmax_denormal_ns",
     "streaming_efficiency",
 ]  # fmt: skip
 
@@ -385,6 +387,31 @@ def far_hidden(l2_bytes: float) -> int:
     return max(16, round(math.sqrt(4 * l2_bytes / 16) / 16) * 16)
 
 
+#: The masked-Softmax probe (:func:`softmax_denormal_ns`): heads, sequence length, and the causal
+#: mask's value (a transformer decoder's; any below ``ln(FLT_MIN)`` takes the same time).
+SOFTMAX_PROBE = (4, 128, -1e4)
+
+
+def _masked_softmax(mask: np.ndarray, heads: int) -> onnx.ModelProto:
+    seq = mask.shape[0]
+    nodes = [helper.make_node("Add", ["x", "m"], ["s"]), helper.make_node("Softmax", ["s"], ["y"], axis=-1)]
+    graph = helper.make_graph(nodes, "masked", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, heads, seq, seq])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [numpy_helper.from_array(mask, "m")])  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def softmax_denormal_ns(rounds: int = 3) -> float | None:
+    """ns per element of a Softmax's input that a causal mask puts below ``ln(FLT_MIN)``
+    (:func:`cost_models.cpu.denormal_softmax_ns`): Add + Softmax over :data:`SOFTMAX_PROBE` with
+    the mask's value above the diagonal, less the same with 0 there, over the masked elements.
+    None when the masked run is no slower (a CPU or build that flushes denormals to zero)."""
+    heads, seq, value = SOFTMAX_PROBE
+    x = np.random.default_rng(0).random((1, heads, seq, seq), dtype=np.float32)
+    t = {v: _fastest_ns(_masked_softmax(np.triu(np.full((seq, seq), v, np.float32), 1), heads), x, rounds) for v in (0.0, value)}
+    per = (t[value] - t[0.0]) / (heads * seq * (seq - 1) // 2)
+    return per if per > 0.1 else None
+
+
 def kernel_rates(
     quick: bool = False, l2_bytes: float | None = None, threads: int = 1, kernel_ns: float = 0.0, run_ns: float = 0.0,
     profiled_kernel_ns: float = 0.0,
@@ -433,6 +460,11 @@ def kernel_rates(
                          "the other core busy?); parallel_section_ns left out, the CPU model keeps its 2 us")
         else:
             out["parallel_section_ns"] = section
+    denormal = softmax_denormal_ns(2 if quick else 3)
+    if denormal is None:
+        notes.append("masked Softmax no slower than an unmasked one (denormals flushed?); softmax_denormal_ns left out")
+    else:
+        out["softmax_denormal_ns"] = denormal
     resize = resize_ns(2 if quick else 3)
     notes.extend(f"{k} not resolved; its efficiency left to the Resize one" for k, v in RESIZE_RATES.items() if v not in resize)
     return {**out, **resize, **_int8_rates(2 if quick else 3, profiled_kernel_ns, kernel_ns, notes)}, notes

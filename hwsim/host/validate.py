@@ -21,6 +21,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import onnx
+
 from chips.schema import Chip, CpuUnit, chip_from_dict
 from cost_models.base import OpCost
 from cost_models.cpu import (
@@ -45,6 +47,7 @@ from cost_models.cpu import (
 )
 from cost_models.table import cost_table, steady_state_unit
 from graph_ir.categories import GEMM_CATEGORIES
+from graph_ir.gemm import conv_group
 from graph_ir.ir import ModelGraph, Op, Tensor
 from hwsim.host.errors import ValidateError
 from hwsim.host.fingerprint import Dispatch
@@ -59,6 +62,7 @@ from hwsim.host.measure import (
     time_session,
 )
 from hwsim.host.ort_arena import arena_plan, cold_destination_bytes, cold_source_bytes
+from hwsim.host.ort_denormals import denormal_softmaxes
 from hwsim.host.ort_fusions import FUSED_KERNELS, ort_fusions
 from hwsim.host.ort_qdq import (
     KERNEL_ALIASES,
@@ -321,6 +325,10 @@ _NCHWC_BINARY = frozenset(("Add", "Sum", "Mul"))
 #: Activations onnxruntime fuses into a conv that MLAS's NCHWc kernels apply in a pass over the
 #: output after the kernel (``MlasActivation``); Relu it applies in the kernel's stores.
 _NCHWC_PASS_ACTIVATIONS = frozenset(("Clip", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid"))
+#: Activations onnxruntime fuses into the conv before it (``ConvActivationFusion``) that the NCHWc
+#: transformer does not take alone: blocked only as their conv's one reader (MobileNetV3's HardSwish:
+#: ``Conv(activation=HardSwish)`` in onnxruntime 1.32's optimized model, no reorder around it).
+_NCHWC_CONV_FUSED = frozenset(("HardSwish",))
 #: Channel alignment a conv needs to run blocked (onnxruntime pads the channels up to a block).
 _NCHWC_ALIGN = 4
 
@@ -400,11 +408,34 @@ def sgemm_conv_kernels(graph: ModelGraph) -> dict[str, Op]:
             if op.op_type == "Conv" and op.weights and len(op.weights[0].shape) == 3}  # fmt: skip
 
 
+def _grouped_blocked(op: Op, block: int) -> bool:
+    """Whether onnxruntime's NCHWc transformer runs grouped conv ``op`` blocked: more than one
+    group, not depthwise, and whole blocks of input and output channels per group (onnxruntime
+    1.32's optimized model: 128 channels in 8 groups, 96 in 6 blocked; 128 in 32 a plain Conv)."""
+    group = conv_group(op)
+    if block <= 0 or group == 1 or not op.weights or len(op.weights[0].shape) != 4:
+        return False
+    cout, cin_g = op.weights[0].shape[:2]
+    return cin_g % block == 0 and (cout // group) % block == 0 and cout % group == 0
+
+
+def grouped_conv_kernels(graph: ModelGraph, block: int) -> dict[str, Op]:
+    """The grouped (not depthwise) 2-D convs onnxruntime runs on its plain kernel, one im2col +
+    SGEMM per group (:func:`~cost_models.cpu.grouped_conv_ns`), marked with
+    :data:`~cost_models.cpu.SGEMM_CONV_ATTR`: those the NCHWc transformer does not take
+    (:func:`_grouped_blocked`; all of them with ``block`` 0). Measured (CI Xeon, loaded, 1 thread):
+    ResNeXt's 3x3 convs of 32 groups of 4-8 channels took 330-460 us where the dense rate says 52."""
+    return {op.name: replace(op, attrs={**op.attrs, SGEMM_CONV_ATTR: 1}) for op in graph.ops()
+            if op.op_type == "Conv" and op.weights and len(op.weights[0].shape) == 4 and conv_group(op) > 1
+            and op.weights[0].shape[1] > 1 and not _grouped_blocked(op, block)}  # fmt: skip
+
+
 def layout_kernels(graph: ModelGraph, block: int, fused: Iterable[str] = ()) -> dict[str, Op]:
     """The nodes of ``graph`` costed as the kernel onnxruntime's layout runs them as: a QDQ
     group's (:func:`~hwsim.host.ort_qdq.qdq_propagated`), the NCHWc ones (:func:`nchwc_kernels`)
     and the plain convs (:func:`sgemm_conv_kernels`)."""
-    return {**qdq_propagated(graph), **nchwc_kernels(graph, block, fused), **sgemm_conv_kernels(graph)}
+    return {**qdq_propagated(graph), **nchwc_kernels(graph, block, fused), **sgemm_conv_kernels(graph),
+            **grouped_conv_kernels(graph, block)}  # fmt: skip
 
 
 #: Op types whose destination's warmth is priced (:func:`cache_residency`): a copy's time is its
@@ -486,6 +517,16 @@ def _pad(channels: int, block: int) -> float:
     return -(-channels // block) * block / channels if channels > 0 else 1.0
 
 
+def _fused_into_blocked_conv(graph: ModelGraph, op: Op, blocked: set[str]) -> bool:
+    """Whether ``op`` is an activation of :data:`_NCHWC_CONV_FUSED` that runs inside the blocked
+    conv producing its one input (the conv's only reader)."""
+    if op.op_type not in _NCHWC_CONV_FUSED or len(op.inputs) != 1 or op.inputs[0].name not in blocked:
+        return False
+    src = graph.producer.get(op.inputs[0].name)
+    return src is not None and graph.op(src).op_type == "Conv" and graph.g.out_degree(src) == 1 and not any(
+        t.name == op.inputs[0].name for t in graph.outputs)
+
+
 def _nchwc_plan(graph: ModelGraph, block: int) -> tuple[list[Op], dict[str, float], set[str]]:
     """The reorders (:func:`nchwc_reorders`), the time factors (:func:`nchwc_work`) and the names
     of the non-conv ops kept blocked and of the blocked depthwise convs, of one walk over ``graph``."""
@@ -514,21 +555,21 @@ def _nchwc_plan(graph: ModelGraph, block: int) -> tuple[list[Op], dict[str, floa
             cout, cin_g = w.shape[0], w.shape[1]
             group = op.attrs.get("group", 1)
             cin = x.shape[1]
-            dense = group == 1
+            dense = group == 1 or _grouped_blocked(op, block)
             depthwise = isinstance(group, int) and group == cin == cout and cin_g == 1
             if cout % _NCHWC_ALIGN == 0 and (dense or (depthwise and cin % _NCHWC_ALIGN == 0)):
                 if x.name not in blocked and not (dense and cin % _NCHWC_ALIGN):
                     reorder("ReorderInput", x)
                 wide = dense and cin >= block
                 pad = _pad(cout, block) * (_pad(cin, block) if wide else 1.0)
-                keep_blocked(op, pad / (nchwc_block_efficiency(-(-cout // block)) if dense else 1.0))
+                keep_blocked(op, pad / (nchwc_block_efficiency(-(-cout // conv_group(op) // block)) if dense else 1.0))
                 if depthwise:
                     kept.add(op.name)
                 continue
         elif acts and all(t.name in blocked for t in acts):
             same = len({t.shape for t in acts}) == 1
             channels = acts[0].shape[1] if len(acts[0].shape) == 4 else block
-            if op.op_type in _NCHWC_UNARY and len(acts) == 1 and (
+            if (op.op_type in _NCHWC_UNARY or _fused_into_blocked_conv(graph, op, blocked)) and len(acts) == 1 and (
                 op.op_type not in RESIZE_OP_TYPES or resize_runs_blocked(op)
             ):
                 kept.add(op.name)
@@ -818,7 +859,7 @@ def validate_model(
     reorders, members = _match_inserted(graph, block, opt, meas, unmatched, kernels)
     fused = {op.name for op in graph.ops() if op.name not in meas}
     pred = predict_nodes(graph, one, threads, fused, kernels, reorders, members, nchwc_work(graph, block),
-                         layout_kernels(graph, block, fused))
+                         {**layout_kernels(graph, block, fused), **denormal_softmaxes(graph, model)})
     nodes = tuple(
         NodeResult(name, p.op_type, name in fused, p.predicted_ns, meas.get(name, 0.0), p.roof_ns, p.memory_ns, p.stall_ns,
                    p.category, p.threads_used, p.step_sections, p.step_sections_ns)
@@ -971,7 +1012,8 @@ def repredict(v: Validation, chip: Chip, model_path: str | Path,
     reorders = [*nchwc_reorders(graph, v.nchwc_block), *(f.kernel for f in fusions), *_qdq_transposes(graph, kernels, fused)]
     members = frozenset(m for f in fusions for m in f.members)
     pred = predict_nodes(graph, cpu_chip(chip, v.threads), v.threads, fused, kernels, reorders, members,
-                         nchwc_work(graph, v.nchwc_block), layout_kernels(graph, v.nchwc_block, fused))  # fmt: skip
+                         nchwc_work(graph, v.nchwc_block), {**layout_kernels(graph, v.nchwc_block, fused),
+                         **denormal_softmaxes(graph, onnx.load(str(model_path), load_external_data=False))})  # fmt: skip
     nodes = tuple(replace(n, predicted_ns=p.predicted_ns, roof_ns=p.roof_ns, memory_ns=p.memory_ns, stall_ns=p.stall_ns,
                           category=p.category, threads_used=p.threads_used, step_sections=p.step_sections,
                           step_sections_ns=p.step_sections_ns)

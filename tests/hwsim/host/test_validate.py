@@ -15,7 +15,13 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
 from chips.schema import chip_from_dict, load_chip
-from cost_models.cpu import NCHWC_ACTIVATION_ATTR, NCHWC_ATTR, SGEMM_CONV_ATTR, SGEMM_PACK_NS
+from cost_models.cpu import (
+    GROUPED_CONV_ROW_NS,
+    NCHWC_ACTIVATION_ATTR,
+    NCHWC_ATTR,
+    SGEMM_CONV_ATTR,
+    SGEMM_PACK_NS,
+)
 from cost_models.table import estimate
 from graph_ir.onnx_import import load_onnx
 from hwsim.cli import main
@@ -250,6 +256,46 @@ class TestPredictionStructure:
         dw = nchwc_kernels(graph, 16, {"act"} if fused else set())["dw"]
         assert dw.attrs[NCHWC_ATTR] == 16 and dw.attrs.get(NCHWC_ACTIVATION_ATTR) == mark
         assert "dw" not in nchwc_kernels(graph, 0)
+
+    @pytest.mark.parametrize("shared", [False, True])
+    def test_hardswish_fused_into_a_blocked_conv_stays_blocked(self, tmp_path: Path, shared: bool) -> None:
+        # onnxruntime 1.32's optimized MobileNetV3: Conv(activation=HardSwish) on NCHWc, no reorders around it;
+        # a conv output another node also reads is not fused, and the HardSwish alone runs plain
+        path = tmp_path / "hs.onnx"
+        inits = [numpy_helper.from_array(np.ones((32, 16, 3, 3), np.float32), "w"),
+                 numpy_helper.from_array(np.ones((16, 32, 1, 1), np.float32), "w2")]  # fmt: skip
+        nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+                 helper.make_node("HardSwish", ["c"], ["h"], name="hs"),
+                 helper.make_node("Conv", ["h", "w2"], ["y"], name="conv2")]  # fmt: skip
+        outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 16, 16])]
+        if shared:
+            nodes.append(helper.make_node("Relu", ["c"], ["z"], name="relu"))
+            outs.append(helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 32, 16, 16]))
+        g = helper.make_graph(nodes, "net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 16, 16])],
+                              outs, inits)  # fmt: skip
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+        names = [r.name for r in nchwc_reorders(load_onnx(path), 16)]
+        assert names == (["ReorderInput:x", "ReorderOutput:c", "ReorderInput:h", "ReorderOutput:y", "ReorderOutput:z"]
+                         if shared else ["ReorderInput:x", "ReorderOutput:y"])  # fmt: skip
+
+    @pytest.mark.parametrize(("groups", "block", "plain"), [(32, 16, True), (32, 0, True), (8, 16, False), (8, 0, True)])
+    def test_grouped_convs_run_per_group_unless_blocked(self, tmp_path: Path, groups: int, block: int, plain: bool) -> None:
+        # onnxruntime 1.32: 128 channels in 8 groups (16 a group) run on NCHWc, in 32 groups a plain Conv per group
+        path = tmp_path / "gc.onnx"
+        inits = [numpy_helper.from_array(np.ones((128, 128 // groups, 3, 3), np.float32), "w")]
+        node = helper.make_node("Conv", ["x", "w"], ["y"], name="gc", group=groups, pads=[1, 1, 1, 1])
+        g = helper.make_graph([node], "net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 128, 14, 14])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 128, 14, 14])], inits)  # fmt: skip
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+        graph = load_onnx(path)
+        layout = layout_kernels(graph, block)
+        assert (SGEMM_CONV_ATTR in layout.get("gc", graph.op("gc")).attrs) == plain
+        reorders = [r.name for r in nchwc_reorders(graph, block)]
+        assert reorders == ([] if plain else ["ReorderInput:x", "ReorderOutput:y"])
+        chip = cpu_chip(chip_from_dict(host_chip(efficiency={"Conv": 1.0})), 1)
+        marked = predict_nodes(graph, chip, 1, set(), layout_kernels=layout)["gc"]
+        alone = predict_nodes(graph, chip, 1, set())["gc"]
+        assert (marked.predicted_ns > alone.predicted_ns + 128 * 9 * GROUPED_CONV_ROW_NS) == plain
 
     def test_conv1d_runs_on_the_sgemm_kernel(self, tmp_path: Path) -> None:
         path = tmp_path / "tcn.onnx"
