@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from graph_ir.ir import ModelGraph
 
-__all__ = ["BEAM_WIDTH", "KERNEL_GRAPHS", "TRANSFER_TRIALS", "kernel_graphs", "op_time_ns", "predicted_win", "ranked_transfer", "run_search", "transfer_first"]
+__all__ = ["BEAM_WIDTH", "KERNEL_GRAPHS", "TRANSFER_TRIALS", "combined_signatures", "kernel_graphs", "op_time_ns", "predicted_win", "ranked_transfer", "run_search", "transfer_first"]
 
 log = logging.getLogger("hwsim")
 
@@ -191,15 +191,33 @@ def _queues(s: Search, start: Record, incumbent: Record) -> dict[str, deque[OpMa
     return queues
 
 
+def combined_signatures(incumbent: Candidate, winners: Sequence[tuple[str, Candidate]]) -> dict[str, dict[str, object]]:
+    """``incumbent``'s signatures with each winner's signature for its op. A winner that runs its
+    op on the default (a revert, or a signature whose only knob was an inert ``fusion`` one,
+    dropped: :func:`~hwsim.studies.optimize.placed.resolved`) has no entry for it: the op goes
+    back to the default.
+
+    >>> inc = Candidate.of((), {"a": {"unit": "npu"}, "b": {"cores": 2}})
+    >>> combined_signatures(inc, [("a", Candidate.of((), {"b": {"cores": 2}})), ("c", Candidate.of((), {"c": {"fusion": True}}))])
+    {'b': {'cores': 2}, 'c': {'fusion': True}}
+    """
+    sigs = incumbent.signature_dict()
+    for op, c in winners:
+        theirs = c.signature_dict().get(op)
+        if theirs:
+            sigs[op] = theirs
+        else:
+            sigs.pop(op, None)
+    return sigs
+
+
 def _combined(s: Search, incumbent: Record, winners: Sequence[tuple[str, Record]], left: int) -> Record:
     """The best of the round's ``winners`` (op, record: each beat ``incumbent`` changing one
     op), or, when it is better still, all their signatures together on ``incumbent``."""
     best = min((r for _, r in winners), key=Record.rank)
     if len(winners) < 2 or left < 1:
         return best
-    sigs = incumbent.candidate.signature_dict()
-    for op, r in winners:
-        sigs[op] = r.candidate.signature_dict()[op]
+    sigs = combined_signatures(incumbent.candidate, [(op, r.candidate) for op, r in winners])
     combo = _to_simulate(s, Candidate.of(incumbent.candidate.transforms, sigs), incumbent)
     if combo is None or any(r.candidate.key == combo.key for r in s.result.records):
         return best
