@@ -27,14 +27,14 @@ from typing import Literal
 
 from chips.schema import Chip
 from chips.units import NS_PER_MS, PJ_PER_MJ, PS_PER_MS
-from cost_models.fusion import FUSE_MODES, FusedPair, FusionResult
+from cost_models.fusion import FUSE_MODES, FusedPair, FusionResult, least_fused_table
 from cost_models.fusion import fuse as apply_fusion
 from cost_models.mapping import OpMapping
 from cost_models.table import CostTable
 from graph_ir.ir import ModelError, ModelGraph
 from hwsim.analysis.energy import run_energy
 from hwsim.replan import SLOWER, default_plan, replan
-from hwsim.sim.engine import EngineOptions, Trace, simulate, simulate_unless_slower
+from hwsim.sim.engine import EngineOptions, Trace, makespan_floor, simulate, simulate_unless_slower
 from hwsim.sim.power import PowerCapError
 from scheduler import DEFAULT_POLICY, POLICIES, Schedule, get_policy
 from scheduler.problem import Problem
@@ -221,7 +221,11 @@ def _simulate_unless_slower(
     if mapping:
         sched = with_mapped_cores(sched, mapping)
         forced = {n: m.fusion for n, m in mapping.items() if m.fusion is not None}
-    fusion = apply_fusion(graph, chip, table, {n: p.unit for n, p in sched.placements.items()}, fuse, forced)
+    placement = {n: p.unit for n, p in sched.placements.items()}
+    # a floor under every fusion of this placement: when it already cannot beat, nothing is fused
+    if beat_ps is not None and makespan_floor(graph, chip, least_fused_table(graph, chip, table, placement), sched, options) >= beat_ps:
+        return None
+    fusion = apply_fusion(graph, chip, table, placement, fuse, forced)
     if beat_ps is None:
         trace = simulate(graph, chip, fusion.table, sched, options)
     elif (got := simulate_unless_slower(graph, chip, fusion.table, sched, beat_ps, options)) is None:
