@@ -118,7 +118,6 @@ __all__ = [
     "SimulationError",
     "Trace",
     "TransferRecord",
-    "makespan_floor",
     "op_blocks",
     "op_time_ns",
     "simulate",
@@ -685,28 +684,10 @@ def simulate_unless_slower(
         As :func:`simulate`.
     """
     sim = _simulation(graph, chip, table, schedule, options, 1, None, None)
-    if _floor_ps(sim) >= beat_ps:
+    if makespan_floor_ps(sim.plan, sim.shard_cost, sim.options.double_buffer, sim.options.split) >= beat_ps:
         return None
     sim.run()
     return sim.trace()
-
-
-def makespan_floor(
-    graph: ModelGraph, chip: Chip, table: CostTable, schedule: Schedule, options: EngineOptions | None = None
-) -> int:
-    """A makespan in picoseconds that no run of one frame of ``schedule`` with ``table``'s costs
-    can beat (:func:`~hwsim.sim.floor.makespan_floor_ps`), found without running it.
-
-    Raises
-    ------
-    SimulationError, ValueError
-        As :func:`simulate`.
-    """
-    return _floor_ps(_simulation(graph, chip, table, schedule, options, 1, None, None))
-
-
-def _floor_ps(sim: Simulation) -> int:
-    return makespan_floor_ps(sim.plan, sim.shard_cost, sim.options.double_buffer, sim.options.split)
 
 
 def _simulation(

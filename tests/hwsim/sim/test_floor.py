@@ -14,14 +14,8 @@ from cost_models.fusion import least_fused_table
 from graph_ir.ir import ModelGraph, Tensor
 from graph_ir.synthetic import random_dag
 from hwsim.policy_check import simulate_candidate
-from hwsim.sim.engine import (
-    EngineOptions,
-    Simulation,
-    makespan_floor,
-    simulate,
-    simulate_unless_slower,
-)
-from hwsim.sim.floor import makespan_floor_ps
+from hwsim.sim.engine import EngineOptions, Simulation, simulate, simulate_unless_slower
+from hwsim.sim.floor import makespan_floor_ps, placement_floor_ps
 from hwsim.sim.plan import plan
 from scheduler import POLICIES
 from scheduler.schedule import Schedule
@@ -68,10 +62,14 @@ def test_no_run_beats_the_floor(graph, chip, policy, double_buffer, split, fuse)
     again = simulate_unless_slower(graph, chip, sim.table, sim.schedule, sim.trace.makespan_ps + 1, options)
     assert again == simulate(graph, chip, sim.table, sim.schedule, options) == sim.trace
     assert simulate_unless_slower(graph, chip, sim.table, sim.schedule, floor, options) is None
-    # the floor found before fusing, under every fusion of the placement: no higher
-    placement = {n: p.unit for n, p in sim.schedule.placements.items()}
-    assert makespan_floor(graph, chip, sim.table, sim.schedule, options) == floor
-    assert 0 <= makespan_floor(graph, chip, least_fused_table(graph, chip, table, placement), sim.schedule, options) <= floor
+    if any(p.cores is not None for p in sim.schedule.placements.values()):
+        return  # the placement's floor is for schedules that fix no core counts
+    # found from the placement alone (no schedule, no plan): the same; under every fusion of it
+    # (found before fusing): no higher
+    where = {n: (p.unit, p.core) for n, p in sim.schedule.placements.items()}
+    assert placement_floor_ps(graph, chip, sim.table, where, double_buffer, split) == floor
+    least = least_fused_table(graph, chip, table, {n: u for n, (u, _) in where.items()})
+    assert 0 <= placement_floor_ps(graph, chip, least, where, double_buffer, split) <= floor
 
 
 def test_a_lockstep_unit_alone_is_floored_near_its_run() -> None:
@@ -87,8 +85,9 @@ def test_a_lockstep_unit_alone_is_floored_near_its_run() -> None:
     assert any(len(r.cores) > 1 for r in sim.trace.ops)  # some ops split over the cores
     floor = _floor(graph, chip, sim.table, sim.schedule, EngineOptions())
     assert 0.9 * sim.trace.makespan_ps <= floor <= sim.trace.makespan_ps
-    placement = {n: p.unit for n, p in alone.placements.items()}
-    assert makespan_floor(graph, chip, least_fused_table(graph, chip, table, placement), alone) <= floor
+    where = {n: (p.unit, p.core) for n, p in alone.placements.items()}
+    least = least_fused_table(graph, chip, table, {n: u for n, (u, _) in where.items()})
+    assert placement_floor_ps(graph, chip, least, where) <= floor
 
 
 def _transformer(blocks: int, seq: int = 128, hidden: int = 256) -> ModelGraph:
@@ -119,17 +118,17 @@ def _transformer(blocks: int, seq: int = 128, hidden: int = 256) -> ModelGraph:
 
 def test_a_transformer_on_the_npu_alone_is_floored_before_fusing_as_after() -> None:
     """The re-planning's probe of the 100,000-op scale benchmark (the NPU alone) is ruled out
-    before it is fused: the floor under every fusion equals the fused plan's here (only the
-    projection and the residual Add may fuse, and they do)."""
+    before it is built: the floor of its placement under every fusion equals the fused plan's
+    here (only the projection and the residual Add may fuse, and they do)."""
     graph, chip = _transformer(5), load_chip("rk3588")
     table = cost_table(graph, chip, "int8")
     alone = POLICIES["single-unit"](graph, chip, table)
     assert {p.unit for p in alone.placements.values()} == {"npu"}
     sim = simulate_candidate("single-unit", graph, chip, table, alone)
     assert len(sim.fusion.pairs) == 5
-    least = least_fused_table(graph, chip, table, {n: p.unit for n, p in alone.placements.items()})
-    floor = makespan_floor(graph, chip, least, alone)
-    assert floor == makespan_floor(graph, chip, sim.table, alone)
+    where = {n: (p.unit, p.core) for n, p in alone.placements.items()}
+    floor = placement_floor_ps(graph, chip, least_fused_table(graph, chip, table, {n: "npu" for n in where}), where)
+    assert floor == _floor(graph, chip, sim.table, alone, EngineOptions())
     assert 0.9 * sim.trace.makespan_ps <= floor <= sim.trace.makespan_ps
 
 
