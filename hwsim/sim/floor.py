@@ -14,6 +14,11 @@ Contention, DMA transfers, waiting for cores or power and a hot chip's throttled
 add time (the engine's blocks last at least their uncontended time: a stream is capped at its
 own rate, a fixed-length block and an overhead are rounded up to whole picoseconds), so the
 floor holds for every run of the plan; frames after the first only add work.
+
+:func:`placement_floor_ps` finds the same floor from where each op is placed (unit and core),
+before a schedule, a fusion or a plan is made: the re-planning rules out a probe with it at
+100,000 ops, given costs no fusion of that placement can undercut
+(:func:`cost_models.fusion.least_fused_table`).
 """
 
 from __future__ import annotations
