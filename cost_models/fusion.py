@@ -63,7 +63,7 @@ from graph_ir.ir import ModelGraph, Op, Tensor, deployed_bytes
 
 __all__ = [
     "ACCUMULATOR_BYTES", "FUSE_MODES", "FusedPair", "FusionDecision", "FusionResult", "can_fuse", "fuse", "fuses",
-    "spill_bytes", "working_set_bytes",
+    "least_fused_table", "spill_bytes", "working_set_bytes",
 ]  # fmt: skip
 
 #: ``fuse`` modes: ``auto`` keeps a group where fused is the cheaper, ``on`` fuses every legal
@@ -271,6 +271,58 @@ def fuse(
                 pairs.append(FusedPair(head, m, unit_name))
         saved += applied.saved_dram_bytes
     return FusionResult(replace(table, costs=costs), tuple(pairs), saved, mode, tuple(decisions))
+
+
+def least_fused_table(graph: ModelGraph, chip: Chip, table: CostTable, placement: Mapping[str, str]) -> CostTable:
+    """``table`` with each op placed by ``placement`` that :func:`fuse` might change (in any mode,
+    forced or not) costed as cheaply as any group could make it, untiled: a lower bound found
+    without forming a group (a whole :func:`fuse` call costs seconds at 100,000 ops).
+
+    A tensor may stay on chip only where its producer may head or join a group on its unit, it
+    is no graph output, and every reader joins on that unit; the bound takes all such bytes off
+    its producer's writes and its readers' reads (a group removes only some), the dispatch
+    overhead off every op that may join, the DRAM latency off an op left with no DRAM bytes, and
+    the compute off a BatchNormalization that may be folded; a spill only adds. So each field
+    of a changed op's cost is at most the same field of its cost fused or not, and with one tile
+    its latency is at most either cost's latency, which a tiled cost's engine time only exceeds
+    (:func:`hwsim.sim.blocks.op_time_ns`). Ops no group may change keep their cost object.
+    """
+    wiring = _Memo.of(graph, chip, table).wiring
+    allowed = {u.name: fuses(u) for u in chip.units}
+    read: dict[str, int] = {}
+    write: dict[str, int] = {}
+    joins: set[str] = set()
+    for name in graph.order:
+        on = placement.get(name)
+        if on is None or not allowed[on]:
+            continue
+        op = graph.op(name)
+        if _joins(op, allowed[on]):
+            joins.add(name)
+        elif not _can_head(op, allowed[on]):
+            continue
+        for t in op.outputs:
+            readers = wiring.consumers.get(t.name, [])
+            if t.name in wiring.outputs or not readers or any(
+                placement.get(c) != on or not _joins(graph.op(c), allowed[on]) for c in readers
+            ):
+                continue
+            b = deployed_bytes(t, table.costs[name][on].dtype)
+            write[name] = write.get(name, 0) + b
+            for c in set(readers):
+                read[c] = read.get(c, 0) + b
+    costs: dict[str, Mapping[str, OpCost]] = dict(table.costs)
+    for name in joins | write.keys():
+        unit_name = placement[name]
+        unit, cost = chip.unit(unit_name), table.costs[name][unit_name]
+        folded = name if name in joins and graph.op(name).op_type in _AFFINE else None
+        r, w = min(read.get(name, 0), cost.dram_read_bytes), min(write.get(name, 0), cost.dram_write_bytes)
+        if folded is not None:
+            r, w = cost.dram_read_bytes, cost.dram_write_bytes
+        head = "" if name in joins else name  # a joining op may be a group's member: no dispatch
+        least = _fused_cost(cost, name, head, folded, unit, chip, r, w)
+        costs[name] = {**costs[name], unit_name: replace(least, tiles=1)}
+    return replace(table, costs=costs)
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ from typing import Literal
 
 from chips.schema import Chip
 from chips.units import NS_PER_MS, PJ_PER_MJ, PS_PER_MS
-from cost_models.fusion import FUSE_MODES, FusedPair, FusionResult
+from cost_models.fusion import FUSE_MODES, FusedPair, FusionResult, least_fused_table
 from cost_models.fusion import fuse as apply_fusion
 from cost_models.mapping import OpMapping
 from cost_models.table import CostTable
@@ -35,6 +35,7 @@ from graph_ir.ir import ModelError, ModelGraph
 from hwsim.analysis.energy import run_energy
 from hwsim.replan import SLOWER, default_plan, replan
 from hwsim.sim.engine import EngineOptions, Trace, simulate, simulate_unless_slower
+from hwsim.sim.floor import placement_floor_ps
 from hwsim.sim.power import PowerCapError
 from scheduler import DEFAULT_POLICY, POLICIES, Schedule, get_policy
 from scheduler.problem import Problem
@@ -237,6 +238,20 @@ def _simulate_unless_slower(
     return _Sim(name, sched, fusion.table, fusion, trace, finish)
 
 
+def _probe_floor(
+    graph: ModelGraph, chip: Chip, table: CostTable, options: EngineOptions | None,
+    mapping: Mapping[str, OpMapping] | None, where: Mapping[str, tuple[str, int]],
+) -> int:  # fmt: skip
+    """A makespan (ps) no run of a schedule placing the ops as ``where`` says (op -> ``(unit,
+    core)``) can beat, fused in any way (:func:`cost_models.fusion.least_fused_table`): found
+    before the schedule is built or fused. 0 where a mapping fixes cores (the plan's floor then)."""
+    if mapping and any(m.cores is not None for m in mapping.values()):
+        return 0
+    least = least_fused_table(graph, chip, table, {n: u for n, (u, _) in where.items()})
+    opts = options if options is not None else EngineOptions()
+    return placement_floor_ps(graph, chip, least, where, opts.double_buffer, opts.split)
+
+
 def simulate_candidate(
     name: str,
     graph: ModelGraph,
@@ -262,17 +277,21 @@ def default_schedule(
     def probe(sched: Schedule, beat_ps: int) -> _Sim | None:
         return _simulate_unless_slower(DEFAULT_POLICY, graph, chip, table, sched, options, fuse, (), None, beat_ps)
 
-    return _replanned(graph, chip, table, *default_plan(graph, chip, table), sim, probe)[0]
+    def floor(where: Mapping[str, tuple[str, int]]) -> int:
+        return _probe_floor(graph, chip, table, options, None, where)
+
+    return _replanned(graph, chip, table, *default_plan(graph, chip, table), sim, probe, floor)[0]
 
 
 def _replanned(
     graph: ModelGraph, chip: Chip, table: CostTable, first: Schedule, problem: Problem,
     sim: Callable[[Schedule], _Sim], probe: Callable[[Schedule, int], _Sim | None],
+    floor: Callable[[Mapping[str, tuple[str, int]]], int],
 ) -> tuple[_Sim, _Sim]:  # fmt: skip
     """The fastest simulated of the default's first schedule (planned on ``problem``:
     :func:`hwsim.replan.default_plan`) and its re-plans (the first on ties), and the first
     schedule as simulated. ``probe``: a large graph's probe, not run when it cannot win
-    (:func:`hwsim.replan.replan`)."""
+    (:func:`hwsim.replan.replan`); ``floor``: its floor before it is built (:func:`_probe_floor`)."""
 
     def ruled_out_is_none(sched: Schedule) -> _Sim | None:
         try:
@@ -287,7 +306,9 @@ def _replanned(
             return None
         return SLOWER if got is None else got
 
-    tried = replan(graph, chip, table, sim(first), ruled_out_is_none, problem=problem, probe=probe_unless_ruled_out)
+    tried = replan(
+        graph, chip, table, sim(first), ruled_out_is_none, problem=problem, probe=probe_unless_ruled_out, floor=floor
+    )
     best = tried[0]
     for s in tried[1:]:
         if s.latency_ms < best.latency_ms:
@@ -322,6 +343,7 @@ def _candidates(
     sim: Callable[[str, Schedule], _Sim],
     dl: Mapping[str, float],
     probe: Callable[[Schedule, int], _Sim | None],
+    floor: Callable[[Mapping[str, tuple[str, int]]], int],
 ) -> tuple[list[_Sim], list[_Sim]]:
     """Each policy in ``names`` scheduled and simulated (the default re-planned, deadlines served
     first where that helps), and the default's schedule before re-planning where it differs.
@@ -344,7 +366,7 @@ def _candidates(
             sched = POLICIES[name](graph, chip, table)
         try:
             if problem is not None:
-                s, first = _replanned(graph, chip, table, sched, problem, lambda x: sim(DEFAULT_POLICY, x), probe)
+                s, first = _replanned(graph, chip, table, sched, problem, lambda x: sim(DEFAULT_POLICY, x), probe, floor)
                 first_plan = [] if first is s else [replace(first, name=UNREPLANNED)]
             else:
                 s = sim(name, sched)
@@ -414,7 +436,10 @@ def choose_schedule(
     def probe(sched: Schedule, beat_ps: int) -> _Sim | None:  # the default's, at large sizes
         return _simulate_unless_slower(DEFAULT_POLICY, graph, chip, table, sched, options, fuse, nodes, mapping, beat_ps)
 
-    sims, first_plan = _candidates(graph, chip, table, names, sim, dl, probe)
+    def floor(where: Mapping[str, tuple[str, int]]) -> int:  # the probe's, before it is built
+        return _probe_floor(graph, chip, table, options, mapping, where)
+
+    sims, first_plan = _candidates(graph, chip, table, names, sim, dl, probe, floor)
     if dl:
         meeting = [s for s in sims if _worst_slack(s, dl) >= 0.0]
         pool = meeting or [max(sims, key=lambda s: _worst_slack(s, dl))]

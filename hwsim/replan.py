@@ -142,6 +142,7 @@ def replan(
     rounds: int = REPLAN_ROUNDS,
     problem: Problem | None = None,
     probe: Callable[[Schedule, int], S | None | Literal["slower"]] | None = None,
+    floor: Callable[[Mapping[str, tuple[str, int]]], int] | None = None,
 ) -> list[S]:
     """``first`` (the default policy's simulated schedule) and up to ``rounds`` re-plans, each
     simulated by ``simulate`` (None: the run ruled it out, e.g. a power cap). Stops early when
@@ -153,7 +154,9 @@ def replan(
     finish before ``beat_ps``, the shortest makespan simulated so far
     (:func:`hwsim.sim.engine.simulate_unless_slower`): it could not win (ties keep the first),
     and with no probe's times to learn from, no re-plan follows (at 10k ops, one learned from
-    the first schedule's times alone cost a whole simulation and lost to it)."""
+    the first schedule's times alone cost a whole simulation and lost to it). ``floor(placement)``
+    (op -> ``(unit, core)``), above :data:`LARGE_OPS` ops, a makespan no schedule so placed can
+    beat: a probe whose floor already reaches ``beat_ps`` is not even built (seconds at 100k ops)."""
     if problem is None:
         problem = default_plan(graph, chip, table)[1]
     large = len(graph.order) > LARGE_OPS
@@ -169,8 +172,11 @@ def replan(
         key = _solution_placement(problem, sol)  # one already simulated is not built again
         if key in tried:
             continue
+        beat_ps = min(s.trace.makespan_ps for s in out)
+        if large and floor is not None and floor(_solution_where(problem, sol)) >= beat_ps:
+            return out  # as SLOWER, before the schedule is built
         sched = schedule_from_solution(graph, chip, table, problem, sol, DEFAULT_POLICY)
-        got = probe(sched, min(s.trace.makespan_ps for s in out)) if large and probe else simulate(sched)
+        got = probe(sched, beat_ps) if large and probe else simulate(sched)
         if got == SLOWER:
             return out
         if got is not None:
@@ -210,6 +216,13 @@ def _probes(problem: Problem, most: int) -> list[Solution]:
 
 def _placement(sched: Schedule) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((n, p.unit) for n, p in sched.placements.items()))
+
+
+def _solution_where(problem: Problem, sol: Solution) -> dict[str, tuple[str, int]]:
+    """Each op's unit and core in the schedule :func:`schedule_from_solution` makes of ``sol``."""
+    return {
+        n: (problem.units[sol.unit[i]], sol.core[i]) for i, n in enumerate(problem.tasks) if n not in (INPUTS, OUTPUTS)
+    }
 
 
 def _solution_placement(problem: Problem, sol: Solution) -> tuple[tuple[str, str], ...]:

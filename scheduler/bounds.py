@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from chips.schema import Chip
+from cost_models.base import OpCost
 from cost_models.table import CostTable
 from graph_ir.ir import ModelGraph
 from scheduler.problem import Problem
@@ -27,26 +28,46 @@ __all__ = [
 ]
 
 
+def _least_latency_ns(graph: ModelGraph, table: CostTable) -> list[float]:
+    """Each op's least latency over its units (ns), in graph order; a cost object shared by
+    identical ops is timed once."""
+    seen: dict[int, tuple[OpCost, float]] = {}  # the cost kept with its time: its id stays its own
+
+    def latency_ns(c: OpCost) -> float:
+        got = seen.get(id(c))
+        if got is None:
+            got = seen[id(c)] = (c, c.latency_ns)
+        return got[1]
+
+    return [min(map(latency_ns, table.costs[n].values())) for n in graph.order]
+
+
+def _critical_path_ns(graph: ModelGraph, least_ns: list[float]) -> float:
+    dist: dict[str, float] = {}
+    pred = graph.g.pred
+    for n, best in zip(graph.order, least_ns, strict=True):
+        dist[n] = best + max((dist[p] for p in pred[n]), default=0.0)
+    return max(dist.values(), default=0.0)
+
+
+def _load_ns(chip: Chip, least_ns: list[float]) -> float:
+    return sum(least_ns) / sum(u.cores for u in chip.units)
+
+
 def critical_path_bound_ns(graph: ModelGraph, table: CostTable) -> float:
     """Longest path with each op at its minimum latency over units, no transfers."""
-    best = {n: min(c.latency_ns for c in table.costs[n].values()) for n in graph.order}
-    dist: dict[str, float] = {}
-    g = graph.g
-    for n in graph.order:
-        dist[n] = best[n] + max((dist[p] for p in g.predecessors(n)), default=0.0)
-    return max(dist.values(), default=0.0)
+    return _critical_path_ns(graph, _least_latency_ns(graph, table))
 
 
 def load_bound_ns(graph: ModelGraph, table: CostTable, chip: Chip) -> float:
     """Total minimum work divided by the total number of cores."""
-    cores = sum(u.cores for u in chip.units)
-    work = sum(min(c.latency_ns for c in table.costs[n].values()) for n in graph.order)
-    return work / cores
+    return _load_ns(chip, _least_latency_ns(graph, table))
 
 
 def lower_bound_ns(graph: ModelGraph, table: CostTable, chip: Chip) -> float:
-    """The larger of the two bounds above."""
-    return max(critical_path_bound_ns(graph, table), load_bound_ns(graph, table, chip))
+    """The larger of the two bounds above (each op's least latency found once for both)."""
+    least_ns = _least_latency_ns(graph, table)
+    return max(_critical_path_ns(graph, least_ns), _load_ns(chip, least_ns))
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ placements, however many cores there were.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from chips.schema import Chip
@@ -64,53 +65,57 @@ def _critical_path(
 ) -> tuple[tuple[OpRecord, ...], tuple[TransferRecord, ...], int]:
     """The critical path's ops and transfers (in order) and its length (ps)."""
     rec = {r.op: r for r in trace.ops}
-    domain_of = {r.op: chip.unit(r.unit).domain for r in trace.ops}
+    unit_domain = {u.name: u.domain for u in chip.units}
+    domain_of = {r.op: unit_domain[r.unit] for r in trace.ops}
     moved = {(r.tensor, r.dst_domain): r for r in trace.transfers}
-    host = chip.host
+    made = graph.producer
     dist: dict[str, int] = {}
     back: dict[str, str | None] = {}
     via: dict[str, TransferRecord | None] = {}  # the transfer into the op on its longest chain
-    g = graph.g
 
-    def longest(keys: list[tuple[str, str]]) -> tuple[int, TransferRecord | None]:
-        """The longest of these transfers (0, None: none crossed a domain)."""
+    def longest(tensors: Iterable[str], d: str) -> tuple[int, TransferRecord | None]:
+        """The longest transfer of these tensors into domain ``d`` (0, None: none crossed)."""
         best, arg = 0, None
-        for k in keys:
-            x = moved.get(k)
+        for t in tensors:
+            x = moved.get((t, d))
             if x is not None and x.end_ps - x.start_ps > best:
                 best, arg = x.end_ps - x.start_ps, x
         return best, arg
 
+    pred = graph.g.pred
     for n in graph.order:
-        op, d = graph.op(n), domain_of[n]
+        d = domain_of[n]
         # graph inputs carried in from the host
-        best, into = longest([(t.name, d) for t in op.activations if t.name not in graph.producer])
+        best, into = longest((t.name for t in graph.op(n).inputs if not t.is_weight and t.name not in made), d)
         arg = None
-        for p in g.predecessors(n):
-            edge, x = longest([(t, d) for t in g.edges[p, n]["tensors"]])
+        for p, edge_data in pred[n].items():
+            edge, x = longest(edge_data["tensors"], d)
             if dist[p] + edge > best or (dist[p] + edge == best and arg is None):
                 best, arg, into = dist[p] + edge, p, x
         dist[n] = best + rec[n].duration_ps
         back[n], via[n] = arg, into
     if not dist:
         return (), (), 0
-    end: dict[str, tuple[int, TransferRecord | None]] = {}
+    # the run ends at the latest op end or graph output's arrival at the host (the first op on ties)
     graph_outputs = {o.name for o in graph.outputs}
+    out_ops = {made[t] for t in graph_outputs if t in made}
+    host = chip.host
+    last, last_end, last_out = graph.order[0], -1, None
     for n in graph.order:
-        out, x = longest([(t.name, host) for t in graph.op(n).outputs if t.name in graph_outputs])
-        end[n] = (dist[n] + out, x)
-    index = {n: i for i, n in enumerate(graph.order)}
-    last = max(graph.order, key=lambda n: (end[n][0], -index[n]))
+        end, out = dist[n], None
+        if n in out_ops:
+            arrive, out = longest((t.name for t in graph.op(n).outputs if t.name in graph_outputs), host)
+            end += arrive
+        if end > last_end:
+            last, last_end, last_out = n, end, out
     ops: list[OpRecord] = []
-    moves = [end[last][1]]
+    moves = [last_out]
     cur: str | None = last
     while cur is not None:
         ops.append(rec[cur])
         moves.append(via[cur])
         cur = back[cur]
-    return (
-        tuple(reversed(ops)), tuple(x for x in reversed(moves) if x is not None), end[last][0]
-    )
+    return tuple(reversed(ops)), tuple(x for x in reversed(moves) if x is not None), last_end
 
 
 def analyze(graph: ModelGraph, chip: Chip, trace: Trace) -> Analysis:

@@ -14,19 +14,29 @@ Contention, DMA transfers, waiting for cores or power and a hot chip's throttled
 add time (the engine's blocks last at least their uncontended time: a stream is capped at its
 own rate, a fixed-length block and an overhead are rounded up to whole picoseconds), so the
 floor holds for every run of the plan; frames after the first only add work.
+
+:func:`placement_floor_ps` finds the same floor from where each op is placed (unit and core),
+before a schedule, a fusion or a plan is made: the re-planning rules out a probe with it at
+100,000 ops, given costs no fusion of that placement can undercut
+(:func:`cost_models.fusion.least_fused_table`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
+from chips.schema import Chip
 from chips.units import PS_PER_NS
 from cost_models.base import OpCost
+from cost_models.table import CostTable, op_signature
+from graph_ir.ir import ModelGraph
 from hwsim.sim.blocks import op_time_ns
-from hwsim.sim.plan import Plan
+from hwsim.sim.plan import Plan, runs_in_lockstep, splits
+from hwsim.sim.splitting import shard_cost
 
-__all__ = ["FLOAT_SLACK", "makespan_floor_ps"]
+__all__ = ["FLOAT_SLACK", "makespan_floor_ps", "placement_floor_ps"]
 
 #: The floor is lowered by this share (and 1 ps per op): the engine's times are sums of
 #: floats rounded up per event, never exactly the sums here.
@@ -42,6 +52,72 @@ def makespan_floor_ps(
     the engine costs it; ``double_buffer`` and ``split`` are the engine's options.
     """
     p = run_plan
+    producer = {t: i for i, outs in enumerate(p.outputs) for t in outs}
+    reads: list[list[int]] = [[] for _ in p.cost]
+    for (tensor, _), ops in p.waiting.items():
+        j = producer.get(tensor)
+        if j is not None:
+            for i in ops:
+                reads[i].append(j)
+    cores = _Cores(p.unit, p.fixed_cores, p.splittable, p.unit_cores, list(p.core_order.values()))
+    return _floor_ps(p.cost, cores, reads, shard_cost, double_buffer, split)
+
+
+def placement_floor_ps(
+    graph: ModelGraph, chip: Chip, table: CostTable, placement: Mapping[str, tuple[str, int]],
+    double_buffer: bool = True, split: bool = True,
+) -> int:  # fmt: skip
+    """:func:`makespan_floor_ps` of the plan the engine would make of a schedule that places each
+    op of ``graph`` as ``placement`` says (op name -> ``(unit, core)``; no ``Placement.cores``
+    fixed) with ``table``'s costs, found without the schedule or the plan: each core's ops are
+    the same (:func:`hwsim.sim.plan.plan`: a lockstep unit's all on its first core), so is each
+    op's least time and the chains of activations it reads."""
+    names = graph.order
+    index = {n: i for i, n in enumerate(names)}
+    units = {u.name: u for u in chip.units}
+    on = [units[placement[n][0]] for n in names]
+    ops = [graph.op(n) for n in names]
+    by_core: dict[tuple[str, int], list[int]] = {}
+    for i, n in enumerate(names):
+        u = on[i]
+        by_core.setdefault((u.name, 0 if runs_in_lockstep(u) else placement[n][1]), []).append(i)
+    reads = [[index[graph.producer[t.name]] for t in op.activations if t.name in graph.producer] for op in ops]
+    cores = _Cores(
+        [u.name for u in on], [None] * len(names), [splits(op.op_type, u) for op, u in zip(ops, on, strict=True)],
+        {u.name: u.cores for u in chip.units}, list(by_core.values()),
+    )  # fmt: skip
+    costs = [table.costs[n][u.name] for n, u in zip(names, on, strict=True)]
+    shards: dict[tuple[object, ...], OpCost | None] = {}  # identical ops split alike
+
+    def shard_cost_of(i: int, k: int) -> OpCost | None:  # as the engine's Simulation.shard_cost
+        if k == 1:
+            return costs[i]
+        n, u = names[i], on[i]
+        precision, knobs = table.precision_of(n), table.knobs_of(n)
+        key = (op_signature(ops[i]), u.name, precision, knobs, k)
+        if key not in shards:
+            shards[key] = shard_cost(ops[i], u, chip, precision, k, knobs)
+        return shards[key]
+
+    return _floor_ps(costs, cores, reads, shard_cost_of, double_buffer, split)
+
+
+@dataclass(frozen=True, slots=True)
+class _Cores:
+    """Where a plan's ops run: each op's unit, fixed core count and splittability, each unit's
+    cores, and each core's ops."""
+
+    unit: Sequence[str]
+    fixed: Sequence[int | None]
+    splittable: Sequence[bool]
+    unit_cores: Mapping[str, int]
+    core_ops: list[Sequence[int]]
+
+
+def _floor_ps(
+    costs: Sequence[OpCost], where: _Cores, reads: Sequence[Sequence[int]],
+    shard_cost: Callable[[int, int], OpCost | None], double_buffer: bool, split: bool,
+) -> int:  # fmt: skip
     # each cost's time by its id (identical ops share one cost object); the cost is kept with
     # it, so no other cost gets its id meanwhile
     time_of: dict[int, tuple[OpCost, float]] = {}
@@ -53,38 +129,31 @@ def makespan_floor_ps(
         return got[1]
 
     least_ns: list[float] = []
-    core_ns = dict.fromkeys(p.unit_cores, 0.0)
-    for i, cost in enumerate(p.cost):
-        fixed = p.fixed_cores[i]
-        if fixed is None and split and p.splittable[i]:
-            ks: Iterable[int] = range(1, p.unit_cores[p.unit[i]] + 1)
+    core_ns = dict.fromkeys(where.unit_cores, 0.0)
+    for i, cost in enumerate(costs):
+        fixed = where.fixed[i]
+        if fixed is None and split and where.splittable[i]:
+            ks: Iterable[int] = range(1, where.unit_cores[where.unit[i]] + 1)
         elif fixed is None or fixed == 1:
             least_ns.append(t := time_ns(cost))
-            core_ns[p.unit[i]] += t
+            core_ns[where.unit[i]] += t
             continue
         else:
             ks = (fixed,)
         times = [(k, time_ns(c)) for k in ks if (c := shard_cost(i, k)) is not None]
         least_ns.append(min(t for _, t in times))
-        core_ns[p.unit[i]] += min(k * t for k, t in times)
+        core_ns[where.unit[i]] += min(k * t for k, t in times)
     floor_ns = max(
-        max((sum(least_ns[i] for i in ops) for ops in p.core_order.values()), default=0.0),
-        max((ns / p.unit_cores[u] for u, ns in core_ns.items()), default=0.0),
-        _longest_chain_ns(p, least_ns),
+        max((sum(least_ns[i] for i in ops) for ops in where.core_ops), default=0.0),
+        max((ns / where.unit_cores[u] for u, ns in core_ns.items()), default=0.0),
+        _longest_chain_ns(reads, least_ns),
     )
-    return max(0, math.floor(floor_ns * PS_PER_NS * (1.0 - FLOAT_SLACK)) - len(p.cost))
+    return max(0, math.floor(floor_ns * PS_PER_NS * (1.0 - FLOAT_SLACK)) - len(costs))
 
 
-def _longest_chain_ns(p: Plan, least_ns: list[float]) -> float:
+def _longest_chain_ns(reads: Sequence[Sequence[int]], least_ns: list[float]) -> float:
     """The longest chain of ops, each reading the one before it, by ``least_ns`` (ops are in
-    the graph's topological order)."""
-    producer = {t: i for i, outs in enumerate(p.outputs) for t in outs}
-    reads: list[list[int]] = [[] for _ in p.cost]
-    for (tensor, _), ops in p.waiting.items():
-        j = producer.get(tensor)
-        if j is not None:
-            for i in ops:
-                reads[i].append(j)
+    the graph's topological order; ``reads[i]``: the ops whose outputs op ``i`` reads)."""
     end: list[float] = []
     for i, ns in enumerate(least_ns):
         end.append(ns + max((end[j] for j in reads[i]), default=0.0))

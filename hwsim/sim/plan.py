@@ -21,7 +21,7 @@ from hwsim.sim.frames import Core
 from hwsim.sim.options import SimulationError
 from scheduler.schedule import Schedule, Transfer
 
-__all__ = ["Plan", "TransferPlan", "memory_capacity", "memory_of", "plan"]
+__all__ = ["Plan", "TransferPlan", "memory_capacity", "memory_of", "plan", "runs_in_lockstep", "splits"]
 
 #: ``(tensor, domain)``: a tensor present in a domain.
 Where = tuple[str, str]
@@ -178,6 +178,16 @@ def _lockstep(
         core_order[(unit, c)] = ()
 
 
+def runs_in_lockstep(unit: Unit) -> bool:
+    """Whether ``unit`` issues all its ops from its first core, one at a time (:func:`_lockstep`)."""
+    return unit.core_mode == "lockstep" and unit.cores > 1
+
+
+def splits(op_type: str, unit: Unit) -> bool:
+    """Whether the engine may split an op of ``op_type`` over ``unit``'s cores."""
+    return unit.cores > 1 and op_type in unit.split_ops
+
+
 def plan(graph: ModelGraph, chip: Chip, table: CostTable, schedule: Schedule) -> Plan:
     """Resolve ``schedule`` of ``graph`` on ``chip`` into a :class:`Plan`.
 
@@ -210,14 +220,14 @@ def plan(graph: ModelGraph, chip: Chip, table: CostTable, schedule: Schedule) ->
     }
     core = [schedule.placements[n].core for n in names]
     for u in chip.units:
-        if u.core_mode == "lockstep" and u.cores > 1:
+        if runs_in_lockstep(u):
             start_ns = [schedule.placements[n].est_start_ns for n in names]
             _lockstep(u.name, u.cores, units, start_ns, core, core_order)
     return Plan(
         names, tuple(op.op_type for op in ops), tuple(u.name for u in units),
         tuple(core), tuple(memory[d] for d in domain),
         domain, tuple(table.costs[n][units[i].name] for i, n in enumerate(names)), fixed,
-        tuple(u.cores > 1 and op.op_type in u.split_ops for op, u in zip(ops, units, strict=True)),
+        tuple(splits(op.op_type, u) for op, u in zip(ops, units, strict=True)),
         tuple(tuple(t.name for t in op.outputs) for op in ops), tuple(needed),
         {k: tuple(v) for k, v in waiting.items()}, unit_cores, core_order,
         tuple(t.name for t in graph.inputs), chip.host, memory_capacity(chip),

@@ -12,7 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chips import Chip, chip_from_dict
-from cost_models.fusion import ACCUMULATOR_BYTES, FUSE_MODES, fuse, spill_bytes, working_set_bytes
+from cost_models.fusion import (
+    ACCUMULATOR_BYTES,
+    FUSE_MODES,
+    fuse,
+    least_fused_table,
+    spill_bytes,
+    working_set_bytes,
+)  # fmt: skip
 from cost_models.table import cost_table
 from graph_ir.ir import ModelGraph, Tensor, deployed_bytes
 from hwsim.cli import main
@@ -159,6 +166,41 @@ class TestDecision:
         assert auto <= total_ns("on") + 1e-6 and auto <= total_ns("off") + 1e-6
         (d,) = _fuse(g, chip).decisions
         assert d.kept == (d.fused_ns < d.unfused_ns or (d.fused_ns == d.unfused_ns and d.saved_dram_bytes >= 0))
+
+
+class TestLeastFusedTable:
+    """The cost of each op as cheap as any fusion could make it: a floor under every mode."""
+
+    @settings(max_examples=40, deadline=None)
+    @given(
+        bn=st.booleans(), sram_kib=st.sampled_from([1, 8, 64, 1024]), mode=st.sampled_from(FUSE_MODES),
+        fuses=st.sampled_from([None, ["Relu"], ["Add", "Relu", "BatchNormalization"], []]),
+    )  # fmt: skip
+    def test_no_fused_cost_is_cheaper(self, bn: bool, sram_kib: int, mode: str, fuses: list[str] | None) -> None:
+        g, chip = residual(bn), npu_chip(sram_kib, fuses)
+        table = cost_table(g, chip)
+        least = least_fused_table(g, chip, table, dict.fromkeys(g.order, "npu"))
+        fused = fuse(g, chip, table, dict.fromkeys(g.order, "npu"), mode).table
+        for n in g.order:
+            low = least.costs[n]["npu"]
+            assert low.latency_ns <= fused.costs[n]["npu"].latency_ns
+            assert low.latency_ns <= table.costs[n]["npu"].latency_ns
+            assert low is table.costs[n]["npu"] or low.tiles == 1  # changed ones untiled
+
+    def test_a_folded_batchnorm_costs_nothing_and_an_unfusable_op_keeps_its_cost(self) -> None:
+        g, chip = residual(bn=True), npu_chip(1024, ["Add", "BatchNormalization"])
+        table = cost_table(g, chip)
+        least = least_fused_table(g, chip, table, dict.fromkeys(g.order, "npu"))
+        bn = least.costs["bn"]["npu"]
+        assert bn.compute_ns == bn.memory_ns == bn.dram_bytes == 0
+        assert least.costs["relu"]["npu"] is table.costs["relu"]["npu"]  # Relu fuses nowhere here
+        # the conv's output stays on chip at best: the conv no longer writes it
+        assert least.costs["conv"]["npu"].dram_write_bytes == 0 < table.costs["conv"]["npu"].dram_write_bytes
+
+    def test_an_op_off_the_placement_keeps_its_cost(self) -> None:
+        g, chip = residual(), npu_chip(1024)
+        table = cost_table(g, chip)
+        assert least_fused_table(g, chip, table, {}).costs == table.costs
 
 
 class TestPipeline:

@@ -143,3 +143,38 @@ def test_a_large_graph_s_probe_that_cannot_win_ends_the_re_planning(monkeypatch:
     without = rp.replan(g, chip, table, first, sim)
     assert [s.trace for s in with_probe] == [s.trace for s in without]
     assert 1 < len(without) <= 3
+
+
+def test_a_large_graph_s_probe_whose_floor_cannot_win_is_not_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    g = load_onnx(MODELS / "resnet18.onnx")
+    chip = load_chip("rk3588")
+    table = cost_table(g, chip, "int8")
+    monkeypatch.setattr(rp, "LARGE_OPS", 10)  # resnet18's 49 ops count as large
+    first = simulate_candidate(DEFAULT_POLICY, g, chip, table, POLICIES[DEFAULT_POLICY](g, chip, table))
+    _, problem = rp.default_plan(g, chip, table)
+    probe_sol = rp._probes(problem, 1)[0]
+    floors, probed = [], []
+
+    def floor_at(ps: int):  # type: ignore[no-untyped-def]
+        def floor(where):  # type: ignore[no-untyped-def]
+            floors.append(where)
+            return ps
+
+        return floor
+
+    def probe(sched, beat_ps):  # type: ignore[no-untyped-def]
+        probed.append(sched)
+        return simulate_candidate(DEFAULT_POLICY, g, chip, table, sched)
+
+    def sim(sched):  # type: ignore[no-untyped-def]
+        return simulate_candidate(DEFAULT_POLICY, g, chip, table, sched)
+
+    beat = first.trace.makespan_ps
+    assert rp.replan(g, chip, table, first, sim, probe=probe, floor=floor_at(beat)) == [first]
+    assert not probed  # a floor reaching the first makespan: neither built nor probed
+    assert floors == [rp._solution_where(problem, probe_sol)]
+    assert set(floors[0]) == set(g.order)  # every op, placed on the probe's unit and core
+    # a floor below it: the probe runs, as without a floor
+    with_floor = rp.replan(g, chip, table, first, sim, probe=probe, floor=floor_at(beat - 1))
+    assert len(probed) == 1 and with_floor[1].schedule == probed[0]
+    assert [s.trace for s in with_floor] == [s.trace for s in rp.replan(g, chip, table, first, sim, probe=probe)]

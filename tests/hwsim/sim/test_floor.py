@@ -10,14 +10,16 @@ from hypothesis import strategies as st
 
 from chips import Chip, load_chip
 from cost_models import cost_table
+from cost_models.fusion import least_fused_table
+from graph_ir.ir import ModelGraph, Tensor
 from graph_ir.synthetic import random_dag
 from hwsim.policy_check import simulate_candidate
 from hwsim.sim.engine import EngineOptions, Simulation, simulate, simulate_unless_slower
-from hwsim.sim.floor import makespan_floor_ps
+from hwsim.sim.floor import makespan_floor_ps, placement_floor_ps
 from hwsim.sim.plan import plan
 from scheduler import POLICIES
 from scheduler.schedule import Schedule
-from tests.helpers import random_chips
+from tests.helpers import graph_from_ops, random_chips
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 graphs = st.builds(random_dag, st.integers(1, 30), st.integers(0, 2**31 - 1))
@@ -60,6 +62,14 @@ def test_no_run_beats_the_floor(graph, chip, policy, double_buffer, split, fuse)
     again = simulate_unless_slower(graph, chip, sim.table, sim.schedule, sim.trace.makespan_ps + 1, options)
     assert again == simulate(graph, chip, sim.table, sim.schedule, options) == sim.trace
     assert simulate_unless_slower(graph, chip, sim.table, sim.schedule, floor, options) is None
+    if any(p.cores is not None for p in sim.schedule.placements.values()):
+        return  # the placement's floor is for schedules that fix no core counts
+    # found from the placement alone (no schedule, no plan): the same; under every fusion of it
+    # (found before fusing): no higher
+    where = {n: (p.unit, p.core) for n, p in sim.schedule.placements.items()}
+    assert placement_floor_ps(graph, chip, sim.table, where, double_buffer, split) == floor
+    least = least_fused_table(graph, chip, table, {n: u for n, (u, _) in where.items()})
+    assert 0 <= placement_floor_ps(graph, chip, least, where, double_buffer, split) <= floor
 
 
 def test_a_lockstep_unit_alone_is_floored_near_its_run() -> None:
@@ -74,6 +84,51 @@ def test_a_lockstep_unit_alone_is_floored_near_its_run() -> None:
     sim = simulate_candidate("single-unit", graph, chip, table, alone)
     assert any(len(r.cores) > 1 for r in sim.trace.ops)  # some ops split over the cores
     floor = _floor(graph, chip, sim.table, sim.schedule, EngineOptions())
+    assert 0.9 * sim.trace.makespan_ps <= floor <= sim.trace.makespan_ps
+    where = {n: (p.unit, p.core) for n, p in alone.placements.items()}
+    least = least_fused_table(graph, chip, table, {n: u for n, (u, _) in where.items()})
+    assert placement_floor_ps(graph, chip, least, where) <= floor
+
+
+def _transformer(blocks: int, seq: int = 128, hidden: int = 256) -> ModelGraph:
+    """``blocks`` of ``hwsim run``'s scale benchmark: LayerNorm, Q/K/V, Transpose, QK^T,
+    Softmax, attention x V, output projection, residual Add."""
+
+    def t(name: str, *shape: int) -> Tensor:
+        return Tensor(name, shape or (1, seq, hidden), "float32")
+
+    w = [Tensor(f"W{i}", (hidden, hidden), "float32", True) for i in range(4)]
+    norm = [Tensor(p, (hidden,), "float32", True) for p in "gb"]
+    ops: list[tuple[str, str, list[Tensor], list[Tensor]]] = []
+    h = t("x")
+    for k in range(blocks):
+        p = f"b{k}_"
+        ln, q, kk, v, c, o, y = (t(p + n) for n in ("ln", "q", "k", "v", "c", "o", "y"))
+        kt, s, pr = t(p + "kt", 1, hidden, seq), t(p + "s", 1, seq, seq), t(p + "p", 1, seq, seq)
+        ops += [
+            (p + "ln", "LayerNormalization", [h, *norm], [ln]), (p + "q", "MatMul", [ln, w[0]], [q]),
+            (p + "k", "MatMul", [ln, w[1]], [kk]), (p + "v", "MatMul", [ln, w[2]], [v]),
+            (p + "kt", "Transpose", [kk], [kt]), (p + "s", "MatMul", [q, kt], [s]),
+            (p + "p", "Softmax", [s], [pr]), (p + "c", "MatMul", [pr, v], [c]),
+            (p + "o", "MatMul", [c, w[3]], [o]), (p + "y", "Add", [o, h], [y]),
+        ]  # fmt: skip
+        h = y
+    return graph_from_ops("transformer", [t("x")], ops)
+
+
+def test_a_transformer_on_the_npu_alone_is_floored_before_fusing_as_after() -> None:
+    """The re-planning's probe of the 100,000-op scale benchmark (the NPU alone) is ruled out
+    before it is built: the floor of its placement under every fusion equals the fused plan's
+    here (only the projection and the residual Add may fuse, and they do)."""
+    graph, chip = _transformer(5), load_chip("rk3588")
+    table = cost_table(graph, chip, "int8")
+    alone = POLICIES["single-unit"](graph, chip, table)
+    assert {p.unit for p in alone.placements.values()} == {"npu"}
+    sim = simulate_candidate("single-unit", graph, chip, table, alone)
+    assert len(sim.fusion.pairs) == 5
+    where = {n: (p.unit, p.core) for n, p in alone.placements.items()}
+    floor = placement_floor_ps(graph, chip, least_fused_table(graph, chip, table, {n: "npu" for n in where}), where)
+    assert floor == _floor(graph, chip, sim.table, alone, EngineOptions())
     assert 0.9 * sim.trace.makespan_ps <= floor <= sim.trace.makespan_ps
 
 
