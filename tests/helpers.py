@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import networkx as nx
@@ -24,6 +25,21 @@ from scheduler.schedule import Placement, Schedule, implied_transfers
 
 #: The repository root, its bundled models, and the data the tests carry (copied from ../shared).
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_benchmarks(*names: str) -> ModuleType:
+    """Import ``benchmarks/NAME.py`` for each of ``names`` in order (a builder imports its
+    siblings by module name, so each is registered in ``sys.modules``); the last one."""
+    import importlib.util
+    import sys
+
+    for name in names:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+    return sys.modules[names[-1]]
 MODELS = ROOT / "examples" / "models"
 DATA = ROOT / "tests" / "data"
 

@@ -3,8 +3,6 @@ and marked the way onnxruntime runs its convs (NCHWc depthwise, 1-D convs on the
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -14,17 +12,11 @@ import onnx
 from cost_models.cpu import NCHWC_ACTIVATION_ATTR, NCHWC_ATTR, SGEMM_CONV_ATTR
 from graph_ir.onnx_import import load_onnx
 from hwsim.host.validate import layout_kernels
-from tests.helpers import ROOT
+from tests.helpers import load_benchmarks
 
 
 def _modern() -> ModuleType:
-    for name in ("heldout_models", "heldout_cnn_modern"):  # the builder imports its sibling by name
-        spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-        assert spec is not None and spec.loader is not None
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules["heldout_cnn_modern"]
+    return load_benchmarks("heldout_models", "heldout_cnn_modern")
 
 
 def test_two_sizes_each_and_deterministic() -> None:

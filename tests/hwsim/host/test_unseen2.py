@@ -4,8 +4,6 @@ inside the blocked conv)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -16,17 +14,11 @@ from cost_models.cpu import SGEMM_CONV_ATTR, SOFTMAX_DENORMAL_ATTR
 from graph_ir.onnx_import import load_onnx
 from hwsim.host.ort_denormals import denormal_softmaxes
 from hwsim.host.validate import layout_kernels, nchwc_reorders
-from tests.helpers import ROOT
+from tests.helpers import load_benchmarks
 
 
 def _unseen2() -> ModuleType:
-    for name in ("heldout_models", "heldout_unseen2"):  # the builder imports its sibling by name
-        spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-        assert spec is not None and spec.loader is not None
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules["heldout_unseen2"]
+    return load_benchmarks("heldout_models", "heldout_unseen2")
 
 
 def test_two_sizes_each_and_deterministic() -> None:
