@@ -26,6 +26,9 @@ from scheduler.schedule import Placement, Schedule, implied_transfers
 #: The repository root, its bundled models, and the data the tests carry (copied from ../shared).
 ROOT = Path(__file__).resolve().parents[1]
 
+MODELS = ROOT / "examples" / "models"
+DATA = ROOT / "tests" / "data"
+
 
 def load_benchmarks(*names: str) -> ModuleType:
     """Import ``benchmarks/NAME.py`` for each of ``names`` in order (a builder imports its
@@ -40,8 +43,6 @@ def load_benchmarks(*names: str) -> ModuleType:
         sys.modules[name] = mod
         spec.loader.exec_module(mod)
     return sys.modules[names[-1]]
-MODELS = ROOT / "examples" / "models"
-DATA = ROOT / "tests" / "data"
 
 
 def two_cpu_chip(dram_gbps: float = 10.0, port_gbps: float = 10.0, channels: int = 1) -> dict[str, Any]:
