@@ -25,7 +25,6 @@ from scheduler.schedule import Placement, Schedule, implied_transfers
 
 #: The repository root, its bundled models, and the data the tests carry (copied from ../shared).
 ROOT = Path(__file__).resolve().parents[1]
-
 MODELS = ROOT / "examples" / "models"
 DATA = ROOT / "tests" / "data"
 
