@@ -44,6 +44,12 @@ def load_benchmarks(*names: str) -> ModuleType:
     return sys.modules[names[-1]]
 
 
+def make_op(op_type: str, ins: list[Tensor], outs: list[Tensor], **attrs: Any) -> Op:
+    """An op named ``op`` with its category, MACs and FLOPs from :func:`graph_ir.op_metrics.metrics`."""
+    m = metrics(op_type, ins, outs, attrs)
+    return Op("op", op_type, m.category, tuple(ins), tuple(outs), attrs, m.macs, m.flops)
+
+
 def two_cpu_chip(dram_gbps: float = 10.0, port_gbps: float = 10.0, channels: int = 1) -> dict[str, Any]:
     """Two one-core CPUs in one DRAM domain, a third in another domain behind one link."""
     cpu = {

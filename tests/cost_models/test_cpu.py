@@ -21,13 +21,7 @@ from cost_models.cpu import (
 )
 from cost_models.table import cost_table, estimate
 from graph_ir.ir import Op, Tensor
-from graph_ir.op_metrics import metrics
-from tests.helpers import graph_from_ops, host_chip
-
-
-def make_op(op_type: str, ins: list[Tensor], outs: list[Tensor], **attrs: Any) -> Op:
-    m = metrics(op_type, ins, outs, attrs)
-    return Op("op", op_type, m.category, tuple(ins), tuple(outs), attrs, m.macs, m.flops)
+from tests.helpers import graph_from_ops, host_chip, make_op
 
 
 def relu(n: int) -> Op:

@@ -32,16 +32,10 @@ from cost_models.cpu import (
 )
 from cost_models.table import estimate
 from graph_ir.ir import Op, Tensor
-from graph_ir.op_metrics import metrics
 from hwsim.report.provenance import chip_sha256
-from tests.helpers import host_chip
+from tests.helpers import host_chip, make_op
 
 KERNELS = {"gemv_gbps": 110.0, "fft_butterfly_ns": 1.5, "fft_point_ns": 6.0, "parallel_section_ns": 900.0}
-
-
-def make_op(op_type: str, ins: list[Tensor], outs: list[Tensor], **attrs: Any) -> Op:
-    m = metrics(op_type, ins, outs, attrs)
-    return Op("op", op_type, m.category, tuple(ins), tuple(outs), attrs, m.macs, m.flops)
 
 
 def rnn(op_type: str, hidden: int, steps: int, dirs: int = 1) -> Op:
