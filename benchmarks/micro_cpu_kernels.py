@@ -10,6 +10,8 @@ recurrent and STFT rules and the ``--threads 2`` split.
     python benchmarks/micro_cpu_kernels.py conv1d --threads 1      # 1-D convs (im2col + SGEMM) against their FMAs
     python benchmarks/micro_cpu_kernels.py edges --threads 1       # depthwise border outputs: ns per output vs edge share
     python benchmarks/micro_cpu_kernels.py grouped --threads 1 --rounds 4   # grouped 3x3 convs: one im2col + SGEMM per group
+    python benchmarks/micro_cpu_kernels.py gap --threads 1 --rounds 5       # GlobalAveragePool per node (profiled), by producer
+    python benchmarks/micro_cpu_kernels.py gap --save DIR                   # ... or write the models for `hwsim validate`
 
 Every case is a one-node model; threads 1 and 2 and the cases are interleaved over ``--rounds``
 rounds, and a case's figure is its fastest run, best round (on a shared machine other
@@ -19,8 +21,9 @@ processes only add time; ``--stat p25`` for the 25th percentile).
 from __future__ import annotations
 
 import argparse
+import math
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from cost_models.cpu import RECURRENT_GATE_NS, RECURRENT_STEP_NS, cyclic_capacity_bytes
-from hwsim.host.measure import make_session, time_session
+from hwsim.host.measure import make_session, profile_nodes, time_session
 
 Case = tuple[str, onnx.ModelProto, dict[str, np.ndarray]]
 
@@ -271,8 +274,130 @@ def grouped_cases() -> list[Case]:
     return cases
 
 
+#: The GAP suite: (channels, side, producer's input channels, producer's kernel), 0 input channels
+#: for a GAP on the graph input (onnxruntime puts a ReorderInput before it). The producer is a conv
+#: with a fused Relu whose weights (``cin x c x k²`` floats) stream through the L2 while it writes
+#: the GAP's input; a 1x1 conv follows the GAP (squeeze-and-excitation), or a Flatten
+#: (:data:`GAP_FLATTEN`, a classifier head). The shapes in :data:`GAP_HELD_OUT` were left out of
+#: the fit of ``cost_models.cpu``'s GAP law.
+GAP_SHAPES = ((16, 56, 0, 1), (64, 56, 0, 1), (256, 28, 0, 1), (512, 14, 0, 1), (1024, 7, 0, 1), (1280, 7, 0, 1),
+              (256, 1, 0, 1), (1000, 13, 0, 1), (30, 28, 0, 1),
+              (16, 56, 16, 1), (64, 40, 64, 1), (96, 20, 96, 1), (256, 14, 256, 1), (512, 7, 512, 1), (640, 10, 640, 1),
+              (1280, 7, 320, 1), (1024, 7, 64, 1), (1024, 7, 1024, 1), (2048, 7, 512, 1), (1280, 7, 1280, 1),
+              (512, 7, 512, 3), (256, 14, 256, 3), (1000, 13, 512, 1))  # fmt: skip
+GAP_FLATTEN = ((512, 7, 512, 3), (1024, 7, 1024, 1), (1280, 7, 320, 1), (1000, 13, 512, 1), (512, 14, 0, 1))
+GAP_HELD_OUT = ((96, 20, 96, 1), (1280, 7, 1280, 1), (256, 14, 256, 3), (1280, 7, 0, 1))
+
+
+def gap_name(c: int, hw: int, cin: int, k: int) -> str:
+    """A GAP case's name: ``gap c512 7x7 after conv512 k3`` (``on input`` without a producer)."""
+    return f"gap c{c} {hw}x{hw} " + (f"after conv{cin} k{k}" if cin else "on input") + (
+        " flatten" if (c, hw, cin, k) in GAP_FLATTEN else "")
+
+
+def gap_model(c: int, hw: int, cin: int, k: int) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """One GAP case of :data:`GAP_SHAPES`: the model and its feeds."""
+    rng = np.random.default_rng(0)
+    inits: dict[str, np.ndarray] = {}
+    nodes, x = [], "x"
+    if cin:
+        inits["W"] = (rng.standard_normal((c, cin, k, k)) / np.sqrt(cin * k * k)).astype(np.float32)
+        nodes += [helper.make_node("Conv", ["x", "W"], ["y"], pads=[(k - 1) // 2] * 4, name="conv"),
+                  helper.make_node("Relu", ["y"], ["r"], name="relu")]  # fmt: skip
+        x = "r"
+    nodes.append(helper.make_node("GlobalAveragePool", [x], ["g"], name="gap"))
+    if (c, hw, cin, k) in GAP_FLATTEN:
+        nodes.append(helper.make_node("Flatten", ["g"], ["o"], name="flatten"))
+    else:
+        inits["W2"] = (rng.standard_normal((16, c, 1, 1)) / np.sqrt(c)).astype(np.float32)
+        nodes.append(helper.make_node("Conv", ["g", "W2"], ["o"], name="squeeze"))
+    shape = [1, cin or c, hw, hw]
+    g = helper.make_graph(nodes, "gap", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("o", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(v, n) for n, v in inits.items()])  # fmt: skip
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return m, {"x": rng.standard_normal(shape).astype(np.float32)}
+
+
+#: The GAP suite's code re-fetch cases: a 1x1 conv ``C -> C`` over 7x7 (``4 C²`` bytes of weights,
+#: 0 for none) on a branch of its own runs between two calls of a GAP whose input a small conv
+#: has just written (:data:`GAP_STREAM_GAPS`: channels, side): what the GAP takes beyond the
+#: case without the branch is its code coming back. 2896 (32 MiB) was held out of the fit of
+#: ``cost_models.cpu.CODE_REFETCH_NS``.
+GAP_STREAM_CHANNELS = (0, 512, 724, 1024, 1448, 2048, 2896, 4096)
+GAP_STREAM_GAPS = ((512, 7), (64, 28))
+GAP_STREAM_HELD_OUT = (2896,)
+
+
+def gap_stream_model(big: int, c: int, hw: int) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """One code re-fetch case (:data:`GAP_STREAM_CHANNELS`): the model and its feeds."""
+    rng = np.random.default_rng(0)
+    inits = {"W": (rng.standard_normal((c, c, 1, 1)) / np.sqrt(c)).astype(np.float32)}
+    feeds = {"x": rng.standard_normal((1, c, hw, hw)).astype(np.float32)}
+    ins, outs, nodes = ["x"], ["o"], []
+    if big:
+        inits["Wb"] = (rng.standard_normal((big, big, 1, 1)) / np.sqrt(big)).astype(np.float32)
+        feeds["xb"] = rng.standard_normal((1, big, 7, 7)).astype(np.float32)
+        nodes.append(helper.make_node("Conv", ["xb", "Wb"], ["ob"], name="stream"))
+        ins, outs = [*ins, "xb"], [*outs, "ob"]
+    nodes += [helper.make_node("Conv", ["x", "W"], ["y"], name="small"), helper.make_node("Relu", ["y"], ["r"], name="relu"),
+              helper.make_node("GlobalAveragePool", ["r"], ["g"], name="gap"), helper.make_node("Flatten", ["g"], ["o"], name="flatten")]  # fmt: skip
+    g = helper.make_graph(nodes, "gap_stream", [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(feeds[n].shape)) for n in ins],
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outs],
+                          [numpy_helper.from_array(v, n) for n, v in inits.items()])  # fmt: skip
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), feeds
+
+
+def gap_cases() -> list[Case]:
+    shapes = [(gap_name(*s), *gap_model(*s)) for s in GAP_SHAPES]
+    return shapes + [(f"gap c{c} {hw}x{hw} stream {big}", *gap_stream_model(big, c, hw))
+                     for big in GAP_STREAM_CHANNELS for c, hw in GAP_STREAM_GAPS]  # fmt: skip
+
+
+def code_refetch_fit(extra_us: Mapping[tuple[int, float], float], l2_bytes: float) -> float:
+    """Least squares through 0 of ``extra = k log2(streamed / L2)`` (0 within the L2) over
+    ``extra_us`` (``(stream channels, bytes streamed between two calls)`` -> us a GAP took beyond
+    the case without a stream), the held-out sizes (:data:`GAP_STREAM_HELD_OUT`) left out: ``k``, us.
+
+    >>> round(code_refetch_fit({(1024, 8.0): 3.0, (2048, 16.0): 4.0, (2896, 32.0): 9.0}, 2.0), 3)  # 2 and 3 doublings
+    1.385
+    """
+    pts = [(max(0.0, math.log2(d / l2_bytes)), e) for (big, d), e in extra_us.items() if big not in GAP_STREAM_HELD_OUT]
+    return sum(x * e for x, e in pts) / sum(x * x for x, _ in pts)
+
+
+def profile_rounds(cases: Sequence[Case], threads: int, rounds: int, runs: int) -> dict[tuple[str, str], list[float]]:
+    """Per case and profiled kernel (onnxruntime's profiler, ``hwsim.host.measure.profile_nodes``):
+    its time in each of ``rounds`` rounds, the cases interleaved, ns."""
+    out: dict[tuple[str, str], list[float]] = {}
+    for _ in range(rounds):
+        for name, m, feeds in cases:
+            for kernel, (kind, ns) in profile_nodes(m, feeds, threads, runs=runs).items():
+                out.setdefault((name, f"{kind} {kernel}"), []).append(ns)
+    return out
+
+
+def gap_stream_report(gap_ns: Mapping[tuple[str, str], float], l2_bytes: float = 1838.6 * 1024) -> None:
+    """Print the code re-fetch cases' extra time and the fitted ``k`` (:func:`code_refetch_fit`);
+    ``l2_bytes``: the CI Xeon's L2 as its fingerprint kept it."""
+    by_name = {name: ns for (name, _kernel), ns in gap_ns.items()}
+    extra: dict[tuple[int, float], float] = {}
+    print("\nGAP | streamed between calls, MiB | us beyond no stream")
+    for c, hw in GAP_STREAM_GAPS:
+        base = by_name.get(f"gap c{c} {hw}x{hw} stream 0")
+        for big in GAP_STREAM_CHANNELS[1:]:
+            ns = by_name.get(f"gap c{c} {hw}x{hw} stream {big}")
+            if base is None or ns is None:
+                continue
+            streamed = 4.0 * (big * big + 2 * big * 49 + c * c + 3 * c * hw * hw)  # weights, the branch's I/O, the small conv's
+            extra[(big, streamed)] = extra.get((big, streamed), 0.0) + (ns - base) / 1e3
+            print(f"c{c} {hw}x{hw} | {streamed / 2**20:.1f} | {(ns - base) / 1e3:.2f}" + (" (held out)" if big in GAP_STREAM_HELD_OUT else ""))
+    if extra:
+        print(f"k = {code_refetch_fit(extra, l2_bytes):.3f} us per doubling beyond the L2 (fit without {GAP_STREAM_HELD_OUT})")
+
+
 SUITES: dict[str, Callable[[], list[Case]]] = {
-    "conv1d": conv1d_cases, "depthwise": depthwise_cases, "edges": depthwise_edge_cases, "grouped": grouped_cases,
+    "conv1d": conv1d_cases, "depthwise": depthwise_cases, "edges": depthwise_edge_cases, "gap": gap_cases, "grouped": grouped_cases,
     "retention": retention_cases, "rnn": rnn_cases,
     "stft": stft_cases, "threads": thread_cases,
 }
@@ -287,8 +412,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--stat", choices=("min", "p25"), default="min",
                     help="a case's figure per round: fastest run (default; kernels this short fit in one time slice) or 25th percentile")
     ap.add_argument("--only", help="only cases whose name contains this")
+    ap.add_argument("--save", type=Path, help="write the cases as ONNX files here (for `hwsim validate`) and stop")
     args = ap.parse_args(argv)
     cases = [c for c in SUITES[args.suite]() if args.only is None or args.only in c[0]]
+    if args.save is not None:
+        args.save.mkdir(parents=True, exist_ok=True)
+        for name, m, _f in cases:
+            onnx.save(m, str(args.save / (name.replace(" ", "_") + ".onnx")))
+        return 0
+    if args.suite == "gap":  # per kernel, from the profiler: median of the rounds and their spread
+        got = profile_rounds(cases, args.threads[0], args.rounds, args.runs)
+        for (name, kernel), ns in got.items():
+            print(f"{name} | {kernel} | {np.median(ns) / 1e3:.2f} us [{min(ns) / 1e3:.2f}-{max(ns) / 1e3:.2f}]")
+        gap_stream_report({k: float(np.median(v)) for k, v in got.items() if k[1].startswith("GlobalAveragePool")})
+        return 0
     sessions = {(name, t): make_session(m, t, "all") for name, m, _ in cases for t in args.threads}
     best: dict[tuple[str, int], float] = {}
     for _ in range(args.rounds):

@@ -62,6 +62,9 @@ from graph_ir.categories import Category
 from graph_ir.ir import Op, deployed_bytes
 
 __all__ = [
+    "CODE_REFETCH_ATTR",
+    "CODE_REFETCH_NS",
+    "CODE_REFETCH_OP_TYPES",
     "COLD_DST_ATTR",
     "COLD_DST_TRANSFERS",
     "COLD_SRC_ATTR",
@@ -241,6 +244,20 @@ COLD_DST_TRANSFERS = 2
 #: onnxruntime's arena plan (:func:`hwsim.host.ort_arena.cold_source_bytes`) on streaming kernels
 #: (:data:`hwsim.host.validate.COLD_SRC_CATEGORIES`); :func:`cold_source_ns` prices them.
 COLD_SRC_ATTR = "hwsim_cold_src_bytes"
+#: Attribute (not ONNX's) with the bytes a run streams between two calls of the op's kernel code
+#: (the op type's previous kernel, the run wrapping around): set by
+#: :func:`hwsim.host.validate.cache_residency` on :data:`CODE_REFETCH_OP_TYPES`;
+#: :func:`code_refetch_ns` prices it.
+CODE_REFETCH_ATTR = "hwsim_code_stream_bytes"
+#: Kernels whose re-fetch of their code after a long stream is priced (:func:`code_refetch_ns`).
+#: Measured for MLAS's NCHWc GlobalAveragePool; Flatten and ReorderOutput pay the same kind of cost
+#: (``docs/fidelity_cpu.md``, "GlobalAveragePool: a warm rate, cold inputs and cold code") but are
+#: not priced: every op type's calibration would move.
+CODE_REFETCH_OP_TYPES = ("GlobalAveragePool",)
+#: ns a kernel pays per doubling of the bytes streamed since its code last ran beyond the L2's
+#: capacity (:func:`code_refetch_ns`): fit on GAPs of hot inputs after 1-64 MiB weight streams
+#: (``python benchmarks/micro_cpu_kernels.py gap``, :data:`GAP_STREAM_CHANNELS` there).
+CODE_REFETCH_NS = 1130.0
 #: Op types costed as onnxruntime's FFT kernels where the unit has the FFT constants.
 FFT_OP_TYPES = ("STFT", "DFT")
 #: MLAS splits a GEMM/convolution over threads in chunks of this many MACs
@@ -306,7 +323,7 @@ class CpuModel(UnitModel[CpuUnit]):
         fits = min(working, levels[1][0] * 1024) if sources is not None and len(levels) > 1 else working
         in_l2 = in_l2 or fits < working
         stall_ns = weight_stream_ns(op, unit, w_b) + (cold_destination_ns(op, unit, chip) if in_l2 else 0.0)
-        stall_ns += cold_source_ns(op, unit, chip)
+        stall_ns += cold_source_ns(op, unit, chip) + code_refetch_ns(op, unit)
         rfo = 0 if in_l2 else marked_cold_bytes(op)
         # weights from DRAM, unless they stay in the caches between inferences (steady state)
         cached, dram_w = (working, 0) if unit.weights_in_cache else (act, w_b)
@@ -326,6 +343,7 @@ class CpuModel(UnitModel[CpuUnit]):
         if stall_ns:
             what = "destination fetch" if COLD_DST_ATTR in op.attrs else "weights stall"
             what = "cold inputs" if marked_cold_sources(op) else what
+            what = "cold code" if code_refetch_ns(op, unit) and not marked_cold_sources(op) else what
             cost = replace(cost, stall_ns=stall_ns, note=f"{cost.note}, {what} {stall_ns / 1e3:.3g} us")
         return cost
 
@@ -1157,6 +1175,34 @@ def cold_source_ns(op: Op, unit: CpuUnit, chip: Chip) -> float:
         return 0.0
     gbps = unit.l3_bandwidth_gbps if unit.l3_kib and unit.l3_bandwidth_gbps else unit_bandwidth_gbps(unit, chip)
     return cold / gbps
+
+
+def code_refetch_ns(op: Op, unit: CpuUnit) -> float:
+    """Time a kernel pays to bring its code back after the run streamed :data:`CODE_REFETCH_ATTR`
+    bytes since it last ran, ns: :data:`CODE_REFETCH_NS` per doubling of those bytes beyond the
+    unit's L2 (0 unmarked, or within the L2). A stall beside the work: no efficiency scales it.
+
+    Measured (onnxruntime 1.32, CI Xeon under load, profiled, medians of 5 rounds;
+    ``python benchmarks/micro_cpu_kernels.py gap``): an NCHWc GlobalAveragePool whose input a small
+    conv has just written (in L1/L2) takes 4-6 us alone and 0-1 / 1 / 1 / 2-4 / 3-4 / 4-5 / 5-6 us
+    more when a 1x1 conv with 1 / 2 / 4 / 8 / 16 / 32 / 64 MiB of weights runs between two of its
+    calls (least squares without the 32 MiB point: 1.06 and 1.19 us per doubling beyond the L2 in
+    two sessions, 1.13 their mean; that point within 0.6 us); a Flatten (no work at all) 1 to 7.5
+    us more. A model's only GAP pays it (the whole run streams
+    between two calls: resnet18 47 MB); the eight squeeze-and-excitation GAPs of an EfficientNet
+    find their code a block (under 2 MB) after the last one ran.
+
+    >>> from chips.schema import CpuUnit
+    >>> unit = CpuUnit(name="c", domain="d", clock_mhz=1000, flops_per_cycle={"fp32": 32}, l2_kib=2048)
+    >>> [round(code_refetch_ns(Op("g", "GlobalAveragePool", "pool", (), (), {CODE_REFETCH_ATTR: mib * 2**20}), unit))
+    ...  for mib in (1, 2, 8, 64)]
+    [0, 0, 2260, 5650]
+    """
+    streamed = op.attrs.get(CODE_REFETCH_ATTR)
+    l2 = unit.l2_kib * 1024
+    if not isinstance(streamed, int) or l2 <= 0 or streamed <= l2:
+        return 0.0
+    return CODE_REFETCH_NS * math.log2(streamed / l2)
 
 
 def gemm_rows(op: Op) -> int:

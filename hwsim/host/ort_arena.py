@@ -42,6 +42,7 @@ __all__ = [
     "ArenaPlan",
     "Kernel",
     "arena_plan",
+    "code_reuse_bytes",
     "cold_bytes",
     "cold_destination_bytes",
     "cold_source_bytes",
@@ -259,6 +260,36 @@ def source_reuse(
     index = _index(plan, kernel)
     tensor = plan.kernels[index].reads[source]
     return _region_reuse(plan, index, tensor, run_bytes, horizon_bytes, spread=True)
+
+
+def code_reuse_bytes(plan: ArenaPlan, kernel: str, run_bytes: float = 0.0) -> float:
+    """The bytes the run streams between the previous kernel of ``kernel``'s op type and
+    ``kernel`` (the run wrapping around, plus ``run_bytes`` between runs): each tensor once,
+    weights included; for the only kernel of its type, the whole run's. What pushes its code out of
+    the caches (``cost_models.cpu.code_refetch_ns``).
+
+    >>> from graph_ir.ir import Tensor
+    >>> t = lambda n, b, w=False: Tensor(n, (b // 4,), "float32", is_weight=w)
+    >>> ks = (Kernel("g1", "GlobalAveragePool", (t("a", 400),), (t("b", 4),)),
+    ...       Kernel("c", "Conv", (t("b", 4), t("w", 4000, True)), (t("d", 400),)),
+    ...       Kernel("g2", "GlobalAveragePool", (t("d", 400),), (t("e", 4),)))
+    >>> plan = ArenaPlan(ks, {}, 0)
+    >>> code_reuse_bytes(plan, "g2"), code_reuse_bytes(plan, "g1", run_bytes=100.0)
+    (4404.0, 100.0)
+    """
+    index = _index(plan, kernel)
+    op_type, n = plan.kernels[index].op_type, len(plan.kernels)
+    seen: dict[str, int] = {}
+    wrapped = 0.0
+    for j in range(index - 1, index - n, -1):
+        k = plan.kernels[j % n]
+        wrapped = run_bytes if j < 0 else wrapped
+        if k.op_type == op_type:
+            break
+        seen.update((t.name, t.nbytes) for t in (*k.reads, *k.writes))
+    else:
+        wrapped = run_bytes
+    return float(sum(seen.values())) + wrapped
 
 
 def _index(plan: ArenaPlan, kernel: str) -> int:

@@ -26,6 +26,8 @@ import onnx
 from chips.schema import Chip, CpuUnit, chip_from_dict
 from cost_models.base import OpCost
 from cost_models.cpu import (
+    CODE_REFETCH_ATTR,
+    CODE_REFETCH_OP_TYPES,
     COLD_DST_ATTR,
     COLD_SRC_ATTR,
     NCHWC_ACTIVATION_ATTR,
@@ -61,7 +63,12 @@ from hwsim.host.measure import (
     random_inputs,
     time_session,
 )
-from hwsim.host.ort_arena import arena_plan, cold_destination_bytes, cold_source_bytes
+from hwsim.host.ort_arena import (
+    arena_plan,
+    code_reuse_bytes,
+    cold_destination_bytes,
+    cold_source_bytes,
+)
 from hwsim.host.ort_denormals import denormal_softmaxes
 from hwsim.host.ort_fusions import FUSED_KERNELS, ort_fusions
 from hwsim.host.ort_qdq import (
@@ -458,6 +465,9 @@ def cache_residency(graph: ModelGraph, unit: CpuUnit, fused: Iterable[str] = ())
       of its inputs last touched more than ``l2_kib`` ago when it starts, 0 where all are in L2
       (:func:`~hwsim.host.ort_arena.cold_source_bytes`: a producer's output spread over the bytes it
       streamed while writing it).
+    - every kernel of :data:`~cost_models.cpu.CODE_REFETCH_OP_TYPES` among them:
+      :data:`~cost_models.cpu.CODE_REFETCH_ATTR`, the bytes the run streams between two calls of its
+      code (:func:`~hwsim.host.ort_arena.code_reuse_bytes`).
 
     ``fused``: the nodes that run inside another kernel.
 
@@ -485,6 +495,8 @@ def cache_residency(graph: ModelGraph, unit: CpuUnit, fused: Iterable[str] = ())
             marks[COLD_DST_ATTR] = cold
         if streaming:
             marks[COLD_SRC_ATTR] = cold_source_bytes(plan, op.name, l2, run)
+        if streaming and op.op_type in CODE_REFETCH_OP_TYPES:
+            marks[CODE_REFETCH_ATTR] = round(code_reuse_bytes(plan, op.name, run))
         if marks:
             out[op.name] = marks
     return out

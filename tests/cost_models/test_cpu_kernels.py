@@ -11,12 +11,15 @@ from hypothesis import strategies as st
 
 from chips.schema import CpuUnit, chip_from_dict
 from cost_models.cpu import (
+    CODE_REFETCH_ATTR,
+    CODE_REFETCH_NS,
     COLD_SRC_ATTR,
     HALF_EFFICIENCY_FLOPS,
     MLAS_THREAD_MACS,
     PARALLEL_SECTION_NS,
     RECURRENT_SPLIT_STEP_NS,
     calibration_basis_ns,
+    code_refetch_ns,
     cold_source_ns,
     fft_ns,
     fft_plan,
@@ -363,3 +366,44 @@ class TestColdSources:
         c = estimate(add_op(16, 100_000), chip, "cpu", "model")
         assert c is not None and c.stall_ns == pytest.approx(100_000 / 38)
         assert calibration_basis_ns(add_op(16, 100_000), c) == pytest.approx(c.compute_ns - c.stall_ns)
+
+
+def gap_op(channels: int, side: int, streamed: int | None = None, cold: int = 0) -> Op:
+    """An NCHWc-shaped GlobalAveragePool over ``channels x side x side`` whose inputs' place is
+    known (``cold`` bytes beyond L2), marked with the bytes streamed since its code last ran."""
+    attrs: dict[str, int] = {COLD_SRC_ATTR: cold}
+    if streamed is not None:
+        attrs[CODE_REFETCH_ATTR] = streamed
+    x, g = Tensor("x", (1, channels, side, side), "float32"), Tensor("g", (1, channels, 1, 1), "float32")
+    return make_op("GlobalAveragePool", [x], [g], **attrs)
+
+
+class TestCodeRefetch:
+    """A GAP after a long stream fetches its code again: ``CODE_REFETCH_NS`` per doubling of the
+    bytes streamed since its last call beyond the L2, beside its work."""
+
+    @given(st.integers(0, 2**31), st.integers(0, 2**31))
+    def test_it_grows_with_the_stream_and_nothing_within_the_l2(self, a: int, b: int) -> None:
+        unit = chip_from_dict(host_chip()).units[0]
+        assert isinstance(unit, CpuUnit)
+        lo, hi = sorted((a, b))
+        small, big = code_refetch_ns(gap_op(64, 7, lo), unit), code_refetch_ns(gap_op(64, 7, hi), unit)
+        assert 0 <= small <= big
+        if hi <= 2048 * 1024:
+            assert big == 0
+        if lo > 2048 * 1024:  # a log law: each doubling costs the same
+            assert code_refetch_ns(gap_op(64, 7, 2 * lo), unit) == pytest.approx(small + CODE_REFETCH_NS)
+
+    def test_an_unmarked_kernel_pays_nothing(self) -> None:
+        unit = chip_from_dict(host_chip()).units[0]
+        assert isinstance(unit, CpuUnit)
+        assert code_refetch_ns(gap_op(64, 7), unit) == 0
+
+    def test_calibration_scales_the_work_not_the_refetch(self) -> None:
+        chip = chip_from_dict(host_chip(efficiency={"GlobalAveragePool": 0.25}))
+        op = gap_op(512, 7, 64 * 2**20)  # 64 MiB since its last call: five doublings beyond the 2 MiB L2
+        c, warm = estimate(op, chip, "cpu", "model"), estimate(gap_op(512, 7, 0), chip, "cpu", "model")
+        assert c is not None and warm is not None
+        assert c.stall_ns == pytest.approx(5 * CODE_REFETCH_NS) and "cold code" in c.note
+        assert c.compute_ns == pytest.approx(warm.compute_ns + 5 * CODE_REFETCH_NS)
+        assert calibration_basis_ns(op, c) == pytest.approx(calibration_basis_ns(gap_op(512, 7, 0), warm))

@@ -3,14 +3,20 @@ destination was last touched. Graphs are tiny and built here."""
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chips.schema import chip_from_dict
-from cost_models.cpu import COLD_DST_ATTR, COLD_SRC_ATTR
+from chips.schema import CpuUnit, chip_from_dict
+from cost_models.cpu import CODE_REFETCH_ATTR, CODE_REFETCH_NS, COLD_DST_ATTR, COLD_SRC_ATTR
+from cost_models.table import estimate
 from graph_ir.ir import Tensor
 from hwsim.host.ort_arena import (
     arena_plan,
+    code_reuse_bytes,
     cold_bytes,
     cold_destination_bytes,
     cold_source_bytes,
@@ -212,7 +218,7 @@ class TestResidencyMarks:
     def test_streaming_kernels_are_marked_with_their_cold_inputs_and_destinations(self) -> None:
         unit = cpu_chip(chip_from_dict(host_chip()), 1).units[0]
         marks = cache_residency(conv_then_pool(256), unit)
-        assert "conv" not in marks and marks["gap"] == {COLD_SRC_ATTR: 0}  # no streaming kernel; a warm input
+        assert "conv" not in marks and marks["gap"][COLD_SRC_ATTR] == 0  # no streaming kernel; a warm input
         assert marks["neg"][COLD_DST_ATTR] == 1024  # a graph output: outside the arena
         heavy = cache_residency(conv_then_pool(4096), unit)
         assert heavy["gap"][COLD_SRC_ATTR] > 0
@@ -228,3 +234,64 @@ class TestResidencyMarks:
         x, y = Tensor("x", (1, 8, 32, 32), "uint8"), Tensor("y", (1, 8, 32, 32), "uint8")
         graph = graph_from_ops("q", [x], [("relu", "Relu", [x], [y]), ("neg", "Neg", [y], [Tensor("n", y.shape, "uint8")])])
         assert cache_residency(graph, unit) == {}
+
+
+def two_gaps(between_channels: int) -> tuple:
+    """``G1 = GAP(X)``, then a 1x1 conv ``64 -> between_channels`` on ``X``, then ``G2 = GAP(Y)``
+    (into a Neg: its destination in the arena)."""
+    x, y = act("X", 64, 14), act("Y", between_channels, 14)
+    w = Tensor("W", (between_channels, 64, 1, 1), "float32", is_weight=True)
+    g1, g2 = Tensor("G1", (1, 64, 1, 1), "float32"), Tensor("G2", (1, between_channels, 1, 1), "float32")
+    return graph_from_ops("gg", [x], [("gap1", "GlobalAveragePool", [x], [g1]), ("conv", "Conv", [x, w], [y]),
+                                      ("gap2", "GlobalAveragePool", [y], [g2]),
+                                      ("neg", "Neg", [g2], [Tensor("N", g2.shape, "float32")])]), (x, w, y, g1, g2)  # fmt: skip
+
+
+class TestCodeReuse:
+    """What the run streams between two calls of a kernel type's code (``code_reuse_bytes``)."""
+
+    def test_the_next_kernel_of_the_type_sees_what_ran_between(self) -> None:
+        graph, (x, w, y, _g1, g2) = two_gaps(256)
+        plan = arena_plan(graph)
+        assert code_reuse_bytes(plan, "gap2") == x.nbytes + w.nbytes + y.nbytes  # the conv's reads and writes
+        g2b = g2.nbytes  # the Neg after gap2 reads G2 and writes N, then the run call ends
+        assert code_reuse_bytes(plan, "gap1", run_bytes=1000.0) == 1000.0 + 2 * g2b
+
+    def test_the_only_kernel_of_its_type_sees_the_whole_run(self) -> None:
+        plan = arena_plan(conv_then_pool(1024))
+        total = sum({t.name: t.nbytes for k in plan.kernels if k.name != "gap" for t in (*k.reads, *k.writes)}.values())
+        assert code_reuse_bytes(plan, "gap", run_bytes=500.0) == total + 500.0
+
+    @settings(max_examples=30, deadline=None)
+    @given(st.integers(1, 64), st.floats(0, 1e7))
+    def test_it_never_exceeds_the_run_and_grows_with_the_run_call(self, c: int, run: float) -> None:
+        plan = arena_plan(concat_after_chain(c * 4, chain=2))
+        total = sum({t.name: t.nbytes for k in plan.kernels for t in (*k.reads, *k.writes)}.values())
+        for k in plan.kernels:
+            alone = code_reuse_bytes(plan, k.name)
+            assert 0 <= alone <= code_reuse_bytes(plan, k.name, run) <= total + run
+
+    def test_only_gaps_are_marked_with_it(self) -> None:
+        unit = cpu_chip(chip_from_dict(host_chip()), 1).units[0]
+        graph, (x, w, y, _g1, _g2) = two_gaps(2048)
+        marks = cache_residency(graph, unit)
+        assert marks["gap2"][CODE_REFETCH_ATTR] == x.nbytes + w.nbytes + y.nbytes
+        assert CODE_REFETCH_ATTR not in marks.get("conv", {})
+        heavy = cache_residency(conv_then_pool(4096), unit)
+        assert CODE_REFETCH_ATTR not in heavy["neg"] and heavy["gap"][CODE_REFETCH_ATTR] > 4096 * 256 * 4
+
+    def test_a_gap_after_a_long_stream_pays_its_code_in_the_prediction(self) -> None:
+        chip = cpu_chip(chip_from_dict(host_chip()), 1)
+        unit = chip.units[0]
+        assert isinstance(unit, CpuUnit)
+        graph, (x, w, y, _g1, _g2) = two_gaps(8192)  # 2 MiB of weights and a 6.3 MiB output between the calls
+        pred = predict_nodes(graph, chip, 1, set())["gap2"]
+        marks = cache_residency(graph, unit)["gap2"]
+        op = graph.op("gap2")
+        priced = [estimate(replace(op, attrs={**op.attrs, **m}), chip, unit.name, "model")
+                  for m in (marks, {k: v for k, v in marks.items() if k != CODE_REFETCH_ATTR})]  # fmt: skip
+        assert priced[0] is not None and priced[1] is not None
+        code = CODE_REFETCH_NS * math.log2((x.nbytes + w.nbytes + y.nbytes) / (unit.l2_kib * 1024))
+        assert pred.stall_ns == pytest.approx(priced[0].stall_ns)
+        assert code > 0 and priced[0].stall_ns - priced[1].stall_ns == pytest.approx(code)
+        assert predict_nodes(two_gaps(64)[0], chip, 1, set())["gap2"].stall_ns == 0
