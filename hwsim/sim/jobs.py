@@ -102,6 +102,11 @@ class Jobs:
         self._job_of: dict[int, int] = {}
         self._shards_of: dict[int, int] = {}
 
+    @property
+    def boundaries(self) -> int:
+        """How many job boundaries the ops started so far have paid, over all lockstep units."""
+        return sum(self._job.values())
+
     def ends_job(self, inst: int, shards: int) -> bool:
         """Whether op instance ``inst`` run as ``shards`` shards must start a new job: it reads
         from a layer of the current job rows its own cores did not produce."""
