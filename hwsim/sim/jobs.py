@@ -53,6 +53,7 @@ from collections.abc import Mapping, Sequence
 from chips.schema import Unit
 from graph_ir.ir import ModelGraph
 from graph_ir.shard import reads_own_rows
+from hwsim.sim.plan import runs_in_lockstep
 
 __all__ = ["Jobs", "lockstep_barrier_ns"]
 
@@ -60,7 +61,7 @@ __all__ = ["Jobs", "lockstep_barrier_ns"]
 def lockstep_barrier_ns(unit: Unit) -> float:
     """What ending a job of ``unit``'s cores costs, in ns: one more set-up-and-sync of a layer,
     the unit's ``op_overhead_ns`` (0 for a unit that does not run in lockstep)."""
-    return unit.op_overhead_ns if unit.core_mode == "lockstep" and unit.cores > 1 else 0.0
+    return unit.op_overhead_ns if runs_in_lockstep(unit) else 0.0
 
 
 class Jobs:
