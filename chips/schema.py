@@ -313,7 +313,8 @@ class Unit(_Spec):
             "How the unit's cores share one model: 'independent' runs different ops on different "
             "cores at once; 'lockstep' runs the ops one at a time in the model's order, each op "
             "in ``split_ops`` split over the cores and every other op on core 0 (RKNN's "
-            "multi-core mode)."
+            "multi-core mode); the cores sync at job boundaries, each one more ``op_overhead_ns`` "
+            "(hwsim.sim.jobs)."
         ),
     )
     #: The unit kind (``cpu``, ``gpu``, ...): each kind's class fixes it to one value.

@@ -53,6 +53,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 
 from chips.schema import Chip, Unit
 from cost_models.base import OpCost, model_for, unit_bandwidth_gbps
@@ -270,7 +271,8 @@ def fuse(
             if m != head:
                 pairs.append(FusedPair(head, m, unit_name))
         saved += applied.saved_dram_bytes
-    return FusionResult(replace(table, costs=costs), tuple(pairs), saved, mode, tuple(decisions))
+    fused_into = MappingProxyType({p.consumer: p.producer for p in pairs})
+    return FusionResult(replace(table, costs=costs, fused_into=fused_into), tuple(pairs), saved, mode, tuple(decisions))
 
 
 def least_fused_table(graph: ModelGraph, chip: Chip, table: CostTable, placement: Mapping[str, str]) -> CostTable:

@@ -32,13 +32,16 @@ class CostTable:
     ``precision`` is the whole model's; ``dtypes`` the ops deployed in another one (a
     quantization binding, :mod:`graph_ir.quant_binding`), read through :meth:`precision_of`;
     ``knobs`` the ops costed with mapping knobs (:mod:`cost_models.mapping`), read through
-    :meth:`knobs_of` (the engine costs their shards the same way).
+    :meth:`knobs_of` (the engine costs their shards the same way); ``fused_into`` the ops a
+    fusion runs in the layer of the conv/matmul before them.
     """
 
     precision: str
     costs: Mapping[str, Mapping[str, OpCost]]
     dtypes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     knobs: Mapping[str, KernelKnobs] = field(default_factory=lambda: MappingProxyType({}))
+    #: Op -> the head of the fusion group it runs in as part of one layer (:func:`cost_models.fusion.fuse`).
+    fused_into: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def precision_of(self, op: str) -> str:
         """The precision ``op`` was costed at: its own dtype, else the table's precision."""

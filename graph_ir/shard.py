@@ -22,7 +22,11 @@ from dataclasses import replace
 from graph_ir.ir import Op, Tensor
 from graph_ir.op_metrics import metrics
 
-__all__ = ["shard_op", "split_axis"]
+__all__ = ["reads_own_rows", "shard_op", "split_axis"]
+
+#: Op types that compute each output row from the same row of their inputs alone (elementwise,
+#: activations, per-channel affines, a copy along another axis), when the shapes line up.
+_ROW_WISE_TYPES = frozenset({"BatchNormalization", "Concat", "Identity"})
 
 
 def split_axis(op: Op) -> int | None:
@@ -83,3 +87,39 @@ def shard_op(op: Op, k: int) -> Op | None:
             ins.append(t)
     m = metrics(op.op_type, ins, outs, op.attrs)
     return replace(op, inputs=tuple(ins), outputs=outs, macs=m.macs, flops=m.flops)
+
+
+def reads_own_rows(op: Op) -> bool:
+    """Whether each of ``op``'s shards reads, of every activation input, only the rows of its own
+    output slice: so an input split the same ``k`` ways by the op before it is ready on the
+    shard's own core, and nothing crosses cores between the two.
+
+    True for an elementwise op or an activation, a BatchNormalization, a Concat along another
+    axis (each input as tall as the output along :func:`split_axis`), and a 1x1 convolution of
+    stride 1 without padding in height. False where a shard needs rows another shard produced:
+    a kernel taller than one row (its halo), a stride or padding in height, a Concat along the
+    split axis, an input broadcast along it, the ``B`` of a matrix product, any other op type
+    (a pool, a reshape, a transpose, ...), and an op that does not split at all.
+
+    >>> from graph_ir.ir import Op, Tensor
+    >>> x, y = Tensor("x", (1, 8, 20, 20), "int8"), Tensor("y", (1, 16, 20, 20), "int8")
+    >>> def conv(k):
+    ...     w = Tensor("w", (16, 8, k, k), "int8", is_weight=True)
+    ...     return Op("c", "Conv", "conv", (x, w), (y,), {"pads": [k // 2] * 4})
+    >>> reads_own_rows(conv(1)), reads_own_rows(conv(3))
+    (True, False)
+    """
+    axis = split_axis(op)
+    if axis is None:
+        return False
+    shape = op.outputs[0].shape
+    if op.op_type == "Conv":
+        kh = op.weights[0].shape[2] if op.weights and len(op.weights[0].shape) > 2 else 1
+        strides = op.attrs.get("strides") or (1,)
+        if kh != 1 or not isinstance(strides, (list, tuple)) or strides[0] != 1:
+            return False
+        x = op.inputs[0]
+        return not x.is_weight and len(x.shape) == len(shape) and x.shape[axis] == shape[axis]
+    if op.category not in ("elementwise", "activation") and op.op_type not in _ROW_WISE_TYPES:
+        return False
+    return all(len(t.shape) == len(shape) and t.shape[axis] == shape[axis] for t in op.activations)

@@ -573,7 +573,7 @@ def spill_table(
             note=(c.note + "; " if c.note else "") + f"spill {moved} B",
         )  # fmt: skip
         costs[name] = {**costs[name], unit: spilled_cost}
-    return CostTable(table.precision, costs, knobs=table.knobs)
+    return CostTable(table.precision, costs, knobs=table.knobs, fused_into=table.fused_into)
 
 
 @dataclass(frozen=True, slots=True)

@@ -89,8 +89,9 @@ from graph_ir.ir import ModelGraph
 from hwsim.sim.blocks import Block, op_blocks, op_time_ns, stream_uses
 from hwsim.sim.floor import makespan_floor_ps
 from hwsim.sim.frames import Admission, Core, Dispatch, Prioritized, Release, dispatch_for
+from hwsim.sim.jobs import Jobs
 from hwsim.sim.options import FRAME_ORDERS, EngineOptions, SimulationError
-from hwsim.sim.plan import Plan, plan
+from hwsim.sim.plan import Plan, plan, runs_in_lockstep
 from hwsim.sim.power import PowerGate, blocks_dram_w, check_cap, chip_power_now, transfer_dram_w
 from hwsim.sim.records import (
     OpLog,
@@ -214,6 +215,10 @@ class Simulation:
             self.power = PowerGate(chip, p, options.max_power_w)
             self._transfer_w = [transfer_dram_w(chip, p, j) for j in range(self.n_x)]
         self.thermal = ThermalState(chip.thermal) if chip.thermal is not None else None
+        by_name = {u.name: u for u in chip.units}
+        units = [by_name[u] for u in p.unit]
+        #: Job boundaries of the units whose cores run in lockstep (None: no such unit here).
+        self.jobs = Jobs(graph, units, table.fused_into) if any(runs_in_lockstep(u) for u in units) else None
         #: Busy cores per unit by the clock factor they run at (kept with a thermal model only).
         self._clocks: dict[str, dict[float, int]] = {u: {} for u in p.unit_cores}
 
@@ -410,14 +415,17 @@ class Simulation:
         cost = self.checked_shard_cost(i, shards)
         return self.thermal.cost_now(cost) if self.thermal is not None else cost
 
-    def best_shards(self, i: int, most: int) -> int:
-        """The number of shards, up to ``most``, with the shortest uncontended time for op ``i``."""
-        double_buffer = self.options.double_buffer
+    def best_shards(self, inst: int, most: int) -> int:
+        """The number of shards, up to ``most``, with the shortest uncontended time for op
+        instance ``inst``, a job boundary it would need that way included (:mod:`hwsim.sim.jobs`)."""
+        double_buffer, jobs, i = self.options.double_buffer, self.jobs, inst % self.n_ops
         best, best_t = 1, op_time_ns(self.plan.cost[i], double_buffer)
+        if jobs is not None:
+            best_t += jobs.barrier_ns(inst, 1)
         for k in range(2, most + 1):
             c = self.shard_cost(i, k)
             if c is not None:
-                t = op_time_ns(c, double_buffer)
+                t = op_time_ns(c, double_buffer) + (jobs.barrier_ns(inst, k) if jobs is not None else 0.0)
                 if t < best_t:
                     best, best_t = k, t
         return best
@@ -470,7 +478,7 @@ class Simulation:
             if want is None and split and p.splittable[i]:
                 spare = [c for c in pool.idle(core) if ready((unit, c)) < 0]
                 if spare:
-                    cores = (core, *spare[: self.best_shards(i, 1 + len(spare)) - 1])
+                    cores = (core, *spare[: self.best_shards(inst, 1 + len(spare)) - 1])
             pool.acquire(cores)
             if not self.power_fits(k, inst, cores):
                 if len(cores) == 1:
@@ -533,8 +541,10 @@ class Simulation:
             self._layouts[(id(cost), shards, memory)] = layout
         self._blocks[inst], self._uses[inst], log.dram_bytes[inst] = layout[1], layout[2], layout[3]
         log.spill_bytes[inst] = cost.spill_bytes * shards
+        # a lockstep unit's job boundary before the op: one more set-up-and-sync (hwsim.sim.jobs)
+        overhead_ns = cost.overhead_ns + self.jobs.enter(inst, shards) if self.jobs is not None else cost.overhead_ns
         self._seq += 1  # push(), inlined: once per op
-        heapq.heappush(self._heap, (now + math.ceil(cost.overhead_ns * PS_PER_NS), self._seq, (_OP_BODY, inst)))
+        heapq.heappush(self._heap, (now + math.ceil(overhead_ns * PS_PER_NS), self._seq, (_OP_BODY, inst)))
 
     def start_block(self, inst: int) -> bool:
         """Start the op's next block (or finish the op); True when a flow was added."""

@@ -84,15 +84,16 @@ def test_energy_mode_saves_energy_within_the_budget(kws):
 def test_energy_mode_is_no_worse_than_the_search_from_any_seed():
     """The energy found never depends on which seed won on latency: it is at most the energy of
     every simulated candidate and of the energy search started from each (the default's schedule
-    before re-planning included). Pinned on rk3588/resnet18 at 40 ms, where the re-planned default
-    wins on latency but the search from it alone finds 9.01 mJ and from the first plan 8.77 mJ."""
+    before re-planning included). Pinned on rk3588/squeezenet11 at 40 ms, where the search from the
+    first plan finds 4.33 mJ and from the re-planned default 4.20 mJ (rk3588/resnet18 was the pin
+    until the NPU's job boundaries, hwsim.sim.jobs, made the two searches meet at 9.53 mJ)."""
     from chips.units import PJ_PER_MJ
     from cost_models.table import cost_table
     from hwsim.analysis.energy import run_energy
     from scheduler import DEFAULT_POLICY, POLICIES
     from scheduler.onnx_policies import energy_schedule
 
-    chip, graph, budget_ms = load_chip("rk3588"), load_onnx(MODELS / "resnet18.onnx"), 40.0
+    chip, graph, budget_ms = load_chip("rk3588"), load_onnx(MODELS / "squeezenet11.onnx"), 40.0
     table = cost_table(graph, chip)
     res = run_graph(graph, chip, objective="energy", latency_budget_ms=budget_ms)
     c = res.choice
@@ -111,8 +112,8 @@ def test_energy_mode_is_no_worse_than_the_search_from_any_seed():
     assert len(found) == 2 * len(seeds)
     assert c.chosen.latency_ms <= budget_ms
     assert all(c.chosen.energy_mj <= mj + 1e-9 for mj in found.values()), (c.chosen, found)
-    # The seeds do differ here: the search from the latency winner alone is not the least.
-    assert found[f"from {DEFAULT_POLICY}"] < found["from re-planned"]
+    # The seeds do differ here: the search from one of them alone is not the least.
+    assert found["from re-planned"] < found[f"from {DEFAULT_POLICY}"]
 
 
 def test_cli_energy_mode(tmp_path, capsys):
