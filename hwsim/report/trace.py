@@ -82,6 +82,9 @@ _RANK = {"E": -1, "X": 0, "B": 0, "s": 1, "f": 2, "C": 3}
 
 Event = dict[str, Any]
 
+#: Events gathered before their keys are added in one go (bounds the columns held meanwhile).
+_BATCH = 8192
+
 #: Reserved colour names of the Trace Event Format (``cname``) given to frames in turn.
 FRAME_COLORS = (
     "rail_response",
@@ -338,7 +341,7 @@ class _Events:
 
     def flows(self, arrows: Iterable[tuple[str, _Slice, _Slice]]) -> None:
         """:meth:`flow` of each ``(name, src, dst)`` in order (their ids in that order), the
-        keys extended once. A flow starts ``min(1 ns, half the slice)`` before the end of
+        keys extended a batch at a time. A flow starts ``min(1 ns, half the slice)`` before the end of
         ``src`` and finishes as far after the start of ``dst``."""
         texts: list[str] = []
         ts: list[float] = []
@@ -355,9 +358,17 @@ class _Events:
             pid += (src[0], dst[0])
             tid += (src[1], dst[1])
             fid += 1
+            if len(ts) >= _BATCH:
+                self._flush_flows(texts, ts, pid, tid)
         self._next_flow_id = fid
+        self._flush_flows(texts, ts, pid, tid)
+
+    def _flush_flows(self, texts: list[str], ts: list[float], pid: list[int], tid: list[int]) -> None:
+        """Add the flow events gathered in these columns (start, finish, ...) and empty them."""
         self._extend_keys(ts, [_RANK["s"], _RANK["f"]] * (len(ts) // 2), pid, tid, [0.0] * len(ts))
         self.text.extend(texts)
+        for column in (texts, ts, pid, tid):
+            column.clear()
 
 
 _encode = json.JSONEncoder(separators=(",", ":")).encode
@@ -449,7 +460,7 @@ def _op_events(
         if not ev.multi and type(r.dram_bytes) is int and type(r.core) is int and type(r.stretch_ps) is int:
             ts, dur = _us(s), _us(e - s)
             rows.append((_op_text(r, ts, dur, pid, tid, placements[r.op].reason), ts, dur, pid, tid, e))
-            if len(r.cores) > 1 or r.phases:
+            if len(r.cores) > 1 or r.phases or len(rows) >= _BATCH:
                 ev.add_slices(rows)
                 rows = []
                 _shards_and_phases(r, pid, result.chip.unit(r.unit).cores, ev.add, "", {})
@@ -500,6 +511,9 @@ def _transfer_events(ev: _Events, chip: Chip, trace: Trace, tracks: _Tracks) -> 
         if not ev.multi and type(x.bytes) is int and type(x.stretch_ps) is int and type(ch) is int:
             ts, dur = _us(s), _us(e - s)
             rows.append((_transfer_text(x, ts, dur, tracks.dma_pid, tid, track, ch), ts, dur, tracks.dma_pid, tid, e))
+            if len(rows) >= _BATCH:
+                ev.add_slices(rows)
+                rows = []
             continue
         ev.add_slices(rows)
         rows = []
