@@ -209,9 +209,13 @@ def unit_power_timeline(chip: Chip, trace: Trace, unit: str) -> tuple[tuple[int,
     """
     u = chip.unit(unit)
     level = {0: clocked_unit_power_w(u, {})}
+    watts: dict[tuple[tuple[float, int], ...], float] = {}  # by busy cores (few distinct)
     for t, busy in clocked_core_steps(r for r in trace.ops if r.unit == unit):
         if t < trace.makespan_ps:
-            level[t] = clocked_unit_power_w(u, busy)
+            key = tuple(busy.items())
+            if key not in watts:
+                watts[key] = clocked_unit_power_w(u, busy)
+            level[t] = watts[key]
     return tuple(sorted(level.items()))
 
 
