@@ -82,13 +82,16 @@ def _steps(starts: list[int], ends: list[int], cores: list[int]) -> list[tuple[i
     """:func:`busy_core_steps` of ops from ``starts[i]`` to ``ends[i]`` on ``cores[i]`` cores:
     each time's summed change, the times where it is not zero, the running sum. In numpy where
     the times and counts are int64 (exact), else in Python."""
-    times = np.asarray(starts + ends)
+    all_times = starts + ends
+    times = np.asarray(all_times)
     if len(times) and times.dtype == np.int64 and max(abs(int(times.min())), int(times.max())) < 2**62:
-        at, where = np.unique(times, return_inverse=True)
+        at, first, where = np.unique(times, return_index=True, return_inverse=True)
         delta = np.zeros(len(at), dtype=np.int64)
         np.add.at(delta, where, np.asarray(cores + [-n for n in cores], dtype=np.int64))
         changed = delta != 0
-        return list(zip(at[changed].tolist(), np.cumsum(delta[changed]).tolist(), strict=True))
+        # each time as the records' own int object (a power timeline keeps them all run long)
+        at_changed = [all_times[i] for i in first[changed].tolist()]
+        return list(zip(at_changed, np.cumsum(delta[changed]).tolist(), strict=True))
     change: dict[int, int] = {}
     for s, e, n in zip(starts, ends, cores, strict=True):
         change[s] = change.get(s, 0) + n

@@ -10,6 +10,7 @@ for the chip, each unit and the DRAM.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -129,10 +130,10 @@ def _power_timeline(chip: Chip, trace: Trace) -> tuple[tuple[int, float], ...]:
     for t, mem, use in trace.bandwidth_samples:
         if mem == "dram":
             dram_at[t] = use
-    times = {0, *dram_at}.union(*({t for t, _ in steps} for steps in unit_steps))
-    at = np.array(sorted(times), dtype=np.int64)
+    times = sorted({0, *dram_at}.union(*({t for t, _ in steps} for steps in unit_steps)))
     if span > 0:
-        at = at[at < span]
+        times = times[: bisect_left(times, span)]
+    at = np.array(times, dtype=np.int64)
     watts = np.zeros(len(at))
     for u, steps in zip(chip.units, unit_steps, strict=True):
         memo: dict[tuple[tuple[float, int], ...], float] = {}  # watts by busy cores (few distinct)
@@ -147,7 +148,7 @@ def _power_timeline(chip: Chip, trace: Trace) -> tuple[tuple[int, float], ...]:
     dram_w = [dram_power_w(chip.dram, dram_at[t]) for t in dram_times]
     watts = watts + _last_at(dram_times, dram_w, at, dram_power_w(chip.dram, 0.0))
     out: list[tuple[int, float]] = []
-    for t, w in zip(at.tolist(), watts.tolist(), strict=True):
+    for t, w in zip(times, watts.tolist(), strict=True):  # the trace's own int objects, kept run long
         if not out or abs(out[-1][1] - w) > 1e-12:
             out.append((t, w))
     out.append((span, 0.0))

@@ -427,14 +427,16 @@ def use_steps(bufs: Iterable[Buffer]) -> tuple[tuple[int, int], ...]:
             starts.append(b.start_ps)
             ends.append(b.end_ps)
             sizes.append(b.bytes)
-    times, deltas = np.asarray(starts + ends), np.asarray(sizes + [-n for n in sizes])
+    all_times = starts + ends
+    times, deltas = np.asarray(all_times), np.asarray(sizes + [-n for n in sizes])
     if sizes and times.dtype == deltas.dtype == np.int64 and sum(sizes) < 2**62:
         # in numpy: the bytes in use after the last event at each time (the events' order
-        # within a time does not change that sum), exact in int64
+        # within a time does not change that sum), exact in int64; the times are the buffers'
+        # own int objects (a run keeps these steps)
         order = np.argsort(times, kind="stable")
         at, used_then = times[order], np.cumsum(deltas[order])
         last = np.append(at[1:] != at[:-1], True)
-        out = list(zip(at[last].tolist(), used_then[last].tolist(), strict=True))
+        out = list(zip([all_times[i] for i in order[last].tolist()], used_then[last].tolist(), strict=True))
         return tuple(out) if out[0][0] == 0 else ((0, 0), *out)
     steps: list[tuple[int, int]] = [(0, 0)]
     used = 0
