@@ -130,22 +130,15 @@ class Op:
     macs: int = 0
     flops: int = 0
     repeat: int = 1
-    _activations: tuple[Tensor, ...] = field(init=False, repr=False, compare=False)
-    _weights: tuple[Tensor, ...] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        # The inputs split once: every stage reads an op's activations or weights a few times.
-        object.__setattr__(self, "_activations", tuple(t for t in self.inputs if not t.is_weight))
-        object.__setattr__(self, "_weights", tuple(t for t in self.inputs if t.is_weight))
 
     @property
     def activations(self) -> tuple[Tensor, ...]:
         """Inputs that are not weights."""
-        return self._activations
+        return tuple(t for t in self.inputs if not t.is_weight)
 
     @property
     def weights(self) -> tuple[Tensor, ...]:
-        return self._weights
+        return tuple(t for t in self.inputs if t.is_weight)
 
     def input_bytes(self, precision: str | None = None) -> int:
         return sum(deployed_bytes(t, precision) for t in self.activations)
