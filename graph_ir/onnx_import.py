@@ -75,42 +75,51 @@ def load_onnx(
             f"{path}: graph.node: {len(model.graph.node):,} nodes, over the limit of {files.MAX_GRAPH_OPS:,} "
             "ops hwsim simulates in one graph"
         )
-    _check_names(model.graph, str(path))
     return from_model_proto(model, source=str(path), name=path.stem, input_shapes=input_shapes, assume=assume)
 
 
-def _check_names(graph: onnx.GraphProto, source: str) -> None:
-    """Refuse a name that is not UTF-8 text: protobuf hands such a string field over as bytes."""
+#: A node's fields, read from protobuf once: name, op type, domain, inputs, outputs.
+_Fields = tuple[str, str, str, tuple[str, ...], tuple[str, ...]]
+
+
+def _node_fields(graph: onnx.GraphProto) -> list[_Fields]:
+    """Each node's :data:`_Fields` in order (a protobuf field read costs more than a tuple's)."""
+    return [(n.name, n.op_type, n.domain, tuple(n.input), tuple(n.output)) for n in graph.node]
+
+
+def _check_names(graph: onnx.GraphProto, source: str, fields: Sequence[_Fields]) -> None:
+    """Refuse a name that is not UTF-8 text: protobuf hands such a string field over as bytes.
+    ``fields``: :func:`_node_fields` of ``graph``."""
     names = [v.name for v in (*graph.input, *graph.output, *graph.initializer, *graph.value_info)]
-    for node in graph.node:
-        names += [node.name, node.op_type, node.domain, *node.input, *node.output]
-        names += [a.name for a in node.attribute]
-    bad = next((n for n in names if not isinstance(n, str)), None)
+    for name, op_type, domain, ins, outs in fields:
+        names += [name, op_type, domain, *ins, *outs]
+    names += [a.name for node in graph.node if node.attribute for a in node.attribute]
+    bad = next((n for n in names if type(n) is not str), None)
     if bad is not None:
         raise ModelError(f"{source}: the name {bad!r} is not UTF-8 text (a corrupted file?)")
 
 
-def _check_arity(graph: onnx.GraphProto, source: str, opset: int) -> None:
-    """Refuse a node with fewer inputs or outputs than its ONNX op schema requires (a Conv with no
-    weight input would otherwise reach the MAC formulas); op types ONNX does not know are left to
-    the unknown-op path."""
+def _check_arity(source: str, opset: int, fields: Sequence[_Fields]) -> None:
+    """Refuse a node (of :func:`_node_fields`) with fewer inputs or outputs than its ONNX op
+    schema requires (a Conv with no weight input would otherwise reach the MAC formulas); op
+    types ONNX does not know are left to the unknown-op path."""
     needs: dict[tuple[str, str], tuple[int, int] | None] = {}  # (op type, domain): (min inputs, min outputs)
-    for node in graph.node:
-        key = (node.op_type, node.domain)
+    for name, op_type, domain, ins, outs in fields:
+        key = (op_type, domain)
         if key not in needs:
             try:
-                schema = onnx.defs.get_schema(node.op_type, max(opset, 1), node.domain)
+                schema = onnx.defs.get_schema(op_type, max(opset, 1), domain)
                 needs[key] = (schema.min_input, schema.min_output)
             except onnx.defs.SchemaError:
                 needs[key] = None
         need = needs[key]
         if need is None:
             continue
-        given = sum(1 for i in node.input if i)
-        if given < need[0] or len(node.output) < need[1]:
+        given = len(ins) - ins.count("")
+        if given < need[0] or len(outs) < need[1]:
             raise ModelError(
-                f"{source}: node {node.name!r} ({node.op_type}) has {given} input(s) and {len(node.output)} "
-                f"output(s); {node.op_type} needs at least {need[0]} and {need[1]}"
+                f"{source}: node {name!r} ({op_type}) has {given} input(s) and {len(outs)} "
+                f"output(s); {op_type} needs at least {need[0]} and {need[1]}"
             )
 
 
@@ -125,12 +134,13 @@ def from_model_proto(
     model_copy = onnx.ModelProto()
     model_copy.CopyFrom(model)
     graph = model_copy.graph
+    fields = _node_fields(graph)
+    _check_names(graph, source, fields)
     init_names = {t.name for t in graph.initializer}
     _pin_inputs(graph, init_names, input_shapes or {}, source)
-    name_nodes(graph)
-    _sort_nodes(graph, source)
+    fields = _sort_nodes(graph, source, _write_names(graph, fields))
     opset = next((o.version for o in model_copy.opset_import if o.domain in ("", "ai.onnx")), 0)
-    _check_arity(graph, source, opset)
+    _check_arity(source, opset, fields)
     assume = assume or {}
     used: set[str] = set()
     named = onnx.ModelProto()
@@ -195,72 +205,83 @@ def name_nodes(graph: onnx.GraphProto) -> None:
     """Give every node of ``graph`` a unique name, in place: its own, else ``<op_type>_<index>``,
     with ``_k`` appended to repeats. hwsim's op names are these; so are those
     :mod:`hwsim.host.measure` gives onnxruntime, so that profiled names match."""
+    _write_names(graph, _node_fields(graph))
+
+
+def _write_names(graph: onnx.GraphProto, fields: Sequence[_Fields]) -> list[_Fields]:
+    """:func:`name_nodes` given the nodes' :func:`_node_fields` (a name is written only where
+    it changes); the fields with the new names."""
     seen: set[str] = set()
-    for i, node in enumerate(graph.node):
-        base = node.name or f"{node.op_type}_{i}"
+    out: list[_Fields] = []
+    for i, (node, f) in enumerate(zip(graph.node, fields, strict=True)):
+        base = f[0] or f"{f[1]}_{i}"
         name, k = base, 1
         while name in seen:
             name, k = f"{base}_{k}", k + 1
-        node.name = name
+        if name != f[0]:
+            node.name = name
+            f = (name, *f[1:])
         seen.add(name)
+        out.append(f)
+    return out
 
 
-def _sort_nodes(graph: onnx.GraphProto, source: str) -> None:
-    """Order nodes topologically (shape inference needs it) and reject cycles."""
+def _sort_nodes(graph: onnx.GraphProto, source: str, fields: Sequence[_Fields]) -> list[_Fields]:
+    """Order nodes topologically (shape inference needs it) and reject cycles; the nodes'
+    :func:`_node_fields` (given as ``fields``) in the new order."""
     produced: dict[str, int] = {}
-    for i, n in enumerate(graph.node):
-        for o in n.output:
+    for i, (name, _, _, _, outs) in enumerate(fields):
+        for o in outs:
             if o and o in produced:
-                raise ModelError(f"{source}: tensor {o!r} is an output of two nodes ({n.name!r} and another)")
+                raise ModelError(f"{source}: tensor {o!r} is an output of two nodes ({name!r} and another)")
             if o:
                 produced[o] = i
     known = produced.keys() | {v.name for v in graph.input} | {t.name for t in graph.initializer}
-    for node in graph.node:
-        dangling = next((t for t in node.input if t and t not in known), None)
+    for name, _, _, ins, _ in fields:
+        dangling = next((t for t in ins if t and t not in known), None)
         if dangling is not None:
-            raise ModelError(
-                f"{source}: node {node.name!r} reads {dangling!r}, which no node, input or initializer provides"
-            )
-    if _in_order(graph, produced, source):
-        return  # every node reads only earlier nodes' outputs: no cycle, and already the sorted order
+            raise ModelError(f"{source}: node {name!r} reads {dangling!r}, which no node, input or initializer provides")
+    if _in_order(fields, produced, source):
+        return list(fields)  # every node reads only earlier nodes' outputs: no cycle, and already the sorted order
     dep = nx.DiGraph()
-    dep.add_nodes_from(range(len(graph.node)))
-    for i, node in enumerate(graph.node):
-        for t in node.input:
+    dep.add_nodes_from(range(len(fields)))
+    for i, (name, _, _, ins, _) in enumerate(fields):
+        for t in ins:
             if t in produced and produced[t] != i:
                 dep.add_edge(produced[t], i)
             elif t in produced:
-                raise ModelError(f"{source}: node {node.name!r} reads its own output {t!r} (cycle)")
+                raise ModelError(f"{source}: node {name!r} reads its own output {t!r} (cycle)")
     try:
         cycle = nx.find_cycle(dep)
     except nx.NetworkXNoCycle:
         cycle = []
     if cycle:
-        names = [graph.node[u].name for u, _ in cycle]
+        names = [fields[u][0] for u, _ in cycle]
         raise ModelError(f"{source}: the graph has a cycle through nodes {' -> '.join(names)}")
     order = list(nx.lexicographical_topological_sort(dep))
-    if order != list(range(len(graph.node))):
+    if order != list(range(len(fields))):
         nodes = [graph.node[i] for i in order]
         copies = [onnx.NodeProto() for _ in nodes]
         for c, n in zip(copies, nodes):
             c.CopyFrom(n)
         del graph.node[:]
         graph.node.extend(copies)
+    return [fields[i] for i in order]
 
 
-def _in_order(graph: onnx.GraphProto, produced: Mapping[str, int], source: str) -> bool:
+def _in_order(fields: Sequence[_Fields], produced: Mapping[str, int], source: str) -> bool:
     """Whether every node reads only outputs of nodes before it (one linear pass).
 
     Then the nodes' order is the smallest-index-first topological order that
     :func:`_sort_nodes` would produce, so nothing needs sorting.
     """
-    for i, node in enumerate(graph.node):
-        for t in node.input:
+    for i, (name, _, _, ins, _) in enumerate(fields):
+        for t in ins:
             j = produced.get(t)
             if j is None:
                 continue
             if j == i:
-                raise ModelError(f"{source}: node {node.name!r} reads its own output {t!r} (cycle)")
+                raise ModelError(f"{source}: node {name!r} reads its own output {t!r} (cycle)")
             if j > i:
                 return False
     return True

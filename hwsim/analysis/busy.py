@@ -70,15 +70,36 @@ def busy_core_steps(ops: Iterable[OpRecord]) -> list[tuple[int, int]]:
     ...                  OpRecord("b", "Conv", "npu", 1, 5, 10, 0)])
     [(0, 1), (5, 2), (10, 0)]
     """
-    delta: dict[int, int] = {}
+    starts, ends, cores = [], [], []
     for r in ops:
-        n = len(r.all_cores)  # an op split across cores keeps each of them busy
-        delta[r.start_ps] = delta.get(r.start_ps, 0) + n
-        delta[r.end_ps] = delta.get(r.end_ps, 0) - n
+        starts.append(r.start_ps)
+        ends.append(r.end_ps)
+        cores.append(len(r.all_cores))  # an op split across cores keeps each of them busy
+    return _steps(starts, ends, cores)
+
+
+def _steps(starts: list[int], ends: list[int], cores: list[int]) -> list[tuple[int, int]]:
+    """:func:`busy_core_steps` of ops from ``starts[i]`` to ``ends[i]`` on ``cores[i]`` cores:
+    each time's summed change, the times where it is not zero, the running sum. In numpy where
+    the times and counts are int64 (exact), else in Python."""
+    all_times = starts + ends
+    times = np.asarray(all_times)
+    if len(times) and times.dtype == np.int64 and max(abs(int(times.min())), int(times.max())) < 2**62:
+        at, first, where = np.unique(times, return_index=True, return_inverse=True)
+        delta = np.zeros(len(at), dtype=np.int64)
+        np.add.at(delta, where, np.asarray(cores + [-n for n in cores], dtype=np.int64))
+        changed = delta != 0
+        # each time as the records' own int object (a power timeline keeps them all run long)
+        at_changed = [all_times[i] for i in first[changed].tolist()]
+        return list(zip(at_changed, np.cumsum(delta[changed]).tolist(), strict=True))
+    change: dict[int, int] = {}
+    for s, e, n in zip(starts, ends, cores, strict=True):
+        change[s] = change.get(s, 0) + n
+        change[e] = change.get(e, 0) - n
     steps, busy = [], 0
-    for t in sorted(delta):
-        if delta[t]:
-            busy += delta[t]
+    for t in sorted(change):
+        if change[t]:
+            busy += change[t]
             steps.append((t, busy))
     return steps
 
@@ -93,6 +114,11 @@ def clocked_core_steps(ops: Iterable[OpRecord]) -> list[tuple[int, dict[float, i
     ...                     OpRecord("b", "Conv", "npu", 1, 5, 10, 0, clock_factor=0.5)])
     [(0, {1.0: 1}), (5, {1.0: 1, 0.5: 1}), (10, {1.0: 0, 0.5: 0})]
     """
+    ops = list(ops)
+    factors = {r.clock_factor for r in ops}
+    if len(factors) == 1:  # one clock (no thermal throttling): the plain steps under that factor
+        (f,) = factors
+        return [(t, {f: n}) for t, n in busy_core_steps(ops)]
     delta: dict[int, dict[float, int]] = {}
     for r in ops:
         n, f = len(r.all_cores), r.clock_factor

@@ -10,8 +10,11 @@ for the chip, each unit and the DRAM.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+import numpy as np
 
 from chips.schema import Chip
 from cost_models.energy import (
@@ -118,31 +121,47 @@ _LAST_TIMELINE: list[tuple[Chip, Trace, tuple[tuple[int, float], ...]]] = []
 
 
 def _power_timeline(chip: Chip, trace: Trace) -> tuple[tuple[int, float], ...]:
-    units = {u.name: u for u in chip.units}
-    level: dict[int, dict[str, dict[float, int]]] = {}
-    for u in chip.units:
-        for t, n in clocked_core_steps(r for r in trace.ops if r.unit == u.name):
-            level.setdefault(t, {})[u.name] = n
+    # Each unit's term of cost_models.energy.power_w at every time any term changes (the last
+    # step of each unit, of the DRAM's samples, at or before it), summed in the chip's unit
+    # order: the same floats as power_w over every unit, in numpy.
+    span = trace.makespan_ps
+    unit_steps = [clocked_core_steps(r for r in trace.ops if r.unit == u.name) for u in chip.units]
     dram_at: dict[int, float] = {}
     for t, mem, use in trace.bandwidth_samples:
         if mem == "dram":
             dram_at[t] = use
-    # Each unit's term of cost_models.energy.power_w, recomputed only when its busy cores
-    # change (the sum keeps the chip's unit order: the same float as power_w over every unit).
-    unit_w = {u: clocked_unit_power_w(unit, {}) for u, unit in units.items()}
-    dram_use = 0.0
+    times = sorted({0, *dram_at}.union(*({t for t, _ in steps} for steps in unit_steps)))
+    if span > 0:
+        times = times[: bisect_left(times, span)]
+    at = np.array(times, dtype=np.int64)
+    watts = np.zeros(len(at))
+    for u, steps in zip(chip.units, unit_steps, strict=True):
+        memo: dict[tuple[tuple[float, int], ...], float] = {}  # watts by busy cores (few distinct)
+        step_w = []
+        for _, busy in steps:
+            key = tuple(busy.items())
+            if key not in memo:
+                memo[key] = clocked_unit_power_w(u, busy)
+            step_w.append(memo[key])
+        watts = watts + _last_at([t for t, _ in steps], step_w, at, clocked_unit_power_w(u, {}))
+    dram_times = sorted(dram_at)
+    dram_w = [dram_power_w(chip.dram, dram_at[t]) for t in dram_times]
+    watts = watts + _last_at(dram_times, dram_w, at, dram_power_w(chip.dram, 0.0))
     out: list[tuple[int, float]] = []
-    for t in sorted(set(level) | set(dram_at) | {0}):
-        if t >= trace.makespan_ps and trace.makespan_ps > 0:
-            break
-        for name, b in level.get(t, {}).items():
-            unit_w[name] = clocked_unit_power_w(units[name], b)
-        dram_use = dram_at.get(t, dram_use)
-        w = sum(unit_w.values()) + dram_power_w(chip.dram, dram_use)
+    for t, w in zip(times, watts.tolist(), strict=True):  # the trace's own int objects, kept run long
         if not out or abs(out[-1][1] - w) > 1e-12:
             out.append((t, w))
-    out.append((trace.makespan_ps, 0.0))
+    out.append((span, 0.0))
     return tuple(out)
+
+
+def _last_at(times: list[int], values: list[float], at: np.ndarray, before: float) -> np.ndarray:
+    """The value of the step function ``values[i]`` from ``times[i]`` (sorted) at each time of
+    ``at``; ``before`` until the first step."""
+    if not times:
+        return np.full(len(at), before)
+    k = np.searchsorted(np.asarray(times, dtype=np.int64), at, side="right") - 1
+    return np.where(k >= 0, np.asarray(values, dtype=np.float64)[np.maximum(k, 0)], before)
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,9 +210,13 @@ def unit_power_timeline(chip: Chip, trace: Trace, unit: str) -> tuple[tuple[int,
     """
     u = chip.unit(unit)
     level = {0: clocked_unit_power_w(u, {})}
+    watts: dict[tuple[tuple[float, int], ...], float] = {}  # by busy cores (few distinct)
     for t, busy in clocked_core_steps(r for r in trace.ops if r.unit == unit):
         if t < trace.makespan_ps:
-            level[t] = clocked_unit_power_w(u, busy)
+            key = tuple(busy.items())
+            if key not in watts:
+                watts[key] = clocked_unit_power_w(u, busy)
+            level[t] = watts[key]
     return tuple(sorted(level.items()))
 
 

@@ -68,6 +68,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from chips.schema import Chip
 from cost_models.base import OpCost
 from cost_models.energy import dram_energy_pj
@@ -413,26 +415,33 @@ def buffers(
 # ---------------------------------------------------------------- use over time
 
 
-def _events(bufs: Iterable[Buffer]) -> list[tuple[int, int, int]]:
-    """``(time_ps, order, delta bytes)``: frees before allocations at the same time."""
-    ev = []
-    for b in bufs:
-        if b.end_ps > b.start_ps and b.bytes > 0:
-            ev.append((b.start_ps, 1, b.bytes))
-            ev.append((b.end_ps, 0, -b.bytes))
-    ev.sort()
-    return ev
-
-
 def use_steps(bufs: Iterable[Buffer]) -> tuple[tuple[int, int], ...]:
     """Bytes in use as steps ``(time_ps, bytes from then on)``, from time 0.
 
     >>> use_steps([Buffer("a", "activations", "d", 10, 0, 5), Buffer("b", "activations", "d", 4, 5, 9)])
     ((0, 10), (5, 4), (9, 0))
     """
+    starts, ends, sizes = [], [], []
+    for b in bufs:
+        if b.end_ps > b.start_ps and b.bytes > 0:
+            starts.append(b.start_ps)
+            ends.append(b.end_ps)
+            sizes.append(b.bytes)
+    all_times = starts + ends
+    times, deltas = np.asarray(all_times), np.asarray(sizes + [-n for n in sizes])
+    if sizes and times.dtype == deltas.dtype == np.int64 and sum(sizes) < 2**62:
+        # in numpy: the bytes in use after the last event at each time (the events' order
+        # within a time does not change that sum), exact in int64; the times are the buffers'
+        # own int objects (a run keeps these steps)
+        order = np.argsort(times, kind="stable")
+        at, used_then = times[order], np.cumsum(deltas[order])
+        last = np.append(at[1:] != at[:-1], True)
+        out = list(zip([all_times[i] for i in order[last].tolist()], used_then[last].tolist(), strict=True))
+        return tuple(out) if out[0][0] == 0 else ((0, 0), *out)
     steps: list[tuple[int, int]] = [(0, 0)]
     used = 0
-    for t, _, delta in _events(bufs):
+    events = [*zip(starts, [1] * len(sizes), sizes), *zip(ends, [0] * len(sizes), [-n for n in sizes])]
+    for t, _, delta in sorted(events):  # frees before allocations at the same time
         used += delta
         if steps[-1][0] == t:
             steps[-1] = (t, used)

@@ -82,6 +82,9 @@ _RANK = {"E": -1, "X": 0, "B": 0, "s": 1, "f": 2, "C": 3}
 
 Event = dict[str, Any]
 
+#: Events gathered before their keys are added in one go (bounds the columns held meanwhile).
+_BATCH = 8192
+
 #: Reserved colour names of the Trace Event Format (``cname``) given to frames in turn.
 FRAME_COLORS = (
     "rail_response",
@@ -143,14 +146,21 @@ def _us(ns: float) -> float:
     return ns / 1000.0
 
 
-def _inside_end(start_ns: int, end_ns: int) -> float:
-    """A time (us) just inside the end of the slice ``[start_ns, end_ns]``."""
-    return _us(end_ns - min(1.0, (end_ns - start_ns) / 2))
+def _us_of_ps(times_ps: Sequence[int], repeat: int = 1) -> list[float]:
+    """``_us(_ns(t))`` of each time, each ``repeat`` times in a row: in numpy when every time is
+    an int64 (the same floats: the nanoseconds, below 2**53, convert exactly)."""
+    ps = np.asarray(times_ps)
+    if ps.dtype != np.int64 or len(ps) and (ps.min() < 0 or ps.max() >= 2**62):
+        return [_us(_ns(t)) for t in times_ps for _ in range(repeat)]
+    us = ((ps + PS_PER_NS // 2) // PS_PER_NS) / 1000.0
+    return (np.repeat(us, repeat) if repeat > 1 else us).tolist()
 
 
-def _inside_start(start_ns: int, end_ns: int) -> float:
-    """A time (us) just inside the start of the slice ``[start_ns, end_ns]``."""
-    return _us(start_ns + min(1.0, (end_ns - start_ns) / 2))
+def _each_once(values: Sequence[float], f: Callable[[float], float]) -> list[float]:
+    """``[f(v) for v in values]``, calling ``f`` once per distinct value (a zero each time: 0.0
+    and -0.0 are one key)."""
+    memo = {v: f(v) for v in set(values)}
+    return [memo[v] if v else f(v) for v in values]
 
 
 _Slice = tuple[int, int, int, int]  # pid, tid, start ns, end ns
@@ -212,9 +222,32 @@ class _Events:
     def add_slice(self, text: str, ts_us: float, dur_us: float, pid: int, tid: int, end: float) -> None:
         """A complete event (``"ph": "X"`` at ``ts_us`` for ``dur_us`` on track ``(pid, tid)``)
         given as its JSON ``text``: what :meth:`add` of its dict does."""
-        self._key(ts_us, _RANK["X"], pid, tid, end)
-        self.spans.setdefault((pid, tid), []).append((ts_us, dur_us))
-        self.text.append(text)
+        self.add_slices([(text, ts_us, dur_us, pid, tid, end)])
+
+    def add_slices(self, rows: Sequence[tuple[str, float, float, int, int, float]]) -> None:
+        """:meth:`add_slice` of each ``(text, ts_us, dur_us, pid, tid, end)`` in order, the keys
+        extended once."""
+        if not rows:
+            return
+        texts, ts, dur, pid, tid, end = zip(*rows)
+        self._extend_keys(ts, [_RANK["X"]] * len(rows), pid, tid, end)
+        spans = self.spans
+        for track, t, d in zip(zip(pid, tid), ts, dur):
+            spans.setdefault(track, []).append((t, d))
+        self.text.extend(texts)
+
+    def _extend_keys(
+        self, ts: Sequence[float], rank: Sequence[int], pid: Sequence[int], tid: Sequence[int], end: Sequence[float]
+    ) -> None:
+        """:meth:`_key` of each row of these columns (not counters kept as numbers)."""
+        n = len(ts)
+        self._ts.extend(ts)
+        self._rank.extend(rank)
+        self._pid.extend(pid)
+        self._tid.extend(tid)
+        self._end.extend(end)
+        self._value.extend([0.0] * n)
+        self._series_of.extend([-1] * n)
 
     def add_text(self, text: str, ph: str, ts_us: float, pid: int, tid: int) -> None:
         """A timed event other than a complete one (phase ``ph``) given as its JSON ``text``:
@@ -304,17 +337,43 @@ class _Events:
 
     def flow(self, name: str, src: _Slice, dst: _Slice) -> None:
         """A dependency arrow from just inside the end of ``src`` to just inside the start of ``dst``."""
-        base = f'{{"name":{_encode(name)},"cat":"dependency","id":{self._next_flow_id},"ph":'
-        ts = _inside_end(src[2], src[3])
-        self.add_text(f'{base}"s","ts":{float.__repr__(ts)},"pid":{src[0]},"tid":{src[1]}}}', "s", ts, src[0], src[1])
-        ts = _inside_start(dst[2], dst[3])
-        self.add_text(
-            f'{base}"f","bp":"e","ts":{float.__repr__(ts)},"pid":{dst[0]},"tid":{dst[1]}}}', "f", ts, dst[0], dst[1]
-        )
-        self._next_flow_id += 1
+        self.flows([(name, src, dst)])
+
+    def flows(self, arrows: Iterable[tuple[str, _Slice, _Slice]]) -> None:
+        """:meth:`flow` of each ``(name, src, dst)`` in order (their ids in that order), the
+        keys extended a batch at a time. A flow starts ``min(1 ns, half the slice)`` before the end of
+        ``src`` and finishes as far after the start of ``dst``."""
+        texts: list[str] = []
+        ts: list[float] = []
+        pid: list[int] = []
+        tid: list[int] = []
+        fid = self._next_flow_id
+        for name, src, dst in arrows:
+            base = f'{{"name":{_encode_str(name)},"cat":"dependency","id":{fid},"ph":'
+            a = (src[3] - min(1.0, (src[3] - src[2]) / 2)) / 1000.0
+            b = (dst[2] + min(1.0, (dst[3] - dst[2]) / 2)) / 1000.0
+            texts += (f'{base}"s","ts":{float.__repr__(a)},"pid":{src[0]},"tid":{src[1]}}}',
+                      f'{base}"f","bp":"e","ts":{float.__repr__(b)},"pid":{dst[0]},"tid":{dst[1]}}}')  # fmt: skip
+            ts += (a, b)
+            pid += (src[0], dst[0])
+            tid += (src[1], dst[1])
+            fid += 1
+            if len(ts) >= _BATCH:
+                self._flush_flows(texts, ts, pid, tid)
+        self._next_flow_id = fid
+        self._flush_flows(texts, ts, pid, tid)
+
+    def _flush_flows(self, texts: list[str], ts: list[float], pid: list[int], tid: list[int]) -> None:
+        """Add the flow events gathered in these columns (start, finish, ...) and empty them."""
+        self._extend_keys(ts, [_RANK["s"], _RANK["f"]] * (len(ts) // 2), pid, tid, [0.0] * len(ts))
+        self.text.extend(texts)
+        for column in (texts, ts, pid, tid):
+            column.clear()
 
 
 _encode = json.JSONEncoder(separators=(",", ":")).encode
+#: ``_encode`` of a str (what the encoder calls for one), without the encoder's own call.
+_encode_str: Callable[[str], str] = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
 
 
 def _counter_texts(
@@ -391,6 +450,7 @@ def _op_events(
     zero_at = Counter(
         (tracks.unit_pid[r.unit], r.core + 1, _ns(r.start_ps)) for r in trace.ops if _ns(r.start_ps) == _ns(r.end_ps)
     )
+    rows: list[tuple[str, float, float, int, int, float]] = []  # plain slices not added yet, in order
     for r in trace.ops:
         pid, tid = tracks.unit_pid[r.unit], r.core + 1
         s, e = _ns(r.start_ps), _ns(r.end_ps)
@@ -399,9 +459,14 @@ def _op_events(
         op_slice[(r.op, r.frame)] = (pid, tid, s, e)
         if not ev.multi and type(r.dram_bytes) is int and type(r.core) is int and type(r.stretch_ps) is int:
             ts, dur = _us(s), _us(e - s)
-            ev.add_slice(_op_text(r, ts, dur, pid, tid, placements[r.op].reason), ts, dur, pid, tid, e)
-            _shards_and_phases(r, pid, result.chip.unit(r.unit).cores, ev.add, "", {})
+            rows.append((_op_text(r, ts, dur, pid, tid, placements[r.op].reason), ts, dur, pid, tid, e))
+            if len(r.cores) > 1 or r.phases or len(rows) >= _BATCH:
+                ev.add_slices(rows)
+                rows = []
+                _shards_and_phases(r, pid, result.chip.unit(r.unit).cores, ev.add, "", {})
             continue
+        ev.add_slices(rows)
+        rows = []
         args: dict[str, Any] = {
             "node": r.op,
             "op_type": r.op_type,
@@ -418,13 +483,14 @@ def _op_events(
             e,
         )  # fmt: skip
         _shards_and_phases(r, pid, result.chip.unit(r.unit).cores, ev.add, ev.suffix(r.frame), ev.colour(r.frame))
+    ev.add_slices(rows)
     return op_slice
 
 
 def _op_text(r: OpRecord, ts_us: float, dur_us: float, pid: int, tid: int, reason: str) -> str:
     """The JSON of a single-frame op's complete event, as ``_encode`` gives it for the dict
     :func:`_op_events` builds otherwise (the same keys in the same order)."""
-    name, op_type, enc = _encode(r.op), _encode(r.op_type), _encode
+    name, op_type, enc = _encode_str(r.op), _encode_str(r.op_type), _encode_str
     stretch = f',"stretch_us":{float.__repr__(r.stretch_ps / 1e6)}' if r.stretch_ps > 0 else ""
     return (
         f'{{"name":{name},"cat":{op_type},"ph":"X","ts":{float.__repr__(ts_us)},"dur":{float.__repr__(dur_us)},'
@@ -436,6 +502,7 @@ def _op_text(r: OpRecord, ts_us: float, dur_us: float, pid: int, tid: int, reaso
 def _transfer_events(ev: _Events, chip: Chip, trace: Trace, tracks: _Tracks) -> list[_Slice]:
     """A complete event per DMA transfer on its (link, channel) thread; their slices in trace order."""
     xfer_slice: list[_Slice] = []
+    rows: list[tuple[str, float, float, int, int, float]] = []  # plain slices not added yet, in order
     for x in trace.transfers:
         track, ch = dma_track(chip, x)
         tid = tracks.dma_tid[(track, ch)]
@@ -443,8 +510,13 @@ def _transfer_events(ev: _Events, chip: Chip, trace: Trace, tracks: _Tracks) -> 
         xfer_slice.append((tracks.dma_pid, tid, s, e))
         if not ev.multi and type(x.bytes) is int and type(x.stretch_ps) is int and type(ch) is int:
             ts, dur = _us(s), _us(e - s)
-            ev.add_slice(_transfer_text(x, ts, dur, tracks.dma_pid, tid, track, ch), ts, dur, tracks.dma_pid, tid, e)
+            rows.append((_transfer_text(x, ts, dur, tracks.dma_pid, tid, track, ch), ts, dur, tracks.dma_pid, tid, e))
+            if len(rows) >= _BATCH:
+                ev.add_slices(rows)
+                rows = []
             continue
+        ev.add_slices(rows)
+        rows = []
         args = {
             "tensor": x.tensor,
             "bytes": x.bytes,
@@ -464,18 +536,19 @@ def _transfer_events(ev: _Events, chip: Chip, trace: Trace, tracks: _Tracks) -> 
              "dur": _us(e - s), "pid": tracks.dma_pid, "tid": tid, "args": args},
             e,
         )  # fmt: skip
+    ev.add_slices(rows)
     return xfer_slice
 
 
 def _transfer_text(x: TransferRecord, ts_us: float, dur_us: float, pid: int, tid: int, link: str, ch: int) -> str:
     """The JSON of a single-frame transfer's complete event, as ``_encode`` gives it for the
     dict :func:`_transfer_events` builds otherwise (the same keys in the same order)."""
-    enc, name = _encode, _encode(x.tensor)
+    enc, name = _encode_str, _encode_str(x.tensor)
     stretch = f',"stretch_us":{float.__repr__(x.stretch_ps / 1e6)}' if x.stretch_ps > 0 else ""
     return (
         f'{{"name":{name},"cat":"dma","ph":"X","ts":{float.__repr__(ts_us)},"dur":{float.__repr__(dur_us)},'
         f'"pid":{pid},"tid":{tid},"args":{{"tensor":{name},"bytes":{x.bytes},"src":{enc(x.src_domain)},'
-        f'"dst":{enc(x.dst_domain)},"producer":{enc(x.producer)},"consumers":{enc(list(x.consumers))},'
+        f'"dst":{enc(x.dst_domain)},"producer":{enc(x.producer)},"consumers":[{",".join(map(enc, x.consumers))}],'
         f'"queued_us":{float.__repr__(x.queued_ps / 1e6)},"wait_us":{float.__repr__((x.start_ps - x.queued_ps) / 1e6)},'
         f'"link":{enc(link)},"channel":{ch}{stretch}}}}}'
     )
@@ -517,8 +590,7 @@ def _flow_events(
     def slice_of(end: _End) -> _Slice:
         return xfer_slice[end] if isinstance(end, int) else op_slice[end]
 
-    for name, a, b in flows:
-        ev.flow(name, slice_of(a), slice_of(b))
+    ev.flows((name, slice_of(a), slice_of(b)) for name, a, b in flows)
 
 
 def _counter_events(ev: _Events, chip: Chip, trace: Trace, tracks: _Tracks) -> None:
@@ -529,8 +601,10 @@ def _counter_events(ev: _Events, chip: Chip, trace: Trace, tracks: _Tracks) -> N
         steps = busy_core_steps(r for r in trace.ops if r.unit == u.name)
         if not steps or steps[0][0] > 0:
             steps.insert(0, (0, 0))
-        ts = [_us(_ns(t)) for t, _ in steps for _ in (0, 1)]
-        values = [v for _, busy in steps for v in (busy, round(100.0 * busy / u.cores, 6))]
+        busy = [b for _, b in steps]
+        util = {b: round(100.0 * b / u.cores, 6) for b in set(busy)}
+        values = [v for b in busy for v in (b, util[b])]
+        ts = _us_of_ps([t for t, _ in steps], repeat=2)
         ev.counters(pid, (("busy cores", "cores"), ("utilization", "%")), [0, 1] * len(steps), ts, values)
     capacity = trace.memory_capacity_bytes_per_ps
     counter_name = {
@@ -540,14 +614,14 @@ def _counter_events(ev: _Events, chip: Chip, trace: Trace, tracks: _Tracks) -> N
         ev.counter(counter_name[m], tracks.memory_pid, 0.0, "GB/s", 0.0)
     samples = trace.bandwidth_samples
     series = {m: i for i, m in enumerate(dict.fromkeys(m for _, m, _ in samples))}
+    gbps = _each_once([float(bpps) for _, _, bpps in samples], lambda b: round(max(0.0, b) * GBPS_PER_BYTES_PER_PS, 9))
     ev.counters(
         tracks.memory_pid, [(counter_name.get(m, f"{m} bandwidth"), "GB/s") for m in series],
-        [series[m] for _, m, _ in samples], [_us(_ns(t)) for t, _, _ in samples],
-        [round(max(0.0, float(bpps)) * GBPS_PER_BYTES_PER_PS, 9) for _, _, bpps in samples],
+        [series[m] for _, m, _ in samples], _us_of_ps([t for t, _, _ in samples]), gbps,
     )  # fmt: skip
     power = power_timeline(chip, trace)
-    ev.counters(tracks.memory_pid, (("chip power (W)", "W"),), [0] * len(power), [_us(_ns(t)) for t, _ in power],
-                [round(watts, 9) for _, watts in power])  # fmt: skip
+    ev.counters(tracks.memory_pid, (("chip power (W)", "W"),), [0] * len(power), _us_of_ps([t for t, _ in power]),
+                _each_once([watts for _, watts in power], lambda w: round(w, 9)))  # fmt: skip
     if trace.thermal is not None:  # a chip with a thermal model
         for t, temp_c in trace.thermal.samples:
             ev.counter("chip temperature (C)", tracks.memory_pid, _us(_ns(t)), "C", round(temp_c, 9))
@@ -565,7 +639,7 @@ def _memory_counters(ev: _Events, result: RunResult, trace: Trace, tracks: _Trac
         cap = "" if place.capacity_bytes is None else f" (of {place.capacity_bytes / BYTES_PER_MIB:g} MiB)"
         name = f"memory in use: {place.name}{cap}"
         steps = use.steps[place.name]
-        ev.counters(tracks.memory_pid, ((name, "bytes"),), [0] * len(steps), [_us(_ns(t)) for t, _ in steps],
+        ev.counters(tracks.memory_pid, ((name, "bytes"),), [0] * len(steps), _us_of_ps([t for t, _ in steps]),
                     [nbytes for _, nbytes in steps])  # fmt: skip
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -11,6 +13,7 @@ from hwsim.analysis.busy import (
     busy_core_ps_until,
     busy_core_steps,
     busy_union_ps,
+    clocked_core_steps,
     unit_active_ps,
     unit_busy_ps,
 )
@@ -84,3 +87,32 @@ class TestTotals:
         trace = Trace(end, recs, (), ())
         total = busy_core_ps_until(busy_core_steps(recs), np.array([float(end)]))[0]
         assert total == unit_busy_ps(trace, "npu")
+
+
+def _steps_by_dict(recs: list[OpRecord]) -> list[tuple[int, int]]:
+    """The busy-core steps summed in a dict of changes, time by time."""
+    change: dict[int, int] = {}
+    for r in recs:
+        change[r.start_ps] = change.get(r.start_ps, 0) + len(r.all_cores)
+        change[r.end_ps] = change.get(r.end_ps, 0) - len(r.all_cores)
+    steps, busy = [], 0
+    for t in sorted(change):
+        if change[t]:
+            busy += change[t]
+            steps.append((t, busy))
+    return steps
+
+
+@settings(max_examples=60, deadline=None)
+@given(op_lists, st.sampled_from([1.0, 0.5]))
+def test_steps_are_the_dict_sums_and_one_clock_its_steps(ops: list[tuple[int, int, int]], factor: float) -> None:
+    """The int64 path gives the dict's steps as Python ints; with one clock factor the clocked
+    steps are those steps under that factor, as the general path counts them."""
+    recs = records(ops)
+    steps = busy_core_steps(recs)
+    assert steps == _steps_by_dict(recs) and all(type(t) is int and type(n) is int for t, n in steps)
+    one_clock = [replace(r, clock_factor=factor) for r in recs]
+    later = replace(rec(2000, 2001), clock_factor=0.25)  # a second factor, after every op: the general path
+    expected = [(t, {factor: n}) for t, n in steps]
+    assert clocked_core_steps(one_clock) == expected
+    assert clocked_core_steps([*one_clock, later])[: len(steps)] == expected

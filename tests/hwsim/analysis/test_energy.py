@@ -20,6 +20,7 @@ from cost_models.energy import (
 )
 from graph_ir.ir import Tensor
 from hwsim.analysis.analyze import Analysis, analyze
+from hwsim.analysis.busy import clocked_core_steps
 from hwsim.analysis.energy import power_timeline, run_energy
 from hwsim.analysis.frames import frame_stats
 from hwsim.pipeline import run_graph
@@ -131,3 +132,44 @@ def test_every_consumer_gives_one_figure(model: str, frames: int) -> None:
     else:
         assert r.stream is not None and r.stream_trace is not None
         assert r.stream.energy_mj == run_energy(chip, r.stream_trace).total_pj / 1e9
+
+
+def _power_at_each_change(chip: Chip, trace: Trace) -> tuple[tuple[int, float], ...]:
+    """The timeline by its definition: :func:`power_w` of every unit's busy cores and the DRAM's
+    last sample, at every time either changes before the end, steps under 1e-12 W merged."""
+    level: dict[int, dict[str, dict[float, int]]] = {}
+    for u in chip.units:
+        for t, n in clocked_core_steps(r for r in trace.ops if r.unit == u.name):
+            level.setdefault(t, {})[u.name] = n
+    dram_at = {t: use for t, mem, use in trace.bandwidth_samples if mem == "dram"}
+    busy: dict[str, dict[float, int]] = {u.name: {} for u in chip.units}
+    dram_use, out = 0.0, []
+    for t in sorted(set(level) | set(dram_at) | {0}):
+        if t >= trace.makespan_ps > 0:
+            break
+        busy.update(level.get(t, {}))
+        dram_use = dram_at.get(t, dram_use)
+        w = power_w(((u, busy[u.name]) for u in chip.units), chip.dram, dram_use)
+        if not out or abs(out[-1][1] - w) > 1e-12:
+            out.append((t, w))
+    return (*out, (trace.makespan_ps, 0.0))
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from("uv"), st.integers(0, 200), st.integers(0, 60), st.booleans(),
+                       st.sampled_from([1.0, 0.5, 0.75])), max_size=14),
+    st.lists(st.tuples(st.integers(0, 300), st.sampled_from(["dram", "a"]), st.floats(0, 5)), max_size=8),
+    st.integers(0, 300),
+)  # fmt: skip
+def test_power_timeline_is_power_w_at_each_change(
+    ops: list[tuple[str, int, int, bool, float]], samples: list[tuple[int, str, float]], makespan: int
+) -> None:
+    """The same floats as :func:`power_w` step by step (one clock or several, splits, DRAM
+    samples out of order, times past the end)."""
+    recs = tuple(
+        OpRecord(f"op{i}", "Conv", unit, 0, s, s + d, 0, cores=(0, 1) if split and unit == "u" else (), clock_factor=f)
+        for i, (unit, s, d, split, f) in enumerate(ops)
+    )
+    trace = Trace(makespan, recs, (), tuple(samples))
+    assert power_timeline(toy_chip(), trace) == _power_at_each_change(toy_chip(), trace)

@@ -21,10 +21,12 @@ from hwsim.analysis.energy import dram_bytes_moved, dram_power_timeline, run_ene
 from hwsim.analysis.memory import (
     BYTES_PER_KIB,
     DRAM,
+    Buffer,
     choose_spills,
     fit_memory,
     memory_use,
     tile_bytes,
+    use_steps,
     view_aliases,
 )
 from hwsim.cli import main
@@ -398,3 +400,31 @@ def test_aliasing_views_never_raises_a_peak(graph, chip, policy):
         if b.kind == "activations" and b.frame == 0 and b.place != r.chip.host
     }
     assert not folded & held
+
+
+def _steps_event_by_event(bufs: list[Buffer]) -> tuple[tuple[int, int], ...]:
+    """Bytes in use event by event (frees before allocations at a time), a step per time."""
+    events = sorted(
+        (t, order, delta)
+        for b in bufs
+        if b.end_ps > b.start_ps and b.bytes > 0
+        for t, order, delta in ((b.start_ps, 1, b.bytes), (b.end_ps, 0, -b.bytes))
+    )
+    steps, used = [(0, 0)], 0
+    for t, _, delta in events:
+        used += delta
+        steps[-1:] = [(t, used)] if steps[-1][0] == t else [steps[-1], (t, used)]
+    return tuple(steps)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 50), st.integers(0, 20), st.integers(0, 9)), max_size=12),
+    st.sampled_from([1, 2**61]),
+)
+def test_use_steps_is_the_event_by_event_sum(rows: list[tuple[int, int, int]], scale: int) -> None:
+    """In numpy (int64) or, past 2**62 bytes in all, in Python: the same steps, Python ints."""
+    bufs = [Buffer(f"t{i}", "activations", "d", n * scale, s, s + d) for i, (s, d, n) in enumerate(rows)]
+    steps = use_steps(iter(bufs))
+    assert steps == _steps_event_by_event(bufs)
+    assert all(type(t) is int and type(n) is int for t, n in steps)
