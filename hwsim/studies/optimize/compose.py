@@ -8,6 +8,8 @@ built from the best one (:func:`composed`): per op, the transferred signature wh
 predicts it at least as good as the op's default, else the screen's best legal signature; either
 way with the knobs the screen judges re-derived on this chip (:func:`rederived`: a split, a
 dataflow, a tile chosen for the source chip's cores, bandwidth and SRAM need not be this one's best).
+Before it, the source chips' own bests of this model are made one (:func:`united`), the knobs the
+screen cannot judge (``unit``, ``fusion``: the schedule's) kept as they were found.
 """
 
 from __future__ import annotations
