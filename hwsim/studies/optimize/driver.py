@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from cost_models.mapping import OpMapping
 from hwsim.pipeline import run_graph
-from hwsim.studies.optimize.compose import composed, rerank, screen_score
+from hwsim.studies.optimize.compose import composed, rerank, screen_score, united
 from hwsim.studies.optimize.evaluate import Candidate, fusion_view
 from hwsim.studies.optimize.prior import Prior
 from hwsim.studies.optimize.search import Record, Search, SearchResult
@@ -24,14 +24,14 @@ from hwsim.studies.optimize.stages import (
     signature_queue,
     top_ops,
 )
-from hwsim.studies.optimize.transfer import transferred
+from hwsim.studies.optimize.transfer import source_bests, transferred
 
 if TYPE_CHECKING:
     import onnx
 
     from graph_ir.ir import ModelGraph
 
-__all__ = ["BEAM_WIDTH", "KERNEL_GRAPHS", "TRANSFER_TRIALS", "combined_signatures", "kernel_graphs", "op_time_ns", "predicted_win", "ranked_transfer", "run_search", "transfer_first"]
+__all__ = ["BEAM_WIDTH", "KERNEL_GRAPHS", "TRANSFER_TRIALS", "combined_signatures", "kernel_graphs", "op_time_ns", "predicted_win", "ranked_transfer", "run_search", "transfer_bests", "transfer_first"]
 
 log = logging.getLogger("hwsim")
 
@@ -102,24 +102,31 @@ def _context(s: Search, transforms: tuple[str, ...]) -> SignatureContext:
                             fusable_ops(graph, s.inputs.chip, table))  # fmt: skip
 
 
-def ranked_transfer(s: Search, start: Record, mappings: Sequence[dict[str, OpMapping]]) -> list[dict[str, OpMapping]]:
-    """The transferred mappings on ``start``'s graph in the order to try them: the composed one
-    first (:func:`~hwsim.studies.optimize.compose.composed`, built from the best-scored), then
-    the others by their score on this chip (:func:`~hwsim.studies.optimize.compose.rerank`).
-    A ``fusion`` knob on an op in no fusion group here (:func:`~.stages.fusable_ops`) is dropped."""
+def ranked_transfer(s: Search, start: Record, mappings: Sequence[dict[str, OpMapping]],
+                    bests: Sequence[dict[str, OpMapping]] = ()) -> list[dict[str, OpMapping]]:  # fmt: skip
+    """The transferred mappings on ``start``'s graph in the order to try them: the source chips'
+    best mappings of this model made one (``bests``, :func:`~hwsim.studies.optimize.compose.united`)
+    first, then the composed one (:func:`~hwsim.studies.optimize.compose.composed`, built from
+    the best-scored of ``mappings``), then ``mappings`` by their score on this chip
+    (:func:`~hwsim.studies.optimize.compose.rerank`). A ``fusion`` knob on an op in no fusion
+    group here (:func:`~.stages.fusable_ops`) is dropped, as is an op this graph lacks."""
     graph, _ = s.graph_and_table(start.candidate.transforms)
     ctx = _context(s, start.candidate.transforms)
     names = set(graph.order)
     fusable = ctx.fusable if ctx.fusable is not None else names
-    kept = [{op: m if op in fusable else replace(m, fusion=None) for op, m in mm.items() if op in names} for mm in mappings]
-    kept = [{op: m for op, m in mm.items() if not m.is_default()} for mm in kept]
-    kept = [m for m in kept if m]
+
+    def here(mms: Sequence[dict[str, OpMapping]]) -> list[dict[str, OpMapping]]:
+        kept = [{op: m if op in fusable else replace(m, fusion=None) for op, m in mm.items() if op in names} for mm in mms]
+        kept = [{op: m for op, m in mm.items() if not m.is_default()} for mm in kept]
+        return [m for m in kept if m]
+
+    kept, whole = here(mappings), united(ctx, graph, here(bests))
     if not kept:
-        return []
+        return [whole] if whole else []
     parent_ns = start.outcome.latency_ms * 1e6
     scored = rerank(ctx, graph, kept, parent_ns)
     first = composed(ctx, graph, scored[0].mapping, parent_ns)
-    return [first, *(x.mapping for x in scored)] if first else [x.mapping for x in scored]
+    return [m for m in (whole, first, *(x.mapping for x in scored)) if m]
 
 
 def _transfer(s: Search, start: Record, mappings: Sequence[dict[str, OpMapping]], left: int) -> Record:
@@ -232,7 +239,7 @@ def kernel_on_graph(s: Search, start: Record, cap: int, mappings: Sequence[dict[
     candidate per op, evaluated in parallel), then the winners' signatures together; the best
     becomes the incumbent."""
     spent = s.budget.used
-    mappings = ranked_transfer(s, start, mappings) if mappings else []
+    mappings = ranked_transfer(s, start, mappings, transfer_bests(s, start)) if mappings else []
     incumbent = _transfer(s, start, mappings, s.budget.kernel_left(cap)) if mappings else start
     queues = _queues(s, start, incumbent)
     tried = {r.candidate.key for r in s.result.records}  # this search's: a rerun skips the same
@@ -345,15 +352,19 @@ def run_search(s: Search) -> SearchResult:
 
 
 def transfer_first(s: Search) -> None:
-    """With ``--transfer-from``: the first transferred candidate (:func:`ranked_transfer`: the
-    composed one) on the original graph, right after the baseline, before stage 1."""
+    """With ``--transfer-from``: the first transferred candidate (in :func:`ranked_transfer`
+    order: the source chips' bests made one, else the composed one) that the screen predicts
+    faster than the baseline (:func:`predicted_win`), on the original graph, right after the
+    baseline, before stage 1."""
     base = s.result.baseline
     if not s.inputs.transfer_from or s.budget.kernel_left(1) < 1:
         return
-    ranked = ranked_transfer(s, base, transfer_mappings(s, base))
+    ranked = ranked_transfer(s, base, transfer_mappings(s, base), transfer_bests(s, base))
     graph, _ = s.graph_and_table(())
-    if ranked and predicted_win(_context(s, ()), graph, ranked[0], base):
-        first = _to_simulate(s, Candidate.of((), {op: m.as_dict() for op, m in ranked[0].items()}), base)
+    ctx = _context(s, ())
+    backed = next((m for m in ranked if predicted_win(ctx, graph, m, base)), None)
+    if backed is not None:
+        first = _to_simulate(s, Candidate.of((), {op: m.as_dict() for op, m in backed.items()}), base)
         if first is not None:
             s.run_round("transfer", [first], base.outcome.latency_ms, frozenset({first.key}))
 
@@ -366,3 +377,14 @@ def transfer_mappings(s: Search, start: Record) -> list[dict[str, OpMapping]]:
     graph, table = s.graph_and_table(start.candidate.transforms)
     from_chips = None if names == ("auto",) else names
     return transferred(s.db, s.inputs.chip, graph, table, s.inputs.model_sha256, from_chips=from_chips)
+
+
+def transfer_bests(s: Search, start: Record) -> list[dict[str, OpMapping]]:
+    """The best mapping of this model each source chip found, for ``start``'s graph
+    (``--transfer-from``; :func:`~hwsim.studies.optimize.transfer.source_bests`), nearest first."""
+    names = s.inputs.transfer_from
+    if not names:
+        return []
+    graph, table = s.graph_and_table(start.candidate.transforms)
+    from_chips = None if names == ("auto",) else names
+    return source_bests(s.db, s.inputs.chip, graph, table, s.inputs.model_sha256, from_chips=from_chips)

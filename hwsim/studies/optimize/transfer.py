@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from cost_models.table import CostTable
     from hwsim.studies.optimize.db import Trial
 
-__all__ = ["MATCH_FEATURES", "MATCH_INTENSITY_RADIUS", "MATCH_KIND_PREFIXES", "MATCH_RADIUS", "TrialSource", "match_ops", "named_chips", "nearest_chips", "transferred"]
+__all__ = ["MATCH_FEATURES", "MATCH_INTENSITY_RADIUS", "MATCH_KIND_PREFIXES", "MATCH_RADIUS", "TrialSource", "match_ops", "named_chips", "nearest_chips", "source_bests", "transferred"]
 
 #: Op features that must be equal for two ops to match across models: the op's type (category
 #: one-hot), depthwise or not, and its precision.
@@ -179,8 +179,7 @@ def transferred(
     here = {op.name: op_features(op, table) for op in graph.ops()}
     out: list[dict[str, OpMapping]] = []
     seen: set[str] = set()
-    sources = nearest_chips(db, chip, k) if from_chips is None else named_chips(db, chip, from_chips)
-    for fp, _, _ in sources:
+    for fp, _, _ in _sources(db, chip, k, from_chips):
         for trial in _ranked(db.trials(chip_fingerprint=fp), model_sha256):
             carried = _carried(trial, graph, here, trial.model_sha256 == model_sha256)
             cand = _relegalized(chip, graph, table, carried)
@@ -188,4 +187,34 @@ def transferred(
             if cand and key not in seen:
                 seen.add(key)
                 out.append(cand)
+    return out
+
+
+def _sources(db: TrialSource, chip: Chip, k: int, from_chips: Sequence[str] | None) -> list[tuple[str, str, float]]:
+    """The source chips of a transfer: the ``k`` nearest (:func:`nearest_chips`), or those called
+    ``from_chips`` (:func:`named_chips`), nearest first."""
+    return nearest_chips(db, chip, k) if from_chips is None else named_chips(db, chip, from_chips)
+
+
+def source_bests(
+    db: TrialSource, chip: Chip, graph: ModelGraph, table: CostTable, model_sha256: str, k: int = 3,
+    from_chips: Sequence[str] | None = None,
+) -> list[dict[str, OpMapping]]:  # fmt: skip
+    """The best mapping of the same model each source chip found (:func:`transferred`'s
+    sources, nearest first; ops by name), re-legalized for ``chip`` as :func:`transferred`
+    does; a chip with no trial of this model (or none left once re-legalized) gives none.
+
+    Raises
+    ------
+    hwsim.studies.optimize.db.DbError
+        A name of ``from_chips`` no chip of ``db`` has.
+    """
+    here = {op.name: op_features(op, table) for op in graph.ops()}
+    out: list[dict[str, OpMapping]] = []
+    for fp, _, _ in _sources(db, chip, k, from_chips):
+        for trial in _ranked(db.trials(chip_fingerprint=fp, model_sha256=model_sha256), model_sha256):
+            cand = _relegalized(chip, graph, table, _carried(trial, graph, here, True))
+            if cand:
+                out.append(cand)
+                break
     return out

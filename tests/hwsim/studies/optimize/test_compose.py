@@ -267,3 +267,56 @@ def test_rerank_goes_by_the_screen_first_the_prior_only_breaking_its_ties(ctx: S
     assert [s.mapping for s in got] == [fast, slow]
     assert got[0].screen_log_gain == screen_score(ctx, yolov8n, fast, PARENT_NS) > 0 > got[1].screen_log_gain
     assert got[1].log_gain > got[0].log_gain  # averaged with the prior, the order would flip
+
+
+def test_united_keeps_the_pins_the_screen_predicts_slower_and_the_nearest_chips_signature(
+    ctx: SignatureContext, yolov8n: ModelGraph
+) -> None:
+    """The screen predicts a Concat pinned to the NPU slower than on the CPU, alone; beside the
+    convs it joins, the pin is what paid on the source chip. The source chips' bests made one
+    keep it (``composed``, judging each op alone, drops it), take each op's signature from the
+    nearest chip that mapped it, and re-derive the knobs the screen judges."""
+    from hwsim.studies.optimize.compose import rederived, united
+
+    concat = next(o for o in yolov8n.ops() if o.op_type == "Concat")
+    near_conv, far_conv = _convs(yolov8n)[3:5]
+    pin = OpMapping(unit="npu")
+    assert _ns(ctx, concat, pin) > _ns(ctx, concat, OpMapping())  # the premise
+    split = OpMapping(unit="npu", cores=3, dataflow="os")
+    nearest = {concat.name: pin, near_conv.name: split}
+    farther = {near_conv.name: OpMapping(unit="gpu"), far_conv.name: OpMapping(unit="npu", cores=2)}
+    got = united(ctx, yolov8n, [nearest, farther])
+    assert set(got) == {concat.name, near_conv.name, far_conv.name}
+    assert got[concat.name] == pin
+    assert got[near_conv.name] == rederived(ctx, near_conv, split) and got[near_conv.name].unit == "npu"
+    assert got[far_conv.name] == rederived(ctx, far_conv, OpMapping(unit="npu", cores=2))
+    assert composed(ctx, yolov8n, nearest, PARENT_NS).get(concat.name) != pin  # judged alone, it goes
+    assert united(ctx, yolov8n, []) == {}
+
+
+def test_with_transfer_trial_1_holds_the_neighbours_pin_where_the_screen_backs_the_whole(tmp_path: Path) -> None:
+    """A neighbour's best pins an MLP layer's ReLU to the NPU beside its Gemm (the screen predicts
+    the ReLU alone slower there) and runs the Gemm output-stationary (predicted faster): the
+    screen backs the whole, and trial 1 is that mapping with the pin kept."""
+    import json
+
+    from chips import override
+    from hwsim.cli import main
+    from hwsim.report.provenance import file_sha256
+    from hwsim.studies.optimize.db import ExperienceDB
+    from tests.hwsim.studies.optimize.conftest import build_trial
+
+    model = Path(__file__).resolve().parents[4] / "examples" / "models" / "mlp_mnist.onnx"
+    rk = load_chip("rk3588")
+    best = {"/fc0/Gemm": {"unit": "npu", "dataflow": "os"}, "/relu0/Relu": {"unit": "npu"}}
+    db = ExperienceDB.open(tmp_path / "db.sqlite")
+    db.add(build_trial(override(rk, ["npu.clock_mhz=1250"]), best, model_sha256=file_sha256(model),
+                       parent_latency_ms=2.0, latency_ms=1.0))  # fmt: skip
+    db.close()
+    args = ["optimize", "rk3588", str(model), "--budget", "8", "--db", str(tmp_path / "db.sqlite"), "--workers", "1",
+            "--quiet", "--transfer-from", "auto", "-o", str(tmp_path / "out")]  # fmt: skip
+    assert main(args) == 0
+    rows = [json.loads(ln) for ln in (tmp_path / "out" / "search_log.jsonl").read_text().splitlines()]
+    assert rows[1]["stage"] == "transfer" and rows[1]["transferred"]
+    assert rows[1]["signatures"]["/relu0/Relu"] == {"unit": "npu"}
+    assert rows[1]["signatures"]["/fc0/Gemm"]["unit"] == "npu"

@@ -200,3 +200,21 @@ def test_a_bundled_chip_is_not_measured_and_says_why(tmp_path: Path) -> None:
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["measured_latency_ms"] == {}
     assert any(n.startswith("nothing measured: rk3588") for n in summary["notes"])
+
+
+def test_a_search_without_transfer_proposes_the_pinned_trial_sequence(tmp_path: Path) -> None:
+    """yolov8n on rk3588, budget 24, seed 0, the default search file: every trial's stage and
+    candidate (transforms and signatures, by key), in order, as recorded before transfer's
+    first candidate became the source chips' bests made one. A change of the search itself
+    (not of ``--transfer-from``) shows here; re-pin it only on purpose."""
+    import hashlib
+
+    out = tmp_path / "out"
+    args = ["optimize", "rk3588", "examples/models/yolov8n.onnx", "--budget", "24", "--seed", "0",
+            "--db", str(tmp_path / "e.sqlite"), "--workers", "1", "--quiet", "-o", str(out)]  # fmt: skip
+    assert main(args) == 0
+    rows = _log(out)
+    sequence = json.dumps([[r["stage"], r["candidate_key"]] for r in rows])
+    assert len(rows) == 24
+    assert hashlib.sha256(sequence.encode()).hexdigest() == "b9e490535cd5d50064a112fdb09b1d163d1e5e6f5fe40cb8965319ac6d3f10b6"
+    assert min(float(r["objective"]) for r in rows) == pytest.approx(10.194127, abs=1e-6)  # type: ignore[arg-type]

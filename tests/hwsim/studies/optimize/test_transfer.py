@@ -16,6 +16,7 @@ from hwsim.studies.optimize.transfer import (
     MATCH_INTENSITY_RADIUS,
     match_ops,
     nearest_chips,
+    source_bests,
     transferred,
 )
 from tests.hwsim.studies.optimize.conftest import TrialFactory
@@ -120,3 +121,27 @@ def test_transferred_from_named_chips_only(
     assert got == [{conv: OpMapping(unit="npu", tile="single")}]
     with pytest.raises(DbError, match="--transfer-from nosuch: no chip of that name"):
         transferred(experience_db, slow, yolov8n, table, "m" * 64, from_chips=["nosuch"])
+
+
+def test_source_bests_one_best_mapping_of_this_model_per_source_chip_nearest_first(
+    experience_db: Any, make_trial: TrialFactory, mapping_module: types.ModuleType, yolov8n: ModelGraph
+) -> None:
+    rk = load_chip("rk3588")
+    slow, fast, edge = override(rk, ["npu.clock_mhz=750"]), override(rk, ["npu.clock_mhz=1250"]), load_chip("edge8")
+    table = cost_table(yolov8n, slow, "int8")
+    a, b = [o.name for o in yolov8n.ops() if o.category == "conv"][:2]
+    concat = next(o.name for o in yolov8n.ops() if o.op_type == "Concat")
+    experience_db.add(make_trial(rk, {a: {"unit": "npu", "cores": 3}, concat: {"unit": "npu"}}, latency_ms=5.0))
+    experience_db.add(make_trial(rk, {b: {"unit": "gpu"}}, latency_ms=6.0))
+    experience_db.add(make_trial(rk, {b: {"unit": "npu"}}, latency_ms=0.5, model_sha256="o" * 64))  # another model
+    experience_db.add(make_trial(fast, {"gone": {"unit": "npu"}}, latency_ms=1.0))  # nothing left here
+    experience_db.add(make_trial(fast, {b: {"unit": "npu", "tile": "single"}}, latency_ms=2.0))
+    experience_db.add(make_trial(edge, {b: {"unit": "npu"}}, latency_ms=0.1, model_sha256="o" * 64))  # no trial of it
+    experience_db.add(make_trial(slow, {a: {"unit": "cpu_big"}}, latency_ms=0.1))  # its own: never
+    OpMapping = mapping_module.OpMapping
+    got = source_bests(experience_db, slow, yolov8n, table, "m" * 64)
+    # rk3588 (nearer the x0.75 clock than x1.25) first, each chip's best of this model, pins kept
+    assert got == [{a: OpMapping(unit="npu", cores=3), concat: OpMapping(unit="npu")},
+                   {b: OpMapping(unit="npu", tile="single")}]  # fmt: skip
+    assert source_bests(experience_db, slow, yolov8n, table, "m" * 64, from_chips=["rk3588"])[0] == got[0]
+    assert source_bests(experience_db, slow, yolov8n, table, "x" * 64) == []
