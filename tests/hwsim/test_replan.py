@@ -57,9 +57,14 @@ def test_a_unit_s_ratio_scales_the_ops_not_seen_on_it() -> None:
     assert p2.exec_ns[off, npu] == pytest.approx(problem.exec_ns[off, npu] * ratio)
 
 
-@pytest.mark.parametrize(("model", "chip_name"), [("yolov5s_relu", "rk3588"), ("yolov5n", "rk3588")])
+@pytest.mark.parametrize(
+    ("model", "chip_name"),
+    [("yolov5s_relu", "rk3588"), ("yolov5n", "rk3588"), ("distilbert", "jetson_orin_nano"), ("bert_base", "jetson_orin_nano")],
+)
 def test_the_default_s_own_schedule_is_no_slower_than_any_baseline(model: str, chip_name: str) -> None:
-    """Before re-planning these lost to one unit alone by 21% and 15%."""
+    """Before re-planning the first two lost to one unit alone by 21% and 15%; before the search
+    was seeded with ``affinity-list`` the two transformers lost to it by 1.5% on the Jetson
+    (its placement was shorter by the search's own estimate too, but the search never reached it)."""
     g = load_onnx(MODELS / f"{model}.onnx")
     chip = load_chip(chip_name)
     table = cost_table(g, chip, "int8")
