@@ -32,6 +32,7 @@ from scheduler import DEFAULT_POLICY, Schedule, get_policy
 from scheduler.onnx_policies import (
     INPUTS,
     OUTPUTS,
+    core_orders,
     model_options,
     model_problem,
     schedule_from_solution,
@@ -166,11 +167,14 @@ def replan(
     out = [first]
     seen = Observed()
     tried = {_placement(first.schedule)}
+    ran = {_order(first.schedule.core_order)}
     # Probes: every unit alone (its single-unit schedule) that the plan puts within
     # PROBE_FACTOR of the best, as the engine runs it (ops split over idle cores, no transfers).
+    # One whose placement was simulated in another order still runs: the engine runs each
+    # core's ops in the schedule's order, and the order alone can decide (an NPU of one core).
     for sol in _probes(problem, 1 if large else MAX_PROBES):
-        key = _solution_placement(problem, sol)  # one already simulated is not built again
-        if key in tried:
+        key = _solution_placement(problem, sol)
+        if _order(core_orders(problem, sol)) in ran:  # one already simulated is not built again
             continue
         beat_ps = min(s.trace.makespan_ps for s in out)
         if large and floor is not None and floor(_solution_where(problem, sol)) >= beat_ps:
@@ -181,6 +185,7 @@ def replan(
             return out
         if got is not None:
             tried.add(key)
+            ran.add(_order(got.schedule.core_order))
             seen.learn(problem, chip, got.trace)
             out.append(got)
     for _ in range(rounds):
@@ -216,6 +221,11 @@ def _probes(problem: Problem, most: int) -> list[Solution]:
 
 def _placement(sched: Schedule) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((n, p.unit) for n, p in sched.placements.items()))
+
+
+def _order(order: Mapping[tuple[str, int], tuple[str, ...]]) -> tuple[tuple[tuple[str, int], tuple[str, ...]], ...]:
+    """A schedule's placement and per-core order as one key (cores running nothing left out)."""
+    return tuple(sorted((k, ops) for k, ops in order.items() if ops))
 
 
 def _solution_where(problem: Problem, sol: Solution) -> dict[str, tuple[str, int]]:

@@ -1,8 +1,11 @@
 """The default policy, ``affinity-locality``: several list schedules, then a local search.
 
 1. Seeds: HEFT, PEFT (look-ahead), CPOP, upward ranks with communication weighted 0x and 2x,
-   the best single unit (all locality, no parallelism) and, on small graphs, the linear clusters
-   (:mod:`scheduler.clustering`: the heaviest chains, each kept on one unit) mapped to units.
+   the best single unit (all locality, no parallelism), the one-pass ``affinity-list``
+   (:func:`scheduler.affinity_list.affinity_list`: each op on the unit its type prefers unless
+   another finishes clearly earlier) where the problem has preferences, and, on small graphs,
+   the linear clusters (:mod:`scheduler.clustering`: the heaviest chains, each kept on one unit)
+   mapped to units.
 2. Local search from the best seeds: move one task, or a task together with its
    heaviest-communicating neighbour (locality), to another unit; on small graphs (``RICH``)
    also the task's whole linear cluster, the task with all its neighbours, and a swap with a
@@ -38,6 +41,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from scheduler.affinity_list import affinity_list
 from scheduler.clustering import cluster_seed, linear_clusters, moved
 from scheduler.cpop import cpop
 from scheduler.heft import heft
@@ -118,7 +122,16 @@ def _seeds(problem: Problem, chain_of: list[tuple[int, ...]] | None) -> list[Sol
         for w in (0.0, 2.0):
             out.append(list_schedule(problem, priority_order(problem, upward_rank(problem, comm_weight=w))))
         out.append(single_unit(problem))
+        if _has_preferences(problem):
+            out.append(affinity_list(problem))
     return out
+
+
+def _has_preferences(problem: Problem) -> bool:
+    """Whether some task prefers one of its units over another (a model's problem; a
+    task-graph file has no preferences, and ``affinity-list`` there is a plain list schedule)."""
+    aff = problem.affinity
+    return bool(aff.size) and bool((aff.max(axis=1) != aff.min(axis=1)).any())
 
 
 def _neighbours(problem: Problem) -> tuple[list[int], list[tuple[int, ...]]]:

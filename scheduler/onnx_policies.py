@@ -35,6 +35,7 @@ __all__ = [
     "ONNX_WORK_BUDGET",
     "OUTPUTS",
     "colocated_costs",
+    "core_orders",
     "deadline_schedule",
     "energy_model",
     "energy_schedule",
@@ -199,18 +200,25 @@ def schedule_from_solution(
     so the engine can always run them, whatever rounding the start times carry."""
     reasons = list(reasons) if reasons is not None else explain(problem, sol, " ns")
     placements = {}
-    by_core: dict[tuple[str, int], list[str]] = {(u.name, c): [] for u in chip.units for c in range(u.cores)}
     for i, name in enumerate(problem.tasks):
         if name not in (INPUTS, OUTPUTS):
             unit = problem.units[sol.unit[i]]
             placements[name] = Placement(name, unit, sol.core[i], sol.start_ns[i], sol.finish_ns[i], reasons[i])
-    for i in start_order(problem, sol.start_ns):
-        if (name := problem.tasks[i]) in placements:
-            by_core[(problem.units[sol.unit[i]], sol.core[i])].append(name)
-    order = {k: tuple(v) for k, v in by_core.items()}
+    order = {(u.name, c): () for u in chip.units for c in range(u.cores)} | core_orders(problem, sol)
     unit_of = {n: p.unit for n, p in placements.items()}
     transfers = implied_transfers(graph, chip, table, unit_of)
     return Schedule(policy, placements, order, transfers, sol.makespan_ns)
+
+
+def core_orders(problem: Problem, sol: Solution) -> dict[tuple[str, int], tuple[str, ...]]:
+    """Per ``(unit, core)`` that runs an op of ``sol``: its ops in the order they start (one
+    topological order, :func:`~scheduler.problem.start_order`): the :class:`Schedule`'s ``order``
+    (``core_order``) that :func:`schedule_from_solution` builds, cores running nothing left out."""
+    by_core: dict[tuple[str, int], list[str]] = {}
+    for i in start_order(problem, sol.start_ns):
+        if (name := problem.tasks[i]) not in (INPUTS, OUTPUTS):
+            by_core.setdefault((problem.units[sol.unit[i]], sol.core[i]), []).append(name)
+    return {k: tuple(v) for k, v in by_core.items()}
 
 
 def _ort(problem: Problem, chip: Chip) -> Solution:

@@ -13,7 +13,7 @@ from graph_ir import load_onnx
 from hwsim import replan as rp
 from hwsim.policy_check import CHECKED_AGAINST, default_schedule, simulate_candidate
 from scheduler import DEFAULT_POLICY, POLICIES
-from scheduler.onnx_policies import problem_from_graph
+from scheduler.onnx_policies import core_orders, problem_from_graph
 from tests.helpers import ROOT
 
 MODELS = ROOT / "examples" / "models"
@@ -57,9 +57,21 @@ def test_a_unit_s_ratio_scales_the_ops_not_seen_on_it() -> None:
     assert p2.exec_ns[off, npu] == pytest.approx(problem.exec_ns[off, npu] * ratio)
 
 
-@pytest.mark.parametrize(("model", "chip_name"), [("yolov5s_relu", "rk3588"), ("yolov5n", "rk3588")])
+@pytest.mark.parametrize(
+    ("model", "chip_name"),
+    [
+        ("yolov5s_relu", "rk3588"),
+        ("yolov5n", "rk3588"),
+        ("distilbert", "jetson_orin_nano"),
+        ("bert_base", "jetson_orin_nano"),
+        ("yolov5s", "edge8"),
+    ],
+)
 def test_the_default_s_own_schedule_is_no_slower_than_any_baseline(model: str, chip_name: str) -> None:
-    """Before re-planning these lost to one unit alone by 21% and 15%."""
+    """Before re-planning the first two lost to one unit alone by 21% and 15%; before the search
+    was seeded with ``affinity-list`` the two transformers lost to it by 1.5% on the Jetson
+    (its placement was shorter by the search's own estimate too, but the search never reached it);
+    yolov5s on edge8 lost to one unit alone by 0.2%: the same placement in another order."""
     g = load_onnx(MODELS / f"{model}.onnx")
     chip = load_chip(chip_name)
     table = cost_table(g, chip, "int8")
@@ -89,6 +101,23 @@ def test_replan_keeps_its_first_schedule_and_never_repeats_a_placement() -> None
     )
 
 
+def test_a_probe_placed_as_the_first_schedule_but_ordered_otherwise_is_simulated() -> None:
+    # on edge8 the search puts all of yolov5s on the NPU (one core), as the NPU's probe does,
+    # in another order; the engine runs the probe's order 0.2% faster
+    g = load_onnx(MODELS / "yolov5s.onnx")
+    chip = load_chip("edge8")
+    table = cost_table(g, chip, "int8")
+
+    def sim(sched):  # type: ignore[no-untyped-def]
+        return simulate_candidate(DEFAULT_POLICY, g, chip, table, sched)
+
+    first, problem = rp.default_plan(g, chip, table)
+    tried = rp.replan(g, chip, table, sim(first), sim, problem=problem)
+    same = [s for s in tried[1:] if rp._placement(s.schedule) == rp._placement(first)]
+    assert same and all(s.schedule.core_order != first.core_order for s in same)
+    assert min(s.latency_ms for s in same) < tried[0].latency_ms
+
+
 def test_a_ruled_out_replan_ends_the_loop() -> None:
     g = load_onnx(MODELS / "resnet18.onnx")
     chip = load_chip("rk3588")
@@ -113,6 +142,7 @@ def test_a_solutions_placement_is_its_schedules(model: str) -> None:
     for sol in sols:
         built = schedule_from_solution(g, chip, table, problem, sol, DEFAULT_POLICY)
         assert rp._solution_placement(problem, sol) == rp._placement(built)
+        assert core_orders(problem, sol) == {k: ops for k, ops in built.core_order.items() if ops}
 
 
 def test_a_large_graph_s_probe_that_cannot_win_ends_the_re_planning(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -10,12 +11,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import scheduler.affinity_locality as al
+from scheduler.affinity_list import affinity_list
 from scheduler.affinity_locality import affinity_locality, critical_tasks, unit_swaps
 from scheduler.clustering import cluster_seed, linear_clusters, moved
 from scheduler.exact import exact
 from scheduler.generators import random_problem
 from scheduler.heft import heft
-from scheduler.problem import Solution, evaluate, evaluate_within, make_problem, priority_order
+from scheduler.problem import (
+    Problem,
+    Solution,
+    evaluate,
+    evaluate_within,
+    make_problem,
+    priority_order,
+)
 from scheduler.ruin_recreate import connected_region, recreate, window_region
 from tests.helpers import check_valid
 
@@ -206,3 +215,26 @@ def test_ruin_and_recreate_reaches_what_the_walks_and_exchanges_miss(monkeypatch
     assert s.makespan_ns <= 160.598 * 1.035
     monkeypatch.setattr(al, "RUIN_SHARE", 0)
     assert affinity_locality(p).makespan_ns > 160.598 * 1.07
+
+
+def _with_preferences(seed: int, n: int, n_units: int, ccr: float, kind: str, pref: list[int]) -> Problem:
+    """A random problem whose tasks prefer units by ``pref`` (a rank per unit, repeated)."""
+    p = random_problem(seed, n, n_units, ccr, kind)
+    return dataclasses.replace(p, affinity=np.tile(np.asarray(pref[:n_units]), (p.n, 1)))
+
+
+@settings(max_examples=25, deadline=None)
+@given(**_PROBLEMS, pref=st.permutations([0, 1, 2, 3]))
+def test_the_search_is_never_longer_than_affinity_list_where_tasks_have_preferences(
+    seed, n, n_units, ccr, kind, pref
+):
+    p = _with_preferences(seed, n, n_units, ccr, kind, pref)
+    assert affinity_locality(p).makespan_ns <= affinity_list(p).makespan_ns + 1e-6
+
+
+def test_affinity_list_seeds_the_search_only_where_tasks_have_preferences():
+    plain = random_problem(3, 20, 3, 1.0, "unrelated")
+    preferring = _with_preferences(3, 20, 3, 1.0, "unrelated", [2, 0, 1])
+    seeds = al._seeds(preferring, None)
+    assert len(seeds) == len(al._seeds(plain, None)) + 1
+    assert seeds[-1] == affinity_list(preferring)
