@@ -8,8 +8,8 @@ built from the best one (:func:`composed`): per op, the transferred signature wh
 predicts it at least as good as the op's default, else the screen's best legal signature; either
 way with the knobs the screen judges re-derived on this chip (:func:`rederived`: a split, a
 dataflow, a tile chosen for the source chip's cores, bandwidth and SRAM need not be this one's best).
-Before it, the source chips' own bests of this model are made one (:func:`united`), the knobs the
-screen cannot judge (``unit``, ``fusion``: the schedule's) kept as they were found.
+Before it, the source chips' own bests of this model are made one (:func:`united`), every knob
+kept as it was found (each best was simulated whole; the screen judges ops alone).
 """
 
 from __future__ import annotations
@@ -155,18 +155,24 @@ def composed(ctx: SignatureContext, graph: ModelGraph, mapping: Mapping[str, OpM
 
 def united(ctx: SignatureContext, graph: ModelGraph, bests: Sequence[Mapping[str, OpMapping]]) -> dict[str, OpMapping]:
     """The source chips' best mappings of this model (``bests``, nearest chip first) made one:
-    each op takes the signature of the nearest chip that mapped it, with ``unit`` and ``fusion``
-    kept as found and the knobs the screen judges re-derived here (:func:`rederived`).
+    each op takes the signature of the nearest chip that mapped it, as found (``bests`` come
+    re-legalized for this chip, :func:`~hwsim.studies.optimize.transfer.source_bests`).
 
     Nothing is dropped on the screen's word: it predicts each op alone, and the knobs that
     decide a run's placement (a Concat pinned to the NPU beside the convs it joins, which the
     screen predicts slower than the CPU's free concat) pay only in the schedule. On yolov8n
     with the NPU clock x0.75, the three nearest chips' bests together ran 10.42 ms, the best
     of them alone 10.90 and :func:`composed` 11.05 (the cold search's best: 10.95).
+
+    Nor is any knob re-derived on its word (:func:`rederived`): each best was simulated whole,
+    and a split or a tile pays there with its neighbours. An NPU layer split otherwise than its
+    producer ends a job of the lockstep cores (:mod:`hwsim.sim.jobs`), which the screen does not
+    see. On yolov8n with the NPU SRAM x0.5, those bests made one ran 11.187 ms as found, 11.219
+    with the splits and tiles re-derived (the screen re-split a run of layers the source split
+    alike, and untiled a conv it predicted 20 % slower untiled that ran the whole 33 us faster).
     """
     out: dict[str, OpMapping] = {}
     for mapping in bests:
         for name, m in sorted(mapping.items()):
-            if name not in out:
-                out[name] = rederived(ctx, graph.op(name), m)
+            out.setdefault(name, m)
     return {op: m for op, m in out.items() if not m.is_default()}

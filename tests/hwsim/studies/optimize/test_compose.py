@@ -274,9 +274,9 @@ def test_united_keeps_the_pins_the_screen_predicts_slower_and_the_nearest_chips_
 ) -> None:
     """The screen predicts a Concat pinned to the NPU slower than on the CPU, alone; beside the
     convs it joins, the pin is what paid on the source chip. The source chips' bests made one
-    keep it (``composed``, judging each op alone, drops it), take each op's signature from the
-    nearest chip that mapped it, and re-derive the knobs the screen judges."""
-    from hwsim.studies.optimize.compose import rederived, united
+    keep it (``composed``, judging each op alone, drops it) and take each op's signature from the
+    nearest chip that mapped it, as found."""
+    from hwsim.studies.optimize.compose import united
 
     concat = next(o for o in yolov8n.ops() if o.op_type == "Concat")
     near_conv, far_conv = _convs(yolov8n)[3:5]
@@ -288,10 +288,26 @@ def test_united_keeps_the_pins_the_screen_predicts_slower_and_the_nearest_chips_
     got = united(ctx, yolov8n, [nearest, farther])
     assert set(got) == {concat.name, near_conv.name, far_conv.name}
     assert got[concat.name] == pin
-    assert got[near_conv.name] == rederived(ctx, near_conv, split) and got[near_conv.name].unit == "npu"
-    assert got[far_conv.name] == rederived(ctx, far_conv, OpMapping(unit="npu", cores=2))
+    assert got[near_conv.name] == split
+    assert got[far_conv.name] == OpMapping(unit="npu", cores=2)
     assert composed(ctx, yolov8n, nearest, PARENT_NS).get(concat.name) != pin  # judged alone, it goes
     assert united(ctx, yolov8n, []) == {}
+
+
+def test_united_keeps_the_split_and_tile_the_screen_would_re_derive() -> None:
+    """A neighbour's 3-core split of a weight-bound conv, which the screen alone predicts slower
+    here (:func:`rederived` re-splits it), stays as found in the bests made one: under the NPU's
+    job boundaries a split pays with its neighbours' splits, which the screen does not see. A
+    mapping the screen would leave alone stays too; an all-default one adds nothing."""
+    from hwsim.studies.optimize.compose import rederived, united
+
+    graph, chip = _weight_bound_conv(), load_chip("rk3588")
+    ctx = SignatureContext(chip, cost_table(graph, chip, "int8"), KNOBS, 0.5, None, chip_features(chip))
+    op = graph.op("head")
+    moved = OpMapping(unit="npu", cores=3, dataflow="is", tile="single", fusion=False)
+    assert rederived(ctx, op, moved) != moved  # the premise: the screen would change it
+    assert united(ctx, graph, [{"head": moved}]) == {"head": moved}
+    assert united(ctx, graph, [{"head": OpMapping()}, {"head": moved}]) == {}  # the nearest's default wins
 
 
 def test_with_transfer_trial_1_holds_the_neighbours_pin_where_the_screen_backs_the_whole(tmp_path: Path) -> None:
