@@ -35,7 +35,7 @@ __all__ = ["REDERIVE_MARGIN", "SCREENED_KNOBS", "UNITED_KEPT_KNOBS", "Scored", "
 SCREENED_KNOBS = ("cores", "dataflow", "layout", "tile")
 #: Knobs the screen judges that :func:`united` keeps as the source chips' bests hold them: the
 #: tile, whose pay in a run the screen, predicting each op alone, misjudged (yolov8n, NPU SRAM
-#: x0.5: a 3x3 stride-2 conv predicted 20 % slower untiled ran the whole 33 us faster so).
+#: x0.5: a 3x3 stride-2 conv predicted 20 % slower single-buffered (``tile="single"``) ran the whole 33 us faster so).
 UNITED_KEPT_KNOBS = ("tile",)
 #: Share by which the screen must predict another value faster before it replaces a transferred one.
 REDERIVE_MARGIN = 0.01
@@ -172,7 +172,7 @@ def united(ctx: SignatureContext, graph: ModelGraph, bests: Sequence[Mapping[str
 
     The split is re-derived: on resnet18 with the NPU clock x0.75 the bests made one ran
     2.522 ms as found, 2.298 re-split (the cold best: 2.304). The tile is not: on yolov8n with
-    the NPU SRAM x0.5 they ran 11.187 ms as found or re-split, 11.219 re-tiled (the cold best:
+    the NPU SRAM x0.5 they ran 11.187 ms as found or re-split, 11.219 with the tile re-derived (the cold best:
     11.190).
     """
     kept = tuple(k for k in SCREENED_KNOBS if k not in UNITED_KEPT_KNOBS)
