@@ -9,7 +9,7 @@ predicts it at least as good as the op's default, else the screen's best legal s
 way with the knobs the screen judges re-derived on this chip (:func:`rederived`: a split, a
 dataflow, a tile chosen for the source chip's cores, bandwidth and SRAM need not be this one's best).
 Before it, the source chips' own bests of this model are made one (:func:`united`), the knobs the
-screen cannot judge (``unit``, ``fusion``: the schedule's) kept as they were found.
+screen cannot judge (``unit``, ``fusion``: the schedule's) and the tile kept as they were found.
 """
 
 from __future__ import annotations
@@ -27,12 +27,16 @@ from hwsim.studies.optimize.stages import SignatureContext, predicted_ns, screen
 if TYPE_CHECKING:
     from graph_ir.ir import ModelGraph, Op
 
-__all__ = ["REDERIVE_MARGIN", "SCREENED_KNOBS", "Scored", "composed", "rederived", "rerank", "score", "screen_score", "united"]
+__all__ = ["REDERIVE_MARGIN", "SCREENED_KNOBS", "UNITED_KEPT_KNOBS", "Scored", "composed", "rederived", "rerank", "score", "screen_score", "united"]
 
 #: Knobs of a transferred signature the screen judges (:func:`~.stages.predicted_ns`: the split,
 #: the NPU's dataflow, layout and SRAM buffering), re-derived on this chip by :func:`rederived`.
 #: ``unit`` and ``fusion`` are kept as transferred (the screen sees neither the schedule nor fusion).
 SCREENED_KNOBS = ("cores", "dataflow", "layout", "tile")
+#: Knobs the screen judges that :func:`united` keeps as the source chips' bests hold them: the
+#: tile, whose pay in a run the screen, predicting each op alone, misjudged (yolov8n, NPU SRAM
+#: x0.5: a 3x3 stride-2 conv predicted 20 % slower single-buffered (``tile="single"``) ran the whole 33 us faster so).
+UNITED_KEPT_KNOBS = ("tile",)
 #: Share by which the screen must predict another value faster before it replaces a transferred one.
 REDERIVE_MARGIN = 0.01
 
@@ -105,9 +109,10 @@ def rerank(ctx: SignatureContext, graph: ModelGraph, mappings: Sequence[dict[str
     return [scored[i] for i in order]
 
 
-def rederived(ctx: SignatureContext, op: Op, mapping: OpMapping) -> OpMapping:
-    """``mapping`` with the knobs the screen judges (:data:`SCREENED_KNOBS`, those of
-    ``ctx.knobs``) chosen again for this chip, one knob at a time in that order: the legal value
+def rederived(ctx: SignatureContext, op: Op, mapping: OpMapping, knobs: Sequence[str] = SCREENED_KNOBS) -> OpMapping:
+    """``mapping`` with the knobs the screen judges (those of ``knobs``, by default
+    :data:`SCREENED_KNOBS`, that ``ctx.knobs`` holds) chosen again for this chip, one knob at a
+    time in that order: the legal value
     the screen predicts fastest with the others held, where it is predicted at least
     :data:`REDERIVE_MARGIN` faster than the value held (so the transferred value stays on a tie).
 
@@ -116,7 +121,7 @@ def rederived(ctx: SignatureContext, op: Op, mapping: OpMapping) -> OpMapping:
     """
     legal = choices(op, ctx.chip, ctx.table)
     best, best_ns = mapping, predicted_ns(op, ctx.chip, ctx.table, mapping)
-    for knob in (k for k in SCREENED_KNOBS if k in ctx.knobs):
+    for knob in (k for k in knobs if k in SCREENED_KNOBS and k in ctx.knobs):
         held, held_ns = best, best_ns
         for value in legal.get(knob, ()):
             cand = OpMapping.from_dict(held.as_dict() | {knob: value})
@@ -155,18 +160,25 @@ def composed(ctx: SignatureContext, graph: ModelGraph, mapping: Mapping[str, OpM
 
 def united(ctx: SignatureContext, graph: ModelGraph, bests: Sequence[Mapping[str, OpMapping]]) -> dict[str, OpMapping]:
     """The source chips' best mappings of this model (``bests``, nearest chip first) made one:
-    each op takes the signature of the nearest chip that mapped it, with ``unit`` and ``fusion``
-    kept as found and the knobs the screen judges re-derived here (:func:`rederived`).
+    each op takes the signature of the nearest chip that mapped it, with ``unit``, ``fusion``
+    and the tile (:data:`UNITED_KEPT_KNOBS`) kept as found and the split, dataflow and layout
+    re-derived here (:func:`rederived`).
 
     Nothing is dropped on the screen's word: it predicts each op alone, and the knobs that
     decide a run's placement (a Concat pinned to the NPU beside the convs it joins, which the
     screen predicts slower than the CPU's free concat) pay only in the schedule. On yolov8n
     with the NPU clock x0.75, the three nearest chips' bests together ran 10.42 ms, the best
     of them alone 10.90 and :func:`composed` 11.05 (the cold search's best: 10.95).
+
+    The split is re-derived: on resnet18 with the NPU clock x0.75 the bests made one ran
+    2.522 ms as found, 2.298 re-split (the cold best: 2.304). The tile is not: on yolov8n with
+    the NPU SRAM x0.5 they ran 11.187 ms as found or re-split, 11.219 with the tile re-derived (the cold best:
+    11.190).
     """
+    kept = tuple(k for k in SCREENED_KNOBS if k not in UNITED_KEPT_KNOBS)
     out: dict[str, OpMapping] = {}
     for mapping in bests:
         for name, m in sorted(mapping.items()):
             if name not in out:
-                out[name] = rederived(ctx, graph.op(name), m)
+                out[name] = rederived(ctx, graph.op(name), m, kept)
     return {op: m for op, m in out.items() if not m.is_default()}

@@ -275,7 +275,7 @@ def test_united_keeps_the_pins_the_screen_predicts_slower_and_the_nearest_chips_
     """The screen predicts a Concat pinned to the NPU slower than on the CPU, alone; beside the
     convs it joins, the pin is what paid on the source chip. The source chips' bests made one
     keep it (``composed``, judging each op alone, drops it), take each op's signature from the
-    nearest chip that mapped it, and re-derive the knobs the screen judges."""
+    nearest chip that mapped it, and re-derive the split, dataflow and layout."""
     from hwsim.studies.optimize.compose import rederived, united
 
     concat = next(o for o in yolov8n.ops() if o.op_type == "Concat")
@@ -288,10 +288,29 @@ def test_united_keeps_the_pins_the_screen_predicts_slower_and_the_nearest_chips_
     got = united(ctx, yolov8n, [nearest, farther])
     assert set(got) == {concat.name, near_conv.name, far_conv.name}
     assert got[concat.name] == pin
-    assert got[near_conv.name] == rederived(ctx, near_conv, split) and got[near_conv.name].unit == "npu"
-    assert got[far_conv.name] == rederived(ctx, far_conv, OpMapping(unit="npu", cores=2))
+    again = ("cores", "dataflow", "layout")
+    assert got[near_conv.name] == rederived(ctx, near_conv, split, again) and got[near_conv.name].unit == "npu"
+    assert got[far_conv.name] == rederived(ctx, far_conv, OpMapping(unit="npu", cores=2), again)
     assert composed(ctx, yolov8n, nearest, PARENT_NS).get(concat.name) != pin  # judged alone, it goes
     assert united(ctx, yolov8n, []) == {}
+
+
+def test_united_re_derives_the_split_and_keeps_the_tile_as_found() -> None:
+    """A neighbour's 3-core untiled split of a weight-bound conv: the screen re-splits it here
+    (2 cores), and alone would also tile it; the bests made one take the new split but keep
+    the tile, unit and fusion as found (a tile the screen misjudged alone paid in the source's
+    whole run). The nearest chip's signature wins an op two chips mapped."""
+    from hwsim.studies.optimize.compose import UNITED_KEPT_KNOBS, rederived, united
+
+    graph, chip = _weight_bound_conv(), load_chip("rk3588")
+    ctx = SignatureContext(chip, cost_table(graph, chip, "int8"), KNOBS, 0.5, None, chip_features(chip))
+    op = graph.op("head")
+    moved = OpMapping(unit="npu", cores=3, dataflow="is", tile="single", fusion=False)
+    alone = rederived(ctx, op, moved)
+    assert alone.cores != 3 and alone.tile != "single"  # the premise: the screen changes both
+    got = united(ctx, graph, [{"head": moved}, {"head": OpMapping(unit="gpu")}])["head"]
+    assert got == OpMapping(unit="npu", cores=alone.cores, dataflow="is", tile="single", fusion=False)
+    assert UNITED_KEPT_KNOBS == ("tile",)
 
 
 def test_with_transfer_trial_1_holds_the_neighbours_pin_where_the_screen_backs_the_whole(tmp_path: Path) -> None:
