@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -371,20 +371,22 @@ def transfer_first(s: Search) -> None:
 
 def transfer_mappings(s: Search, start: Record) -> list[dict[str, OpMapping]]:
     """The transferred mappings for ``start``'s graph (``--transfer-from``), best first."""
-    names = s.inputs.transfer_from
-    if not names:
-        return []
-    graph, table = s.graph_and_table(start.candidate.transforms)
-    from_chips = None if names == ("auto",) else names
-    return transferred(s.db, s.inputs.chip, graph, table, s.inputs.model_sha256, from_chips=from_chips)
+    return _from_sources(s, start, transferred)
 
 
 def transfer_bests(s: Search, start: Record) -> list[dict[str, OpMapping]]:
     """The best mapping of this model each source chip found, for ``start``'s graph
     (``--transfer-from``; :func:`~hwsim.studies.optimize.transfer.source_bests`), nearest first."""
+    return _from_sources(s, start, source_bests)
+
+
+def _from_sources(s: Search, start: Record, find: Callable[..., list[dict[str, OpMapping]]]) -> list[dict[str, OpMapping]]:
+    """``find`` (:func:`~hwsim.studies.optimize.transfer.transferred` or
+    :func:`~hwsim.studies.optimize.transfer.source_bests`) on ``start``'s graph, from the chips
+    ``--transfer-from`` names (``auto``: the nearest); none without ``--transfer-from``."""
     names = s.inputs.transfer_from
     if not names:
         return []
     graph, table = s.graph_and_table(start.candidate.transforms)
     from_chips = None if names == ("auto",) else names
-    return source_bests(s.db, s.inputs.chip, graph, table, s.inputs.model_sha256, from_chips=from_chips)
+    return find(s.db, s.inputs.chip, graph, table, s.inputs.model_sha256, from_chips=from_chips)
