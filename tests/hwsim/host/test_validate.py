@@ -240,7 +240,8 @@ class TestPredictionStructure:
         if kernel == "ResizeLinearNchwc":  # the blocked linear kernel is the faster one (0.37 against 1.35 ns)
             assert pred["resize"].predicted_ns < plain["resize"].predicted_ns
 
-    @pytest.mark.parametrize(("act", "fused", "mark"), [("Clip", True, "Clip"), ("Relu", True, None), ("Clip", False, None)])
+    @pytest.mark.parametrize(("act", "fused", "mark"),
+                             [("Clip", True, "Clip"), ("HardSwish", True, "HardSwish"), ("Relu", True, None), ("Clip", False, None)])  # fmt: skip
     def test_depthwise_runs_blocked_with_its_activation_pass(
         self, tmp_path: Path, act: str, fused: bool, mark: str | None
     ) -> None:
