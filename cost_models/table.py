@@ -75,8 +75,11 @@ def steady_state_unit(
     ``resident_weight_bytes``: the loop streams them cyclically; the 784-256-256-10 MLP's 1 MB of
     weights came out 45 us from DRAM, where onnxruntime runs the whole model in 10-20 us, and the
     784-512-512-10 one's 2.7 MB run from L3, not from the L2 each layer's 1.6 MB would fit).
-    ``dtypes`` gives ops deployed in another dtype than ``precision``."""
-    if not isinstance(unit, CpuUnit) or unit.weight_stream_gbps is None:
+    ``dtypes`` gives ops deployed in another dtype than ``precision``. Only a fingerprinted CPU
+    (one with a measured weight stream or GEMV rate) runs in such a loop: on a host whose weight
+    stream shows no stall (an AMD EPYC here: the same MatMul with its weights in DRAM and in cache)
+    the GEMV rate marks it."""
+    if not isinstance(unit, CpuUnit) or (unit.weight_stream_gbps is None and unit.gemv_gbps is None):
         return unit
     dtypes = dtypes or {}
 

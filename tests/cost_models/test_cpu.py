@@ -267,6 +267,17 @@ class TestWeightStream:
         assert fc1_ns(8) > 2 * fc1_ns(1)  # 8 x 1 MiB cycles through L3 at 28 GB/s; 1 MiB stays in L2
         assert fc1_ns(8) == pytest.approx(512 * 512 * 4 / 28.0, rel=0.15)
 
+    def test_a_host_without_a_weight_stall_still_keeps_its_weights_cached(self) -> None:
+        # a fingerprint whose MatMul showed no DRAM stall (an AMD EPYC: weight_stream_gbps left out)
+        # but with its GEMV rates: the loop keeps a 1 MiB MLP in the caches, not in DRAM
+        x, w = Tensor("x", (1, 512), "float32"), Tensor("w", (512, 512), "float32", True)
+        graph = graph_from_ops("g", [x], [("fc", "MatMul", [x, w], [Tensor("y", (1, 512), "float32")])])
+        dram = chip_from_dict(host_chip(l3_kib=32768))
+        host = chip_from_dict(host_chip(l3_kib=32768, gemv_gbps=90.0, gemv_far_gbps=80.0))
+        cold, warm = (cost_table(graph, c, "model").costs["fc"]["cpu"] for c in (dram, host))
+        assert cold.dram_read_bytes >= 512 * 512 * 4 > warm.dram_read_bytes
+        assert warm.latency_ns < cold.latency_ns
+
     def test_weights_in_cache_is_no_part_of_the_chip(self) -> None:
         from hwsim.report.provenance import chip_sha256
 
