@@ -579,6 +579,12 @@ class CpuUnit(Unit):
         description="Rate at which a one-row integer GEMM streams its int8 weights from L1/L2 (the slope of the "
         "same two sizes). None: `gemv_gbps` holds.",
     )
+    nchwc_one_block_efficiency: PositiveFloat | None = Field(
+        None,
+        description="Rate of onnxruntime's NCHWc conv with one block of output channels (3x3, 64 -> 16) over one "
+        "with four (64 -> 64), measured by `hwsim fingerprint`: how load-bound a conv with few output blocks "
+        "is on this core (0.68 on the CI Xeon, 0.88 on an AMD EPYC). None: 2/3.",
+    )
 
     #: Fields a dump leaves out while unset, so that a chip without them dumps (and hashes,
     #: :func:`hwsim.report.provenance.chip_sha256`) as it did before they existed.
@@ -586,7 +592,7 @@ class CpuUnit(Unit):
         "gemv_gbps", "gemv_far_gbps", "fft_butterfly_ns", "fft_point_ns", "parallel_section_ns",
         "recurrent_section_ns", "run_footprint_kib", "requant_ns", "int8_pack_ns", "int8_conv_pixel_ns",
         "int8_im2col_pixel_ns", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps",
-        "softmax_denormal_ns",
+        "softmax_denormal_ns", "nchwc_one_block_efficiency",
     )
 
     @model_serializer(mode="wrap")

@@ -53,10 +53,11 @@ from hwsim.host.int8_probe import (
     probe_kernels,
     requant_from,
 )
-from hwsim.host.measure import make_session, profile_nodes, time_session
+from hwsim.host.measure import make_session, nchwc_block, profile_nodes, time_session
 
 __all__ = [
     "LAYER_NORM_RATE",
+    "NCHWC_BLOCK_PROBE",
     "NORM_PROBE",
     "RESIZE_PROBE",
     "RESIZE_RATES",
@@ -68,6 +69,7 @@ __all__ = [
     "kernel_efficiency",
     "kernel_rates",
     "layer_norm_ns",
+    "nchwc_one_block_efficiency",
     "parallel_section_ns",
     "per_element_efficiencies",
     "resize_ns",
@@ -412,6 +414,49 @@ def softmax_denormal_ns(rounds: int = 3) -> float | None:
     return per if per > 0.1 else None
 
 
+#: The NCHWc output-block probe (:func:`nchwc_one_block_efficiency`): input channels and the plane
+#: side of its two 3x3 convs, one block of output channels and four (16 and 64 with AVX-512's blocks).
+NCHWC_BLOCK_PROBE = (64, 32)
+
+
+def _two_convs(cin: int, side: int, couts: tuple[int, ...]) -> onnx.ModelProto:
+    """3x3 convs ``cin -> cout`` (one per ``couts``, named ``c<cout>``) of the same ``1 x cin x side x side`` input."""
+    rng = np.random.default_rng(0)
+    inits = {f"w{c}": (rng.standard_normal((c, cin, 3, 3)) * 0.05).astype(np.float32) for c in couts}
+    nodes = [helper.make_node("Conv", ["x", f"w{c}"], [f"c{c}"], pads=[1, 1, 1, 1], name=f"c{c}") for c in couts]
+    graph = helper.make_graph(
+        nodes, "nchwc_blocks", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, cin, side, side])],
+        [helper.make_tensor_value_info(f"c{c}", TensorProto.FLOAT, None) for c in couts],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()],
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def nchwc_one_block_efficiency(rounds: int = 3) -> float | None:
+    """``nchwc_one_block_efficiency`` (:func:`hwsim.host.validate.nchwc_block_efficiency`): the rate
+    per MAC of onnxruntime's NCHWc conv with one block of output channels over one with four, both
+    3x3 from the same 64-channel input (:data:`NCHWC_BLOCK_PROBE`; a block: :func:`~hwsim.host.measure.nchwc_block`), each the fastest of ``rounds``
+    profiled runs of 10 (the reorders around them are kernels of their own). How load-bound a conv
+    with few output blocks is: each broadcast input feeds one filter block instead of four. On the
+    CI Xeon 0.68 (141 against 204-208 GFLOP/s), on an AMD EPYC (Zen 4) 0.88-0.93. None when a conv
+    is not found (a build without the NCHWc transformer) or the figure is out of (0, 1.5]."""
+    cin, side = NCHWC_BLOCK_PROBE
+    narrow = nchwc_block() or 16
+    wide = 4 * narrow
+    x = np.random.default_rng(1).standard_normal((1, cin, side, side)).astype(np.float32)
+    best: dict[int, float] = {}
+    model = _two_convs(cin, side, (narrow, wide))
+    for _ in range(rounds):
+        for name, (kind, ns) in profile_nodes(model, {"x": x}, runs=10).items():
+            for c in (narrow, wide):
+                if kind == "Conv" and name.startswith(f"c{c}") and ns > 0:
+                    best[c] = min(best.get(c, math.inf), ns)
+    if len(best) < 2:
+        return None
+    ratio = (best[wide] / wide) / (best[narrow] / narrow)
+    return ratio if 0 < ratio <= 1.5 else None
+
+
 def kernel_rates(
     quick: bool = False, l2_bytes: float | None = None, threads: int = 1, kernel_ns: float = 0.0, run_ns: float = 0.0,
     profiled_kernel_ns: float = 0.0,
@@ -465,6 +510,11 @@ def kernel_rates(
         notes.append("masked Softmax no slower than an unmasked one (denormals flushed?); softmax_denormal_ns left out")
     else:
         out["softmax_denormal_ns"] = denormal
+    blocks = nchwc_one_block_efficiency(2 if quick else 3)
+    if blocks is None:
+        notes.append("NCHWc one-block conv rate not resolved; nchwc_one_block_efficiency left out (2/3 holds)")
+    else:
+        out["nchwc_one_block_efficiency"] = blocks
     resize = resize_ns(2 if quick else 3)
     notes.extend(f"{k} not resolved; its efficiency left to the Resize one" for k, v in RESIZE_RATES.items() if v not in resize)
     return {**out, **resize, **_int8_rates(2 if quick else 3, profiled_kernel_ns, kernel_ns, notes)}, notes

@@ -360,7 +360,7 @@ def nchwc_reorders(graph: ModelGraph, block: int) -> list[Op]:
     return _nchwc_plan(graph, block)[0]
 
 
-def nchwc_work(graph: ModelGraph, block: int) -> dict[str, float]:
+def nchwc_work(graph: ModelGraph, block: int, one_block: float | None = None) -> dict[str, float]:
     """Time factor of each op that runs in onnxruntime's NCHWc layout slower than its real work
     says (ops at factor 1 are left out): padded channels, and few output blocks.
 
@@ -374,9 +374,10 @@ def nchwc_work(graph: ModelGraph, block: int) -> dict[str, float]:
     - **Output blocks** (dense convs): MLAS's NCHWc kernels compute up to four output blocks
       per input load (each broadcast input feeds ``F`` filter blocks: ``F + 1`` loads per ``F``
       FMAs), so with two loads a cycle a conv with fewer than three output blocks is
-      load-bound: :func:`nchwc_block_efficiency`.
+      load-bound: :func:`nchwc_block_efficiency` (``one_block``: the host's measured rate of one
+      block, ``nchwc_one_block_efficiency``).
     """
-    return _nchwc_plan(graph, block)[1]
+    return _nchwc_plan(graph, block, one_block)[1]
 
 
 def nchwc_kernels(graph: ModelGraph, block: int, fused: Iterable[str] = ()) -> dict[str, Op]:
@@ -512,19 +513,30 @@ def _float_stream(op: Op) -> bool:
                                                        for t in (*op.activations, *op.outputs))  # fmt: skip
 
 
-def nchwc_block_efficiency(output_blocks: int) -> float:
+def nchwc_block_efficiency(output_blocks: int, one_block: float | None = None) -> float:
     """Rate of an NCHWc conv with ``output_blocks`` blocks of output channels against one with
-    three or more: ``F / (F + 1)`` FMAs per load with ``F = min(output_blocks, 4)`` filter
-    blocks per pass, over the ``3 / 4`` from which the FMA units bind.
+    more: ``F / (F + 1)`` FMAs per load with ``F = min(output_blocks, 4)`` filter blocks per
+    pass, scaled so that one block runs at ``one_block`` of the full rate (the host's measured
+    ``nchwc_one_block_efficiency``; 2/3 without it: the FMA units bind from ``F = 3``).
 
-    Measured, 64 input channels at 32x32 (3x3 / 1x1, GFLOP/s): 16 outputs 141 / 131, 32
-    outputs 187 / 175, 48 outputs 209 / 191, 64-256 outputs 204-208 / 195-200.
+    Measured on the CI Xeon, 64 input channels at 32x32 (3x3 / 1x1, GFLOP/s): 16 outputs 141 /
+    131, 32 outputs 187 / 175, 48 outputs 209 / 191, 64-256 outputs 204-208 / 195-200. On an AMD
+    EPYC (Zen 4, half the FMA width per cycle) the same 3x3 convs run at 98 / 106 / 110 / 111-113:
+    one block at 0.88, two at 0.95.
 
     >>> [round(nchwc_block_efficiency(f), 3) for f in (1, 2, 3, 4)]
     [0.667, 0.889, 1.0, 1.0]
+    >>> [round(nchwc_block_efficiency(f, 0.88), 3) for f in (1, 2, 3)]
+    [0.88, 1.0, 1.0]
     """
     f = min(max(output_blocks, 1), 4)
-    return min(1.0, f / (f + 1) / 0.75)
+    return min(1.0, 2 * (one_block or 2 / 3) * f / (f + 1))
+
+
+def _one_block(chip: Chip) -> float | None:
+    """The chip's CPU's measured ``nchwc_one_block_efficiency`` (None: not measured, or no CPU first)."""
+    unit = chip.units[0] if chip.units else None
+    return unit.nchwc_one_block_efficiency if isinstance(unit, CpuUnit) else None
 
 
 def _pad(channels: int, block: int) -> float:
@@ -542,7 +554,9 @@ def _fused_into_blocked_conv(graph: ModelGraph, op: Op, blocked: set[str]) -> bo
         t.name == op.inputs[0].name for t in graph.outputs)
 
 
-def _nchwc_plan(graph: ModelGraph, block: int) -> tuple[list[Op], dict[str, float], set[str]]:
+def _nchwc_plan(
+    graph: ModelGraph, block: int, one_block: float | None = None
+) -> tuple[list[Op], dict[str, float], set[str]]:
     """The reorders (:func:`nchwc_reorders`), the time factors (:func:`nchwc_work`) and the names
     of the non-conv ops kept blocked and of the blocked depthwise convs, of one walk over ``graph``."""
     if block <= 0:
@@ -577,7 +591,8 @@ def _nchwc_plan(graph: ModelGraph, block: int) -> tuple[list[Op], dict[str, floa
                     reorder("ReorderInput", x)
                 wide = dense and cin >= block
                 pad = _pad(cout, block) * (_pad(cin, block) if wide else 1.0)
-                keep_blocked(op, pad / (nchwc_block_efficiency(-(-cout // conv_group(op) // block)) if dense else 1.0))
+                blocks = -(-cout // conv_group(op) // block)
+                keep_blocked(op, pad / (nchwc_block_efficiency(blocks, one_block) if dense else 1.0))
                 if depthwise:
                     kept.add(op.name)
                 continue
@@ -873,7 +888,8 @@ def validate_model(
             kernels[hit] = kind
     reorders, members = _match_inserted(graph, block, opt, meas, unmatched, kernels)
     fused = {op.name for op in graph.ops() if op.name not in meas}
-    pred = predict_nodes(graph, one, threads, fused, kernels, reorders, members, nchwc_work(graph, block),
+    work = nchwc_work(graph, block, _one_block(one))
+    pred = predict_nodes(graph, one, threads, fused, kernels, reorders, members, work,
                          {**layout_kernels(graph, block, fused), **denormal_softmaxes(graph, model)})
     nodes = tuple(
         NodeResult(name, p.op_type, name in fused, p.predicted_ns, meas.get(name, 0.0), p.roof_ns, p.memory_ns, p.stall_ns,
@@ -1026,8 +1042,9 @@ def repredict(v: Validation, chip: Chip, model_path: str | Path,
     fusions = [f for f in ort_fusions(graph) if f.kernel.name in names]
     reorders = [*nchwc_reorders(graph, v.nchwc_block), *(f.kernel for f in fusions), *_qdq_transposes(graph, kernels, fused)]
     members = frozenset(m for f in fusions for m in f.members)
-    pred = predict_nodes(graph, cpu_chip(chip, v.threads), v.threads, fused, kernels, reorders, members,
-                         nchwc_work(graph, v.nchwc_block), {**layout_kernels(graph, v.nchwc_block, fused),
+    one = cpu_chip(chip, v.threads)
+    pred = predict_nodes(graph, one, v.threads, fused, kernels, reorders, members,
+                         nchwc_work(graph, v.nchwc_block, _one_block(one)), {**layout_kernels(graph, v.nchwc_block, fused),
                          **denormal_softmaxes(graph, onnx.load(str(model_path), load_external_data=False))})  # fmt: skip
     nodes = tuple(replace(n, predicted_ns=p.predicted_ns, roof_ns=p.roof_ns, memory_ns=p.memory_ns, stall_ns=p.stall_ns,
                           category=p.category, threads_used=p.threads_used, step_sections=p.step_sections,

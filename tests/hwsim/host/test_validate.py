@@ -339,6 +339,15 @@ class TestPredictionStructure:
         assert pred[conv].predicted_ns - overhead == pytest.approx((plain[conv].predicted_ns - overhead) * (factor or 1))
         assert pred[conv].roof_ns == pytest.approx(plain[conv].roof_ns * (factor or 1))
 
+    @pytest.mark.parametrize(("one_block", "factor"), [(None, 1.5), (2 / 3, 1.5), (0.88, 1 / 0.88), (1.0, None)])
+    def test_nchwc_work_with_the_hosts_one_block_rate(
+        self, tmp_path: Path, one_block: float | None, factor: float | None
+    ) -> None:
+        # 32 -> 16 channels: one output block, at the measured rate of one block (2/3 without it)
+        graph = load_onnx(conv_net(tmp_path / "n.onnx", 32, 16, "relu_reshape"))
+        conv = next(op.name for op in graph.ops() if op.op_type == "Conv")
+        assert nchwc_work(graph, 16, one_block).get(conv) == (pytest.approx(factor) if factor else None)
+
 
 class TestCommand:
     def test_validate_prints_and_records(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
