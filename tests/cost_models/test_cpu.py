@@ -278,6 +278,30 @@ class TestWeightStream:
         assert cold.dram_read_bytes >= 512 * 512 * 4 > warm.dram_read_bytes
         assert warm.latency_ns < cold.latency_ns
 
+    def test_weights_stay_cached_only_beside_the_largest_working_set(self) -> None:
+        # 1 MiB of weights and a 4 MiB L3: alone they stay; beside a Relu over 2 x 2 MiB they do not
+        from cost_models.table import largest_working_set, steady_state_unit
+
+        x, w = Tensor("x", (1, 512), "float32"), Tensor("w", (512, 512), "float32", True)
+        fc = ("fc", "MatMul", [x, w], [Tensor("y", (1, 512), "float32")])
+        big = Tensor("a", (1, 1 << 19), "float32")
+        relu = ("r", "Relu", [big], [Tensor("b", (1, 1 << 19), "float32")])
+        unit = chip_from_dict(host_chip(l3_kib=4096, gemv_gbps=90.0)).units[0]
+        small, both = graph_from_ops("g", [x], [fc]), graph_from_ops("g", [x, big], [fc, relu])
+        assert largest_working_set(both) == 4 << 20
+        assert steady_state_unit(unit, small, "model").weights_in_cache  # type: ignore[union-attr]
+        assert not steady_state_unit(unit, both, "model").weights_in_cache  # type: ignore[union-attr]
+
+    def test_a_dequantized_weight_is_no_working_set(self) -> None:
+        # a QDQ model's weight -> DequantizeLinear -> MatMul: the fp32 weight is never an activation
+        from cost_models.table import largest_working_set
+
+        q, s = Tensor("wq", (512, 512), "int8", True), Tensor("s", (), "float32", True)
+        wf, x = Tensor("wf", (512, 512), "float32"), Tensor("x", (1, 512), "float32")
+        graph = graph_from_ops("g", [x], [("dq", "DequantizeLinear", [q, s], [wf]),
+                                         ("fc", "MatMul", [x, wf], [Tensor("y", (1, 512), "float32")])])  # fmt: skip
+        assert largest_working_set(graph) == 2 * 512 * 4
+
     def test_weights_in_cache_is_no_part_of_the_chip(self) -> None:
         from hwsim.report.provenance import chip_sha256
 
