@@ -888,9 +888,8 @@ def validate_model(
             kernels[hit] = kind
     reorders, members = _match_inserted(graph, block, opt, meas, unmatched, kernels)
     fused = {op.name for op in graph.ops() if op.name not in meas}
-    work = nchwc_work(graph, block, _one_block(one))
-    pred = predict_nodes(graph, one, threads, fused, kernels, reorders, members, work,
-                         {**layout_kernels(graph, block, fused), **denormal_softmaxes(graph, model)})
+    pred = predict_nodes(graph, one, threads, fused, kernels, reorders, members, nchwc_work(graph, block, _one_block(one)),
+                         {**layout_kernels(graph, block, fused), **denormal_softmaxes(graph, model)})  # fmt: skip
     nodes = tuple(
         NodeResult(name, p.op_type, name in fused, p.predicted_ns, meas.get(name, 0.0), p.roof_ns, p.memory_ns, p.stall_ns,
                    p.category, p.threads_used, p.step_sections, p.step_sections_ns)
