@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -236,7 +237,7 @@ def test_a_serial_lockstep_plan_runs_one_op_at_a_time_on_a_lockstep_unit(graph, 
     for unit in chip.units:
         placed = sorted((p.est_start_ns, p.est_finish_ns) for p in sched.placements.values() if p.unit == unit.name)
         if unit.core_mode == "lockstep":
-            assert all(s >= f - 1e-6 for (_, f), (s, _) in zip(placed, placed[1:], strict=False))
+            assert all(s >= f - 1e-6 for (_, f), (s, _) in pairwise(placed))
     trace = simulate_candidate(DEFAULT_POLICY, graph, chip, table, sched).trace
     assert sorted(r.op for r in trace.ops) == sorted(graph.order)
 
@@ -258,3 +259,17 @@ def test_a_large_graph_plans_a_lockstep_npu_as_one_core(monkeypatch: pytest.Monk
     # the plan as one core is near its run; the plan with every core far below it
     assert plans["one"].latency_ms < 1.25 * one_core.est_makespan_ns / 1e6
     assert plans["every"].latency_ms > 1.5 * every_core.est_makespan_ns / 1e6
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph=st.builds(random_dag, st.integers(1, 30), st.integers(0, 2**31 - 1)), chip=_some_lockstep())
+def test_a_large_plan_is_no_longer_than_heft_with_the_cores_side_by_side(graph, chip) -> None:  # type: ignore[no-untyped-def]
+    table = cost_table(graph, chip, "int8")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(rp, "LARGE_OPS", 0)  # every graph counts as large
+        sched, problem = rp.default_plan(graph, chip, table)
+    alt = rp._as_if_side_by_side(problem, chip)
+    if all(u.ops_at_once == u.cores for u in chip.units):
+        assert alt is None
+    else:
+        assert alt is not None and sched.est_makespan_ns <= alt.makespan_ns + 1e-6
