@@ -320,6 +320,16 @@ class Unit(_Spec):
     #: The unit kind (``cpu``, ``gpu``, ...): each kind's class fixes it to one value.
     kind: str
 
+    @property
+    def ops_at_once(self) -> int:
+        """How many ops the unit runs at the same time: one per core, or one in all when its
+        cores run in lockstep (each op split over them, or on core 0 while the others wait).
+
+        A scheduler that plans such a unit as several cores plans ops side by side that the
+        unit runs one after the other.
+        """
+        return 1 if self.core_mode == "lockstep" else self.cores
+
     def defaulted_fields(self) -> tuple[str, ...]:
         """As :meth:`_Spec.defaulted_fields`; ``split_overhead_ns`` only when the unit splits ops."""
         out = super().defaulted_fields()

@@ -78,10 +78,16 @@ def colocated_costs(graph: ModelGraph, chip: Chip, table: CostTable) -> CostTabl
     return CostTable(table.precision, costs, table.dtypes, table.knobs)
 
 
-def problem_from_graph(graph: ModelGraph, chip: Chip, table: CostTable, colocated: bool = False) -> Problem:
+def problem_from_graph(
+    graph: ModelGraph, chip: Chip, table: CostTable, colocated: bool = False, serial_lockstep: bool = False
+) -> Problem:
     """The scheduling problem of ``graph`` on ``chip`` with the costs in ``table`` (with
     ``colocated``, those of :func:`colocated_costs`: what the default search plans with; the
-    baselines keep the plain costs, as their published definitions have no fusion)."""
+    baselines keep the plain costs, as their published definitions have no fusion).
+
+    A unit has one core per core of the chip's unit; with ``serial_lockstep`` a unit whose
+    cores run in lockstep has one (:attr:`chips.schema.Unit.ops_at_once`: the engine runs its
+    ops one at a time, where the cores would let the plan put up to ``cores`` side by side)."""
     host_units = [u for u, unit in enumerate(chip.units) if unit.domain == chip.host]
     io = bool(host_units)
     names = [INPUTS, *graph.order, OUTPUTS] if io else list(graph.order)
@@ -96,7 +102,7 @@ def problem_from_graph(graph: ModelGraph, chip: Chip, table: CostTable, colocate
         ex,
         sorted(edges),
         kinds=[graph.op(x).op_type if x not in (INPUTS, OUTPUTS) else "" for x in names],
-        cores=[u.cores for u in chip.units],
+        cores=[u.ops_at_once if serial_lockstep else u.cores for u in chip.units],
         unit_domain=[dom_ix[u.domain] for u in chip.units],
         comm_scale=scale,
         comm_lat=lat,
@@ -256,10 +262,13 @@ def schedule_model(
     return schedule_on(solve, graph, chip, table, model_problem(graph, chip, table, colocated))
 
 
-def model_problem(graph: ModelGraph, chip: Chip, table: CostTable, colocated: bool = False) -> Problem:
+def model_problem(
+    graph: ModelGraph, chip: Chip, table: CostTable, colocated: bool = False, serial_lockstep: bool = False
+) -> Problem:
     """The problem :func:`schedule_model` plans on (colocated costs when ``colocated`` and the
-    graph has at most :data:`COLOCATED_MAX_OPS` ops)."""
-    return problem_from_graph(graph, chip, table, colocated=colocated and len(graph.order) <= COLOCATED_MAX_OPS)
+    graph has at most :data:`COLOCATED_MAX_OPS` ops; ``serial_lockstep``: see :func:`problem_from_graph`)."""
+    colocated = colocated and len(graph.order) <= COLOCATED_MAX_OPS
+    return problem_from_graph(graph, chip, table, colocated=colocated, serial_lockstep=serial_lockstep)
 
 
 def schedule_on(solve: ProblemPolicy, graph: ModelGraph, chip: Chip, table: CostTable, problem: Problem) -> Schedule:

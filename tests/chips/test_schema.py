@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from chips import (
@@ -447,3 +449,10 @@ class TestVariants:
             override(load_chip("rk3588"), ["tpu.clock_mhz=1"])
         with pytest.raises(ChipError, match="TARGET.FIELD=VALUE"):
             override(load_chip("rk3588"), ["clock_mhz"])
+
+
+@given(cores=st.integers(1, 16), mode=st.sampled_from(["independent", "lockstep"]))
+def test_a_lockstep_unit_runs_one_op_at_a_time(cores: int, mode: str) -> None:
+    data = next(u for u in _RK3588_DATA["units"] if u["kind"] == "npu") | {"cores": cores, "core_mode": mode}
+    unit = NpuUnit.model_validate(data)
+    assert unit.ops_at_once == (1 if mode == "lockstep" else cores)

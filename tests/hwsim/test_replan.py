@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 from collections import Counter
+from itertools import pairwise
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from chips import load_chip
+from chips import Chip, load_chip
 from cost_models.table import cost_table
 from graph_ir import load_onnx
+from graph_ir.synthetic import layered_dag, random_dag
 from hwsim import replan as rp
 from hwsim.policy_check import CHECKED_AGAINST, default_schedule, simulate_candidate
 from scheduler import DEFAULT_POLICY, POLICIES
-from scheduler.onnx_policies import core_orders, problem_from_graph
-from tests.helpers import ROOT
+from scheduler.onnx_policies import core_orders, problem_from_graph, schedule_on
+from tests.helpers import ROOT, random_chips
 
 MODELS = ROOT / "examples" / "models"
 
@@ -208,3 +212,64 @@ def test_a_large_graph_s_probe_whose_floor_cannot_win_is_not_built(monkeypatch: 
     with_floor = rp.replan(g, chip, table, first, sim, probe=probe, floor=floor_at(beat - 1))
     assert len(probed) == 1 and with_floor[1].schedule == probed[0]
     assert [s.trace for s in with_floor] == [s.trace for s in rp.replan(g, chip, table, first, sim, probe=probe)]
+
+
+@st.composite
+def _some_lockstep(draw: st.DrawFn) -> Chip:
+    """:func:`tests.helpers.random_chips` whose units run their cores in lockstep or not."""
+    chip = draw(random_chips())
+    data = chip.model_dump()
+    for u in data["units"]:
+        u["core_mode"] = draw(st.sampled_from(["independent", "lockstep"]))
+    return type(chip).model_validate(data)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph=st.builds(random_dag, st.integers(1, 30), st.integers(0, 2**31 - 1)), chip=_some_lockstep())
+def test_a_serial_lockstep_plan_runs_one_op_at_a_time_on_a_lockstep_unit(graph, chip) -> None:  # type: ignore[no-untyped-def]
+    table = cost_table(graph, chip, "int8")
+    assert problem_from_graph(graph, chip, table).cores == tuple(u.cores for u in chip.units)
+    problem = problem_from_graph(graph, chip, table, serial_lockstep=True)
+    assert problem.cores == tuple(1 if u.core_mode == "lockstep" else u.cores for u in chip.units)
+    solve = POLICIES[DEFAULT_POLICY].solve
+    assert solve is not None
+    sched = schedule_on(solve, graph, chip, table, problem)
+    for unit in chip.units:
+        placed = sorted((p.est_start_ns, p.est_finish_ns) for p in sched.placements.values() if p.unit == unit.name)
+        if unit.core_mode == "lockstep":
+            assert all(s >= f - 1e-6 for (_, f), (s, _) in pairwise(placed))
+    trace = simulate_candidate(DEFAULT_POLICY, graph, chip, table, sched).trace
+    assert sorted(r.op for r in trace.ops) == sorted(graph.order)
+
+
+def test_a_large_graph_plans_a_lockstep_npu_as_one_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    """rk3588's NPU runs one op at a time over its three cores: above ``LARGE_OPS`` ops, where
+    nothing corrects the plan through the engine, planning it as one core halves the run."""
+    g = layered_dag(1200)
+    chip = load_chip("rk3588")
+    table = cost_table(g, chip, "int8")
+    npu = [u.name for u in chip.units].index("npu")
+    every_core, below = rp.default_plan(g, chip, table)
+    assert below.cores[npu] == 3
+    monkeypatch.setattr(rp, "LARGE_OPS", 1000)
+    one_core, above = rp.default_plan(g, chip, table)
+    assert above.cores[npu] == 1 and above.cores[:npu] == below.cores[:npu]
+    plans = {name: simulate_candidate(DEFAULT_POLICY, g, chip, table, s) for name, s in (("every", every_core), ("one", one_core))}
+    assert plans["one"].latency_ms < 0.8 * plans["every"].latency_ms
+    # the plan as one core is near its run; the plan with every core far below it
+    assert plans["one"].latency_ms < 1.25 * one_core.est_makespan_ns / 1e6
+    assert plans["every"].latency_ms > 1.5 * every_core.est_makespan_ns / 1e6
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph=st.builds(random_dag, st.integers(1, 30), st.integers(0, 2**31 - 1)), chip=_some_lockstep())
+def test_a_large_plan_is_no_longer_than_heft_with_the_cores_side_by_side(graph, chip) -> None:  # type: ignore[no-untyped-def]
+    table = cost_table(graph, chip, "int8")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(rp, "LARGE_OPS", 0)  # every graph counts as large
+        sched, problem = rp.default_plan(graph, chip, table)
+    alt = rp._as_if_side_by_side(problem, chip)
+    if all(u.ops_at_once == u.cores for u in chip.units):
+        assert alt is None
+    else:
+        assert alt is not None and sched.est_makespan_ns <= alt.makespan_ns + 1e-6
