@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from graph_ir.ir import ModelGraph
 
-__all__ = ["BEAM_WIDTH", "KERNEL_GRAPHS", "TRANSFER_TRIALS", "combined_signatures", "kernel_graphs", "op_time_ns", "predicted_win", "ranked_transfer", "run_search", "transfer_bests", "transfer_first"]
+__all__ = ["BEAM_WIDTH", "KERNEL_GRAPHS", "TRANSFER_TRIALS", "combined_signatures", "kernel_graphs", "op_time_ns", "predicted_win", "ranked_transfer", "run_search", "transfer_bests", "transfer_first", "transfer_refuted"]
 
 log = logging.getLogger("hwsim")
 
@@ -132,7 +132,8 @@ def ranked_transfer(s: Search, start: Record, mappings: Sequence[dict[str, OpMap
 def _transfer(s: Search, start: Record, mappings: Sequence[dict[str, OpMapping]], left: int) -> Record:
     """Try whole transferred mappings (in :func:`ranked_transfer` order) on ``start``'s graph,
     one at a time, each only where the screen predicts it faster than the best of ``start`` and
-    the transferred trials on its graph so far (:func:`predicted_win`); returns the better
+    the transferred trials on its graph so far (:func:`predicted_win`), none once every
+    transferred trial so far lost to its parent (:func:`transfer_refuted`); returns the better
     incumbent."""
     earlier = [r for r in s.result.records if r.stage == "transfer" and r.candidate.transforms == start.candidate.transforms]
     done = {r.candidate.key for r in s.result.records}
@@ -142,7 +143,7 @@ def _transfer(s: Search, start: Record, mappings: Sequence[dict[str, OpMapping]]
     tries = min(TRANSFER_TRIALS - len(earlier), left)
     for mm in mappings:
         raw = Candidate.of(start.candidate.transforms, {op: m.as_dict() for op, m in mm.items()})
-        if tries < 1:
+        if tries < 1 or transfer_refuted(s.result.records):
             break
         c = _to_simulate(s, raw, start)
         if c is None or c.key in done or not predicted_win(ctx, graph, mm, held):
@@ -151,6 +152,17 @@ def _transfer(s: Search, start: Record, mappings: Sequence[dict[str, OpMapping]]
         tries -= 1
         held = min([held, *s.run_round("transfer", [c], start.outcome.latency_ms, frozenset({c.key}))], key=Record.rank)
     return held if _better(held, start) else start
+
+
+def transfer_refuted(records: Sequence[Record]) -> bool:
+    """Whether the transferred candidates simulated so far (``records`` of stage ``transfer``)
+    all ran slower than the record they were tried on: then no more whole transferred mappings
+    are tried. The screen backed each of them (:func:`predicted_win`) and was wrong: the source
+    chips' bests do not carry to this chip, and each further one costs a trial the search's
+    own would use (yolov8n with the DRAM bandwidth x0.5: all eight transferred trials lost,
+    from the first on)."""
+    tried = [r for r in records if r.stage == "transfer"]
+    return bool(tried) and not any(r.outcome.feasible and r.outcome.latency_ms < r.parent_latency_ms for r in tried)
 
 
 def predicted_win(ctx: SignatureContext, graph: ModelGraph, mapping: Mapping[str, OpMapping], held: Record) -> bool:

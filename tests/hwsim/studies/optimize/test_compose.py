@@ -339,3 +339,26 @@ def test_with_transfer_trial_1_holds_the_neighbours_pin_where_the_screen_backs_t
     assert rows[1]["stage"] == "transfer" and rows[1]["transferred"]
     assert rows[1]["signatures"]["/relu0/Relu"] == {"unit": "npu"}
     assert rows[1]["signatures"]["/fc0/Gemm"]["unit"] == "npu"
+
+
+def _record(index: int, stage: str, latency_ms: float, parent_ms: float, feasible: bool = True) -> object:
+    from hwsim.studies.optimize.evaluate import Candidate, Outcome
+    from hwsim.studies.optimize.search import Record
+
+    sigs = {} if stage != "transfer" else {f"op{index}": {"cores": 2}}
+    out = Outcome(f"k{index}", latency_ms, latency_ms, 1.0, 0, feasible, None, 0.0)
+    return Record(index, stage, Candidate.of((), sigs), out, parent_ms, None, False, stage == "transfer")
+
+
+def test_transfer_is_refuted_once_every_transferred_trial_so_far_lost_to_its_parent() -> None:
+    from hwsim.studies.optimize.driver import transfer_refuted
+
+    base, graph = _record(0, "baseline", 10.0, 0.0), _record(1, "graph", 9.0, 10.0)
+    lost, won = _record(2, "transfer", 10.5, 10.0), _record(3, "transfer", 9.5, 10.0)
+    infeasible_fast = _record(4, "transfer", 5.0, 10.0, feasible=False)
+    assert not transfer_refuted([base, graph])  # nothing transferred yet: nothing to refute
+    assert transfer_refuted([base, lost])
+    assert transfer_refuted([base, lost, graph])  # the search's own wins do not speak for transfer
+    assert transfer_refuted([base, infeasible_fast])  # an infeasible one is no win
+    assert not transfer_refuted([base, lost, won])  # one transferred win: the sources carry here
+    assert not transfer_refuted([base, won, lost])
