@@ -422,6 +422,31 @@ def _cyclic_l2(caches: list[dict[str, float | str]], sweep: list[tuple[int, floa
             + (f", the OS says {os_caches[2]:.0f} KiB" if 2 in os_caches else ""))
 
 
+def _cyclic_l3(caches: list[dict[str, float | str]], sweep: list[tuple[int, float]], os_caches: dict[int, float]) -> str | None:
+    """Set the L3 entry of ``caches`` (found by the sweep) to the capacity a cyclic stream keeps at
+    the OS's L3 size, as :func:`_cyclic_l2` does for the L2, between the L3 plateau's rate and the
+    sweep's last (DRAM) rate; None when the OS gives no L3 within the sweep or the rates do not
+    tell. On an AMD EPYC VM (OS: 32 MiB) the L3 plateau ended at 16 MiB in one fingerprint and at
+    8 MiB in the next on nearly the same curve (8 MiB: 123 / 112 GB/s, 16 MiB: 100 / 102), which
+    flipped which models keep their weights cached; the sweep's 32 MiB point (57 / 51 GB/s,
+    against plateaus of 141 / 136 and 31 / 30 beyond) gives 25.4 / 24.4 MiB."""
+    l3 = next((c for c in caches if int(c["level"]) == 3 and c["source"] == "sweep"), None)
+    if l3 is None or 3 not in os_caches or len(sweep) < 2:
+        return None
+    at = next(((sz, bw) for sz, bw in sweep if sz >= os_caches[3] * KIB), None)
+    if at is None or at == sweep[-1]:
+        return None
+    cap = cyclic_capacity_bytes(at[0], at[1], float(l3["bandwidth_gbps"]), sweep[-1][1])
+    if cap is None:
+        return None
+    cap = min(cap, os_caches[3] * KIB)
+    was = float(l3["kib"])
+    l3.update(kib=round(cap / KIB, 1), source="sweep, cyclic")
+    return (f"L3: {cap / KIB:.0f} KiB is what the sweep's cyclic stream kept at {at[0] // KIB} KiB "
+            f"({at[1]:.0f} GB/s between the L3's and DRAM's rates); its plateau ends at {was:.0f} KiB, "
+            f"the OS says {os_caches[3]:.0f} KiB")
+
+
 def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint:
     """Measure this machine (``quick``: small sizes, seconds; for tests and smoke runs)."""
     import onnxruntime as ort
@@ -457,9 +482,7 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
     sweep = [(sz, _sweep_gbps(sz, min_s / 5)) for sz in sizes]
     os_caches = _os_caches()
     caches = _cache_levels(_levels(sweep), sweep, os_caches)
-    cyclic = _cyclic_l2(caches, sweep, os_caches)
-    if cyclic:
-        notes.append(cyclic)
+    notes.extend(n for n in (_cyclic_l2(caches, sweep, os_caches), _cyclic_l3(caches, sweep, os_caches)) if n)
     for c in caches:
         if c["source"] == "/sys":
             notes.append(f"L{c['level']} capacity from /sys: the sweep up to {top // KIB} KiB showed no step for it")

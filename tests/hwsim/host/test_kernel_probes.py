@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from cost_models.cpu import cyclic_capacity_bytes, stream_ns
 from hwsim.host import kernels
-from hwsim.host.fingerprint import KIB, _cyclic_l2
+from hwsim.host.fingerprint import KIB, _cyclic_l2, _cyclic_l3
 from hwsim.host.measure import Timing
 
 NEAR, FAR = 114.0, 28.0
@@ -77,6 +77,37 @@ class TestCyclicL2:
         assert _cyclic_l2(caches, self.sweep, {}) is None and caches == self.caches("/sys")
         assert _cyclic_l2(self.caches()[:1], self.sweep, {}) is None  # no L3 to stream from
         assert _cyclic_l2(self.caches(), self.sweep[:2], {}) is None  # the sweep ends at the plateau
+
+
+class TestCyclicL3:
+    """The sweep's point at the OS's L3 size read with the cyclic rule, between the L3 and DRAM rates."""
+
+    # two fingerprints of an AMD EPYC VM (OS: 32 MiB) whose L3 plateaus ended at 8 and 16 MiB
+    curves: ClassVar[list[list[tuple[int, float]]]] = [
+        [(8 << 20, 123.0), (16 << 20, 100.0), (24 << 20, 66.0), (32 << 20, 57.0), (64 << 20, 39.0), (128 << 20, 31.0)],
+        [(8 << 20, 112.0), (16 << 20, 102.0), (24 << 20, 57.0), (32 << 20, 51.0), (64 << 20, 35.0), (128 << 20, 30.0)],
+    ]
+
+    @staticmethod
+    def caches(kib: float, gbps: float) -> list[dict[str, float | str]]:
+        return [{"level": 2, "kib": 1024.0, "bandwidth_gbps": 140.0, "source": "/sys"},
+                {"level": 3, "kib": kib, "bandwidth_gbps": gbps, "source": "sweep"}]  # fmt: skip
+
+    def test_two_plateau_ends_read_as_one_capacity(self) -> None:
+        read = []
+        for curve, (kib, gbps) in zip(self.curves, ((16384.0, 141.0), (8192.0, 136.0)), strict=True):
+            caches = self.caches(kib, gbps)
+            note = _cyclic_l3(caches, curve, {2: 1024.0, 3: 32768.0})
+            assert note is not None and caches[1]["source"] == "sweep, cyclic"
+            read.append(float(caches[1]["kib"]))
+        assert all(24 * 1024 < r < 27 * 1024 for r in read) and abs(read[0] / read[1] - 1) < 0.05
+
+    def test_nothing_to_read(self) -> None:
+        curve = self.curves[0]
+        assert _cyclic_l3(self.caches(16384.0, 141.0), curve, {2: 1024.0}) is None  # no OS L3
+        assert _cyclic_l3(self.caches(16384.0, 141.0), curve, {3: 262144.0}) is None  # beyond the sweep
+        assert _cyclic_l3(self.caches(16384.0, 141.0), curve, {3: 131072.0}) is None  # only DRAM's point there
+        assert _cyclic_l3(self.caches(16384.0, 20.0), curve, {3: 32768.0}) is None  # rates that do not tell
 
 
 class TestParallelSection:
