@@ -13,8 +13,9 @@ from chips.schema import Chip, load_chip
 from cost_models.fusion import FusedPair, FusionResult
 from cost_models.mapping import OpMapping
 from cost_models.table import CostTable, cost_table
-from graph_ir.ir import ModelGraph
+from graph_ir.ir import FLOAT_DTYPES, ModelGraph
 from graph_ir.onnx_import import load_onnx
+from graph_ir.qdq import fold_qdq
 from graph_ir.quant_binding import Conversion, ResolvedBinding, insert_conversions, wider
 from hwsim.analysis.analyze import Analysis, analyze
 from hwsim.analysis.frames import FrameStats, frame_stats
@@ -23,7 +24,10 @@ from hwsim.policy_check import Deadline, ScheduleChoice, choose_schedule, replay
 from hwsim.sim.engine import EngineOptions, Trace, simulate
 from scheduler import DEFAULT_POLICY, Schedule
 
-__all__ = ["RunResult", "run", "run_graph"]
+__all__ = ["RunResult", "deployed", "run", "run_graph"]
+
+#: A float element type -> the precision it is deployed in.
+_FLOAT_PRECISION = {"float16": "fp16", "bfloat16": "bf16"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +113,7 @@ def run_graph(
     """
     if fuse_ops is not None:
         fuse = "on" if fuse_ops else "off"
+    graph, quant = deployed(graph, precision, quant)
     conversions: tuple[Conversion, ...] = ()
     mapped = {n: m for n, m in (mapping or {}).items() if not m.is_default()} or None
     if quant is None:
@@ -142,6 +147,33 @@ def run_graph(
         chosen.fused, chosen.choice, quant, conversions, chosen.fusion,
         options.max_power_w if options is not None else None, uncapped, fit.memory, mapped,
     )
+
+
+def deployed(
+    graph: ModelGraph, precision: str, quant: ResolvedBinding | None
+) -> tuple[ModelGraph, ResolvedBinding | None]:
+    """``graph`` and its binding as deployed: a QDQ model folded (:func:`graph_ir.qdq.fold_qdq`)
+    and bound by its QDQ nodes, each quantized op in its integer dtype and every other op in
+    ``precision`` (``model``: its own float dtype), unless ``quant`` binds the ops (it keeps only
+    the ops left after folding). A model without QDQ nodes comes back as it is.
+    """
+    from cost_models.base import requested_dtype
+
+    folded = fold_qdq(graph)
+    if folded is None:
+        return graph, quant
+    g = folded.graph
+    if quant is not None:
+        kept = set(g.order)
+        dtypes = {n: d for n, d in quant.dtypes.items() if n in kept}
+        granularity = {n: v for n, v in quant.granularity.items() if n in kept}
+        return g, ResolvedBinding(quant.source, quant.default, dtypes, granularity)
+    floats = [t.dtype for t in g.inputs if t.dtype in FLOAT_DTYPES]  # the graph inputs' dtype
+    default = precision if precision != "model" else _FLOAT_PRECISION.get(floats[0] if floats else "", "fp32")
+    dtypes = {op.name: folded.dtypes.get(op.name) or requested_dtype(op, precision) for op in g.ops()}
+    granularity = {n: folded.granularity.get(n, "per-tensor") for n in g.order}
+    source = f"the QDQ nodes of {graph.name} ({len(folded.removed)} folded)"
+    return g, ResolvedBinding(source, default, dtypes, granularity)
 
 
 def run(
