@@ -253,6 +253,14 @@ def _value_for(
         return assume[node.name], ASSUMED
     rule = BOUNDS.get(node.op_type)
     found = rule(graph, node, shapes) if rule is not None else None
+    if found is None and node.domain not in ("", "ai.onnx"):
+        qoperator = node.op_type.startswith("QLinear") or node.op_type == "QGemm"
+        fix = ("onnxruntime's QOperator format: quantize in QDQ format instead (quant_format=QuantFormat.QDQ), "
+               "which hwsim folds as a toolchain does" if qoperator else f"give it with --assume {node.name}=COUNT")  # fmt: skip
+        raise ModelError(
+            f"{source}: node {node.name!r} ({node.domain}.{node.op_type}): ONNX shape inference does not know this "
+            f"op, so its output {tensor!r} has no shape; {fix}"
+        )
     if found is None:
         raise ModelError(
             f"{source}: node {node.name!r} ({node.op_type}): output {tensor!r} has a data-dependent dimension "

@@ -115,3 +115,29 @@ def test_graph_outputs_stay_made(tmp_path: Path) -> None:
         assert t.name in folded.graph.producer
     # the graph input is read by the first conv as it is (the run inserts its quantization)
     assert "x" in {t.name for t in folded.graph.op("conv0").inputs}
+
+
+def test_qoperator_model_is_refused_with_the_way_out(tmp_path: Path) -> None:
+    """onnxruntime's QOperator format (QLinearAdd, QGemm: com.microsoft ops ONNX cannot infer)
+    is one line naming the node and the QDQ format, not a shape riddle."""
+    from onnxruntime.quantization import QuantFormat, quantize_static
+
+    from graph_ir.ir import ModelError
+
+    class Reader:
+        def __init__(self) -> None:
+            self.left = [{"x": np.random.default_rng(0).normal(0, 1, (1, 3, 8, 8)).astype(np.float32)}]
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            return self.left.pop() if self.left else None
+
+    plain = cnn(tmp_path / "f.onnx", [8], 8, 1)
+    qop = tmp_path / "qop.onnx"
+    quantize_static(str(plain), str(qop), Reader(), quant_format=QuantFormat.QOperator)  # type: ignore[arg-type]
+    try:
+        load_onnx(qop)
+    except ModelError as exc:
+        msg = str(exc)
+    else:
+        raise AssertionError("a QOperator model with com.microsoft ops loaded")
+    assert "com.microsoft.Q" in msg and "QDQ format" in msg and "\n" not in msg
