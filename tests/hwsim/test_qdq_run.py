@@ -59,3 +59,17 @@ def test_cli_says_the_binding(models: tuple[Path, Path, Path], tmp_path: Path, c
     s = json.loads(capsys.readouterr().out)
     assert s["quant"]["binding"].startswith("the QDQ nodes of")
     assert s["ops_per_unit"].get("npu", 0) >= 3
+
+
+def test_a_binding_file_binds_the_folded_ops(models: tuple[Path, Path, Path]) -> None:
+    """``--quant`` with a QDQ model: the file's dtypes for the ops left after folding, none for
+    the folded nodes."""
+    from graph_ir.quant_binding import QuantBinding, resolve_graph
+
+    _, whole, _ = models
+    graph = load_onnx(whole)
+    binding = QuantBinding.model_validate({"default": "int8", "rules": [{"name": "fc", "dtype": "fp16"}]})
+    q = run_graph(graph, load_chip(RK3588), "int8", quant=resolve_graph(binding, graph, "b.yaml"))
+    assert q.quant is not None and q.quant.source == "b.yaml"
+    assert q.quant.dtypes["fc"] == "fp16" and set(q.quant.dtypes) == set(q.graph.order) - {c.op for c in q.conversions}
+    assert q.table.precision_of("fc") == "fp16"
