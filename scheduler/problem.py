@@ -178,18 +178,21 @@ class Timeline:
     def earliest(self, unit: int, ready: float, duration: float) -> tuple[float, int]:
         """Earliest start >= ``ready`` of a task of ``duration`` on ``unit``, and the core."""
         best, best_core = math.inf, 0
-        for c, (starts, finishes) in enumerate(zip(self._start[unit], self._finish[unit], strict=True)):
-            if not finishes:
+        all_starts, insertion = self._start[unit], self._insertion
+        for c, finishes in enumerate(self._finish[unit]):
+            if not finishes or ready >= finishes[-1]:  # idle from ``ready`` on: nothing to bisect
                 t = ready
-            elif not self._insertion:
-                t = max(ready, finishes[-1])
+            elif not insertion:
+                t = finishes[-1]
             else:
+                starts = all_starts[c]
                 k = bisect_right(finishes, ready)
                 t = ready
                 while k < len(starts):
                     if t + duration <= starts[k]:
                         break
-                    t = max(t, finishes[k])
+                    if finishes[k] > t:  # noqa: PLR1730 (a call to max costs: the search's inner loop)
+                        t = finishes[k]
                     k += 1
             if t < best:
                 best, best_core = t, c
