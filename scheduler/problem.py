@@ -146,7 +146,7 @@ def make_problem(
         pair_scale=pair_scale,
         pair_lat=pair_lat,
         capable=capable,
-        exec_list=tuple(tuple(float(x) for x in row) for row in exec_arr),
+        exec_list=tuple(map(tuple, exec_arr.tolist())),  # the same floats, without a numpy scalar each
     )
 
 
