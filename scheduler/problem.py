@@ -337,16 +337,17 @@ def priority_order(problem: Problem, priority: Sequence[float]) -> list[int]:
 
     Ties go to the lower task index, so the order is deterministic.
     """
-    n = problem.n
+    n, succs = problem.n, problem.succs
     missing = [len(p) for p in problem.preds]
     heap = [(-priority[i], i) for i in range(n) if missing[i] == 0]
     heapq.heapify(heap)
     out: list[int] = []
+    append, pop, push = out.append, heapq.heappop, heapq.heappush
     while heap:
-        _, i = heapq.heappop(heap)
-        out.append(i)
-        for j, _vol in problem.succs[i]:
-            missing[j] -= 1
-            if missing[j] == 0:
-                heapq.heappush(heap, (-priority[j], j))
+        i = pop(heap)[1]
+        append(i)
+        for j, _vol in succs[i]:
+            left = missing[j] = missing[j] - 1
+            if left == 0:
+                push(heap, (-priority[j], j))
     return out

@@ -1,8 +1,9 @@
-"""list_schedule and Timeline.earliest against their plain forms (the inner loops are written out
-for speed: the same solution, bit for bit)."""
+"""list_schedule, Timeline.earliest, priority_order and the ranks against their plain forms (the
+inner loops are written out for speed: the same results, bit for bit)."""
 
 from __future__ import annotations
 
+import heapq
 import math
 from bisect import bisect_right
 from collections.abc import Sequence
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 from scheduler.generators import random_problem
 from scheduler.list_scheduling import list_schedule
 from scheduler.problem import Problem, Solution, Timeline, make_problem, priority_order
-from scheduler.ranks import upward_rank
+from scheduler.ranks import mean_exec, placement_rank, upward_rank
 
 
 def _plain_earliest(tl: Timeline, unit: int, ready: float, duration: float, insertion: bool) -> tuple[float, int]:
@@ -112,3 +113,52 @@ def test_earliest_is_its_plain_form(cores, busy, ready, duration, insertion):
         tl.insert(0, c, s, s + w)
     want = _plain_earliest(tl, 0, float(ready), float(duration), insertion)
     assert tl.earliest(0, float(ready), float(duration)) == want
+
+
+def _plain_priority_order(problem: Problem, priority: Sequence[float]) -> list[int]:
+    missing = [len(p) for p in problem.preds]
+    heap = [(-priority[i], i) for i in range(problem.n) if missing[i] == 0]
+    heapq.heapify(heap)
+    out: list[int] = []
+    while heap:
+        _, i = heapq.heappop(heap)
+        out.append(i)
+        for j, _vol in problem.succs[i]:
+            missing[j] -= 1
+            if missing[j] == 0:
+                heapq.heappush(heap, (-priority[j], j))
+    return out
+
+
+def _plain_upward_rank(problem: Problem) -> list[float]:
+    w = mean_exec(problem)
+    sc = float(np.asarray(problem.pair_scale).sum() / problem.n_units**2)
+    la = float(np.asarray(problem.pair_lat).sum() / problem.n_units**2)
+    rank = [0.0] * problem.n
+    for i in range(problem.n - 1, -1, -1):
+        rank[i] = w[i] + max(((vol * sc + la if vol else 0.0) + rank[j] for j, vol in problem.succs[i]), default=0.0)
+    return rank
+
+
+def _plain_placement_rank(problem: Problem, assign: Sequence[int]) -> list[float]:
+    ex, ps, pl = problem.exec_list, problem.pair_scale, problem.pair_lat
+    rank = [0.0] * problem.n
+    for i in range(problem.n - 1, -1, -1):
+        u = assign[i]
+        best = 0.0
+        for j, vol in problem.succs[i]:
+            v = assign[j]
+            best = max(best, rank[j] + (vol * ps[u][v] + pl[u][v] if vol and u != v else 0.0))
+        rank[i] = ex[i][u] + best
+    return rank
+
+
+@settings(max_examples=100, deadline=None)
+@given(p=problems(), seed=st.integers(0, 2**31 - 1))
+def test_orders_and_ranks_are_their_plain_forms(p, seed):
+    rng = np.random.default_rng(seed)
+    priority = np.round(rng.uniform(0, 4, size=p.n)).tolist()  # ties: the lower index first
+    assert priority_order(p, priority) == _plain_priority_order(p, priority)
+    assert upward_rank(p) == _plain_upward_rank(p)
+    assign = [caps[int(rng.integers(len(caps)))] for caps in p.capable]
+    assert placement_rank(p, assign) == _plain_placement_rank(p, assign)
