@@ -207,7 +207,8 @@ def _fewer_collections(one_run: bool = False) -> Iterator[None]:
     """Collect garbage less often while a command runs, not at all for a command that makes
     one bounded run (its module's ``ONE_RUN``: at 100k ops the collections left still took a
     twelfth of ``hwsim run``, and found nothing: the run keeps what it makes to its end); the
-    caller's thresholds and switch come back after."""
+    caller's thresholds and switch come back after (what such a command made is moved to the
+    oldest generation first)."""
     old, enabled = gc.get_threshold(), gc.isenabled()
     gc.set_threshold(_GC_YOUNG_THRESHOLD, _GC_MIDDLE_THRESHOLD, *old[2:])
     if one_run:
@@ -216,6 +217,9 @@ def _fewer_collections(one_run: bool = False) -> Iterator[None]:
         yield
     finally:
         gc.set_threshold(*old)
+        if one_run and not gc.get_freeze_count():  # (a caller's frozen objects stay frozen)
+            gc.freeze()  # what the run made joins the oldest generation: collected as it ages,
+            gc.unfreeze()  # not all at once in a young collection the moment the collector is back
         if enabled:
             gc.enable()
 

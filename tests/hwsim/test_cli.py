@@ -415,7 +415,9 @@ def test_a_one_run_command_runs_without_collections_and_restores_the_callers_swi
         assert main(["chips"]) == 0  # many runs (none is ONE_RUN): collected, less often
         assert main(["run", "rk3588", str(ROOT / "examples" / "models" / "mlp_mnist.onnx"), "--out", str(tmp_path / "r"), "--no-plots"]) == 0
         after = gc.isenabled()
+        young = gc.get_count()[0]  # what the run made went to the oldest generation, not the young one
     finally:
         (gc.enable if was else gc.disable)()
     assert seen == [enabled, False]
     assert after is enabled
+    assert young < 1000
