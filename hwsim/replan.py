@@ -167,14 +167,13 @@ def replan(
     assert solve is not None  # the default is a problem policy
     out = [first]
     seen = Observed()
-    tried = {_placement(first.schedule)}
     ran = {_order(first.schedule.core_order)}
+    probed: list[Solution] = []  # the probes simulated (their placements are tried below)
     # Probes: every unit alone (its single-unit schedule) that the plan puts within
     # PROBE_FACTOR of the best, as the engine runs it (ops split over idle cores, no transfers).
     # One whose placement was simulated in another order still runs: the engine runs each
     # core's ops in the schedule's order, and the order alone can decide (an NPU of one core).
     for sol in _probes(problem, 1 if large else MAX_PROBES):
-        key = _solution_placement(problem, sol)
         if _order(core_orders(problem, sol)) in ran:  # one already simulated is not built again
             continue
         beat_ps = min(s.trace.makespan_ps for s in out)
@@ -185,10 +184,12 @@ def replan(
         if got == SLOWER:
             return out
         if got is not None:
-            tried.add(key)
+            probed.append(sol)
             ran.add(_order(got.schedule.core_order))
             seen.learn(problem, chip, got.trace)
             out.append(got)
+    # the placements simulated so far (made only now: a large graph's probe often ends it above)
+    tried = {_placement(first.schedule), *(_solution_placement(problem, sol) for sol in probed)}
     for _ in range(rounds):
         seen.learn(problem, chip, out[-1].trace)
         p2 = observed_problem(problem, seen)

@@ -46,7 +46,11 @@ def _critical_path_ns(graph: ModelGraph, least_ns: list[float]) -> float:
     dist: dict[str, float] = {}
     pred = graph.g.pred
     for n, best in zip(graph.order, least_ns, strict=True):
-        dist[n] = best + max((dist[p] for p in pred[n]), default=0.0)
+        longest = 0.0
+        for p in pred[n]:
+            if dist[p] > longest:  # noqa: PLR1730 (a call to max costs: once per edge)
+                longest = dist[p]
+        dist[n] = best + longest
     return max(dist.values(), default=0.0)
 
 

@@ -17,8 +17,8 @@ def explain(problem: Problem, sol: Solution, time_unit: str = "") -> list[str]:
     For each other unit able to run the task, its finish there is estimated with every other
     task left in place (inputs' arrival plus run time, queueing ignored).
     """
-    aff = problem.affinity
-    has_aff = bool(aff.any())
+    has_aff = bool(problem.affinity.any())
+    aff = problem.affinity.tolist() if has_aff else []
     ex, ps, pl = problem.exec_list, problem.pair_scale, problem.pair_lat
     out: list[str] = []
     sol_unit, finish = sol.unit, sol.finish_ns
@@ -28,7 +28,8 @@ def explain(problem: Problem, sol: Solution, time_unit: str = "") -> list[str]:
         for j, vol in problem.preds[i]:
             uj = sol_unit[j]
             t = finish[j] + (vol * ps[uj][v] + pl[uj][v] if vol and uj != v else 0.0)
-            ready = max(ready, t)
+            if t > ready:  # noqa: PLR1730 (a call to max costs here: once per task and unit)
+                ready = t
         return ready + ex[i][v]
 
     for i in range(problem.n):
@@ -40,7 +41,8 @@ def explain(problem: Problem, sol: Solution, time_unit: str = "") -> list[str]:
             continue
         kind = problem.kinds[i] or "this task"
         if has_aff:
-            pref = min(problem.capable[i], key=lambda v: (aff[i, v], v))
+            row = aff[i]
+            pref = min(problem.capable[i], key=lambda v: (row[v], v))
             if pref == u:
                 out.append(f"affinity: {name} is the chip's preferred unit for {kind}")
                 continue

@@ -39,9 +39,12 @@ def list_schedule(
     unit = [0] * n
     core = [0] * n
     tl = Timeline(problem.cores, insertion)
+    earliest, insert = tl.earliest, tl.insert
     preds, ex, ps, pl = problem.preds, problem.exec_list, problem.pair_scale, problem.pair_lat
     la = lookahead.tolist() if lookahead is not None else None
     makespan = 0.0
+    # The search's inner loop: comparisons written out where a call to max() or a tuple key
+    # would cost (the same choices: the first unit with the least (finish + look-ahead, finish)).
     for i in order:
         if fixed is not None and fixed[i] is not None:
             cands: Sequence[int] = (fixed[i],)  # type: ignore[assignment]
@@ -49,24 +52,25 @@ def list_schedule(
             cands = allowed[i]
         else:
             cands = problem.capable[i]
-        best_key, best = (math.inf, math.inf), (0, 0, 0.0)
+        pi, ei, lai = preds[i], ex[i], la[i] if la is not None else None
+        best_k, best_f, bu, bc, bs = math.inf, math.inf, 0, 0, 0.0
         for u in cands:
             ready = 0.0
-            for j, vol in preds[i]:
+            for j, vol in pi:
                 uj = unit[j]
                 t = finish[j] + (vol * ps[uj][u] + pl[uj][u] if vol and uj != u else 0.0)
-                ready = max(ready, t)
-            w = ex[i][u]
-            s, c = tl.earliest(u, ready, w)
-            f = s + w
-            key = (f + la[i][u], f) if la is not None else (f, f)
-            if key < best_key:
-                best_key, best = key, (u, c, s)
-        u, c, s = best
-        w = ex[i][u]
-        tl.insert(u, c, s, s + w)
-        unit[i], core[i], start[i], finish[i] = u, c, s, s + w
-        makespan = max(makespan, s + w)
+                if t > ready:  # noqa: PLR1730
+                    ready = t
+            s, c = earliest(u, ready, ei[u])
+            f = s + ei[u]
+            k = f + lai[u] if lai is not None else f
+            if k < best_k or (k == best_k and f < best_f):
+                best_k, best_f, bu, bc, bs = k, f, u, c, s
+        f = bs + ei[bu]
+        insert(bu, bc, bs, f)
+        unit[i], core[i], start[i], finish[i] = bu, bc, bs, f
+        if f > makespan:  # noqa: PLR1730
+            makespan = f
     return Solution(tuple(unit), tuple(core), tuple(start), tuple(finish), makespan)
 
 

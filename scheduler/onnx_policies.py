@@ -117,23 +117,26 @@ def _exec_and_affinity(
     (present when ``host_units`` is not empty) take no time on the host domain's units."""
     units = [u.name for u in chip.units]
     n, m = len(index), len(units)
-    ex = np.full((n, m), np.inf)
-    aff = np.zeros((n, m), dtype=int)
+    inf = math.inf
+    ex_rows = [[inf] * m for _ in range(n)]  # filled as lists: a numpy item set per op and unit costs
+    aff_rows = [[0] * m for _ in range(n)]
     if host_units:
-        ex[0, host_units] = 0.0
-        ex[n - 1, host_units] = 0.0
+        for u in host_units:
+            ex_rows[0][u] = ex_rows[n - 1][u] = 0.0
     ranks: dict[str, list[int]] = {}
+    costs = planned.costs
     for name in graph.order:
         i = index[name]
-        row = planned.costs[name]
+        row = costs[name]
         op_type = graph.op(name).op_type
         if op_type not in ranks:
             ranks[op_type] = [affinity_rank(chip, op_type, uname) for uname in units]
-        aff[i] = ranks[op_type]
+        aff_rows[i] = ranks[op_type]  # np.array copies it
+        ex_i = ex_rows[i]
         for u, uname in enumerate(units):
             if uname in row:
-                ex[i, u] = row[uname].latency_ns
-    return ex, aff
+                ex_i[u] = row[uname].latency_ns
+    return np.array(ex_rows, dtype=float).reshape(n, m), np.array(aff_rows, dtype=int).reshape(n, m)
 
 
 def _edges(graph: ModelGraph, table: CostTable, index: Mapping[str, int], io: bool) -> list[tuple[int, int, float]]:
@@ -146,18 +149,24 @@ def _edges(graph: ModelGraph, table: CostTable, index: Mapping[str, int], io: bo
             size[t.name] = tensor_bytes(t, default_dtype)
     edges = []
     g = graph.g
-    for s, d in g.edges:
-        vol = float(sum(size.get(t, 0) for t in g.edges[s, d]["tensors"]))
-        edges.append((index[s], index[d], vol))
+    for s, d, tensors in g.edges(data="tensors"):
+        total = 0  # the bytes summed in a loop, not a generator per edge (100k ops: 130k edges)
+        for t in tensors:
+            total += size.get(t, 0)
+        edges.append((index[s], index[d], float(total)))
     if not io:
         return edges
     n = len(index)
     for t in graph.inputs:
         size[t.name] = tensor_bytes(t, default_dtype)
+    producer = graph.producer
     for name in graph.order:
-        vol = float(sum(size[t.name] for t in graph.op(name).activations if t.name not in graph.producer))
-        if vol:
-            edges.append((0, index[name], vol))
+        total = 0
+        for t in graph.op(name).inputs:  # its activations from outside the graph
+            if not t.is_weight and t.name not in producer:
+                total += size[t.name]
+        if total:
+            edges.append((0, index[name], float(total)))
     for t in graph.outputs:
         if t.name in graph.producer:
             # Every output returns home (the engine moves it once per destination domain, and

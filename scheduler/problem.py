@@ -146,7 +146,7 @@ def make_problem(
         pair_scale=pair_scale,
         pair_lat=pair_lat,
         capable=capable,
-        exec_list=tuple(tuple(float(x) for x in row) for row in exec_arr),
+        exec_list=tuple(map(tuple, exec_arr.tolist())),  # the same floats, without a numpy scalar each
     )
 
 
@@ -178,18 +178,21 @@ class Timeline:
     def earliest(self, unit: int, ready: float, duration: float) -> tuple[float, int]:
         """Earliest start >= ``ready`` of a task of ``duration`` on ``unit``, and the core."""
         best, best_core = math.inf, 0
-        for c, (starts, finishes) in enumerate(zip(self._start[unit], self._finish[unit], strict=True)):
-            if not finishes:
+        all_starts, insertion = self._start[unit], self._insertion
+        for c, finishes in enumerate(self._finish[unit]):
+            if not finishes or ready >= finishes[-1]:  # idle from ``ready`` on: nothing to bisect
                 t = ready
-            elif not self._insertion:
-                t = max(ready, finishes[-1])
+            elif not insertion:
+                t = finishes[-1]
             else:
+                starts = all_starts[c]
                 k = bisect_right(finishes, ready)
                 t = ready
                 while k < len(starts):
                     if t + duration <= starts[k]:
                         break
-                    t = max(t, finishes[k])
+                    if finishes[k] > t:  # noqa: PLR1730 (a call to max costs: the search's inner loop)
+                        t = finishes[k]
                     k += 1
             if t < best:
                 best, best_core = t, c
@@ -334,16 +337,17 @@ def priority_order(problem: Problem, priority: Sequence[float]) -> list[int]:
 
     Ties go to the lower task index, so the order is deterministic.
     """
-    n = problem.n
+    n, succs = problem.n, problem.succs
     missing = [len(p) for p in problem.preds]
     heap = [(-priority[i], i) for i in range(n) if missing[i] == 0]
     heapq.heapify(heap)
     out: list[int] = []
+    append, pop, push = out.append, heapq.heappop, heapq.heappush
     while heap:
-        _, i = heapq.heappop(heap)
-        out.append(i)
-        for j, _vol in problem.succs[i]:
-            missing[j] -= 1
-            if missing[j] == 0:
-                heapq.heappush(heap, (-priority[j], j))
+        i = pop(heap)[1]
+        append(i)
+        for j, _vol in succs[i]:
+            left = missing[j] = missing[j] - 1
+            if left == 0:
+                push(heap, (-priority[j], j))
     return out

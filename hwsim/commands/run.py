@@ -43,6 +43,10 @@ __all__ = ["add_parser", "check_usage", "input_errors", "main"]
 
 log = logging.getLogger("hwsim")
 
+#: One bounded run (a workload's few models, an ``--assume`` range's few points): the CLI does
+#: not collect garbage meanwhile (:func:`hwsim.cli.main`); what it makes it keeps to its end.
+ONE_RUN = True
+
 
 def input_errors() -> tuple[type[BaseException], ...]:
     """Exceptions of this command that mean bad input (beyond the CLI's common ones): a bad

@@ -296,12 +296,13 @@ class _Events:
         texts = self.text
         series_of = np.frombuffer(self._series_of, dtype=np.int64)
         values, ts, pids = np.frombuffer(self._value, dtype=np.float64), keys[4], keys[2]
+        tails: dict[tuple[int, int, float], str] = {}
         for at in range(0, len(order), chunk):
             at_order = order[at : at + chunk]
             is_counter = series_of[at_order] >= 0
             kept = at_order[is_counter]  # the counters kept as numbers: their text made here, in bulk
             made = iter(_counter_texts(heads, args, series_of[kept].tolist(), ts[kept].tolist(),
-                                       pids[kept].tolist(), values[kept].tolist()))  # fmt: skip
+                                       pids[kept].tolist(), values[kept].tolist(), tails))  # fmt: skip
             gathered = itemgetter(*at_order.tolist())(texts) if len(at_order) > 1 else (texts[int(at_order[0])],)
             yield [t if t is not None else next(made) for t in gathered]
 
@@ -378,14 +379,25 @@ _encode_str: Callable[[str], str] = json.encoder.encode_basestring_ascii  # type
 
 def _counter_texts(
     heads: Sequence[str], args: Sequence[str], series_of: Sequence[int], ts_us: Sequence[float],
-    pids: Sequence[int], values: Sequence[float],
+    pids: Sequence[int], values: Sequence[float], tails: dict[tuple[int, int, float], str] | None = None,
 ) -> list[str]:  # fmt: skip
     """The JSON of counters kept as numbers (:meth:`_Events.counter`): ``series_of`` is 2 * the
-    series (whose ``heads`` and ``args`` open the text) + 1 if the value is an int."""
-    return [
-        f'{heads[s >> 1]}{t!r},"pid":{p},"args":{args[s >> 1]}{(int(v) if s & 1 else v)!r}}}}}'
-        for s, t, p, v in zip(series_of, ts_us, pids, values)
-    ]
+    series (whose ``heads`` and ``args`` open the text) + 1 if the value is an int.
+
+    The text after the time is made once per (series, pid, value) and kept in ``tails`` (a
+    run's counters take few distinct values); a zero is written each time (0.0 and -0.0 are
+    one key but two texts)."""
+    tails = {} if tails is None else tails
+    out: list[str] = []
+    append, known = out.append, tails.get
+    for s, t, p, v in zip(series_of, ts_us, pids, values):
+        tail = known((s, p, v)) if v else None
+        if tail is None:
+            tail = f',"pid":{p},"args":{args[s >> 1]}{(int(v) if s & 1 else v)!r}}}}}'
+            if v:
+                tails[(s, p, v)] = tail
+        append(f"{heads[s >> 1]}{t!r}{tail}")
+    return out
 
 
 def _plain_number(value: float) -> bool:

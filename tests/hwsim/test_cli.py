@@ -393,3 +393,31 @@ def test_a_command_collects_garbage_less_often_and_restores_the_callers_threshol
         gc.set_threshold(*before)
     assert seen == [(cli._GC_YOUNG_THRESHOLD, cli._GC_MIDDLE_THRESHOLD, 10)]
     assert after == (700, 10, 10)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_one_run_command_runs_without_collections_and_restores_the_callers_switch(monkeypatch, tmp_path, enabled):
+    import gc
+
+    from hwsim import cli
+
+    seen: list[bool] = []
+    real = cli._run
+
+    def spy(args):  # whether the collector runs while the command does
+        seen.append(gc.isenabled())
+        return real(args)
+
+    monkeypatch.setattr(cli, "_run", spy)
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        assert main(["chips"]) == 0  # many runs (none is ONE_RUN): collected, less often
+        assert main(["run", "rk3588", str(ROOT / "examples" / "models" / "mlp_mnist.onnx"), "--out", str(tmp_path / "r"), "--no-plots"]) == 0
+        after = gc.isenabled()
+        young = gc.get_count()[0]  # what the run made went to the oldest generation, not the young one
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert seen == [enabled, False]
+    assert after is enabled
+    assert young < 1000

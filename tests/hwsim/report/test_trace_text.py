@@ -107,3 +107,23 @@ def test_counters_kept_as_numbers_are_their_encoded_dicts(rows: list[tuple[int, 
         kept.counter(series[s][0], pid, t, series[s][1], v)
         encoded.add({"name": series[s][0], "ph": "C", "ts": t, "pid": pid, "args": {series[s][1]: v}})
     assert list(kept.sorted_text(chunk)) == list(encoded.sorted_text(chunk))
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 2), st.floats(0, 1e3), st.sampled_from([0.0, -0.0, 1.0, 2.5, 0, 3, 2**40]),
+                  st.integers(1, 2)),
+        max_size=40,
+    ),
+    st.integers(1, 9),
+)  # fmt: skip
+def test_repeated_counter_values_are_their_encoded_dicts(rows: list[tuple[int, float, float, int]], chunk: int) -> None:
+    """Counters repeating a few values (what a run's busy cores and bandwidth do; each
+    (series, pid, value) is written once and reused) still come out as their dicts' text,
+    zeros keeping their sign, an int value and the same float apart."""
+    series = (("busy cores", "cores"), ("utilization", "%"), ("bandwidth", "GB/s"))
+    kept, encoded = _Events(multi=False), _Events(multi=False)
+    for s, t, v, pid in rows:
+        kept.counter(series[s][0], pid, t, series[s][1], v)
+        encoded.add({"name": series[s][0], "ph": "C", "ts": t, "pid": pid, "args": {series[s][1]: v}})
+    assert list(kept.sorted_text(chunk)) == list(encoded.sorted_text(chunk))
