@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from graph_ir.ir import ModelGraph
 
-__all__ = ["BEAM_WIDTH", "KERNEL_GRAPHS", "TRANSFER_TRIALS", "combined_signatures", "kernel_graphs", "op_time_ns", "predicted_win", "ranked_transfer", "run_search", "transfer_bests", "transfer_first", "transfer_refuted"]
+__all__ = ["BEAM_WIDTH", "KERNEL_GRAPHS", "TRANSFER_TRIALS", "combined_signatures", "kernel_graphs", "op_time_ns", "predicted_win", "ranked_transfer", "refine_first", "run_search", "transfer_bests", "transfer_first", "transfer_refuted"]
 
 log = logging.getLogger("hwsim")
 
@@ -247,22 +247,38 @@ def _combined(s: Search, incumbent: Record, winners: Sequence[tuple[str, Record]
 def kernel_on_graph(s: Search, start: Record, cap: int, mappings: Sequence[dict[str, OpMapping]]) -> Record:
     """Stage 2 on one graph: transferred mappings (those the screen backs, :func:`_transfer`),
     then rounds over the target ops (:func:`_queues`: the same as without transfer, tried on the
-    best transferred mapping). A round tries the next signature of every target op at once (one
+    best transferred mapping, or on the best trial of this graph so far where
+    :func:`refine_first` ran). A round tries the next signature of every target op at once (one
     candidate per op, evaluated in parallel), then the winners' signatures together; the best
     becomes the incumbent."""
     spent = s.budget.used
     mappings = ranked_transfer(s, start, mappings, transfer_bests(s, start)) if mappings else []
     incumbent = _transfer(s, start, mappings, s.budget.kernel_left(cap)) if mappings else start
-    queues = _queues(s, start, incumbent)
+    here = [r for r in s.result.records if r.stage == "kernel" and r.candidate.transforms == start.candidate.transforms]
+    incumbent = min([incumbent, *here], key=Record.rank)  # none without transfer: a graph is searched once
+    return _rounds(s, start, incumbent, lambda: s.budget.kernel_left(cap - (s.budget.used - spent)))
+
+
+def _rounds(s: Search, start: Record, incumbent: Record, left_now: Callable[[], int], rounds: int | None = None,
+            queues: dict[str, deque[OpMapping]] | None = None) -> Record:  # fmt: skip
+    """Stage 2's rounds on ``start``'s graph from ``incumbent`` (at most ``rounds``; ``left_now``:
+    the trials left), over ``queues`` (default :func:`_queues`); returns the best incumbent."""
+    queues = _queues(s, start, incumbent) if queues is None else queues
+    proposed = s.proposed.setdefault(start.candidate.transforms, set())
+    for op, q in queues.items():  # signatures an earlier round on this graph tried (refine_first)
+        queues[op] = deque(m for m in q if (op, _sig_key(m)) not in proposed)
+    queues = {op: q for op, q in queues.items() if q}
     tried = {r.candidate.key for r in s.result.records}  # this search's: a rerun skips the same
     pending: dict[str, tuple[str, Candidate, OpMapping]] = {}
-    while queues:
-        left = s.budget.kernel_left(cap - (s.budget.used - spent))
+    while queues and (rounds is None or rounds > 0):
+        left = left_now()
         if left < 1:
             break
+        rounds = None if rounds is None else rounds - 1
         op_of: dict[str, str] = {}
         cands: list[Candidate] = []
         for op in list(queues)[:left]:
+            proposed.add((op, _sig_key(queues[op][0])))
             c = _next_new(s, incumbent, op, queues, tried, pending)
             if c is not None:
                 op_of[c.key] = op
@@ -271,8 +287,34 @@ def kernel_on_graph(s: Search, start: Record, cap: int, mappings: Sequence[dict[
         _requeue(s, recs, queues, pending)
         winners = [(op_of[r.candidate.key], r) for r in recs if _better(r, incumbent)]
         if winners:
-            incumbent = _combined(s, incumbent, winners, s.budget.kernel_left(cap - (s.budget.used - spent)))
+            incumbent = _combined(s, incumbent, winners, left_now())
     return incumbent
+
+
+def _sig_key(m: OpMapping) -> str:
+    return repr(sorted(m.as_dict().items()))
+
+
+def refine_first(s: Search, first: Record) -> None:
+    """With ``--transfer-from``, where the first transferred trial (``first``) beat the
+    baseline: one stage 2 round on it (:func:`_rounds`, on the original graph) right away, before
+    stage 1. Its trials come out of stage 2's budget (counted as ``transferred``), stage 1's share
+    is kept, and the random generator is left as it was, so stage 1 proposes the same graphs as
+    without it."""
+    total = s.budget.total
+    reserve = 0 if total is None else int(total * s.inputs.config.stage_graph.budget) + 1  # stage 1's share
+    cap = s.inputs.config.stage_kernel.k + 1  # one round: each target op once, then the winners together
+    before, state = s.budget.used, s.rng.getstate()
+
+    def left_now() -> int:
+        left = s.budget.kernel_left(cap - (s.budget.used - before))
+        return left if total is None else min(left, total - reserve - s.budget.used)
+
+    try:
+        _rounds(s, s.result.baseline, first, left_now, 1)
+    finally:
+        s.rng.setstate(state)
+        s.budget.transferred += s.budget.used - before
 
 
 def _to_simulate(s: Search, raw: Candidate, parent: Record, defer: bool = False) -> Candidate | None:
@@ -378,7 +420,9 @@ def transfer_first(s: Search) -> None:
     if backed is not None:
         first = _to_simulate(s, Candidate.of((), {op: m.as_dict() for op, m in backed.items()}), base)
         if first is not None:
-            s.run_round("transfer", [first], base.outcome.latency_ms, frozenset({first.key}))
+            recs = s.run_round("transfer", [first], base.outcome.latency_ms, frozenset({first.key}))
+            if recs and _better(recs[0], base):
+                refine_first(s, recs[0])
 
 
 def transfer_mappings(s: Search, start: Record) -> list[dict[str, OpMapping]]:

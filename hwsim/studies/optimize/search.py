@@ -172,6 +172,8 @@ class Search:
         self.tables: dict[tuple[str, ...], tuple[ModelGraph, CostTable]] = {}
         #: :meth:`fusion_view` of runs simulated again in this process, by candidate key.
         self.views: dict[str, tuple[dict[str, str], list[dict[str, str]]]] = {}
+        #: Per graph (transform sequence), the (op, signature key) pairs stage 2 has proposed.
+        self.proposed: dict[tuple[str, ...], set[tuple[str, str]]] = {}
 
     def graph_and_table(self, transforms: tuple[str, ...]) -> tuple[ModelGraph, CostTable]:
         """The graph rewritten by ``transforms`` (a sequence proposed before) and its cost table."""

@@ -25,10 +25,11 @@ from hwsim.studies.optimize.db import ExperienceDB
 
 ROOT = Path(__file__).resolve().parents[4]
 RESNET = str(ROOT / "examples" / "models" / "resnet18.onnx")
+MOBILENET = str(ROOT / "examples" / "models" / "mobilenetv2.onnx")
 
 
-def _optimize(tmp_path: Path, chip: str, db: Path, out: str, *extra: str) -> dict[str, object]:
-    args = ["optimize", chip, RESNET, "--db", str(db), "--workers", "1", "--quiet", "-o", str(tmp_path / out), *extra]
+def _optimize(tmp_path: Path, chip: str, db: Path, out: str, *extra: str, model: str = RESNET) -> dict[str, object]:
+    args = ["optimize", chip, model, "--db", str(db), "--workers", "1", "--quiet", "-o", str(tmp_path / out), *extra]
     assert main(args) == 0
     summary: dict[str, object] = json.loads((tmp_path / out / "summary.json").read_text())
     return summary
@@ -147,26 +148,43 @@ def _first_round(rows: list[dict[str, object]], order: Sequence[str] = ()) -> li
     return out
 
 
-def test_with_transfer_stage_1_and_2_propose_what_a_cold_search_proposes(tmp_path: Path) -> None:
-    """Transfer displaces none of the search's own trials: with ``--transfer-from`` stage 1 tries
-    the graphs the same search without it tries (on the same database: the same learned prior),
-    and stage 2 that search's signatures, in its order, on the best transferred mapping (those it
-    already holds are skipped)."""
+def test_with_transfer_stage_1_proposes_what_a_cold_search_proposes_and_trial_1_is_refined_first(tmp_path: Path) -> None:
+    """Transfer displaces none of stage 1's trials: with ``--transfer-from`` it tries the graphs
+    the same search without it tries (on the same database: the same learned prior). A first
+    transferred trial that beat the baseline is refined at once (``refine_first``): the trials
+    right after it, before stage 1's, are one stage 2 round on it (each changes one op of it,
+    no op twice), and no signature of that round is proposed again on that graph."""
     source = tmp_path / "source.sqlite"
-    _optimize(tmp_path, "rk3588", source, "source", "--budget", "24")
+    _optimize(tmp_path, "rk3588", source, "source", "--budget", "24", model=MOBILENET)
     rk = load_chip("rk3588")
     npu = next(u for u in rk.units if u.kind == "npu")
     variant = override(rk, [f"npu.sram_kib={npu.sram_kib // 2}"])  # type: ignore[attr-defined]
     chip_file = tmp_path / "rk3588_sram05.yaml"
     chip_file.write_text(yaml.safe_dump(variant.model_dump(mode="json", exclude_none=True), sort_keys=False))
     shutil.copyfile(source, tmp_path / "cold.sqlite")
-    _optimize(tmp_path, str(chip_file), tmp_path / "cold.sqlite", "cold", "--budget", "24")
-    _optimize(tmp_path, str(chip_file), source, "warm", "--budget", "24", "--transfer-from", "auto")
+    _optimize(tmp_path, str(chip_file), tmp_path / "cold.sqlite", "cold", "--budget", "24", model=MOBILENET)
+    _optimize(tmp_path, str(chip_file), source, "warm", "--budget", "24", "--transfer-from", "auto", model=MOBILENET)
     cold, warm = _log(tmp_path / "cold"), _log(tmp_path / "warm")
     assert any(r["stage"] == "transfer" for r in warm)
     graphs = [[r["candidate_key"] for r in rows if r["stage"] == "graph"] for rows in (cold, warm)]
-    assert graphs[0] == graphs[1]
-    cold_round = _first_round(cold)
-    tried, proposed = _first_round(warm, [op for op, _ in cold_round]), iter(cold_round)
-    assert len(tried) >= 4
-    assert all(change in proposed for change in tried)  # a subsequence: the same order, none added
+    assert graphs[0] and graphs[0] == graphs[1]  # mobilenetv2: channel_align applies
+    first = warm[1]
+    assert first["stage"] == "transfer" and first["latency_ms"] < warm[0]["latency_ms"]
+    graph_at = next(i for i, r in enumerate(warm) if r["stage"] == "graph")
+    refine = [r for r in warm[2:graph_at] if r["parent_latency_ms"] == first["latency_ms"]]
+    assert all(r["stage"] == "kernel" and r["transforms"] == [] for r in warm[2:graph_at])
+    changes = [_change(warm, r) for r in warm if r["stage"] == "kernel" and r["transforms"] == []]
+    ones = [c for c in changes if c is not None]
+    in_refine = [c for r in refine if (c := _change(warm, r)) is not None]
+    assert len(in_refine) >= 4 and len({op for op, _ in in_refine}) == len(in_refine)  # one round: each op once
+    assert len(set(ones)) == len(ones)  # no op's signature proposed twice on the graph
+
+
+def _change(rows: list[dict[str, object]], row: dict[str, object]) -> tuple[str, str] | None:
+    """The (op, signature) a trial changed of its parent (the first trial of its graph with the
+    parent's latency), where it changed one op."""
+    parent = next(q for q in rows if q["transforms"] == row["transforms"] and q["latency_ms"] == row["parent_latency_ms"])
+    held: dict[str, object] = parent["signatures"]  # type: ignore[assignment]
+    sigs: dict[str, object] = row["signatures"]  # type: ignore[assignment]
+    changed = [op for op in {*held, *sigs} if held.get(op) != sigs.get(op)]
+    return (changed[0], json.dumps(sigs.get(changed[0]), sort_keys=True)) if len(changed) == 1 else None
