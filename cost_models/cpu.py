@@ -303,7 +303,10 @@ class CpuModel(UnitModel[CpuUnit]):
     default_efficiency = DEFAULT_EFFICIENCY
 
     def cost(self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
-        """The op family's cost (:meth:`UnitModel.cost`), corrected by a calibrated efficiency."""
+        """The op family's cost (:meth:`UnitModel.cost`), corrected by a calibrated efficiency;
+        an int8 GEMM on a host whose integer kernels were fingerprinted as the kernel it runs
+        (:func:`integer_kernel`)."""
+        op = integer_kernel(op, unit, dtype)
         return _calibrated(op, unit, dtype, super().cost(op, unit, chip, dtype, in_b, w_b, out_b))
 
     def roofline(
@@ -415,6 +418,22 @@ class CpuModel(UnitModel[CpuUnit]):
         (("Softmax",), softmax), (("Conv",), conv), (("Gather",), gather), (RECURRENT_OP_TYPES, recurrent), (FFT_OP_TYPES, fft), (("ConvTranspose",), conv_transpose),
         (INTEGER_GEMM_OP_TYPES, integer_gemm),
     )
+
+
+#: A GEMM deployed in int8 -> onnxruntime's integer kernel for it (the QDQ selectors' choice).
+_INTEGER_KERNEL_OF = {"Conv": "QLinearConv", "MatMul": "QLinearMatMul", "Gemm": "QGemm"}
+
+
+def integer_kernel(op: Op, unit: CpuUnit, dtype: Dtype) -> Op:
+    """``op`` as the integer kernel onnxruntime runs it when it is a Conv, MatMul or Gemm deployed
+    in int8 (a QDQ model folded, :mod:`graph_ir.qdq`, or ``--precision int8``) on a host whose
+    integer kernels ``hwsim fingerprint`` measured (``int8_conv_pixel_ns``): their costs beside the
+    MACs (requantization, a conv's per-pixel passes, a one-row call) are what such a host pays;
+    ``op`` unchanged anywhere else."""
+    kind = _INTEGER_KERNEL_OF.get(op.op_type)
+    if kind is None or dtype != "int8" or unit.int8_conv_pixel_ns is None:
+        return op
+    return replace(op, op_type=kind)
 
 
 def _with_pass(cost: OpCost, unit: CpuUnit, extra_ns: float, what: str) -> OpCost:
