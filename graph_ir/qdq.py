@@ -135,6 +135,8 @@ def fold_qdq(graph: ModelGraph) -> QdqFold | None:
     """``graph`` as a toolchain deploys it (see the module docstring); None when it has nothing
     to fold (no ``DequantizeLinear`` of integer weights, no ``QuantizeLinear`` ->
     ``DequantizeLinear`` pair)."""
+    if not has_qdq(graph):  # every run asks: a plain model costs one pass over the op types
+        return None
     stands, removed = _folded_sources(graph)
     if not removed:
         return None

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from chips.schema import Chip, load_chip
+from cost_models.base import requested_dtype
 from cost_models.fusion import FusedPair, FusionResult
 from cost_models.mapping import OpMapping
 from cost_models.table import CostTable, cost_table
@@ -157,8 +158,6 @@ def deployed(
     ``precision`` (``model``: its own float dtype), unless ``quant`` binds the ops (it keeps only
     the ops left after folding). A model without QDQ nodes comes back as it is.
     """
-    from cost_models.base import requested_dtype
-
     folded = fold_qdq(graph)
     if folded is None:
         return graph, quant
