@@ -44,6 +44,7 @@ import numpy as np
 from scheduler.affinity_list import affinity_list
 from scheduler.clustering import cluster_seed, linear_clusters, moved
 from scheduler.cpop import cpop
+from scheduler.exact_cpsat import polish
 from scheduler.heft import heft
 from scheduler.list_scheduling import list_schedule, retime
 from scheduler.peft import peft
@@ -552,6 +553,10 @@ def affinity_locality(problem: Problem, work_budget: int = DEFAULT_WORK_BUDGET) 
         best, _ = _swap_descents(problem, best, budget, chain_of)
         if RUIN_SHARE:
             best, _ = _ruin_descents(problem, best, budget, chain_of)
+    if one_core:
+        cand = polish(problem, best)
+        if _key(cand) < _key(best):
+            best = cand
     cand, used = order_search(problem, best, (budget - spent) // 2)
     spent += used
     if _key(cand) < _key(best):
