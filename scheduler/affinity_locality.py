@@ -21,7 +21,10 @@
    path of one-task moves does), with ``budget // SWAP_SHARE`` evaluations more; then ruin and
    recreate (:mod:`scheduler.ruin_recreate`): a connected region or a window of time of the best
    taken off its units and put back by earliest finish, descended when at most ``RUIN_ACCEPT``
-   longer, with ``budget // RUIN_SHARE`` evaluations more.
+   longer, with ``budget // RUIN_SHARE`` evaluations more; then, on graphs up to
+   :data:`~scheduler.exact_cpsat.POLISH_MAX_SIZE` tasks + edges where every unit has one core,
+   OR-Tools CP-SAT warm-started from the best (:func:`scheduler.exact_cpsat.polish`: one worker,
+   a deterministic time limit, so the same answer on every run) replaces it when shorter.
 3. Order: keep the units and start a late task just before an earlier task on its unit when
    that shortens the makespan.
 4. Affinity: a task is moved to the unit its operator type prefers when that costs nothing.

@@ -1,4 +1,4 @@
-"""``exact``: OR-Tools CP-SAT where installed (``hwsim[exact]``, :mod:`scheduler.exact_cpsat`), else
+"""``exact``: OR-Tools CP-SAT (:mod:`scheduler.exact_cpsat`, a dependency) where it imports, else
 a mixed-integer model solved by HiGHS (``scipy.optimize.milp``).
 
 Variables: ``x[i, k]`` (task ``i`` on core slot ``k``), start times ``s[i]``, the makespan ``C``;

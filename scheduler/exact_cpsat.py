@@ -1,4 +1,4 @@
-"""The exact policy's model for OR-Tools CP-SAT (optional: ``pip install hwsim[exact]``).
+"""The exact policy's model for OR-Tools CP-SAT (a dependency: ``pip install ortools``).
 
 Same problem as :mod:`scheduler.exact`'s MILP: per task one optional interval per (unit, core)
 it can run on, exactly one present; per core a no-overlap constraint; per edge, the successor
@@ -96,7 +96,7 @@ def solve_cpsat(
     try:
         from ortools.sat.python import cp_model
     except ImportError:
-        raise MissingSolverError("the exact solver needs OR-Tools: pip install 'hwsim[exact]'") from None
+        raise MissingSolverError("the exact solver needs OR-Tools: pip install ortools") from None
     ub = incumbent.makespan_ns
     k = SCALE / ub
     horizon = SCALE + 1

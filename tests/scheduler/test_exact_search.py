@@ -36,10 +36,10 @@ def _topological_orders(p: Problem) -> list[list[int]]:
     ]
 
 
-#: Both exact solvers; CP-SAT runs where ``hwsim[exact]`` is installed (the test extra has it).
+#: Both exact solvers; CP-SAT runs where OR-Tools imports (a dependency).
 BOTH_SOLVERS = [
     "highs",
-    pytest.param("cpsat", marks=pytest.mark.skipif(not cpsat_available(), reason="pip install 'hwsim[exact]'")),
+    pytest.param("cpsat", marks=pytest.mark.skipif(not cpsat_available(), reason="pip install ortools")),
 ]
 
 
@@ -187,7 +187,7 @@ def test_exact_refuses_an_unknown_solver_and_a_missing_one(monkeypatch):
         monkeypatch.setitem(sys.modules, name, None)  # as if not installed
     assert not cpsat_available()
     assert exact(p, start, 0.0).proven  # "auto" falls back to HiGHS
-    with pytest.raises(MissingSolverError, match=r"pip install 'hwsim\[exact\]'"):
+    with pytest.raises(MissingSolverError, match=r"pip install ortools"):
         exact(p, start, 0.0, solver="cpsat")
 
 
