@@ -784,6 +784,124 @@ def _random_inputs(model: onnx.ModelProto, rng: np.random.Generator) -> dict[str
     return feeds
 
 
+def _checker_notes(model: onnx.ModelProto, path: str, on_disk: bytes, errors: list[str], notes: list[str]) -> None:
+    """The ONNX checker on the model in memory, on its file, and next to a placeholder weights file."""
+    # checker. onnx>=1.15 verifies that an external-data file exists (relative to the model
+    # dir; the cwd for an in-memory model), so the plain calls are expected to fail here.
+    # The authoritative check runs on a temporary copy next to an empty *sparse*
+    # placeholder of the declared size (no data, no disk use): everything else is checked.
+    for label, target in (("in-memory", model), ("path", path)):
+        try:
+            onnx.checker.check_model(target, full_check=True)
+            notes.append(f"checker({label}) ok")
+        except Exception as exc:  # noqa: BLE001
+            msg = str(exc).splitlines()[0]
+            msg = msg if len(msg) < 110 else msg[:107] + "..."
+            notes.append(f"checker({label}) rejects only the absent weights file: {msg}"
+                         if "should be stored in" in msg else f"checker({label}): {msg}")
+    try:
+        _check_with_placeholder(model, on_disk)
+        notes.append("checker(full_check, sparse placeholder weights file) ok")
+    except Exception as exc:  # noqa: BLE001
+        errors.append(f"checker with placeholder weights file: {exc}")
+
+
+def _inferred_shapes(model: onnx.ModelProto, errors: list[str]) -> dict[str, int]:
+    """Strict shape inference on a copy without the stored value_info: problems into ``errors``;
+    the MACs per op type (empty where inference failed)."""
+    # strict shape inference on a copy with the stored value_info stripped
+    bare = onnx.ModelProto()
+    bare.CopyFrom(model)
+    del bare.graph.value_info[:]
+    inferred = None
+    try:
+        inferred = onnx.shape_inference.infer_shapes(bare, check_type=True, strict_mode=True,
+                                                     data_prop=True)
+    except Exception as exc:  # noqa: BLE001
+        errors.append(f"shape inference: {exc}")
+    if inferred is not None:
+        known = {vi.name: vi for vi in [*inferred.graph.value_info, *inferred.graph.input,
+                                        *inferred.graph.output]}
+        missing = [o for n in inferred.graph.node for o in n.output
+                   if o and (o not in known or _static_shape(known[o]) is None)]
+        if missing:
+            errors.append(f"{len(missing)} node outputs without static shape, "
+                          f"e.g. {missing[:3]}")
+        for vi in [*model.graph.input, *model.graph.output]:
+            if _static_shape(vi) is None:
+                errors.append(f"graph input/output {vi.name} not static")
+        for vi in model.graph.output:
+            if _static_shape(known[vi.name]) != _static_shape(vi):
+                errors.append(f"output {vi.name} inferred {_static_shape(known[vi.name])} "
+                              f"!= declared {_static_shape(vi)}")
+        macs = count_macs(inferred)
+    else:
+        macs = {}
+    return macs
+
+
+def _ort_run(model: onnx.ModelProto, errors: list[str], notes: list[str]) -> None:
+    """Run the model with onnxruntime on random weights; every tensor's shape against the inferred one."""
+    try:
+        import onnxruntime as ort
+
+        rng = np.random.default_rng(0)
+        heavy = _with_random_weights(model, rng)
+        # expose every intermediate tensor so its runtime shape can be compared with
+        # the statically inferred one
+        declared = {vi.name for vi in heavy.graph.output}
+        heavy.graph.output.extend(vi for vi in model.graph.value_info
+                                  if vi.name not in declared)
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        sess = ort.InferenceSession(heavy.SerializeToString(), so,
+                                    providers=["CPUExecutionProvider"])
+        outs = sess.run(None, _random_inputs(model, rng))
+        bad = [f"{vi.name} {list(arr.shape)} != {_static_shape(vi)}"
+               for vi, arr in zip(heavy.graph.output, outs, strict=True)
+               if list(arr.shape) != _static_shape(vi)]
+        if bad:
+            errors.append(f"ORT shapes differ from inferred ones: {bad[:3]}")
+        nonfinite = [vi.name for vi, arr in zip(heavy.graph.output, outs, strict=True)
+                     if arr.dtype.kind == "f" and not np.all(np.isfinite(arr))]
+        if nonfinite:
+            errors.append(f"ORT produced non-finite values in {nonfinite[:3]}")
+        if not bad and not nonfinite:
+            first = heavy.graph.output[0]
+            notes.append(f"onnxruntime ok (random weights): {first.name} "
+                         f"{list(outs[0].shape)}; all {len(outs)} tensors match the "
+                         "inferred static shapes")
+    except Exception as exc:  # noqa: BLE001
+        errors.append(f"onnxruntime: {exc}")
+
+
+def _print_model(name: str, model: onnx.ModelProto, size: int, status: str, t0: float,
+                 macs: dict[str, int], total_macs: int, notes: list[str], errors: list[str]) -> None:
+    """The per-model block of ``--check``'s report."""
+    ops = Counter(n.op_type for n in model.graph.node)
+    n_weights = sum(1 for t in model.graph.initializer
+                    if t.data_location == TensorProto.EXTERNAL)
+    w_bytes = sum(int({e.key: e.value for e in t.external_data}["length"])
+                  for t in model.graph.initializer if t.data_location == TensorProto.EXTERNAL)
+    print(f"== {name}: {status}  ({time.time() - t0:.1f} s)")
+    print(f"   file {size / 1024:.1f} KiB, {len(model.graph.node)} nodes, "
+          f"{n_weights} external weights ({w_bytes / 2**20:.1f} MiB absent, "
+          f"{w_bytes // 4 / 1e6:.2f} M params)")
+    print("   inputs : " + ", ".join(
+        f"{vi.name} {_static_shape(vi)}" for vi in model.graph.input))
+    print("   outputs: " + ", ".join(
+        f"{vi.name} {_static_shape(vi)}" for vi in model.graph.output))
+    print(f"   MACs   : {total_macs / 1e9:.3f} G  (" + ", ".join(
+        f"{k} {v / 1e6:.1f} M" for k, v in sorted(macs.items())) + ")"
+        + (f"  published ~{PUBLISHED_GMACS[name]} G" if name in PUBLISHED_GMACS else ""))
+    print("   ops    : " + ", ".join(f"{k}x{v}" for k, v in sorted(ops.items())))
+    for note in notes:
+        print(f"   note   : {note}")
+    for err in errors:
+        print(f"   ERROR  : {err}")
+
+
 def check(out_dir: str, names: Sequence[str], run_ort: bool) -> bool:
     t_start = time.time()
     ok_all = True
@@ -812,114 +930,18 @@ def check(out_dir: str, names: Sequence[str], run_ort: bool) -> bool:
             errors.append("a node has no name")
         if len(set(node_names)) != len(node_names):
             errors.append("node names are not unique")
-        # checker. onnx>=1.15 verifies that an external-data file exists (relative to the model
-        # dir; the cwd for an in-memory model), so the plain calls are expected to fail here.
-        # The authoritative check runs on a temporary copy next to an empty *sparse*
-        # placeholder of the declared size (no data, no disk use): everything else is checked.
-        for label, target in (("in-memory", model), ("path", path)):
-            try:
-                onnx.checker.check_model(target, full_check=True)
-                notes.append(f"checker({label}) ok")
-            except Exception as exc:  # noqa: BLE001
-                msg = str(exc).splitlines()[0]
-                msg = msg if len(msg) < 110 else msg[:107] + "..."
-                notes.append(f"checker({label}) rejects only the absent weights file: {msg}"
-                             if "should be stored in" in msg else f"checker({label}): {msg}")
-        try:
-            _check_with_placeholder(model, on_disk)
-            notes.append("checker(full_check, sparse placeholder weights file) ok")
-        except Exception as exc:  # noqa: BLE001
-            errors.append(f"checker with placeholder weights file: {exc}")
-        # strict shape inference on a copy with the stored value_info stripped
-        bare = onnx.ModelProto()
-        bare.CopyFrom(model)
-        del bare.graph.value_info[:]
-        inferred = None
-        try:
-            inferred = onnx.shape_inference.infer_shapes(bare, check_type=True, strict_mode=True,
-                                                         data_prop=True)
-        except Exception as exc:  # noqa: BLE001
-            errors.append(f"shape inference: {exc}")
-        if inferred is not None:
-            known = {vi.name: vi for vi in [*inferred.graph.value_info, *inferred.graph.input,
-                                            *inferred.graph.output]}
-            missing = [o for n in inferred.graph.node for o in n.output
-                       if o and (o not in known or _static_shape(known[o]) is None)]
-            if missing:
-                errors.append(f"{len(missing)} node outputs without static shape, "
-                              f"e.g. {missing[:3]}")
-            for vi in [*model.graph.input, *model.graph.output]:
-                if _static_shape(vi) is None:
-                    errors.append(f"graph input/output {vi.name} not static")
-            for vi in model.graph.output:
-                if _static_shape(known[vi.name]) != _static_shape(vi):
-                    errors.append(f"output {vi.name} inferred {_static_shape(known[vi.name])} "
-                                  f"!= declared {_static_shape(vi)}")
-            macs = count_macs(inferred)
-        else:
-            macs = {}
+        _checker_notes(model, path, on_disk, errors, notes)
+        macs = _inferred_shapes(model, errors)
         total_macs = sum(v for k, v in macs.items() if not k.startswith("STFT"))
         if name in PUBLISHED_GMACS:
             ref = PUBLISHED_GMACS[name]
             if abs(total_macs / 1e9 - ref) > 0.05 * ref:
                 errors.append(f"MACs {total_macs / 1e9:.3f} G far from published {ref} G")
-        # run with onnxruntime on random weights
         if run_ort and name in ORT_RUN and not errors:
-            try:
-                import onnxruntime as ort
-
-                rng = np.random.default_rng(0)
-                heavy = _with_random_weights(model, rng)
-                # expose every intermediate tensor so its runtime shape can be compared with
-                # the statically inferred one
-                declared = {vi.name for vi in heavy.graph.output}
-                heavy.graph.output.extend(vi for vi in model.graph.value_info
-                                          if vi.name not in declared)
-                so = ort.SessionOptions()
-                so.log_severity_level = 3
-                so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-                sess = ort.InferenceSession(heavy.SerializeToString(), so,
-                                            providers=["CPUExecutionProvider"])
-                outs = sess.run(None, _random_inputs(model, rng))
-                bad = [f"{vi.name} {list(arr.shape)} != {_static_shape(vi)}"
-                       for vi, arr in zip(heavy.graph.output, outs, strict=True)
-                       if list(arr.shape) != _static_shape(vi)]
-                if bad:
-                    errors.append(f"ORT shapes differ from inferred ones: {bad[:3]}")
-                nonfinite = [vi.name for vi, arr in zip(heavy.graph.output, outs, strict=True)
-                             if arr.dtype.kind == "f" and not np.all(np.isfinite(arr))]
-                if nonfinite:
-                    errors.append(f"ORT produced non-finite values in {nonfinite[:3]}")
-                if not bad and not nonfinite:
-                    first = heavy.graph.output[0]
-                    notes.append(f"onnxruntime ok (random weights): {first.name} "
-                                 f"{list(outs[0].shape)}; all {len(outs)} tensors match the "
-                                 "inferred static shapes")
-            except Exception as exc:  # noqa: BLE001
-                errors.append(f"onnxruntime: {exc}")
-        ops = Counter(n.op_type for n in model.graph.node)
-        n_weights = sum(1 for t in model.graph.initializer
-                        if t.data_location == TensorProto.EXTERNAL)
-        w_bytes = sum(int({e.key: e.value for e in t.external_data}["length"])
-                      for t in model.graph.initializer if t.data_location == TensorProto.EXTERNAL)
+            _ort_run(model, errors, notes)
         status = "OK" if not errors else "FAIL"
         ok_all &= not errors
-        print(f"== {name}: {status}  ({time.time() - t0:.1f} s)")
-        print(f"   file {size / 1024:.1f} KiB, {len(model.graph.node)} nodes, "
-              f"{n_weights} external weights ({w_bytes / 2**20:.1f} MiB absent, "
-              f"{w_bytes // 4 / 1e6:.2f} M params)")
-        print("   inputs : " + ", ".join(
-            f"{vi.name} {_static_shape(vi)}" for vi in model.graph.input))
-        print("   outputs: " + ", ".join(
-            f"{vi.name} {_static_shape(vi)}" for vi in model.graph.output))
-        print(f"   MACs   : {total_macs / 1e9:.3f} G  (" + ", ".join(
-            f"{k} {v / 1e6:.1f} M" for k, v in sorted(macs.items())) + ")"
-            + (f"  published ~{PUBLISHED_GMACS[name]} G" if name in PUBLISHED_GMACS else ""))
-        print("   ops    : " + ", ".join(f"{k}x{v}" for k, v in sorted(ops.items())))
-        for note in notes:
-            print(f"   note   : {note}")
-        for err in errors:
-            print(f"   ERROR  : {err}")
+        _print_model(name, model, size, status, t0, macs, total_macs, notes, errors)
         rows.append((name, size, len(model.graph.node), total_macs, status))
     print()
     print(f"{'model':<12} {'size KiB':>9} {'nodes':>6} {'GMACs':>8}  status")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import os
+from typing import Any
 
 from scheduler.problem import Problem, Solution, solution_from_times
 
@@ -71,6 +72,19 @@ def polish(problem: Problem, incumbent: Solution) -> Solution:
         return incumbent
     best, _, _ = solve_cpsat(problem, incumbent, 0.0, POLISH_WALL_CAP_S, workers=1, deterministic_s=POLISH_DETERMINISTIC_S)
     return best
+
+
+def _add_precedences(model: Any, problem: Problem, start: list[Any], end: list[Any], on: list[dict[int, Any]], k: float) -> None:
+    """Each successor starts after its predecessor's end, plus the transfer time (scaled by ``k``,
+    rounded down) of the unit pair both are on (``on``: per task, unit -> placement literal)."""
+    for j in range(problem.n):
+        for i, vol in problem.preds[j]:
+            model.add(start[j] >= end[i])
+            for u, lu in on[i].items():
+                for v, lv in on[j].items():
+                    c = math.floor(problem.comm(vol, u, v) * k) if u != v else 0
+                    if c > 0:
+                        model.add(start[j] >= end[i] + c).only_enforce_if(lu, lv)
 
 
 def solve_cpsat(
@@ -130,14 +144,7 @@ def solve_cpsat(
         model.add_hint(start[i], math.floor(incumbent.start_ns[i] * k))
     for intervals in per_core.values():
         model.add_no_overlap(intervals)
-    for j in range(problem.n):
-        for i, vol in problem.preds[j]:
-            model.add(start[j] >= end[i])
-            for u, lu in on[i].items():
-                for v, lv in on[j].items():
-                    c = math.floor(problem.comm(vol, u, v) * k) if u != v else 0
-                    if c > 0:
-                        model.add(start[j] >= end[i] + c).only_enforce_if(lu, lv)
+    _add_precedences(model, problem, start, end, on, k)
     makespan = model.new_int_var(math.floor(lower_bound_ns * k), horizon, "C")
     model.add_max_equality(makespan, end)
     model.minimize(makespan)

@@ -317,27 +317,7 @@ def test_engine_cores_bytes_and_bandwidth(graph, chip, seed, frames, in_flight, 
         assert r.dram_bytes == _expected_op_bytes(graph, chip, table, r)
         assert sum(p.bytes for p in r.phases) in (0, r.dram_bytes)
 
-    # the bandwidth counters carry exactly those bytes, never above capacity
-    expected: dict[str, float] = {}
-    for r in trace.ops:
-        m = memory[units[r.unit].domain]
-        expected[m] = expected.get(m, 0.0) + r.dram_bytes
-    for x in trace.transfers:
-        for d in (x.src_domain, x.dst_domain):
-            expected[memory[d]] = expected.get(memory[d], 0.0) + x.bytes
-    carried: dict[str, float] = {}
-    last: dict[str, tuple[int, float]] = {}
-    for t, m, use in trace.bandwidth_samples:
-        assert use <= trace.memory_capacity_bytes_per_ps[m] * (1 + 1e-9)
-        if m in last:
-            carried[m] = carried.get(m, 0.0) + last[m][1] * (t - last[m][0])
-        last[m] = (t, use)
-    assert all(abs(use) < 1e-9 for _, use in last.values())  # every stream ended
-    # each stream ends on a whole picosecond: it may run up to 1 ps (at most the capacity) over
-    streams = sum(max(1, sum(p.kind == "memory" for p in r.phases)) for r in trace.ops) + len(trace.transfers)
-    for m in set(expected) | set(carried):
-        slack = 2 * trace.memory_capacity_bytes_per_ps[m] * (streams + len(trace.bandwidth_samples))
-        assert carried.get(m, 0.0) == pytest.approx(expected.get(m, 0.0), rel=1e-9, abs=slack)
+    streams = _assert_bandwidth_counters_carry_the_bytes(trace, units, memory)
 
     # per frame, an op starts after its inputs exist in its domain
     rec = {(r.frame, r.op): r for r in trace.ops}
@@ -365,6 +345,33 @@ def test_engine_cores_bytes_and_bandwidth(graph, chip, seed, frames, in_flight, 
             admit = trace.frame_admit_ps[f]
             assert admit == 0 if f < in_flight else admit == round(ends[f - in_flight] * 1e9)
             assert all(r.start_ps >= admit for r in trace.ops if r.frame == f)
+
+
+def _assert_bandwidth_counters_carry_the_bytes(trace, units, memory) -> int:
+    """The bandwidth counters carry exactly the ops' and transfers' bytes, never above capacity;
+    returns the number of memory streams (each may run up to 1 ps over)."""
+    # the bandwidth counters carry exactly those bytes, never above capacity
+    expected: dict[str, float] = {}
+    for r in trace.ops:
+        m = memory[units[r.unit].domain]
+        expected[m] = expected.get(m, 0.0) + r.dram_bytes
+    for x in trace.transfers:
+        for d in (x.src_domain, x.dst_domain):
+            expected[memory[d]] = expected.get(memory[d], 0.0) + x.bytes
+    carried: dict[str, float] = {}
+    last: dict[str, tuple[int, float]] = {}
+    for t, m, use in trace.bandwidth_samples:
+        assert use <= trace.memory_capacity_bytes_per_ps[m] * (1 + 1e-9)
+        if m in last:
+            carried[m] = carried.get(m, 0.0) + last[m][1] * (t - last[m][0])
+        last[m] = (t, use)
+    assert all(abs(use) < 1e-9 for _, use in last.values())  # every stream ended
+    # each stream ends on a whole picosecond: it may run up to 1 ps (at most the capacity) over
+    streams = sum(max(1, sum(p.kind == "memory" for p in r.phases)) for r in trace.ops) + len(trace.transfers)
+    for m in set(expected) | set(carried):
+        slack = 2 * trace.memory_capacity_bytes_per_ps[m] * (streams + len(trace.bandwidth_samples))
+        assert carried.get(m, 0.0) == pytest.approx(expected.get(m, 0.0), rel=1e-9, abs=slack)
+    return streams
 
 
 def busy_core_steps_of(trace, unit: str) -> list[tuple[int, int]]:
