@@ -70,6 +70,7 @@ PIP_NAMES: dict[str, str] = {
     "optuna": "optuna",
     "sqlalchemy": "sqlalchemy",
     "tqdm": "tqdm",
+    "ortools": "ortools",
 }
 
 

@@ -39,8 +39,10 @@ def _heldout() -> ModuleType:
 
 def test_dispatch_is_a_slope_well_under_the_profilers_tiny_kernel() -> None:
     d = measure_dispatch(min_s=0.05, rounds=1)
-    # a tiny kernel adds well under 20 us to a run; the profiler counts whole microseconds
-    assert 0 < d.kernel_ns < 20_000 and d.run_ns > 0
+    # a tiny kernel adds well under 20 us to a run; the profiler counts whole microseconds. The
+    # fixed cost per run is the line's intercept: on a loaded machine the fit can put it at or
+    # below zero (kept at 0), never at a millisecond
+    assert 0 < d.kernel_ns < 20_000 and 0 <= d.run_ns < 1_000_000
     assert d.profiled_kernel_ns >= 1000 and d.profiler_bias_ns == max(0.0, d.profiled_kernel_ns - d.kernel_ns)
 
 
