@@ -32,6 +32,7 @@ __all__ = [
     "applicable_knobs",
     "conv_group",
     "efficiency",
+    "element_precision",
     "finish",
     "gemm_of",
     "layout_cost",
@@ -232,13 +233,19 @@ _ONNX_TO_DTYPE = {"float32": "fp32", "float64": "fp32", "float16": "fp16", "bflo
                   "int8": "int8", "uint8": "int8", "int4": "int4", "uint4": "int4"}  # fmt: skip
 
 
+def element_precision(onnx_dtype: str) -> str | None:
+    """The precision an ONNX element type is deployed in (``float16`` -> ``fp16``, ``uint8`` ->
+    ``int8``), None for one no op is costed in."""
+    return _ONNX_TO_DTYPE.get(onnx_dtype)
+
+
 def requested_dtype(op: Op, precision: str) -> str:
     """The dtype an op asks for: ``precision`` itself, or for ``model`` the op's own float type."""
     if precision != "model":
         return precision
     for t in op.outputs + op.inputs:
-        if t.dtype in _ONNX_TO_DTYPE:
-            return _ONNX_TO_DTYPE[t.dtype]
+        if (got := element_precision(t.dtype)) is not None:
+            return got
     return "fp32"
 
 

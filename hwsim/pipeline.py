@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from chips.schema import Chip, load_chip
-from cost_models.base import requested_dtype
+from cost_models.base import element_precision, requested_dtype
 from cost_models.fusion import FusedPair, FusionResult
 from cost_models.mapping import OpMapping
 from cost_models.table import CostTable, cost_table
@@ -26,9 +26,6 @@ from hwsim.sim.engine import EngineOptions, Trace, simulate
 from scheduler import DEFAULT_POLICY, Schedule
 
 __all__ = ["RunResult", "deployed", "run", "run_graph"]
-
-#: A float element type -> the precision it is deployed in.
-_FLOAT_PRECISION = {"float16": "fp16", "bfloat16": "bf16"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +165,7 @@ def deployed(
         granularity = {n: v for n, v in quant.granularity.items() if n in kept}
         return g, ResolvedBinding(quant.source, quant.default, dtypes, granularity)
     floats = [t.dtype for t in g.inputs if t.dtype in FLOAT_DTYPES]  # the graph inputs' dtype
-    default = precision if precision != "model" else _FLOAT_PRECISION.get(floats[0] if floats else "", "fp32")
+    default = precision if precision != "model" else (element_precision(floats[0]) if floats else None) or "fp32"
     dtypes = {op.name: folded.dtypes.get(op.name) or requested_dtype(op, precision) for op in g.ops()}
     granularity = {n: folded.granularity.get(n, "per-tensor") for n in g.order}
     source = f"the QDQ nodes of {graph.name} ({len(folded.removed)} folded)"

@@ -266,7 +266,7 @@ def _rounds(s: Search, start: Record, incumbent: Record, left_now: Callable[[], 
     queues = _queues(s, start, incumbent) if queues is None else queues
     proposed = s.proposed.setdefault(start.candidate.transforms, set())
     for op, q in queues.items():  # signatures an earlier round on this graph tried (refine_first)
-        queues[op] = deque(m for m in q if (op, _sig_key(m)) not in proposed)
+        queues[op] = deque(m for m in q if (op, m) not in proposed)
     queues = {op: q for op, q in queues.items() if q}
     tried = {r.candidate.key for r in s.result.records}  # this search's: a rerun skips the same
     pending: dict[str, tuple[str, Candidate, OpMapping]] = {}
@@ -278,7 +278,7 @@ def _rounds(s: Search, start: Record, incumbent: Record, left_now: Callable[[], 
         op_of: dict[str, str] = {}
         cands: list[Candidate] = []
         for op in list(queues)[:left]:
-            proposed.add((op, _sig_key(queues[op][0])))
+            proposed.add((op, queues[op][0]))
             c = _next_new(s, incumbent, op, queues, tried, pending)
             if c is not None:
                 op_of[c.key] = op
@@ -289,10 +289,6 @@ def _rounds(s: Search, start: Record, incumbent: Record, left_now: Callable[[], 
         if winners:
             incumbent = _combined(s, incumbent, winners, left_now())
     return incumbent
-
-
-def _sig_key(m: OpMapping) -> str:
-    return repr(sorted(m.as_dict().items()))
 
 
 def refine_first(s: Search, first: Record) -> None:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import onnx
 
     from chips.schema import Chip
+    from cost_models.mapping import OpMapping
     from cost_models.table import CostTable
     from graph_ir.ir import ModelGraph
     from hwsim.studies.optimize.config import SearchConfig
@@ -172,8 +173,8 @@ class Search:
         self.tables: dict[tuple[str, ...], tuple[ModelGraph, CostTable]] = {}
         #: :meth:`fusion_view` of runs simulated again in this process, by candidate key.
         self.views: dict[str, tuple[dict[str, str], list[dict[str, str]]]] = {}
-        #: Per graph (transform sequence), the (op, signature key) pairs stage 2 has proposed.
-        self.proposed: dict[tuple[str, ...], set[tuple[str, str]]] = {}
+        #: Per graph (transform sequence), the (op, signature) pairs stage 2 has proposed.
+        self.proposed: dict[tuple[str, ...], set[tuple[str, OpMapping]]] = {}
 
     def graph_and_table(self, transforms: tuple[str, ...]) -> tuple[ModelGraph, CostTable]:
         """The graph rewritten by ``transforms`` (a sequence proposed before) and its cost table."""
