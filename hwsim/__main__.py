@@ -1,3 +1,3 @@
-from hwsim.cli import main
+from hwsim.cli import entry
 
-raise SystemExit(main())
+entry()

@@ -366,6 +366,32 @@ class TestClosedStdout:
         assert (out / "summary.json").is_file()
 
 
+class TestEntry:
+    """``python -m hwsim`` (:func:`hwsim.cli.entry`): a ``run`` ends without the interpreter's
+    teardown, after flushing everything it printed and logged; the exit code is the command's."""
+
+    @pytest.mark.parametrize("deadline", [None, "output=0.01"])
+    def test_run_output_whole_and_exit_code_kept(self, tmp_path, capsys, deadline):
+        argv = ["run", "rk3588", str(RESNET), "--json", "--no-plots"]
+        argv += ["--deadline", deadline] if deadline else []
+        with open(tmp_path / "out.json", "w") as out, open(tmp_path / "err.txt", "w") as err:  # files: fully buffered
+            code = subprocess.run([sys.executable, "-m", "hwsim", *argv, "--out", str(tmp_path / "a")], cwd=ROOT,
+                                  stdout=out, stderr=err, timeout=300, check=False).returncode  # fmt: skip
+        in_process = main([*argv, "--out", str(tmp_path / "b")])
+        printed = capsys.readouterr()
+        assert code == in_process == (1 if deadline else 0)
+        got = json.loads((tmp_path / "out.json").read_text())
+        want = json.loads(printed.out)
+        assert {k: v for k, v in got.items() if k != "out_dir"} == {k: v for k, v in want.items() if k != "out_dir"}
+        err = (tmp_path / "err.txt").read_text()
+        assert err.splitlines()[-1].startswith("hwsim: deadline missed: ") if deadline else _not_warnings(err) == ""
+        assert "hwsim: WARNING: " in err  # a log record (this run warns of fp16 ops) reaches the file too
+
+    def test_a_command_that_is_not_one_run_returns(self, capsys):
+        assert main(["chips"], exit_now=True) == 0  # returns: only a ONE_RUN command ends the process
+        assert "rk3588" in capsys.readouterr().out
+
+
 def _not_warnings(stderr: str) -> str:
     """stderr without hwsim's warning lines (a run may warn, e.g. of ops run in a wider dtype)."""
     return "".join(line for line in stderr.splitlines(keepends=True) if not line.startswith("hwsim: WARNING: "))
