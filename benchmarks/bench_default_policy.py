@@ -17,7 +17,9 @@ Model sets:
   (ultralytics widths/depths), YOLOv8n at 320, YOLOv5l, and three U-Nets (BatchNormalization,
   ConvTranspose or Resize up-sampling, skip Concats);
 - ``large``: graphs above 5,000 ops (``graph_ir.synthetic``: a 10k-op transformer and a 10k-op
-  layered DAG), where the default must stand alone.
+  layered DAG), where the default must stand alone;
+- ``large-held-out``: more of them, never used for tuning (layered 7k and 15k, random 10k,
+  transformer 15k).
 """
 
 from __future__ import annotations
@@ -149,8 +151,11 @@ def held_out() -> dict[str, Callable[[], onnx.ModelProto]]:
 def graphs(which: str) -> dict[str, Callable[[], object]]:
     """``name -> builder of a ModelGraph`` for one model set."""
     from graph_ir.onnx_import import from_model_proto, load_onnx
-    from graph_ir.synthetic import layered_dag, transformer_dag
+    from graph_ir.synthetic import layered_dag, random_dag, transformer_dag
 
+    if which == "large-held-out":  # above 5,000 ops too; sizes and kinds not used to tune anything
+        return {"layered7k": lambda: layered_dag(7_000), "random10k": lambda: random_dag(10_000),
+                "transformer15k": lambda: transformer_dag(15_000), "layered15k": lambda: layered_dag(15_000)}  # fmt: skip
     if which == "bundled":
         return {p.stem: (lambda p=p: load_onnx(p)) for p in sorted((ROOT / "examples" / "models").glob("*.onnx"))}
     if which == "held-out":
@@ -183,7 +188,7 @@ def measure(graph: object, chip_name: str) -> dict[str, object]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--set", nargs="+", default=["bundled", "held-out"], choices=["bundled", "held-out", "large"])
+    ap.add_argument("--set", nargs="+", default=["bundled", "held-out"], choices=["bundled", "held-out", "large", "large-held-out"])
     ap.add_argument("--chips", nargs="+", default=sorted(p.stem for p in (ROOT / "chips").glob("*.yaml")))
     ap.add_argument("--models", nargs="*", default=None, help="only these model names")
     ap.add_argument("--json", type=Path, default=None)

@@ -17,7 +17,8 @@ from graph_ir.synthetic import layered_dag, random_dag
 from hwsim import replan as rp
 from hwsim.policy_check import CHECKED_AGAINST, default_schedule, simulate_candidate
 from scheduler import DEFAULT_POLICY, POLICIES
-from scheduler.onnx_policies import core_orders, problem_from_graph, schedule_on
+from scheduler.heft import heft
+from scheduler.onnx_policies import core_orders, problem_from_graph, schedule_from_solution, schedule_on
 from tests.helpers import ROOT, random_chips
 
 MODELS = ROOT / "examples" / "models"
@@ -154,6 +155,7 @@ def test_a_large_graph_s_probe_that_cannot_win_ends_the_re_planning(monkeypatch:
     chip = load_chip("rk3588")
     table = cost_table(g, chip, "int8")
     monkeypatch.setattr(rp, "LARGE_OPS", 10)  # resnet18's 49 ops count as large
+    monkeypatch.setattr(rp, "COLOCATED_MAX_OPS", 10)  # and no plan on plain costs: the probes alone
     first = simulate_candidate(DEFAULT_POLICY, g, chip, table, POLICIES[DEFAULT_POLICY](g, chip, table))
     simulated, probed = [], []
 
@@ -184,6 +186,7 @@ def test_a_large_graph_s_probe_whose_floor_cannot_win_is_not_built(monkeypatch: 
     chip = load_chip("rk3588")
     table = cost_table(g, chip, "int8")
     monkeypatch.setattr(rp, "LARGE_OPS", 10)  # resnet18's 49 ops count as large
+    monkeypatch.setattr(rp, "COLOCATED_MAX_OPS", 10)  # and no plan on plain costs: the probes alone
     first = simulate_candidate(DEFAULT_POLICY, g, chip, table, POLICIES[DEFAULT_POLICY](g, chip, table))
     _, problem = rp.default_plan(g, chip, table)
     probe_sol = rp._probes(problem, 1)[0]
@@ -222,6 +225,58 @@ def _some_lockstep(draw: st.DrawFn) -> Chip:
     for u in data["units"]:
         u["core_mode"] = draw(st.sampled_from(["independent", "lockstep"]))
     return type(chip).model_validate(data)
+
+
+def _plain_cost_heft(g, chip, table):  # type: ignore[no-untyped-def]
+    """HEFT's plan on plain costs, a lockstep unit as one core: what a large graph's default also tries."""
+    plain = problem_from_graph(g, chip, table, serial_lockstep=True)
+    return schedule_from_solution(g, chip, table, plain, heft(plain), DEFAULT_POLICY)
+
+
+def test_a_large_graph_also_tries_the_plan_on_plain_costs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above LARGE_OPS ops (and up to COLOCATED_MAX_OPS, where the default plans on colocated
+    costs) the plan on plain costs is probed first, against the first schedule's makespan; one
+    that cannot win is left out and the single-unit probe still runs."""
+    g = load_onnx(MODELS / "resnet18.onnx")
+    chip = load_chip("jetson_orin_nano")
+    table = cost_table(g, chip, "int8")
+    monkeypatch.setattr(rp, "LARGE_OPS", 10)  # resnet18's 49 ops count as large
+    sched, _ = rp.default_plan(g, chip, table)
+    first = simulate_candidate(DEFAULT_POLICY, g, chip, table, sched)
+    plain = _plain_cost_heft(g, chip, table)
+    assert rp._order(plain.core_order) != rp._order(first.schedule.core_order)  # (else it is not tried)
+    probed = []
+
+    def slower(s, beat_ps):  # type: ignore[no-untyped-def]
+        probed.append((s, beat_ps))
+        return rp.SLOWER
+
+    assert rp.replan(g, chip, table, first, lambda s: None, probe=slower) == [first]
+    assert [b for _, b in probed] == [first.trace.makespan_ps] * 2  # the plain plan, then the probe
+    assert probed[0][0] == plain
+    probed.clear()
+
+    def run(s, beat_ps):  # type: ignore[no-untyped-def]
+        probed.append((s, beat_ps))
+        return simulate_candidate(DEFAULT_POLICY, g, chip, table, s)
+
+    got = rp.replan(g, chip, table, first, lambda s: None, probe=run)
+    assert got[1].schedule == plain and got[:2] == [first, run(plain, 0)]
+    monkeypatch.setattr(rp, "COLOCATED_MAX_OPS", 10)  # planned on plain costs already: not tried
+    probed.clear()
+    rp.replan(g, chip, table, first, lambda s: None, probe=run)
+    assert plain not in [s for s, _ in probed]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph=st.builds(random_dag, st.integers(2, 30), st.integers(0, 2**31 - 1)), chip=_some_lockstep())
+def test_a_large_default_is_never_slower_than_heft_on_plain_costs(graph, chip) -> None:  # type: ignore[no-untyped-def]
+    table = cost_table(graph, chip, "int8")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(rp, "LARGE_OPS", 0)  # every graph counts as large
+        own = default_schedule(graph, chip, table)
+    plain = simulate_candidate(DEFAULT_POLICY, graph, chip, table, _plain_cost_heft(graph, chip, table))
+    assert own.trace.makespan_ps <= plain.trace.makespan_ps
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
