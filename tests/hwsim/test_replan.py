@@ -18,7 +18,12 @@ from hwsim import replan as rp
 from hwsim.policy_check import CHECKED_AGAINST, default_schedule, simulate_candidate
 from scheduler import DEFAULT_POLICY, POLICIES
 from scheduler.heft import heft
-from scheduler.onnx_policies import core_orders, problem_from_graph, schedule_from_solution, schedule_on
+from scheduler.onnx_policies import (
+    core_orders,
+    problem_from_graph,
+    schedule_from_solution,
+    schedule_on,
+)
 from tests.helpers import ROOT, random_chips
 
 MODELS = ROOT / "examples" / "models"
