@@ -6,7 +6,9 @@ at 640x640, SiLU as Sigmoid*Mul) and ``yolov5s_relu`` (the same with ReLU, as rk
 ships it), both ending at the three Detect 1x1 convs as rknn_model_zoo's export does (box
 decoding runs on the CPU, outside the model), and MobileNetV1 1.0/224 (ReLU6 as Clip).
 Built with the helpers of ``make_models.py``; MAC counts match the published figures within 1%
-(:data:`PUBLISHED_GMACS`, checked by ``python examples/zoo_rknn.py --macs``).
+(:data:`PUBLISHED_GMACS`, checked by ``python examples/zoo_rknn.py --macs``). :data:`HELD_OUT`
+builds YOLOv8 n/s/m and n/s/m-seg with the head airockchip's RKNN export has; they are not
+bundled (``benchmarks/bench_rk3588_published.py`` builds them in memory).
 """
 
 from __future__ import annotations
