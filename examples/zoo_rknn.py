@@ -7,7 +7,8 @@ ships it), both ending at the three Detect 1x1 convs as rknn_model_zoo's export 
 decoding runs on the CPU, outside the model), and MobileNetV1 1.0/224 (ReLU6 as Clip).
 Built with the helpers of ``make_models.py``; MAC counts match the published figures within 1%
 (:data:`PUBLISHED_GMACS`, checked by ``python examples/zoo_rknn.py --macs``). :data:`HELD_OUT`
-builds YOLOv8 n/s/m and n/s/m-seg with the head airockchip's RKNN export has; they are not
+builds YOLOv8 n/s/m and n/s/m-seg with the head airockchip's RKNN export has, and YOLOv5
+n/s/m-seg (v7.0, the Detect convs and the protos as outputs); they are not
 bundled (``benchmarks/bench_rk3588_published.py`` builds them in memory).
 """
 
@@ -56,6 +57,9 @@ PUBLISHED_GMACS = {
     "yolov8n_rknn": 4.35,   # ultralytics YOLOv8 README: 8.7 GFLOPs at 640 (with the DFL, which the export drops)
     "yolov8s_rknn": 14.3,   # 28.6 GFLOPs
     "yolov8m_rknn": 39.45,  # 78.9 GFLOPs
+    "yolov5n_seg": 3.55,    # ultralytics yolov5 v7.0 README, segmentation: 7.1 GFLOPs at 640
+    "yolov5s_seg": 13.2,    # 26.4 GFLOPs
+    "yolov5m_seg": 35.4,    # 70.8 GFLOPs
 }  # fmt: skip
 
 
@@ -166,8 +170,11 @@ def _up(g: GraphBuilder, x: str, path: str) -> str:
                 coordinate_transformation_mode="asymmetric", mode="nearest", nearest_mode="floor")
 
 
-def build_yolov5(name: str, depth: float, width: float, act: str = "silu") -> onnx.ModelProto:
-    """ultralytics yolov5 v6.0+ (``yolov5{n,s,m}.yaml``) at 640x640, 80 classes, 3 anchors."""
+def build_yolov5(name: str, depth: float, width: float, act: str = "silu", seg: bool = False) -> onnx.ModelProto:
+    """ultralytics yolov5 v6.0+ (``yolov5{n,s,m}.yaml``) at 640x640, 80 classes, 3 anchors.
+    ``seg``: ``yolov5{n,s,m}-seg.yaml`` (v7.0), each Detect conv with 32 mask coefficients per
+    anchor too, and the Proto branch (3x3 conv, nearest 2x up-sampling, 3x3 conv, 1x1 conv to 32
+    masks at 160x160) as a fourth output."""
     g = _mm().GraphBuilder(name)
 
     def ch(c: int) -> int:
@@ -202,9 +209,14 @@ def build_yolov5(name: str, depth: float, width: float, act: str = "silu") -> on
     o[21] = _yconv(g, o[20], ch(512), ch(512), 3, "/model.21", act, s=2)
     o[22] = g.op("Concat", [o[21], o[10]], "/model.22/Concat", axis=1)
     o[23] = _c3(g, o[22], 2 * ch(512), ch(1024), rep(3), False, "/model.23", act)
+    per_anchor = 85 + (32 if seg else 0)
     for i, (src, c, hw) in enumerate(((o[17], ch(256), 80), (o[20], ch(512), 40), (o[23], ch(1024), 20))):
-        y = conv(g, src, c, 255, 1, f"/model.24/m.{i}", pad=0)
-        g.output(y, f"output{i}", TensorProto.FLOAT, [1, 255, hw, hw])
+        y = conv(g, src, c, 3 * per_anchor, 1, f"/model.24/m.{i}", pad=0)
+        g.output(y, f"output{i}", TensorProto.FLOAT, [1, 3 * per_anchor, hw, hw])
+    if seg:  # Proto(ch[0], npr, 32), npr = 256 scaled by the width (yolov5's parse_model)
+        p = _yconv(g, o[17], ch(256), ch(256), 3, "/model.24/proto/cv1", act)
+        p = _yconv(g, _up(g, p, "/model.24/proto/upsample"), ch(256), ch(256), 3, "/model.24/proto/cv2", act)
+        g.output(_yconv(g, p, ch(256), 32, 1, "/model.24/proto/cv3", act), "proto", TensorProto.FLOAT, [1, 32, 160, 160])
     kind = "ReLU" if act == "relu" else "SiLU as Sigmoid*Mul"
     return g.model(f"YOLOv5 v6.0+ (depth {depth}, width {width}) at 640x640, {kind}, BatchNorm folded, "
                    "the three Detect convs as outputs (rknn_model_zoo export), weightless.")
@@ -297,6 +309,9 @@ HELD_OUT: dict[str, Callable[[], onnx.ModelProto]] = {
     "yolov8n_rknn": lambda: build_yolov8_rknn("yolov8n_rknn", 0.33, 0.25, 1024),
     "yolov8s_rknn": lambda: build_yolov8_rknn("yolov8s_rknn", 0.33, 0.50, 1024),
     "yolov8m_rknn": lambda: build_yolov8_rknn("yolov8m_rknn", 0.67, 0.75, 768),
+    "yolov5n_seg": lambda: build_yolov5("yolov5n_seg", 0.33, 0.25, seg=True),
+    "yolov5s_seg": lambda: build_yolov5("yolov5s_seg", 0.33, 0.50, seg=True),
+    "yolov5m_seg": lambda: build_yolov5("yolov5m_seg", 0.67, 0.75, seg=True),
     "yolov8n_seg_rknn": lambda: build_yolov8_rknn("yolov8n_seg_rknn", 0.33, 0.25, 1024, seg=True),
     "yolov8s_seg_rknn": lambda: build_yolov8_rknn("yolov8s_seg_rknn", 0.33, 0.50, 1024, seg=True),
     "yolov8m_seg_rknn": lambda: build_yolov8_rknn("yolov8m_seg_rknn", 0.67, 0.75, 768, seg=True),
