@@ -81,16 +81,19 @@ def test_built_yolov8_rknn_heads_against_rknn_model_zoo() -> None:
     and the mask coefficients; the protos; no DFL, no decoding), at the published MACs, on one
     NPU core within 10 % of rknn_model_zoo v2.3.2 (73.5 / 38.0 / 16.2 and 60.8 / 28.9 / 12.6 FPS;
     +2.2 / -0.4 / -1.3 % and +1.7 / -3.4 / -4.3 % in docs/fidelity_npu.md); YOLOv5 n/s/m-seg too
-    (69.3 / 36.8 / 16.4 FPS; +3.8 / -0.1 / +0.2 %)."""
+    (69.3 / 36.8 / 16.4 FPS; +3.8 / -0.1 / +0.2 %) and YOLOX s/m (37.1 / 16.0 FPS; -1.6 / -4.5 %)."""
     sys.path.insert(0, str(ROOT / "examples"))
     import zoo_rknn
 
     one = restrict(load_chip("rk3588"), "npu:1")
     for name in ("yolov8n_rknn", "yolov8s_rknn", "yolov8m_rknn", *zoo_rknn.SEG_GFLOPS, "yolov5n_seg", "yolov5s_seg",
-                 "yolov5m_seg"):  # fmt: skip
+                 "yolov5m_seg", "yolox_s", "yolox_m"):  # fmt: skip
         graph = bench.model_graph(name)
         assert not any(graph.op(n).op_type == "Softmax" for n in graph.order)  # no DFL
-        if name.startswith("yolov5"):  # the three Detect convs with 3 x (85 + 32) channels, and the protos
+        if name.startswith("yolox"):  # per level box, objectness and classes concatenated
+            assert [t.shape[1] for t in graph.outputs] == [85, 85, 85]
+            assert abs(graph.total_macs / 1e9 / zoo_rknn.PUBLISHED_GMACS[name] - 1) <= 0.01
+        elif name.startswith("yolov5"):  # the three Detect convs with 3 x (85 + 32) channels, and the protos
             assert [t.shape[1] for t in graph.outputs] == [351, 351, 351, 32]
             assert abs(graph.total_macs / 1e9 / zoo_rknn.PUBLISHED_GMACS[name] - 1) <= 0.01
         elif name in zoo_rknn.SEG_GFLOPS:  # + mask coefficients per level and the protos
