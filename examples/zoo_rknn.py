@@ -310,7 +310,10 @@ def build_yolox(name: str, depth: float, width: float) -> onnx.ModelProto:
     classes and for boxes); per level the box, objectness Sigmoid and class Sigmoid concatenated,
     the decoding left out, as YOLOX's ONNX export without ``decode_in_inference``: three outputs."""
     g = _mm().GraphBuilder(name)
-    w = lambda c: int(c * width)  # noqa: E731 - YOLOX's int(c * width)
+
+    def w(c: int) -> int:  # YOLOX's int(c * width)
+        return int(c * width)
+
     bd = max(round(depth * 3), 1)
     x = g.input("images", TensorProto.FLOAT, [1, 3, 640, 640])
     y = _focus(g, x, w(64))
