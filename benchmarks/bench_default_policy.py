@@ -38,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 
 import make_models as mm
+import zoo_rknn
 from make_models import GraphBuilder
 
 
@@ -53,31 +54,9 @@ def _yolov8(name: str, depth: float, width: float, img: int) -> onnx.ModelProto:
         return max(round(n * depth), 1)
 
     x = g.input("images", TensorProto.FLOAT, [1, 3, img, img])
-    o: dict[int, str] = {}
-    o[0] = mm.y_conv(g, x, 3, ch(64), 3, "/model.0", s=2)
-    o[1] = mm.y_conv(g, o[0], ch(64), ch(128), 3, "/model.1", s=2)
-    o[2] = mm.c2f(g, o[1], ch(128), ch(128), rep(3), True, "/model.2")
-    o[3] = mm.y_conv(g, o[2], ch(128), ch(256), 3, "/model.3", s=2)
-    o[4] = mm.c2f(g, o[3], ch(256), ch(256), rep(6), True, "/model.4")
-    o[5] = mm.y_conv(g, o[4], ch(256), ch(512), 3, "/model.5", s=2)
-    o[6] = mm.c2f(g, o[5], ch(512), ch(512), rep(6), True, "/model.6")
-    o[7] = mm.y_conv(g, o[6], ch(512), ch(1024), 3, "/model.7", s=2)
-    o[8] = mm.c2f(g, o[7], ch(1024), ch(1024), rep(3), True, "/model.8")
-    o[9] = mm.sppf(g, o[8], ch(1024), ch(1024), 5, "/model.9")
-    o[10] = mm.upsample2x(g, o[9], "/model.10")
-    o[11] = g.op("Concat", [o[10], o[6]], "/model.11/Concat", axis=1)
-    o[12] = mm.c2f(g, o[11], ch(1024) + ch(512), ch(512), rep(3), False, "/model.12")
-    o[13] = mm.upsample2x(g, o[12], "/model.13")
-    o[14] = g.op("Concat", [o[13], o[4]], "/model.14/Concat", axis=1)
-    o[15] = mm.c2f(g, o[14], ch(512) + ch(256), ch(256), rep(3), False, "/model.15")
-    o[16] = mm.y_conv(g, o[15], ch(256), ch(256), 3, "/model.16", s=2)
-    o[17] = g.op("Concat", [o[16], o[12]], "/model.17/Concat", axis=1)
-    o[18] = mm.c2f(g, o[17], ch(256) + ch(512), ch(512), rep(3), False, "/model.18")
-    o[19] = mm.y_conv(g, o[18], ch(512), ch(512), 3, "/model.19", s=2)
-    o[20] = g.op("Concat", [o[19], o[9]], "/model.20/Concat", axis=1)
-    o[21] = mm.c2f(g, o[20], ch(512) + ch(1024), ch(1024), rep(3), False, "/model.21")
+    p3, p4, p5 = zoo_rknn.yolov8_trunk(g, x, ch, rep)
     flat = []
-    for i, (feat, c, stride) in enumerate(((o[15], ch(256), 8), (o[18], ch(512), 16), (o[21], ch(1024), 32))):
+    for i, (feat, c, stride) in enumerate(((p3, ch(256), 8), (p4, ch(512), 16), (p5, ch(1024), 32))):
         hw = (img // stride) ** 2
         b = mm.y_conv(g, feat, c, 64, 3, f"/model.22/cv2.{i}.0")
         b = mm.conv(g, mm.y_conv(g, b, 64, 64, 3, f"/model.22/cv2.{i}.1"), 64, 64, 1, f"/model.22/cv2.{i}.2")
@@ -135,8 +114,6 @@ def _unet(name: str, base: int, img: int, up: str) -> onnx.ModelProto:
 
 def held_out() -> dict[str, Callable[[], onnx.ModelProto]]:
     """The held-out models (never used for tuning), by name."""
-    import zoo_rknn
-
     return {
         "yolov8s": lambda: _yolov8("yolov8s", 0.33, 0.50, 640),
         "yolov8m": lambda: _yolov8("yolov8m", 0.67, 0.75, 640),

@@ -224,23 +224,12 @@ def build_yolov5(name: str, depth: float, width: float, act: str = "silu", seg: 
                    "the three Detect convs as outputs (rknn_model_zoo export), weightless.")
 
 
-def build_yolov8_rknn(name: str, depth: float, width: float, max_channels: int, seg: bool = False) -> onnx.ModelProto:
-    """ultralytics YOLOv8 (``yolov8.yaml`` scales n/s/m) at 640x640 as airockchip's
-    ``ultralytics_yolov8`` exports it for RKNN: the Detect head without its DFL and box
-    decoding (they run on the CPU), per level the box branch's 64 channels, the class
-    branch through a Sigmoid, and their sum over the classes clipped to [0, 1]: nine outputs.
-    ``seg``: ``yolov8-seg.yaml``'s Segment head, per level the 32 mask coefficients too, and
-    the Proto branch's 32 masks at 160x160 (thirteen outputs)."""
+def yolov8_trunk(
+    g: GraphBuilder, x: str, ch: Callable[[int], int], rep: Callable[[int], int]
+) -> tuple[str, str, str]:
+    """ultralytics ``yolov8.yaml``'s backbone and neck (layers 0-21) on ``x``, channels by ``ch``
+    and repeats by ``rep`` (a scale's rules): the P3, P4 and P5 outputs the head reads."""
     mm = _mm()
-    g = mm.GraphBuilder(name)
-
-    def ch(c: int) -> int:  # ultralytics make_divisible(min(c, max_channels) * width, 8)
-        return _div8(min(c, max_channels) * width)
-
-    def rep(n: int) -> int:
-        return max(round(n * depth), 1)
-
-    x = g.input("images", TensorProto.FLOAT, [1, 3, 640, 640])
     o: dict[int, str] = {0: mm.y_conv(g, x, 3, ch(64), 3, "/model.0", s=2)}
     o[1] = mm.y_conv(g, o[0], ch(64), ch(128), 3, "/model.1", s=2)
     o[2] = mm.c2f(g, o[1], ch(128), ch(128), rep(3), True, "/model.2")
@@ -261,7 +250,28 @@ def build_yolov8_rknn(name: str, depth: float, width: float, max_channels: int, 
     o[20] = g.op("Concat", [mm.y_conv(g, o[18], ch(512), ch(512), 3, "/model.19", s=2), o[9]],
                  "/model.20/Concat", axis=1)  # fmt: skip
     o[21] = mm.c2f(g, o[20], ch(512) + ch(1024), ch(1024), rep(3), False, "/model.21")
-    levels = ((o[15], ch(256), 80), (o[18], ch(512), 40), (o[21], ch(1024), 20))
+    return o[15], o[18], o[21]
+
+
+def build_yolov8_rknn(name: str, depth: float, width: float, max_channels: int, seg: bool = False) -> onnx.ModelProto:
+    """ultralytics YOLOv8 (``yolov8.yaml`` scales n/s/m) at 640x640 as airockchip's
+    ``ultralytics_yolov8`` exports it for RKNN: the Detect head without its DFL and box
+    decoding (they run on the CPU), per level the box branch's 64 channels, the class
+    branch through a Sigmoid, and their sum over the classes clipped to [0, 1]: nine outputs.
+    ``seg``: ``yolov8-seg.yaml``'s Segment head, per level the 32 mask coefficients too, and
+    the Proto branch's 32 masks at 160x160 (thirteen outputs)."""
+    mm = _mm()
+    g = mm.GraphBuilder(name)
+
+    def ch(c: int) -> int:  # ultralytics make_divisible(min(c, max_channels) * width, 8)
+        return _div8(min(c, max_channels) * width)
+
+    def rep(n: int) -> int:
+        return max(round(n * depth), 1)
+
+    x = g.input("images", TensorProto.FLOAT, [1, 3, 640, 640])
+    p3, p4, p5 = yolov8_trunk(g, x, ch, rep)
+    levels = ((p3, ch(256), 80), (p4, ch(512), 40), (p5, ch(1024), 20))
     c2, c3 = max(16, levels[0][1] // 4, 64), max(levels[0][1], 80)  # Detect's branch widths (reg_max 16, 80 classes)
     for i, (feat, c, hw) in enumerate(levels):
         d = "/model.22"
@@ -279,7 +289,7 @@ def build_yolov8_rknn(name: str, depth: float, width: float, max_channels: int, 
             m = mm.y_conv(g, mm.y_conv(g, feat, c, c4, 3, f"{d}/cv4.{i}.0"), c4, c4, 3, f"{d}/cv4.{i}.1")
             g.output(mm.conv(g, m, c4, 32, 1, f"{d}/cv4.{i}.2", pad=0), f"seg{i}", TensorProto.FLOAT, [1, 32, hw, hw])
     if seg:
-        g.output(_proto(g, o[15], ch(256), ch(256)), "proto", TensorProto.FLOAT, [1, 32, 160, 160])
+        g.output(_proto(g, p3, ch(256), ch(256)), "proto", TensorProto.FLOAT, [1, 32, 160, 160])
     return g.model(f"YOLOv8 (depth {depth}, width {width}, max channels {max_channels}) at 640x640 as "
                    "airockchip/ultralytics_yolov8 exports it for RKNN (no DFL, no decoding), weightless.")
 
