@@ -142,6 +142,8 @@ def _yconv(g: GraphBuilder, x: str, cin: int, cout: int, k: int, path: str, act:
     y = conv(g, x, cin, cout, k, f"{path}/conv", s=s, pad=pad)
     if act == "relu":
         return g.op("Relu", [y], f"{path}/act/Relu")
+    if act == "lrelu":  # YOLOX's "lrelu": LeakyReLU(0.1)
+        return g.op("LeakyRelu", [y], f"{path}/act/LeakyRelu", alpha=0.1)
     sg = g.op("Sigmoid", [y], f"{path}/act/Sigmoid")
     return g.op("Mul", [y, sg], f"{path}/act/Mul")
 
@@ -294,27 +296,27 @@ def build_yolov8_rknn(name: str, depth: float, width: float, max_channels: int, 
                    "airockchip/ultralytics_yolov8 exports it for RKNN (no DFL, no decoding), weightless.")
 
 
-def _csp(g: GraphBuilder, x: str, cin: int, cout: int, n: int, shortcut: bool, path: str) -> str:
-    """YOLOX's CSPLayer (expansion 0.5, bottlenecks of expansion 1.0), SiLU."""
+def _csp(g: GraphBuilder, x: str, cin: int, cout: int, n: int, shortcut: bool, path: str, act: str) -> str:
+    """YOLOX's CSPLayer (expansion 0.5, bottlenecks of expansion 1.0)."""
     h = cout // 2
-    a = _yconv(g, x, cin, h, 1, f"{path}/conv1", "silu")
-    b = _yconv(g, x, cin, h, 1, f"{path}/conv2", "silu")
+    a = _yconv(g, x, cin, h, 1, f"{path}/conv1", act)
+    b = _yconv(g, x, cin, h, 1, f"{path}/conv2", act)
     for i in range(n):
-        y = _yconv(g, _yconv(g, a, h, h, 1, f"{path}/m.{i}/conv1", "silu"), h, h, 3, f"{path}/m.{i}/conv2", "silu")
+        y = _yconv(g, _yconv(g, a, h, h, 1, f"{path}/m.{i}/conv1", act), h, h, 3, f"{path}/m.{i}/conv2", act)
         a = g.op("Add", [y, a], f"{path}/m.{i}/Add") if shortcut else y
-    return _yconv(g, g.op("Concat", [a, b], f"{path}/Concat", axis=1), 2 * h, cout, 1, f"{path}/conv3", "silu")
+    return _yconv(g, g.op("Concat", [a, b], f"{path}/Concat", axis=1), 2 * h, cout, 1, f"{path}/conv3", act)
 
 
-def _focus(g: GraphBuilder, x: str, cout: int) -> str:
+def _focus(g: GraphBuilder, x: str, cout: int, act: str) -> str:
     """YOLOX's Focus stem: the four pixel phases side by side (strided Slices), then a 3x3 conv."""
     parts = []
     for i, (h0, w0) in enumerate(((0, 0), (1, 0), (0, 1), (1, 1))):
         parts.append(g.op("Slice", [x, g.i64([h0, w0]), g.i64([640, 640]), g.i64([2, 3]), g.i64([2, 2])],
                           f"/backbone/stem/Slice_{i}"))  # fmt: skip
-    return _yconv(g, g.op("Concat", parts, "/backbone/stem/Concat", axis=1), 12, cout, 3, "/backbone/stem/conv", "silu")
+    return _yconv(g, g.op("Concat", parts, "/backbone/stem/Concat", axis=1), 12, cout, 3, "/backbone/stem/conv", act)
 
 
-def build_yolox(name: str, depth: float, width: float) -> onnx.ModelProto:
+def build_yolox(name: str, depth: float, width: float, act: str = "silu") -> onnx.ModelProto:
     """Megvii YOLOX (``yolox_s`` 0.33/0.50, ``yolox_m`` 0.67/0.75) at 640x640: CSPDarknet with a
     Focus stem and SPP, PAFPN, the decoupled head (per level a 1x1 stem, two 3x3 convs each for
     classes and for boxes); per level the box, objectness Sigmoid and class Sigmoid concatenated,
@@ -326,40 +328,41 @@ def build_yolox(name: str, depth: float, width: float) -> onnx.ModelProto:
 
     bd = max(round(depth * 3), 1)
     x = g.input("images", TensorProto.FLOAT, [1, 3, 640, 640])
-    y = _focus(g, x, w(64))
+    y = _focus(g, x, w(64), act)
     feats = []
     for i, (cin, cout, n) in enumerate(((64, 128, bd), (128, 256, 3 * bd), (256, 512, 3 * bd), (512, 1024, bd))):
-        y = _yconv(g, y, w(cin), w(cout), 3, f"/backbone/dark{i + 2}/conv", "silu", s=2)
+        y = _yconv(g, y, w(cin), w(cout), 3, f"/backbone/dark{i + 2}/conv", act, s=2)
         if i == 3:  # SPPBottleneck: 5/9/13 max pools beside the input
-            h = _yconv(g, y, w(cout), w(cout) // 2, 1, "/backbone/dark5/spp/conv1", "silu")
+            h = _yconv(g, y, w(cout), w(cout) // 2, 1, "/backbone/dark5/spp/conv1", act)
             pools = [g.op("MaxPool", [h], f"/backbone/dark5/spp/MaxPool_{k}", kernel_shape=[k, k], pads=[k // 2] * 4,
                           strides=[1, 1]) for k in (5, 9, 13)]  # fmt: skip
             y = _yconv(g, g.op("Concat", [h, *pools], "/backbone/dark5/spp/Concat", axis=1), 2 * w(cout), w(cout), 1,
-                       "/backbone/dark5/spp/conv2", "silu")  # fmt: skip
-        y = _csp(g, y, w(cout), w(cout), n, i < 3, f"/backbone/dark{i + 2}/csp")
+                       "/backbone/dark5/spp/conv2", act)  # fmt: skip
+        y = _csp(g, y, w(cout), w(cout), n, i < 3, f"/backbone/dark{i + 2}/csp", act)
         feats.append(y)
     x2, x1, x0 = feats[1:]
     n3 = round(3 * depth)
-    fpn0 = _yconv(g, x0, w(1024), w(512), 1, "/neck/lateral_conv0", "silu")
+    fpn0 = _yconv(g, x0, w(1024), w(512), 1, "/neck/lateral_conv0", act)
     f0 = _csp(g, g.op("Concat", [_up(g, fpn0, "/neck/up0"), x1], "/neck/Concat_0", axis=1), w(1024), w(512), n3, False,
-              "/neck/C3_p4")  # fmt: skip
-    fpn1 = _yconv(g, f0, w(512), w(256), 1, "/neck/reduce_conv1", "silu")
+              "/neck/C3_p4", act)  # fmt: skip
+    fpn1 = _yconv(g, f0, w(512), w(256), 1, "/neck/reduce_conv1", act)
     p2 = _csp(g, g.op("Concat", [_up(g, fpn1, "/neck/up1"), x2], "/neck/Concat_1", axis=1), w(512), w(256), n3, False,
-              "/neck/C3_p3")  # fmt: skip
-    d2 = _yconv(g, p2, w(256), w(256), 3, "/neck/bu_conv2", "silu", s=2)
-    p1 = _csp(g, g.op("Concat", [d2, fpn1], "/neck/Concat_2", axis=1), w(512), w(512), n3, False, "/neck/C3_n3")
-    d1 = _yconv(g, p1, w(512), w(512), 3, "/neck/bu_conv1", "silu", s=2)
-    p0 = _csp(g, g.op("Concat", [d1, fpn0], "/neck/Concat_3", axis=1), w(1024), w(1024), n3, False, "/neck/C3_n4")
+              "/neck/C3_p3", act)  # fmt: skip
+    d2 = _yconv(g, p2, w(256), w(256), 3, "/neck/bu_conv2", act, s=2)
+    p1 = _csp(g, g.op("Concat", [d2, fpn1], "/neck/Concat_2", axis=1), w(512), w(512), n3, False, "/neck/C3_n3", act)
+    d1 = _yconv(g, p1, w(512), w(512), 3, "/neck/bu_conv1", act, s=2)
+    p0 = _csp(g, g.op("Concat", [d1, fpn0], "/neck/Concat_3", axis=1), w(1024), w(1024), n3, False, "/neck/C3_n4", act)
     for i, (feat, c, hw) in enumerate(((p2, w(256), 80), (p1, w(512), 40), (p0, w(1024), 20))):
         d, hc = f"/head/{i}", w(256)
-        stem = _yconv(g, feat, c, hc, 1, f"{d}/stem", "silu")
-        cls = _yconv(g, _yconv(g, stem, hc, hc, 3, f"{d}/cls_convs.0", "silu"), hc, hc, 3, f"{d}/cls_convs.1", "silu")
-        reg = _yconv(g, _yconv(g, stem, hc, hc, 3, f"{d}/reg_convs.0", "silu"), hc, hc, 3, f"{d}/reg_convs.1", "silu")
+        stem = _yconv(g, feat, c, hc, 1, f"{d}/stem", act)
+        cls = _yconv(g, _yconv(g, stem, hc, hc, 3, f"{d}/cls_convs.0", act), hc, hc, 3, f"{d}/cls_convs.1", act)
+        reg = _yconv(g, _yconv(g, stem, hc, hc, 3, f"{d}/reg_convs.0", act), hc, hc, 3, f"{d}/reg_convs.1", act)
         box = conv(g, reg, hc, 4, 1, f"{d}/reg_preds", pad=0)
         obj = g.op("Sigmoid", [conv(g, reg, hc, 1, 1, f"{d}/obj_preds", pad=0)], f"{d}/obj/Sigmoid")
         cls = g.op("Sigmoid", [conv(g, cls, hc, 80, 1, f"{d}/cls_preds", pad=0)], f"{d}/cls/Sigmoid")
         g.output(g.op("Concat", [box, obj, cls], f"{d}/Concat", axis=1), f"output{i}", TensorProto.FLOAT, [1, 85, hw, hw])
-    return g.model(f"YOLOX (depth {depth}, width {width}) at 640x640, SiLU as Sigmoid*Mul, BatchNorm folded, "
+    kind = {"silu": "SiLU as Sigmoid*Mul", "lrelu": "LeakyReLU(0.1)", "relu": "ReLU"}[act]
+    return g.model(f"YOLOX (depth {depth}, width {width}) at 640x640, {kind}, BatchNorm folded, "
                    "per level box/objectness/classes concatenated, no decoding, weightless.")
 
 
@@ -395,6 +398,7 @@ HELD_OUT: dict[str, Callable[[], onnx.ModelProto]] = {
     "yolov5m_seg": lambda: build_yolov5("yolov5m_seg", 0.67, 0.75, seg=True),
     "yolox_s": lambda: build_yolox("yolox_s", 0.33, 0.50),
     "yolox_m": lambda: build_yolox("yolox_m", 0.67, 0.75),
+    "yolox_s_leaky": lambda: build_yolox("yolox_s_leaky", 0.33, 0.50, act="lrelu"),
     "yolov8n_seg_rknn": lambda: build_yolov8_rknn("yolov8n_seg_rknn", 0.33, 0.25, 1024, seg=True),
     "yolov8s_seg_rknn": lambda: build_yolov8_rknn("yolov8s_seg_rknn", 0.33, 0.50, 1024, seg=True),
     "yolov8m_seg_rknn": lambda: build_yolov8_rknn("yolov8m_seg_rknn", 0.67, 0.75, 768, seg=True),
