@@ -13,7 +13,8 @@ Published figures (copied from the hwsim reference set, ``published/rk3588_npu_m
 rknn_model_zoo v2.3.2 README (airockchip/rknn_model_zoo, commit bad6c73), FPS of inference only,
 single core, max NPU clock; mobilenet_v1 is the p50 latency of swdee/go-rknnlite's example
 (RKNN API 1.6.0, Rock 5B). The YOLOv8 n/s/m rows (same README and commit, 73.5 / 38.0 / 16.2
-FPS; the segment models 60.8 / 28.9 / 12.6) YOLOv5 n/s/m-seg (69.3 / 36.8 / 16.4) and YOLOX s/m (37.1 / 16.0) are built by ``examples/zoo_rknn.py`` (``HELD_OUT``: the ultralytics scales, the Detect head as
+FPS; the segment models 60.8 / 28.9 / 12.6) YOLOv5 n/s/m-seg (69.3 / 36.8 / 16.4), YOLOX s/m (37.1 / 16.0) and YOLO11 n/s/m (60.0 / 33.0 /
+12.7) are built by ``examples/zoo_rknn.py`` (``HELD_OUT``: the ultralytics scales, the Detect head as
 airockchip/ultralytics_yolov8 exports it for RKNN); held out like every row but MobileNetV2.
 """
 
@@ -49,6 +50,9 @@ PUBLISHED = {
     "yolov8n_rknn": (1000 / 73.5, "rknn_model_zoo v2.3.2, 73.5 FPS (built, RKNN export head)"),
     "yolov8s_rknn": (1000 / 38.0, "rknn_model_zoo v2.3.2, 38.0 FPS (built, RKNN export head)"),
     "yolov8m_rknn": (1000 / 16.2, "rknn_model_zoo v2.3.2, 16.2 FPS (built, RKNN export head)"),
+    "yolo11n_rknn": (1000 / 60.0, "rknn_model_zoo v2.3.2, 60.0 FPS (built, RKNN export head)"),
+    "yolo11s_rknn": (1000 / 33.0, "rknn_model_zoo v2.3.2, 33.0 FPS (built, RKNN export head)"),
+    "yolo11m_rknn": (1000 / 12.7, "rknn_model_zoo v2.3.2, 12.7 FPS (built, RKNN export head)"),
     "yolox_s": (1000 / 37.1, "rknn_model_zoo v2.3.2, 37.1 FPS (built)"),
     "yolox_m": (1000 / 16.0, "rknn_model_zoo v2.3.2, 16.0 FPS (built)"),
     "yolov5n_seg": (1000 / 69.3, "rknn_model_zoo v2.3.2, 69.3 FPS (built)"),

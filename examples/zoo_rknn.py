@@ -7,8 +7,8 @@ ships it), both ending at the three Detect 1x1 convs as rknn_model_zoo's export 
 decoding runs on the CPU, outside the model), and MobileNetV1 1.0/224 (ReLU6 as Clip).
 Built with the helpers of ``make_models.py``; MAC counts match the published figures within 1%
 (:data:`PUBLISHED_GMACS`, checked by ``python examples/zoo_rknn.py --macs``). :data:`HELD_OUT`
-builds YOLOv8 n/s/m and n/s/m-seg with the head airockchip's RKNN export has, and YOLOv5
-n/s/m-seg (v7.0, the Detect convs and the protos as outputs); they are not
+builds YOLOv8 n/s/m, n/s/m-seg and YOLO11 n/s/m with the head airockchip's RKNN export has,
+YOLOv5 n/s/m-seg (v7.0, the Detect convs and the protos as outputs) and YOLOX s/m; they are not
 bundled (``benchmarks/bench_rk3588_published.py`` builds them in memory).
 """
 
@@ -57,6 +57,9 @@ PUBLISHED_GMACS = {
     "yolov8n_rknn": 4.35,   # ultralytics YOLOv8 README: 8.7 GFLOPs at 640 (with the DFL, which the export drops)
     "yolov8s_rknn": 14.3,   # 28.6 GFLOPs
     "yolov8m_rknn": 39.45,  # 78.9 GFLOPs
+    "yolo11n_rknn": 3.25,   # ultralytics YOLO11 docs: 6.5 GFLOPs at 640 (thop: the attention's MatMuls uncounted)
+    "yolo11s_rknn": 10.75,  # 21.5 GFLOPs
+    "yolo11m_rknn": 34.0,   # 68.0 GFLOPs
     "yolox_s": 13.4,        # Megvii YOLOX README: YOLOX-s 26.8 GFLOPs at 640
     "yolox_m": 36.9,        # YOLOX-m 73.8 GFLOPs
     "yolov5n_seg": 3.55,    # ultralytics yolov5 v7.0 README, segmentation: 7.1 GFLOPs at 640
@@ -366,6 +369,116 @@ def build_yolox(name: str, depth: float, width: float, act: str = "silu") -> onn
                    "per level box/objectness/classes concatenated, no decoding, weightless.")
 
 
+def _halves(g: GraphBuilder, x: str, c: int, path: str) -> list[str]:
+    """``x`` split into two ``c``-channel halves."""
+    return list(g.op_multi("Split", [x, g.i64([c, c])], path, 2, axis=1))
+
+
+def _bottleneck(g: GraphBuilder, x: str, c: int, hidden: int, shortcut: bool, path: str) -> str:
+    """ultralytics Bottleneck: 3x3 conv to ``hidden``, 3x3 conv back, the input added."""
+    mm = _mm()
+    y = mm.y_conv(g, mm.y_conv(g, x, c, hidden, 3, f"{path}/cv1"), hidden, c, 3, f"{path}/cv2")
+    return g.op("Add", [x, y], f"{path}/Add") if shortcut else y
+
+
+def _c3k2(g: GraphBuilder, x: str, c1: int, c2: int, n: int, c3k: bool, e: float, path: str, shortcut: bool = True) -> str:
+    """YOLO11's C3k2: C2f whose blocks are Bottlenecks of half width, or C3k (a C3 of two
+    full-width Bottlenecks) when ``c3k``."""
+    mm = _mm()
+    c = int(c2 * e)
+    ys = _halves(g, mm.y_conv(g, x, c1, 2 * c, 1, f"{path}/cv1"), c, f"{path}/Split")
+    for i in range(n):
+        b = f"{path}/m.{i}"
+        if c3k:
+            h = c // 2
+            a = mm.y_conv(g, ys[-1], c, h, 1, f"{b}/cv1")
+            for j in range(2):
+                a = _bottleneck(g, a, h, h, shortcut, f"{b}/m.{j}")
+            cat = g.op("Concat", [a, mm.y_conv(g, ys[-1], c, h, 1, f"{b}/cv2")], f"{b}/Concat", axis=1)
+            ys.append(mm.y_conv(g, cat, 2 * h, c, 1, f"{b}/cv3"))
+        else:
+            ys.append(_bottleneck(g, ys[-1], c, c // 2, shortcut, b))
+    return mm.y_conv(g, g.op("Concat", ys, f"{path}/Concat", axis=1), (2 + n) * c, c2, 1, f"{path}/cv2")
+
+
+def _c2psa(g: GraphBuilder, x: str, c1: int, path: str) -> str:
+    """YOLO11's C2PSA with one PSABlock: half the channels through multi-head self-attention over
+    the feature map's positions (heads of 64 channels, keys half as wide) plus a depthwise 3x3
+    positional term, then a 1x1 feed-forward, each with its residual."""
+    mm = _mm()
+    c, heads = c1 // 2, c1 // 2 // 64
+    hd, kd = c // heads, c // heads // 2
+    a, b = _halves(g, mm.y_conv(g, x, c1, 2 * c, 1, f"{path}/cv1"), c, f"{path}/Split")
+    qkv = mm.conv(g, b, c, c + 2 * kd * heads, 1, f"{path}/m.0/attn/qkv", pad=0)
+    qkv = g.op("Reshape", [qkv, g.i64([1, heads, 2 * kd + hd, -1])], f"{path}/m.0/attn/Reshape")
+    q, k, v = g.op_multi("Split", [qkv, g.i64([kd, kd, hd])], f"{path}/m.0/attn/Split", 3, axis=2)
+    qt = g.op("Transpose", [q], f"{path}/m.0/attn/Transpose", perm=[0, 1, 3, 2])
+    att = g.op("Mul", [g.op("MatMul", [qt, k], f"{path}/m.0/attn/MatMul"), g.f32(kd**-0.5)], f"{path}/m.0/attn/Mul")
+    att = g.op("Softmax", [att], f"{path}/m.0/attn/Softmax", axis=-1)
+    at = g.op("Transpose", [att], f"{path}/m.0/attn/Transpose_1", perm=[0, 1, 3, 2])
+    shape = g.op("Shape", [b], f"{path}/m.0/attn/Shape")
+    o = g.op("Reshape", [g.op("MatMul", [v, at], f"{path}/m.0/attn/MatMul_1"), shape], f"{path}/m.0/attn/Reshape_1")
+    pe = mm.conv(g, g.op("Reshape", [v, shape], f"{path}/m.0/attn/Reshape_2"), c, c, 3, f"{path}/m.0/attn/pe",
+                 groups=c)  # fmt: skip
+    o = mm.conv(g, g.op("Add", [o, pe], f"{path}/m.0/attn/Add"), c, c, 1, f"{path}/m.0/attn/proj", pad=0)
+    y = g.op("Add", [b, o], f"{path}/m.0/Add")
+    f = mm.conv(g, mm.y_conv(g, y, c, 2 * c, 1, f"{path}/m.0/ffn.0"), 2 * c, c, 1, f"{path}/m.0/ffn.1", pad=0)
+    y = g.op("Add", [y, f], f"{path}/m.0/Add_1")
+    return mm.y_conv(g, g.op("Concat", [a, y], f"{path}/Concat", axis=1), 2 * c, c1, 1, f"{path}/cv2")
+
+
+def build_yolo11_rknn(name: str, width: float, max_channels: int, c3k: bool) -> onnx.ModelProto:
+    """ultralytics YOLO11 (``yolo11.yaml``, depth 0.50; n/s/m widths 0.25/0.50/1.00, m with 512
+    channels at most and C3k blocks everywhere) at 640x640 as airockchip's ``ultralytics_yolo11``
+    exports it for RKNN, like :func:`build_yolov8_rknn`: per level the box branch's 64 channels,
+    the class branch (YOLO11's: depthwise 3x3 then 1x1, twice) through a Sigmoid and its clipped
+    sum; nine outputs."""
+    mm = _mm()
+    g = mm.GraphBuilder(name)
+
+    def ch(c: int) -> int:
+        return _div8(min(c, max_channels) * width)
+
+    x = g.input("images", TensorProto.FLOAT, [1, 3, 640, 640])
+    y = mm.y_conv(g, mm.y_conv(g, x, 3, ch(64), 3, "/model.0", s=2), ch(64), ch(128), 3, "/model.1", s=2)
+    p2 = _c3k2(g, y, ch(128), ch(256), 1, c3k, 0.25, "/model.2")
+    p3 = _c3k2(g, mm.y_conv(g, p2, ch(256), ch(256), 3, "/model.3", s=2), ch(256), ch(512), 1, c3k, 0.25, "/model.4")
+    p4 = _c3k2(g, mm.y_conv(g, p3, ch(512), ch(512), 3, "/model.5", s=2), ch(512), ch(512), 1, True, 0.5, "/model.6")
+    y = _c3k2(g, mm.y_conv(g, p4, ch(512), ch(1024), 3, "/model.7", s=2), ch(1024), ch(1024), 1, True, 0.5, "/model.8")
+    p5 = _c2psa(g, mm.sppf(g, y, ch(1024), ch(1024), 5, "/model.9"), ch(1024), "/model.10")
+    cat = g.op("Concat", [mm.upsample2x(g, p5, "/model.11"), p4], "/model.12/Concat", axis=1)
+    h13 = _c3k2(g, cat, ch(1024) + ch(512), ch(512), 1, c3k, 0.5, "/model.13")
+    cat = g.op("Concat", [mm.upsample2x(g, h13, "/model.14"), p3], "/model.15/Concat", axis=1)
+    h16 = _c3k2(g, cat, ch(512) + ch(512), ch(256), 1, c3k, 0.5, "/model.16")
+    cat = g.op("Concat", [mm.y_conv(g, h16, ch(256), ch(256), 3, "/model.17", s=2), h13], "/model.18/Concat", axis=1)
+    h19 = _c3k2(g, cat, ch(256) + ch(512), ch(512), 1, c3k, 0.5, "/model.19")
+    cat = g.op("Concat", [mm.y_conv(g, h19, ch(512), ch(512), 3, "/model.20", s=2), p5], "/model.21/Concat", axis=1)
+    h22 = _c3k2(g, cat, ch(512) + ch(1024), ch(1024), 1, True, 0.5, "/model.22")
+    levels = ((h16, ch(256), 80), (h19, ch(512), 40), (h22, ch(1024), 20))
+    c2, c3 = max(16, levels[0][1] // 4, 64), max(levels[0][1], 80)
+    for i, (feat, c, hw) in enumerate(levels):
+        d = "/model.23"
+        b = mm.y_conv(g, mm.y_conv(g, feat, c, c2, 3, f"{d}/cv2.{i}.0"), c2, c2, 3, f"{d}/cv2.{i}.1")
+        g.output(mm.conv(g, b, c2, 64, 1, f"{d}/cv2.{i}.2", pad=0), f"box{i}", TensorProto.FLOAT, [1, 64, hw, hw])
+        k = feat
+        for j, (cin, cout) in enumerate(((c, c3), (c3, c3))):
+            k = mm.y_conv(g, _dw(g, k, cin, f"{d}/cv3.{i}.{j}.0"), cin, cout, 1, f"{d}/cv3.{i}.{j}.1")
+        cls = g.op("Sigmoid", [mm.conv(g, k, c3, 80, 1, f"{d}/cv3.{i}.2", pad=0)], f"{d}/Sigmoid_{i}",
+                   outputs=[f"cls{i}"])  # fmt: skip
+        total = g.op("ReduceSum", [cls, g.i64([1])], f"{d}/ReduceSum_{i}", keepdims=1)
+        g.output(cls, f"cls{i}", TensorProto.FLOAT, [1, 80, hw, hw])
+        g.output(g.op("Clip", [total, g.f32(0.0), g.f32(1.0)], f"{d}/Clip_{i}"), f"score_sum{i}", TensorProto.FLOAT,
+                 [1, 1, hw, hw])  # fmt: skip
+    return g.model(f"YOLO11 (width {width}, max channels {max_channels}) at 640x640 as airockchip/ultralytics_yolo11 "
+                   "exports it for RKNN (no DFL, no decoding), weightless.")
+
+
+def _dw(g: GraphBuilder, x: str, c: int, path: str) -> str:
+    """ultralytics DWConv: a depthwise 3x3 conv with SiLU."""
+    y = _mm().conv(g, x, c, c, 3, f"{path}/conv", groups=c)
+    return g.op("Mul", [y, g.op("Sigmoid", [y], f"{path}/act/Sigmoid")], f"{path}/act/Mul")
+
+
 def _proto(g: GraphBuilder, x: str, c1: int, c_: int) -> str:
     """ultralytics Proto: 3x3 conv, a 2x2 stride-2 ConvTranspose, 3x3 conv, 1x1 conv to 32 masks
     (``c_``: the yaml's 256 protos scaled like any width)."""
@@ -396,6 +509,9 @@ HELD_OUT: dict[str, Callable[[], onnx.ModelProto]] = {
     "yolov5n_seg": lambda: build_yolov5("yolov5n_seg", 0.33, 0.25, seg=True),
     "yolov5s_seg": lambda: build_yolov5("yolov5s_seg", 0.33, 0.50, seg=True),
     "yolov5m_seg": lambda: build_yolov5("yolov5m_seg", 0.67, 0.75, seg=True),
+    "yolo11n_rknn": lambda: build_yolo11_rknn("yolo11n_rknn", 0.25, 1024, False),
+    "yolo11s_rknn": lambda: build_yolo11_rknn("yolo11s_rknn", 0.50, 1024, False),
+    "yolo11m_rknn": lambda: build_yolo11_rknn("yolo11m_rknn", 1.00, 512, True),
     "yolox_s": lambda: build_yolox("yolox_s", 0.33, 0.50),
     "yolox_m": lambda: build_yolox("yolox_m", 0.67, 0.75),
     "yolox_s_leaky": lambda: build_yolox("yolox_s_leaky", 0.33, 0.50, act="lrelu"),

@@ -106,3 +106,17 @@ def test_built_yolov8_rknn_heads_against_rknn_model_zoo() -> None:
             assert abs(graph.total_macs / 1e9 / zoo_rknn.PUBLISHED_GMACS[name] - 1) <= 0.01
         ms_pub, _ = bench.PUBLISHED[name]
         assert abs(run_graph(graph, one, "int8").analysis.latency_ms / ms_pub - 1) < 0.10, name
+
+
+def test_built_yolo11_rknn_heads_match_the_published_architecture() -> None:
+    """YOLO11 n/s/m (C3k2, C2PSA attention, depthwise class branches) at ultralytics' published
+    FLOPs (thop leaves the attention's two MatMuls out). Their RK3588 figures are a documented
+    miss (-11..-25 %, docs/fidelity_npu.md), so only the architecture is asserted here."""
+    sys.path.insert(0, str(ROOT / "examples"))
+    import zoo_rknn
+
+    for name in ("yolo11n_rknn", "yolo11s_rknn", "yolo11m_rknn"):
+        graph = bench.model_graph(name)
+        assert len(graph.outputs) == 9 and sum(graph.op(n).op_type == "MatMul" for n in graph.order) == 2
+        convs = sum(graph.op(n).macs for n in graph.order if graph.op(n).op_type == "Conv")
+        assert abs(convs / 1e9 / zoo_rknn.PUBLISHED_GMACS[name] - 1) <= 0.01
