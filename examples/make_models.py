@@ -281,9 +281,10 @@ def build_mobilenetv2() -> onnx.ModelProto:
 # --------------------------------------------------------------------------------------------
 # YOLOv8n (ultralytics yolov8.yaml, scale n: depth 0.33, width 0.25)
 # --------------------------------------------------------------------------------------------
-def y_conv(g: GraphBuilder, x: str, cin: int, cout: int, k: int, path: str, s: int = 1) -> str:
-    """ultralytics Conv = Conv2d(+folded BN) + SiLU (exported as Sigmoid * Mul)."""
-    y = conv(g, x, cin, cout, k, f"{path}/conv", s=s)
+def y_conv(g: GraphBuilder, x: str, cin: int, cout: int, k: int, path: str, s: int = 1, groups: int = 1) -> str:
+    """ultralytics Conv = Conv2d(+folded BN) + SiLU (exported as Sigmoid * Mul); ``groups=cin``:
+    its DWConv."""
+    y = conv(g, x, cin, cout, k, f"{path}/conv", s=s, groups=groups)
     sg = g.op("Sigmoid", [y], f"{path}/act/Sigmoid")
     return g.op("Mul", [y, sg], f"{path}/act/Mul")
 

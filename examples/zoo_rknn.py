@@ -462,7 +462,8 @@ def build_yolo11_rknn(name: str, width: float, max_channels: int, c3k: bool) -> 
         g.output(mm.conv(g, b, c2, 64, 1, f"{d}/cv2.{i}.2", pad=0), f"box{i}", TensorProto.FLOAT, [1, 64, hw, hw])
         k = feat
         for j, (cin, cout) in enumerate(((c, c3), (c3, c3))):
-            k = mm.y_conv(g, _dw(g, k, cin, f"{d}/cv3.{i}.{j}.0"), cin, cout, 1, f"{d}/cv3.{i}.{j}.1")
+            k = mm.y_conv(g, mm.y_conv(g, k, cin, cin, 3, f"{d}/cv3.{i}.{j}.0", groups=cin), cin, cout, 1,
+                          f"{d}/cv3.{i}.{j}.1")  # fmt: skip
         cls = g.op("Sigmoid", [mm.conv(g, k, c3, 80, 1, f"{d}/cv3.{i}.2", pad=0)], f"{d}/Sigmoid_{i}",
                    outputs=[f"cls{i}"])  # fmt: skip
         total = g.op("ReduceSum", [cls, g.i64([1])], f"{d}/ReduceSum_{i}", keepdims=1)
@@ -471,12 +472,6 @@ def build_yolo11_rknn(name: str, width: float, max_channels: int, c3k: bool) -> 
                  [1, 1, hw, hw])  # fmt: skip
     return g.model(f"YOLO11 (width {width}, max channels {max_channels}) at 640x640 as airockchip/ultralytics_yolo11 "
                    "exports it for RKNN (no DFL, no decoding), weightless.")
-
-
-def _dw(g: GraphBuilder, x: str, c: int, path: str) -> str:
-    """ultralytics DWConv: a depthwise 3x3 conv with SiLU."""
-    y = _mm().conv(g, x, c, c, 3, f"{path}/conv", groups=c)
-    return g.op("Mul", [y, g.op("Sigmoid", [y], f"{path}/act/Sigmoid")], f"{path}/act/Mul")
 
 
 def _proto(g: GraphBuilder, x: str, c1: int, c_: int) -> str:
