@@ -118,14 +118,10 @@ def _model(name: str) -> ModelGraph | None:
     """A bundled model of ``examples/models``, else one ``examples/zoo_rknn.HELD_OUT`` builds
     (``yolox_s_leaky``), else None (not simulated). A figure measured end to end through a
     framework's pipeline (``yolov8s``: the0807's README) is not compared: it is not a GPU time."""
-    path = ROOT / "examples" / "models" / f"{name}.onnx"
-    if path.exists():
-        return load_onnx(path)
     sys.path.insert(0, str(ROOT / "examples"))
     import zoo_rknn
 
-    build = zoo_rknn.HELD_OUT.get(name)
-    return None if build is None else from_model_proto(build(), name=name)
+    return zoo_rknn.model_graph(name)
 
 
 def export_rows(super_chip: Chip, held_out: list[float]) -> list[str]:

@@ -65,14 +65,14 @@ PUBLISHED = {
 
 
 def model_graph(name: str) -> ModelGraph:
-    """A bundled model of ``examples/models``, else one of ``examples/zoo_rknn.HELD_OUT`` built."""
-    path = ROOT / "examples" / "models" / f"{name}.onnx"
-    if path.exists():
-        return load_onnx(path)
+    """A bundled model of ``examples/models``, else one ``examples/zoo_rknn.HELD_OUT`` builds."""
     sys.path.insert(0, str(ROOT / "examples"))
     import zoo_rknn
 
-    return from_model_proto(zoo_rknn.HELD_OUT[name](), name=name)
+    graph = zoo_rknn.model_graph(name)
+    if graph is None:
+        raise KeyError(f"{name}: neither in examples/models nor built by examples/zoo_rknn.py")
+    return graph
 
 
 #: Three cores together (core mask 7): model -> (published ms, source). rknn_benchmark's

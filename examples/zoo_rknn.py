@@ -27,6 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 if TYPE_CHECKING:
     from make_models import GraphBuilder
 
+    from graph_ir import ModelGraph
+
 
 def _mm() -> Any:
     """``make_models``, imported late: its ``MODELS`` takes in this module's, so importing it
@@ -44,7 +46,7 @@ def conv(g: GraphBuilder, x: str, cin: int, cout: int, k: int, path: str, **kw: 
 def relu6(g: GraphBuilder, x: str, path: str) -> str:
     return str(_mm().relu6(g, x, path))
 
-__all__ = ["HELD_OUT", "MODELS", "PUBLISHED_GMACS"]
+__all__ = ["HELD_OUT", "MODELS", "PUBLISHED_GMACS", "model_graph"]
 
 #: Published multiply-accumulates (G) of each architecture.
 PUBLISHED_GMACS = {
@@ -514,6 +516,19 @@ HELD_OUT: dict[str, Callable[[], onnx.ModelProto]] = {
     "yolov8s_seg_rknn": lambda: build_yolov8_rknn("yolov8s_seg_rknn", 0.33, 0.50, 1024, seg=True),
     "yolov8m_seg_rknn": lambda: build_yolov8_rknn("yolov8m_seg_rknn", 0.67, 0.75, 768, seg=True),
 }
+
+
+def model_graph(name: str) -> ModelGraph | None:
+    """The graph of a bundled model (``examples/models/NAME.onnx``), else of one :data:`HELD_OUT`
+    builds, else None: how the published-figure benchmarks find a model by name."""
+    from graph_ir import load_onnx
+    from graph_ir.onnx_import import from_model_proto
+
+    path = Path(__file__).resolve().parent / "models" / f"{name}.onnx"
+    if path.exists():
+        return load_onnx(path)
+    build = HELD_OUT.get(name)
+    return None if build is None else from_model_proto(build(), name=name)
 
 
 MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
