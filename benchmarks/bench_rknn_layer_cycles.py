@@ -36,7 +36,9 @@ def conv_op(row: dict[str, str]) -> Op:
     x = Tensor("x", (1, cin, h, w), "int8")
     weight = Tensor("w", (cout, cin // group, k, k), "int8", is_weight=True)
     y = Tensor("y", (1, cout, h, w), "int8")
-    return Op(row["layer"], "Conv", "conv", (x, weight), (y,), {"group": group, "pads": [k // 2] * 4})
+    return Op(
+        row["layer"], "Conv", "conv", (x, weight), (y,), {"group": group, "pads": [k // 2] * 4}
+    )
 
 
 def kind(row: dict[str, str]) -> str:
@@ -59,7 +61,9 @@ def measured() -> list[tuple[dict[str, str], int, int]]:
         op = conv_op(row)
         gemm = gemm_of(op)
         assert gemm is not None
-        cycles = array_cycles(atom_padded(op, gemm, npu.channel_atom), npu.mac_rows, npu.mac_cols, npu.dataflow)
+        cycles = array_cycles(
+            atom_padded(op, gemm, npu.channel_atom), npu.mac_rows, npu.mac_cols, npu.dataflow
+        )
         out.append((row, gemm.batch * gemm.m * gemm.n * gemm.k, cycles))
     return out
 
