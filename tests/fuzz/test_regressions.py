@@ -321,3 +321,13 @@ def test_schedule_file_order_that_deadlocks_is_refused(tmp_path: Path) -> None:
 
     res = _replay_edited(tmp_path, edit)
     assert res.code == 2 and "would deadlock" in res.stderr
+
+
+# --- experience database imports (hwsim db import) ----------------------------------------------
+
+
+def test_db_import_field_named_with_a_newline_stays_one_line(tmp_path: Path) -> None:
+    f = tmp_path / "trials.jsonl"
+    f.write_text('{"\\n": null}\n')
+    res = check_refusal_or_run("regression", ["db", "import", str(f), "--db", str(tmp_path / "db.sqlite")], f)
+    assert res.code == 2 and ":1: '\\n': unknown field" in res.stderr

@@ -46,6 +46,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
+from graph_ir.files import field_path
 from hwsim.studies.sql import MetaRow, open_engine, shown_url
 
 __all__ = [
@@ -323,7 +324,7 @@ def trial_from_json(obj: object) -> Trial:
         raise TypeError("expected a JSON object (one trial per line)")
     unknown = sorted(set(obj) - set(_JSON_TYPES))
     if unknown:
-        raise ValueError(f"{unknown[0]}: unknown field (expected {', '.join(_JSON_TYPES)})")
+        raise ValueError(f"{field_path((unknown[0],))}: unknown field (expected {', '.join(_JSON_TYPES)})")
     for name, (kind, ok) in _JSON_TYPES.items():
         if name not in obj:
             if name in _OPTIONAL_FIELDS:
