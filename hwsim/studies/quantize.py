@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import math
 import os
 import tempfile
+import zipfile
+import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,23 +131,29 @@ def _input_specs(model: onnx.ModelProto) -> list[tuple[str, list[int | None]]]:
     return out
 
 
+def _input_dtype(model: onnx.ModelProto, name: str) -> np.dtype | None:
+    """The numpy dtype of graph input ``name`` (None when the file does not say)."""
+    for vi in model.graph.input:
+        if vi.name == name and vi.type.tensor_type.elem_type:
+            return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type))
+    return None
+
+
 def load_data(path: str | Path, model: onnx.ModelProto, model_path: str | Path) -> dict[str, np.ndarray]:
     """The arrays of an ``.npz`` file, checked against the model's inputs.
 
-    Each input of the model is an array keyed by its name whose first axis counts samples; the
-    other axes match the input's. A ``labels`` array (one integer per sample) may be present.
+    Each input of the model is an array keyed by its name whose first axis counts samples (at
+    least one); the other axes match the input's, and its dtype is the input's (no silent cast).
+    A ``labels`` array (one integer per sample) may be present.
 
     Raises
     ------
     DataError
-        Naming the file and the array that is missing or has the wrong shape.
+        Naming the file (not an .npz, cut short) or the array that is missing or has the wrong
+        shape, dtype or no samples.
     """
     path = Path(path)
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
-    except (OSError, ValueError) as exc:
-        raise DataError(f"{path}: not a readable .npz file ({exc})") from None
+    arrays = read_npz(path)
     n = None
     for name, dims in _input_specs(model):
         if name not in arrays:
@@ -157,12 +166,50 @@ def load_data(path: str | Path, model: onnx.ModelProto, model_path: str | Path) 
                 f"{path}: array {name!r} has shape {'x'.join(map(str, a.shape))}, which does not fit "
                 f"input {name!r} [{shown}] of {model_path} (first axis: samples)"
             )
+        if a.dtype != (want_dtype := _input_dtype(model, name)) and want_dtype is not None:
+            raise DataError(f"{path}: array {name!r} is {a.dtype}, input {name!r} of {model_path} takes {want_dtype}")
         if n is not None and a.shape[0] != n:
             raise DataError(f"{path}: array {name!r} has {a.shape[0]} samples, another input {n}")
         n = a.shape[0]
+        if n == 0:
+            raise DataError(f"{path}: array {name!r} has no samples (its first axis is 0)")
     if "labels" in arrays and n is not None and arrays["labels"].shape != (n,):
         raise DataError(f"{path}: 'labels' has shape {arrays['labels'].shape}, expected ({n},)")
     return arrays
+
+
+def read_npz(path: Path) -> dict[str, np.ndarray]:
+    """Every array of an ``.npz`` file (no pickles). An array whose header declares more bytes than
+    its member holds is refused before anything is allocated for it.
+
+    Raises
+    ------
+    DataError
+        Naming the file: not a zip of ``.npy`` arrays, a member cut short, an object array.
+    """
+    try:
+        z = np.load(path, allow_pickle=False)
+        if not isinstance(z, np.lib.npyio.NpzFile):
+            raise DataError(f"{path}: not an .npz file (a single .npy array)")
+        with z:
+            for name in z.files:
+                _check_declared_size(path, z.zip, name)
+            return {k: z[k] for k in z.files}
+    except DataError:
+        raise
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+        raise DataError(f"{path}: not a readable .npz file ({type(exc).__name__}: {exc})") from None
+
+
+def _check_declared_size(path: Path, archive: zipfile.ZipFile, name: str) -> None:
+    member = archive.getinfo(f"{name}.npy")
+    with archive.open(member) as f:
+        version = np.lib.format.read_magic(f)
+        read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, _, dtype = read(f)
+    declared = math.prod(shape) * dtype.itemsize
+    if declared > member.file_size:
+        raise DataError(f"{path}: array {name!r} declares {declared} bytes ({shape}, {dtype}) but holds {member.file_size}")
 
 
 def batches(arrays: Mapping[str, np.ndarray], model: onnx.ModelProto) -> list[dict[str, np.ndarray]]:

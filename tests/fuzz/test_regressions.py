@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from tests.fuzz.harness import Outcome, check_refusal_or_run
@@ -331,3 +334,49 @@ def test_db_import_field_named_with_a_newline_stays_one_line(tmp_path: Path) -> 
     f.write_text('{"\\n": null}\n')
     res = check_refusal_or_run("regression", ["db", "import", str(f), "--db", str(tmp_path / "db.sqlite")], f)
     assert res.code == 2 and ":1: '\\n': unknown field" in res.stderr
+
+
+# --- validation data (hwsim accuracy --data) ----------------------------------------------------
+
+
+def _accuracy_on(tmp_path: Path, content: bytes) -> Outcome:
+    digits = Path(__file__).resolve().parents[2] / "examples" / "trained" / "digits_mlp.onnx"
+    f = tmp_path / "val.npz"
+    f.write_bytes(content)
+    return check_refusal_or_run("regression", ["accuracy", str(digits), str(digits), "--data", str(f)], f)
+
+
+def _npz(**arrays: Any) -> bytes:
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def test_accuracy_data_cut_short_or_a_single_npy_is_refused(tmp_path: Path) -> None:
+    # found by test_accuracy_npz: a cut .npz raised zipfile.BadZipFile, a plain .npy a TypeError (internal errors)
+    whole = _npz(input=np.zeros((2, 64), np.float32))
+    res = _accuracy_on(tmp_path, whole[: len(whole) // 2])
+    assert res.code == 2 and "not a readable .npz file" in res.stderr
+    npy = io.BytesIO()
+    np.save(npy, np.zeros((2, 64), np.float32))
+    res = _accuracy_on(tmp_path, npy.getvalue())
+    assert res.code == 2 and "a single .npy array" in res.stderr
+
+
+def test_accuracy_data_of_no_samples_or_another_dtype_is_refused(tmp_path: Path) -> None:
+    # found by test_accuracy_npz: 0 samples crashed concatenating the outputs; float64 arrays for a
+    # float input crashed onnxruntime (internal errors)
+    res = _accuracy_on(tmp_path, _npz(input=np.zeros((0, 64), np.float32)))
+    assert res.code == 2 and "'input' has no samples" in res.stderr
+    res = _accuracy_on(tmp_path, _npz(input=np.zeros((2, 64), np.float64)))
+    assert res.code == 2 and "'input' is float64, input 'input'" in res.stderr and "takes float32" in res.stderr
+
+
+def test_accuracy_data_whose_header_declares_more_than_it_holds_is_refused_unallocated(tmp_path: Path) -> None:
+    npy = io.BytesIO()
+    np.lib.format.write_array_header_1_0(npy, {"descr": "<f4", "fortran_order": False, "shape": (2**40, 64)})
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("input.npy", npy.getvalue() + b"\0" * 64)
+    res = _accuracy_on(tmp_path, buf.getvalue())
+    assert res.code == 2 and "declares 281474976710656 bytes" in res.stderr

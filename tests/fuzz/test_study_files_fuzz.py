@@ -5,11 +5,14 @@ deleted or added, any YAML/JSON value, garbage bytes."""
 
 from __future__ import annotations
 
+import io
 import json
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 from hypothesis import given
 from hypothesis import strategies as st
@@ -120,3 +123,61 @@ def _schedule_inputs(draw: st.DrawFn) -> bytes:
 def test_schedule_json(content: bytes) -> None:
     argv = ["run", "rk3588", str(MLP), "--schedule", "{file}", "--out", "{out}", "--no-plots"]
     _run_with("schedule-json", "s.json", content, argv, ok=(0,))
+
+
+# --- validation data (hwsim accuracy --data) ----------------------------------------------------
+
+DIGITS = MODELS.parent / "trained" / "digits_mlp.onnx"
+
+
+def _npz(arrays: dict[str, np.ndarray]) -> bytes:
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)  # type: ignore[arg-type]
+    return buf.getvalue()
+
+
+def _forged(shape: tuple[int, ...], dtype: str, payload: bytes) -> bytes:
+    """An .npz whose ``input`` member's header declares ``shape`` and ``dtype`` over ``payload``."""
+    header = {"descr": np.dtype(dtype).str, "fortran_order": False, "shape": shape}
+    npy = io.BytesIO()
+    np.lib.format.write_array_header_1_0(npy, header)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("input.npy", npy.getvalue() + payload)
+    return buf.getvalue()
+
+
+_DIMS = st.integers(0, 3) | st.sampled_from([64, 65, 10**6, 2**40])
+_ARRAYS = st.dictionaries(
+    st.sampled_from(["input", "labels", "x", ""]),
+    st.tuples(st.lists(_DIMS, max_size=3), st.sampled_from(["float32", "float64", "int64", "uint8", "bool"])),
+    max_size=3,
+)
+
+
+@st.composite
+def _npz_inputs(draw: st.DrawFn) -> bytes:
+    kind = draw(st.sampled_from(["arrays", "valid-edited", "forged", "garbage"]))
+    if kind == "garbage":
+        return draw(GARBAGE | st.just(b"PK\x03\x04") | st.just(b"\x93NUMPY"))
+    if kind == "forged":
+        dims = draw(st.lists(_DIMS, min_size=1, max_size=3))
+        return _forged(tuple(dims), draw(st.sampled_from(["<f4", "<i8", "|b1"])), draw(st.binary(max_size=32)))
+    if kind == "arrays":  # small shapes only: the file is made here
+        spec = {k: ([d for d in dims if d <= 65], t) for k, (dims, t) in draw(_ARRAYS).items()}
+        return _npz({k: np.zeros(dims, t) for k, (dims, t) in spec.items()})
+    valid = _npz({"input": np.zeros((3, 64), np.float32), "labels": np.arange(3)})
+    cut = draw(st.integers(0, len(valid)))
+    flips = draw(st.lists(st.tuples(st.integers(0, len(valid) - 1), st.integers(1, 255)), max_size=3))
+    data = bytearray(valid[:cut] if draw(st.booleans()) else valid)
+    for at, x in flips:
+        if at < len(data):
+            data[at] ^= x
+    return bytes(data)
+
+
+@fuzz_settings(40)
+@given(_npz_inputs())
+def test_accuracy_npz(content: bytes) -> None:
+    argv = ["accuracy", str(DIGITS), str(DIGITS), "--data", "{file}", "--json"]
+    _run_with("accuracy-npz", "val.npz", content, argv, ok=(0, 1))
