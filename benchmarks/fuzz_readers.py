@@ -17,6 +17,7 @@ FUZZERS = {
     "tests.fuzz.test_onnx_fuzz": ["test_onnx_bytes"],
     "tests.fuzz.test_study_files_fuzz": [
         "test_workload_yaml", "test_schedule_json", "test_sweep_yaml", "test_quant_binding_yaml", "test_accuracy_npz",
+        "test_report_summary_json",
     ],
     "tests.fuzz.test_optimize_files_fuzz": ["test_search_yaml", "test_db_import_jsonl"],
 }

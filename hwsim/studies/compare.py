@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from graph_ir.files import field_path
+
 __all__ = [
     "REQUIRED_FIELDS",
     "CompareError",
@@ -90,16 +92,41 @@ def load_summary(folder: str | Path) -> dict[str, Any]:
             raise CompareError(f"{path}: field {key!r} is not finite")
     for unit, usage in data["units"].items():
         u = usage.get("utilization") if isinstance(usage, dict) else None
-        if not isinstance(u, (int, float)) or isinstance(u, bool):
+        if not _number(u):
             raise CompareError(
-                f"{path}: field 'units.{unit}.utilization' is missing or not a number"
+                f"{path}: field '{field_path(('units', unit, 'utilization'))}' is missing or not a finite number"
             )
+    _check_optional(path, data)
     return data
+
+
+def _number(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _check_optional(path: Path, data: Mapping[str, Any]) -> None:
+    """The fields a comparison reads when present: ``cross_domain_bytes``, ``dram_bytes``
+    (non-negative integers or null), ``traffic`` (a list of objects with integer ``bytes``),
+    ``policy`` and ``precision`` (strings or null)."""
+    for key in ("cross_domain_bytes", "dram_bytes"):
+        v = data.get(key)
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+            raise CompareError(f"{path}: field {key!r} is not a byte count ({json.dumps(v)[:40]})")
+    for key in ("policy", "precision"):
+        if not isinstance(data.get(key), (str, type(None))):
+            raise CompareError(f"{path}: field {key!r} is not a string")
+    traffic = data.get("traffic", [])
+    if not isinstance(traffic, list):
+        raise CompareError(f"{path}: field 'traffic' is not a list")
+    for i, t in enumerate(traffic):
+        b = t.get("bytes", 0) if isinstance(t, dict) else None
+        if not isinstance(b, int) or isinstance(b, bool) or b < 0:
+            raise CompareError(f"{path}: field 'traffic[{i}].bytes' is not a byte count")
 
 
 def cross_domain_bytes(summary: Mapping[str, Any]) -> int:
     """Bytes moved between domains (``cross_domain_bytes``, else the sum of ``traffic``)."""
-    if "cross_domain_bytes" in summary:
+    if summary.get("cross_domain_bytes") is not None:
         return int(summary["cross_domain_bytes"])
     return sum(int(t.get("bytes", 0)) for t in summary.get("traffic", []))
 

@@ -380,3 +380,26 @@ def test_accuracy_data_whose_header_declares_more_than_it_holds_is_refused_unall
         z.writestr("input.npy", npy.getvalue() + b"\0" * 64)
     res = _accuracy_on(tmp_path, buf.getvalue())
     assert res.code == 2 and "declares 281474976710656 bytes" in res.stderr
+
+
+# --- report folders read back (hwsim compare) -----------------------------------------------------
+
+
+@pytest.mark.parametrize(("value", "code"), [(None, 0), ("12", 2), (-1, 2)])
+def test_compare_summary_cross_domain_bytes_null_or_not_a_count(tmp_path: Path, value: object, code: int) -> None:
+    # found by test_report_summary_json: "cross_domain_bytes": null was int(None), an internal error
+    from tests.helpers import MODELS
+
+    kept, fuzzed, out = tmp_path / "run_kept", tmp_path / "run_fuzzed", tmp_path / "out"
+    res = check_refusal_or_run(
+        "regression", ["run", "rk3588", str(MODELS / "mlp_mnist.onnx"), "--out", str(kept), "--no-plots"], kept
+    )
+    assert res.code == 0
+    fuzzed.mkdir()
+    summary = json.loads((kept / "summary.json").read_text(encoding="utf-8"))
+    (fuzzed / "summary.json").write_text(json.dumps(summary | {"cross_domain_bytes": value}), encoding="utf-8")
+    f = fuzzed / "summary.json"
+    res = check_refusal_or_run("regression", ["compare", str(kept), str(fuzzed), "--out", str(out)], f, out, ok=(0,))
+    assert res.code == code
+    if code == 2:
+        assert "field 'cross_domain_bytes' is not a byte count" in res.stderr

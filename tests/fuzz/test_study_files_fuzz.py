@@ -181,3 +181,41 @@ def _npz_inputs(draw: st.DrawFn) -> bytes:
 def test_accuracy_npz(content: bytes) -> None:
     argv = ["accuracy", str(DIGITS), str(DIGITS), "--data", "{file}", "--json"]
     _run_with("accuracy-npz", "val.npz", content, argv, ok=(0, 1))
+
+
+# --- report folders read back (hwsim compare, hwsim diff) ----------------------------------------
+
+_REPORT: dict[str, Any] = {}
+
+
+def _report_folder() -> dict[str, Any]:
+    """The summary.json of the MLP's run on the RK3588, written once per process."""
+    if not _REPORT:
+        with tempfile.TemporaryDirectory() as d:
+            res = run_cli(["run", "rk3588", str(MLP), "--out", f"{d}/r", "--no-plots"])
+            assert res.code == 0, res.stderr
+            _REPORT.update(json.loads((Path(d) / "r" / "summary.json").read_text(encoding="utf-8")))
+    return _REPORT
+
+
+@st.composite
+def _summary_inputs(draw: st.DrawFn) -> bytes:
+    kind = draw(st.sampled_from(["mutated", "mutated", "value", "garbage"]))
+    if kind == "mutated":
+        return _json(draw(mutated(_report_folder())))
+    if kind == "value":
+        return _json(draw(VALUES))
+    return draw(GARBAGE)
+
+
+@fuzz_settings(30)
+@given(_summary_inputs())
+def test_report_summary_json(content: bytes) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        a, b, out = Path(d) / "run_kept", Path(d) / "run_fuzzed", Path(d) / "out"
+        for folder, data in ((a, _json(_report_folder())), (b, content)):
+            folder.mkdir()
+            (folder / "summary.json").write_bytes(data)
+        f = b / "summary.json"
+        check_refusal_or_run("report-summary-json", ["compare", str(a), str(b), "--out", str(out)], (f, b), out)
+        check_refusal_or_run("report-summary-json", ["diff", str(a), str(b)], (f, b))
