@@ -51,7 +51,7 @@ from cost_models.table import cost_table, steady_state_unit
 from graph_ir.categories import GEMM_CATEGORIES
 from graph_ir.gemm import conv_group
 from graph_ir.ir import ModelGraph, Op, Tensor
-from hwsim.host.errors import ValidateError
+from hwsim.host.errors import MeasureError, ValidateError
 from hwsim.host.fingerprint import Dispatch
 from hwsim.host.measure import (
     Timing,
@@ -862,16 +862,10 @@ def validate_model(
     one = cpu_chip(chip, threads)
     model = load_with_random_weights(model_path, seed)
     feeds = random_inputs(model, seed, shapes)
-    sess = make_session(model, threads, opt)
-    probe = _probe(reference, threads)
-    measured = time_session(sess, feeds, runs=runs, warmup=3, min_total_s=min_total_s)
-    prof = profile_nodes(model, feeds, threads, runs=max(5, runs // 2), opt=opt)
-    speed = 1.0
-    if reference is not None and probe is not None:
-        after = _probe(reference, threads)
-        speed = max(probe, after or 0.0) / reference[0]
-        measured = Timing(tuple(t * speed for t in measured.samples_ns))
-        prof = {p: (kind, ns * speed) for p, (kind, ns) in prof.items()}
+    try:
+        measured, prof, speed = _measure(model, feeds, threads, opt, runs, min_total_s, reference)
+    except MeasureError as exc:
+        raise MeasureError(f"{model_path}: {exc}") from None
     if dispatch is not None:  # the profiler's own cost per kernel off, a timed run's dispatch on
         prof = {p: (kind, dispatch.kernel_time(ns)) for p, (kind, ns) in prof.items()}
     where = attribute_nodes(model, {p: kind for p, (kind, _) in prof.items()})
@@ -904,6 +898,24 @@ def validate_model(
         measured_ns=measured.low_ns, rounds_ns=(measured.low_ns,), nchwc_block=block, speeds=(speed,),
         dispatch=dispatch,
     )  # fmt: skip
+
+
+def _measure(
+    model: onnx.ModelProto, feeds: Mapping[str, Any], threads: int, opt: str, runs: int, min_total_s: float,
+    reference: tuple[float, int] | None,
+) -> tuple[Timing, dict[str, tuple[str, float]], float]:  # fmt: skip
+    """The timed runs, the profiled kernels and the host's speed against its fingerprint (1 when
+    not normalizing), times already on the fingerprint's clock."""
+    sess = make_session(model, threads, opt)
+    probe = _probe(reference, threads)
+    measured = time_session(sess, feeds, runs=runs, warmup=3, min_total_s=min_total_s)
+    prof = profile_nodes(model, feeds, threads, runs=max(5, runs // 2), opt=opt)
+    if reference is None or probe is None:
+        return measured, prof, 1.0
+    after = _probe(reference, threads)
+    speed = max(probe, after or 0.0) / reference[0]
+    measured = Timing(tuple(t * speed for t in measured.samples_ns))
+    return measured, {p: (kind, ns * speed) for p, (kind, ns) in prof.items()}, speed
 
 
 def _probe(reference: tuple[float, int] | None, threads: int) -> float | None:

@@ -362,6 +362,25 @@ class TestCommand:
         assert len(rec["measured"]["rounds_ns"]) == 2 and rec["measured"]["low_ns"] == min(rec["measured"]["rounds_ns"])
         assert rec["predicted_ns"] > 0 and {n[1] for n in rec["nodes"]} == {"MatMul", "Add", "Relu"}
 
+    def test_a_model_onnxruntime_refuses_is_one_line_naming_the_file(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        # hwsim reads it (it costs a DequantizeLinear by its dtypes), onnxruntime does not: a
+        # per-axis scale of 3 values for an axis of 4
+        x = numpy_helper.from_array(np.zeros((4, 2), np.int8), "x")
+        scale = numpy_helper.from_array(np.ones(3, np.float32), "scale")
+        zero = numpy_helper.from_array(np.zeros(3, np.int8), "zero")
+        node = helper.make_node("DequantizeLinear", ["x", "scale", "zero"], ["d"], axis=0)
+        relu = helper.make_node("Relu", ["d"], ["y"])
+        graph = helper.make_graph([node, relu], "g", [], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 2])],
+                                  [x, scale, zero])  # fmt: skip
+        model = tmp_path / "bad_axis.onnx"
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(model))
+        chip = write_chip(tmp_path / "host.yaml")
+        assert main(["validate", str(chip), str(model), "--runs", "10"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and err.startswith(f"hwsim: error: {model}: onnxruntime cannot") and "Traceback" not in err
+
     def test_times_go_back_on_the_fingerprints_clock(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                      capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
         from hwsim.host import fingerprint, validate
