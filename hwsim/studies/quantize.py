@@ -192,7 +192,10 @@ def read_npz(path: Path) -> dict[str, np.ndarray]:
         if not isinstance(z, np.lib.npyio.NpzFile):
             raise DataError(f"{path}: not an .npz file (a single .npy array)")
         with z:
+            members = set(z.zip.namelist())
             for name in z.files:
+                if f"{name}.npy" not in members:
+                    raise DataError(f"{path}: member {name!r} is not a .npy array")
                 _check_declared_size(path, z.zip, name)
             return {k: z[k] for k in z.files}
     except DataError:

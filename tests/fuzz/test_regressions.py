@@ -403,3 +403,13 @@ def test_compare_summary_cross_domain_bytes_null_or_not_a_count(tmp_path: Path, 
     assert res.code == code
     if code == 2:
         assert "field 'cross_domain_bytes' is not a byte count" in res.stderr
+
+
+def test_accuracy_data_member_that_is_no_npy_is_refused(tmp_path: Path) -> None:
+    # found by test_accuracy_npz at 10,000 inputs: a member named "input/npy" (no .npy suffix) was a
+    # KeyError looking up its header, an internal error
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("input/npy", b"\x93NUMPY")
+    res = _accuracy_on(tmp_path, buf.getvalue())
+    assert res.code == 2 and "member 'input/npy' is not a .npy array" in res.stderr
