@@ -200,7 +200,8 @@ def read_npz(path: Path) -> dict[str, np.ndarray]:
             return {k: z[k] for k in z.files}
     except DataError:
         raise
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError) as exc:
+        # NotImplementedError: a zip version or compression zipfile lacks; RuntimeError: an encrypted member
         raise DataError(f"{path}: not a readable .npz file ({type(exc).__name__}: {exc})") from None
 
 
