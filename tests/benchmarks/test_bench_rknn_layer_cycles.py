@@ -4,24 +4,9 @@ estimate on full-width convs (the kinds RKNN costs slower are reported, not asse
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from types import ModuleType
+from tests.helpers import load_benchmarks
 
-from tests.helpers import ROOT
-
-
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # the bench imports doc_table by name
-    spec.loader.exec_module(module)
-    return module
-
-
-_load("doc_table")
-bench = _load("bench_rknn_layer_cycles")
+bench = load_benchmarks("doc_table", "bench_rknn_layer_cycles")
 
 
 def test_rows_never_exceed_one_core_and_total_is_the_larger_count() -> None:

@@ -9,6 +9,7 @@ import io
 import json
 import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -109,17 +110,18 @@ def _valid_schedule() -> dict[str, Any]:
 
 
 @st.composite
-def _schedule_inputs(draw: st.DrawFn) -> bytes:
+def _json_inputs(draw: st.DrawFn, valid: Callable[[], dict[str, Any]]) -> bytes:
+    """A JSON file: ``valid()`` (made once per process) mutated, any JSON value, or garbage."""
     kind = draw(st.sampled_from(["mutated", "value", "garbage"]))
     if kind == "mutated":
-        return _json(draw(mutated(_valid_schedule())))
+        return _json(draw(mutated(valid())))
     if kind == "value":
         return _json(draw(VALUES))
     return draw(GARBAGE)
 
 
 @fuzz_settings(30)
-@given(_schedule_inputs())
+@given(_json_inputs(_valid_schedule))
 def test_schedule_json(content: bytes) -> None:
     argv = ["run", "rk3588", str(MLP), "--schedule", "{file}", "--out", "{out}", "--no-plots"]
     _run_with("schedule-json", "s.json", content, argv, ok=(0,))
@@ -198,18 +200,8 @@ def _report_folder() -> dict[str, Any]:
     return _REPORT
 
 
-@st.composite
-def _summary_inputs(draw: st.DrawFn) -> bytes:
-    kind = draw(st.sampled_from(["mutated", "mutated", "value", "garbage"]))
-    if kind == "mutated":
-        return _json(draw(mutated(_report_folder())))
-    if kind == "value":
-        return _json(draw(VALUES))
-    return draw(GARBAGE)
-
-
 @fuzz_settings(30)
-@given(_summary_inputs())
+@given(_json_inputs(_report_folder))
 def test_report_summary_json(content: bytes) -> None:
     with tempfile.TemporaryDirectory() as d:
         a, b, out = Path(d) / "run_kept", Path(d) / "run_fuzzed", Path(d) / "out"
