@@ -9,12 +9,16 @@ million-task graph in JSON is about 100 MiB.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeGuard
 
 import yaml
 
-__all__ = ["MAX_GRAPH_OPS", "MAX_ONNX_BYTES", "MAX_TEXT_BYTES", "field_path", "oversize", "read_yaml_mapping"]
+__all__ = [
+    "MAX_GRAPH_OPS", "MAX_ONNX_BYTES", "MAX_TEXT_BYTES", "field_path", "finite_number", "oversize", "read_yaml_mapping",
+]
 
 #: Largest text input (YAML, JSON, STG) any reader loads, bytes.
 MAX_TEXT_BYTES = 256 * 2**20
@@ -95,3 +99,12 @@ def field_path(loc: Sequence[int | str]) -> str:
         text = text if text.isprintable() and text.strip() == text and text else repr(text)
         out += f".{text}" if out else text
     return out or "(top level)"
+
+
+def finite_number(x: object) -> TypeGuard[float]:
+    """A value read from a file that is a finite int or float (a bool is not a number here).
+
+    >>> finite_number(3), finite_number(2.5), finite_number(True), finite_number(float("nan")), finite_number("1")
+    (True, True, False, False, False)
+    """
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)

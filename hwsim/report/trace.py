@@ -56,12 +56,13 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from itertools import chain
 from operator import itemgetter
-from typing import Any, TypeGuard
+from typing import Any
 
 import numpy as np
 
 from chips.schema import Chip
 from chips.units import GBPS_PER_BYTES_PER_PS, PS_PER_NS
+from graph_ir.files import finite_number
 from hwsim.analysis.busy import busy_core_steps
 from hwsim.analysis.energy import power_timeline
 from hwsim.analysis.memory import BYTES_PER_MIB, memory_use
@@ -878,10 +879,6 @@ def separate_overlaps(events: list[Event]) -> list[Event]:
     return out[:n_meta] + meta + out[n_meta:]
 
 
-def _number(x: object) -> TypeGuard[float]:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
 class _TraceCheck:
     """What :func:`check_trace` collects while it reads the events, and the checks on it."""
 
@@ -911,12 +908,12 @@ class _TraceCheck:
             return
         self.used_pids.add(pid)
         ts = e.get("ts")
-        if not _number(ts) or ts < 0:
+        if not finite_number(ts) or ts < 0:
             self.problems.append(f"event {k} ({e.get('name')!r}): ts {ts!r} is not a finite time >= 0")
             return
         if ph == "X":
             dur = e.get("dur")
-            if not _number(dur) or dur < 0:
+            if not finite_number(dur) or dur < 0:
                 self.problems.append(f"event {k} ({e.get('name')!r}): dur {dur!r} is not a finite duration >= 0")
                 return
             self.slices.setdefault((pid, tid), []).append(e)
@@ -925,7 +922,7 @@ class _TraceCheck:
             self._begin_end(ph, pid, tid, ts)
         elif ph == "C":
             args = e.get("args")
-            if not isinstance(args, dict) or not args or not all(_number(v) for v in args.values()):
+            if not isinstance(args, dict) or not args or not all(finite_number(v) for v in args.values()):
                 self.problems.append(f"counter {e.get('name')!r} at {ts} us: args must be finite numbers")
         elif ph in ("s", "f"):
             self.used_threads.add((pid, tid))

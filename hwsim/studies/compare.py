@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from graph_ir.files import field_path
+from graph_ir.files import field_path, finite_number
 
 __all__ = [
     "REQUIRED_FIELDS",
@@ -92,16 +92,12 @@ def load_summary(folder: str | Path) -> dict[str, Any]:
             raise CompareError(f"{path}: field {key!r} is not finite")
     for unit, usage in data["units"].items():
         u = usage.get("utilization") if isinstance(usage, dict) else None
-        if not _number(u):
+        if not finite_number(u):
             raise CompareError(
                 f"{path}: field '{field_path(('units', unit, 'utilization'))}' is missing or not a finite number"
             )
     _check_optional(path, data)
     return data
-
-
-def _number(x: object) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def _check_optional(path: Path, data: Mapping[str, Any]) -> None:
@@ -110,7 +106,7 @@ def _check_optional(path: Path, data: Mapping[str, Any]) -> None:
     ``policy`` and ``precision`` (strings or null)."""
     for key in ("cross_domain_bytes", "dram_bytes"):
         v = data.get(key)
-        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+        if v is not None and not _byte_count(v):
             raise CompareError(f"{path}: field {key!r} is not a byte count ({json.dumps(v)[:40]})")
     for key in ("policy", "precision"):
         if not isinstance(data.get(key), (str, type(None))):
@@ -119,9 +115,12 @@ def _check_optional(path: Path, data: Mapping[str, Any]) -> None:
     if not isinstance(traffic, list):
         raise CompareError(f"{path}: field 'traffic' is not a list")
     for i, t in enumerate(traffic):
-        b = t.get("bytes", 0) if isinstance(t, dict) else None
-        if not isinstance(b, int) or isinstance(b, bool) or b < 0:
+        if not _byte_count(t.get("bytes", 0) if isinstance(t, dict) else None):
             raise CompareError(f"{path}: field 'traffic[{i}].bytes' is not a byte count")
+
+
+def _byte_count(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
 
 def cross_domain_bytes(summary: Mapping[str, Any]) -> int:
