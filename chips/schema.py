@@ -20,6 +20,7 @@ from typing import Annotated, Any, ClassVar, Literal, TypeVar, cast
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -66,10 +67,34 @@ Dtype = Literal["int4", "int8", "fp16", "bf16", "fp32"]
 #: Dtypes from narrowest to widest: a unit that lacks the requested dtype runs the next wider one.
 DTYPES: tuple[str, ...] = ("int4", "int8", "fp16", "bf16", "fp32")
 
-PositiveFloat = Annotated[float, Field(gt=0)]
+#: The smallest positive number a chip field takes. No rate, size, time or fraction of a chip is
+#: this small, and a value far below it (1e-320 GB/s) underflows to a zero rate in the engine.
+SMALLEST_POSITIVE = 1e-9
+#: The most cores one unit may have: a many-core host CPU (a 2 x 192-core server with SMT) is under
+#: it; every core is a lane the scheduler, the engine and the Gantt chart keep.
+MAX_CORES = 1024
+#: The most channels one DMA link may have: TI's EDMA3 controller has 64, Arm's PL330 up to 8.
+MAX_DMA_CHANNELS = 64
+
+
+def _not_vanishing(value: float) -> float:
+    """Refuse a positive number below :data:`SMALLEST_POSITIVE`.
+
+    >>> _not_vanishing(0.5)
+    0.5
+    >>> _not_vanishing(1e-320)
+    Traceback (most recent call last):
+    ValueError: 1e-320 is below 1e-09: no physical value of this field is that small
+    """
+    if value < SMALLEST_POSITIVE:
+        raise ValueError(f"{value:.3g} is below {SMALLEST_POSITIVE:g}: no physical value of this field is that small")
+    return value
+
+
+PositiveFloat = Annotated[float, Field(gt=0), AfterValidator(_not_vanishing)]
 NonNegFloat = Annotated[float, Field(ge=0)]
 PositiveInt = Annotated[int, Field(gt=0)]
-Efficiency = Annotated[float, Field(gt=0, le=1)]
+Efficiency = Annotated[float, Field(gt=0, le=1), AfterValidator(_not_vanishing)]
 
 
 class ChipError(ValueError):
@@ -122,7 +147,8 @@ class _Problems(ValueError):
 
 
 class _Spec(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    #: An infinite or NaN number is refused in every field: no clock, bandwidth or power is.
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     #: Defaulted fields that shape the simulated numbers although their default is not a number
     #: (a choice of model, such as an NPU's dataflow).
@@ -195,7 +221,8 @@ class Link(_Spec):
     bandwidth_gbps: PositiveFloat = Field(description="Copy bandwidth in GB/s of one DMA channel.")
     latency_ns: NonNegFloat = Field(description="Set-up latency in ns paid once per transfer.")
     dma_channels: PositiveInt = Field(
-        1, description="Transfers the link carries at once (each at bandwidth_gbps)."
+        1, le=MAX_DMA_CHANNELS,
+        description=f"Transfers the link carries at once (each at bandwidth_gbps); at most {MAX_DMA_CHANNELS}.",
     )
     bidirectional: bool = Field(
         True, description="Whether the link also carries dst -> src (sharing its channels)."
@@ -272,7 +299,8 @@ class Unit(_Spec):
     )
     clock_mhz: PositiveFloat = Field(description="Clock in MHz.")
     cores: PositiveInt = Field(
-        1, description="Identical cores (an NPU's MAC arrays); each runs one op at a time."
+        1, le=MAX_CORES,
+        description=f"Identical cores (an NPU's MAC arrays); each runs one op at a time. At most {MAX_CORES}.",
     )
     mem_bandwidth_gbps: PositiveFloat | None = Field(
         None, description="The unit's own port into its domain in GB/s; None means the domain's."

@@ -60,7 +60,7 @@ class Point:
     """One simulation: the parameter at ``factor`` x its base (``value`` after rounding)."""
 
     factor: float
-    value: float
+    value: float | None  # None: factor x base is past the largest float
     latency_ms: float | None
     energy_mj: float | None
     error: str = ""  # why there is no latency: the varied chip is invalid or cannot run the model
@@ -154,6 +154,18 @@ def _base_value(data: dict[str, Any], name: str) -> float:
     return float(value)
 
 
+def _scaled_value(base: float, integer: bool, factor: float) -> float | None:
+    """``base`` x ``factor``, an integer field's rounded and at least 1; None past the largest float.
+
+    >>> _scaled_value(3, True, 0.1), _scaled_value(2.5, False, 2.0), _scaled_value(2400, True, 1e308)
+    (1, 5.0, None)
+    """
+    value = base * factor
+    if not math.isfinite(value):
+        return None
+    return max(1, round(value)) if integer else value
+
+
 def scaled_chip(chip: Chip, name: str, factor: float) -> Chip:
     """``chip`` with parameter ``name`` multiplied by ``factor`` (integer fields rounded, at least 1).
 
@@ -162,16 +174,18 @@ def scaled_chip(chip: Chip, name: str, factor: float) -> Chip:
     SensitivityError
         For an unknown parameter or one that is not a positive number.
     ChipError
-        When the scaled chip is not valid.
+        When the scaled chip is not valid, or the factor takes the parameter past the largest float.
     """
     data = chip.model_dump()
     base = _base_value(data, name)
     holder, field = _holder(data, name)
-    set_field(
-        holder, field, max(1, round(base * factor)) if isinstance(holder[field], int) else base * factor
-    )
+    source = f"{chip.name} with {name} x{factor:g}"
+    value = _scaled_value(base, isinstance(holder[field], int), factor)
+    if value is None:  # an invalid point, as a chip the schema refuses is
+        raise ChipError(f"{source}: {name}: {base:g} x {factor:g} is not a finite number")
+    set_field(holder, field, value)
     data["description"] = f"{data['description']} [{name} x{factor:g}]".strip()
-    return chip_from_dict(data, source=f"{chip.name} with {name} x{factor:g}")
+    return chip_from_dict(data, source=source)
 
 
 def parse_factors(text: str) -> tuple[float, ...]:
@@ -194,15 +208,14 @@ def parse_factors(text: str) -> tuple[float, ...]:
 def _elasticity(base_value: float, base_latency: float, points: Sequence[Point]) -> float | None:
     """d log latency / d log value at the base, from the nearest valid points either side."""
     ok = [
-        p for p in points if p.latency_ms is not None and p.latency_ms > 0 and p.value != base_value
+        (p.value, p.latency_ms)
+        for p in points
+        if p.latency_ms is not None and p.latency_ms > 0 and p.value is not None and p.value != base_value
     ]
-    below = max((p for p in ok if p.value < base_value), key=lambda p: p.value, default=None)
-    above = min((p for p in ok if p.value > base_value), key=lambda p: p.value, default=None)
-    lo = (below.value, below.latency_ms) if below else (base_value, base_latency)
-    hi = (above.value, above.latency_ms) if above else (base_value, base_latency)
+    lo = max((q for q in ok if q[0] < base_value), key=lambda q: q[0], default=(base_value, base_latency))
+    hi = min((q for q in ok if q[0] > base_value), key=lambda q: q[0], default=(base_value, base_latency))
     if lo[0] == hi[0] or base_latency <= 0:
         return None
-    assert lo[1] is not None and hi[1] is not None
     return (math.log(hi[1]) - math.log(lo[1])) / (math.log(hi[0]) - math.log(lo[0]))
 
 
@@ -255,12 +268,8 @@ def sensitivity(
                 points.append(Point(f, float(holder[field]), a.latency_ms, a.energy_mj))
             except (ChipError, UnplaceableError) as exc:
                 holder, field = _holder(data, name)
-                value = (
-                    max(1, round(bases[name] * f))
-                    if isinstance(holder[field], int)
-                    else bases[name] * f
-                )
-                points.append(Point(f, float(value), None, None, str(exc)))
+                value = _scaled_value(bases[name], isinstance(holder[field], int), f)
+                points.append(Point(f, value, None, None, str(exc)))
         sweeps.append(
             ParameterSweep(
                 name, bases[name], tuple(points), _elasticity(bases[name], base.latency_ms, points)

@@ -427,3 +427,32 @@ def test_accuracy_data_in_a_zip_python_cannot_open_is_refused(tmp_path: Path, ed
         data[at + 8] |= 1
     res = _accuracy_on(tmp_path, bytes(data))
     assert res.code == 2 and f"not a readable .npz file ({words}" in res.stderr
+
+
+@pytest.mark.parametrize(("line", "value", "words"), [
+    ("    clock_mhz: 1000          # 1024", "1e-320", "units[npu].clock_mhz: 1e-320 is below 1e-09"),
+    ("    clock_mhz: 1000          # 1024", ".inf", "units[npu].clock_mhz: Input should be a finite number"),
+    ("    cores: 3                 # 3 cores", "1000000", "units[npu].cores: Input should be less than or equal to 1024"),
+])  # fmt: skip
+def test_chip_number_too_small_infinite_or_too_many_cores_is_refused(
+    tmp_path: Path, line: str, value: str, words: str
+) -> None:
+    # a clock or bandwidth of 1e-320 was an internal error (a zero rate in the engine); .inf ran as an
+    # infinitely fast unit; 1,000,000 NPU cores ran for minutes (a lane each in the scheduler and the Gantt)
+    chip, text = tmp_path / "chip.yaml", RK3588.read_text()
+    assert line in text
+    chip.write_text(text.replace(line, f"{line.split(':')[0]}: {value}  #"))  # the line's comment runs on
+    res = check_refusal_or_run("regression", _run_chip(chip, tmp_path / "out"), chip, tmp_path / "out")
+    assert res.code == 2 and words in res.stderr
+
+
+def test_sensitivity_factor_past_the_largest_float_is_an_invalid_point(tmp_path: Path) -> None:
+    # --factors 1e308 on an integer field was an OverflowError in round(): an internal error
+    from hwsim.cli import main
+
+    out = tmp_path / "out"
+    code = main(["sensitivity", str(RK3588), str(MLP), "--param", "npu.cores", "--factors", "1e308,2", "--out", str(out)])
+    points = json.loads((out / "sensitivity.json").read_text())["parameters"][0]["points"]
+    past = next(p for p in points if p["factor"] == 1e308)
+    assert code == 0 and past["value"] is None and past["latency_ms"] is None
+    assert "npu.cores: 3 x 1e+308 is not a finite number" in past["error"]
