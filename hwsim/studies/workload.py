@@ -152,7 +152,7 @@ def _check_instances(spec: Workload, source: str) -> None:
                 f"{source}: models[{i}].offset_ms: {m.offset_ms:g} is not before window_ms {spec.window_ms:g}: "
                 "the model would never run"
             )
-        total += math.ceil((spec.window_ms - m.offset_ms) / m.period - 1e-9)
+        total += _instance_count(m, spec.window_ms)
         if total > files.MAX_GRAPH_OPS:
             raise WorkloadError(
                 f"{source}: window_ms: {spec.window_ms:g} ms releases over {files.MAX_GRAPH_OPS:,} instances "
@@ -185,10 +185,29 @@ def instance_tag(model: str, k: int) -> str:
     return f"{model}#{k}/"
 
 
+def _instance_count(m: WorkloadModel, window_ms: float) -> int:
+    """How many instances of ``m`` are released inside ``[0, window_ms)``: one at ``offset_ms``
+    whenever that is inside, however short the window (a window of 1e-10 ms released none, and
+    the run failed); a release a rounding error short of the window's end is not counted. Past
+    the ops one graph holds, one more than that (a period of 1e-320 ms made the count infinite).
+
+    >>> m = WorkloadModel(name="m", model="m.onnx", period_ms=10.0)
+    >>> _instance_count(m, 100.0), _instance_count(m, 100.5), _instance_count(m, 1e-10)
+    (10, 11, 1)
+    >>> _instance_count(m.model_copy(update={"period_ms": 1e-320}), 100.0) == files.MAX_GRAPH_OPS + 1
+    True
+    """
+    if m.offset_ms >= window_ms:
+        return 0
+    periods = (window_ms - m.offset_ms) / m.period
+    if periods > files.MAX_GRAPH_OPS:
+        return files.MAX_GRAPH_OPS + 1
+    return max(1, math.ceil(periods - 1e-9))
+
+
 def _releases_ms(m: WorkloadModel, window_ms: float) -> list[float]:
     """Release times of ``m``'s instances inside ``[0, window_ms)``, ms."""
-    count = max(0, math.ceil((window_ms - m.offset_ms) / m.period - 1e-9))
-    return [m.offset_ms + k * m.period for k in range(count)]
+    return [m.offset_ms + k * m.period for k in range(_instance_count(m, window_ms))]
 
 
 @dataclass(frozen=True, slots=True)

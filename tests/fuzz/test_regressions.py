@@ -221,6 +221,21 @@ def test_workload_of_too_many_instances_is_refused_quickly(tmp_path: Path) -> No
     assert res.code == 2 and "window_ms" in res.stderr and time.perf_counter() - t0 < 5
 
 
+def test_workload_window_far_shorter_than_a_period_runs_its_first_release(tmp_path: Path) -> None:
+    # a window of 1e-10 ms released no instance (ceil(window / period - 1e-9) = 0): an IndexError
+    f = _workload(tmp_path, 1e-10, 0, 33.3)
+    out = tmp_path / "out"
+    res = check_refusal_or_run("regression", ["run", "rk3588", "--workload", str(f), "--out", str(out), "--json"], f, out)
+    assert res.code == 0 and json.loads(res.stdout)["workload"]["models"]["m"]["instances"] == 1
+
+
+def test_workload_period_of_1e_320_is_refused(tmp_path: Path) -> None:
+    f = _workload(tmp_path, 100, 0, 1e-320)  # window / period overflowed to inf: ceil(inf) raised
+    out = tmp_path / "out"
+    res = check_refusal_or_run("regression", ["run", "rk3588", "--workload", str(f), "--out", str(out)], f, out)
+    assert res.code == 2 and "releases over 200,000 instances" in res.stderr
+
+
 def test_workload_of_too_many_ops_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from graph_ir import files
 
