@@ -185,6 +185,19 @@ def check_usage(args: argparse.Namespace) -> None:
             raise UsageError(f"{given[0]} applies only with --frames N, N > 1")
 
 
+def _check_frames(frames: int, graph: ModelGraph, source: str) -> None:
+    """Refuse ``--frames`` whose ops, all frames together, are more than one run simulates
+    (:data:`graph_ir.files.MAX_GRAPH_OPS`, as a workload's instances): 10^9 frames ran for hours."""
+    from graph_ir import files
+
+    total = frames * len(graph)
+    if total > files.MAX_GRAPH_OPS:
+        raise UsageError(
+            f"{source}: --frames {frames}: {frames:,} frames of {len(graph):,} ops are {total:,} ops, over the limit "
+            f"of {files.MAX_GRAPH_OPS:,} one run simulates"
+        )
+
+
 def _simulate(args: argparse.Namespace, replayed: ScheduleFile | None) -> tuple[RunResult, Path] | None:
     """Load, check the report folder, simulate (``replayed``: the ``--schedule`` file); None when
     no schedule meets the latency budget."""
@@ -205,6 +218,7 @@ def _run(args: argparse.Namespace, chip: Chip, graph: ModelGraph, replayed: Sche
     from hwsim.policy_check import BudgetError, resolve_deadlines
     from hwsim.sim.engine import FRAME_ORDERS, EngineOptions
 
+    _check_frames(args.frames, graph, str(args.model))
     deadlines = resolve_deadlines(graph, args.deadline, str(args.model))
     quant = None
     if args.quant is not None:

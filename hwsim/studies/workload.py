@@ -78,6 +78,8 @@ class WorkloadModel(BaseModel):
     def _one_rate(self) -> WorkloadModel:
         if (self.fps is None) == (self.period_ms is None):
             raise ValueError("give exactly one of fps and period_ms")
+        if not math.isfinite(self.period):  # fps 5e-324: its period, 1000 / fps, is infinite
+            raise ValueError(f"fps {self.fps:g} is a period of 1000 / fps ms, past the largest float")
         return self
 
     @property

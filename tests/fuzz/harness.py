@@ -109,9 +109,14 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+#: Numbers at the edges, drawn more often than ``st.floats()`` and ``st.integers()`` draw them: a
+#: subnormal that underflows a rate to zero, a float whose product overflows, counts of lanes
+#: (cores, channels, instances) that make a run take hours.
+EXTREMES = (5e-324, 1e-320, 1e-10, 1e300, 1.7976931348623157e308, -0.0, 10**6, 10**12, 2**63)
+
 #: Any value JSON or YAML can hold (NaN and infinities included: YAML reads ``.nan``, JSON ``NaN``).
 VALUES: st.SearchStrategy[Any] = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    st.none() | st.booleans() | st.integers() | st.floats() | st.sampled_from(EXTREMES) | st.text(max_size=8),
     lambda inner: (
         st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
     ),

@@ -236,6 +236,22 @@ def test_workload_period_of_1e_320_is_refused(tmp_path: Path) -> None:
     assert res.code == 2 and "releases over 200,000 instances" in res.stderr
 
 
+def test_workload_fps_whose_period_is_infinite_is_refused(tmp_path: Path) -> None:
+    # found by test_workload_yaml once EXTREMES joined its values: fps 5e-324 is a period of inf ms,
+    # and the first release, offset + 0 x inf, was NaN (a ValueError in int())
+    f = _workload(tmp_path, 5, 0, 1.0)
+    f.write_text(f.read_text().replace("period_ms: 1.0", "fps: 5.0e-324"))
+    out = tmp_path / "out"
+    res = check_refusal_or_run("regression", ["run", "rk3588", "--workload", str(f), "--out", str(out)], f, out)
+    assert res.code == 2 and "models[0]: fps 4.94066e-324 is a period of 1000 / fps ms, past the largest float" in res.stderr
+
+
+def test_frames_over_the_op_limit_are_refused(tmp_path: Path) -> None:
+    out = tmp_path / "out"  # 10^9 frames of the 5-op MLP ran for hours
+    res = check_refusal_or_run("regression", ["run", "rk3588", str(MLP), "--frames", "1000000000", "--out", str(out)], MLP, out)
+    assert res.code == 2 and "1,000,000,000 frames of 5 ops are 5,000,000,000 ops, over the limit of 200,000" in res.stderr
+
+
 def test_workload_of_too_many_ops_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from graph_ir import files
 
