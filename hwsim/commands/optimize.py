@@ -118,12 +118,12 @@ def _search(args: argparse.Namespace, inputs: SearchInputs) -> Search:
     from hwsim.studies.optimize.search import Search
     from hwsim.studies.sweep import open_executor
 
-    db = ExperienceDB.open(args.db if args.db is not None else default_db_url())
     budget = _budget(args, inputs)
     start = time.monotonic()
     with ExitStack() as stack:
+        executor = stack.enter_context(open_executor(args.workers, args.dask))  # refused: no database made
+        db = ExperienceDB.open(args.db if args.db is not None else default_db_url())
         stack.callback(db.close)
-        executor = stack.enter_context(open_executor(args.workers, args.dask))
         bar = stack.enter_context(_progress(args.budget, args.quiet) if not args.quiet else nullcontext(None))
         s = Search(inputs, db, executor, budget, bar.update if bar is not None else (lambda n: None))
         run_search(s)

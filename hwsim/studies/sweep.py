@@ -27,6 +27,7 @@ import itertools
 import json
 import math
 import operator
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
@@ -76,6 +77,10 @@ SPECIAL_KEYS = ("precision", "prune", "policy")
 OVERHEAD_SHARE = 0.01
 
 MIB = 1 << 20
+#: Most worker processes a pool on this machine may have, per CPU: the evaluations are CPU-bound,
+#: so more only queue, and a fork pool starts all of them at once (--workers 10^6 forked until
+#: the machine ran out of processes).
+WORKERS_PER_CPU = 4
 
 
 class SweepError(ValueError):
@@ -471,8 +476,15 @@ def open_executor(workers: int, dask: str | None, connect_timeout_s: float = 3.0
     Raises
     ------
     SweepError
-        When the scheduler cannot be reached within ``connect_timeout_s`` (naming the address).
+        When the scheduler cannot be reached within ``connect_timeout_s`` (naming the address),
+        or ``workers`` on this machine are over :data:`WORKERS_PER_CPU` per CPU.
     """
+    cpus = os.cpu_count() or 1
+    if dask in (None, "local") and workers > WORKERS_PER_CPU * cpus:
+        raise SweepError(
+            f"--workers {workers}: over {WORKERS_PER_CPU * cpus} processes ({WORKERS_PER_CPU} for each of this "
+            f"machine's {cpus} CPUs), where each only queues for a CPU"
+        )
     if dask is None:
         with ProcessPoolExecutor(max_workers=workers) as pool:
             yield pool

@@ -487,3 +487,25 @@ def test_sensitivity_factor_past_the_largest_float_is_an_invalid_point(tmp_path:
     past = next(p for p in points if p["factor"] == 1e308)
     assert code == 0 and past["value"] is None and past["latency_ms"] is None
     assert "npu.cores: 3 x 1e+308 is not a finite number" in past["error"]
+
+
+@pytest.mark.parametrize("command", ["optimize", "sweep"])
+def test_workers_far_over_the_cpus_are_refused_before_anything_is_written(tmp_path: Path, command: str) -> None:
+    # --workers 1000000 forked processes until the machine ran out: a fork pool starts all at once
+    import os
+
+    from hwsim.studies.sweep import WORKERS_PER_CPU
+
+    too_many = str(WORKERS_PER_CPU * (os.cpu_count() or 1) + 1)
+    out, db = tmp_path / "out", tmp_path / "e.sqlite"
+    if command == "optimize":
+        argv = ["optimize", "rk3588", str(MLP), "--budget", "2", "--quiet", "--out", str(out), "--db", str(db)]
+    else:
+        spec = tmp_path / "s.yaml"
+        spec.write_text(f"models: [{MLP}]\nchips: [rk3588]\ngrid: {{precision: [int8]}}\nobjectives: [latency_ms]\n")
+        argv = ["sweep", str(spec), "--out", str(out)]
+    from tests.fuzz.harness import run_cli
+
+    res = run_cli([*argv, "--workers", too_many])
+    assert res.code == 2 and f"--workers {too_many}: over" in res.stderr and "CPUs" in res.stderr
+    assert not out.exists() and not db.exists()
