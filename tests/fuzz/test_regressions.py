@@ -43,6 +43,19 @@ def test_taskgraph_edge_end_not_a_string_is_refused(tmp_path: Path) -> None:
     assert res.code == 2 and "edges[0].src: unknown task []" in res.stderr
 
 
+def test_taskgraph_transfer_of_6e13_beside_a_10_ns_schedule_is_scheduled(tmp_path: Path) -> None:
+    # found by test_taskgraph_json once EXTREMES joined its values: CP-SAT's polish scaled the
+    # transfer to 6e18 steps and refused the constant past 2^63 (a TypeError, an internal error)
+    f = tmp_path / "g.json"
+    f.write_text(
+        '{"units": ["cpu", "npu"], "tasks": [{"name": "a", "cost": {"cpu": 4.0, "npu": 1.0}}, '
+        '{"name": "b", "cost": {"cpu": 2.0}}, {"name": "c", "cost": {"npu": 3.0}}], '
+        '"edges": [{"src": "a", "dst": "b", "comm": 64563604257984}, {"src": "a", "dst": "c"}]}'
+    )
+    res = check_refusal_or_run("regression", ["schedule", str(f)], f)
+    assert res.code == 0 and "makespan 7 " in res.stdout  # a on the cpu beside b: the transfer is never paid
+
+
 @pytest.mark.parametrize("name", ["g.json", "g.stg"])
 def test_taskgraph_2gib_file_is_refused_unread(tmp_path: Path, name: str) -> None:
     f = _sparse(tmp_path / name, 2 * 2**30)
