@@ -37,9 +37,9 @@ def add_parser(sub: Any) -> None:
                         "estimate is steady; the chip file includes it")  # fmt: skip
     p.add_argument("--models", nargs="+", type=Path, metavar="MODEL",
                    help="with --calibrate: ONNX models to fit on (default: the bundled calibration set)")  # fmt: skip
-    p.add_argument("--max-seconds", type=float, default=300.0,
+    p.add_argument("--max-seconds", type=float,
                    help="with --calibrate: start no round that would end past this (default 300; three rounds always run)")  # fmt: skip
-    p.add_argument("--target-spread", type=float, default=0.05,
+    p.add_argument("--target-spread", type=float,
                    help="with --calibrate: stop when a round moves the merged predictions by at most this (default 0.05)")  # fmt: skip
     add_debug(p)
 
@@ -54,8 +54,10 @@ def main(args: argparse.Namespace) -> int:
         raise FingerprintError(f"{args.out}: folder {args.out.parent} does not exist")
     if args.calibrate:
         return _calibrate(args)
-    if args.models is not None:
-        raise FingerprintError("--models: only with --calibrate")
+    for option, value in (("--models", args.models), ("--max-seconds", args.max_seconds),
+                          ("--target-spread", args.target_spread)):  # fmt: skip
+        if value is not None:
+            raise FingerprintError(f"{option}: only with --calibrate")
     try:
         fp = measure_host(args.threads, quick=args.quick)
     except MeasureError as exc:
@@ -70,6 +72,8 @@ def main(args: argparse.Namespace) -> int:
 def _calibrate_models(args: argparse.Namespace) -> list[Path]:
     from hwsim.host.calibrate_host import bundled_models
 
+    args.max_seconds = 300.0 if args.max_seconds is None else args.max_seconds
+    args.target_spread = 0.05 if args.target_spread is None else args.target_spread
     if not args.max_seconds > 0:
         raise FingerprintError(f"--max-seconds {args.max_seconds}: must be positive")
     if not 0 < args.target_spread < 1:

@@ -285,7 +285,9 @@ class TestCommand:
             (["--calibrate", "--max-seconds", "nan"], "--max-seconds nan"),
             (["--calibrate", "--target-spread", "5"], "--target-spread 5"),
             (["--calibrate", "--models", "nope.onnx"], "nope.onnx: file not found"),
-            (["--models", "nope.onnx"], "only with --calibrate"),
+            (["--models", "nope.onnx"], "--models: only with --calibrate"),
+            (["--target-spread", "nan"], "--target-spread: only with --calibrate"),  # was ignored: a host file written
+            (["--max-seconds", "1e-320"], "--max-seconds: only with --calibrate"),
         ],
     )
     def test_bad_input_is_one_line(self, tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str],
