@@ -88,7 +88,7 @@ def main(args: argparse.Namespace) -> int:
 
     if args.units is not None and args.units < 1:
         raise TaskGraphError(f"{args.taskgraph}: --units must be at least 1, got {args.units}")
-    if args.time_limit <= 0:
+    if not args.time_limit > 0:  # NaN too
         raise TaskGraphError(f"--time-limit must be positive, got {args.time_limit}")
     tg = load_task_graph(args.taskgraph, args.units)
     missed: DeadlineError | None = None

@@ -56,6 +56,16 @@ def test_taskgraph_transfer_of_6e13_beside_a_10_ns_schedule_is_scheduled(tmp_pat
     assert res.code == 0 and "makespan 7 " in res.stdout  # a on the cpu beside b: the transfer is never paid
 
 
+@pytest.mark.parametrize("limit", ["nan", "0", "-1"])
+def test_schedule_time_limit_not_positive_is_refused(tmp_path: Path, limit: str) -> None:
+    from tests.fuzz.harness import run_cli
+
+    f = tmp_path / "g.json"  # NaN passed "limit <= 0" and went on to the solver
+    f.write_text('{"units": ["u"], "tasks": [{"name": "a", "cost": {"u": 1}}], "edges": []}')
+    res = run_cli(["schedule", str(f), "--time-limit", limit])
+    assert res.code == 2 and res.stderr == f"hwsim: error: --time-limit must be positive, got {float(limit)}\n"
+
+
 @pytest.mark.parametrize("name", ["g.json", "g.stg"])
 def test_taskgraph_2gib_file_is_refused_unread(tmp_path: Path, name: str) -> None:
     f = _sparse(tmp_path / name, 2 * 2**30)
