@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import sys
 import time
 from contextlib import ExitStack, nullcontext
@@ -138,7 +139,7 @@ def main(args: argparse.Namespace) -> int:
     from hwsim.report.outdir import check_own_dir
     from hwsim.studies.optimize.outputs import OPTIMIZE_FILES, write_outputs
 
-    if args.time is not None and not args.time > 0:
+    if args.time is not None and not 0 < args.time < math.inf:
         raise UsageError(f"--time {args.time}: expected a positive number of seconds")
     inputs = _inputs(args)
     check_own_dir(args.out, OPTIMIZE_FILES)

@@ -532,3 +532,13 @@ def test_workers_far_over_the_cpus_are_refused_before_anything_is_written(tmp_pa
     res = run_cli([*argv, "--workers", too_many])
     assert res.code == 2 and f"--workers {too_many}: over" in res.stderr and "CPUs" in res.stderr
     assert not out.exists() and not db.exists()
+
+
+@pytest.mark.parametrize("seconds", ["nan", "inf", "0"])
+def test_optimize_time_not_a_finite_positive_number_is_refused(tmp_path: Path, seconds: str) -> None:
+    from tests.fuzz.harness import run_cli
+
+    out, db = tmp_path / "out", tmp_path / "e.sqlite"  # --time inf searched until Ctrl-C
+    res = run_cli(["optimize", "rk3588", str(MLP), "--time", seconds, "--quiet", "--out", str(out), "--db", str(db)])
+    assert res.code == 2 and f"--time {float(seconds)}: expected a positive number of seconds" in res.stderr
+    assert not out.exists() and not db.exists()
