@@ -39,6 +39,7 @@ from hwsim.sim.engine import Trace
 
 __all__ = [
     "CATEGORY_COLORS",
+    "GANTT_ALL_CORES",
     "GANTT_MAX_OPS",
     "bandwidth_png",
     "compare_png",
@@ -52,6 +53,9 @@ __all__ = [
 
 #: Above this many ops the Gantt chart merges bars closer than a pixel (and says so).
 GANTT_MAX_OPS = 20_000
+#: A unit with at most this many cores has a Gantt row for each; a larger one only for those that
+#: run an op, and one row for the rest.
+GANTT_ALL_CORES = 16
 _GANTT_WIDTH_PX = 1800
 #: Above this many steps a bandwidth curve is drawn as its mean over equal bins (and says so).
 _BANDWIDTH_MAX_STEPS = 20_000
@@ -251,16 +255,26 @@ def _merge(bars: Sequence[_Bar], gap: float) -> list[_Bar]:
 _FRAME_COLORS = tuple(colormaps["tab10"](i) for i in range(10))
 
 
-def _gantt_rows(result: RunResult) -> tuple[list[str], dict[tuple[str, int], int], list[int]]:
+def _gantt_rows(result: RunResult, trace: Trace) -> tuple[list[str], dict[tuple[str, int], int], list[int]]:
     """Row labels (a row per core, then per DMA channel), the row of each (unit or link, index),
-    and the row after each unit's last core (where a separating line goes)."""
+    and the row after each unit's last core (where a separating line goes).
+
+    A unit of more than :data:`GANTT_ALL_CORES` cores has a row per core that runs an op and one
+    row saying how many are idle (a 1,024-core unit drew 1,024 rows, most of them empty).
+    """
+    used: dict[str, set[int]] = {}
+    for r in trace.ops:
+        used.setdefault(r.unit, set()).update(r.all_cores)
     rows: list[str] = []
     row_of: dict[tuple[str, int], int] = {}
     group_ends: list[int] = []
     for u in result.chip.units:
-        for c in range(u.cores):
+        shown = range(u.cores) if u.cores <= GANTT_ALL_CORES else sorted(used.get(u.name, ()))
+        for c in shown:
             row_of[(u.name, c)] = len(rows)
             rows.append(f"{u.name}/{c}")
+        if len(shown) < u.cores:
+            rows.append(f"{u.name}: {u.cores - len(shown)} idle")
         group_ends.append(len(rows))
     for link in result.chip.links:
         for ch in range(link.dma_channels):
@@ -350,7 +364,8 @@ def _gantt_title(result: RunResult, trace: Trace, merged_bars: int | None) -> st
 
 
 def gantt_png(result: RunResult, path: Path | None = None, max_ops: int = GANTT_MAX_OPS) -> bytes:
-    """Gantt chart: one row per core and per DMA channel, ops coloured by category.
+    """Gantt chart: one row per core and per DMA channel, ops coloured by category (a unit of
+    more than :data:`GANTT_ALL_CORES` cores: a row per core that runs an op, one for its idle ones).
 
     Critical-path ops and transfers are marked by a red strip along the top of their row.
     With several frames (``result.stream_trace``) the chart shows the whole stream, ops and
@@ -359,7 +374,7 @@ def gantt_png(result: RunResult, path: Path | None = None, max_ops: int = GANTT_
     the category or frame covering most of them), and the title says so.
     """
     trace = result.stream_trace if result.stream_trace is not None else result.trace
-    rows, row_of, group_ends = _gantt_rows(result)
+    rows, row_of, group_ends = _gantt_rows(result, trace)
     per_row, critical, keys = _gantt_bars(result, trace, row_of, len(rows))
     makespan_ms = trace.makespan_ps / PS_PER_MS
     right = makespan_ms if makespan_ms > 0 else 1.0

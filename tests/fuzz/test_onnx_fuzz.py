@@ -113,3 +113,87 @@ def test_onnx_bytes(content: bytes) -> None:
         model.write_bytes(content)
         argv = ["run", "rk3588", str(model), "--out", str(out), "--no-plots", "--allow-overcommit"]
         check_refusal_or_run("onnx", argv, model, out)
+
+
+# --- the attributes and shape inputs of the ops a CNN is made of --------------------------------
+
+#: Integers at the edges of what an attribute or a shape input may hold.
+EDGE_INTS = (0, 1, -1, 2, -2, 3, 7, 2**31 - 1, -(2**31), 2**62, -(2**63), 2**63 - 1, 10**12)
+
+
+def _cnn() -> onnx.ModelProto:
+    """A small CNN whose ops carry the attributes and shape inputs fuzzed: Conv, MaxPool,
+    ConvTranspose, AveragePool, Resize, Reshape, Slice, Transpose, Concat, Softmax, ReduceMean."""
+    f = TensorProto.FLOAT
+    x = helper.make_tensor_value_info("x", f, [1, 4, 16, 16])
+    y = helper.make_tensor_value_info("y", f, [1, 1, 4])
+    inits = [
+        helper.make_tensor("w", f, [8, 4, 3, 3], [0.01] * 288),
+        helper.make_tensor("wt", f, [8, 4, 2, 2], [0.01] * 128),
+        helper.make_tensor("scales", f, [4], [1.0, 1.0, 2.0, 2.0]),
+        helper.make_tensor("shape", TensorProto.INT64, [3], [1, 4, -1]),
+        helper.make_tensor("starts", TensorProto.INT64, [1], [0]),
+        helper.make_tensor("ends", TensorProto.INT64, [1], [32]),
+        helper.make_tensor("axes", TensorProto.INT64, [1], [2]),
+        helper.make_tensor("steps", TensorProto.INT64, [1], [2]),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                         strides=[1, 1], dilations=[1, 1], group=1),
+        helper.make_node("MaxPool", ["c"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("ConvTranspose", ["p", "wt"], ["t"], name="deconv", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("AveragePool", ["t"], ["a"], name="avg", kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                         strides=[1, 1]),
+        helper.make_node("Resize", ["a", "", "scales"], ["r"], name="resize", mode="nearest"),
+        helper.make_node("Reshape", ["r", "shape"], ["s"], name="reshape"),
+        helper.make_node("Slice", ["s", "starts", "ends", "axes", "steps"], ["sl"], name="slice"),
+        helper.make_node("Transpose", ["sl"], ["tr"], name="transpose", perm=[0, 2, 1]),
+        helper.make_node("Concat", ["tr", "tr"], ["cc"], name="concat", axis=1),
+        helper.make_node("Softmax", ["cc"], ["sm"], name="softmax", axis=-1),
+        helper.make_node("ReduceMean", ["sm"], ["y"], name="mean", axes=[1], keepdims=1),
+    ]
+    graph = helper.make_graph(nodes, "cnn", [x], [y], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+CNN = _cnn()
+INT_ATTRIBUTES = ("kernel_shape", "pads", "strides", "dilations", "group", "perm", "axis", "axes", "keepdims",
+                  "ceil_mode", "count_include_pad", "output_padding", "output_shape")  # fmt: skip
+EDGE_INT = st.one_of(st.sampled_from(EDGE_INTS), st.integers(-4, 40))
+
+
+@st.composite
+def _cnn_mutations(draw: st.DrawFn) -> bytes:
+    m = onnx.ModelProto()
+    m.CopyFrom(CNN)
+    g = m.graph
+    for _ in range(draw(st.integers(1, 3))):
+        if draw(st.booleans()):  # an attribute of a node: a list of ints, one int, or gone
+            node = g.node[draw(st.integers(0, len(g.node) - 1))]
+            name = draw(st.sampled_from(INT_ATTRIBUTES))
+            kept = [a for a in node.attribute if a.name != name]
+            del node.attribute[:]
+            node.attribute.extend(kept)
+            value = draw(st.one_of(st.none(), EDGE_INT, st.lists(EDGE_INT, max_size=5)))
+            if value is not None and value != []:
+                node.attribute.append(helper.make_attribute(name, value))
+        else:  # a shape input: Reshape's shape, Slice's starts/ends/axes/steps, Resize's scales
+            k = draw(st.integers(0, len(g.initializer) - 1))
+            t = g.initializer[k]
+            if t.data_type == TensorProto.INT64:
+                values = draw(st.lists(EDGE_INT, min_size=0, max_size=5))
+                g.initializer[k].CopyFrom(helper.make_tensor(t.name, TensorProto.INT64, [len(values)], values))
+            elif t.name == "scales":
+                values = draw(st.lists(st.one_of(st.floats(), st.sampled_from([0.0, 1e-320, 1e30])), max_size=5))
+                g.initializer[k].CopyFrom(helper.make_tensor(t.name, TensorProto.FLOAT, [len(values)], values))
+    return m.SerializeToString()
+
+
+@fuzz_settings(100)
+@given(_cnn_mutations())
+def test_onnx_cnn_attributes(content: bytes) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        model, out = Path(d) / "model.onnx", Path(d) / "out"
+        model.write_bytes(content)
+        argv = ["run", "rk3588", str(model), "--out", str(out), "--no-plots", "--allow-overcommit"]
+        check_refusal_or_run("onnx-cnn", argv, model, out)

@@ -351,6 +351,23 @@ def test_gantt_down_samples_large_graphs(results: dict[str, RunResult], tmp_path
     assert _png_size(tmp_path / "g.png")[0] > 400
 
 
+def test_gantt_rows_of_a_many_core_unit_are_its_busy_cores_and_one_idle_row(results: dict[str, RunResult]) -> None:
+    from chips.schema import chip_from_dict
+
+    base = results["cross"]
+    rows, row_of, _ = plots._gantt_rows(base, base.trace)  # rk3588: a row for every core
+    assert sum(1 for r in rows if not r.startswith("DMA")) == sum(u.cores for u in base.chip.units)
+    data = base.chip.model_dump()
+    next(u for u in data["units"] if u["name"] == "npu")["cores"] = 40
+    many = run_graph(base.graph, chip_from_dict(data, source="rk3588 with 40 NPU cores"))
+    rows, row_of, _ = plots._gantt_rows(many, many.trace)
+    busy = {c for r in many.trace.ops if r.unit == "npu" for c in r.all_cores}
+    assert busy and [r for r in rows if r.startswith("npu")] == [
+        *(f"npu/{c}" for c in sorted(busy)), f"npu: {40 - len(busy)} idle"
+    ]
+    assert all((r.unit, c) in row_of for r in many.trace.ops for c in r.all_cores)
+
+
 def test_merge_joins_bars_closer_than_the_gap() -> None:
     bars = [(0.0, 1.0, "a"), (1.05, 1.0, "a"), (2.1, 0.5, "b"), (3.0, 0.5, "b")]
     assert plots._merge(bars, 0.1) == [(0.0, 2.6, "a"), (3.0, 0.5, "b")]
