@@ -294,7 +294,14 @@ def _names(graph: onnx.GraphProto) -> set[str]:
 
 
 def infer_strict(model: onnx.ModelProto) -> onnx.ModelProto:
-    """ONNX shape inference as the importer runs it (strict, with data propagation)."""
+    """ONNX shape inference as the importer runs it (strict, with data propagation), guarded
+    against onnx's abort on a Slice over a negative dim (:mod:`graph_ir.infer_guard`)."""
+    from graph_ir.infer_guard import infer_guarded
+
+    return infer_guarded(model, _infer_strict)
+
+
+def _infer_strict(model: onnx.ModelProto) -> onnx.ModelProto:
     return shape_inference.infer_shapes(model, check_type=False, strict_mode=True, data_prop=True)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import onnx
 import pytest
 
 from tests.fuzz.harness import Outcome, check_refusal_or_run
@@ -283,6 +284,25 @@ def test_workload_of_too_many_ops_is_refused(tmp_path: Path, monkeypatch: pytest
     out = tmp_path / "out"
     res = check_refusal_or_run("regression", ["run", "rk3588", "--workload", str(f), "--out", str(out)], f, out)
     assert res.code == 2 and "hold 15 ops, over the limit of 12" in res.stderr
+
+
+def test_onnx_slice_after_a_conv_whose_kernel_outgrows_its_input_is_refused(tmp_path: Path) -> None:
+    # found by test_onnx_cnn_attributes: kernel_shape [32, 15] on a 16x16 input made dim -13, and
+    # onnx's Slice shape inference aborted the whole process on it (SIGABRT, onnx/onnx#8481)
+    from onnx import helper
+
+    from tests.fuzz.test_onnx_fuzz import CNN
+
+    model = onnx.ModelProto()
+    model.CopyFrom(CNN)
+    conv = next(n for n in model.graph.node if n.name == "conv")
+    kept = [a for a in conv.attribute if a.name != "kernel_shape"]
+    del conv.attribute[:]
+    conv.attribute.extend([*kept, helper.make_attribute("kernel_shape", [32, 15])])
+    f, out = tmp_path / "cnn.onnx", tmp_path / "out"
+    onnx.save(model, f)
+    res = check_refusal_or_run("regression", ["run", "rk3588", str(f), "--out", str(out)], f, out)
+    assert res.code == 2 and "aborted (SIGABRT; onnx/onnx#8481): node 'conv' (Conv) makes 'c' of shape [1, 8, -13, 4]" in res.stderr
 
 
 def test_onnx_graph_over_the_op_limit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,131 @@
+"""ONNX shape inference that cannot take the process down.
+
+onnx 1.21+ wheels for Linux are built with libstdc++ assertions, and Slice's shape inference
+clamps into ``[0, dim - 1]`` without checking that a dim is not negative: a Slice over a
+negative dim aborts the process with SIGABRT, no exception to catch (onnx/onnx#8481, open for
+onnx 1.23). A negative dim comes from an op before it whose geometry does not fit (a Conv
+kernel larger than its padded input gives ``-13``), which onnx's checker and shape inference
+let through. So a model that holds a Slice is inferred in a forked child process; a child that
+dies is reported as an :class:`~onnx.shape_inference.InferenceError` naming the op that made a
+dim negative. A model without Slice, or a platform without ``fork``, is inferred in process.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import signal
+from collections.abc import Callable, Iterator
+
+import onnx
+from onnx import shape_inference
+
+__all__ = ["ABORTING_OPS", "infer_guarded", "negative_dim"]
+
+#: Op types whose shape inference can abort the process on a negative input dim.
+ABORTING_OPS = frozenset({"Slice"})
+
+Infer = Callable[[onnx.ModelProto], onnx.ModelProto]
+
+
+def _nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
+    """Every node of ``graph`` and of the bodies its nodes hold, at any depth."""
+    for node in graph.node:
+        yield node
+        for a in node.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                yield from _nodes(a.g)
+            elif a.type == onnx.AttributeProto.GRAPHS:
+                for g in a.graphs:
+                    yield from _nodes(g)
+
+
+def infer_guarded(model: onnx.ModelProto, infer: Infer) -> onnx.ModelProto:
+    """``infer(model)``, in a forked child when ``model`` holds one of :data:`ABORTING_OPS`.
+
+    Raises
+    ------
+    onnx.shape_inference.InferenceError
+        The child died (the message names the op that made a dim negative), or ``infer`` raised
+        it in the child.
+    onnx.checker.ValidationError, RuntimeError
+        When ``infer`` raised one in the child (the same message).
+    """
+    if not hasattr(os, "fork") or not any(n.op_type in ABORTING_OPS for n in _nodes(model.graph)):
+        return infer(model)
+    ok, payload = _in_child(lambda: infer(model).SerializeToString())
+    if ok:
+        return onnx.load_from_string(payload)
+    raise _error(payload, model)
+
+
+_ERRORS: dict[str, type[Exception]] = {
+    "InferenceError": shape_inference.InferenceError,
+    "ValidationError": onnx.checker.ValidationError,
+}
+
+
+def _error(payload: bytes, model: onnx.ModelProto) -> Exception:
+    """The exception for what the child sent: its own error, or the signal that killed it."""
+    kind, _, message = payload.decode("utf-8", "replace").partition("\n")
+    if kind.startswith("signal "):
+        name = signal.Signals(int(kind.split()[1])).name
+        where = negative_dim(model) or "a dim made negative before a Slice"
+        return shape_inference.InferenceError(
+            f"onnx's shape inference aborted ({name}; onnx/onnx#8481): {where}"
+        )
+    return _ERRORS.get(kind, RuntimeError)(message)
+
+
+def negative_dim(model: onnx.ModelProto) -> str | None:
+    """Where the first negative dim comes from, by a lenient inference (one that goes past what
+    it cannot infer) with every Slice made an Identity, in a child too; None when none is found."""
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    for node in _nodes(probe.graph):
+        if node.op_type in ABORTING_OPS:
+            node.op_type = "Identity"
+            del node.input[1:]
+            del node.attribute[:]
+    try:
+        ok, payload = _in_child(lambda: shape_inference.infer_shapes(probe, data_prop=True).SerializeToString())
+    except OSError:
+        return None
+    if not ok:
+        return None
+    shapes = {v.name: v.type.tensor_type.shape for v in onnx.load_from_string(payload).graph.value_info}
+    for node in probe.graph.node:
+        for out in node.output:
+            dims = [d.dim_value if d.HasField("dim_value") else "?" for d in shapes[out].dim] if out in shapes else []
+            if any(isinstance(d, int) and d < 0 for d in dims):
+                return f"node {node.name or out!r} ({node.op_type}) makes {out!r} of shape {dims}"
+    return None
+
+
+def _in_child(work: Callable[[], bytes]) -> tuple[bool, bytes]:
+    """Run ``work`` in a forked child: (True, its bytes), or (False, ``"KIND\\nmessage"`` for the
+    exception it raised, ``"signal N"`` for the signal that killed it)."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns, and prints nothing (an abort's message included)
+        try:
+            os.close(read_end)
+            faulthandler.disable()  # pytest's would print the abort's Python stack
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+            try:
+                data = b"\x01" + work()
+            except Exception as exc:  # noqa: BLE001 (sent to the parent, which raises it)
+                data = b"\x00" + f"{type(exc).__name__}\n{exc}".encode("utf-8", "replace")
+            with os.fdopen(write_end, "wb") as pipe:
+                pipe.write(data)
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        return False, f"signal {os.WTERMSIG(status)}".encode()
+    if not data:
+        return False, b"RuntimeError\nshape inference's child process ended without an answer"
+    return data[:1] == b"\x01", data[1:]
