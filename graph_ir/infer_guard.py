@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 import onnx
 from onnx import shape_inference
 
-__all__ = ["ABORTING_OPS", "infer_guarded", "negative_dim"]
+__all__ = ["ABORTING_OPS", "infer_guarded", "negative_dim", "refuse_aborting"]
 
 #: Op types whose shape inference can abort the process on a negative input dim.
 ABORTING_OPS = frozenset({"Slice"})
@@ -57,6 +57,25 @@ def infer_guarded(model: onnx.ModelProto, infer: Infer) -> onnx.ModelProto:
     if ok:
         return onnx.load_from_string(payload)
     raise _error(payload, model)
+
+
+def refuse_aborting(model: onnx.ModelProto) -> None:
+    """Raise where onnx's own shape inference would abort on ``model`` (onnxruntime's quantizer
+    runs it in process): a model without :data:`ABORTING_OPS` returns at once, another is
+    inferred leniently in a child.
+
+    Raises
+    ------
+    onnx.shape_inference.InferenceError
+        The child died; the message names the op that made a dim negative.
+    """
+    try:
+        infer_guarded(model, lambda m: shape_inference.infer_shapes(m, data_prop=True))
+    except shape_inference.InferenceError as exc:
+        if "onnx/onnx#8481" in str(exc):
+            raise
+    except (onnx.checker.ValidationError, RuntimeError):
+        pass  # what onnx's lenient inference refuses, the caller's own reader reports
 
 
 _ERRORS: dict[str, type[Exception]] = {

@@ -107,6 +107,7 @@ def check_weights(model: onnx.ModelProto, path: Path) -> None:
 
 def load_weighted(path: str | Path) -> onnx.ModelProto:
     """Load an ONNX model with its weights, refusing a weightless one (see :func:`check_weights`)."""
+    from graph_ir.infer_guard import refuse_aborting
     from graph_ir.ir import ModelError
 
     path = Path(path)
@@ -117,6 +118,10 @@ def load_weighted(path: str | Path) -> onnx.ModelProto:
     except Exception as exc:  # noqa: BLE001 - protobuf raises several types for a bad file
         raise ModelError(f"{path}: not a valid ONNX file ({type(exc).__name__})") from None
     check_weights(model, path)
+    try:  # onnxruntime's quantizer runs onnx's shape inference, which may abort the process
+        refuse_aborting(model)
+    except onnx.shape_inference.InferenceError as exc:
+        raise ModelError(f"{path}: {exc}") from None
     return model
 
 
@@ -192,11 +197,13 @@ def read_npz(path: Path) -> dict[str, np.ndarray]:
         if not isinstance(z, np.lib.npyio.NpzFile):
             raise DataError(f"{path}: not an .npz file (a single .npy array)")
         with z:
-            members = set(z.zip.namelist())
+            archive = z.zip
+            assert archive is not None  # an open NpzFile holds its zip
+            members = set(archive.namelist())
             for name in z.files:
                 if f"{name}.npy" not in members:
                     raise DataError(f"{path}: member {name!r} is not a .npy array")
-                _check_declared_size(path, z.zip, name)
+                _check_declared_size(path, archive, name)
             return {k: z[k] for k in z.files}
     except DataError:
         raise
