@@ -156,16 +156,44 @@ def _cnn() -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
 
+def _shape_ops() -> onnx.ModelProto:
+    """A graph of the ops that move and reshape data, with attributes and shape inputs to fuzz:
+    Pad, Split, Tile, Expand, Gather, Squeeze, Unsqueeze, Flatten, TopK, Concat."""
+    f, i64 = TensorProto.FLOAT, TensorProto.INT64
+    x = helper.make_tensor_value_info("x", f, [1, 4, 6, 6])
+    y = helper.make_tensor_value_info("y", f, None)
+    ints = {"pads": [0, 0, 1, 1, 0, 0, 1, 1], "split": [2, 2], "repeats": [1, 1, 2, 1], "shape": [1, 2, 8, 8],
+            "idx": [0, 1], "sq_axes": [0], "unsq_axes": [0], "k": [3]}  # fmt: skip
+    inits = [helper.make_tensor(n, i64, [len(v)], v) for n, v in ints.items()]
+    nodes = [
+        helper.make_node("Pad", ["x", "pads"], ["p"], name="pad", mode="constant"),
+        helper.make_node("Split", ["p", "split"], ["s0", "s1"], name="split", axis=1),
+        helper.make_node("Tile", ["s0", "repeats"], ["t"], name="tile"),
+        helper.make_node("Expand", ["s1", "shape"], ["e"], name="expand"),
+        helper.make_node("Concat", ["t", "e"], ["c"], name="concat", axis=2),
+        helper.make_node("Gather", ["c", "idx"], ["g"], name="gather", axis=1),
+        helper.make_node("Squeeze", ["g", "sq_axes"], ["q"], name="squeeze"),
+        helper.make_node("Unsqueeze", ["q", "unsq_axes"], ["u"], name="unsqueeze"),
+        helper.make_node("Flatten", ["u"], ["fl"], name="flatten", axis=2),
+        helper.make_node("TopK", ["fl", "k"], ["y", "yi"], name="topk", axis=-1),
+    ]
+    graph = helper.make_graph(nodes, "shape_ops", [x], [y], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
 CNN = _cnn()
+SHAPE_OPS = _shape_ops()
 INT_ATTRIBUTES = ("kernel_shape", "pads", "strides", "dilations", "group", "perm", "axis", "axes", "keepdims",
-                  "ceil_mode", "count_include_pad", "output_padding", "output_shape")  # fmt: skip
+                  "ceil_mode", "count_include_pad", "output_padding", "output_shape", "largest", "sorted")  # fmt: skip
 EDGE_INT = st.one_of(st.sampled_from(EDGE_INTS), st.integers(-4, 40))
 
 
 @st.composite
-def _cnn_mutations(draw: st.DrawFn) -> bytes:
+def _mutations(draw: st.DrawFn, base: onnx.ModelProto) -> bytes:
+    """``base`` with one to three edits: an int attribute of a node set to edge integers or
+    removed, an int64 shape input replaced by edge integers, float scales by edge floats."""
     m = onnx.ModelProto()
-    m.CopyFrom(CNN)
+    m.CopyFrom(base)
     g = m.graph
     for _ in range(draw(st.integers(1, 3))):
         if draw(st.booleans()):  # an attribute of a node: a list of ints, one int, or gone
@@ -177,11 +205,11 @@ def _cnn_mutations(draw: st.DrawFn) -> bytes:
             value = draw(st.one_of(st.none(), EDGE_INT, st.lists(EDGE_INT, max_size=5)))
             if value is not None and value != []:
                 node.attribute.append(helper.make_attribute(name, value))
-        else:  # a shape input: Reshape's shape, Slice's starts/ends/axes/steps, Resize's scales
+        else:  # a shape input: Reshape's shape, Slice's starts/ends/axes/steps, Resize's scales, pads, ...
             k = draw(st.integers(0, len(g.initializer) - 1))
             t = g.initializer[k]
             if t.data_type == TensorProto.INT64:
-                values = draw(st.lists(EDGE_INT, min_size=0, max_size=5))
+                values = draw(st.lists(EDGE_INT, min_size=0, max_size=8))
                 g.initializer[k].CopyFrom(helper.make_tensor(t.name, TensorProto.INT64, [len(values)], values))
             elif t.name == "scales":
                 values = draw(st.lists(st.one_of(st.floats(), st.sampled_from([0.0, 1e-320, 1e30])), max_size=5))
@@ -189,11 +217,21 @@ def _cnn_mutations(draw: st.DrawFn) -> bytes:
     return m.SerializeToString()
 
 
-@fuzz_settings(100)
-@given(_cnn_mutations())
-def test_onnx_cnn_attributes(content: bytes) -> None:
+def _run_model(reader: str, content: bytes) -> None:
     with tempfile.TemporaryDirectory() as d:
         model, out = Path(d) / "model.onnx", Path(d) / "out"
         model.write_bytes(content)
         argv = ["run", "rk3588", str(model), "--out", str(out), "--no-plots", "--allow-overcommit"]
-        check_refusal_or_run("onnx-cnn", argv, model, out)
+        check_refusal_or_run(reader, argv, model, out)
+
+
+@fuzz_settings(100)
+@given(_mutations(CNN))
+def test_onnx_cnn_attributes(content: bytes) -> None:
+    _run_model("onnx-cnn", content)
+
+
+@fuzz_settings(100)
+@given(_mutations(SHAPE_OPS))
+def test_onnx_shape_op_attributes(content: bytes) -> None:
+    _run_model("onnx-shape-ops", content)
