@@ -366,6 +366,18 @@ def _input_axis(graph: onnx.GraphProto, node: onnx.NodeProto, index: int, defaul
     return default
 
 
+def _why_no_shape(graph: onnx.GraphProto, tensor: str) -> str:
+    """Why shape inference left ``tensor`` without a static shape: a negative dim it inferred (an
+    op whose kernel, pads or strides do not fit its input), else a dynamic one."""
+    for vi in (*graph.value_info, *graph.output):
+        if vi.name == tensor:
+            dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in vi.type.tensor_type.shape.dim]
+            if any(isinstance(d, int) and d < 0 for d in dims):
+                return (f"has the inferred shape {dims}: a negative dim (the op's kernel, pads or strides "
+                        "do not fit its input)")  # fmt: skip
+    return "has no static shape after shape inference (a dynamic dimension? pin inputs with --input-shape, give it with --assume)"
+
+
 def _build(graph: onnx.GraphProto, source: str, name: str, opset: int = 0) -> ModelGraph:
     tensors: dict[str, Tensor] = {}
     for init in graph.initializer:
@@ -402,10 +414,7 @@ def _build(graph: onnx.GraphProto, source: str, name: str, opset: int = 0) -> Mo
             if not t:
                 continue
             if t not in tensors:
-                raise ModelError(
-                    f"{source}: node {node_name!r} ({op_type}): output {t!r} has no static shape "
-                    f"after shape inference (a dynamic dimension? pin inputs with --input-shape, give it with --assume)"
-                )
+                raise ModelError(f"{source}: node {node_name!r} ({op_type}): output {t!r} {_why_no_shape(graph, t)}")
             outs.append(tensors[t])
             producer[t] = node_name
         attrs = _node_attrs_cached(node, attr_values)

@@ -62,3 +62,14 @@ def test_an_error_in_the_child_is_raised_as_its_own_kind() -> None:
     with pytest.raises(shape_inference.InferenceError) as guarded:
         infer_guard.infer_guarded(model, _direct)
     assert str(guarded.value) == str(direct.value)
+
+
+def test_a_negative_dim_without_a_slice_is_refused_at_import_as_negative(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from graph_ir.ir import ModelError
+    from graph_ir.onnx_import import load_onnx
+
+    path = tmp_path / "conv.onnx"
+    onnx.save(_model(12, slice_after=False), path)
+    with pytest.raises(ModelError) as err:  # was "no static shape ... (a dynamic dimension?)"
+        load_onnx(path)
+    assert "node 'conv' (Conv): output 'c' has the inferred shape [1, 2, -3, -3]: a negative dim" in str(err.value)
