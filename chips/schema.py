@@ -68,8 +68,10 @@ Dtype = Literal["int4", "int8", "fp16", "bf16", "fp32"]
 DTYPES: tuple[str, ...] = ("int4", "int8", "fp16", "bf16", "fp32")
 
 #: The smallest positive number a chip field takes. No rate, size, time or fraction of a chip is
-#: this small, and a value far below it (1e-320 GB/s) underflows to a zero rate in the engine.
-SMALLEST_POSITIVE = 1e-9
+#: this small (a thermal test's capacitance goes to 2e-11 J/C), and a value far below it (1e-320
+#: GB/s) underflows to a zero rate in the engine. What a run of numbers just above it takes, the
+#: analysis bounds (``hwsim.analysis.analyze.MAX_RUN_PS``).
+SMALLEST_POSITIVE = 1e-15
 #: The most cores one unit may have: a many-core host CPU (a 2 x 192-core server with SMT) is under
 #: it; every core is a lane the scheduler, the engine and the Gantt chart keep.
 MAX_CORES = 1024
@@ -84,7 +86,7 @@ def _not_vanishing(value: float) -> float:
     0.5
     >>> _not_vanishing(1e-320)
     Traceback (most recent call last):
-    ValueError: 1e-320 is below 1e-09: no physical value of this field is that small
+    ValueError: 1e-320 is below 1e-15: no physical value of this field is that small
     """
     if value < SMALLEST_POSITIVE:
         raise ValueError(f"{value:.3g} is below {SMALLEST_POSITIVE:g}: no physical value of this field is that small")

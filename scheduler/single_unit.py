@@ -62,7 +62,9 @@ def busy_bound_ns(problem: Problem) -> np.ndarray:
     out = np.zeros(problem.n_units)
     for u in range(problem.n_units):
         off = ~able[:, u]
-        busy = np.bincount(fastest[off], weights=ex[off, fastest[off]], minlength=problem.n_units)
+        # float: with no op off u, bincount of nothing is an int array, which truncated the sum
+        # below to whole ns (and overflowed past 2^63 ns)
+        busy = np.bincount(fastest[off], weights=ex[off, fastest[off]], minlength=problem.n_units).astype(float)
         busy[u] += ex[able[:, u], u].sum()
         out[u] = float(np.max(busy / cores))
     return out

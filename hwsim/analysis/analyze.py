@@ -118,9 +118,26 @@ def _critical_path(
     return tuple(reversed(ops)), tuple(x for x in reversed(moves) if x is not None), last_end
 
 
+#: The longest run the analysis takes: its timelines hold picoseconds in int64 (106 days).
+MAX_RUN_PS = 2**63 - 1
+
+
 def analyze(graph: ModelGraph, chip: Chip, trace: Trace) -> Analysis:
-    """Summarize a trace (see the module docstring for the critical path's definition)."""
+    """Summarize a trace (see the module docstring for the critical path's definition).
+
+    Raises
+    ------
+    cost_models.table.UnplaceableError
+        The run is longer than :data:`MAX_RUN_PS`: the chip's numbers are far out of range.
+    """
     makespan = trace.makespan_ps
+    if makespan > MAX_RUN_PS:
+        from cost_models.table import UnplaceableError
+
+        raise UnplaceableError(
+            f"the run takes {makespan / PS_PER_MS / 8.64e7:.3g} days on {chip.name}, past the 106 days of "
+            "picoseconds the simulator's timelines hold: a clock, bandwidth or efficiency of the chip far out of range?"
+        )
     energy = run_energy(chip, trace)
     units = []
     for u in chip.units:

@@ -237,7 +237,7 @@ def _run(args: argparse.Namespace, chip: Chip, graph: ModelGraph, replayed: Sche
             schedule=replay, replay_label=f"replayed ({args.schedule})", mapping=mapping,
         )  # fmt: skip
     except UnplaceableError as exc:
-        raise UnplaceableError(f"{args.model}: {exc}") from None
+        raise UnplaceableError(f"{args.model} on {args.chip}: {exc}") from None
     except BudgetError as exc:
         print(f"hwsim: error: {args.model} on {chip.name}: {exc}", file=sys.stderr)
         return None

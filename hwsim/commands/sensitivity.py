@@ -76,7 +76,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         study = sensitivity(graph, chip, args.params or None, factors, args.precision, args.policy)
     except UnplaceableError as exc:
-        raise UnplaceableError(f"{args.model}: {exc}") from None
+        raise UnplaceableError(f"{args.model} on {args.chip}: {exc}") from None
     data = to_json(study)
 
     def write(tmp: Path) -> None:

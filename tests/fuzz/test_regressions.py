@@ -508,7 +508,7 @@ def test_accuracy_data_in_a_zip_python_cannot_open_is_refused(tmp_path: Path, ed
 
 
 @pytest.mark.parametrize(("line", "value", "words"), [
-    ("    clock_mhz: 1000          # 1024", "1e-320", "units[npu].clock_mhz: 1e-320 is below 1e-09"),
+    ("    clock_mhz: 1000          # 1024", "1e-320", "units[npu].clock_mhz: 1e-320 is below 1e-15"),
     ("    clock_mhz: 1000          # 1024", ".inf", "units[npu].clock_mhz: Input should be a finite number"),
     ("    cores: 3                 # 3 cores", "1000000", "units[npu].cores: Input should be less than or equal to 1024"),
 ])  # fmt: skip
@@ -522,6 +522,20 @@ def test_chip_number_too_small_infinite_or_too_many_cores_is_refused(
     chip.write_text(text.replace(line, f"{line.split(':')[0]}: {value}  #"))  # the line's comment runs on
     res = check_refusal_or_run("regression", _run_chip(chip, tmp_path / "out"), chip, tmp_path / "out")
     assert res.code == 2 and words in res.stderr
+
+
+def test_chip_so_slow_the_run_outlasts_the_picosecond_clock_is_refused(tmp_path: Path) -> None:
+    # every clock at 1e-15 MHz (allowed): the run takes 3e9 days; the power timeline's int64
+    # picoseconds overflowed (an internal OverflowError), as did a bound that bincount left int64
+    import yaml
+
+    data = yaml.safe_load(RK3588.read_text())
+    for unit in data["units"]:
+        unit["clock_mhz"] = 1e-15
+    chip, out = tmp_path / "chip.yaml", tmp_path / "out"
+    chip.write_text(yaml.safe_dump(data))
+    res = check_refusal_or_run("regression", _run_chip(chip, out), chip, out)
+    assert res.code == 2 and "days on rk3588, past the 106 days of picoseconds the simulator's timelines hold" in res.stderr
 
 
 def test_sensitivity_factor_past_the_largest_float_is_an_invalid_point(tmp_path: Path) -> None:
