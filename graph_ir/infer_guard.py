@@ -20,12 +20,17 @@ from collections.abc import Callable, Iterator
 import onnx
 from onnx import shape_inference
 
-__all__ = ["ABORTING_OPS", "infer_guarded", "negative_dim", "refuse_aborting"]
+__all__ = ["ABORTING_OPS", "InferenceAborted", "infer_guarded", "negative_dim", "refuse_aborting"]
 
 #: Op types whose shape inference can abort the process on a negative input dim.
 ABORTING_OPS = frozenset({"Slice"})
 
 Infer = Callable[[onnx.ModelProto], onnx.ModelProto]
+
+
+class InferenceAborted(shape_inference.InferenceError):
+    """onnx's shape inference killed the child it ran in (the message names the op that made a
+    dim negative)."""
 
 
 def _nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
@@ -45,9 +50,10 @@ def infer_guarded(model: onnx.ModelProto, infer: Infer) -> onnx.ModelProto:
 
     Raises
     ------
+    InferenceAborted
+        The child died (the message names the op that made a dim negative).
     onnx.shape_inference.InferenceError
-        The child died (the message names the op that made a dim negative), or ``infer`` raised
-        it in the child.
+        When ``infer`` raised it in the child.
     onnx.checker.ValidationError, RuntimeError
         When ``infer`` raised one in the child (the same message).
     """
@@ -66,15 +72,14 @@ def refuse_aborting(model: onnx.ModelProto) -> None:
 
     Raises
     ------
-    onnx.shape_inference.InferenceError
+    InferenceAborted
         The child died; the message names the op that made a dim negative.
     """
     try:
         infer_guarded(model, lambda m: shape_inference.infer_shapes(m, data_prop=True))
-    except shape_inference.InferenceError as exc:
-        if "onnx/onnx#8481" in str(exc):
-            raise
-    except (onnx.checker.ValidationError, RuntimeError):
+    except InferenceAborted:
+        raise
+    except (shape_inference.InferenceError, onnx.checker.ValidationError, RuntimeError):
         pass  # what onnx's lenient inference refuses, the caller's own reader reports
 
 
@@ -90,7 +95,7 @@ def _error(payload: bytes, model: onnx.ModelProto) -> Exception:
     if kind.startswith("signal "):
         name = signal.Signals(int(kind.split()[1])).name
         where = negative_dim(model) or "a dim made negative before a Slice"
-        return shape_inference.InferenceError(
+        return InferenceAborted(
             f"onnx's shape inference aborted ({name}; onnx/onnx#8481): {where}"
         )
     return _ERRORS.get(kind, RuntimeError)(message)

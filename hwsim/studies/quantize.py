@@ -107,7 +107,7 @@ def check_weights(model: onnx.ModelProto, path: Path) -> None:
 
 def load_weighted(path: str | Path) -> onnx.ModelProto:
     """Load an ONNX model with its weights, refusing a weightless one (see :func:`check_weights`)."""
-    from graph_ir.infer_guard import refuse_aborting
+    from graph_ir.infer_guard import InferenceAborted, refuse_aborting
     from graph_ir.ir import ModelError
 
     path = Path(path)
@@ -120,7 +120,7 @@ def load_weighted(path: str | Path) -> onnx.ModelProto:
     check_weights(model, path)
     try:  # onnxruntime's quantizer runs onnx's shape inference, which may abort the process
         refuse_aborting(model)
-    except onnx.shape_inference.InferenceError as exc:
+    except InferenceAborted as exc:
         raise ModelError(f"{path}: {exc}") from None
     return model
 
