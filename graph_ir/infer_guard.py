@@ -6,8 +6,8 @@ negative dim aborts the process with SIGABRT, no exception to catch (onnx/onnx#8
 onnx 1.23). A negative dim comes from an op before it whose geometry does not fit (a Conv
 kernel larger than its padded input gives ``-13``), which onnx's checker and shape inference
 let through. So a model that holds a Slice is inferred in a forked child process; a child that
-dies is reported as an :class:`~onnx.shape_inference.InferenceError` naming the op that made a
-dim negative. A model without Slice, or a platform without ``fork``, is inferred in process.
+dies is reported as an :class:`InferenceAborted` (an ``InferenceError``) naming the op that made
+a dim negative. A model without Slice, or a platform without ``fork``, is inferred in process.
 """
 
 from __future__ import annotations
@@ -35,14 +35,12 @@ class InferenceAborted(shape_inference.InferenceError):
 
 def _nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
     """Every node of ``graph`` and of the bodies its nodes hold, at any depth."""
+    from graph_ir.rewrites.edit import bodies
+
     for node in graph.node:
         yield node
-        for a in node.attribute:
-            if a.type == onnx.AttributeProto.GRAPH:
-                yield from _nodes(a.g)
-            elif a.type == onnx.AttributeProto.GRAPHS:
-                for g in a.graphs:
-                    yield from _nodes(g)
+        for body in bodies(node):
+            yield from _nodes(body)
 
 
 def infer_guarded(model: onnx.ModelProto, infer: Infer) -> onnx.ModelProto:
