@@ -134,6 +134,7 @@ def _einsum(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[
 _BINARY = (
     "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Mean", "Sum", "Mod", "Equal", "Less",
     "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Where", "BitShift",
+    "BitwiseAnd", "BitwiseOr", "BitwiseXor",
 )  # fmt: skip
 
 
@@ -151,6 +152,7 @@ _UNARY_FLOPS = {
     "Gelu": 12, "HardSigmoid": 3, "HardSwish": 4, "Softplus": 10, "Softsign": 3, "Elu": 8,
     "Selu": 8, "Celu": 8, "ThresholdedRelu": 1, "Sin": 8, "Cos": 8, "Tan": 8, "Asin": 8,
     "Acos": 8, "Atan": 8, "Sinh": 8, "Cosh": 8, "Mish": 16, "Swish": 9,
+    "Asinh": 8, "Acosh": 8, "Atanh": 8, "CastLike": 1, "BitwiseNot": 1, "Shrink": 2,
     "QuantizeLinear": 3, "DequantizeLinear": 2, "DynamicQuantizeLinear": 4,
 }  # fmt: skip
 
@@ -180,7 +182,7 @@ def _gpool(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[s
 
 @register(
     "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
-    "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin", "CumSum",
+    "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin", "CumSum", "CumProd",
 )
 def _reduce(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
     return Metrics("reduce", 0, inputs[0].elements)
@@ -205,6 +207,13 @@ def _norm(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[st
     return Metrics("norm", 0, 8 * outputs[0].elements)
 
 
+@register("LRN")
+def _lrn(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
+    # per element: the squares of ``size`` channels summed, scaled, raised to beta, divided by
+    size = int(attrs.get("size", 1))  # type: ignore[call-overload]
+    return Metrics("norm", 0, (2 * max(size, 1) + 12) * outputs[0].elements)
+
+
 @register("BatchNormalization")
 def _bn(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
     return Metrics("norm", 0, 2 * outputs[0].elements)
@@ -213,7 +222,7 @@ def _bn(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str,
 # ---------------------------------------------------------------- data movement and views
 @register(
     "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout", "Shape", "Size",
-    "Constant", "EyeLike",
+    "Constant", "EyeLike", "BitCast",
 )
 def _layout(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
     return Metrics("layout")
@@ -223,9 +232,18 @@ def _layout(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[
     "Transpose", "Concat", "Split", "Slice", "Gather", "GatherElements", "GatherND", "Pad",
     "Tile", "Expand", "DepthToSpace", "SpaceToDepth", "ScatterND", "ScatterElements",
     "ConstantOfShape", "Range", "NonZero", "Trilu", "OneHot", "ReverseSequence", "Compress",
+    "Scatter", "TensorScatter", "CenterCropPad", "Col2Im", "MaxUnpool",
 )
 def _data(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
     return Metrics("data")
+
+
+def _taps(mode: str, spatial: int) -> int:
+    """Input values read per output value by an interpolation over ``spatial`` axes: nearest 1,
+    (bi/tri)linear 2 per axis, cubic 4 per axis."""
+    if mode == "nearest":
+        return 1
+    return (2 if mode in ("linear", "bilinear") else 4) ** max(spatial, 1)
 
 
 @register("Resize", "Upsample")
@@ -233,6 +251,48 @@ def _resize(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[
     mode = str(attrs.get("mode", "nearest"))
     per = 1 if mode == "nearest" else (4 if mode == "linear" else 16)
     return Metrics("data" if per == 1 else "elementwise", 0, per * _out(outputs))
+
+
+@register("GridSample")
+def _grid_sample(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
+    """Each output value interpolates its taps at a position read from the grid (gathered, not streamed)."""
+    per = _taps(str(attrs.get("mode", "linear")), len(outputs[0].shape) - 2)
+    return Metrics("data" if per == 1 else "elementwise", 0, 2 * per * _out(outputs))
+
+
+@register("AffineGrid")
+def _affine_grid(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
+    """Each output coordinate a row of the affine matrix times the homogeneous point."""
+    return Metrics("elementwise", 0, 2 * (len(outputs[0].shape) - 1) * _out(outputs))
+
+
+@register("RoiAlign")
+def _roi_align(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
+    """Each pooled value averages ``sampling_ratio``^2 bilinear samples (4 taps each; an adaptive
+    ratio, 0, counted as 2)."""
+    ratio = int(attrs.get("sampling_ratio", 0)) or 2  # type: ignore[call-overload]
+    return Metrics("pool", 0, ratio * ratio * 4 * 2 * _out(outputs))
+
+
+@register("MaxRoiPool")
+def _max_roi_pool(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
+    """Each pooled value the max over its bin; a bin counted as the feature map over the pooled grid."""
+    x, y = inputs[0].shape, outputs[0].shape
+    window = max(1, math.prod(x[2:]) // max(1, math.prod(y[2:]))) if len(x) > 2 and len(y) > 2 else 1
+    return Metrics("pool", 0, window * _out(outputs))
+
+
+@register("NonMaxSuppression")
+def _nms(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
+    """Per batch and class: the boxes sorted by score, then each box's IoU against the boxes kept
+    (about 12 FLOPs per pair; the boxes kept counted as the selected rows per class)."""
+    scores = inputs[1].shape if len(inputs) > 1 else ()
+    if len(scores) != 3:
+        return Metrics("reduce", 0, inputs[0].elements)
+    batch, classes, boxes = scores
+    kept = max(1, outputs[0].shape[0] // max(1, batch * classes)) if outputs and outputs[0].shape else 1
+    per_class = int(boxes * math.log2(max(boxes, 2))) + 12 * boxes * min(kept, boxes)
+    return Metrics("reduce", 0, batch * classes * per_class)
 
 
 # ---------------------------------------------------------------- signal processing

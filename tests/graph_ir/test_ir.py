@@ -396,6 +396,55 @@ class TestMetricsRegistry:
         assert (op.category, op.macs, op.flops) == ("elementwise", 0, 8 * 16)
 
 
+class TestDetectionAndScalarOps:
+    """Op types of detection heads, samplers and libm-style functions: each costed by what it
+    computes, none a memory copy of unknown cost."""
+
+    @staticmethod
+    def t(name: str, shape: tuple[int, ...]) -> Tensor:
+        return Tensor(name, shape, "float32")
+
+    def test_lrn_sums_its_window_per_element(self) -> None:
+        x = self.t("x", (1, 64, 8, 8))
+        assert metrics("LRN", (x,), (x,), {"size": 5}) == Metrics("norm", 0, (2 * 5 + 12) * x.elements)
+
+    @pytest.mark.parametrize(("mode", "taps"), [("linear", 4), ("bilinear", 4), ("cubic", 16), ("nearest", 1)])
+    def test_grid_sample_interpolates_its_taps(self, mode: str, taps: int) -> None:
+        x, grid, y = self.t("x", (1, 8, 16, 16)), self.t("g", (1, 16, 16, 2)), self.t("y", (1, 8, 16, 16))
+        m = metrics("GridSample", (x, grid), (y,), {"mode": mode})
+        assert m == Metrics("data" if taps == 1 else "elementwise", 0, 2 * taps * y.elements)
+
+    def test_roi_align_averages_its_samples(self) -> None:
+        x, rois, y = self.t("x", (1, 64, 32, 32)), self.t("r", (10, 4)), self.t("y", (10, 64, 7, 7))
+        assert metrics("RoiAlign", (x, rois), (y,), {"sampling_ratio": 3}) == Metrics("pool", 0, 9 * 8 * y.elements)
+        assert metrics("RoiAlign", (x, rois), (y,), {}).flops == 4 * 8 * y.elements  # adaptive: counted as 2
+
+    def test_nms_sorts_and_compares_against_the_kept(self) -> None:
+        boxes, scores = self.t("b", (1, 1000, 4)), self.t("s", (1, 4, 1000))
+        sel = Tensor("sel", (4 * 50, 3), "int64")  # 50 kept per class
+        m = metrics("NonMaxSuppression", (boxes, scores), (sel,), {})
+        assert m == Metrics("reduce", 0, 4 * (int(1000 * math.log2(1000)) + 12 * 1000 * 50))
+
+    def test_max_roi_pool_takes_each_bins_max(self) -> None:
+        x, y = self.t("x", (1, 8, 28, 28)), self.t("y", (5, 8, 7, 7))
+        assert metrics("MaxRoiPool", (x, self.t("r", (5, 5))), (y,), {}) == Metrics("pool", 0, 16 * y.elements)
+
+    def test_affine_grid_is_a_matrix_per_point(self) -> None:
+        theta, y = self.t("th", (1, 2, 3)), self.t("y", (1, 8, 8, 2))
+        assert metrics("AffineGrid", (theta,), (y,), {}) == Metrics("elementwise", 0, 6 * y.elements)
+
+    @pytest.mark.parametrize(("op_type", "category", "per"), [
+        ("Asinh", "activation", 8), ("Acosh", "activation", 8), ("Atanh", "activation", 8), ("CastLike", "activation", 1),
+        ("BitwiseNot", "activation", 1), ("Shrink", "activation", 2), ("BitwiseAnd", "elementwise", 1),
+        ("BitwiseXor", "elementwise", 1), ("CumProd", "reduce", 1), ("Col2Im", "data", 0), ("MaxUnpool", "data", 0),
+        ("CenterCropPad", "data", 0), ("TensorScatter", "data", 0), ("BitCast", "layout", 0),
+    ])  # fmt: skip
+    def test_elementwise_and_copies(self, op_type: str, category: str, per: int) -> None:
+        x = self.t("x", (4, 32))
+        ins = (x,) if category in ("activation", "reduce", "layout") else (x, x)
+        assert metrics(op_type, ins, (x,), {}) == Metrics(category, 0, per * x.elements)  # type: ignore[arg-type]
+
+
 # ---------------------------------------------------------------- import of tiny models
 class TestFromModelProto:
     def test_empty_graph(self) -> None:
