@@ -21,6 +21,7 @@ from onnx import helper, numpy_helper, shape_inference
 
 from graph_ir import dynamic, files
 from graph_ir.files import MAX_ONNX_BYTES, oversize
+from graph_ir.functions import expand_functions
 from graph_ir.ir import ModelError, ModelGraph, Op, Tensor, add_data_edge
 from graph_ir.op_metrics import metrics
 
@@ -151,8 +152,12 @@ def from_model_proto(
         flow.model, assume, lambda m: _guarded(source, lambda: dynamic.infer_strict(m)), source, used
     )
     dynamic.check_assume_names(named, assume, used, source)
+    expanded = _guarded(source, lambda: expand_functions(inferred))
+    if expanded is not None:
+        inferred = _guarded(source, lambda: dynamic.infer_strict(expanded.model))
     built = _build(inferred.graph, source, name, opset)
-    return replace(built, assumed=flow.assumed + assumed, warnings=flow.warnings)
+    expansion = (expanded.warning(),) if expanded is not None else ()
+    return replace(built, assumed=flow.assumed + assumed, warnings=flow.warnings + expansion)
 
 
 _T = TypeVar("_T")
