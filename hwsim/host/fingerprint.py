@@ -46,6 +46,7 @@ from cost_models.cpu import cyclic_capacity_bytes
 from hwsim.host.int8_probe import INT8_PROBES
 from hwsim.host.kernels import LAYER_NORM_RATE, RESIZE_RATES, kernel_rates, per_element_efficiencies
 from hwsim.host.measure import MeasureError, make_session, time_call
+from hwsim.host.op_probes import PROBE_RATES
 
 __all__ = ["FINGERPRINT_EFFICIENCY", "Dispatch", "Fingerprint", "chip_data", "chip_yaml", "cpu_model", "measure_dispatch",
            "measure_host", "probe_gflops", "read_dispatch", "read_fingerprint", "reference_gflops", "write_chip"]
@@ -547,7 +548,7 @@ def chip_data(fp: Fingerprint, name: str = "host") -> dict[str, Any]:
             unit[f"l{lvl}_bandwidth_gbps"] = round(bw, 2)
     if fp.weight_stream_gbps:
         unit["weight_stream_gbps"] = round(fp.weight_stream_gbps, 2)
-    per_element = {LAYER_NORM_RATE, *RESIZE_RATES.values(), *INT8_PROBES}  # efficiencies below, not chip fields
+    per_element = {LAYER_NORM_RATE, *RESIZE_RATES.values(), *PROBE_RATES.values(), *INT8_PROBES}  # efficiencies below, not chip fields
     unit.update((k, round(v, 3)) for k, v in fp.kernel_rates.items() if k not in per_element)
     # onnxruntime's dispatch per kernel as measured; 2 us when an older fingerprint has none
     unit["op_overhead_ns"] = fp.dispatch.kernel_ns if fp.dispatch else 2000.0
@@ -603,8 +604,12 @@ def chip_yaml(
         lines.append(f"#   onnxruntime dispatch: {disp.kernel_ns:.0f} ns per kernel, {disp.run_ns:.0f} ns per run call "
                      f"(chains of {'/'.join(map(str, DISPATCH_CHAINS))} Add kernels); the profiler reports "
                      f"{disp.profiled_kernel_ns:.0f} ns for such a kernel")  # fmt: skip
-    if fp.kernel_rates:
-        lines.append("#   kernels: " + ", ".join(f"{k} {v:.3g}" for k, v in fp.kernel_rates.items())
+    probed = {k: v for k, v in fp.kernel_rates.items() if k in PROBE_RATES.values()}
+    if probed:
+        lines.append("#   op types probed alone (kernel us, efficiency in `efficiency`): "
+                     + ", ".join(f"{k.partition(':')[2]} {v / 1000:.3g}" for k, v in probed.items()))  # fmt: skip
+    if fp.kernel_rates.keys() - probed.keys():
+        lines.append("#   kernels: " + ", ".join(f"{k} {v:.3g}" for k, v in fp.kernel_rates.items() if k not in probed)
                      + " (LSTM step GEMV rate, in L2 and for R four times the L2; STFT radix-2 time per butterfly and per point;"
                      " one parallel section of the intra-op thread pool; the L2 a run call takes from a once-per-run"
                      " weight stream)")  # fmt: skip

@@ -54,6 +54,7 @@ from hwsim.host.int8_probe import (
     requant_from,
 )
 from hwsim.host.measure import make_session, nchwc_block, profile_nodes, time_session
+from hwsim.host.op_probes import probe_efficiencies, probe_rates
 
 __all__ = [
     "LAYER_NORM_RATE",
@@ -350,7 +351,8 @@ def kernel_efficiency(chip: Chip, op: Op, ns: float) -> float:
 
 def per_element_efficiencies(chip: Chip, rates: Mapping[str, float]) -> dict[str, float]:
     """The efficiencies the fingerprint writes from the per-element figures of :func:`kernel_rates`
-    (``LayerNormalization``, the classes of :data:`RESIZE_RATES`, the integer kernels of
+    (``LayerNormalization``, the classes of :data:`RESIZE_RATES`, the op types probed alone,
+    :data:`hwsim.host.op_probes.PROBED_OP_TYPES`, the integer kernels of
     :data:`hwsim.host.int8_probe.INT8_RATES`), for those measured."""
     out: dict[str, float] = {}
     if LAYER_NORM_RATE in rates:
@@ -364,7 +366,7 @@ def per_element_efficiencies(chip: Chip, rates: Mapping[str, float]) -> dict[str
             m = metrics("Resize", (x,), (y,), attrs)
             op = Op("probe", "Resize", m.category, (x,), (y,), attrs, m.macs, m.flops)
             out[kernel] = kernel_efficiency(chip, op, rates[key] * y.elements)
-    return {**out, **int8_efficiencies(chip, rates)}
+    return {**out, **probe_efficiencies(chip, rates), **int8_efficiencies(chip, rates)}
 
 
 def streaming_efficiency(chip: Chip, op_type: str, ns_per_element: float) -> float:
@@ -481,7 +483,8 @@ def kernel_rates(
     ``parallel_section_ns`` on a host with ``threads`` > 1; the dispatch per kernel is ``kernel_ns``,
     per run call ``run_ns``), ``LayerNormalization``'s
     time per element (:data:`LAYER_NORM_RATE`, not a field: :func:`streaming_efficiency` turns it
-    into an efficiency), the integer kernels' probe times, ``requant_ns``, ``int8_pack_ns`` and the other integer kernel fields
+    into an efficiency), the kernel time of each op type probed alone
+    (:data:`hwsim.host.op_probes.PROBE_RATES`), the integer kernels' probe times, ``requant_ns``, ``int8_pack_ns`` and the other integer kernel fields
     (:mod:`hwsim.host.int8_probe`; ``profiled_kernel_ns``: the profiler's empty kernel) and notes for
     any not resolved."""
     rounds = 2 if quick else 5
@@ -532,7 +535,9 @@ def kernel_rates(
         out["nchwc_one_block_efficiency"] = blocks
     resize = resize_ns(2 if quick else 3)
     notes.extend(f"{k} not resolved; its efficiency left to the Resize one" for k, v in RESIZE_RATES.items() if v not in resize)
-    return {**out, **resize, **_int8_rates(2 if quick else 3, profiled_kernel_ns, kernel_ns, notes)}, notes
+    probes, probe_notes = probe_rates(1 if quick else 3)
+    notes.extend(probe_notes)
+    return {**out, **resize, **probes, **_int8_rates(2 if quick else 3, profiled_kernel_ns, kernel_ns, notes)}, notes
 
 
 def _int8_rates(rounds: int, profiled_kernel_ns: float, kernel_ns: float, notes: list[str]) -> dict[str, float]:

@@ -28,6 +28,7 @@ from hwsim.host.kernels import (
     per_element_efficiencies,
     streaming_efficiency,
 )
+from hwsim.host.op_probes import PROBE_RATES, PROBED_OP_TYPES
 
 
 class TestLevels:
@@ -158,7 +159,11 @@ class TestCommand:
             assert 0.0 < unit.efficiency["LayerNormalization"] <= 1.0 and fp["kernel_rates"][LAYER_NORM_RATE] > 0
         else:
             assert "LayerNormalization rate not resolved" in out.read_text()
-        assert set(unit.efficiency) <= {*FINGERPRINT_EFFICIENCY, "LayerNormalization", *RESIZE_RATES, *INT8_RATES}
+        assert set(unit.efficiency) <= {*FINGERPRINT_EFFICIENCY, "LayerNormalization", *RESIZE_RATES, *INT8_RATES,
+                                        *PROBED_OP_TYPES}
+        # each op type probed alone has its efficiency from its kernel time (a note where onnxruntime could not run it)
+        for op_type, key in PROBE_RATES.items():
+            assert (op_type in unit.efficiency and fp["kernel_rates"][key] > 0) or f"{op_type} probe not run" in text
         # the integer kernels of a QDQ model (no calibration model runs one): measured, or a note
         for kernel in INT8_RATES:
             assert 0.0 < unit.efficiency.get(kernel, 1.0) <= 1.0 and (kernel in unit.efficiency or kernel in text)

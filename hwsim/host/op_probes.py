@@ -1,0 +1,145 @@
+"""Single-op probes of the onnxruntime CPU kernels no calibration model runs, for a fingerprint.
+
+The calibration fits an efficiency per op type on the bundled models; an op type none of them
+holds keeps the CPU model's category default, which assumes a vectorized streaming kernel.
+Many of onnxruntime's kernels are not that: the inverse hyperbolics call libm once per
+element, LRN sums a window of squares per element, GridSample and RoiAlign gather bilinear taps,
+CumSum and CumProd run a serial scan, NonMaxSuppression compares boxes one pair at a time. On the
+AMD EPYC host the defaults put Asinh, LRN and CumProd 50-70x faster than onnxruntime ran them,
+RoiAlign and GridSample 10-15x, NonMaxSuppression 2x (``docs/fidelity_cpu.md``, "Op types no
+calibration model holds").
+
+So the fingerprint times each op type of :data:`PROBED_OP_TYPES` alone: one node over a tensor of
+:data:`PROBE_ELEMENTS` float32 values (1 MiB, in L2 or L3 of any CPU this project runs on),
+its kernel's time read from onnxruntime's profiler (no dispatch in it), the fastest of a few
+rounds. :func:`probe_efficiencies` turns each time into the efficiency calibration would fit
+for that op type (:func:`hwsim.host.kernels.kernel_efficiency`), on the op as hwsim's own
+importer reads the probe (its formula's FLOPs and bytes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from chips.schema import Chip
+
+__all__ = [
+    "PROBED_OP_TYPES",
+    "PROBE_ELEMENTS",
+    "PROBE_RATES",
+    "probe_efficiencies",
+    "probe_model",
+    "probe_rates",
+]
+
+#: Elementwise op types with one float input and no required attribute, each probed on a
+#: ``[64, 4096]`` tensor (inputs in each function's domain: :data:`_POSITIVE`, :data:`_ABOVE_ONE`).
+#: Not HardSwish or Mish: onnxruntime has no kernel of their own and runs their function bodies
+#: (HardSigmoid and Mul; Softplus, Tanh and Mul), a pass over memory each, which a model whose
+#: conv takes HardSwish as its activation does not pay: with a probed HardSwish efficiency the
+#: MobileNetV3-like held-out models went from +1..+3 % to +26 % (``benchmarks/probe_effect.py``).
+UNARY_PROBES: tuple[str, ...] = (
+    "Abs", "Neg", "Sign", "Floor", "Ceil", "Round", "Reciprocal", "Sqrt", "Exp", "Log", "Sigmoid",
+    "Tanh", "Erf", "HardSigmoid", "Softplus", "Softsign", "Elu", "Selu", "Celu",
+    "ThresholdedRelu", "LeakyRelu", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh",
+    "Asinh", "Acosh", "Atanh", "Shrink",
+)  # fmt: skip
+#: Op types probed on a model of their own (:func:`probe_model`).
+OTHER_PROBES: tuple[str, ...] = ("LRN", "GridSample", "RoiAlign", "CumSum", "CumProd", "NonMaxSuppression")
+#: Every op type the fingerprint probes alone.
+PROBED_OP_TYPES: tuple[str, ...] = UNARY_PROBES + OTHER_PROBES
+#: Key of each probe's kernel time (ns per run of its node) among the fingerprint's kernel rates
+#: (:func:`hwsim.host.kernels.kernel_rates`): efficiencies, not chip fields.
+PROBE_RATES: Mapping[str, str] = {t: f"probe_ns:{t}" for t in PROBED_OP_TYPES}
+#: Float32 values each probe's main input holds (64 rows of 4096).
+PROBE_ELEMENTS = 64 * 4096
+_POSITIVE = frozenset({"Log", "Sqrt", "Reciprocal"})
+_ABOVE_ONE = frozenset({"Acosh"})
+#: onnx opset of the probes (CumProd is new in 26; the others run the same kernel from 17 on).
+_OPSET = {"CumProd": 26}
+
+
+def _unary_input(op_type: str, rng: np.random.Generator) -> np.ndarray:
+    lo, hi = (1.1, 2.0) if op_type in _ABOVE_ONE else (0.1, 0.9) if op_type in _POSITIVE else (-0.9, 0.9)
+    return rng.uniform(lo, hi, (64, 4096)).astype(np.float32)
+
+
+def probe_model(op_type: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """The one-node model that probes ``op_type`` (its node named ``probe``) and its feeds."""
+    rng = np.random.default_rng(0)
+    inits: dict[str, np.ndarray] = {}
+    extra: dict[str, Any] = {}
+    if op_type in UNARY_PROBES:
+        feeds, inputs = {"x": _unary_input(op_type, rng)}, ["x"]
+    elif op_type in ("CumSum", "CumProd"):
+        feeds, inputs = {"x": _unary_input(op_type, rng)}, ["x", "axis"]
+        inits["axis"] = np.array(1, np.int64)
+    elif op_type == "LRN":  # 64 channels of 64 x 64
+        feeds, inputs, extra = {"x": rng.standard_normal((1, 64, 64, 64)).astype(np.float32)}, ["x"], {"size": 5}
+    elif op_type == "GridSample":  # 64 channels of 64 x 64, sampled at as many points
+        feeds, inputs = {"x": rng.standard_normal((1, 64, 64, 64)).astype(np.float32)}, ["x", "grid"]
+        inits["grid"] = rng.uniform(-1.0, 1.0, (1, 64, 64, 2)).astype(np.float32)
+    elif op_type == "RoiAlign":  # 128 boxes of 64 channels, 7 x 7 each, from a 64 x 64 map
+        feeds, inputs = {"x": rng.standard_normal((1, 64, 64, 64)).astype(np.float32)}, ["x", "rois", "batch"]
+        corner = rng.uniform(0.0, 40.0, (128, 2))
+        inits["rois"] = np.concatenate([corner, corner + rng.uniform(4.0, 24.0, (128, 2))], 1).astype(np.float32)
+        inits["batch"] = np.zeros(128, np.int64)
+        extra = {"output_height": 7, "output_width": 7, "sampling_ratio": 2}
+    elif op_type == "NonMaxSuppression":  # 8 classes of 1024 boxes, up to 64 kept per class
+        corner = rng.uniform(0.0, 600.0, (1, 1024, 2))
+        feeds = {"x": np.concatenate([corner, corner + rng.uniform(8.0, 64.0, (1, 1024, 2))], 2).astype(np.float32)}
+        inputs = ["x", "scores", "most", "iou"]
+        inits.update(scores=rng.uniform(0.0, 1.0, (1, 8, 1024)).astype(np.float32), most=np.array([64], np.int64),
+                     iou=np.array([0.5], np.float32))  # fmt: skip
+    else:
+        raise ValueError(f"no probe for op type {op_type!r}; have {', '.join(PROBED_OP_TYPES)}")
+    node = helper.make_node(op_type, inputs, ["y"], name="probe", **extra)
+    graph = helper.make_graph(
+        [node], f"probe_{op_type}", [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(v.shape)) for k, v in feeds.items()],
+        [helper.make_tensor_value_info("y", TensorProto.INT64 if op_type == "NonMaxSuppression" else TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()],
+    )  # fmt: skip
+    opset = _OPSET.get(op_type, 17)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
+    return onnx.shape_inference.infer_shapes(model), feeds  # the output's shape declared
+
+
+def probe_rates(rounds: int = 3, op_types: tuple[str, ...] = PROBED_OP_TYPES) -> tuple[dict[str, float], list[str]]:
+    """Each probe's kernel time (ns per run, keyed by :data:`PROBE_RATES`), the fastest of
+    ``rounds`` profiled runs of 10, and a note for each op type onnxruntime could not run."""
+    from hwsim.host.measure import profile_nodes
+
+    out: dict[str, float] = {}
+    notes: list[str] = []
+    for op_type in op_types:
+        model, feeds = probe_model(op_type)
+        try:
+            # every kernel the probe ran (one for each op type probed)
+            times = [sum(ns for _, ns in profile_nodes(model, feeds, runs=10, opt="disable").values()) for _ in range(rounds)]
+        except Exception as exc:  # noqa: BLE001 (an onnxruntime without the kernel: the op keeps its default)
+            notes.append(f"{op_type} probe not run ({type(exc).__name__}); its efficiency left to the category default")
+            continue
+        if times and min(times) > 0:
+            out[PROBE_RATES[op_type]] = min(times)
+    return out, notes
+
+
+def probe_efficiencies(chip: Chip, rates: Mapping[str, float]) -> dict[str, float]:
+    """The efficiency of each op type probed (:func:`probe_rates`) on ``chip``'s CPU: the one
+    calibration would fit from the probe's kernel time, on the op as hwsim reads the probe model."""
+    from graph_ir.onnx_import import from_model_proto
+    from hwsim.host.kernels import kernel_efficiency
+
+    out: dict[str, float] = {}
+    for op_type, key in PROBE_RATES.items():
+        if key not in rates:
+            continue
+        model, _ = probe_model(op_type)
+        graph = from_model_proto(model, source=f"probe {op_type}", name=f"probe_{op_type}")
+        out[op_type] = kernel_efficiency(chip, graph.op("probe"), rates[key])
+    return out

@@ -1,0 +1,69 @@
+"""hwsim.host.op_probes: the single-op probes the fingerprint times for op types no calibration
+model holds, and the efficiencies it writes from them."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chips.schema import chip_from_dict
+from cost_models.table import estimate
+from graph_ir.onnx_import import from_model_proto
+from hwsim.host.kernels import per_element_efficiencies
+from hwsim.host.measure import profile_nodes
+from hwsim.host.op_probes import (
+    PROBE_RATES,
+    PROBED_OP_TYPES,
+    probe_efficiencies,
+    probe_model,
+    probe_rates,
+)
+from tests.helpers import host_chip
+
+
+@pytest.mark.parametrize("op_type", PROBED_OP_TYPES)
+def test_each_probe_is_one_costed_op_that_onnxruntime_runs(op_type: str) -> None:
+    import onnxruntime as ort
+
+    model, feeds = probe_model(op_type)
+    onnx.checker.check_model(model, full_check=True)
+    graph = from_model_proto(model, source=op_type)
+    assert len(graph) == 1 and graph.op("probe").op_type == op_type
+    assert graph.op("probe").category != "unknown" and graph.op("probe").flops > 0
+    (y,) = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    if y.dtype == np.float32:  # in each function's domain: no NaN from the probe's inputs
+        assert np.isfinite(y).all()
+    # a kernel of its own: not a function body onnxruntime runs instead (HardSwish's, Mish's)
+    assert [kind for kind, _ in profile_nodes(model, feeds, runs=1, opt="disable").values()] == [op_type]
+
+
+def test_unknown_op_type_is_refused() -> None:
+    with pytest.raises(ValueError, match="no probe for op type 'Conv'"):
+        probe_model("Conv")
+
+
+def test_rates_are_measured_kernel_times() -> None:
+    rates, notes = probe_rates(rounds=1, op_types=("Abs", "Asinh"))
+    assert notes == [] and set(rates) == {PROBE_RATES["Abs"], PROBE_RATES["Asinh"]}
+    # libm's asinh per element against a vectorized absolute value: far slower on every CPU
+    assert rates[PROBE_RATES["Asinh"]] > 3 * rates[PROBE_RATES["Abs"]] > 0
+
+
+@settings(max_examples=15, deadline=None)
+@given(op_type=st.sampled_from(PROBED_OP_TYPES), us=st.floats(20.0, 20_000.0))
+def test_the_efficiency_predicts_the_probe_time_back(op_type: str, us: float) -> None:
+    chip = chip_from_dict(host_chip())
+    effs = probe_efficiencies(chip, {PROBE_RATES[op_type]: us * 1000})
+    assert set(effs) == {op_type} and 0.0 < effs[op_type] <= 1.0
+    assert per_element_efficiencies(chip, {PROBE_RATES[op_type]: us * 1000}) == effs
+    data = host_chip()
+    data["units"][0]["efficiency"] = effs
+    data["units"][0]["op_overhead_ns"] = 0.0
+    graph = from_model_proto(probe_model(op_type)[0], source=op_type)
+    cost = estimate(graph.op("probe"), chip_from_dict(data), "cpu", "model")
+    assert cost is not None
+    if effs[op_type] < 1.0:  # a kernel no faster than the core's peak: its time comes back
+        assert cost.compute_ns == pytest.approx(us * 1000, rel=0.05)
