@@ -881,14 +881,16 @@ def validate_model(
             meas[hit] = meas.get(hit, 0.0) + ns
             kernels[hit] = kind
     reorders, members = _match_inserted(graph, block, opt, meas, unmatched, kernels)
-    fused = {op.name for op in graph.ops() if op.name not in meas}
+    calls = function_bodies(graph, meas)
+    heads = _call_heads(graph, calls)
+    fused = {op.name for op in graph.ops() if op.name not in meas and op.name not in heads}
     pred = predict_nodes(graph, one, threads, fused, kernels, reorders, members, nchwc_work(graph, block, _one_block(one)),
                          {**layout_kernels(graph, block, fused), **denormal_softmaxes(graph, model)})  # fmt: skip
-    nodes = tuple(
+    nodes = _with_calls(tuple(
         NodeResult(name, p.op_type, name in fused, p.predicted_ns, meas.get(name, 0.0), p.roof_ns, p.memory_ns, p.stall_ns,
                    p.category, p.threads_used, p.step_sections, p.step_sections_ns)
         for name, p in pred.items()
-    )
+    ), calls, kernels, meas)  # fmt: skip
     inserted = sum(ns for v in unmatched.values() for ns in v)
     inserted_ops = set(unmatched)
     return Validation(
@@ -898,6 +900,48 @@ def validate_model(
         measured_ns=measured.low_ns, rounds_ns=(measured.low_ns,), nchwc_block=block, speeds=(speed,),
         dispatch=dispatch,
     )  # fmt: skip
+
+
+def function_bodies(graph: ModelGraph, meas: Mapping[str, float]) -> dict[str, list[str]]:
+    """Each measured kernel that hwsim expanded into its function body (``Attention``: its ops
+    named ``<call>/...``, :mod:`graph_ir.functions`), with the names of those ops."""
+    calls: dict[str, list[str]] = {}
+    names = set(graph.order)
+    for op in graph.ops():
+        call, sep, _ = op.name.rpartition("/")
+        while sep and call not in meas:
+            call, sep, _ = call.rpartition("/")
+        if sep and call not in names:
+            calls.setdefault(call, []).append(op.name)
+    return calls
+
+
+def _call_heads(graph: ModelGraph, calls: Mapping[str, Sequence[str]]) -> set[str]:
+    """The op of each expanded call that stands for the call's one kernel (its op of the most
+    FLOPs): it pays the kernel's dispatch; the call's other ops run inside it, as fused nodes do
+    (no dispatch each; after a product, its work only: onnxruntime's own kernel for the op)."""
+    return {max(names, key=lambda m: (graph.op(m).flops, graph.op(m).category != "layout")) for names in calls.values()}
+
+
+def _with_calls(
+    nodes: tuple[NodeResult, ...], calls: Mapping[str, Sequence[str]], kernels: Mapping[str, str], meas: Mapping[str, float]
+) -> tuple[NodeResult, ...]:
+    """``nodes`` with the ops of each expanded call (:func:`function_bodies`) made one node, as
+    onnxruntime ran it: named and typed as the call's kernel, its measurement, the sum of their
+    predictions (:func:`_call_heads`: one dispatch for the call)."""
+    if not calls:
+        return nodes
+    by_name = {n.name: n for n in nodes}
+    out = [n for n in nodes if not any(n.name in ms for ms in calls.values())]
+    for call, names in calls.items():
+        parts = [by_name[m] for m in names]
+        largest = max(parts, key=lambda n: n.predicted_ns)
+        out.append(NodeResult(
+            call, kernels.get(call, largest.op_type), False, sum(n.predicted_ns for n in parts), meas[call],
+            sum(n.roof_ns for n in parts), sum(n.memory_ns for n in parts), sum(n.stall_ns for n in parts),
+            largest.category, largest.threads_used,
+        ))  # fmt: skip
+    return tuple(out)
 
 
 def _measure(
@@ -1049,6 +1093,8 @@ def repredict(v: Validation, chip: Chip, model_path: str | Path,
     graph = load_onnx(model_path, shapes)
     fused = {n.name for n in v.nodes if n.fused}
     kernels = {n.name: n.op_type for n in v.nodes if not n.fused}
+    calls = function_bodies(graph, {n.name: n.measured_ns for n in v.nodes if not n.fused})
+    fused |= {m for ms in calls.values() for m in ms} - _call_heads(graph, calls)
     names = {n.name for n in v.nodes}
     fusions = [f for f in ort_fusions(graph) if f.kernel.name in names]
     reorders = [*nchwc_reorders(graph, v.nchwc_block), *(f.kernel for f in fusions), *_qdq_transposes(graph, kernels, fused)]
@@ -1057,8 +1103,8 @@ def repredict(v: Validation, chip: Chip, model_path: str | Path,
     pred = predict_nodes(graph, one, v.threads, fused, kernels, reorders, members,
                          nchwc_work(graph, v.nchwc_block, _one_block(one)), {**layout_kernels(graph, v.nchwc_block, fused),
                          **denormal_softmaxes(graph, onnx.load(str(model_path), load_external_data=False))})  # fmt: skip
-    nodes = tuple(replace(n, predicted_ns=p.predicted_ns, roof_ns=p.roof_ns, memory_ns=p.memory_ns, stall_ns=p.stall_ns,
-                          category=p.category, threads_used=p.threads_used, step_sections=p.step_sections,
-                          step_sections_ns=p.step_sections_ns)
-                  for n in v.nodes for p in (pred[n.name],))  # fmt: skip
-    return replace(v, chip=chip.name, nodes=nodes)
+    meas = {n.name: n.measured_ns for n in v.nodes}
+    nodes = tuple(NodeResult(name, p.op_type, name in fused, p.predicted_ns, meas.get(name, 0.0), p.roof_ns, p.memory_ns,
+                             p.stall_ns, p.category, p.threads_used, p.step_sections, p.step_sections_ns)
+                  for name, p in pred.items() if name in names or any(name in ms for ms in calls.values()))  # fmt: skip
+    return replace(v, chip=chip.name, nodes=_with_calls(nodes, calls, kernels, meas))
