@@ -181,10 +181,33 @@ def _shape_ops() -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
 
+def _function_ops() -> onnx.ModelProto:
+    """A transformer block at opset 23 whose function ops hwsim expands at import
+    (:mod:`graph_ir.functions`): RMSNormalization, RotaryEmbedding on Q and K, Attention."""
+    f, i64 = TensorProto.FLOAT, TensorProto.INT64
+    x = helper.make_tensor_value_info("x", f, [1, 8, 16])
+    y = helper.make_tensor_value_info("y", f, None)
+    inits = [helper.make_tensor("g", f, [16], [1.0] * 16), helper.make_tensor("w", f, [16, 16], [0.1] * 256),
+             helper.make_tensor("wkv", f, [16, 8], [0.1] * 128), helper.make_tensor("cos", f, [8, 2], [1.0] * 16),
+             helper.make_tensor("sin", f, [8, 2], [0.0] * 16), helper.make_tensor("pos", i64, [1, 8], list(range(8)))]  # fmt: skip
+    nodes = [
+        helper.make_node("RMSNormalization", ["x", "g"], ["n"], name="norm", axis=-1),
+        helper.make_node("MatMul", ["n", "w"], ["q"], name="q"),
+        helper.make_node("MatMul", ["n", "wkv"], ["kv"], name="kv"),
+        helper.make_node("RotaryEmbedding", ["q", "cos", "sin", "pos"], ["qr"], name="rope", num_heads=4),
+        helper.make_node("Attention", ["qr", "kv", "kv"], ["y"], name="attn", q_num_heads=4, kv_num_heads=2, is_causal=1),
+    ]
+    graph = helper.make_graph(nodes, "function_ops", [x], [y], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+
+
 CNN = _cnn()
 SHAPE_OPS = _shape_ops()
+FUNCTION_OPS = _function_ops()
 INT_ATTRIBUTES = ("kernel_shape", "pads", "strides", "dilations", "group", "perm", "axis", "axes", "keepdims",
-                  "ceil_mode", "count_include_pad", "output_padding", "output_shape", "largest", "sorted")  # fmt: skip
+                  "ceil_mode", "count_include_pad", "output_padding", "output_shape", "largest", "sorted",
+                  "q_num_heads", "kv_num_heads", "is_causal", "num_heads", "rotary_embedding_dim", "interleaved",
+                  "qk_matmul_output_mode")  # fmt: skip
 EDGE_INT = st.one_of(st.sampled_from(EDGE_INTS), st.integers(-4, 40))
 
 
@@ -235,3 +258,9 @@ def test_onnx_cnn_attributes(content: bytes) -> None:
 @given(_mutations(SHAPE_OPS))
 def test_onnx_shape_op_attributes(content: bytes) -> None:
     _run_model("onnx-shape-ops", content)
+
+
+@fuzz_settings(100)
+@given(_mutations(FUNCTION_OPS))
+def test_onnx_function_op_attributes(content: bytes) -> None:
+    _run_model("onnx-function-ops", content)
