@@ -1,14 +1,15 @@
 """Function ops expanded into the ops they are defined by, at import.
 
-ONNX defines several op types as functions of other ops: opset 23's ``Attention``,
-``RMSNormalization`` and ``RotaryEmbedding`` (what a transformer exported at opset 23 or later
-holds), ``SwiGLU``, ``LinearAttention`` and others, and a model may define functions of its own
-(``ModelProto.functions``, as exporters emit per module). hwsim has no cost formula for these;
-costed as memory copies, an ``Attention`` with its two batched products and softmax came out 100x
+ONNX defines several op types as functions of other ops: opset 23's ``Attention`` (what a
+transformer exported at opset 23 or later holds), ``SwiGLU``, ``LinearAttention`` and others, and
+a model may define functions of its own (``ModelProto.functions``, as exporters emit per module).
+Costed as memory copies, an ``Attention`` with its two batched products and softmax came out 100x
 too fast. So each call of a function hwsim has no formula for is replaced, before the graph is
 built, by its body: the model's own function, or the schema's (a context-dependent body is
 built for the call's attributes and input types), inlined by onnx's own inliner
-(:func:`onnx.inliner.inline_selected_functions`), nested calls included.
+(:func:`onnx.inliner.inline_selected_functions`), nested calls included. A function op with a
+formula stays one op (``LayerNormalization``, ``RMSNormalization``, ``RotaryEmbedding``: runtimes
+run them as kernels of their own; :mod:`graph_ir.op_metrics`).
 
 A body computes its shapes at run time (``Shape``, ``Size``, ``Range``, ``Concat`` of dims, a
 causal mask from ``Range`` and ``Less``); folded here into constants (:func:`_fold`) where the

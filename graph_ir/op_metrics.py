@@ -201,7 +201,7 @@ def _softmax(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping
 
 @register(
     "LayerNormalization", "InstanceNormalization", "GroupNormalization",
-    "LpNormalization", "MeanVarianceNormalization", "SimplifiedLayerNormalization",
+    "LpNormalization", "MeanVarianceNormalization", "SimplifiedLayerNormalization", "RMSNormalization",
 )
 def _norm(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
     return Metrics("norm", 0, 8 * outputs[0].elements)
@@ -258,6 +258,12 @@ def _grid_sample(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Map
     """Each output value interpolates its taps at a position read from the grid (gathered, not streamed)."""
     per = _taps(str(attrs.get("mode", "linear")), len(outputs[0].shape) - 2)
     return Metrics("data" if per == 1 else "elementwise", 0, 2 * per * _out(outputs))
+
+
+@register("RotaryEmbedding")
+def _rotary(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
+    """Each output value ``x cos +- x' sin`` (its pair's value rotated), the angles gathered by position."""
+    return Metrics("elementwise", 0, 3 * _out(outputs))
 
 
 @register("AffineGrid")

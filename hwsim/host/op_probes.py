@@ -50,7 +50,9 @@ UNARY_PROBES: tuple[str, ...] = (
     "Asinh", "Acosh", "Atanh", "Shrink",
 )  # fmt: skip
 #: Op types probed on a model of their own (:func:`probe_model`).
-OTHER_PROBES: tuple[str, ...] = ("LRN", "GridSample", "RoiAlign", "CumSum", "CumProd", "NonMaxSuppression")
+OTHER_PROBES: tuple[str, ...] = (
+    "LRN", "GridSample", "RoiAlign", "CumSum", "CumProd", "NonMaxSuppression", "RMSNormalization", "RotaryEmbedding",
+)  # fmt: skip
 #: Every op type the fingerprint probes alone.
 PROBED_OP_TYPES: tuple[str, ...] = UNARY_PROBES + OTHER_PROBES
 #: Key of each probe's kernel time (ns per run of its node) among the fingerprint's kernel rates
@@ -60,8 +62,9 @@ PROBE_RATES: Mapping[str, str] = {t: f"probe_ns:{t}" for t in PROBED_OP_TYPES}
 PROBE_ELEMENTS = 64 * 4096
 _POSITIVE = frozenset({"Log", "Sqrt", "Reciprocal"})
 _ABOVE_ONE = frozenset({"Acosh"})
-#: onnx opset of the probes (CumProd is new in 26; the others run the same kernel from 17 on).
-_OPSET = {"CumProd": 26}
+#: onnx opset of the probes (CumProd is new in 26, RMSNormalization and RotaryEmbedding in 23; the
+#: others run the same kernel from 17 on).
+_OPSET = {"CumProd": 26, "RMSNormalization": 23, "RotaryEmbedding": 23}
 
 
 def _unary_input(op_type: str, rng: np.random.Generator) -> np.ndarray:
@@ -90,6 +93,14 @@ def probe_model(op_type: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
         inits["rois"] = np.concatenate([corner, corner + rng.uniform(4.0, 24.0, (128, 2))], 1).astype(np.float32)
         inits["batch"] = np.zeros(128, np.int64)
         extra = {"output_height": 7, "output_width": 7, "sampling_ratio": 2}
+    elif op_type == "RMSNormalization":  # 64 rows of 4096
+        feeds, inputs, extra = {"x": _unary_input(op_type, rng)[None]}, ["x", "scale"], {"axis": -1}
+        inits["scale"] = np.ones(4096, np.float32)
+    elif op_type == "RotaryEmbedding":  # 256 positions of 16 heads of 64
+        feeds, inputs, extra = {"x": rng.standard_normal((1, 256, 1024)).astype(np.float32)}, ["x", "cos", "sin", "pos"], {"num_heads": 16}
+        angles = rng.uniform(0.0, 6.3, (256, 32))
+        inits.update(cos=np.cos(angles).astype(np.float32), sin=np.sin(angles).astype(np.float32),
+                     pos=np.arange(256, dtype=np.int64)[None])  # fmt: skip
     elif op_type == "NonMaxSuppression":  # 8 classes of 1024 boxes, up to 64 kept per class
         corner = rng.uniform(0.0, 600.0, (1, 1024, 2))
         feeds = {"x": np.concatenate([corner, corner + rng.uniform(8.0, 64.0, (1, 1024, 2))], 2).astype(np.float32)}

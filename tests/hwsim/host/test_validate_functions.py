@@ -1,4 +1,4 @@
-"""hwsim validate on a model with function ops (opset 23's Attention and RMSNormalization):
+"""hwsim validate on a model with a function op hwsim expands (opset 23's Attention):
 onnxruntime runs each call as one kernel, hwsim as the ops of its body (graph_ir.functions);
 the comparison is made per call, with the call's name and op type."""
 
@@ -31,10 +31,11 @@ def test_each_call_is_one_node_measured_and_predicted_as_a_whole(block: Path) ->
     for n in v.nodes:
         by_type.setdefault(n.op_type, []).append(n)
     (attn,) = by_type["Attention"]
-    assert len(by_type["RMSNormalization"]) == 2
+    norms = by_type["RMSNormalization"]  # an op of hwsim's own (a formula): its kernel matched by name
+    assert len(norms) == 2 and all(not n.fused and n.measured_ns > 0 for n in norms)
     graph = load_onnx(block)
     calls = function_bodies(graph, {n.name: n.measured_ns for n in v.nodes if not n.fused})
-    assert set(calls) == {attn.name, *(n.name for n in by_type["RMSNormalization"])}
+    assert set(calls) == {attn.name} and len(calls[attn.name]) > 5
     # no op of a body is left as a node of its own; each call measured, predicted as its ops together
     assert not {m for ms in calls.values() for m in ms} & {n.name for n in v.nodes}
     assert not attn.fused and attn.measured_ns > 0 and attn.predicted_ns > 0
