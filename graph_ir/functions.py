@@ -25,6 +25,7 @@ no change.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import onnx
@@ -41,12 +42,12 @@ _FOLD_ROUNDS = 6
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 
 
+@dataclass(frozen=True)
 class Expanded:
     """What :func:`expand_functions` did: the model, and per op type the calls and the ops they became."""
 
-    def __init__(self, model: onnx.ModelProto, calls: Mapping[str, tuple[int, int]]) -> None:
-        self.model = model
-        self.calls = dict(calls)
+    model: onnx.ModelProto
+    calls: Mapping[str, tuple[int, int]]
 
     def warning(self) -> str:
         """One line for the run's warnings."""
@@ -57,19 +58,24 @@ class Expanded:
 def function_calls(model: onnx.ModelProto) -> list[onnx.NodeProto]:
     """The top-level nodes of ``model`` that call a function hwsim has no formula for: one of the
     model's own functions, or an ONNX op type defined as a function (at the model's opset)."""
+    return [model.graph.node[i] for i in _call_positions(model)]
+
+
+def _call_positions(model: onnx.ModelProto) -> list[int]:
+    """The positions in ``model.graph.node`` of :func:`function_calls`."""
     local = {(f.domain, f.name) for f in model.functions}
     opset = next((o.version for o in model.opset_import if o.domain in _DEFAULT_DOMAINS), 0)
     known = set(registered_op_types())
     schema_fn: dict[str, bool] = {}
     calls = []
-    for node in model.graph.node:
+    for i, node in enumerate(model.graph.node):
         if (node.domain, node.op_type) in local:
-            calls.append(node)
+            calls.append(i)
         elif node.domain in _DEFAULT_DOMAINS and node.op_type not in known:
             if node.op_type not in schema_fn:
                 schema_fn[node.op_type] = _is_schema_function(node.op_type, opset)
             if schema_fn[node.op_type]:
-                calls.append(node)
+                calls.append(i)
     return calls
 
 
@@ -91,23 +97,23 @@ def expand_functions(model: onnx.ModelProto) -> Expanded | None:
     RuntimeError, onnx.shape_inference.InferenceError
         When onnx cannot build or inline a body (the caller reports it as the model's error).
     """
-    calls = function_calls(model)
-    if not calls:
+    positions = _call_positions(model)
+    if not positions:
         return None
     types = _value_types(model)
     out = onnx.ModelProto()
     out.CopyFrom(model)
     graph = out.graph
-    at = {id(n): i for i, n in enumerate(model.graph.node)}
     bodies: dict[int, list[onnx.NodeProto]] = {}
     counts: dict[str, tuple[int, int]] = {}
     cache: dict[bytes, onnx.GraphProto] = {}
     taken = {n.name for n in model.graph.node} | set(types) | {x for n in model.graph.node for x in (*n.input, *n.output)}
-    for k, call in enumerate(calls):
+    for k, at in enumerate(positions):
+        call = model.graph.node[at]
         name = call.name or f"{call.op_type}_{k}"
         body = _body(model, call, types, cache)
         nodes, inits = _renamed(body, call, name, taken)
-        bodies[at[id(call)]] = nodes
+        bodies[at] = nodes
         graph.initializer.extend(inits)
         n, ops = counts.get(call.op_type, (0, 0))
         counts[call.op_type] = (n + 1, ops + len(nodes))

@@ -903,8 +903,10 @@ def validate_model(
 
 
 def function_bodies(graph: ModelGraph, meas: Mapping[str, float]) -> dict[str, list[str]]:
-    """Each measured kernel that hwsim expanded into its function body (``Attention``: its ops
-    named ``<call>/...``, :mod:`graph_ir.functions`), with the names of those ops."""
+    """Each measured kernel that is no op of hwsim's graph but whose ops there are named
+    ``<kernel>/...``, with the names of those ops: a function op hwsim expanded into its body
+    (``Attention``, :mod:`graph_ir.functions`), or a Loop, Scan or If it unrolled or inlined
+    (:mod:`graph_ir.rewrites.unroll_loop`), which onnxruntime runs as one kernel too."""
     calls: dict[str, list[str]] = {}
     names = set(graph.order)
     for op in graph.ops():
