@@ -881,7 +881,7 @@ def validate_model(
             meas[hit] = meas.get(hit, 0.0) + ns
             kernels[hit] = kind
     reorders, members = _match_inserted(graph, block, opt, meas, unmatched, kernels)
-    calls = function_bodies(graph, meas)
+    calls = function_bodies(graph, {k: kernels[k] for k in meas})
     heads = _call_heads(graph, calls)
     fused = {op.name for op in graph.ops() if op.name not in meas and op.name not in heads}
     pred = predict_nodes(graph, one, threads, fused, kernels, reorders, members, nchwc_work(graph, block, _one_block(one)),
@@ -902,20 +902,25 @@ def validate_model(
     )  # fmt: skip
 
 
-def function_bodies(graph: ModelGraph, meas: Mapping[str, float]) -> dict[str, list[str]]:
-    """Each measured kernel that is no op of hwsim's graph but whose ops there are named
-    ``<kernel>/...``, with the names of those ops: a function op hwsim expanded into its body
-    (``Attention``, :mod:`graph_ir.functions`), or a Loop, Scan or If it unrolled or inlined
-    (:mod:`graph_ir.rewrites.unroll_loop`), which onnxruntime runs as one kernel too."""
+def function_bodies(graph: ModelGraph, kernels: Mapping[str, str]) -> dict[str, list[str]]:
+    """Each measured kernel (``kernels``: name -> the op type onnxruntime ran) that is no op of
+    hwsim's graph because hwsim expanded it into its function body (``Attention``,
+    :mod:`graph_ir.functions`: its ops named ``<kernel>/...``), with the names of those ops. A
+    Loop, Scan or If (unrolled or inlined under the same kind of names) is left out: onnxruntime
+    profiles its body's kernels on their own too."""
     calls: dict[str, list[str]] = {}
     names = set(graph.order)
     for op in graph.ops():
         call, sep, _ = op.name.rpartition("/")
-        while sep and call not in meas:
+        while sep and call not in kernels:
             call, sep, _ = call.rpartition("/")
-        if sep and call not in names:
+        if sep and call not in names and kernels[call] not in _CONTROL_FLOW:
             calls.setdefault(call, []).append(op.name)
     return calls
+
+
+#: Op types onnxruntime runs with a body whose kernels it profiles on their own.
+_CONTROL_FLOW = frozenset({"Loop", "Scan", "If"})
 
 
 def _call_heads(graph: ModelGraph, calls: Mapping[str, Sequence[str]]) -> set[str]:
@@ -1095,7 +1100,7 @@ def repredict(v: Validation, chip: Chip, model_path: str | Path,
     graph = load_onnx(model_path, shapes)
     fused = {n.name for n in v.nodes if n.fused}
     kernels = {n.name: n.op_type for n in v.nodes if not n.fused}
-    calls = function_bodies(graph, {n.name: n.measured_ns for n in v.nodes if not n.fused})
+    calls = function_bodies(graph, kernels)
     fused |= {m for ms in calls.values() for m in ms} - _call_heads(graph, calls)
     names = {n.name for n in v.nodes}
     fusions = [f for f in ort_fusions(graph) if f.kernel.name in names]
