@@ -881,7 +881,7 @@ def validate_model(
             meas[hit] = meas.get(hit, 0.0) + ns
             kernels[hit] = kind
     reorders, members = _match_inserted(graph, block, opt, meas, unmatched, kernels)
-    calls = function_bodies(graph, {k: kernels[k] for k in meas})
+    calls = function_bodies(graph, {k: kernels.get(k, "") for k in meas})  # (inserted kernels have no kind here)
     heads = _call_heads(graph, calls)
     fused = {op.name for op in graph.ops() if op.name not in meas and op.name not in heads}
     pred = predict_nodes(graph, one, threads, fused, kernels, reorders, members, nchwc_work(graph, block, _one_block(one)),
