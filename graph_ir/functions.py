@@ -17,7 +17,7 @@ call's input shapes are static, so that they neither cost anything nor leave a d
 dim, as onnxruntime folds them when it loads a model. A folded value over
 :data:`MAX_FOLDED_ELEMENTS` stays computed (a causal mask at a long sequence).
 
-Names: the ops of a call named ``attn`` are ``attn/<its op name or type>_<i>``, its inner
+Names: the ops of a call named ``attn`` are ``attn/<op type>_<i>``, its inner
 tensors ``attn/<name>``; its inputs and outputs keep the call's names, so the ops around it see
 no change.
 """
@@ -215,59 +215,21 @@ def _may_fold(node: onnx.NodeProto, stuck: set[str]) -> bool:
 
 
 def _without_noops(model: onnx.ModelProto) -> onnx.ModelProto:
-    """``model`` without the ops of a body that change nothing, each use of their output reading
-    their input: a ``Cast`` to its input's type, an ``Expand`` to its input's shape, an
-    ``Identity`` (what onnxruntime removes when it loads a model; a body casts to its compute
-    type and back whatever the type). One whose output is the body's output stays."""
-    g = shape_inference.infer_shapes(model, data_prop=True).graph
-    kinds = {v.name: v.type.tensor_type for v in (*g.input, *g.value_info, *g.output)}
-    outputs = {o.name for o in model.graph.output}
-    alias: dict[str, str] = {}
-    kept = []
-    for node in model.graph.node:
-        src = alias.get(node.input[0], node.input[0]) if node.input else ""
-        if node.output[0] not in outputs and _is_noop(node, kinds.get(node.input[0]) if node.input else None,
-                                                      kinds.get(node.output[0])):  # fmt: skip
-            alias[node.output[0]] = src
-            continue
-        kept.append(node)
-    if not alias:
-        return model
-    out = onnx.ModelProto()
-    out.CopyFrom(model)
-    del out.graph.node[:]
-    for node in kept:
-        new = out.graph.node.add()
-        new.CopyFrom(node)
-        _set(new.input, [alias.get(x, x) for x in node.input])
-    return out
+    """``model`` without the ops of a body that change nothing (a body casts to its compute type
+    and back whatever the type, expands to the shape it has): the ``eliminate_identity`` pass,
+    as onnxruntime removes them when it loads a model."""
+    from graph_ir.rewrites.base import PassOptions
+    from graph_ir.rewrites.eliminate_identity import eliminate_identity
 
-
-def _is_noop(node: onnx.NodeProto, src: onnx.TypeProto.Tensor | None, dst: onnx.TypeProto.Tensor | None) -> bool:
-    if node.op_type == "Identity":
-        return True
-    if src is None or dst is None or not src.HasField("shape") or not dst.HasField("shape"):
-        return False
-    same_shape = [d.dim_value or None for d in src.shape.dim] == [d.dim_value or None for d in dst.shape.dim]
-    if node.op_type == "Cast":
-        return src.elem_type == dst.elem_type != 0 and same_shape
-    if node.op_type == "Expand":
-        return same_shape and all(d.dim_value for d in src.shape.dim)
-    return False
+    return eliminate_identity(model, PassOptions()).model
 
 
 def _static_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
     """The static shape of each value of ``model`` that has one, by onnx's shape inference."""
-    inferred = shape_inference.infer_shapes(model, data_prop=True)
-    g = inferred.graph
-    out: dict[str, tuple[int, ...]] = {}
-    for v in (*g.input, *g.value_info, *g.output):
-        tt = v.type.tensor_type
-        if tt.HasField("shape") and all(d.HasField("dim_value") for d in tt.shape.dim):
-            out[v.name] = tuple(d.dim_value for d in tt.shape.dim)
-    for t in g.initializer:
-        out[t.name] = tuple(t.dims)
-    return out
+    from graph_ir.rewrites.edit import value_shapes
+
+    shapes = value_shapes(shape_inference.infer_shapes(model, data_prop=True))
+    return {k: tuple(int(d) for d in v) for k, v in shapes.items() if all(isinstance(d, int) for d in v)}
 
 
 def _shape_value(node: onnx.NodeProto, shape: tuple[int, ...]) -> np.ndarray:
@@ -296,7 +258,7 @@ def _renamed(
     body: onnx.GraphProto, call: onnx.NodeProto, name: str, taken: set[str]
 ) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto]]:
     """``body``'s nodes and initializers with the call's names: ``in<i>``/``out<i>`` the call's
-    inputs and outputs, every other value ``name/<value>``, every node ``name/<op>_<i>`` (a name
+    inputs and outputs, every other value ``name/<value>``, every node ``name/<op type>_<i>`` (a name
     in ``taken``, the model's node and value names, gets a ``#<k>`` suffix; each one made joins it)."""
     io = {f"in{i}": x for i, x in enumerate(call.input) if x} | {f"out{i}": y for i, y in enumerate(call.output) if y}
     inner: dict[str, str] = {}
@@ -319,7 +281,7 @@ def _renamed(
     for i, n in enumerate(body.node):
         new = onnx.NodeProto()
         new.CopyFrom(n)
-        new.name = fresh(f"{name}/{n.name or n.op_type}_{i}")
+        new.name = fresh(f"{name}/{n.op_type}_{i}")
         _set(new.input, [rename(x) for x in n.input])
         _set(new.output, [rename(y) for y in n.output])
         nodes.append(new)

@@ -1,7 +1,7 @@
 """``eliminate_identity``: nodes that pass their input through unchanged, removed.
 
 Matches ``Identity``; ``Dropout`` in inference (no ``training_mode`` input, or a constant
-false one); a ``Reshape`` whose output shape is its input shape (both static); a ``Transpose``
+false one); a ``Reshape`` or an ``Expand`` whose output shape is its input shape (both static); a ``Transpose``
 whose permutation is the identity; a ``Cast`` to the type its input already has. Readers of the
 node's output read its input instead.
 
@@ -20,7 +20,7 @@ from graph_ir.rewrites.base import PassOptions, PassResult, Site, register_pass
 __all__ = ["eliminate_identity"]
 
 
-@register_pass("eliminate_identity", "Identity, inference Dropout and no-op Reshape/Transpose/Cast removed")
+@register_pass("eliminate_identity", "Identity, inference Dropout and no-op Reshape/Expand/Transpose/Cast removed")
 def eliminate_identity(model: onnx.ModelProto, options: PassOptions) -> PassResult:
     """Remove the pass-through nodes of ``model`` (see the module docstring).
 
@@ -81,7 +81,7 @@ def _passes_through(
     if op == "Cast":
         src = types.get(node.input[0], 0)
         return bool(src) and src == edit.attr(node, "to"), ""
-    if op == "Reshape":
+    if op in ("Reshape", "Expand"):
         a, b = shapes.get(node.input[0]), shapes.get(node.output[0])
         static = a is not None and all(isinstance(d, int) and d > 0 for d in a)
         return static and a == b, ""
