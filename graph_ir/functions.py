@@ -205,10 +205,11 @@ def _fold(model: onnx.ModelProto) -> onnx.GraphProto:
 
 
 def _may_fold(node: onnx.NodeProto, stuck: set[str]) -> bool:
+    from graph_ir.rewrites.const_fold import NONDETERMINISTIC_OPS
+
     return (
         node.domain in _DEFAULT_DOMAINS
-        and not node.op_type.startswith("Random")
-        and node.op_type not in ("Multinomial", "Bernoulli")
+        and node.op_type not in NONDETERMINISTIC_OPS
         and not any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute)
         and not any(x in stuck for x in (*node.input, *node.output))
     )

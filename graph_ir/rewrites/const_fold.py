@@ -22,12 +22,13 @@ from onnx import helper
 from graph_ir.rewrites import edit
 from graph_ir.rewrites.base import PassOptions, PassResult, Site, register_pass
 
-__all__ = ["MAX_FOLDED_BYTES", "const_fold"]
+__all__ = ["MAX_FOLDED_BYTES", "NONDETERMINISTIC_OPS", "const_fold"]
 
 #: The largest total size of a node's folded outputs (bytes).
 MAX_FOLDED_BYTES = 64 << 20
 _WEIGHTLESS = "an input has no data (weightless model)"
-_NONDETERMINISTIC = frozenset(
+#: Op types whose outputs differ from run to run: never folded.
+NONDETERMINISTIC_OPS = frozenset(
     {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
 )
 
@@ -79,7 +80,7 @@ def _blocker(node: onnx.NodeProto, outputs: set[str], absent: set[str], stuck: s
         return _WEIGHTLESS
     if any(i in stuck for i in node.input if i):
         return "an input is a constant node that could not be folded"
-    if node.op_type in _NONDETERMINISTIC:
+    if node.op_type in NONDETERMINISTIC_OPS:
         return f"{node.op_type} is not deterministic"
     if any(True for _ in edit.bodies(node)):
         return f"{node.op_type} holds a subgraph"
