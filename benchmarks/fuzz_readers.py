@@ -15,7 +15,7 @@ FUZZERS = {
     "tests.fuzz.test_taskgraph_fuzz": ["test_taskgraph_json", "test_taskgraph_stg"],
     "tests.fuzz.test_chip_fuzz": ["test_chip_yaml", "test_calibration_yaml"],
     "tests.fuzz.test_onnx_fuzz": ["test_onnx_bytes", "test_onnx_cnn_attributes", "test_onnx_shape_op_attributes",
-                                "test_onnx_function_op_attributes"],
+                                "test_onnx_function_op_attributes", "test_onnx_contrib_op_attributes"],
     "tests.fuzz.test_study_files_fuzz": [
         "test_workload_yaml", "test_schedule_json", "test_sweep_yaml", "test_quant_binding_yaml", "test_accuracy_npz",
         "test_report_summary_json",

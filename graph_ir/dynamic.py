@@ -257,6 +257,12 @@ def _value_for(
         qoperator = node.op_type.startswith("QLinear") or node.op_type == "QGemm"
         fix = ("onnxruntime's QOperator format: quantize in QDQ format instead (quant_format=QuantFormat.QDQ), "
                "which hwsim folds as a toolchain does" if qoperator else f"give it with --assume {node.name}=COUNT")  # fmt: skip
+        if node.domain == "com.microsoft" and not qoperator:
+            from graph_ir.contrib import LOWERINGS
+
+            lowered = ", ".join(t for d, t in LOWERINGS if d == node.domain)
+            fix += (f" (it is then costed as a memory copy; hwsim lowers onnxruntime's {lowered} into ONNX ops, "
+                    "not this one: a model saved before onnxruntime's optimizations has none)")  # fmt: skip
         raise ModelError(
             f"{source}: node {node.name!r} ({node.domain}.{node.op_type}): ONNX shape inference does not know this "
             f"op, so its output {tensor!r} has no shape; {fix}"

@@ -20,6 +20,7 @@ from google.protobuf.message import DecodeError
 from onnx import helper, numpy_helper, shape_inference
 
 from graph_ir import dynamic, files
+from graph_ir.contrib import lower_contrib
 from graph_ir.files import MAX_ONNX_BYTES, oversize
 from graph_ir.functions import expand_functions
 from graph_ir.ir import ModelError, ModelGraph, Op, Tensor, add_data_edge
@@ -140,6 +141,11 @@ def from_model_proto(
     init_names = {t.name for t in graph.initializer}
     _pin_inputs(graph, init_names, input_shapes or {}, source)
     fields = _sort_nodes(graph, source, _write_names(graph, fields))
+    lowered = lower_contrib(model_copy, source)
+    if lowered is not None:  # onnxruntime's fused ops, back to the ONNX ops they fuse
+        model_copy = lowered.model
+        graph = model_copy.graph
+        fields = _node_fields(graph)
     opset = next((o.version for o in model_copy.opset_import if o.domain in ("", "ai.onnx")), 0)
     _check_arity(source, opset, fields)
     assume = assume or {}
@@ -156,7 +162,7 @@ def from_model_proto(
     if expanded is not None:
         inferred = _guarded(source, lambda: dynamic.infer_strict(expanded.model))
     built = _build(inferred.graph, source, name, opset)
-    expansion = (expanded.warning(),) if expanded is not None else ()
+    expansion = tuple(e.warning() for e in (lowered, expanded) if e is not None)
     return replace(built, assumed=flow.assumed + assumed, warnings=flow.warnings + expansion)
 
 

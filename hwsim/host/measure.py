@@ -250,6 +250,16 @@ _PREFIXES = ("fused ",)
 _TOKEN = re.compile(r"_token_\d+$")
 
 
+#: onnxruntime's contrib ops (in a model it saved optimized) by the kernel kind their NCHWc form
+#: reports: a ``FusedConv`` runs as a blocked ``Conv``.
+_CONTRIB_KINDS = {"FusedConv": "Conv", "FusedGemm": "Gemm", "FusedMatMul": "MatMul"}
+
+
+def _runs_as(op_type: str, kind: str) -> bool:
+    """Whether a node of ``op_type`` can be the one a kernel of ``kind`` ran for."""
+    return op_type == kind or _CONTRIB_KINDS.get(op_type) == kind
+
+
 def attribute_nodes(model: onnx.ModelProto, profiled: Mapping[str, str]) -> dict[str, str | None]:
     """Map profiled nodes of an optimized session (``{name: op type it ran as}``) back to the
     model's own nodes.
@@ -289,10 +299,10 @@ def attribute_nodes(model: onnx.ModelProto, profiled: Mapping[str, str]) -> dict
                 hit = prefix
         node = hit
         for _ in range(4):
-            if node is None or by_name[node].op_type == kind or not by_name[node].input:
+            if node is None or _runs_as(by_name[node].op_type, kind) or not by_name[node].input:
                 break
             node = producer.get(by_name[node].input[0])
-        if node is not None and by_name[node].op_type == kind:
+        if node is not None and _runs_as(by_name[node].op_type, kind):
             hit = node
         out[p] = hit
     return out

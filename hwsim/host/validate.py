@@ -70,7 +70,7 @@ from hwsim.host.ort_arena import (
     cold_source_bytes,
 )
 from hwsim.host.ort_denormals import denormal_softmaxes
-from hwsim.host.ort_fusions import FUSED_KERNELS, ort_fusions
+from hwsim.host.ort_fusions import FUSED_KERNELS, Fusion, ort_fusions
 from hwsim.host.ort_qdq import (
     KERNEL_ALIASES,
     QDQ_KERNELS,
@@ -634,7 +634,10 @@ def _pattern_kernels(
     (costed 0; of a QDQ group's ``QuantizeLinear``/``DequantizeLinear`` those that ran fused)."""
     patterns: dict[str, Op] = {}
     absorbed: set[str] = set()
+    ops = set(graph.order)
     for name, kind in kernels.items():
+        if name not in ops:  # a kernel for ops hwsim expanded or lowered (:func:`function_bodies`)
+            continue
         if kind == "QuickGelu" and name not in fused and (hit := quick_gelu(graph, name)) is not None:
             patterns[name] = hit[0]
             absorbed.add(hit[1])
@@ -801,11 +804,10 @@ def _match_qdq_moved(graph: ModelGraph, kernels: Mapping[str, str], meas: dict[s
 def _match_inserted(
     graph: ModelGraph, block: int, opt: str, meas: dict[str, float], unmatched: dict[str, list[float]],
     kernels: Mapping[str, str] | None = None,
-) -> tuple[list[Op], frozenset[str]]:  # fmt: skip
+) -> tuple[list[Op], list[Fusion]]:  # fmt: skip
     """The kernels onnxruntime inserts that are predicted from the graph (NCHWc reorders, the
     fusions of :func:`~hwsim.host.ort_fusions.ort_fusions` whose members all ran fused, the
-    Transposes around channels-last integer kernels, :func:`_qdq_transposes`) and the
-    nodes those fusions absorb. Their measured kernels move from ``unmatched`` into ``meas``,
+    Transposes around channels-last integer kernels, :func:`_qdq_transposes`) and those fusions. Their measured kernels move from ``unmatched`` into ``meas``,
     per kind, largest tensor with longest kernel; so do renamed QDQ nodes (:func:`_match_qdq_moved`)."""
     kernels = kernels or {}
     for alias, kind in KERNEL_ALIASES.items():  # BiasGelu: the Gelu fusion with its bias Add folded in
@@ -821,7 +823,7 @@ def _match_inserted(
         meas.update((r.name, ns) for r, ns in zip(mine, theirs, strict=False))
         if len(theirs) > len(mine):
             unmatched[kind] = theirs[len(mine) :]
-    return inserted, frozenset(m for f in fusions for m in f.members)
+    return inserted, fusions
 
 
 def validate_model(
@@ -880,17 +882,18 @@ def validate_model(
         else:
             meas[hit] = meas.get(hit, 0.0) + ns
             kernels[hit] = kind
-    reorders, members = _match_inserted(graph, block, opt, meas, unmatched, kernels)
+    reorders, fusions = _match_inserted(graph, block, opt, meas, unmatched, kernels)
+    members = frozenset(m for f in fusions for m in f.members)
     calls = function_bodies(graph, {k: kernels.get(k, "") for k in meas})  # (inserted kernels have no kind here)
-    heads = _call_heads(graph, calls)
+    heads = _call_heads(graph, calls, kernels)
     fused = {op.name for op in graph.ops() if op.name not in meas and op.name not in heads}
-    pred = predict_nodes(graph, one, threads, fused, kernels, reorders, members, nchwc_work(graph, block, _one_block(one)),
+    pred = predict_nodes(graph, one, threads, fused, _head_kernels(heads, kernels), reorders, members, nchwc_work(graph, block, _one_block(one)),
                          {**layout_kernels(graph, block, fused), **denormal_softmaxes(graph, model)})  # fmt: skip
     nodes = _with_calls(tuple(
         NodeResult(name, p.op_type, name in fused, p.predicted_ns, meas.get(name, 0.0), p.roof_ns, p.memory_ns, p.stall_ns,
                    p.category, p.threads_used, p.step_sections, p.step_sections_ns)
         for name, p in pred.items()
-    ), calls, kernels, meas)  # fmt: skip
+    ), _with_fusions(calls, fusions), kernels, meas)  # fmt: skip
     inserted = sum(ns for v in unmatched.values() for ns in v)
     inserted_ops = set(unmatched)
     return Validation(
@@ -923,11 +926,38 @@ def function_bodies(graph: ModelGraph, kernels: Mapping[str, str]) -> dict[str, 
 _CONTROL_FLOW = frozenset({"Loop", "Scan", "If"})
 
 
-def _call_heads(graph: ModelGraph, calls: Mapping[str, Sequence[str]]) -> set[str]:
-    """The op of each expanded call that stands for the call's one kernel (its op of the most
-    FLOPs): it pays the kernel's dispatch; the call's other ops run inside it, as fused nodes do
-    (no dispatch each; after a product, its work only: onnxruntime's own kernel for the op)."""
-    return {max(names, key=lambda m: (graph.op(m).flops, graph.op(m).category != "layout")) for names in calls.values()}
+def _call_heads(graph: ModelGraph, calls: Mapping[str, Sequence[str]], kernels: Mapping[str, str]) -> dict[str, str]:
+    """The op of each expanded call that stands for the call's one kernel, with the call: its op
+    of the most FLOPs; it pays the kernel's dispatch, and the call's other ops run inside it, as
+    fused nodes do (no dispatch each; after a product, its work only: onnxruntime's own kernel for
+    the op). A call onnxruntime ran as its ``QuickGelu`` kernel (a lowered ``QuickGelu``:
+    :mod:`graph_ir.contrib`) has the ``Mul`` of its ``Mul(x, Sigmoid(x))`` as head, costed as
+    that kernel (:func:`quick_gelu`)."""
+    heads: dict[str, str] = {}
+    for call, names in calls.items():
+        head = max(names, key=lambda m: (graph.op(m).flops, graph.op(m).category != "layout"))
+        if kernels.get(call) == "QuickGelu":
+            head = next((m for m in names if quick_gelu(graph, m) is not None), head)
+        heads[head] = call
+    return heads
+
+
+def _head_kernels(heads: Mapping[str, str], kernels: Mapping[str, str]) -> dict[str, str]:
+    """``kernels`` with each call head (:func:`_call_heads`) run as its call's ``QuickGelu`` kernel."""
+    return {**kernels, **{h: "QuickGelu" for h, c in heads.items() if kernels.get(c) == "QuickGelu"}}
+
+
+def _with_fusions(calls: Mapping[str, Sequence[str]], fusions: Sequence[Fusion]) -> dict[str, list[str]]:
+    """``calls`` (:func:`function_bodies`) with each fused kernel of onnxruntime's
+    (:func:`~hwsim.host.ort_fusions.ort_fusions`) whose members all lie in one call counted as
+    that call's: a lowered ``BiasGelu``'s Gelu pattern, run by onnxruntime as the call's one kernel."""
+    where = {m: c for c, ms in calls.items() for m in ms}
+    out = {c: list(ms) for c, ms in calls.items()}
+    for f in fusions:
+        owners = {where.get(m) for m in f.members}
+        if len(owners) == 1 and (owner := owners.pop()) is not None:
+            out[owner].append(f.kernel.name)
+    return out
 
 
 def _with_calls(
@@ -1101,17 +1131,19 @@ def repredict(v: Validation, chip: Chip, model_path: str | Path,
     fused = {n.name for n in v.nodes if n.fused}
     kernels = {n.name: n.op_type for n in v.nodes if not n.fused}
     calls = function_bodies(graph, kernels)
-    fused |= {m for ms in calls.values() for m in ms} - _call_heads(graph, calls)
+    heads = _call_heads(graph, calls, kernels)
+    fused |= {m for ms in calls.values() for m in ms} - heads.keys()
     names = {n.name for n in v.nodes}
-    fusions = [f for f in ort_fusions(graph) if f.kernel.name in names]
+    inside = {k for ks in _with_fusions(calls, ort_fusions(graph)).values() for k in ks}
+    fusions = [f for f in ort_fusions(graph) if f.kernel.name in names or f.kernel.name in inside]
     reorders = [*nchwc_reorders(graph, v.nchwc_block), *(f.kernel for f in fusions), *_qdq_transposes(graph, kernels, fused)]
     members = frozenset(m for f in fusions for m in f.members)
     one = cpu_chip(chip, v.threads)
-    pred = predict_nodes(graph, one, v.threads, fused, kernels, reorders, members,
+    pred = predict_nodes(graph, one, v.threads, fused, _head_kernels(heads, kernels), reorders, members,
                          nchwc_work(graph, v.nchwc_block, _one_block(one)), {**layout_kernels(graph, v.nchwc_block, fused),
                          **denormal_softmaxes(graph, onnx.load(str(model_path), load_external_data=False))})  # fmt: skip
     meas = {n.name: n.measured_ns for n in v.nodes}
     nodes = tuple(NodeResult(name, p.op_type, name in fused, p.predicted_ns, meas.get(name, 0.0), p.roof_ns, p.memory_ns,
                              p.stall_ns, p.category, p.threads_used, p.step_sections, p.step_sections_ns)
-                  for name, p in pred.items() if name in names or any(name in ms for ms in calls.values()))  # fmt: skip
-    return replace(v, chip=chip.name, nodes=_with_calls(nodes, calls, kernels, meas))
+                  for name, p in pred.items() if name in names or name in inside or any(name in ms for ms in calls.values()))  # fmt: skip
+    return replace(v, chip=chip.name, nodes=_with_calls(nodes, _with_fusions(calls, fusions), kernels, meas))

@@ -4,6 +4,7 @@ negative dims, unknown ops and domains, missing outputs."""
 
 from __future__ import annotations
 
+import math
 import tempfile
 from pathlib import Path
 
@@ -201,13 +202,39 @@ def _function_ops() -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
 
 
+def _contrib_ops() -> onnx.ModelProto:
+    """A conv and MLP block as onnxruntime saves it after its optimizations, whose contrib ops
+    hwsim lowers at import (:mod:`graph_ir.contrib`): FusedConv, FusedGemm, FusedMatMul,
+    QuickGelu, SkipLayerNormalization, SimplifiedLayerNormalization."""
+    f = TensorProto.FLOAT
+    x = helper.make_tensor_value_info("x", f, [1, 4, 6, 6])
+    y = helper.make_tensor_value_info("y", f, None)
+    shapes = {"w": [4, 4, 3, 3], "b": [4], "wm": [36, 36], "g": [36], "wg": [36, 8], "cg": [8]}
+    inits = [helper.make_tensor(n, f, d, [0.1] * math.prod(d)) for n, d in shapes.items()]
+    inits.append(helper.make_tensor("shape", TensorProto.INT64, [2], [4, 36]))
+    ms = "com.microsoft"
+    nodes = [
+        helper.make_node("FusedConv", ["x", "w", "b"], ["c"], name="conv", domain=ms, pads=[1, 1, 1, 1],
+                         kernel_shape=[3, 3], activation="LeakyRelu", activation_params=[0.1]),
+        helper.make_node("Reshape", ["c", "shape"], ["r"], name="reshape"),
+        helper.make_node("FusedMatMul", ["r", "wm"], ["m"], name="matmul", domain=ms, transB=1, alpha=0.5),
+        helper.make_node("QuickGelu", ["m"], ["q"], name="gelu", domain=ms, alpha=1.702),
+        helper.make_node("SkipLayerNormalization", ["q", "r", "g", "g"], ["n"], name="skipln", domain=ms),
+        helper.make_node("SimplifiedLayerNormalization", ["n", "g"], ["s"], name="rms", axis=-1),
+        helper.make_node("FusedGemm", ["s", "wg", "cg"], ["y"], name="gemm", domain=ms, activation="Relu"),
+    ]  # fmt: skip
+    graph = helper.make_graph(nodes, "contrib_ops", [x], [y], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ms, 1)])
+
+
 CNN = _cnn()
 SHAPE_OPS = _shape_ops()
 FUNCTION_OPS = _function_ops()
+CONTRIB_OPS = _contrib_ops()
 INT_ATTRIBUTES = ("kernel_shape", "pads", "strides", "dilations", "group", "perm", "axis", "axes", "keepdims",
                   "ceil_mode", "count_include_pad", "output_padding", "output_shape", "largest", "sorted",
                   "q_num_heads", "kv_num_heads", "is_causal", "num_heads", "rotary_embedding_dim", "interleaved",
-                  "qk_matmul_output_mode")  # fmt: skip
+                  "qk_matmul_output_mode", "transA", "transB", "transBatchA", "transBatchB")  # fmt: skip
 EDGE_INT = st.one_of(st.sampled_from(EDGE_INTS), st.integers(-4, 40))
 
 
@@ -264,3 +291,28 @@ def test_onnx_shape_op_attributes(content: bytes) -> None:
 @given(_mutations(FUNCTION_OPS))
 def test_onnx_function_op_attributes(content: bytes) -> None:
     _run_model("onnx-function-ops", content)
+
+
+@st.composite
+def _contrib_mutations(draw: st.DrawFn) -> bytes:
+    """:data:`CONTRIB_OPS` with :func:`_mutations`' edits, and maybe a fused activation (and its
+    parameters, edge floats) changed on the FusedConv or the FusedGemm."""
+    m = onnx.ModelProto.FromString(draw(_mutations(CONTRIB_OPS)))
+    if draw(st.booleans()):
+        node = m.graph.node[draw(st.sampled_from([0, len(m.graph.node) - 1]))]
+        kept = [a for a in node.attribute if a.name not in ("activation", "activation_params")]
+        del node.attribute[:]
+        node.attribute.extend(kept)
+        kind = draw(st.sampled_from(["", "Relu", "LeakyRelu", "HardSigmoid", "Clip", "Tanh", "Sigmoid", "Swish", "relu"]))
+        if kind:
+            node.attribute.append(helper.make_attribute("activation", kind))
+        params = draw(st.lists(st.one_of(st.floats(width=32), st.sampled_from([0.0, 1e-40, 1e30])), max_size=3))
+        if params:
+            node.attribute.append(helper.make_attribute("activation_params", params))
+    return m.SerializeToString()
+
+
+@fuzz_settings(100)
+@given(_contrib_mutations())
+def test_onnx_contrib_op_attributes(content: bytes) -> None:
+    _run_model("onnx-contrib-ops", content)

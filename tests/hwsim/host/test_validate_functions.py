@@ -44,3 +44,88 @@ def test_each_call_is_one_node_measured_and_predicted_as_a_whole(block: Path) ->
     again = repredict(v, chip, block)
     assert [n.name for n in again.nodes] == [n.name for n in v.nodes]
     assert [n.predicted_ns for n in again.nodes] == pytest.approx([n.predicted_ns for n in v.nodes])
+
+
+def _silu_cnn(path: Path) -> None:
+    """Convs with SiLU (``Mul(x, Sigmoid(x))``) and a residual: onnxruntime's extended level
+    saves them as FusedConv and QuickGelu (its SiLU kernel), contrib ops hwsim lowers."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    nodes, inits, x = [], [], "x"
+    for i in range(3):
+        inits.append(numpy_helper.from_array((rng.standard_normal((16, 16, 3, 3)) * 0.1).astype(np.float32), f"w{i}"))
+        nodes += [helper.make_node("Conv", [x, f"w{i}"], [f"c{i}"], pads=[1, 1, 1, 1]),
+                  helper.make_node("Sigmoid", [f"c{i}"], [f"s{i}"]), helper.make_node("Mul", [f"c{i}", f"s{i}"], [f"a{i}"])]  # fmt: skip
+        x = f"a{i}"
+    nodes.append(helper.make_node("Conv", [x, "w0"], ["y"], pads=[1, 1, 1, 1]))
+    nodes.append(helper.make_node("Relu", ["y"], ["z"]))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 24, 24])],
+                              [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)], inits)  # fmt: skip
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def test_a_contrib_kernel_is_compared_with_the_ops_hwsim_lowered_it_into(tmp_path: Path) -> None:
+    """A model saved by onnxruntime holds FusedConv and QuickGelu; hwsim lowers them
+    (graph_ir.contrib) and compares each kernel with its ops together, a QuickGelu costed as
+    onnxruntime's one SiLU kernel, as it is in the model before optimization."""
+    import onnx
+    import onnxruntime as ort
+
+    from graph_ir.contrib import contrib_nodes
+    from graph_ir.onnx_import import load_onnx, name_nodes
+
+    _silu_cnn(tmp_path / "orig.onnx")
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    so.optimized_model_filepath = str(tmp_path / "opt.onnx")
+    ort.InferenceSession(str(tmp_path / "orig.onnx"), so, providers=["CPUExecutionProvider"])
+    assert {n.op_type for n in contrib_nodes(onnx.load(str(tmp_path / "opt.onnx")))} == {"FusedConv", "QuickGelu"}
+    chip = chip_from_dict(host_chip())
+    v = validate_model(chip, tmp_path / "opt.onnx", runs=10, min_total_s=0.0)
+    graph, opt = load_onnx(tmp_path / "opt.onnx"), onnx.load(str(tmp_path / "opt.onnx"))
+    name_nodes(opt.graph)
+    calls = {n.name for n in contrib_nodes(opt)}
+    names = {n.name for n in v.nodes}
+    assert calls <= names  # each contrib kernel one node, none of the ops it was lowered into
+    assert not {op.name for op in graph.ops() if any(op.name.startswith(c + "/") for c in calls)} & names
+    quick = [n for n in v.nodes if n.op_type == "QuickGelu"]
+    assert len(quick) == 3 and all(n.measured_ns > 0 and n.predicted_ns > 0 for n in quick)
+    # the same SiLU predicted as in the model before optimization: one kernel, not a Sigmoid pass and a Mul pass
+    before = validate_model(chip, tmp_path / "orig.onnx", runs=10, min_total_s=0.0)
+    silu_before = sorted(n.predicted_ns for n in before.nodes if n.op_type == "QuickGelu")
+    assert len(silu_before) == 3
+    assert sorted(n.predicted_ns for n in quick) == pytest.approx(silu_before, rel=0.02)
+    assert sum(n.predicted_ns for n in v.nodes) + v.run_ns == pytest.approx(v.predicted_ns)
+    again = repredict(v, chip, tmp_path / "opt.onnx")
+    assert [(n.name, n.op_type) for n in again.nodes] == [(n.name, n.op_type) for n in v.nodes]
+    assert [n.predicted_ns for n in again.nodes] == pytest.approx([n.predicted_ns for n in v.nodes])
+
+
+def test_a_lowered_bias_gelu_is_one_node_with_onnxruntimes_gelu_fusion_inside(tmp_path: Path) -> None:
+    """A BiasGelu (as onnxruntime's transformer optimizer writes it) is lowered into an Add and
+    the Gelu formula's ops, which hwsim prices as onnxruntime's fused Gelu kernel: that kernel
+    belongs to the BiasGelu node, not a node of its own left without a measurement."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array((rng.standard_normal((256, 1024)) * 0.05).astype(np.float32), "w"),
+             numpy_helper.from_array(rng.standard_normal(1024).astype(np.float32), "b")]  # fmt: skip
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name="fc"),
+             helper.make_node("BiasGelu", ["m", "b"], ["y"], name="gelu", domain="com.microsoft")]  # fmt: skip
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 128, 256])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)  # fmt: skip
+    path = tmp_path / "bias_gelu.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]), path)
+    chip = chip_from_dict(host_chip())
+    v = validate_model(chip, path, runs=10, min_total_s=0.0)
+    assert sorted(n.name for n in v.nodes) == ["fc", "gelu"]
+    gelu = next(n for n in v.nodes if n.name == "gelu")
+    assert gelu.op_type == "BiasGelu" and gelu.measured_ns > 0 and gelu.predicted_ns > 0
+    assert sum(n.predicted_ns for n in v.nodes) + v.run_ns == pytest.approx(v.predicted_ns)
+    again = repredict(v, chip, path)
+    assert [n.predicted_ns for n in again.nodes] == pytest.approx([n.predicted_ns for n in v.nodes])
