@@ -71,7 +71,32 @@ class _Call:
         if a is None:
             return default
         v = helper.get_attribute_value(a)
-        return v.decode() if isinstance(v, bytes) else v
+        if isinstance(default, (int, float, str)) and not isinstance(v, (int, float, bytes)):
+            raise ModelError(f"node {self.name!r} ({self.node.op_type}): attribute {key!r} is not a single value")
+        if isinstance(default, list) and not isinstance(v, list):
+            raise ModelError(f"node {self.name!r} ({self.node.op_type}): attribute {key!r} is not a list")
+        return v.decode("utf-8", "replace") if isinstance(v, bytes) else v
+
+    def number(self, key: str, default: float) -> float:
+        """A numeric attribute (an int one read as a float too)."""
+        v = self.attr(key, default)
+        if isinstance(v, str):
+            raise ModelError(f"node {self.name!r} ({self.node.op_type}): attribute {key!r} is not a number")
+        return float(v)  # type: ignore[arg-type]
+
+    def numbers(self, key: str) -> list[float]:
+        """A list-of-numbers attribute ([] when absent)."""
+        v = self.attr(key, [])
+        if not all(isinstance(x, (int, float)) for x in v):  # type: ignore[attr-defined]
+            raise ModelError(f"node {self.name!r} ({self.node.op_type}): attribute {key!r} is not a list of numbers")
+        return [float(x) for x in v]  # type: ignore[attr-defined]
+
+    def flag(self, key: str, default: int = 0) -> int:
+        """An int attribute."""
+        v = self.number(key, default)
+        if v != int(v):
+            raise ModelError(f"node {self.name!r} ({self.node.op_type}): attribute {key!r} is not an integer")
+        return int(v)
 
     def arg(self, i: int) -> str:
         """The node's ``i``-th input, "" when absent."""
@@ -137,7 +162,7 @@ def _fused_conv(c: _Call) -> None:
     if c.arg(3):
         y = c.op("Add", [y, c.arg(3)], "" if kind else c.out(0))
     if kind:
-        _activation(c, y, kind, list(c.attr("activation_params", [])), c.out(0))  # type: ignore[call-overload]
+        _activation(c, y, kind, c.numbers("activation_params"), c.out(0))
 
 
 def _fused_gemm(c: _Call) -> None:
@@ -145,21 +170,21 @@ def _fused_gemm(c: _Call) -> None:
     kind = str(c.attr("activation", ""))
     y = c.op("Gemm", [c.arg(i) for i in range(3) if c.arg(i)], "" if kind else c.out(0), **gemm)
     if kind:
-        params = [float(c.attr(f"activation_{k}", d)) for k, d in (("alpha", 0.01 if kind == "LeakyRelu" else 0.2), ("beta", 0.5))]  # type: ignore[arg-type]
+        params = [c.number(f"activation_{k}", d) for k, d in (("alpha", 0.01 if kind == "LeakyRelu" else 0.2), ("beta", 0.5))]
         _activation(c, y, kind, params if kind in ("LeakyRelu", "HardSigmoid") else [], c.out(0))
 
 
 def _fused_matmul(c: _Call) -> None:
-    if c.attr("transBatchA", 0) or c.attr("transBatchB", 0):
+    if c.flag("transBatchA") or c.flag("transBatchB"):
         raise ModelError(f"node {c.name!r} (FusedMatMul): transBatchA / transBatchB are not lowered")
     operands = []
     for i, flag in ((0, "transA"), (1, "transB")):
         x = c.arg(i)
-        if c.attr(flag, 0) and c.rank(x) >= 2:
+        if c.flag(flag) and c.rank(x) >= 2:
             r = c.rank(x)
             x = c.op("Transpose", [x], perm=[*range(r - 2), r - 1, r - 2])
         operands.append(x)
-    alpha = float(c.attr("alpha", 1.0))  # type: ignore[arg-type]
+    alpha = c.number("alpha", 1.0)
     y = c.op("MatMul", operands, "" if alpha != 1.0 else c.out(0))
     if alpha != 1.0:
         c.op("Mul", [y, c.const(alpha, c.arg(0))], c.out(0))
@@ -180,7 +205,7 @@ def _gelu(c: _Call, x: str, output: str, approximate: bool = False) -> None:
 
 
 def _quick_gelu(c: _Call) -> None:
-    x, alpha = c.arg(0), float(c.attr("alpha", 1.702))  # type: ignore[arg-type]
+    x, alpha = c.arg(0), c.number("alpha", 1.702)
     scaled = x if alpha == 1.0 else c.op("Mul", [x, c.const(alpha, x)])
     c.op("Mul", [x, c.op("Sigmoid", [scaled])], c.out(0))
 
@@ -201,7 +226,7 @@ def _bias_add(c: _Call) -> None:
 def _layer_norm(c: _Call, x: str, gamma: str, beta: str, outs: Sequence[str], rms: bool, axis: int = -1) -> None:
     """LayerNormalization (or, ``rms``, RMSNormalization) of ``x`` over ``axis`` onwards, with
     outputs ``outs`` = (y, mean, inv_std_dev) ("" for one not wanted; an RMS form has no mean)."""
-    eps = float(c.attr("epsilon", 1e-5 if not rms else 1e-6))  # type: ignore[arg-type]
+    eps = c.number("epsilon", 1e-5 if not rms else 1e-6)
     y, mean_out, inv_out = (list(outs) + ["", "", ""])[:3]
     if rms and c.opset >= 23 and not inv_out:
         c.op("RMSNormalization", [x, gamma], y, axis=axis, epsilon=eps)
@@ -237,7 +262,7 @@ def _skip_layer_norm(c: _Call, rms: bool) -> None:
 
 
 def _simplified_layer_norm(c: _Call) -> None:
-    _layer_norm(c, c.arg(0), c.arg(1), "", [c.out(0), "", c.out(1)], True, int(c.attr("axis", -1)))  # type: ignore[call-overload]
+    _layer_norm(c, c.arg(0), c.arg(1), "", [c.out(0), "", c.out(1)], True, c.flag("axis", -1))
 
 
 #: The contrib op types lowered, by (domain, op type).

@@ -580,3 +580,23 @@ def test_optimize_time_not_a_finite_positive_number_is_refused(tmp_path: Path, s
     res = run_cli(["optimize", "rk3588", str(MLP), "--time", seconds, "--quiet", "--out", str(out), "--db", str(db)])
     assert res.code == 2 and f"--time {float(seconds)}: expected a positive number of seconds" in res.stderr
     assert not out.exists() and not db.exists()
+
+
+# --- onnxruntime contrib ops (lowered at import, graph_ir.contrib) ------------------------------
+
+
+@pytest.mark.parametrize(("attr", "value"), [("axis", [0, 1]), ("epsilon", "x")])
+def test_contrib_attribute_of_the_wrong_kind_is_refused(tmp_path: Path, attr: str, value: object) -> None:
+    """A SimplifiedLayerNormalization whose ``axis`` is a list (the fuzzer's) or ``epsilon`` a
+    string was an internal error (``int()`` of a list)."""
+    from onnx import TensorProto, helper
+
+    node = helper.make_node("SimplifiedLayerNormalization", ["x", "g"], ["y"], name="rms")
+    node.attribute.append(helper.make_attribute(attr, value))
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [helper.make_tensor("g", TensorProto.FLOAT, [8], [1.0] * 8)])  # fmt: skip
+    f = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), f)
+    res = check_refusal_or_run("regression", ["run", "rk3588", str(f), "--out", str(tmp_path / "out")], f, tmp_path / "out")
+    assert res.code == 2 and f"attribute {attr!r}" in res.stderr and "'rms'" in res.stderr
