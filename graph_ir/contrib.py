@@ -56,7 +56,7 @@ class _Call:
     node: onnx.NodeProto
     opset: int
     dtypes: Mapping[str, int]
-    ranks: Mapping[str, int]
+    shapes: Mapping[str, tuple[int, ...]]  # by value: its dims, -1 where not static
     taken: set[str]  # node and tensor names in use: a new one never repeats one
     nodes: list[onnx.NodeProto] = field(default_factory=list)
     inits: list[onnx.TensorProto] = field(default_factory=list)
@@ -120,21 +120,48 @@ class _Call:
         self.taken.add(name)
         return name
 
-    def const(self, value: float | Sequence[int], like: str = "", int64: bool = False) -> str:
-        """A constant: a scalar of ``like``'s element type, or (``int64``) a 1-D int64 tensor."""
+    def const(self, value: float | Sequence[int] | np.ndarray, like: str = "", int64: bool = False) -> str:
+        """A constant: a scalar (or array) of ``like``'s element type, or (``int64``) a 1-D int64 tensor."""
         self._names += 1
         name = self.fresh(f"{self.name}/c{self._names}")
         if int64:
             self.inits.append(numpy_helper.from_array(np.asarray(value, np.int64).reshape(-1), name))
         else:
-            elem = self.dtypes.get(like) or self.dtypes.get(self.arg(0), onnx.TensorProto.FLOAT)  # inner tensors: the input's
+            elem = self.dtypes.get(like) or self.float_type()  # an inner tensor: the node's float type
             self.inits.append(numpy_helper.from_array(np.asarray(value, helper.tensor_dtype_to_np_dtype(elem)), name))
         return name
 
+    def float_type(self) -> int:
+        """The element type of the node's first floating-point input (float32 when none is known)."""
+        floats = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE, onnx.TensorProto.BFLOAT16)
+        return next((t for x in self.node.input if (t := self.dtypes.get(x)) in floats), onnx.TensorProto.FLOAT)
+
     def rank(self, tensor: str) -> int:
-        if tensor not in self.ranks:
+        return len(self.shape(tensor, static=False))
+
+    def shape(self, tensor: str, static: bool = True) -> tuple[int, ...]:
+        """``tensor``'s dims (``static``: each known, else :class:`_NeedsRank`: the lowering waits)."""
+        dims = self.shapes.get(tensor)
+        if dims is None or (static and any(d < 0 for d in dims)):
             raise _NeedsRank(tensor)
-        return self.ranks[tensor]
+        return dims
+
+    def ints(self, key: str) -> list[int]:
+        """A list-of-integers attribute ([] when absent)."""
+        v = self.numbers(key)
+        if any(x != int(x) for x in v):
+            raise ModelError(f"node {self.name!r} ({self.node.op_type}): attribute {key!r} is not a list of integers")
+        return [int(x) for x in v]
+
+    def outs(self, op_type: str, inputs: Sequence[str], count: int, **attrs: Any) -> list[str]:
+        """Emit ``op_type`` with ``count`` new inner outputs (returned)."""
+        k = len(self.nodes)
+        ys = [self.fresh(f"{self.name}/{op_type.lower()}_{k}_{i}") for i in range(count)]
+        self.nodes.append(helper.make_node(op_type, list(inputs), ys, name=self.fresh(f"{self.name}/{op_type}_{k}"), **attrs))
+        return ys
+
+    def refuse(self, what: str) -> ModelError:
+        return ModelError(f"node {self.name!r} ({self.node.op_type}): {what} is not lowered into ONNX ops")
 
 
 class _NeedsRank(Exception):
@@ -252,10 +279,8 @@ def _layer_norm(c: _Call, x: str, gamma: str, beta: str, outs: Sequence[str], rm
 
 def _skip_layer_norm(c: _Call, rms: bool) -> None:
     bias = c.arg(3 if rms else 4)
-    total = c.out(3)
-    s = c.op("Add", [c.arg(0), c.arg(1)], "" if bias else total)
-    if bias:
-        s = c.op("Add", [s, bias], total)
+    x = c.op("Add", [c.arg(0), bias]) if bias else c.arg(0)  # the bias first, as in the graph it was fused from
+    s = c.op("Add", [x, c.arg(1)], c.out(3))
     if rms and c.out(1):
         raise ModelError(f"node {c.name!r} (SkipSimplifiedLayerNormalization): its 'mean' output is not lowered")
     _layer_norm(c, s, c.arg(2), "" if rms else c.arg(3), [c.out(0), c.out(1), c.out(2)], rms)
@@ -263,6 +288,129 @@ def _skip_layer_norm(c: _Call, rms: bool) -> None:
 
 def _simplified_layer_norm(c: _Call) -> None:
     _layer_norm(c, c.arg(0), c.arg(1), "", [c.out(0), "", c.out(1)], True, c.flag("axis", -1))
+
+
+def _unsqueeze(c: _Call, x: str, axes: Sequence[int]) -> str:
+    if c.opset >= 13:
+        return c.op("Unsqueeze", [x, c.const(list(axes), int64=True)])
+    return c.op("Unsqueeze", [x], axes=list(axes))
+
+
+def _padding_mask(c: _Call, mask: str, like: str, total: int) -> str:
+    """The additive mask ``[B, 1, 1|S, T]`` of an attention's key padding mask: a raw ``[B, T]``
+    (or ``[B, S, T]``) mask of 1s kept and 0s masked, or a ``[B]`` of each row's kept length
+    (right padding); ``mask_filter_value`` where masked, 0 elsewhere."""
+    rank = c.rank(mask)
+    if rank == 1:  # the end position of each row: key j kept while j < end
+        ends = c.op("Cast", [_unsqueeze(c, mask, [1])], to=onnx.TensorProto.INT64)
+        keep = c.op("Less", [c.const(list(range(total)), int64=True), ends])
+    elif rank in (2, 3):
+        keep = mask
+    else:
+        raise c.refuse(f"a mask of rank {rank}")
+    kept = c.op("Cast", [keep], to=c.float_type())
+    masked = c.op("Mul", [c.op("Sub", [c.const(1.0, like), kept]), c.const(c.number("mask_filter_value", -10000.0), like)])
+    return _unsqueeze(c, masked, [1, 2] if rank in (1, 2) else [1])
+
+
+def _attention_core(c: _Call, q: str, k: str, v: str, sizes: tuple[int, int], mask: str, seqs: tuple[int, int]) -> None:
+    """Multi-head attention of ``q`` [B, S, heads x h] over ``k``, ``v`` [B, T, heads x h(v)]
+    (``sizes``: h and h(v)): each head's ``softmax(q k^T scale + mask) v``, the heads joined
+    back into the node's output [B, S, heads x h(v)]. ``unidirectional`` adds the causal mask
+    (``seqs``: S and T)."""
+    heads = c.flag("num_heads")
+
+    def split_heads(x: str, h: int, perm: list[int]) -> str:
+        return c.op("Transpose", [c.op("Reshape", [x, c.const([0, 0, heads, h], int64=True)])], perm=perm)
+
+    scale = c.number("scale", 0.0) or 1.0 / math.sqrt(sizes[0])
+    scores = c.op("Mul", [c.op("MatMul", [split_heads(q, sizes[0], [0, 2, 1, 3]), split_heads(k, sizes[0], [0, 2, 3, 1])]),
+                          c.const(scale, q)])  # fmt: skip
+    if mask:
+        scores = c.op("Add", [scores, mask])
+    if c.flag("unidirectional"):
+        s, t = seqs
+        causal = np.where(np.arange(t)[None, :] > np.arange(s)[:, None] + (t - s), c.number("mask_filter_value", -10000.0), 0.0)
+        scores = c.op("Add", [scores, c.const(causal, q)])
+    probs = c.op("Softmax", [scores], axis=-1 if c.opset >= 13 else 3)
+    heads_out = c.op("Transpose", [c.op("MatMul", [probs, split_heads(v, sizes[1], [0, 2, 1, 3])])], perm=[0, 2, 1, 3])
+    c.op("Reshape", [heads_out, c.const([0, 0, heads * sizes[1]], int64=True)], c.out(0))
+
+
+def _head_sizes(c: _Call, hidden: Sequence[int]) -> tuple[int, int]:
+    """Per-head sizes of Q/K and of V from their hidden sizes (``hidden``: Q, K, V)."""
+    heads = c.flag("num_heads")
+    if heads <= 0 or hidden[0] != hidden[1] or any(h <= 0 or h % heads for h in hidden):
+        raise ModelError(f"node {c.name!r} ({c.node.op_type}): num_heads {heads} does not divide its hidden sizes {list(hidden)}")
+    return hidden[0] // heads, hidden[2] // heads
+
+
+def _attention(c: _Call) -> None:
+    """onnxruntime's ``Attention``: the Q, K, V projection (one MatMul over the packed weights,
+    its bias) split three ways, then :func:`_attention_core` with the key padding mask."""
+    for i, what in ((4, "a past state"), (5, "an attention bias"), (6, "a past sequence length")):
+        if c.arg(i):
+            raise c.refuse(what)
+    if c.out(1) or c.flag("do_rotary") or c.flag("past_present_share_buffer"):
+        raise c.refuse("a present state or rotary embedding")
+    x, w = c.shape(c.arg(0)), c.shape(c.arg(1))
+    if len(x) != 3 or len(w) != 2:
+        raise c.refuse(f"an input of rank {len(x)} or weights of rank {len(w)} (3 and 2 are)")
+    s, total = x[1], w[1]
+    hidden = c.ints("qkv_hidden_sizes") or [total // 3] * 3
+    if len(hidden) != 3 or sum(hidden) != total:
+        raise ModelError(f"node {c.name!r} (Attention): qkv_hidden_sizes {hidden} do not add up to its weights' {total} columns")
+    sizes = _head_sizes(c, hidden)
+    qkv = c.op("MatMul", [c.arg(0), c.arg(1)])
+    if c.arg(2):
+        qkv = c.op("Add", [qkv, c.arg(2)])
+    split = c.const(hidden, int64=True)
+    q, k, v = c.outs("Split", [qkv, split], 3, axis=-1) if c.opset >= 13 else c.outs("Split", [qkv], 3, axis=-1, split=hidden)
+    mask = _padding_mask(c, c.arg(3), c.arg(0), s) if c.arg(3) else ""
+    _attention_core(c, q, k, v, sizes, mask, (s, s))
+
+
+def _multi_head_attention(c: _Call) -> None:
+    """onnxruntime's ``MultiHeadAttention`` on separate 3-D Q, K and V: their bias (packed Q, K,
+    V) added, then :func:`_attention_core` with the key padding mask."""
+    for i, what in ((5, "an attention bias"), (6, "a past key"), (7, "a past value")):
+        if c.arg(i):
+            raise c.refuse(what)
+    if c.out(1) or c.out(2) or not c.arg(1) or not c.arg(2) or any(c.rank(c.arg(i)) != 3 for i in range(3)):
+        raise c.refuse("packed or 4-D keys and values, or a present state")
+    (_, s, dq), (_, t, dk), (_, _, dv) = (c.shape(c.arg(i)) for i in range(3))
+    sizes = _head_sizes(c, (dq, dk, dv))
+    q, k, v = c.arg(0), c.arg(1), c.arg(2)
+    if c.arg(3):
+        bq, bk, bv = c.outs("Split", [c.arg(3), c.const([dq, dk, dv], int64=True)], 3, axis=0) if c.opset >= 13 else \
+            c.outs("Split", [c.arg(3)], 3, axis=0, split=[dq, dk, dv])  # fmt: skip
+        q, k, v = c.op("Add", [q, bq]), c.op("Add", [k, bk]), c.op("Add", [v, bv])
+    mask = _padding_mask(c, c.arg(4), c.arg(0), t) if c.arg(4) else ""
+    _attention_core(c, q, k, v, sizes, mask, (s, t))
+
+
+def _embed_layer_norm(c: _Call) -> None:
+    """onnxruntime's ``EmbedLayerNormalization``: the word, position and segment embeddings
+    gathered and added, then LayerNormalization; its ``mask_index`` each row's count of kept
+    tokens (the mask's sum), its ``embedding_sum`` the sum before the norm."""
+    ids = c.shape(c.arg(0))
+    if len(ids) != 2:
+        raise c.refuse(f"input ids of rank {len(ids)} (2 are)")
+    s = ids[1]
+    words = c.op("Gather", [c.arg(2), c.arg(0)])
+    positions = c.arg(8) if c.arg(8) else c.const(list(range(s)), int64=True)
+    total = c.op("Add", [words, c.op("Gather", [c.arg(3), positions])], "" if c.arg(4) else c.out(2))
+    if c.arg(4) and c.arg(1):
+        total = c.op("Add", [total, c.op("Gather", [c.arg(4), c.arg(1)])], c.out(2))
+    if c.out(1):
+        if not c.arg(7):
+            raise c.refuse("a mask index without a mask input")
+        kept = c.op("Cast", [c.arg(7)], to=onnx.TensorProto.INT32)
+        if c.opset >= 13:
+            c.op("ReduceSum", [kept, c.const([1], int64=True)], c.out(1), keepdims=0)
+        else:
+            c.op("ReduceSum", [kept], c.out(1), keepdims=0, axes=[1])
+    _layer_norm(c, total, c.arg(5), c.arg(6), [c.out(0)], False)
 
 
 #: The contrib op types lowered, by (domain, op type).
@@ -278,6 +426,9 @@ LOWERINGS: Mapping[tuple[str, str], Lowering] = {
     (_MS, "SkipLayerNormalization"): lambda c: _skip_layer_norm(c, rms=False),
     (_MS, "SkipSimplifiedLayerNormalization"): lambda c: _skip_layer_norm(c, rms=True),
     ("", "SimplifiedLayerNormalization"): _simplified_layer_norm,
+    (_MS, "Attention"): _attention,
+    (_MS, "MultiHeadAttention"): _multi_head_attention,
+    (_MS, "EmbedLayerNormalization"): _embed_layer_norm,
 }
 
 
@@ -323,20 +474,20 @@ def lower_contrib(model: onnx.ModelProto, source: str) -> Lowered | None:
     taken = {n.name for n in g.node} | {x for n in g.node for x in (*n.input, *n.output)}
     taken |= {v.name for v in (*g.input, *g.output, *g.value_info, *g.initializer)}
     while True:  # a rank a lowering needs may wait for an earlier node's lowering
-        dtypes, ranks = _types(out)
-        left, lowered = _lower_pass(out, source, opset, dtypes, ranks, counts, taken)
+        dtypes, shapes = _types(out)
+        left, lowered = _lower_pass(out, source, opset, dtypes, shapes, counts, taken)
         if not left:
             return Lowered(out, counts)
         if not lowered:
-            raise ModelError(f"{source}: node {left[0]!r}: the rank of its inputs is unknown, so it cannot be lowered into ONNX ops")
+            raise ModelError(f"{source}: node {left[0]!r}: the shape of an input is unknown, so it cannot be lowered into ONNX ops")
 
 
 def _lower_pass(
-    model: onnx.ModelProto, source: str, opset: int, dtypes: Mapping[str, int], ranks: Mapping[str, int],
+    model: onnx.ModelProto, source: str, opset: int, dtypes: Mapping[str, int], shapes: Mapping[str, tuple[int, ...]],
     counts: dict[str, tuple[int, int]], taken: set[str],
 ) -> tuple[list[str], int]:  # fmt: skip
-    """Lower in place every contrib node whose ranks are known: the names of those left, and how
-    many were lowered."""
+    """Lower in place every contrib node whose input shapes are known (as far as its lowering
+    needs them): the names of those left, and how many were lowered."""
     new_nodes: list[onnx.NodeProto] = []
     left: list[str] = []
     lowered = 0
@@ -345,7 +496,7 @@ def _lower_pass(
         if lowering is None:
             new_nodes.append(node)
             continue
-        call = _Call(node, opset, dtypes, ranks, taken)
+        call = _Call(node, opset, dtypes, shapes, taken)
         try:
             lowering(call)
         except _NeedsRank:
@@ -367,23 +518,24 @@ def _lower_pass(
     return left, lowered
 
 
-def _types(model: onnx.ModelProto) -> tuple[dict[str, int], dict[str, int]]:
-    """Element type and rank of every value whose type is known, after onnx's (lenient) shape
-    inference: onnxruntime writes the contrib ops' outputs into ``value_info`` when it saves a model."""
+def _types(model: onnx.ModelProto) -> tuple[dict[str, int], dict[str, tuple[int, ...]]]:
+    """Element type and dims (-1 where not static) of every value whose type is known, after onnx's
+    (lenient) shape inference: onnxruntime writes the contrib ops' outputs into ``value_info``
+    when it saves a model."""
     try:
         inferred = shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
     except Exception:  # noqa: BLE001 (lenient: what it cannot infer stays unknown)
         inferred = model
     g = inferred.graph
     dtypes: dict[str, int] = {}
-    ranks: dict[str, int] = {}
+    shapes: dict[str, tuple[int, ...]] = {}
     for v in (*g.input, *g.value_info, *g.output):
         tt = v.type.tensor_type
         if tt.elem_type:
             dtypes[v.name] = tt.elem_type
         if tt.HasField("shape"):
-            ranks[v.name] = len(tt.shape.dim)
+            shapes[v.name] = tuple(d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else -1 for d in tt.shape.dim)
     for t in g.initializer:
         dtypes[t.name] = t.data_type
-        ranks[t.name] = len(t.dims)
-    return dtypes, ranks
+        shapes[t.name] = tuple(int(d) for d in t.dims)
+    return dtypes, shapes

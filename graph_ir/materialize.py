@@ -140,8 +140,8 @@ def random_inputs(
 ) -> dict[str, np.ndarray]:
     """Random feeds for every graph input that is not an initializer.
 
-    Floats are uniform in [-1, 1); integer inputs get small non-negative values (valid token ids
-    and indices for any vocabulary of at least 100 entries); ``*mask*`` inputs get ones, float
+    Floats are uniform in [-1, 1); integer inputs get small non-negative values (under 100, and
+    valid indices of every table they index: :func:`_index_limits`); ``*mask*`` inputs get ones, float
     ones too: an attention mask of random floats turns ``(1 - m) * -1e4`` into scores whose
     exponentials underflow, and onnxruntime's Softmax then runs on denormals at 4-6 ns per
     element instead of 0.25-0.4 (measured on the CI Xeon), a cost no real mask of ones pays.
@@ -153,6 +153,7 @@ def random_inputs(
     """
     rng = np.random.default_rng(seed)
     inits = {t.name for t in model.graph.initializer}
+    limits = _index_limits(model.graph)
     feeds: dict[str, np.ndarray] = {}
     for vi in model.graph.input:
         if vi.name in inits:
@@ -169,8 +170,30 @@ def random_inputs(
         if "mask" in vi.name or dtype == np.bool_:
             arr = np.ones(shape, dtype)
         elif np.issubdtype(dtype, np.integer):
-            arr = rng.integers(0, 100, size=shape).astype(dtype)
+            arr = rng.integers(0, min(100, limits.get(vi.name, 100)), size=shape).astype(dtype)
         else:
             arr = rng.uniform(-1.0, 1.0, size=shape).astype(dtype)
         feeds[vi.name] = arr
     return feeds
+
+
+#: Ops that index an initializer table with an input: (table input, indices input) pairs;
+#: onnxruntime's ``EmbedLayerNormalization`` indexes its word and its segment table.
+_INDEXING = {("", "Gather"): ((0, 1),), ("com.microsoft", "EmbedLayerNormalization"): ((2, 0), (4, 1))}
+
+
+def _index_limits(graph: onnx.GraphProto) -> dict[str, int]:
+    """For each graph input that indexes an initializer's rows directly (a token id into an
+    embedding, a segment id into a table of 2), the smallest such table's row count."""
+    rows = {t.name: int(t.dims[0]) for t in graph.initializer if len(t.dims) > 0}
+    limits: dict[str, int] = {}
+    for node in graph.node:
+        domain = "" if node.domain in ("", "ai.onnx") else node.domain
+        for table, idx in _INDEXING.get((domain, node.op_type), ()):
+            if len(node.input) <= max(table, idx) or node.input[table] not in rows:
+                continue
+            if node.op_type == "Gather" and any(a.name == "axis" and a.i not in (0,) for a in node.attribute):
+                continue
+            name = node.input[idx]
+            limits[name] = max(1, min(limits.get(name, rows[node.input[table]]), rows[node.input[table]]))
+    return limits

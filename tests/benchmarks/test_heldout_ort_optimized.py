@@ -35,8 +35,12 @@ def test_optimized_files_hold_contrib_ops_and_import(tmp_path: Path, monkeypatch
 
     monkeypatch.setattr(sys, "argv", ["heldout_ort_optimized.py", str(src), str(out)])  # type: ignore[attr-defined]
     assert bench.main() == 0
-    assert sorted(p.name for p in out.glob("*.onnx")) == ["cnn.onnx", "cnn_ortx.onnx"]
+    berts = ["bert_opt_l4s128w256.onnx", "bert_opt_l4s256w384.onnx"]
+    assert sorted(p.name for p in out.glob("*.onnx")) == [*berts, "cnn.onnx", "cnn_ortx.onnx"]
     assert bench.contrib_counts(out / "cnn_ortx.onnx") == {"FusedConv": 1, "FusedGemm": 1}
     graph = load_onnx(out / "cnn_ortx.onnx")
     assert graph.unknown_ops == ()
     assert sum(op.macs for op in graph.ops()) == sum(op.macs for op in load_onnx(src / "cnn.onnx").ops())
+    bert = load_onnx(out / berts[0])  # every contrib op of an optimized BERT lowered: none costed as a copy
+    assert bert.unknown_ops == ()
+    assert any(w.startswith("onnxruntime contrib ops lowered") and "Attention x4" in w for w in bert.warnings)

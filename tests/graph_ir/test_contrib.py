@@ -165,7 +165,8 @@ def test_simplified_layer_norms_match_onnxruntime(opset: int) -> None:
 def test_every_lowering_is_tested_here() -> None:
     """The tests above cover each op type of the table (a new entry needs its own test)."""
     covered = {"FusedConv", "FusedGemm", "FusedMatMul", "Gelu", "BiasGelu", "FastGelu", "QuickGelu", "BiasAdd",
-               "SkipLayerNormalization", "SkipSimplifiedLayerNormalization", "SimplifiedLayerNormalization"}  # fmt: skip
+               "SkipLayerNormalization", "SkipSimplifiedLayerNormalization", "SimplifiedLayerNormalization",
+               "Attention", "MultiHeadAttention", "EmbedLayerNormalization"}  # fmt: skip
     assert {t for _, t in LOWERINGS} == covered
 
 
@@ -241,10 +242,104 @@ def test_lowered_names_never_repeat_a_name_in_use() -> None:
 
 
 def test_a_contrib_op_not_lowered_is_refused_in_one_line_naming_it() -> None:
-    node = helper.make_node("EmbedLayerNormalization", ["x"], ["y"], name="emb", domain=MS)
+    node = helper.make_node("MatMulNBits", ["x"], ["y"], name="mm4", domain=MS)
     model = _model(node, {"x": (2, 3)}, {}, 17)
     with pytest.raises(ModelError) as exc:
-        from_model_proto(model, "bert.onnx")
+        from_model_proto(model, "llm.onnx")
     msg = str(exc.value)
-    assert msg.startswith("bert.onnx: node 'emb' (com.microsoft.EmbedLayerNormalization)") and "\n" not in msg
-    assert "--assume emb=COUNT" in msg and "FusedConv" in msg
+    assert msg.startswith("llm.onnx: node 'mm4' (com.microsoft.MatMulNBits)") and "\n" not in msg
+    assert "--assume mm4=COUNT" in msg and "FusedConv" in msg
+
+
+def _typed(node: onnx.NodeProto, inputs: dict[str, tuple[int, tuple[int, ...]]], weights: dict[str, np.ndarray],
+           opset: int) -> onnx.ModelProto:  # fmt: skip
+    """A one-node model whose inputs have their own element types (``inputs``: name -> (type, shape))."""
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info(k, t, list(s)) for k, (t, s) in inputs.items()],
+        [helper.make_tensor_value_info(o, TensorProto.INT32 if o == "mask_index" else TensorProto.FLOAT, None)
+         for o in node.output if o],
+        [numpy_helper.from_array(v, k) for k, v in weights.items()],
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid(MS, 1)])
+
+
+def _same_under_onnxruntime(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> onnx.ModelProto:
+    lowered = lower_contrib(model, "m.onnx")
+    assert lowered is not None and not contrib_nodes(lowered.model)
+    want, got = _run(model, feeds), _run(lowered.model, feeds)
+    for w, g in zip(want, got, strict=True):
+        np.testing.assert_allclose(g, w, rtol=2e-4, atol=2e-5)
+    return lowered.model
+
+
+@settings(max_examples=20, deadline=None)
+@given(mask=st.sampled_from(["", "raw", "lengths"]), causal=st.booleans(), v_hidden=st.sampled_from([32, 16]),
+       bias=st.booleans(), opset=st.sampled_from([12, 17]), seed=st.integers(0, 2**16))  # fmt: skip
+def test_attention_matches_onnxruntime(mask: str, causal: bool, v_hidden: int, bias: bool, opset: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    b, s, d, heads = 2, 8, 32, 4
+    total = 2 * d + v_hidden
+    w = {"w": (rng.standard_normal((d, total)) * 0.2).astype(np.float32)}
+    if bias:
+        w["b"] = rng.standard_normal(total).astype(np.float32)
+    inputs: dict[str, tuple[int, tuple[int, ...]]] = {"x": (TensorProto.FLOAT, (b, s, d))}
+    feeds = {"x": rng.standard_normal((b, s, d)).astype(np.float32)}
+    if mask == "raw":
+        inputs["m"] = (TensorProto.INT32, (b, s))
+        feeds["m"] = np.array([[1] * s, [1] * (s - 3) + [0] * 3], np.int32)
+    elif mask == "lengths":
+        inputs["m"] = (TensorProto.INT32, (b,))
+        feeds["m"] = np.array([s, s - 2], np.int32)
+    attrs: dict[str, object] = {"num_heads": heads, "unidirectional": int(causal)}
+    if v_hidden != d:
+        attrs["qkv_hidden_sizes"] = [d, d, v_hidden]
+    node = helper.make_node("Attention", ["x", "w", "b" if bias else "", "m" if mask else ""], ["y"], name="attn",
+                            domain=MS, **attrs)  # fmt: skip
+    lowered = _same_under_onnxruntime(_typed(node, inputs, w, opset), feeds)
+    assert sum(n.op_type == "MatMul" for n in lowered.graph.node) == 3  # the projection and the two products
+    assert sum(n.op_type == "Softmax" for n in lowered.graph.node) == 1
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("mask", [True, False])
+def test_multi_head_attention_matches_onnxruntime(bias: bool, mask: bool) -> None:
+    rng = np.random.default_rng(3)
+    b, s, t, d, dv, heads = 2, 8, 6, 32, 16, 4
+    inputs = {"q": (TensorProto.FLOAT, (b, s, d)), "k": (TensorProto.FLOAT, (b, t, d)), "v": (TensorProto.FLOAT, (b, t, dv))}
+    feeds = {k: rng.standard_normal(shape).astype(np.float32) for k, (_, shape) in inputs.items()}
+    w = {"bias": rng.standard_normal(d + d + dv).astype(np.float32)} if bias else {}
+    if mask:
+        inputs["m"] = (TensorProto.INT32, (b, t))
+        feeds["m"] = np.array([[1] * t, [1] * (t - 2) + [0] * 2], np.int32)
+    node = helper.make_node("MultiHeadAttention", ["q", "k", "v", "bias" if bias else "", "m" if mask else ""], ["y"],
+                            name="mha", domain=MS, num_heads=heads)  # fmt: skip
+    _same_under_onnxruntime(_typed(node, inputs, w, 17), feeds)
+
+
+@pytest.mark.parametrize("opset", [12, 17])
+@pytest.mark.parametrize("segments", [True, False])
+def test_embed_layer_norm_matches_onnxruntime(opset: int, segments: bool) -> None:
+    rng = np.random.default_rng(4)
+    b, s, h = 2, 8, 32
+    w = {"word": rng.standard_normal((50, h)).astype(np.float32), "pos": rng.standard_normal((16, h)).astype(np.float32),
+         "gamma": rng.standard_normal(h).astype(np.float32), "beta": rng.standard_normal(h).astype(np.float32)}  # fmt: skip
+    inputs = {"ids": (TensorProto.INT32, (b, s)), "mask": (TensorProto.INT32, (b, s))}
+    feeds = {"ids": rng.integers(0, 50, (b, s)).astype(np.int32), "mask": np.array([[1] * s, [1] * 5 + [0] * 3], np.int32)}
+    if segments:
+        w["seg"] = rng.standard_normal((2, h)).astype(np.float32)
+        inputs["sid"] = (TensorProto.INT32, (b, s))
+        feeds["sid"] = rng.integers(0, 2, (b, s)).astype(np.int32)
+    names = ["ids", "sid" if segments else "", "word", "pos", "seg" if segments else "", "gamma", "beta", "mask"]
+    node = helper.make_node("EmbedLayerNormalization", names, ["y", "mask_index"], name="emb", domain=MS, epsilon=1e-12)
+    _same_under_onnxruntime(_typed(node, inputs, w, opset), feeds)
+
+
+def test_attention_parts_not_lowered_are_refused_naming_the_node() -> None:
+    node = helper.make_node("Attention", ["x", "w", "", "", "past"], ["y"], name="attn", domain=MS, num_heads=4)
+    inputs = {"x": (TensorProto.FLOAT, (1, 4, 8)), "past": (TensorProto.FLOAT, (2, 1, 4, 2, 2))}
+    model = _typed(node, inputs, {"w": np.zeros((8, 24), np.float32)}, 17)
+    with pytest.raises(ModelError, match=r"^m\.onnx: node 'attn' \(Attention\): a past state is not lowered"):
+        lower_contrib(model, "m.onnx")
+    node = helper.make_node("Attention", ["x", "w"], ["y"], name="attn", domain=MS, num_heads=5)
+    with pytest.raises(ModelError, match=r"num_heads 5 does not divide"):
+        lower_contrib(_typed(node, {"x": (TensorProto.FLOAT, (1, 4, 8))}, {"w": np.zeros((8, 24), np.float32)}, 17), "m.onnx")
