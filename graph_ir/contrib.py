@@ -140,10 +140,10 @@ class _Call:
         return len(self.shape(tensor, static=False))
 
     def shape(self, tensor: str, static: bool = True) -> tuple[int, ...]:
-        """``tensor``'s dims (``static``: each known, else :class:`_NeedsRank`: the lowering waits)."""
+        """``tensor``'s dims (``static``: each known, else :class:`_NeedsShape`: the lowering waits)."""
         dims = self.shapes.get(tensor)
         if dims is None or (static and any(d < 0 for d in dims)):
-            raise _NeedsRank(tensor)
+            raise _NeedsShape(tensor)
         return dims
 
     def ints(self, key: str) -> list[int]:
@@ -164,8 +164,8 @@ class _Call:
         return ModelError(f"node {self.name!r} ({self.node.op_type}): {what} is not lowered into ONNX ops")
 
 
-class _NeedsRank(Exception):
-    """A lowering needs a tensor's rank that shape inference has not given yet."""
+class _NeedsShape(Exception):
+    """A lowering needs a tensor's shape (or rank) that shape inference has not given yet."""
 
 
 Lowering = Callable[[_Call], None]
@@ -473,7 +473,7 @@ def lower_contrib(model: onnx.ModelProto, source: str) -> Lowered | None:
     g = model.graph
     taken = {n.name for n in g.node} | {x for n in g.node for x in (*n.input, *n.output)}
     taken |= {v.name for v in (*g.input, *g.output, *g.value_info, *g.initializer)}
-    while True:  # a rank a lowering needs may wait for an earlier node's lowering
+    while True:  # a shape a lowering needs may wait for an earlier node's lowering
         dtypes, shapes = _types(out)
         left, lowered = _lower_pass(out, source, opset, dtypes, shapes, counts, taken)
         if not left:
@@ -499,7 +499,7 @@ def _lower_pass(
         call = _Call(node, opset, dtypes, shapes, taken)
         try:
             lowering(call)
-        except _NeedsRank:
+        except _NeedsShape:
             new_nodes.append(node)
             left.append(node.name)
             continue

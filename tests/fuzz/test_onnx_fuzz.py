@@ -205,11 +205,11 @@ def _function_ops() -> onnx.ModelProto:
 def _contrib_ops() -> onnx.ModelProto:
     """A conv and MLP block as onnxruntime saves it after its optimizations, whose contrib ops
     hwsim lowers at import (:mod:`graph_ir.contrib`): FusedConv, FusedGemm, FusedMatMul,
-    QuickGelu, SkipLayerNormalization, SimplifiedLayerNormalization."""
+    QuickGelu, SkipLayerNormalization, SimplifiedLayerNormalization, Attention (causal, a mask of lengths)."""
     f = TensorProto.FLOAT
     x = helper.make_tensor_value_info("x", f, [1, 4, 6, 6])
     y = helper.make_tensor_value_info("y", f, None)
-    shapes = {"w": [4, 4, 3, 3], "b": [4], "wm": [36, 36], "g": [36], "wg": [36, 8], "cg": [8]}
+    shapes = {"w": [4, 4, 3, 3], "b": [4], "wm": [36, 36], "g": [36], "wg": [36, 8], "cg": [8], "wa": [8, 24], "ba": [24]}
     inits = [helper.make_tensor(n, f, d, [0.1] * math.prod(d)) for n, d in shapes.items()]
     inits.append(helper.make_tensor("shape", TensorProto.INT64, [2], [4, 36]))
     ms = "com.microsoft"
@@ -221,8 +221,13 @@ def _contrib_ops() -> onnx.ModelProto:
         helper.make_node("QuickGelu", ["m"], ["q"], name="gelu", domain=ms, alpha=1.702),
         helper.make_node("SkipLayerNormalization", ["q", "r", "g", "g"], ["n"], name="skipln", domain=ms),
         helper.make_node("SimplifiedLayerNormalization", ["n", "g"], ["s"], name="rms", axis=-1),
-        helper.make_node("FusedGemm", ["s", "wg", "cg"], ["y"], name="gemm", domain=ms, activation="Relu"),
+        helper.make_node("FusedGemm", ["s", "wg", "cg"], ["gm"], name="gemm", domain=ms, activation="Relu"),
+        helper.make_node("Reshape", ["gm", "shape3"], ["g3"], name="reshape3"),
+        helper.make_node("Attention", ["g3", "wa", "ba", "lens"], ["y"], name="attention", domain=ms, num_heads=2,
+                         unidirectional=1),
     ]  # fmt: skip
+    inits.append(helper.make_tensor("shape3", TensorProto.INT64, [3], [1, 4, 8]))
+    inits.append(helper.make_tensor("lens", TensorProto.INT32, [1], [3]))
     graph = helper.make_graph(nodes, "contrib_ops", [x], [y], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ms, 1)])
 
@@ -234,7 +239,8 @@ CONTRIB_OPS = _contrib_ops()
 INT_ATTRIBUTES = ("kernel_shape", "pads", "strides", "dilations", "group", "perm", "axis", "axes", "keepdims",
                   "ceil_mode", "count_include_pad", "output_padding", "output_shape", "largest", "sorted",
                   "q_num_heads", "kv_num_heads", "is_causal", "num_heads", "rotary_embedding_dim", "interleaved",
-                  "qk_matmul_output_mode", "transA", "transB", "transBatchA", "transBatchB")  # fmt: skip
+                  "qk_matmul_output_mode", "transA", "transB", "transBatchA", "transBatchB", "unidirectional",
+                  "qkv_hidden_sizes")  # fmt: skip
 EDGE_INT = st.one_of(st.sampled_from(EDGE_INTS), st.integers(-4, 40))
 
 

@@ -343,3 +343,28 @@ def test_attention_parts_not_lowered_are_refused_naming_the_node() -> None:
     node = helper.make_node("Attention", ["x", "w"], ["y"], name="attn", domain=MS, num_heads=5)
     with pytest.raises(ModelError, match=r"num_heads 5 does not divide"):
         lower_contrib(_typed(node, {"x": (TensorProto.FLOAT, (1, 4, 8))}, {"w": np.zeros((8, 24), np.float32)}, 17), "m.onnx")
+
+
+def test_a_lowering_waits_for_the_shapes_an_earlier_lowering_gives() -> None:
+    """A FusedMatMul with transA needs its input's rank; that input comes from a QuickGelu, which
+    onnx's shape inference cannot see through until it is lowered: a second pass lowers it."""
+    nodes = [helper.make_node("QuickGelu", ["x"], ["q"], name="q", domain=MS, alpha=1.0),
+             helper.make_node("FusedMatMul", ["q", "w"], ["y"], name="mm", domain=MS, transA=1, alpha=0.5)]  # fmt: skip
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 8, 5])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(_w(8, 6), "w")])  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
+    lowered = lower_contrib(model, "m.onnx")
+    assert lowered is not None and not contrib_nodes(lowered.model)
+    x = _w(3, 8, 5, seed=7)
+    np.testing.assert_allclose(_run(lowered.model, {"x": x})[0], _run(model, {"x": x})[0], rtol=2e-4, atol=2e-5)
+
+
+def test_a_rank_never_known_is_refused_naming_the_node() -> None:
+    node = helper.make_node("FusedMatMul", ["a", "b"], ["y"], name="mm", domain=MS, transA=1)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("a", TensorProto.FLOAT, None),
+                                            helper.make_tensor_value_info("b", TensorProto.FLOAT, [4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
+    with pytest.raises(ModelError, match=r"^m\.onnx: node 'mm': the shape of an input is unknown"):
+        lower_contrib(model, "m.onnx")
