@@ -31,9 +31,10 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper, shape_inference
 
+from graph_ir.functions import Expanded
 from graph_ir.ir import ModelError
 
-__all__ = ["LOWERINGS", "Lowered", "contrib_nodes", "lower_contrib"]
+__all__ = ["HEADLINE", "LOWERINGS", "contrib_nodes", "lower_contrib"]
 
 _MS = "com.microsoft"
 _DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -433,17 +434,8 @@ LOWERINGS: Mapping[tuple[str, str], Lowering] = {
 
 
 # ---------------------------------------------------------------- the pass
-@dataclass(frozen=True)
-class Lowered:
-    """What :func:`lower_contrib` did: the model, and per op type the nodes and the ops they became."""
-
-    model: onnx.ModelProto
-    calls: Mapping[str, tuple[int, int]]
-
-    def warning(self) -> str:
-        """One line for the run's warnings."""
-        parts = [f"{t} x{n} ({ops} ops)" for t, (n, ops) in sorted(self.calls.items())]
-        return "onnxruntime contrib ops lowered into the ONNX ops they fuse: " + ", ".join(parts)
+#: The run's warning about the lowered nodes opens with this.
+HEADLINE = "onnxruntime contrib ops lowered into the ONNX ops they fuse"
 
 
 def _key(node: onnx.NodeProto) -> tuple[str, str]:
@@ -455,7 +447,7 @@ def contrib_nodes(model: onnx.ModelProto) -> list[onnx.NodeProto]:
     return [n for n in model.graph.node if _key(n) in LOWERINGS]
 
 
-def lower_contrib(model: onnx.ModelProto, source: str) -> Lowered | None:
+def lower_contrib(model: onnx.ModelProto, source: str) -> Expanded | None:
     """``model`` with each node of :func:`contrib_nodes` replaced by the ONNX ops it fuses (the
     module docstring); None when it has none. Nodes must have their names (unique).
 
@@ -477,7 +469,7 @@ def lower_contrib(model: onnx.ModelProto, source: str) -> Lowered | None:
         dtypes, shapes = _types(out)
         left, lowered = _lower_pass(out, source, opset, dtypes, shapes, counts, taken)
         if not left:
-            return Lowered(out, counts)
+            return Expanded(out, counts, HEADLINE)
         if not lowered:
             raise ModelError(f"{source}: node {left[0]!r}: the shape of an input is unknown, so it cannot be lowered into ONNX ops")
 

@@ -44,15 +44,17 @@ _DEFAULT_DOMAINS = ("", "ai.onnx")
 
 @dataclass(frozen=True)
 class Expanded:
-    """What :func:`expand_functions` did: the model, and per op type the calls and the ops they became."""
+    """What :func:`expand_functions` (or :func:`graph_ir.contrib.lower_contrib`) did: the model,
+    and per op type the calls and the ops they became; ``headline`` opens the run's warning."""
 
     model: onnx.ModelProto
     calls: Mapping[str, tuple[int, int]]
+    headline: str = "function ops expanded into the ONNX ops that define them"
 
     def warning(self) -> str:
         """One line for the run's warnings."""
         parts = [f"{t} x{n} ({ops} ops)" for t, (n, ops) in sorted(self.calls.items())]
-        return "function ops expanded into the ONNX ops that define them: " + ", ".join(parts)
+        return f"{self.headline}: " + ", ".join(parts)
 
 
 def function_calls(model: onnx.ModelProto) -> list[onnx.NodeProto]:
