@@ -302,6 +302,8 @@ def _padding_mask(c: _Call, mask: str, like: str, total: int) -> str:
     (or ``[B, S, T]``) mask of 1s kept and 0s masked, or a ``[B]`` of each row's kept length
     (right padding); ``mask_filter_value`` where masked, 0 elsewhere."""
     rank = c.rank(mask)
+    if rank == 1 and c.shape(mask)[0] != c.shape(like)[0]:
+        raise c.refuse("a mask index of start and end positions (2 x batch)")
     if rank == 1:  # the end position of each row: key j kept while j < end
         ends = c.op("Cast", [_unsqueeze(c, mask, [1])], to=onnx.TensorProto.INT64)
         keep = c.op("Less", [c.const(list(range(total)), int64=True), ends])

@@ -368,3 +368,10 @@ def test_a_rank_never_known_is_refused_naming_the_node() -> None:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
     with pytest.raises(ModelError, match=r"^m\.onnx: node 'mm': the shape of an input is unknown"):
         lower_contrib(model, "m.onnx")
+
+
+def test_a_mask_index_of_start_and_end_positions_is_refused_naming_the_node() -> None:
+    node = helper.make_node("Attention", ["x", "w", "", "m"], ["y"], name="attn", domain=MS, num_heads=2)
+    inputs = {"x": (TensorProto.FLOAT, (2, 4, 8)), "m": (TensorProto.INT32, (4,))}
+    with pytest.raises(ModelError, match=r"^m\.onnx: node 'attn' \(Attention\): a mask index of start and end positions"):
+        lower_contrib(_typed(node, inputs, {"w": np.zeros((8, 24), np.float32)}, 17), "m.onnx")
