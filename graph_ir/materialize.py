@@ -192,7 +192,7 @@ def _index_limits(graph: onnx.GraphProto) -> dict[str, int]:
         for table, idx in _INDEXING.get((domain, node.op_type), ()):
             if len(node.input) <= max(table, idx) or node.input[table] not in rows:
                 continue
-            if node.op_type == "Gather" and any(a.name == "axis" and a.i not in (0,) for a in node.attribute):
+            if node.op_type == "Gather" and any(a.name == "axis" and a.i != 0 for a in node.attribute):
                 continue
             name = node.input[idx]
             limits[name] = max(1, min(limits.get(name, rows[node.input[table]]), rows[node.input[table]]))

@@ -807,8 +807,9 @@ def _match_inserted(
 ) -> tuple[list[Op], list[Fusion]]:  # fmt: skip
     """The kernels onnxruntime inserts that are predicted from the graph (NCHWc reorders, the
     fusions of :func:`~hwsim.host.ort_fusions.ort_fusions` whose members all ran fused, the
-    Transposes around channels-last integer kernels, :func:`_qdq_transposes`) and those fusions. Their measured kernels move from ``unmatched`` into ``meas``,
-    per kind, largest tensor with longest kernel; so do renamed QDQ nodes (:func:`_match_qdq_moved`)."""
+    Transposes around channels-last integer kernels, :func:`_qdq_transposes`), and those fusions.
+    Their measured kernels move from ``unmatched`` into ``meas``, per kind, largest tensor with
+    longest kernel; so do renamed QDQ nodes (:func:`_match_qdq_moved`)."""
     kernels = kernels or {}
     for alias, kind in KERNEL_ALIASES.items():  # BiasGelu: the Gelu fusion with its bias Add folded in
         if alias in unmatched:
@@ -1134,8 +1135,10 @@ def repredict(v: Validation, chip: Chip, model_path: str | Path,
     heads = _call_heads(graph, calls, kernels)
     fused |= {m for ms in calls.values() for m in ms} - heads.keys()
     names = {n.name for n in v.nodes}
-    inside = {k for ks in _with_fusions(calls, ort_fusions(graph)).values() for k in ks}
-    fusions = [f for f in ort_fusions(graph) if f.kernel.name in names or f.kernel.name in inside]
+    found = ort_fusions(graph)
+    grouped = _with_fusions(calls, found)
+    inside = {k for ks in grouped.values() for k in ks}  # the calls' ops and the fused kernels among them
+    fusions = [f for f in found if f.kernel.name in names or f.kernel.name in inside]
     reorders = [*nchwc_reorders(graph, v.nchwc_block), *(f.kernel for f in fusions), *_qdq_transposes(graph, kernels, fused)]
     members = frozenset(m for f in fusions for m in f.members)
     one = cpu_chip(chip, v.threads)
@@ -1145,5 +1148,5 @@ def repredict(v: Validation, chip: Chip, model_path: str | Path,
     meas = {n.name: n.measured_ns for n in v.nodes}
     nodes = tuple(NodeResult(name, p.op_type, name in fused, p.predicted_ns, meas.get(name, 0.0), p.roof_ns, p.memory_ns,
                              p.stall_ns, p.category, p.threads_used, p.step_sections, p.step_sections_ns)
-                  for name, p in pred.items() if name in names or name in inside or any(name in ms for ms in calls.values()))  # fmt: skip
-    return replace(v, chip=chip.name, nodes=_with_calls(nodes, _with_fusions(calls, fusions), kernels, meas))
+                  for name, p in pred.items() if name in names or name in inside)  # fmt: skip
+    return replace(v, chip=chip.name, nodes=_with_calls(nodes, grouped, kernels, meas))
