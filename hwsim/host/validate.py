@@ -309,19 +309,46 @@ def quick_gelu(graph: ModelGraph, name: str) -> tuple[Op, str] | None:
     Returns the kernel as one op (reads ``x`` once, writes the product; the work of both
     nodes) and the name of the Sigmoid it absorbs, or None when the pattern does not match.
     """
+    return _gated(graph, name, "Sigmoid", "QuickGelu", _producers(graph))
+
+
+def _gated(graph: ModelGraph, name: str, gate: str, kind: str, producer: Mapping[str, str]) -> tuple[Op, str] | None:
+    """``name`` as one ``kind`` op if it is ``Mul(x, gate(x))``: the op (reads ``x`` once, writes
+    the product, the work of both nodes) and the gate node's name; None when it is not. A
+    ``HardSigmoid`` gate must hold HardSwish's constants (alpha 1/6, beta 0.5)."""
     op = graph.op(name)
     if op.op_type != "Mul" or len(op.inputs) != 2:
         return None
-    producer = _producers(graph)
     for i, t in enumerate(op.inputs):
         p = producer.get(t.name)
-        if p is None or graph.op(p).op_type != "Sigmoid":
+        if p is None or graph.op(p).op_type != gate or not _gate_constants(graph.op(p)):
             continue
         x = graph.op(p).inputs[0]
         if op.inputs[1 - i].name == x.name:
-            kernel = Op(op.name, "QuickGelu", "activation", (x,), op.outputs, {}, 0, graph.op(p).flops + op.flops)
-            return kernel, p
+            return Op(op.name, kind, "activation", (x,), op.outputs, {}, 0, graph.op(p).flops + op.flops), p
     return None
+
+
+def _gate_constants(gate: Op) -> bool:
+    if gate.op_type != "HardSigmoid":
+        return True
+    alpha, beta = gate.attrs.get("alpha", 0.2), gate.attrs.get("beta", 0.5)
+    return isinstance(alpha, float) and isinstance(beta, float) and abs(alpha - 1 / 6) < 1e-4 and abs(beta - 0.5) < 1e-6
+
+
+def hard_swishes(graph: ModelGraph, fused: set[str]) -> dict[str, tuple[Op, str]]:
+    """The fused ``Mul(x, HardSigmoid(x))`` pairs with HardSwish's constants: Mul -> the pair as
+    one ``HardSwish`` op and its HardSigmoid. onnxruntime's level-``all`` optimizer folds such a
+    pair after a conv into the conv as ``Conv(activation=HardSwish)`` (a MobileNetV3 saved at
+    level ``extended``, or exported before opset 14, holds the pair); a pair left standing runs
+    as two kernels and is not one of these."""
+    producer = _producers(graph)
+    out: dict[str, tuple[Op, str]] = {}
+    for name in fused:
+        hit = _gated(graph, name, "HardSigmoid", "HardSwish", producer)
+        if hit is not None and hit[1] in fused:
+            out[name] = hit
+    return out
 
 
 #: Op types onnxruntime's NCHWc transformer runs on blocked tensors when their input is blocked
@@ -680,7 +707,9 @@ def predict_nodes(
       a node that runs as ``QuickGelu`` (``Mul(x, Sigmoid(x))``) is costed as that one kernel
       (reads ``x`` once, computes both) under the op type ``QuickGelu``, and its Sigmoid costs 0;
     - a fused node in the epilogue of a conv/matmul kernel (its first input comes, through
-      other fused nodes, from one) costs its compute only: the tile is still in L1;
+      other fused nodes, from one) costs its compute only: the tile is still in L1; a fused
+      ``Mul(x, HardSigmoid(x))`` pair is costed as the ``HardSwish`` it runs as
+      (:func:`hard_swishes`), its HardSigmoid 0;
     - any other fused node (inside a pattern kernel onnxruntime names anew: Gelu,
       LayerNormalization) costs its roofline time without overhead;
     - views (free in hwsim) that still run as kernels cost the unit's overhead;
@@ -698,7 +727,8 @@ def predict_nodes(
     unit = chip.units[0].name
     patterns, quick = _pattern_kernels(graph, kernels or {}, fused)
     patterns.update((n, k) for n, k in (layout_kernels or {}).items() if n not in fused and n not in patterns)
-    absorbed = absorbed | quick
+    swishes = hard_swishes(graph, fused)
+    absorbed = absorbed | quick | {g for _, g in swishes.values()}
     if isinstance(chip.units[0], CpuUnit):  # where a kernel's data sits in the caches (arena plan)
         patterns.update(_resident(graph, chip.units[0], patterns, fused | absorbed))
     extra = [*patterns.values(), *inserted]
@@ -722,6 +752,8 @@ def predict_nodes(
         if op.name in absorbed:
             out[op.name] = NodePrediction(op.op_type, 0.0, roof)
         elif op.name in fused:
+            if op.name in swishes:  # the pair as the one activation it runs as
+                c = _padded(_estimate(swishes[op.name][0], chip), (padded or {}).get(op.name, 1.0))
             pred = c.compute_ns / threads if _in_epilogue(graph, producer, fused, op.name) else _time(op, c, loop, threads, False)
             out[op.name] = NodePrediction(op.op_type, pred, roof)
         else:
@@ -758,14 +790,19 @@ def _padded(c: OpCost, factor: float) -> OpCost:
     return replace(c, compute_ns=c.compute_ns * factor, memory_ns=c.memory_ns * factor, stall_ns=c.stall_ns * factor)
 
 
+def _estimate(k: Op, chip: Chip) -> OpCost:
+    """``k``'s cost on the one-CPU ``chip``, in the model's own precision."""
+    from cost_models.table import estimate
+
+    c = estimate(k, chip, chip.units[0].name, "model")
+    assert c is not None  # a CPU runs any op type
+    return c
+
+
 def _kernel_prediction(k: Op, chip: Chip, roof_chip: Chip, threads: int, factor: float = 1.0) -> NodePrediction:
     """A kernel onnxruntime runs that is no node of the file (a pattern, layout or inserted
     kernel), ``factor`` times as long (:func:`nchwc_work`)."""
-    from cost_models.table import estimate
-
-    unit = chip.units[0].name
-    c, r = estimate(k, chip, unit, "model"), estimate(k, roof_chip, unit, "model")
-    assert c is not None and r is not None  # a CPU runs any op type
+    c, r = _estimate(k, chip), _estimate(k, roof_chip)
     c, r = _padded(c, factor), _padded(r, factor)
     return NodePrediction(kernel_type(k), _time(k, c, chip, threads, True), _basis(k, r, chip, threads),
                           r.memory_ns / threads, c.stall_ns / threads + _sections_ns(k, chip, threads))

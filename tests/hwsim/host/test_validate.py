@@ -132,6 +132,14 @@ def conv_net(path: Path, cin: int, cout: int, tail: str) -> Path:
     if tail == "silu":
         nodes += [helper.make_node("Sigmoid", ["c"], ["s"], name="sig"), helper.make_node("Mul", ["c", "s"], ["y"], name="mul")]
         shape = [1, cout, 32, 32]
+    elif tail.startswith("hardsigmoid_mul"):  # 'hardsigmoid_mul<alpha>': x * HardSigmoid(x), Mul's inputs swapped
+        alpha = float(tail.removeprefix("hardsigmoid_mul"))
+        nodes += [helper.make_node("HardSigmoid", ["c"], ["s"], name="sig", alpha=alpha, beta=0.5),
+                  helper.make_node("Mul", ["s", "c"], ["y"], name="mul")]  # fmt: skip
+        shape = [1, cout, 32, 32]
+    elif tail == "hardswish":
+        nodes.append(helper.make_node("HardSwish", ["c"], ["y"], name="mul"))
+        shape = [1, cout, 32, 32]
     else:
         inits.append(numpy_helper.from_array(np.array([1, -1], np.int64), "shape"))
         nodes += [helper.make_node("Relu", ["c"], ["r"], name="relu"),
@@ -153,6 +161,20 @@ class TestPredictionStructure:
         assert quick["conv"] == apart["conv"]
         # one kernel reads the conv output once and dispatches once
         assert quick["mul"].predicted_ns < apart["mul"].predicted_ns + apart["sig"].predicted_ns
+
+    def test_fused_hardsigmoid_mul_costs_as_the_hardswish_it_runs_as(self, tmp_path: Path) -> None:
+        # onnxruntime's level-all optimizer folds a conv's x * HardSigmoid(x) into Conv(activation=HardSwish)
+        chip = cpu_chip(chip_from_dict(host_chip()), 1)
+        whole = predict_nodes(load_onnx(conv_net(tmp_path / "w.onnx", 16, 32, "hardswish")), chip, 1, {"mul"})
+        pair = predict_nodes(load_onnx(conv_net(tmp_path / "p.onnx", 16, 32, f"hardsigmoid_mul{1 / 6}")),
+                             chip, 1, {"sig", "mul"})  # fmt: skip
+        assert pair["sig"].predicted_ns == 0.0 and whole["mul"].predicted_ns > 0.0
+        assert pair["mul"].predicted_ns == pytest.approx(whole["mul"].predicted_ns)
+        # other constants are no HardSwish: each node costs its own compute
+        other = predict_nodes(load_onnx(conv_net(tmp_path / "o.onnx", 16, 32, "hardsigmoid_mul0.2")), chip, 1,
+                              {"sig", "mul"})  # fmt: skip
+        assert other["sig"].predicted_ns > 0.0
+        assert other["mul"].predicted_ns != pytest.approx(whole["mul"].predicted_ns)
 
     def test_a_batch_1_mlp_splits_super_linearly_over_two_cores(self, tmp_path: Path) -> None:
         # 784-512-512-10: 2.7 MB of weights overflow one core's L2 (1.75 MiB), their halves fit two
