@@ -129,3 +129,64 @@ def test_a_lowered_bias_gelu_is_one_node_with_onnxruntimes_gelu_fusion_inside(tm
     assert sum(n.predicted_ns for n in v.nodes) + v.run_ns == pytest.approx(v.predicted_ns)
     again = repredict(v, chip, path)
     assert [n.predicted_ns for n in again.nodes] == pytest.approx([n.predicted_ns for n in v.nodes])
+
+
+def test_an_attention_kernel_moves_its_heads_by_addressing_not_by_transposes(
+    block: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """onnxruntime's Attention kernel reads and writes each head through strides: the
+    Transposes of the call's body cost nothing inside it (validate.ADDRESSED_IN_KERNEL)."""
+    from graph_ir.onnx_import import load_onnx
+    from hwsim.host import validate
+
+    chip = chip_from_dict(host_chip())
+    v = validate_model(chip, block, runs=10, min_total_s=0.0)
+    (attn,) = (n for n in v.nodes if n.op_type == "Attention")
+    graph = load_onnx(block)
+    body = function_bodies(graph, {n.name: n.op_type for n in v.nodes if not n.fused})[attn.name]
+    assert any(graph.op(m).op_type == "Transpose" for m in body)
+    monkeypatch.setattr(validate, "ADDRESSED_IN_KERNEL", frozenset())
+    copied = next(n for n in repredict(v, chip, block).nodes if n.name == attn.name)
+    assert attn.predicted_ns < copied.predicted_ns
+
+
+def _embed_layer_norm(path: Path) -> None:
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    tables = {"word": (500, 64), "pos": (64, 64), "seg": (2, 64)}
+    inits = [numpy_helper.from_array(rng.standard_normal(s).astype(np.float32), n) for n, s in tables.items()]
+    inits += [numpy_helper.from_array(np.ones(64, np.float32), "g"), numpy_helper.from_array(np.zeros(64, np.float32), "b")]
+    node = helper.make_node("EmbedLayerNormalization", ["ids", "sids", "word", "pos", "seg", "g", "b", "mask"],
+                            ["h", "mask_index"], name="embed", domain="com.microsoft", epsilon=1e-5)  # fmt: skip
+    ids = [helper.make_tensor_value_info(n, TensorProto.INT32, [1, 32]) for n in ("ids", "sids", "mask")]
+    graph = helper.make_graph([node, helper.make_node("Relu", ["h"], ["y"], name="relu")], "g", ids,
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)  # fmt: skip
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    onnx.save(helper.make_model(graph, opset_imports=opsets), path)
+
+
+def test_an_embed_layer_norm_is_not_priced_as_a_skip_layer_norm_kernel(tmp_path: Path) -> None:
+    """A lowered EmbedLayerNormalization holds an Add + LayerNormalization, the pattern
+    onnxruntime fuses into its SkipLayerNormalization kernel elsewhere; inside the EmbedLayerNormalization
+    kernel it is normalized inline: no such fused kernel is priced in that call."""
+    from graph_ir.onnx_import import load_onnx
+    from hwsim.host.ort_fusions import ort_fusions
+    from hwsim.host.validate import _run_fusions
+
+    path = tmp_path / "embed.onnx"
+    _embed_layer_norm(path)
+    graph = load_onnx(path)
+    calls = function_bodies(graph, {"embed": "EmbedLayerNormalization", "relu": "Relu"})
+    found = [f for f in ort_fusions(graph) if f.kernel.op_type == "SkipLayerNormalization"]
+    assert found and all(f.members <= set(calls["embed"]) for f in found)
+    assert _run_fusions(found, calls, {"embed": "EmbedLayerNormalization"}) == []
+    assert _run_fusions(found, calls, {"embed": "SkipLayerNormalization"}) == found  # a lowered SkipLayerNormalization's own
+    chip = chip_from_dict(host_chip())
+    v = validate_model(chip, path, runs=10, min_total_s=0.0)
+    assert sorted(n.name for n in v.nodes) == ["embed", "relu"]
+    assert sum(n.predicted_ns for n in v.nodes) + v.run_ns == pytest.approx(v.predicted_ns)
+    again = repredict(v, chip, path)
+    assert [n.predicted_ns for n in again.nodes] == pytest.approx([n.predicted_ns for n in v.nodes])
