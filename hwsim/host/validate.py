@@ -994,9 +994,41 @@ ADDRESSED_IN_KERNEL = frozenset(("Transpose", "Split", "Slice", "Concat"))
 
 
 def _addressed(graph: ModelGraph, calls: Mapping[str, Sequence[str]], heads: Mapping[str, str]) -> frozenset[str]:
-    """The ops of the expanded ``calls`` (their ``heads`` excepted) that their kernel does by
-    addressing (:data:`ADDRESSED_IN_KERNEL`): costed 0."""
-    return frozenset(m for ms in calls.values() for m in ms if m not in heads and graph.op(m).op_type in ADDRESSED_IN_KERNEL)
+    """The ops of the expanded ``calls`` (their ``heads`` excepted) that cost their kernel nothing:
+    those it does by addressing (:data:`ADDRESSED_IN_KERNEL`), and a scale on a product of the
+    call (a ``Mul`` by a one-element constant of a MatMul's output, or of an operand only a MatMul
+    of the call reads: opset 23's Attention body scales Q and K), which onnxruntime's Attention
+    and FusedMatMul kernels pass to the GEMM as its alpha."""
+    producer = _producers(graph)
+    readers: dict[str, list[str]] = {}
+    for op in graph.ops():
+        for t in op.inputs:
+            readers.setdefault(t.name, []).append(op.name)
+    out = set()
+    for ms in calls.values():
+        products = {m for m in ms if graph.op(m).category == "matmul"}
+        for m in ms:
+            op = graph.op(m)
+            if m in heads:
+                continue
+            if op.op_type in ADDRESSED_IN_KERNEL or (op.op_type == "Mul" and _scales_a_product(op, producer, readers, products)):
+                out.add(m)
+    return frozenset(out)
+
+
+def _scales_a_product(op: Op, producer: Mapping[str, str], readers: Mapping[str, Sequence[str]], products: set[str]) -> bool:
+    """``op`` (a Mul) multiplies a tensor by a one-element constant, the tensor made by one of
+    ``products`` or the result read by them only."""
+    if len(op.inputs) != 2 or len(op.outputs) != 1:
+        return False
+    for a, b in (op.inputs, op.inputs[::-1]):
+        if not (b.is_weight and b.elements == 1):
+            continue
+        after = producer.get(a.name) in products
+        before = set(readers.get(op.outputs[0].name, ())) <= products and bool(readers.get(op.outputs[0].name))
+        if after or before:
+            return True
+    return False
 
 
 def _head_kernels(heads: Mapping[str, str], kernels: Mapping[str, str]) -> dict[str, str]:

@@ -143,8 +143,13 @@ def test_an_attention_kernel_moves_its_heads_by_addressing_not_by_transposes(
     v = validate_model(chip, block, runs=10, min_total_s=0.0)
     (attn,) = (n for n in v.nodes if n.op_type == "Attention")
     graph = load_onnx(block)
-    body = function_bodies(graph, {n.name: n.op_type for n in v.nodes if not n.fused})[attn.name]
+    calls = function_bodies(graph, {n.name: n.op_type for n in v.nodes if not n.fused})
+    body = calls[attn.name]
     assert any(graph.op(m).op_type == "Transpose" for m in body)
+    # free inside the kernel: the head moves, and the scale on Q and K (the GEMM's alpha); not the rest
+    free = validate._addressed(graph, calls, {})
+    assert {graph.op(m).op_type for m in free} == {"Transpose", "Mul"}
+    assert all(graph.op(m).inputs[1].elements == 1 for m in free if graph.op(m).op_type == "Mul")
     monkeypatch.setattr(validate, "ADDRESSED_IN_KERNEL", frozenset())
     copied = next(n for n in repredict(v, chip, block).nodes if n.name == attn.name)
     assert attn.predicted_ns < copied.predicted_ns
