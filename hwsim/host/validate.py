@@ -927,7 +927,7 @@ def validate_model(
     members = frozenset(m for f in fusions for m in f.members)
     heads = _call_heads(graph, calls, kernels)
     fused = {op.name for op in graph.ops() if op.name not in meas and op.name not in heads}
-    members |= _addressed(graph, calls, heads)
+    members |= _free_in_kernel(graph, calls, heads)
     pred = predict_nodes(graph, one, threads, fused, _head_kernels(heads, kernels), reorders, members, nchwc_work(graph, block, _one_block(one)),
                          {**layout_kernels(graph, block, fused), **denormal_softmaxes(graph, model)})  # fmt: skip
     nodes = _with_calls(tuple(
@@ -987,13 +987,13 @@ def _call_heads(graph: ModelGraph, calls: Mapping[str, Sequence[str]], kernels: 
 #: Attention kernel writes each head's Q, K and V through strides from the one projection GEMM
 #: and its products read and write them so (no Split, no Transpose); FusedMatMul passes its
 #: transposes to the GEMM as flags. Inside an expanded call (:func:`function_bodies`) these ops
-#: cost nothing (:func:`_addressed`). The BERT saved by onnxruntime's transformer optimizer: its
+#: cost nothing (:func:`_free_in_kernel`). The BERT saved by onnxruntime's transformer optimizer: its
 #: Attention kernel measured 0.72-0.75 ms against 0.89 ms predicted with its Split and four
 #: Transposes priced as copies (0.09 ms of them).
 ADDRESSED_IN_KERNEL = frozenset(("Transpose", "Split", "Slice", "Concat"))
 
 
-def _addressed(graph: ModelGraph, calls: Mapping[str, Sequence[str]], heads: Mapping[str, str]) -> frozenset[str]:
+def _free_in_kernel(graph: ModelGraph, calls: Mapping[str, Sequence[str]], heads: Mapping[str, str]) -> frozenset[str]:
     """The ops of the expanded ``calls`` (their ``heads`` excepted) that cost their kernel nothing:
     those it does by addressing (:data:`ADDRESSED_IN_KERNEL`), and a scale on a product of the
     call (a ``Mul`` by a one-element constant of a MatMul's output, or of an operand only a MatMul
@@ -1246,7 +1246,7 @@ def repredict(v: Validation, chip: Chip, model_path: str | Path,
     inside = {k for ks in grouped.values() for k in ks}  # the calls' ops and the fused kernels among them
     fusions = [f for f in found if f.kernel.name in names or f.kernel.name in inside]
     reorders = [*nchwc_reorders(graph, v.nchwc_block), *(f.kernel for f in fusions), *_qdq_transposes(graph, kernels, fused)]
-    members = frozenset(m for f in fusions for m in f.members) | _addressed(graph, calls, heads)
+    members = frozenset(m for f in fusions for m in f.members) | _free_in_kernel(graph, calls, heads)
     one = cpu_chip(chip, v.threads)
     pred = predict_nodes(graph, one, v.threads, fused, _head_kernels(heads, kernels), reorders, members,
                          nchwc_work(graph, v.nchwc_block, _one_block(one)), {**layout_kernels(graph, v.nchwc_block, fused),

@@ -147,7 +147,7 @@ def test_an_attention_kernel_moves_its_heads_by_addressing_not_by_transposes(
     body = calls[attn.name]
     assert any(graph.op(m).op_type == "Transpose" for m in body)
     # free inside the kernel: the head moves, and the scale on Q and K (the GEMM's alpha); not the rest
-    free = validate._addressed(graph, calls, {})
+    free = validate._free_in_kernel(graph, calls, {})
     assert {graph.op(m).op_type for m in free} == {"Transpose", "Mul"}
     assert all(graph.op(m).inputs[1].elements == 1 for m in free if graph.op(m).op_type == "Mul")
     monkeypatch.setattr(validate, "ADDRESSED_IN_KERNEL", frozenset())
