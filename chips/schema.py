@@ -614,6 +614,12 @@ class CpuUnit(Unit):
         "computes slowly (onnxruntime leaves denormals on), measured by `hwsim fingerprint` from a masked and an "
         "unmasked Softmax. None: not costed.",
     )
+    norm_row_ns: PositiveFloat | None = Field(
+        None,
+        description="Fixed time per row of onnxruntime's LayerNormalization kernel, beside its time per element (each "
+        "row's mean and variance reductions and their set-up), measured by `hwsim fingerprint` from rows of 32 and of "
+        "768 floats at the same element count. None: not costed.",
+    )
     int8_gemv_gbps: PositiveFloat | None = Field(
         None,
         description="Rate at which a one-row integer GEMM streams its int8 weights from L1/L2 (the slope of the "
@@ -632,7 +638,7 @@ class CpuUnit(Unit):
         "gemv_gbps", "gemv_far_gbps", "fft_butterfly_ns", "fft_point_ns", "parallel_section_ns",
         "recurrent_section_ns", "run_footprint_kib", "requant_ns", "int8_pack_ns", "int8_conv_pixel_ns",
         "int8_im2col_pixel_ns", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps",
-        "softmax_denormal_ns", "nchwc_one_block_efficiency",
+        "softmax_denormal_ns", "nchwc_one_block_efficiency", "norm_row_ns",
     )
 
     @model_serializer(mode="wrap")

@@ -60,6 +60,7 @@ __all__ = [
     "LAYER_NORM_RATE",
     "NCHWC_BLOCK_PROBE",
     "NORM_PROBE",
+    "NORM_ROW_PROBE",
     "RESIZE_PROBE",
     "RESIZE_RATES",
     "SOFTMAX_PROBE",
@@ -72,6 +73,7 @@ __all__ = [
     "layer_norm_ns",
     "nchwc_one_block_efficiency",
     "near_hidden",
+    "norm_row_ns",
     "parallel_section_ns",
     "per_element_efficiencies",
     "resize_ns",
@@ -287,6 +289,29 @@ def layer_norm_ns(rounds: int = 5) -> float | None:
     return ns if ns > 0 else None
 
 
+#: The per-row LayerNormalization probe: short rows of this many floats against the long rows of
+#: :data:`NORM_PROBE`, at the long probe's element count.
+NORM_ROW_PROBE = 32
+
+
+def norm_row_ns(rounds: int = 5) -> float | None:
+    """onnxruntime's ``LayerNormalization`` time per row (the chip field ``norm_row_ns``,
+    :func:`cost_models.cpu.norm_rows_ns`): the same elements in rows of :data:`NORM_ROW_PROBE`
+    floats and in rows of :data:`NORM_PROBE`'s width, (short - long) / (their row counts' difference).
+    About 16 ns on an AMD EPYC. None when not resolved."""
+    width, _, large = NORM_PROBE
+    elements = large * width
+    rng = np.random.default_rng(0)
+    t = {}
+    for w in (NORM_ROW_PROBE, width):
+        node = helper.make_node("LayerNormalization", ["x", "s", "b"], ["y"], axis=-1)
+        inits = {"s": np.ones(w, np.float32), "b": np.zeros(w, np.float32)}
+        x = rng.uniform(-1.0, 1.0, (1, elements // w, w)).astype(np.float32)
+        t[w] = _fastest_ns(_model(node, x, inits), x, rounds)
+    ns = (t[NORM_ROW_PROBE] - t[width]) / (elements // NORM_ROW_PROBE - large)
+    return ns if ns > 0 else None
+
+
 def _resize_attrs(kernel: str) -> dict[str, str]:
     if kernel == "ResizeNearest":  # onnx's defaults: half_pixel, round_prefer_floor
         return {"mode": "nearest"}
@@ -355,8 +380,9 @@ def per_element_efficiencies(chip: Chip, rates: Mapping[str, float]) -> dict[str
     :data:`hwsim.host.op_probes.PROBED_OP_TYPES`, the integer kernels of
     :data:`hwsim.host.int8_probe.INT8_RATES`), for those measured."""
     out: dict[str, float] = {}
-    if LAYER_NORM_RATE in rates:
-        out["LayerNormalization"] = streaming_efficiency(chip, "LayerNormalization", rates[LAYER_NORM_RATE])
+    if LAYER_NORM_RATE in rates:  # the probe's rows' fixed time, priced apart (norm_row_ns), taken out
+        per_element = rates[LAYER_NORM_RATE] - rates.get("norm_row_ns", 0.0) / NORM_PROBE[0]
+        out["LayerNormalization"] = streaming_efficiency(chip, "LayerNormalization", max(per_element, 1e-3))
     channels, side = RESIZE_PROBE
     x = Tensor("x", (1, channels, side, side), "float32")
     y = Tensor("y", (1, channels, 2 * side, 2 * side), "float32")
@@ -516,6 +542,11 @@ def kernel_rates(
         notes.append("LayerNormalization rate not resolved; its efficiency left to calibration")
     else:
         out[LAYER_NORM_RATE] = norm
+    row = norm_row_ns(rounds)
+    if row is None:
+        notes.append("LayerNormalization time per row not resolved; norm_row_ns left out")
+    else:
+        out["norm_row_ns"] = row
     if threads > 1:
         section = parallel_section_ns(kernel_ns, rounds)
         if section is None:

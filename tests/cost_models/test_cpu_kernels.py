@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from chips.schema import CpuUnit, chip_from_dict
+from cost_models.base import OpCost
 from cost_models.cpu import (
     CODE_REFETCH_ATTR,
     CODE_REFETCH_NS,
@@ -407,3 +408,35 @@ class TestCodeRefetch:
         assert c.stall_ns == pytest.approx(5 * CODE_REFETCH_NS) and "cold code" in c.note
         assert c.compute_ns == pytest.approx(warm.compute_ns + 5 * CODE_REFETCH_NS)
         assert calibration_basis_ns(op, c) == pytest.approx(calibration_basis_ns(gap_op(512, 7, 0), warm))
+
+
+def layer_norm(rows: int, width: int, axis: int = -1) -> Op:
+    x = Tensor("x", (1, rows, width), "float32")
+    params = [Tensor(n, (width,), "float32", is_weight=True) for n in ("g", "b")]
+    return make_op("LayerNormalization", [x, *params], [Tensor("y", (1, rows, width), "float32")], axis=axis)
+
+
+class TestLayerNormRows:
+    @given(rows=st.integers(1, 4096), width=st.sampled_from([8, 32, 48, 96, 768]), row_ns=st.floats(1.0, 100.0))
+    def test_each_row_adds_its_fixed_time(self, rows: int, width: int, row_ns: float) -> None:
+        # onnxruntime normalizes a row at a time: a pass beside the roofline (it shows where the
+        # kernel is core-bound), no efficiency scales it
+        op = layer_norm(rows, width)
+        plain, rowed = cost(op), cost(op, norm_row_ns=row_ns)
+        assert rowed.compute_ns == pytest.approx(plain.compute_ns + rows * row_ns)
+        assert rowed.stall_ns == pytest.approx(plain.stall_ns + rows * row_ns)
+        assert rowed.latency_ns >= plain.latency_ns
+
+    def test_rows_are_the_elements_before_the_axis(self) -> None:
+        whole = layer_norm(64, 96, axis=1)  # one row of 64 x 96 (each of the batch of 1)
+        assert cost(whole, norm_row_ns=16.0).compute_ns == pytest.approx(cost(whole).compute_ns + 16.0)
+        # the same elements in short rows: slower, where they were no slower without the figure
+        short, long = layer_norm(3072, 32), layer_norm(128, 768)
+        assert ns(short) == pytest.approx(ns(long))
+        assert ns(short, norm_row_ns=16.0) > ns(long, norm_row_ns=16.0)
+
+
+def cost(op: Op, **unit: Any) -> OpCost:
+    c = estimate(op, chip_from_dict(host_chip(**unit)), "cpu", "model")
+    assert c is not None
+    return c

@@ -159,6 +159,8 @@ class TestCommand:
             assert 0.0 < unit.efficiency["LayerNormalization"] <= 1.0 and fp["kernel_rates"][LAYER_NORM_RATE] > 0
         else:
             assert "LayerNormalization rate not resolved" in out.read_text()
+        # its fixed time per row (rows of 32 floats against rows of 768): measured, or a note
+        assert (unit.norm_row_ns or 0.0) > 0 or "norm_row_ns left out" in text
         assert set(unit.efficiency) <= {*FINGERPRINT_EFFICIENCY, "LayerNormalization", *RESIZE_RATES, *INT8_RATES,
                                         *PROBED_OP_TYPES}
         # each op type probed alone has its efficiency from its kernel time (a note where onnxruntime could not run it)
