@@ -85,6 +85,7 @@ __all__ = [
     "RECURRENT_SECTION_OP_TYPES",
     "RECURRENT_STEP_GEMMS",
     "RESIZE_OP_TYPES",
+    "ROW_NORM_OP_TYPES",
     "SGEMM_CONV_ATTR",
     "SGEMM_PACK_NS",
     "SMALL_M_FMA_NS",
@@ -293,6 +294,13 @@ RECURRENT_SPLIT_STEP_NS = 2000.0
 #: opened once per direction (:func:`recurrent_sections`).
 RECURRENT_SECTION_OP_TYPES = ("GRU",)
 
+#: Normalizations that pay ``norm_row_ns`` per row (:func:`norm_rows_ns`). RMSNormalization and
+#: Softmax also showed 10-30 ns a row alone (rows of 32 against 768 floats), but neither is priced
+#: so: RMSNormalization's kernels in the opset-23 blocks were already predicted -10..+20 % (median
+#: per model) from its probe (rows of 4096) and went to +10..+28 % with the row cost; Softmax's
+#: efficiency is fit by calibration on attention rows, which would need refitting.
+ROW_NORM_OP_TYPES = ("LayerNormalization",)
+
 
 class CpuModel(UnitModel[CpuUnit]):
     """The cache-level roofline of one core; embedding lookups (``Gather``) and recurrent ops
@@ -420,7 +428,7 @@ class CpuModel(UnitModel[CpuUnit]):
         return _with_pass(self.roofline(op, unit, chip, dtype, in_b, w_b, out_b), unit, norm_rows_ns(op, unit), "rows")
 
     handlers = op_handlers(
-        (("LayerNormalization",), layer_norm), (("Softmax",), softmax), (("Conv",), conv), (("Gather",), gather), (RECURRENT_OP_TYPES, recurrent), (FFT_OP_TYPES, fft), (("ConvTranspose",), conv_transpose),
+        (ROW_NORM_OP_TYPES, layer_norm), (("Softmax",), softmax), (("Conv",), conv), (("Gather",), gather), (RECURRENT_OP_TYPES, recurrent), (FFT_OP_TYPES, fft), (("ConvTranspose",), conv_transpose),
         (INTEGER_GEMM_OP_TYPES, integer_gemm),
     )
 
@@ -650,13 +658,15 @@ def denormal_softmax_ns(op: Op, unit: CpuUnit) -> float:
 
 
 def norm_rows_ns(op: Op, unit: CpuUnit) -> float:
-    """What a LayerNormalization pays per row beside its time per element: ``norm_row_ns`` per
-    row (the elements before ``axis``), ns; 0 without the unit's figure. onnxruntime's kernel
-    normalizes a row at a time, each with its own mean and variance reductions. Measured (AMD
-    EPYC, onnxruntime 1.32, 1 thread, 98 Ki and 384 Ki elements, three rounds): 0.45-0.50 ns per
-    element over rows of 768-1536 floats, 0.61-0.91 over rows of 96, 0.95-1.9 over rows of 32:
-    about 16 ns a row. ConvNeXt's LayerNormalizations over 48-192 channels ran 0.93-1.27 ns per
-    element in a model where the per-element rate alone priced them at 0.49.
+    """What a LayerNormalization (:data:`ROW_NORM_OP_TYPES`) pays per row beside its time per
+    element: ``norm_row_ns`` per row (the elements before ``axis``), ns; 0 without the unit's
+    figure or for another op. onnxruntime's kernel normalizes a row at a time, each with its own
+    mean and variance reductions. Measured (AMD EPYC, onnxruntime 1.32, 1 thread, 98 Ki and 384 Ki
+    elements, three rounds): LayerNormalization 0.45-0.50 ns per element over rows of 768-1536
+    floats, 0.61-0.91 over rows of 96, 0.95-1.9 over rows of 32: about 16 ns a row (15-21 over
+    three more rounds at 147 Ki elements, RMSNormalization 13-30). ConvNeXt's LayerNormalizations
+    over 48-192 channels ran 0.93-1.27 ns per element in a model where the per-element rate alone
+    priced them at 0.49.
 
     >>> from chips.schema import CpuUnit
     >>> from graph_ir.ir import Op, Tensor
@@ -666,7 +676,7 @@ def norm_rows_ns(op: Op, unit: CpuUnit) -> float:
     >>> norm_rows_ns(Op("n", "LayerNormalization", "norm", (x, g), (x,), {"axis": -1}), unit)
     16384.0
     """
-    if not unit.norm_row_ns or not op.inputs or not op.inputs[0].shape:
+    if not unit.norm_row_ns or op.op_type not in ROW_NORM_OP_TYPES or not op.inputs or not op.inputs[0].shape:
         return 0.0
     shape = op.inputs[0].shape
     axis = op.attrs.get("axis", -1)

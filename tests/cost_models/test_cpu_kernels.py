@@ -410,10 +410,11 @@ class TestCodeRefetch:
         assert calibration_basis_ns(op, c) == pytest.approx(calibration_basis_ns(gap_op(512, 7, 0), warm))
 
 
-def layer_norm(rows: int, width: int, axis: int = -1) -> Op:
+def layer_norm(rows: int, width: int, axis: int = -1, op_type: str = "LayerNormalization") -> Op:
     x = Tensor("x", (1, rows, width), "float32")
     params = [Tensor(n, (width,), "float32", is_weight=True) for n in ("g", "b")]
-    return make_op("LayerNormalization", [x, *params], [Tensor("y", (1, rows, width), "float32")], axis=axis)
+    return make_op(op_type, [x, *params[: 2 if op_type == "LayerNormalization" else 1]],
+                   [Tensor("y", (1, rows, width), "float32")], axis=axis)  # fmt: skip
 
 
 class TestLayerNormRows:
@@ -434,6 +435,11 @@ class TestLayerNormRows:
         short, long = layer_norm(3072, 32), layer_norm(128, 768)
         assert ns(short) == pytest.approx(ns(long))
         assert ns(short, norm_row_ns=16.0) > ns(long, norm_row_ns=16.0)
+        # other row-wise kernels are not priced so (cost_models.cpu.ROW_NORM_OP_TYPES)
+        softmax = make_op("Softmax", [Tensor("x", (1, 3072, 32), "float32")], [Tensor("y", (1, 3072, 32), "float32")])
+        assert cost(softmax, norm_row_ns=16.0) == cost(softmax)
+        rms = layer_norm(3072, 32, op_type="RMSNormalization")
+        assert cost(rms, norm_row_ns=16.0) == cost(rms)
 
 
 def cost(op: Op, **unit: Any) -> OpCost:
