@@ -509,7 +509,7 @@ def kernel_rates(
     ``parallel_section_ns`` on a host with ``threads`` > 1; the dispatch per kernel is ``kernel_ns``,
     per run call ``run_ns``), ``LayerNormalization``'s
     time per element (:data:`LAYER_NORM_RATE`, not a field: :func:`streaming_efficiency` turns it
-    into an efficiency), the kernel time of each op type probed alone
+    into an efficiency) and per row (``norm_row_ns``, :func:`norm_row_ns`), the kernel time of each op type probed alone
     (:data:`hwsim.host.op_probes.PROBE_RATES`), the integer kernels' probe times, ``requant_ns``, ``int8_pack_ns`` and the other integer kernel fields
     (:mod:`hwsim.host.int8_probe`; ``profiled_kernel_ns``: the profiler's empty kernel) and notes for
     any not resolved."""
