@@ -70,7 +70,7 @@ from hwsim.host.ort_arena import (
     cold_source_bytes,
 )
 from hwsim.host.ort_denormals import denormal_softmaxes
-from hwsim.host.ort_fusions import FUSED_KERNELS, Fusion, ort_fusions
+from hwsim.host.ort_fusions import FUSED_KERNELS, Fusion, ort_fusions, tensor_consumers
 from hwsim.host.ort_qdq import (
     KERNEL_ALIASES,
     QDQ_KERNELS,
@@ -299,20 +299,16 @@ class NodePrediction:
     step_sections_ns: float = 0.0
 
 
-def _producers(graph: ModelGraph) -> dict[str, str]:
-    return {t.name: op.name for op in graph.ops() for t in op.outputs}
-
-
 def quick_gelu(graph: ModelGraph, name: str) -> tuple[Op, str] | None:
     """``name`` as onnxruntime's QuickGelu kernel if it is ``Mul(x, Sigmoid(x))`` (SiLU).
 
     Returns the kernel as one op (reads ``x`` once, writes the product; the work of both
     nodes) and the name of the Sigmoid it absorbs, or None when the pattern does not match.
     """
-    return _gated(graph, name, "Sigmoid", "QuickGelu", _producers(graph))
+    return _gated(graph, name, "Sigmoid", "QuickGelu")
 
 
-def _gated(graph: ModelGraph, name: str, gate: str, kind: str, producer: Mapping[str, str]) -> tuple[Op, str] | None:
+def _gated(graph: ModelGraph, name: str, gate: str, kind: str) -> tuple[Op, str] | None:
     """``name`` as one ``kind`` op if it is ``Mul(x, gate(x))``: the op (reads ``x`` once, writes
     the product, the work of both nodes) and the gate node's name; None when it is not. A
     ``HardSigmoid`` gate must hold HardSwish's constants (alpha 1/6, beta 0.5)."""
@@ -320,7 +316,7 @@ def _gated(graph: ModelGraph, name: str, gate: str, kind: str, producer: Mapping
     if op.op_type != "Mul" or len(op.inputs) != 2:
         return None
     for i, t in enumerate(op.inputs):
-        p = producer.get(t.name)
+        p = graph.producer.get(t.name)
         if p is None or graph.op(p).op_type != gate or not _gate_constants(graph.op(p)):
             continue
         x = graph.op(p).inputs[0]
@@ -342,10 +338,9 @@ def hard_swishes(graph: ModelGraph, fused: set[str]) -> dict[str, tuple[Op, str]
     pair after a conv into the conv as ``Conv(activation=HardSwish)`` (a MobileNetV3 saved at
     level ``extended``, or exported before opset 14, holds the pair); a pair left standing runs
     as two kernels and is not one of these."""
-    producer = _producers(graph)
     out: dict[str, tuple[Op, str]] = {}
     for name in fused:
-        hit = _gated(graph, name, "HardSigmoid", "HardSwish", producer)
+        hit = _gated(graph, name, "HardSigmoid", "HardSwish")
         if hit is not None and hit[1] in fused:
             out[name] = hit
     return out
@@ -738,7 +733,7 @@ def predict_nodes(
     # the unit as it runs the model in a loop (its resident weights: how a GEMV's rows split, _speedup)
     loop = chip.model_copy(update={"units": [steady_state_unit(chip.units[0], graph, "model")]})
     overhead = chip.units[0].op_overhead_ns
-    producer = _producers(graph)
+    producer = graph.producer
     out: dict[str, NodePrediction] = {}
     for op in graph.ops():
         if op.name in patterns:
@@ -999,11 +994,7 @@ def _free_in_kernel(graph: ModelGraph, calls: Mapping[str, Sequence[str]], heads
     call (a ``Mul`` by a one-element constant of a MatMul's output, or of an operand only a MatMul
     of the call reads: opset 23's Attention body scales Q and K), which onnxruntime's Attention
     and FusedMatMul kernels pass to the GEMM as its alpha."""
-    producer = _producers(graph)
-    readers: dict[str, list[str]] = {}
-    for op in graph.ops():
-        for t in op.inputs:
-            readers.setdefault(t.name, []).append(op.name)
+    readers = tensor_consumers(graph)
     out = set()
     for ms in calls.values():
         products = {m for m in ms if graph.op(m).category == "matmul"}
@@ -1011,12 +1002,12 @@ def _free_in_kernel(graph: ModelGraph, calls: Mapping[str, Sequence[str]], heads
             op = graph.op(m)
             if m in heads:
                 continue
-            if op.op_type in ADDRESSED_IN_KERNEL or (op.op_type == "Mul" and _scales_a_product(op, producer, readers, products)):
+            if op.op_type in ADDRESSED_IN_KERNEL or (op.op_type == "Mul" and _scales_a_product(op, graph.producer, readers, products)):
                 out.add(m)
     return frozenset(out)
 
 
-def _scales_a_product(op: Op, producer: Mapping[str, str], readers: Mapping[str, Sequence[str]], products: set[str]) -> bool:
+def _scales_a_product(op: Op, producer: Mapping[str, str], readers: Mapping[str, Sequence[Op]], products: set[str]) -> bool:
     """``op`` (a Mul) multiplies a tensor by a one-element constant, the tensor made by one of
     ``products`` or the result read by them only."""
     if len(op.inputs) != 2 or len(op.outputs) != 1:
@@ -1025,7 +1016,8 @@ def _scales_a_product(op: Op, producer: Mapping[str, str], readers: Mapping[str,
         if not (b.is_weight and b.elements == 1):
             continue
         after = producer.get(a.name) in products
-        before = set(readers.get(op.outputs[0].name, ())) <= products and bool(readers.get(op.outputs[0].name))
+        after_it = {r.name for r in readers.get(op.outputs[0].name, ())}
+        before = bool(after_it) and after_it <= products
         if after or before:
             return True
     return False
@@ -1044,25 +1036,36 @@ def _run_fusions(fusions: Sequence[Fusion], calls: Mapping[str, Sequence[str]], 
     + LayerNormalization, which its kernel normalizes inline after the embedding sum (the BERT
     saved by the transformer optimizer: 89-96 us for the whole kernel, where the
     SkipLayerNormalization kernel's rate priced that pattern alone at 169 us)."""
-    where = {m: c for c, ms in calls.items() for m in ms}
+    where = _call_of(calls)
     out = []
     for f in fusions:
-        owners = {where.get(m) for m in f.members}
-        kind = kernels.get(next(iter(owners)) or "", "") if len(owners) == 1 else ""
-        if owners == {None} or f.kernel.op_type in (kind, KERNEL_ALIASES.get(kind)):
+        owner = _owner(f, where)
+        kind = kernels.get(owner or "", "")
+        if owner is None or f.kernel.op_type in (kind, KERNEL_ALIASES.get(kind)):
             out.append(f)
     return out
+
+
+def _call_of(calls: Mapping[str, Sequence[str]]) -> dict[str, str]:
+    """Each op of an expanded call -> the call."""
+    return {m: c for c, ms in calls.items() for m in ms}
+
+
+def _owner(f: Fusion, where: Mapping[str, str]) -> str | None:
+    """The call all of ``f``'s members lie in; None when none lies in a call, "" when they
+    lie in several places (no kernel onnxruntime runs)."""
+    owners = {where.get(m) for m in f.members}
+    return owners.pop() if len(owners) == 1 else ""
 
 
 def _with_fusions(calls: Mapping[str, Sequence[str]], fusions: Sequence[Fusion]) -> dict[str, list[str]]:
     """``calls`` (:func:`function_bodies`) with each fused kernel of onnxruntime's
     (:func:`~hwsim.host.ort_fusions.ort_fusions`) whose members all lie in one call counted as
     that call's: a lowered ``BiasGelu``'s Gelu pattern, run by onnxruntime as the call's one kernel."""
-    where = {m: c for c, ms in calls.items() for m in ms}
+    where = _call_of(calls)
     out = {c: list(ms) for c, ms in calls.items()}
     for f in fusions:
-        owners = {where.get(m) for m in f.members}
-        if len(owners) == 1 and (owner := owners.pop()) is not None:
+        if owner := _owner(f, where):
             out[owner].append(f.kernel.name)
     return out
 
