@@ -37,11 +37,27 @@ from hwsim.host.validate import (
     nchwc_reorders,
     nchwc_work,
     predict_nodes,
+    reordered_transposes,
     repredict,
     validate_model,
 )
 from tests.helpers import host_chip, mlp, write_chip
 
+
+def _dw_transpose_net(path: Path, perm: tuple[int, ...]) -> Path:
+    """A ConvNeXt-like start: a 7x7 depthwise conv over 48 channels, a Transpose by ``perm``,
+    then a LayerNormalization over the last axis."""
+    w = numpy_helper.from_array(np.ones((48, 1, 7, 7), np.float32), "w")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="dw", group=48, pads=[3, 3, 3, 3]),
+             helper.make_node("Transpose", ["c"], ["t_out"], name="t", perm=list(perm)),
+             helper.make_node("LayerNormalization", ["t_out", "g"], ["y"], name="ln", axis=-1)]  # fmt: skip
+    shape = [1, 48, 16, 16]
+    out = [shape[i] for i in perm]
+    g = helper.make_graph(nodes, "net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, out)],
+                          [w, numpy_helper.from_array(np.ones(out[-1], np.float32), "g")])  # fmt: skip
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
 
 class TestMeasure:
     def test_weightless_file_gets_random_weights(self, tmp_path: Path) -> None:
@@ -222,6 +238,26 @@ class TestPredictionStructure:
         for r in reorders:  # a copy of the tensor plus a dispatch
             assert pred[r.name].predicted_ns > chip.units[0].op_overhead_ns
 
+
+    @pytest.mark.parametrize(("perm", "block", "fused", "free"),
+                             [((0, 2, 3, 1), 16, True, True), ((0, 3, 1, 2), 16, True, False),
+                              ((0, 2, 3, 1), 0, True, False), ((0, 2, 3, 1), 16, False, False)])  # fmt: skip
+    def test_transpose_to_nhwc_rides_on_the_reorder(
+        self, tmp_path: Path, perm: tuple[int, ...], block: int, fused: bool, free: bool
+    ) -> None:
+        graph = load_onnx(_dw_transpose_net(tmp_path / "cx.onnx", perm))
+        reorders = nchwc_reorders(graph, block)
+        assert reordered_transposes(graph, reorders, {"t"} if fused else set()) == ({"t"} if free else set())
+
+    def test_onnxruntime_folds_the_nhwc_transpose_into_its_reorder(self, tmp_path: Path) -> None:
+        # the kernel this rule stands for: onnxruntime profiles no Transpose, and validate prices it at 0
+        path = _dw_transpose_net(tmp_path / "cx.onnx", (0, 2, 3, 1))
+        v = validate_model(chip_from_dict(host_chip(efficiency={"Transpose": 0.1})), path, runs=10, min_total_s=0.0)
+        if v.nchwc_block == 0:
+            pytest.skip("onnxruntime runs no NCHWc kernels on this CPU")
+        nodes = {n.name: n for n in v.nodes}
+        assert nodes["t"].fused and nodes["t"].predicted_ns == 0.0
+        assert nodes["ln"].predicted_ns > 0.0  # only the Transpose rides on the reorder
 
     @pytest.mark.parametrize(
         ("attrs", "blocked", "kernel"),
