@@ -18,6 +18,7 @@ from chips.schema import chip_from_dict, load_chip
 from cost_models.cpu import (
     GROUPED_CONV_ROW_NS,
     NCHWC_ACTIVATION_ATTR,
+    NCHWC_ACTIVATION_PASS_NS,
     NCHWC_ATTR,
     SGEMM_CONV_ATTR,
     SGEMM_PACK_NS,
@@ -315,6 +316,28 @@ class TestPredictionStructure:
         dw = nchwc_kernels(graph, 16, {"act"} if fused else set())["dw"]
         assert dw.attrs[NCHWC_ATTR] == 16 and dw.attrs.get(NCHWC_ACTIVATION_ATTR) == mark
         assert "dw" not in nchwc_kernels(graph, 0)
+
+    @pytest.mark.parametrize(("act", "fused", "mark"), [("Clip", True, "Clip"), ("Relu", True, None), ("Clip", False, None)])
+    def test_dense_blocked_conv_pays_the_activation_pass(self, tmp_path: Path, act: str, fused: bool, mark: str | None) -> None:
+        # MobileNetV2's expansion convs: 1x1, 24 -> 144 channels, ReLU6 as a Clip that MLAS applies in a pass
+        path = tmp_path / "pw.onnx"
+        inits = [numpy_helper.from_array(np.ones((144, 24, 1, 1), np.float32), "w"),
+                 numpy_helper.from_array(np.array(0, np.float32), "lo"), numpy_helper.from_array(np.array(6, np.float32), "hi")]  # fmt: skip
+        nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="pw"),
+                 helper.make_node(act, ["c", "lo", "hi"] if act == "Clip" else ["c"], ["y"], name="act")]  # fmt: skip
+        g = helper.make_graph(nodes, "net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 24, 28, 28])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 144, 28, 28])], inits)  # fmt: skip
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+        graph = load_onnx(path)
+        done = {"act"} if fused else set()
+        layout = nchwc_kernels(graph, 16, done)
+        assert (layout["pw"].attrs.get(NCHWC_ACTIVATION_ATTR) if "pw" in layout else None) == mark
+        assert "pw" not in nchwc_kernels(graph, 0, done)
+        chip = cpu_chip(chip_from_dict(host_chip(efficiency={"Conv": 1.0})), 1)
+        marked = predict_nodes(graph, chip, 1, done, layout_kernels=layout)["pw"].predicted_ns
+        alone = predict_nodes(graph, chip, 1, done)["pw"].predicted_ns
+        extra = 144 * 28 * 28 * NCHWC_ACTIVATION_PASS_NS if mark else 0.0
+        assert marked == pytest.approx(alone + extra)
 
     @pytest.mark.parametrize("shared", [False, True])
     def test_hardswish_fused_into_a_blocked_conv_stays_blocked(self, tmp_path: Path, shared: bool) -> None:
