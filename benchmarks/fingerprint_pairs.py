@@ -16,6 +16,8 @@ from pathlib import Path
 
 from hwsim.cli import main as hwsim_main
 
+ROOT = Path(__file__).resolve().parents[1]
+
 
 def predict_ms(chip: str, model: Path) -> float | None:
     """``hwsim run chip model --json --precision model``'s latency, ms; None when the run fails."""
@@ -37,7 +39,7 @@ def main() -> None:
     ap.add_argument("b")
     ap.add_argument("heldout", nargs="?")
     args = ap.parse_args()
-    models = sorted(Path("examples/models").glob("*.onnx"))
+    models = sorted((ROOT / "examples" / "models").glob("*.onnx"))  # from any folder, not only the repository's
     models += sorted(Path(args.heldout).glob("*.onnx")) if args.heldout else []
     diffs = []
     print("| model | A ms | B ms | B / A - 1 |\n|---|---:|---:|---:|")
