@@ -415,7 +415,7 @@ def nchwc_kernels(graph: ModelGraph, block: int, fused: Iterable[str] = ()) -> d
     none.
 
     MobileNetV2's expansion convs (1x1, 16-64 channels to six times as many, then ReLU6 as a
-    ``Clip``) ran 20-46 % slower than priced on the Intel Xeon of 2026-12-03, by about 0.15 ns per
+    ``Clip``) ran 14-46 % slower than priced on the Intel Xeon of 2026-12-03, by about 0.15 ns per
     output element, while its projection convs (no activation) were within 7 %: the pass the
     depthwise convs already paid (:data:`~cost_models.cpu.NCHWC_ACTIVATION_PASS_NS`)."""
     _, _, blocked, dense = _nchwc_plan(graph, block)
