@@ -1,0 +1,38 @@
+"""The NonMaxSuppression and ReorderInput benchmarks (``benchmarks/nms_work.py``,
+``benchmarks/reorder_rates.py``): the work count replays onnxruntime's algorithm (it keeps the
+boxes onnxruntime keeps), and the reorder probe finds the kernel it times."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.helpers import load_benchmarks
+
+nms = load_benchmarks("nms_work")
+reorder = load_benchmarks("reorder_rates")
+
+
+@settings(max_examples=12, deadline=None)
+@given(kind=st.sampled_from(nms.KINDS), boxes=st.integers(8, 120), classes=st.integers(1, 3),
+       most=st.integers(1, 40), threshold=st.sampled_from([None, 0.0, 0.5]), seed=st.integers(0, 2**16))  # fmt: skip
+def test_work_keeps_what_onnxruntime_keeps(kind: str, boxes: int, classes: int, most: int, threshold: float | None, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    x = nms.draw(kind, boxes, rng)
+    scores = rng.uniform(-1.0 if kind == "uniform" else 0.0, 1.0, (classes, boxes)).astype(np.float32)
+    selected = nms.session(boxes, classes, most, threshold).run(None, {"x": x[None], "scores": scores[None]})[0]
+    candidates, pops, checks, kept = nms.work(x, scores, most, threshold)
+    assert kept == len(selected)
+    assert kept <= pops <= candidates and checks <= pops * max(kept, 1)
+
+
+def test_reorder_probe_times_the_reorder(tmp_path: Path) -> None:
+    t = reorder.reorder_us(32, 20, "act", 6, str(tmp_path))
+    if t is None:
+        pytest.skip("onnxruntime inserts no ReorderInput on this CPU (no NCHWc kernels)")
+    assert t > 0
+    assert not list(tmp_path.iterdir())  # the profile file is removed
