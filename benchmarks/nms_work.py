@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -101,14 +100,10 @@ def work(boxes: np.ndarray, scores: np.ndarray, most: int, threshold: float | No
 
 
 def kernel_us(sess, feeds: dict[str, np.ndarray], runs: int) -> float:  # type: ignore[no-untyped-def]
-    """The 10th percentile of ``runs`` timed runs, us (one warm-up run first)."""
-    sess.run(None, feeds)
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        sess.run(None, feeds)
-        times.append(time.perf_counter() - t0)
-    return float(np.percentile(times, 10)) * 1e6
+    """The low quantile of ``runs`` timed runs (:meth:`hwsim.host.measure.Timing.low_ns`), us."""
+    from hwsim.host.measure import time_session
+
+    return time_session(sess, feeds, runs=max(runs, 1), warmup=1, min_total_s=0.0).low_ns / 1e3
 
 
 def main() -> int:

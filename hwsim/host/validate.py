@@ -419,11 +419,12 @@ def nchwc_kernels(graph: ModelGraph, block: int, fused: Iterable[str] = ()) -> d
     output element, while its projection convs (no activation) were within 7 %: the pass the
     depthwise convs already paid (:data:`~cost_models.cpu.NCHWC_ACTIVATION_PASS_NS`)."""
     _, _, blocked, dense = _nchwc_plan(graph, block)
+    blocked_or_dense = blocked | dense
     fused = set(fused)
     readers = tensor_consumers(graph)
     out: dict[str, Op] = {}
     for op in graph.ops():
-        if op.name not in blocked | dense or not (op.op_type in RESIZE_OP_TYPES or op.op_type == "Conv"):
+        if op.name not in blocked_or_dense or not (op.op_type in RESIZE_OP_TYPES or op.op_type == "Conv"):
             continue
         attrs: dict[str, object] = {**op.attrs, NCHWC_ATTR: block}
         if op.op_type == "Conv" and len(after := readers.get(op.outputs[0].name, [])) == 1:
@@ -925,10 +926,9 @@ def validate_model(
             kernels[hit] = kind
     calls = function_bodies(graph, kernels)
     reorders, fusions = _match_inserted(graph, block, opt, meas, unmatched, kernels, calls)
-    members = frozenset(m for f in fusions for m in f.members)
     heads = _call_heads(graph, calls, kernels)
     fused = {op.name for op in graph.ops() if op.name not in meas and op.name not in heads}
-    members |= _free_in_kernel(graph, calls, heads) | reordered_transposes(graph, reorders, fused)
+    members = _costing_nothing(graph, fusions, calls, heads, reorders, fused)
     pred = predict_nodes(graph, one, threads, fused, _head_kernels(heads, kernels), reorders, members, nchwc_work(graph, block, _one_block(one)),
                          {**layout_kernels(graph, block, fused), **denormal_softmaxes(graph, model)})  # fmt: skip
     nodes = _with_calls(tuple(
@@ -982,6 +982,17 @@ def _call_heads(graph: ModelGraph, calls: Mapping[str, Sequence[str]], kernels: 
             head = next((m for m in names if quick_gelu(graph, m) is not None), head)
         heads[head] = call
     return heads
+
+
+def _costing_nothing(
+    graph: ModelGraph, fusions: Sequence[Fusion], calls: Mapping[str, Sequence[str]], heads: Mapping[str, str],
+    inserted: Sequence[Op], fused: Iterable[str],
+) -> frozenset[str]:
+    """The nodes validate prices at 0 because another kernel does their work: the members of the
+    ``fusions``, what the expanded ``calls`` do by addressing (:func:`_free_in_kernel`) and the
+    NHWC Transposes the reorders write (:func:`reordered_transposes`)."""
+    members = frozenset(m for f in fusions for m in f.members)
+    return members | _free_in_kernel(graph, calls, heads) | reordered_transposes(graph, inserted, fused)
 
 
 #: Data movement a fused kernel does by addressing, not as a pass of its own: onnxruntime's
@@ -1277,8 +1288,7 @@ def repredict(v: Validation, chip: Chip, model_path: str | Path,
     inside = {k for ks in grouped.values() for k in ks}  # the calls' ops and the fused kernels among them
     fusions = [f for f in found if f.kernel.name in names or f.kernel.name in inside]
     reorders = [*nchwc_reorders(graph, v.nchwc_block), *(f.kernel for f in fusions), *_qdq_transposes(graph, kernels, fused)]
-    members = frozenset(m for f in fusions for m in f.members) | _free_in_kernel(graph, calls, heads)
-    members |= reordered_transposes(graph, reorders, fused)
+    members = _costing_nothing(graph, fusions, calls, heads, reorders, fused)
     one = cpu_chip(chip, v.threads)
     pred = predict_nodes(graph, one, v.threads, fused, _head_kernels(heads, kernels), reorders, members,
                          nchwc_work(graph, v.nchwc_block, _one_block(one)), {**layout_kernels(graph, v.nchwc_block, fused),
