@@ -9,11 +9,13 @@ SQLite connections get a busy timeout, so that a writer waits for another's tran
 of failing, and every transaction starts with ``BEGIN IMMEDIATE`` (the write lock is taken at the
 start, so two processes never both read and then both try to write). ``wal=True`` also puts the
 file in write-ahead-log mode: readers never block the writer, and a process killed mid-write
-leaves the last committed state behind.
+leaves the last committed state behind. Turning WAL on is the one step SQLite refuses at once
+while another process holds the file, without waiting; :func:`_set_wal` waits it out instead.
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -72,13 +74,39 @@ def _parse(url: str, error: type[ValueError]) -> URL:
     return parsed
 
 
+def _sqlite_locked(exc: Exception) -> bool:
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
+def _set_wal(cursor: Any) -> None:
+    """Put the file in WAL mode, waiting out other processes that hold it.
+
+    Switching the journal mode takes the file's exclusive lock, and SQLite answers "database is
+    locked" at once, without its busy handler, when another process holds the file at that moment
+    (three workers creating one database together). The mode is kept in the file, so once any
+    process has set it the others find it set; until then they retry until the busy timeout.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    pause = 0.001
+    while True:
+        try:
+            if str(cursor.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+                cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except Exception as exc:  # sqlite3.OperationalError; the DB-API module is the engine's to choose
+            if not _sqlite_locked(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(2 * pause, 0.05)
+
+
 def _on_sqlite_connect(wal: bool) -> Any:
     def configure(dbapi_conn: Any, _record: Any) -> None:
         dbapi_conn.isolation_level = None  # SQLAlchemy's "begin" hook starts the transactions
         cursor = dbapi_conn.cursor()
         cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         if wal:  # synchronous=NORMAL: a commit survives a killed process, not a power cut (no fsync each)
-            cursor.execute("PRAGMA journal_mode = WAL")
+            _set_wal(cursor)
             cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.close()
 

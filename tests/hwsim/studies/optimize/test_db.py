@@ -7,9 +7,11 @@ import dataclasses
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +23,7 @@ from sqlalchemy import Connection, text
 
 from hwsim.studies.optimize import db as dbmod
 from hwsim.studies.optimize.db import DbError, ExperienceDB, Trial, default_db_url
-from hwsim.studies.sql import BUSY_TIMEOUT_MS, CONNECT_TIMEOUT_S
+from hwsim.studies.sql import BUSY_TIMEOUT_MS, CONNECT_TIMEOUT_S, open_engine
 from tests.hwsim.studies.optimize.builders import make_trial
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -167,6 +169,26 @@ class TestConcurrency:
         assert len(ids) == len(set(ids)) == len(trials) == 75
         assert {t.candidate_key for t in trials} == {f"k{100 * w + i}" for w in range(3) for i in range(25)}
         db.close()
+
+    def test_a_database_another_connection_is_writing_waits_to_turn_wal(self, tmp_path: Path) -> None:
+        """Turning WAL on while another connection holds the write lock: SQLite refuses at once,
+        without its busy handler, so the open must wait the lock out itself."""
+        path = tmp_path / "experience.sqlite"
+        holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        holder.execute("CREATE TABLE t (x)")
+        holder.execute("BEGIN IMMEDIATE")
+        holder.execute("INSERT INTO t VALUES (1)")
+        release = threading.Timer(0.5, lambda: holder.execute("COMMIT"))
+        release.start()
+        try:
+            engine = open_engine(f"sqlite:///{path}", DbError, wal=True)
+        finally:
+            release.join()
+            holder.close()
+        with engine.connect() as conn:
+            assert conn.scalar(text("PRAGMA journal_mode")) == "wal"
+            assert conn.scalar(text("SELECT x FROM t")) == 1
+        engine.dispose()
 
     def test_a_writer_killed_mid_stream_leaves_a_sound_database_that_resumes(self, tmp_path: Path) -> None:
         url = _sqlite(tmp_path)
