@@ -37,6 +37,7 @@ from cost_models.cpu import (
     SGEMM_CONV_ATTR,
     calibrated_efficiency,
     calibration_basis_ns,
+    gemm_bias_ns,
     gemv_split_speedup,
     intra_op_threads,
     kernel_type,
@@ -89,6 +90,7 @@ __all__ = [
     "cache_residency",
     "cpu_chip",
     "format_validation",
+    "gemm_biases",
     "layout_kernels",
     "merge_rounds",
     "nchwc_block_efficiency",
@@ -730,7 +732,8 @@ def predict_nodes(
     patterns, quick = _pattern_kernels(graph, kernels or {}, fused)
     patterns.update((n, k) for n, k in (layout_kernels or {}).items() if n not in fused and n not in patterns)
     swishes = hard_swishes(graph, fused)
-    absorbed = absorbed | quick | {g for _, g in swishes.values()}
+    biases = {a: h for a, h in gemm_biases(graph, fused).items() if h not in patterns}
+    absorbed = absorbed | quick | {g for _, g in swishes.values()} | set(biases)
     if isinstance(chip.units[0], CpuUnit):  # where a kernel's data sits in the caches (arena plan)
         patterns.update(_resident(graph, chip.units[0], patterns, fused | absorbed))
     extra = [*patterns.values(), *inserted]
@@ -766,6 +769,46 @@ def predict_nodes(
                                           stall, op.category, *_threading(op, chip, threads))  # fmt: skip
     for k in inserted:
         out[k.name] = _kernel_prediction(k, chip, roof_chip, threads)
+    return _with_biases(out, graph, chip, biases, threads)
+
+
+#: The ops a bias ``Add`` folds into (onnxruntime's ``MatMulAddFusion``; :func:`gemm_biases`).
+_BIAS_HEADS = frozenset(("MatMul", "Gemm"))
+
+
+def gemm_biases(graph: ModelGraph, fused: Iterable[str]) -> dict[str, str]:
+    """The fused ``Add`` s that are a GEMM's bias -> that GEMM: one input a ``MatMul``'s or
+    ``Gemm``'s output (a node that ran as its own kernel), the other a weight of at most the output's
+    size. onnxruntime runs the pair as one ``Gemm`` with the weight as ``C``
+    (:func:`~cost_models.cpu.gemm_bias_ns`), whichever input of the ``Add`` the product is."""
+    fused = set(fused)
+    producer = graph.producer
+    out: dict[str, str] = {}
+    for op in graph.ops():
+        if op.op_type != "Add" or op.name not in fused or len(op.inputs) != 2 or not op.outputs:
+            continue
+        weights = [t for t in op.inputs if t.is_weight]
+        heads = [producer[t.name] for t in op.inputs if not t.is_weight and t.name in producer]
+        if len(weights) == 1 and len(heads) == 1 and heads[0] not in fused and weights[0].elements <= op.outputs[0].elements \
+                and graph.op(heads[0]).op_type in _BIAS_HEADS:  # fmt: skip
+            out[op.name] = heads[0]
+    return out
+
+
+def _with_biases(
+    out: dict[str, NodePrediction], graph: ModelGraph, chip: Chip, biases: Mapping[str, str], threads: int
+) -> dict[str, NodePrediction]:
+    """``out`` with each GEMM's folded bias (``biases``: Add -> GEMM) priced in the GEMM's own
+    kernel, as a stall beside its work (:func:`~cost_models.cpu.gemm_bias_ns`): calibration takes
+    it off before fitting the GEMM's rate."""
+    unit = chip.units[0]
+    if not biases or not isinstance(unit, CpuUnit):
+        return out
+    for add, head in biases.items():
+        weights = sum(t.nbytes for t in graph.op(head).weights)
+        ns = gemm_bias_ns(graph.op(add).outputs[0].nbytes, unit, chip.dram.bandwidth_gbps, threads, weights)
+        p = out[head]
+        out[head] = replace(p, predicted_ns=p.predicted_ns + ns, stall_ns=p.stall_ns + ns)
     return out
 
 

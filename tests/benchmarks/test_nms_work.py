@@ -1,6 +1,7 @@
 """The NonMaxSuppression and ReorderInput benchmarks (``benchmarks/nms_work.py``,
 ``benchmarks/reorder_rates.py``): the work count replays onnxruntime's algorithm (it keeps the
-boxes onnxruntime keeps), and the reorder probe finds the kernel it times."""
+boxes onnxruntime keeps), the reorder probe finds the kernel it times, and the bias probe times one product kernel
+(``benchmarks/gemm_bias.py``)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from tests.helpers import load_benchmarks
 
 nms = load_benchmarks("nms_work")
 reorder = load_benchmarks("reorder_rates")
+gemm_bias = load_benchmarks("gemm_bias")
 
 
 @settings(max_examples=12, deadline=None)
@@ -37,3 +39,15 @@ def test_reorder_probe_times_the_reorder(tmp_path: Path, monkeypatch: pytest.Mon
         pytest.skip("onnxruntime inserts no ReorderInput on this CPU (no NCHWc kernels)")
     assert t > 0
     assert not list(tmp_path.iterdir())  # the profile file is removed
+
+
+def test_gemm_bias_probe_times_the_one_product_kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hwsim.host.measure import profile_nodes
+
+    monkeypatch.chdir(tmp_path)
+    for bias in (False, True):
+        model, feeds = gemm_bias._model(64, 32, 48, bias)
+        kinds = sorted(kind for kind, _ in profile_nodes(model, feeds, runs=2).values())
+        assert kinds == ["Gemm" if bias else "MatMul", "Sigmoid"]  # the Add folded into the product's kernel
+        assert gemm_bias.gemm_us(64, 32, 48, bias, 2) > 0
+    assert not list(tmp_path.iterdir())

@@ -15,6 +15,7 @@ from cost_models.cpu import (
     CODE_REFETCH_ATTR,
     CODE_REFETCH_NS,
     COLD_SRC_ATTR,
+    GEMM_BIAS_PASSES,
     HALF_EFFICIENCY_FLOPS,
     MLAS_THREAD_MACS,
     PARALLEL_SECTION_NS,
@@ -24,6 +25,7 @@ from cost_models.cpu import (
     cold_source_ns,
     fft_ns,
     fft_plan,
+    gemm_bias_ns,
     gemv_split_speedup,
     intra_op_threads,
     parallel_sections,
@@ -446,3 +448,24 @@ def cost(op: Op, **unit: Any) -> OpCost:
     c = estimate(op, chip_from_dict(host_chip(**unit)), "cpu", "model")
     assert c is not None
     return c
+
+
+class TestGemmBias:
+    @given(st.integers(1, 1 << 26), st.integers(1, 1 << 26), st.sampled_from([0.0, 1024.0, 32768.0]),
+           st.integers(1, 8), st.integers(0, 1 << 26))  # fmt: skip
+    def test_passes_cost_more_per_byte_the_larger_the_output_and_only_one_splits(
+        self, a: int, b: int, l3_kib: float, threads: int, weights: int
+    ) -> None:
+        unit = chip_from_dict(host_chip(l2_kib=512, l3_kib=l3_kib)).units[0]
+        assert isinstance(unit, CpuUnit)
+        dram = 10.0
+        small, large = sorted((a, b))
+        per_small, per_large = gemm_bias_ns(small, unit, dram) / small, gemm_bias_ns(large, unit, dram) / large
+        assert per_small <= per_large * (1 + 1e-9)
+        # GEMM_BIAS_PASSES over the bytes, each no faster than L1 and no slower than DRAM
+        assert GEMM_BIAS_PASSES / unit.l1_bandwidth_gbps <= per_small * (1 + 1e-9)
+        assert per_large <= GEMM_BIAS_PASSES / min(dram, unit.l2_bandwidth_gbps) * (1 + 1e-9)
+        one = gemm_bias_ns(large, unit, dram) / GEMM_BIAS_PASSES  # the broadcast serial, MLAS's pass split
+        assert gemm_bias_ns(large, unit, dram, threads) == pytest.approx(one * (GEMM_BIAS_PASSES - 1 + 1 / threads))
+        # weights streamed between the passes push the output's lines out, never in
+        assert gemm_bias_ns(small, unit, dram, weight_bytes=weights) >= gemm_bias_ns(small, unit, dram) * (1 - 1e-9)

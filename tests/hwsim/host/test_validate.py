@@ -22,6 +22,7 @@ from cost_models.cpu import (
     NCHWC_ATTR,
     SGEMM_CONV_ATTR,
     SGEMM_PACK_NS,
+    gemm_bias_ns,
 )
 from cost_models.table import estimate
 from graph_ir.onnx_import import load_onnx
@@ -32,6 +33,7 @@ from hwsim.host.validate import (
     NodeResult,
     Validation,
     cpu_chip,
+    gemm_biases,
     layout_kernels,
     merge_rounds,
     nchwc_kernels,
@@ -164,6 +166,23 @@ def conv_net(path: Path, cin: int, cout: int, tail: str) -> Path:
         shape = [1, cout * 32 * 32]
     g = helper.make_graph(nodes, "net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, cin, 32, 32])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], inits)  # fmt: skip
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def _matmul_bias_net(path: Path, order: str) -> Path:
+    """``x (1024 x 48) -> Sigmoid -> MatMul (48 -> 192) -> Add``: the Add's other input a bias
+    (``product_first``: ``Add(product, bias)``; ``bias_first``: ``Add(bias, product)``) or, for
+    ``residual``, another activation of the output's shape."""
+    inits = [numpy_helper.from_array(np.ones((48, 192), np.float32), "w"), numpy_helper.from_array(np.ones(192, np.float32), "b")]
+    nodes = [helper.make_node("Sigmoid", ["x"], ["s"], name="sig"), helper.make_node("MatMul", ["s", "w"], ["m"], name="mm")]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1024, 48])]
+    if order == "residual":
+        inputs.append(helper.make_tensor_value_info("r", TensorProto.FLOAT, [1024, 192]))
+    other = {"product_first": ["m", "b"], "bias_first": ["b", "m"], "residual": ["m", "r"]}[order]
+    nodes.append(helper.make_node("Add", other, ["a"], name="add"))
+    nodes.append(helper.make_node("Relu", ["a"], ["y"], name="relu"))
+    g = helper.make_graph(nodes, "net", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1024, 192])], inits)
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
     return path
 
@@ -338,6 +357,35 @@ class TestPredictionStructure:
         alone = predict_nodes(graph, chip, 1, done)["pw"].predicted_ns
         extra = 144 * 28 * 28 * NCHWC_ACTIVATION_PASS_NS if mark else 0.0
         assert marked == pytest.approx(alone + extra)
+
+    @pytest.mark.parametrize(("order", "fused", "is_bias"), [
+        ("product_first", True, True), ("bias_first", True, True), ("product_first", False, False),
+        ("residual", True, False)])  # fmt: skip
+    def test_a_bias_folded_into_a_matmul_is_priced_in_its_kernel(self, tmp_path: Path, order: str, fused: bool,
+                                                                  is_bias: bool) -> None:  # fmt: skip
+        # onnxruntime's MatMulAddFusion runs MatMul + Add(bias) as one Gemm that fills its output with the
+        # bias first (gemm_bias_ns); a residual Add of two activations is no bias
+        graph = load_onnx(_matmul_bias_net(tmp_path / "mb.onnx", order))
+        done = {"add"} if fused else set()
+        assert gemm_biases(graph, done) == ({"add": "mm"} if is_bias else {})
+        chip = cpu_chip(chip_from_dict(host_chip(l2_kib=1024, l3_kib=16384)), 1)
+        with_rule = predict_nodes(graph, chip, 1, done)
+        if not is_bias:
+            return
+        bare = predict_nodes(graph, chip, 1, set())  # the Add its own kernel: mm alone
+        bias_ns = gemm_bias_ns(1024 * 192 * 4, chip.units[0], chip.dram.bandwidth_gbps, weight_bytes=48 * 192 * 4)
+        assert with_rule["add"].predicted_ns == 0.0
+        assert with_rule["mm"].predicted_ns == pytest.approx(bare["mm"].predicted_ns + bias_ns)
+        assert with_rule["mm"].stall_ns == pytest.approx(bare["mm"].stall_ns + bias_ns)  # calibration takes it off
+
+    def test_onnxruntime_runs_a_matmul_and_its_bias_as_one_gemm(self, tmp_path: Path) -> None:
+        from hwsim.host.measure import profile_nodes
+
+        model = onnx.load(_matmul_bias_net(tmp_path / "mb.onnx", "bias_first"))
+        profiled = profile_nodes(model, random_inputs(model), runs=2)
+        assert sorted(kind for kind, _ in profiled.values()) == ["FusedGemm", "Sigmoid"]  # the Relu in it too
+        ran = attribute_nodes(model, {name: kind for name, (kind, _) in profiled.items()})
+        assert sorted(n for n in ran.values() if n is not None) == ["mm", "sig"]  # the kernel is the MatMul's
 
     @pytest.mark.parametrize("shared", [False, True])
     def test_hardswish_fused_into_a_blocked_conv_stays_blocked(self, tmp_path: Path, shared: bool) -> None:
