@@ -63,7 +63,7 @@ from graph_ir.categories import EPILOGUE_CATEGORIES, GEMM_CATEGORIES
 from graph_ir.ir import ModelGraph, Op, Tensor, deployed_bytes
 
 __all__ = [
-    "ACCUMULATOR_BYTES", "FUSE_MODES", "FusedPair", "FusionDecision", "FusionResult", "can_fuse", "fuse", "fuses",
+    "ACCUMULATOR_BYTES", "FUSE_MODES", "FusedPair", "FusionDecision", "FusionResult", "can_fuse", "folds_into", "fuse", "fuses",
     "least_fused_table", "spill_bytes", "working_set_bytes",
 ]  # fmt: skip
 
@@ -602,12 +602,24 @@ def _ready(
 
 
 def _folded(graph: ModelGraph, head: str, group: list[str], consumers: Mapping[str, list[str]]) -> str | None:
-    """The group's BatchNormalization folded into the head's weights, if any: one that reads a
-    conv/matmul head's only output, which nothing else reads."""
+    """The group's BatchNormalization folded into the head's weights, if any (:func:`folds_into`)."""
     op = graph.op(head)
-    if op.category not in GEMM_CATEGORIES or len(op.outputs) != 1 or op.outputs[0] in graph.outputs:
-        return None
-    readers = consumers.get(op.outputs[0].name, [])
-    if len(readers) == 1 and readers[0] in group and graph.op(readers[0]).op_type in _AFFINE:
+    readers = consumers.get(op.outputs[0].name, []) if op.outputs else []
+    if len(readers) == 1 and readers[0] in group and folds_into(graph, readers[0], consumers) == head:
         return readers[0]
     return None
+
+
+def folds_into(graph: ModelGraph, name: str, consumers: Mapping[str, list[str]]) -> str | None:
+    """The conv/matmul whose weights BatchNormalization ``name`` folds into, if any: it reads that
+    head's only output, which nothing else reads and is no graph output (``consumers``: tensor ->
+    the names of the ops that read it). A BatchNormalization after anything else (a residual
+    ``Add``) runs as a pass of its own."""
+    op = graph.op(name)
+    head = graph.producer.get(op.inputs[0].name) if op.op_type in _AFFINE and op.inputs else None
+    if head is None:
+        return None
+    h = graph.op(head)
+    if h.category not in GEMM_CATEGORIES or len(h.outputs) != 1 or h.outputs[0] in graph.outputs:
+        return None
+    return head if consumers.get(h.outputs[0].name, []) == [name] else None

@@ -32,6 +32,7 @@ from graph_ir.materialize import fill_absent_weights
 from hwsim.host.errors import MeasureError
 
 __all__ = [
+    "BN_NCHWC_SUFFIX",
     "LOW_QUANTILE",
     "OPT_LEVELS",
     "MeasureError",
@@ -250,6 +251,10 @@ _PREFIXES = ("fused ",)
 _TOKEN = re.compile(r"_token_\d+$")
 
 
+#: The suffix of a ``BatchNormalization`` onnxruntime's NCHWc transformer runs as a depthwise 1x1
+#: ``Conv`` (its input blocked, no conv before it to fold into): ``<BN output>_bn_nchwc``.
+BN_NCHWC_SUFFIX = "_bn_nchwc"
+
 #: onnxruntime's contrib ops (in a model it saved optimized) by the kernel kind their NCHWc form
 #: reports: a ``FusedConv`` runs as a blocked ``Conv``.
 _CONTRIB_KINDS = {"FusedConv": "Conv", "FusedGemm": "Gemm", "FusedMatMul": "MatMul"}
@@ -269,7 +274,8 @@ def attribute_nodes(model: onnx.ModelProto, profiled: Mapping[str, str]) -> dict
     producer; else, for names like ``<node>/MatMulAddFusion``, to the longest ``/``-prefix that
     is a node name. When the node found is not of the op type that ran (a Conv named after the
     Relu fused into it), the search walks up first inputs, at most four nodes, to a node of
-    that type. Nodes onnxruntime inserted (layout reorders, reshapes around Gemm, fused Gelu or
+    that type. A ``BatchNormalization`` the NCHWc transformer runs as a ``Conv``
+    (:data:`BN_NCHWC_SUFFIX`) maps to itself. Nodes onnxruntime inserted (layout reorders, reshapes around Gemm, fused Gelu or
     SkipLayerNormalization under new names) map to ``None``; a name the NHWC transformer gave
     (``<node>_token_<n>``) maps to ``<node>``.
     """
@@ -287,6 +293,10 @@ def attribute_nodes(model: onnx.ModelProto, profiled: Mapping[str, str]) -> dict
         # the NHWC transformer names a node it rewrites "<node>_token_<n>"
         p_own = _TOKEN.sub("", p_own) if p_own not in by_name else p_own
         hit: str | None = p_own if p_own in by_name else None
+        bn = producer.get(p_own.removesuffix(BN_NCHWC_SUFFIX)) if p_own.endswith(BN_NCHWC_SUFFIX) else None
+        if hit is None and bn is not None and by_name[bn].op_type == "BatchNormalization":
+            out[p] = bn  # the BatchNormalization itself, not a conv up its inputs
+            continue
         for suf in _SUFFIXES:
             if hit is None and p_own.endswith(suf) and p_own[: -len(suf)] in producer:
                 hit = producer[p_own[: -len(suf)]]

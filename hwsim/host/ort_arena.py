@@ -33,7 +33,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from graph_ir.ir import ModelGraph, Tensor
+from graph_ir.ir import ModelGraph, Op, Tensor
 
 __all__ = [
     "ARENA_ALIGN_BYTES",
@@ -85,15 +85,19 @@ def _aligned(nbytes: int) -> int:
     return -(-nbytes // ARENA_ALIGN_BYTES) * ARENA_ALIGN_BYTES
 
 
-def _kernels(graph: ModelGraph, fused: Iterable[str]) -> tuple[list[Kernel], dict[str, str]]:
+def _kernels(graph: ModelGraph, fused: Iterable[str], inserted: Iterable[Op] = ()) -> tuple[list[Kernel], dict[str, str]]:
     """The kernels in order, and the tensors that are another tensor's memory (views, fused
-    nodes' outputs: the kernel they run in writes them) -> that tensor."""
+    nodes' outputs: the kernel they run in writes them) -> that tensor. An ``inserted`` kernel
+    (a fusion onnxruntime makes of fused nodes) runs where the node that wrote its output was."""
     fused = set(fused)
+    producer = graph.producer
+    at = {producer[k.outputs[0].name]: k for k in inserted if k.outputs and k.outputs[0].name in producer}
     alias: dict[str, str] = {}
     kernels: list[Kernel] = []
-    for op in graph.ops():
+    for node in graph.ops():
+        op = at.get(node.name, node)  # a fusion's kernel reads what its members read from outside
         acts = op.activations
-        if (op.name in fused or op.op_type in VIEW_OPS) and acts:
+        if op is node and (op.name in fused or op.op_type in VIEW_OPS) and acts:
             src = alias.get(acts[0].name, acts[0].name)
             alias.update((t.name, src) for t in op.outputs[:1])
             continue
@@ -172,10 +176,12 @@ def _best_fit(live: list[tuple[int, int]], size: int) -> int:
     return best
 
 
-def arena_plan(graph: ModelGraph, fused: Iterable[str] = ()) -> ArenaPlan:
+def arena_plan(graph: ModelGraph, fused: Iterable[str] = (), inserted: Iterable[Op] = ()) -> ArenaPlan:
     """Replay onnxruntime's reuse plan and memory pattern over ``graph`` (see the module
-    docstring); ``fused`` are the nodes that run inside another kernel."""
-    kernels, alias = _kernels(graph, fused)
+    docstring); ``fused`` are the nodes that run inside another kernel, ``inserted`` the kernels
+    onnxruntime makes of some of them (:mod:`hwsim.host.ort_fusions`), each where its output's
+    node was."""
+    kernels, alias = _kernels(graph, fused, inserted)
     external = {t.name for t in graph.outputs} | {alias.get(t.name, t.name) for t in graph.outputs}
     buffer, free_after = _reuse_plan(kernels, external)
     live: list[tuple[int, int]] = []

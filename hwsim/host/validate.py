@@ -48,6 +48,7 @@ from cost_models.cpu import (
     sections_ns,
     step_handoff_ns,
 )
+from cost_models.fusion import folds_into
 from cost_models.table import cost_table, steady_state_unit
 from graph_ir.categories import GEMM_CATEGORIES
 from graph_ir.gemm import conv_group
@@ -89,6 +90,7 @@ __all__ = [
     "append_record",
     "cache_residency",
     "cpu_chip",
+    "folded_batch_norms",
     "format_validation",
     "gemm_biases",
     "layout_kernels",
@@ -419,13 +421,20 @@ def nchwc_kernels(graph: ModelGraph, block: int, fused: Iterable[str] = ()) -> d
     MobileNetV2's expansion convs (1x1, 16-64 channels to six times as many, then ReLU6 as a
     ``Clip``) ran 14-46 % slower than priced on the Intel Xeon of 2026-12-03, by about 0.15 ns per
     output element, while its projection convs (no activation) were within 7 %: the pass the
-    depthwise convs already paid (:data:`~cost_models.cpu.NCHWC_ACTIVATION_PASS_NS`)."""
+    depthwise convs already paid (:data:`~cost_models.cpu.NCHWC_ACTIVATION_PASS_NS`).
+
+    A ``BatchNormalization`` on a blocked tensor that ran as its own kernel (not in ``fused``:
+    no conv before it to fold into) is the depthwise 1x1 conv the NCHWc transformer makes of it
+    (:func:`_bn_as_depthwise`)."""
     _, _, blocked, dense = _nchwc_plan(graph, block)
     blocked_or_dense = blocked | dense
     fused = set(fused)
     readers = tensor_consumers(graph)
     out: dict[str, Op] = {}
     for op in graph.ops():
+        if op.op_type == "BatchNormalization" and op.name in blocked and op.name not in fused:
+            out[op.name] = _bn_as_depthwise(op, block)
+            continue
         if op.name not in blocked_or_dense or not (op.op_type in RESIZE_OP_TYPES or op.op_type == "Conv"):
             continue
         attrs: dict[str, object] = {**op.attrs, NCHWC_ATTR: block}
@@ -436,6 +445,19 @@ def nchwc_kernels(graph: ModelGraph, block: int, fused: Iterable[str] = ()) -> d
         if op.name in blocked or NCHWC_ACTIVATION_ATTR in attrs:
             out[op.name] = replace(op, attrs=attrs)
     return out
+
+
+def _bn_as_depthwise(op: Op, block: int) -> Op:
+    """The depthwise 1x1 NCHWc conv onnxruntime's NCHWc transformer runs a ``BatchNormalization``
+    as (its scale the weights, its shift the bias), under the node's name. Pre-activation
+    ResNet-50 v2's 17 first BatchNormalizations of a unit ran so on the Xeon of 2026-12-03, as
+    ``<output>_bn_nchwc`` kernels of 33-390 us: 0.24-0.49 ns per element, slower beyond the L2."""
+    x = op.activations[0]
+    channels = x.shape[1]
+    w = Tensor(f"{op.name}:scale", (channels, 1, 1, 1), x.dtype, is_weight=True)
+    elements = op.outputs[0].elements
+    return Op(op.name, "Conv", "conv", (x, w), op.outputs[:1], {"group": channels, "kernel_shape": [1, 1], NCHWC_ATTR: block},
+              elements, 2 * elements)  # fmt: skip
 
 
 def sgemm_conv_kernels(graph: ModelGraph) -> dict[str, Op]:
@@ -488,7 +510,9 @@ COLD_DST_OP_TYPES = frozenset(("Concat",))
 COLD_SRC_CATEGORIES = frozenset(("elementwise", "activation", "pool"))
 
 
-def cache_residency(graph: ModelGraph, unit: CpuUnit, fused: Iterable[str] = ()) -> dict[str, dict[str, int]]:
+def cache_residency(
+    graph: ModelGraph, unit: CpuUnit, fused: Iterable[str] = (), inserted: Sequence[Op] = ()
+) -> dict[str, dict[str, int]]:
     """Where the kernels of ``graph`` find their memory, from onnxruntime's arena plan
     (:mod:`hwsim.host.ort_arena`): per kernel, the attributes to cost it with.
 
@@ -503,7 +527,8 @@ def cache_residency(graph: ModelGraph, unit: CpuUnit, fused: Iterable[str] = ())
       :data:`~cost_models.cpu.CODE_REFETCH_ATTR`, the bytes the run streams between two calls of its
       code (:func:`~hwsim.host.ort_arena.code_reuse_bytes`).
 
-    ``fused``: the nodes that run inside another kernel.
+    ``fused``: the nodes that run inside another kernel; ``inserted``: the fusions' kernels
+    (:func:`~hwsim.host.ort_fusions.ort_fusions`), marked like the nodes under their own names.
 
     Measured (profiled channel Concats, loaded 2-core Xeon, L2 kept 1.9 MiB): the rule calls warm
     unet_r64c16's (45-51 GB/s of input and output bytes inside the model) and squeezenet11's
@@ -512,10 +537,10 @@ def cache_residency(graph: ModelGraph, unit: CpuUnit, fused: Iterable[str] = ())
     after a conv with little weight, 3x slower after one that streamed 4-6.5 MB of weights
     (``docs/fidelity_cpu.md``, "Where a kernel's inputs sit").
     """
-    wanted = [op for op in graph.ops() if op.op_type in COLD_DST_OP_TYPES or _float_stream(op)]
+    wanted = [op for op in (*graph.ops(), *inserted) if op.op_type in COLD_DST_OP_TYPES or _float_stream(op)]
     if not wanted:
         return {}
-    plan = arena_plan(graph, fused)
+    plan = arena_plan(graph, fused, inserted)
     l2, run = unit.l2_kib * 1024, (unit.run_footprint_kib or 0.0) * 1024
     kernels = {k.name for k in plan.kernels}
     out: dict[str, dict[str, int]] = {}
@@ -680,14 +705,16 @@ def _pattern_kernels(
 
 def _in_epilogue(graph: ModelGraph, producer: Mapping[str, str], fused: set[str], name: str) -> bool:
     """Whether fused node ``name`` sits in a conv/matmul kernel's epilogue: its first input comes,
-    through other fused nodes (at most 8), from one."""
+    through other fused nodes (at most 8), from one, or from a ``BatchNormalization`` that ran as
+    its own kernel (the NCHWc transformer's depthwise 1x1 conv, :func:`_bn_as_depthwise`: onnxruntime
+    fuses no activation into a plain one)."""
     for _ in range(8):
         op = graph.op(name)
         if not op.inputs or op.inputs[0].name not in producer:
             return False
         name = producer[op.inputs[0].name]
         if name not in fused:
-            return graph.op(name).category in GEMM_CATEGORIES
+            return graph.op(name).category in GEMM_CATEGORIES or graph.op(name).op_type == "BatchNormalization"
     return False
 
 
@@ -735,7 +762,7 @@ def predict_nodes(
     biases = {a: h for a, h in gemm_biases(graph, fused).items() if h not in patterns}
     absorbed = absorbed | quick | {g for _, g in swishes.values()} | set(biases)
     if isinstance(chip.units[0], CpuUnit):  # where a kernel's data sits in the caches (arena plan)
-        patterns.update(_resident(graph, chip.units[0], patterns, fused | absorbed))
+        patterns.update(_resident(graph, chip.units[0], patterns, fused | absorbed, inserted))
     extra = [*patterns.values(), *inserted]
     roof_chip = _roofline_chip(chip, {t for op in [*graph.ops(), *extra] for t in (op.op_type, kernel_type(op))})
     table = cost_table(graph, chip, "model")
@@ -768,7 +795,7 @@ def predict_nodes(
             out[op.name] = NodePrediction(kernel_type(op), _time(op, c, loop, threads, True) + view, roof, r.memory_ns / threads,
                                           stall, op.category, *_threading(op, chip, threads))  # fmt: skip
     for k in inserted:
-        out[k.name] = _kernel_prediction(k, chip, roof_chip, threads)
+        out[k.name] = _kernel_prediction(patterns.get(k.name, k), chip, roof_chip, threads)
     return _with_biases(out, graph, chip, biases, threads)
 
 
@@ -812,18 +839,22 @@ def _with_biases(
     return out
 
 
-def _resident(graph: ModelGraph, unit: CpuUnit, patterns: Mapping[str, Op], inside: set[str]) -> dict[str, Op]:
+def _resident(
+    graph: ModelGraph, unit: CpuUnit, patterns: Mapping[str, Op], inside: set[str], inserted: Sequence[Op] = ()
+) -> dict[str, Op]:
     """The kernels :func:`cache_residency` marks, as they are costed (``patterns``' kernel, else the
-    node) with the marks added: a pattern or layout kernel its inputs' place only, an integer kernel
-    of a QDQ model none (at its probe's rate). ``inside``: the nodes that run inside another kernel."""
+    node) with the marks added: a pattern, layout or fusion kernel its inputs' place only, an integer
+    kernel of a QDQ model none (at its probe's rate). ``inside``: the nodes that run inside another
+    kernel; ``inserted``: the kernels onnxruntime adds, of which its fusions' are marked too."""
+    fusions = {k.name: k for k in inserted if k.op_type in FUSED_KERNELS}
     out: dict[str, Op] = {}
-    for n, marks in cache_residency(graph, unit, inside).items():
+    for n, marks in cache_residency(graph, unit, inside, tuple(fusions.values())).items():
         if n in inside or (n in patterns and patterns[n].op_type in QDQ_KERNELS):
             continue
-        if n in patterns:
+        if n in patterns or n in fusions:
             marks.pop(COLD_DST_ATTR, None)
         if marks:
-            base = patterns.get(n) or graph.op(n)
+            base = patterns.get(n) or fusions.get(n) or graph.op(n)
             out[n] = replace(base, attrs={**base.attrs, **marks})
     return out
 
@@ -1032,10 +1063,21 @@ def _costing_nothing(
     inserted: Sequence[Op], fused: Iterable[str],
 ) -> frozenset[str]:
     """The nodes validate prices at 0 because another kernel does their work: the members of the
-    ``fusions``, what the expanded ``calls`` do by addressing (:func:`_free_in_kernel`) and the
-    NHWC Transposes the reorders write (:func:`reordered_transposes`)."""
+    ``fusions``, what the expanded ``calls`` do by addressing (:func:`_free_in_kernel`), the
+    NHWC Transposes the reorders write (:func:`reordered_transposes`) and the BatchNormalizations
+    folded into the weights of the conv before them (:func:`folded_batch_norms`)."""
     members = frozenset(m for f in fusions for m in f.members)
-    return members | _free_in_kernel(graph, calls, heads) | reordered_transposes(graph, inserted, fused)
+    return (members | _free_in_kernel(graph, calls, heads) | reordered_transposes(graph, inserted, fused)
+            | folded_batch_norms(graph, fused))  # fmt: skip
+
+
+def folded_batch_norms(graph: ModelGraph, fused: Iterable[str]) -> frozenset[str]:
+    """The fused ``BatchNormalization`` s that fold into a ``Conv``'s weights
+    (:func:`~cost_models.fusion.folds_into`): onnxruntime's ``ConvBNFusion`` folds them when it
+    loads the model, so they cost the run nothing."""
+    readers = {t: [op.name for op in ops] for t, ops in tensor_consumers(graph).items()}
+    return frozenset(n for n in set(fused) if (head := folds_into(graph, n, readers)) is not None
+                     and graph.op(head).op_type == "Conv")  # fmt: skip
 
 
 #: Data movement a fused kernel does by addressing, not as a pass of its own: onnxruntime's

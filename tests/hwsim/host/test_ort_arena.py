@@ -23,6 +23,7 @@ from hwsim.host.ort_arena import (
     destination_reuse,
     source_reuse,
 )
+from hwsim.host.ort_fusions import ort_fusions
 from hwsim.host.validate import cache_residency, cpu_chip, predict_nodes
 from tests.helpers import graph_from_ops, host_chip
 
@@ -234,6 +235,43 @@ class TestResidencyMarks:
         x, y = Tensor("x", (1, 8, 32, 32), "uint8"), Tensor("y", (1, 8, 32, 32), "uint8")
         graph = graph_from_ops("q", [x], [("relu", "Relu", [x], [y]), ("neg", "Neg", [y], [Tensor("n", y.shape, "uint8")])])
         assert cache_residency(graph, unit) == {}
+
+
+def matmul_gelu(weight_cols: int) -> tuple:
+    """``H = X W`` (``X`` 128 x 256, ``W`` 256 x ``weight_cols``), then an exported Erf-Gelu of
+    ``H`` (five nodes onnxruntime runs as one ``Gelu``) into a Neg."""
+    x = Tensor("X", (128, 256), "float32")
+    w = Tensor("W", (256, weight_cols), "float32", is_weight=True)
+    h, d, e, e1, m, y = (Tensor(n, (128, weight_cols), "float32") for n in ("H", "D", "E", "E1", "M", "Y"))
+    c = [Tensor(n, (1,), "float32", is_weight=True) for n in ("sqrt2", "one", "half")]
+    ops = [("mm", "MatMul", [x, w], [h]), ("div", "Div", [h, c[0]], [d]), ("erf", "Erf", [d], [e]),
+           ("add1", "Add", [e, c[1]], [e1]), ("mul", "Mul", [h, e1], [m]), ("mul2", "Mul", [m, c[2]], [y]),
+           ("neg", "Neg", [y], [Tensor("N", y.shape, "float32")])]  # fmt: skip
+    graph = graph_from_ops("mg", [x], ops)
+    (fusion,) = ort_fusions(graph)
+    return graph, fusion
+
+
+class TestFusionKernels:
+    def test_the_fusion_runs_where_its_output_was_made_reading_what_its_members_read(self) -> None:
+        graph, gelu = matmul_gelu(512)
+        plan = arena_plan(graph, gelu.members, [gelu.kernel])
+        names = [k.name for k in plan.kernels]
+        assert names == ["mm", gelu.kernel.name, "neg"]
+        (kernel,) = (k for k in plan.kernels if k.name == gelu.kernel.name)
+        assert [t.name for t in kernel.reads] == ["H"] and [t.name for t in kernel.writes] == ["Y"]
+        assert "Y" in plan.offsets and plan.offsets["Y"][0] != plan.offsets["H"][0]  # its own buffer, H still read
+
+    def test_a_gelu_after_a_weight_stream_finds_its_input_cold_and_pays_a_stall(self) -> None:
+        # BERT's FFN: its input written while 9 MiB of weights streamed; a small MatMul's is warm
+        chip = cpu_chip(chip_from_dict(host_chip(l2_kib=1024)), 1)
+        stalls = []
+        for cols in (256, 8192):
+            graph, gelu = matmul_gelu(cols)
+            marks = cache_residency(graph, chip.units[0], gelu.members, [gelu.kernel])
+            pred = predict_nodes(graph, chip, 1, set(gelu.members), inserted=[gelu.kernel], absorbed=gelu.members)
+            stalls.append((marks[gelu.kernel.name][COLD_SRC_ATTR], pred[gelu.kernel.name].stall_ns))
+        assert stalls[0] == (0, 0.0) and stalls[1][0] > 0 and stalls[1][1] > 0
 
 
 def two_gaps(between_channels: int) -> tuple:

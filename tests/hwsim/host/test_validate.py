@@ -33,6 +33,7 @@ from hwsim.host.validate import (
     NodeResult,
     Validation,
     cpu_chip,
+    folded_batch_norms,
     gemm_biases,
     layout_kernels,
     merge_rounds,
@@ -183,6 +184,31 @@ def _matmul_bias_net(path: Path, order: str) -> Path:
     nodes.append(helper.make_node("Add", other, ["a"], name="add"))
     nodes.append(helper.make_node("Relu", ["a"], ["y"], name="relu"))
     g = helper.make_graph(nodes, "net", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1024, 192])], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def _preact_net(path: Path) -> Path:
+    """A pre-activation ResNet unit's start: ``c0 = Conv(x)``, ``c1 = Conv(c0)``, ``s = c1 + c0``
+    (blocked: both convs write NCHWc), then ``bn_pre``
+    (after the Add: no conv to fold into) -> Relu -> ``c2 = Conv``, then ``bn_post`` after ``c2``
+    (folds into it) -> Relu -> y. 32 channels at 16x16."""
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array((rng.standard_normal((32, 32, 3, 3)) * 0.1).astype(np.float32), n) for n in ("w0", "w1", "w2")]
+    for n in ("scale", "bias", "mean"):
+        inits.append(numpy_helper.from_array(rng.standard_normal(32).astype(np.float32), n))
+    inits.append(numpy_helper.from_array(np.ones(32, np.float32), "var"))
+    bn = ["scale", "bias", "mean", "var"]
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["c0"], name="conv0", pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["c0", "w1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c1", "c0"], ["s"], name="add"),
+             helper.make_node("BatchNormalization", ["s", *bn], ["b1"], name="bn_pre"),
+             helper.make_node("Relu", ["b1"], ["r1"], name="relu_pre"),
+             helper.make_node("Conv", ["r1", "w2"], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c2", *bn], ["b2"], name="bn_post"),
+             helper.make_node("Relu", ["b2"], ["y"], name="relu_post")]  # fmt: skip
+    g = helper.make_graph(nodes, "net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32, 16, 16])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32, 16, 16])], inits)  # fmt: skip
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
     return path
 
@@ -386,6 +412,30 @@ class TestPredictionStructure:
         assert sorted(kind for kind, _ in profiled.values()) == ["FusedGemm", "Sigmoid"]  # the Relu in it too
         ran = attribute_nodes(model, {name: kind for name, (kind, _) in profiled.items()})
         assert sorted(n for n in ran.values() if n is not None) == ["mm", "sig"]  # the kernel is the MatMul's
+
+    def test_a_batch_norm_after_an_add_runs_as_a_blocked_depthwise_conv_and_one_after_a_conv_folds(self, tmp_path: Path) -> None:
+        from hwsim.host.measure import nchwc_block, profile_nodes
+
+        path = _preact_net(tmp_path / "pre.onnx")
+        block = nchwc_block()
+        if block == 0:
+            pytest.skip("onnxruntime runs no NCHWc kernels on this CPU")
+        model = onnx.load(path)
+        profiled = profile_nodes(model, random_inputs(model), runs=2)
+        ran = attribute_nodes(model, {name: kind for name, (kind, _) in profiled.items()})
+        assert {n: profiled[k][0] for k, n in ran.items() if n in ("bn_pre", "conv1", "conv2")} == {
+            "bn_pre": "Conv", "conv1": "Conv", "conv2": "Conv"}  # the BN's own kernel, a 1x1 depthwise conv
+        assert not {"bn_post", "relu_pre", "relu_post"} & set(ran.values())  # folded, fused
+        graph = load_onnx(path)
+        fused = {"bn_post", "relu_pre", "relu_post"}
+        layout = layout_kernels(graph, block, fused)
+        assert layout["bn_pre"].attrs[NCHWC_ATTR] == block and layout["bn_pre"].weights[0].shape == (32, 1, 1, 1)
+        assert folded_batch_norms(graph, fused) == {"bn_post"}
+        chip = cpu_chip(chip_from_dict(host_chip()), 1)
+        pred = predict_nodes(graph, chip, 1, fused, absorbed=folded_batch_norms(graph, fused), layout_kernels=layout)
+        assert pred["bn_pre"].op_type == "DepthwiseConv" and pred["bn_post"].predicted_ns == 0.0
+        # the Relu after it is in the conv's stores, like the one after conv2: its compute only
+        assert pred["relu_pre"].predicted_ns == pytest.approx(pred["relu_post"].predicted_ns)
 
     @pytest.mark.parametrize("shared", [False, True])
     def test_hardswish_fused_into_a_blocked_conv_stays_blocked(self, tmp_path: Path, shared: bool) -> None:
