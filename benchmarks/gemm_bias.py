@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import onnx
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -28,7 +29,7 @@ CASES = ((1024, 192, 48), (256, 96, 384), (1024, 48, 192), (128, 768, 768), (128
          (512, 64, 1024), (4096, 48, 192), (2048, 64, 1024), (4096, 64, 1024))  # fmt: skip
 
 
-def _model(m: int, k: int, n: int, bias: bool) -> tuple[object, dict[str, np.ndarray]]:
+def _model(m: int, k: int, n: int, bias: bool) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(0)
@@ -49,11 +50,11 @@ def gemm_us(m: int, k: int, n: int, bias: bool, runs: int) -> float:
     from hwsim.host.measure import profile_nodes
 
     model, feeds = _model(m, k, n, bias)
-    return sum(ns for kind, ns in profile_nodes(model, feeds, runs=runs).values() if kind != "Sigmoid") / 1e3
+    return sum((ns for kind, ns in profile_nodes(model, feeds, runs=runs).values() if kind != "Sigmoid"), 0.0) / 1e3
 
 
 def main() -> int:
-    from chips.schema import CpuUnit, load_chip
+    from chips.schema import ChipError, CpuUnit, load_chip
     from cost_models.cpu import gemm_bias_ns
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -61,8 +62,13 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
-    chip = load_chip(args.chip)
-    unit = next(u for u in chip.units if isinstance(u, CpuUnit))
+    try:
+        chip = load_chip(args.chip)
+    except (ChipError, OSError) as exc:
+        ap.error(str(exc).splitlines()[0])
+    unit = next((u for u in chip.units if isinstance(u, CpuUnit)), None)
+    if unit is None:
+        ap.error(f"{args.chip}: the chip has no CPU unit to price the bias on")
     print("| M | K | N | output KiB | MatMul us | with bias us | bias us (spread) | ns per element | rule ns per element |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for m, k, n in CASES:
