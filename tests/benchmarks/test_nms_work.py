@@ -1,7 +1,7 @@
 """The NonMaxSuppression and ReorderInput benchmarks (``benchmarks/nms_work.py``,
 ``benchmarks/reorder_rates.py``): the work count replays onnxruntime's algorithm (it keeps the
-boxes onnxruntime keeps), the reorder probe finds the kernel it times, and the bias probe times one product kernel
-(``benchmarks/gemm_bias.py``)."""
+boxes onnxruntime keeps), the reorder and depthwise probes find the kernels they time, and the bias probe times one product kernel
+(``benchmarks/gemm_bias.py``, ``benchmarks/depthwise_threads.py``)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from tests.helpers import load_benchmarks
 nms = load_benchmarks("nms_work")
 reorder = load_benchmarks("reorder_rates")
 gemm_bias = load_benchmarks("gemm_bias")
+depthwise = load_benchmarks("depthwise_threads")
 
 
 @settings(max_examples=12, deadline=None)
@@ -50,4 +51,13 @@ def test_gemm_bias_probe_times_the_one_product_kernel(tmp_path: Path, monkeypatc
         kinds = sorted(kind for kind, _ in profile_nodes(model, feeds, runs=2).values())
         assert kinds == ["Gemm" if bias else "MatMul", "Sigmoid"]  # the Add folded into the product's kernel
         assert gemm_bias.gemm_us(64, 32, 48, bias, 2) > 0
+    assert not list(tmp_path.iterdir())
+
+
+def test_depthwise_probe_times_the_blocked_depthwise_kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    t = depthwise.depthwise_us(32, 16, 7, 1, 2)
+    if t is None:
+        pytest.skip("onnxruntime runs no NCHWc kernels on this CPU")
+    assert t > 0 and depthwise.depthwise_us(32, 16, 7, 2, 2) is not None
     assert not list(tmp_path.iterdir())
