@@ -60,6 +60,15 @@ def concat_after_chain(chain_channels: int, chain: int = 2, y_channels: int = 12
     return graph_from_ops("m", [x, x1, x2, z], ops)
 
 
+def erf_gelu(prefix: str, x: Tensor, y: Tensor) -> list[tuple]:
+    """The five nodes of an exported Erf-Gelu ``y = x * 0.5 * (1 + erf(x / sqrt 2))``."""
+    c = [Tensor(n, (1,), "float32", is_weight=True) for n in ("sqrt2", "one", "half")]
+    d, e, e1, m = (Tensor(f"{prefix}.{n}", x.shape, x.dtype) for n in ("d", "e", "e1", "m"))
+    return [(f"{prefix}.div", "Div", [x, c[0]], [d]), (f"{prefix}.erf", "Erf", [d], [e]),
+            (f"{prefix}.add", "Add", [e, c[1]], [e1]), (f"{prefix}.mul", "Mul", [x, e1], [m]),
+            (f"{prefix}.mul2", "Mul", [m, c[2]], [y])]  # fmt: skip
+
+
 class TestArenaPlan:
     def test_empty_graph(self) -> None:
         plan = arena_plan(graph_from_ops("e", [act("x", 4)], []))
@@ -83,15 +92,20 @@ class TestArenaPlan:
         assert "n" not in plan.offsets and [k.name for k in plan.kernels] == ["add", "relu", "neg"]
 
     @settings(max_examples=40, deadline=None)
-    @given(st.lists(st.tuples(st.sampled_from(["Relu", "Add", "Concat"]), st.integers(1, 8), st.integers(0, 99),
+    @given(st.lists(st.tuples(st.sampled_from(["Relu", "Add", "Concat", "Gelu"]), st.integers(1, 8), st.integers(0, 99),
                               st.integers(0, 99)), min_size=1, max_size=25))  # fmt: skip
     def test_tensors_alive_together_never_share_memory(
         self, steps: list[tuple[str, int, int, int]]
     ) -> None:
+        # "Gelu": an exported Erf-Gelu, five nodes onnxruntime runs as one kernel the plan places
         tensors = [act("x", 4, 8)]
         ops = []
         for i, (kind, ch, a, b) in enumerate(steps):
             p, q = tensors[a % len(tensors)], tensors[b % len(tensors)]
+            if kind == "Gelu":
+                ops += erf_gelu(f"g{i}", p, act(f"t{i}", p.shape[1], 8))
+                tensors.append(act(f"t{i}", p.shape[1], 8))
+                continue
             if kind == "Relu":
                 out, ins = act(f"t{i}", p.shape[1], 8), [p]
             elif kind == "Add":
@@ -101,7 +115,10 @@ class TestArenaPlan:
             ops.append((f"op{i}", kind, ins, [out]))
             tensors.append(out)
             del ch
-        plan = arena_plan(graph_from_ops("r", [tensors[0]], ops))
+        graph = graph_from_ops("r", [tensors[0]], ops)
+        fusions = ort_fusions(graph)
+        assert len(fusions) == sum(kind == "Gelu" for kind, *_ in steps)
+        plan = arena_plan(graph, {m for f in fusions for m in f.members}, [f.kernel for f in fusions])
         made = {t.name: i for i, k in enumerate(plan.kernels) for t in k.writes}
         last = dict(made)
         for i, k in enumerate(plan.kernels):
@@ -242,11 +259,8 @@ def matmul_gelu(weight_cols: int) -> tuple:
     ``H`` (five nodes onnxruntime runs as one ``Gelu``) into a Neg."""
     x = Tensor("X", (128, 256), "float32")
     w = Tensor("W", (256, weight_cols), "float32", is_weight=True)
-    h, d, e, e1, m, y = (Tensor(n, (128, weight_cols), "float32") for n in ("H", "D", "E", "E1", "M", "Y"))
-    c = [Tensor(n, (1,), "float32", is_weight=True) for n in ("sqrt2", "one", "half")]
-    ops = [("mm", "MatMul", [x, w], [h]), ("div", "Div", [h, c[0]], [d]), ("erf", "Erf", [d], [e]),
-           ("add1", "Add", [e, c[1]], [e1]), ("mul", "Mul", [h, e1], [m]), ("mul2", "Mul", [m, c[2]], [y]),
-           ("neg", "Neg", [y], [Tensor("N", y.shape, "float32")])]  # fmt: skip
+    h, y = (Tensor(n, (128, weight_cols), "float32") for n in ("H", "Y"))
+    ops = [("mm", "MatMul", [x, w], [h]), *erf_gelu("gelu", h, y), ("neg", "Neg", [y], [Tensor("N", y.shape, "float32")])]
     graph = graph_from_ops("mg", [x], ops)
     (fusion,) = ort_fusions(graph)
     return graph, fusion
