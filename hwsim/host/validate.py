@@ -703,18 +703,19 @@ def _pattern_kernels(
     return patterns, absorbed
 
 
-def _in_epilogue(graph: ModelGraph, producer: Mapping[str, str], fused: set[str], name: str) -> bool:
+def _in_epilogue(
+    graph: ModelGraph, producer: Mapping[str, str], fused: set[str], name: str, runs_as: Mapping[str, Op]
+) -> bool:
     """Whether fused node ``name`` sits in a conv/matmul kernel's epilogue: its first input comes,
-    through other fused nodes (at most 8), from one, or from a ``BatchNormalization`` that ran as
-    its own kernel (the NCHWc transformer's depthwise 1x1 conv, :func:`_bn_as_depthwise`: onnxruntime
-    fuses no activation into a plain one)."""
+    through other fused nodes (at most 8), from a node that runs as one (``runs_as``: the kernel a
+    node runs as where not its own, such as the depthwise 1x1 conv of :func:`_bn_as_depthwise`)."""
     for _ in range(8):
         op = graph.op(name)
         if not op.inputs or op.inputs[0].name not in producer:
             return False
         name = producer[op.inputs[0].name]
         if name not in fused:
-            return graph.op(name).category in GEMM_CATEGORIES or graph.op(name).op_type == "BatchNormalization"
+            return (runs_as.get(name) or graph.op(name)).category in GEMM_CATEGORIES
     return False
 
 
@@ -786,7 +787,7 @@ def predict_nodes(
         elif op.name in fused:
             if op.name in swishes:  # the pair as the one activation it runs as
                 c = _padded(_estimate(swishes[op.name][0], chip), (padded or {}).get(op.name, 1.0))
-            pred = c.compute_ns / threads if _in_epilogue(graph, producer, fused, op.name) else _time(op, c, loop, threads, False)
+            pred = c.compute_ns / threads if _in_epilogue(graph, producer, fused, op.name, patterns) else _time(op, c, loop, threads, False)
             out[op.name] = NodePrediction(op.op_type, pred, roof)
         else:
             # hwsim's views are free; onnxruntime still dispatches a kernel for each one that runs
