@@ -26,6 +26,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,6 +44,7 @@ from hwsim.host.fingerprint import (
     reference_gflops,
     write_chip,
 )
+from hwsim.host.int8_check import check_int8, uses_int8_gemm
 from hwsim.host.validate import Validation, merge_rounds, op_type_rows, repredict, validate_model
 
 #: The calibration set (why each model is in it: :data:`hwsim.host.calibrate_host.CALIBRATION_MODELS`).
@@ -125,6 +127,19 @@ def _footer(before: dict[str, Validation], dispatch: Dispatch | None, f: Calibra
     return lines
 
 
+def _int8_line(chip_path: Path, threads: int, vs: Iterable[Validation]) -> str | None:
+    """Whether onnxruntime ran the fingerprint's integer GEMM kernel here (:mod:`hwsim.host.int8_check`),
+    for a run with int8 models."""
+    if not any(uses_int8_gemm([*(n.op_type for n in v.nodes), *v.inserted_ops]) for v in vs):
+        return None
+    got = check_int8(chip_path, threads)
+    if got is None:
+        return None
+    verdict = "the same kernel" if got.agrees else "ANOTHER KERNEL: the int8 rows do not hold"
+    return (f"int8 GEMM check: the fingerprint's int8 MatMul ran at {got.now_gops:.0f} GOP/s after the models, "
+            f"{got.fingerprint_gops:.0f} in the fingerprint (x{got.ratio:.2f}, {verdict}).")
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--chip", type=Path, help="reuse this fingerprint chip file instead of measuring afresh")
@@ -173,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
                                                 reference=reference, dispatch=dispatch))  # fmt: skip
                 print(f"round {r + 1}: {n} measured", flush=True)
         before = {n: merge_rounds(vs) for n, vs in rounds.items()}
+        int8 = _int8_line(chip_path, args.threads, before.values())
         calib = [n for n in names if n not in held]
         core = [] if args.threads == 1 else core_rate_rounds(
             chip, [paths[n] for n in calib], [before[n] for n in calib], "all", args.runs, args.rounds,
@@ -191,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
                 f", on the fingerprint's clock (times x host speed: the fp32 MatMul probe on {args.threads} thread(s) over the "
                 f"fingerprint's {reference[0]:.1f} GFLOP/s, per model and round)")
              + "."), ""]  # fmt: skip
+    lines += [int8, ""] if int8 else []
     lines += _model_table("Before calibration", before, held)
     lines += _model_table("After calibration (fit on the calib set only)", after, held)
     if generated:

@@ -238,3 +238,21 @@ def host_chip(**unit: Any) -> dict[str, Any]:
     return {"name": "host", "dram": {"bandwidth_gbps": 8.0, "latency_ns": 300},
             "domains": [{"name": "cpu"}], "units": [cpu], "default_affinity": ["cpu"]}  # fmt: skip
 
+
+def qdq_matmul(path: Path, m: int = 32, k: int = 64, n: int = 48) -> Path:
+    """x -> Q/DQ -> MatMul (int8 weights through DQ) -> Q/DQ: quantize_static's QDQ shape."""
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.integers(-127, 128, (k, n)).astype(np.int8), "wq"),
+             numpy_helper.from_array(np.array(0.01, np.float32), "ws"), numpy_helper.from_array(np.array(0, np.int8), "wz"),
+             numpy_helper.from_array(np.array(0.02, np.float32), "xs"), numpy_helper.from_array(np.array(128, np.uint8), "xz"),
+             numpy_helper.from_array(np.array(0.5, np.float32), "ys"), numpy_helper.from_array(np.array(128, np.uint8), "yz")]  # fmt: skip
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name="qx"),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"], name="dqx"),
+             helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["w"], name="dqw"),
+             helper.make_node("MatMul", ["xd", "w"], ["y"], name="mm"),
+             helper.make_node("QuantizeLinear", ["y", "ys", "yz"], ["yq"], name="qy"),
+             helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["out"], name="dqy")]  # fmt: skip
+    graph = helper.make_graph(nodes, "qmm", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, m, k])],
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, m, n])], inits)  # fmt: skip
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    return path

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,8 @@ from hwsim.commands.common import add_debug
 from hwsim.host.errors import MeasureError, ValidateError
 
 __all__ = ["add_parser", "input_errors", "main"]
+
+log = logging.getLogger("hwsim")
 
 
 def input_errors() -> tuple[type[BaseException], ...]:
@@ -74,8 +77,9 @@ def main(args: argparse.Namespace) -> int:
             rounds[i].append(validate_model(chip, m, args.threads, args.opt, args.runs, shapes=shapes or None,
                                             reference=reference, dispatch=dispatch))  # fmt: skip
     vs = [merge_rounds(r) for r in rounds]
+    int8 = _int8_check(vs, chip_path, args.threads)
     for v, m in zip(vs, args.models, strict=True):
-        append_record(args.results, record(v, m, chip, chip_path))
+        append_record(args.results, record(v, m, chip, chip_path, int8 if _int8_kernels(v) else None))
     print(f"{chip.name} CPU {unit}, {args.threads} thread(s), onnxruntime optimizations '{args.opt}'")
     if reference is not None and args.threads == 1:
         speeds = [x for v in vs for x in v.speeds]
@@ -96,3 +100,22 @@ def main(args: argparse.Namespace) -> int:
         print(f"\nwrote {out}; the chip YAML includes it with:  calibration: {out.name if chip_path and out.parent.resolve() == chip_path.parent.resolve() else out}")
     print(f"recorded {len(vs)} validation(s) in {args.results}")
     return 0
+
+
+def _int8_kernels(v: Any) -> bool:
+    from hwsim.host.int8_check import uses_int8_gemm
+
+    return uses_int8_gemm([*(n.op_type for n in v.nodes), *v.inserted_ops])
+
+
+def _int8_check(vs: list[Any], chip_path: Path | None, threads: int) -> Any:
+    """Where a model ran integer GEMM kernels, the fingerprint's int8 MatMul timed again in this
+    process (:mod:`hwsim.host.int8_check`), with a warning when onnxruntime picked another kernel."""
+    from hwsim.host.int8_check import check_int8
+
+    if chip_path is None or not any(_int8_kernels(v) for v in vs):
+        return None
+    got = check_int8(chip_path, threads)
+    if got is not None and not got.agrees:
+        log.warning("%s", got.warning(chip_path))
+    return got

@@ -117,6 +117,9 @@ class Fingerprint:
     dispatch: Dispatch | None = None
     #: Chip fields of kernels with a structure of their own (:func:`hwsim.host.kernels.kernel_rates`).
     kernel_rates: dict[str, float] = field(default_factory=dict)
+    #: How many CPUs the measuring process was allowed to run on (its affinity mask,
+    #: :func:`cpus_allowed`); None: not recorded (an older fingerprint, or no such mask here).
+    cpus_allowed: int | None = None
 
 
 def cpu_model() -> tuple[str, float | None]:
@@ -178,13 +181,21 @@ def _matmul_gflops(n: int, dtype: str, threads: int, min_s: float) -> tuple[floa
     return 2.0 * n**3 / t.min_ns, t.spread
 
 
-def probe_gflops(n: int = 768, threads: int = 1, min_s: float = 0.2) -> float:
-    """The machine's fp32 MatMul rate right now, measured exactly as the fingerprint's
-    ``matmul_gflops_1t`` was (same ``n``, best of the runs): their ratio is how much faster or
-    slower the host runs than when it was fingerprinted (turbo, other tenants of the physical
-    host), which :func:`hwsim.host.validate.validate_model` uses to put measurements back on the
-    fingerprint's clock."""
-    return _matmul_gflops(n, "fp32", threads, min_s)[0]
+def probe_gflops(n: int = 768, threads: int = 1, min_s: float = 0.2, dtype: str = "fp32") -> float:
+    """The machine's MatMul rate right now, measured exactly as the fingerprint's
+    ``matmul_gflops_1t[dtype]`` was (same ``n``, best of the runs). For fp32 their ratio is how
+    much faster or slower the host runs than when it was fingerprinted (turbo, other tenants of
+    the physical host), which :func:`hwsim.host.validate.validate_model` uses to put measurements
+    back on the fingerprint's clock; for int8 it tells whether onnxruntime picked the same integer
+    GEMM kernel as then (:mod:`hwsim.host.int8_check`)."""
+    return _matmul_gflops(n, dtype, threads, min_s)[0]
+
+
+def cpus_allowed() -> int | None:
+    """How many CPUs this process may run on (its affinity mask: ``taskset``, a container's
+    cpuset), or None where the OS has no such call."""
+    get = getattr(os, "sched_getaffinity", None)
+    return len(get(0)) if get is not None else None
 
 
 def _copy_gbps(nbytes: int, min_s: float) -> float:
@@ -454,7 +465,7 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
 
     threads = threads or os.cpu_count() or 1
     model, mhz = cpu_model()
-    notes: list[str] = []
+    notes: list[str] = [n for n in (_mask_note(),) if n]
     if mhz is None:
         raise MeasureError("cannot read the CPU clock from /proc/cpuinfo; flops_per_cycle needs it")
     min_s = 0.05 if quick else 0.5
@@ -520,8 +531,19 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
         chase_ns=chase, dram_latency_ns=dram_latency_f, notes=notes,
         weight_stream_gbps=stream_gbps, weight_stream_ms=stream_ms, matmul_n=n, weight_stream_shape=stream_shape,
         dispatch=dispatch,
-        kernel_rates=rates,
+        kernel_rates=rates, cpus_allowed=cpus_allowed(),
     )  # fmt: skip
+
+
+def _mask_note() -> str | None:
+    """A note when this process may run on fewer CPUs than the machine has: onnxruntime picks
+    some kernels by it (:mod:`hwsim.host.int8_check`), so validate should run under the same mask."""
+    allowed, total = cpus_allowed(), os.cpu_count()
+    if allowed is None or total is None or allowed >= total:
+        return None
+    return (f"measured in a process allowed {allowed} of the {total} CPUs (an affinity mask: taskset, a cpuset); "
+            "onnxruntime may pick other kernels under another mask (int8 GEMM: hwsim.host.int8_check), "
+            "so validate under the same one")
 
 
 #: Efficiencies a fingerprinted CPU starts with (before calibration). ``flops_per_cycle`` is the
@@ -658,10 +680,10 @@ def read_fingerprint(path: Path) -> dict[str, Any] | None:
     return None
 
 
-def reference_gflops(path: Path, threads: int = 1) -> tuple[float, int] | None:
-    """(fp32 MatMul GFLOP/s on ``threads`` threads, its MatMul size) recorded in a fingerprinted
-    chip file, or None for a chip file without a fingerprint record or without a rate at that
-    thread count (the fingerprint times one thread and all of the machine's threads)."""
+def reference_gflops(path: Path, threads: int = 1, dtype: str = "fp32") -> tuple[float, int] | None:
+    """(``dtype`` MatMul GFLOP/s on ``threads`` threads, its MatMul size) recorded in a
+    fingerprinted chip file, or None for a chip file without a fingerprint record or without a
+    rate at that thread count (the fingerprint times one thread and all of the machine's threads)."""
     fp = read_fingerprint(path)
     if not fp:
         return None
@@ -669,11 +691,11 @@ def reference_gflops(path: Path, threads: int = 1) -> tuple[float, int] | None:
     if threads != 1 and fp.get("threads") != threads:
         return None
     rates = fp.get(key)
-    g, n = rates.get("fp32") if isinstance(rates, dict) else None, fp.get("matmul_n", 768)
+    g, n = rates.get(dtype) if isinstance(rates, dict) else None, fp.get("matmul_n", 768)
     if g is None:
         return None
     if not isinstance(g, (int, float)) or g <= 0 or not isinstance(n, int) or n <= 0:
-        raise MeasureError(f"{path}: fingerprint-json: {key}.fp32 must be a positive number and "
+        raise MeasureError(f"{path}: fingerprint-json: {key}.{dtype} must be a positive number and "
                            f"matmul_n a positive integer (got {g!r}, {n!r})")  # fmt: skip
     return float(g), n
 

@@ -55,6 +55,7 @@ from graph_ir.gemm import conv_group
 from graph_ir.ir import ModelGraph, Op, Tensor
 from hwsim.host.errors import MeasureError, ValidateError
 from hwsim.host.fingerprint import Dispatch
+from hwsim.host.int8_check import Int8Check
 from hwsim.host.measure import (
     Timing,
     attribute_nodes,
@@ -1322,8 +1323,10 @@ def _sha256(path: str | Path) -> str:
     return h.hexdigest()
 
 
-def record(v: Validation, model_path: str | Path, chip: Chip, chip_path: str | Path | None) -> dict[str, Any]:
-    """The JSON record of one validation (model, chip, fingerprint, prediction, measurement)."""
+def record(v: Validation, model_path: str | Path, chip: Chip, chip_path: str | Path | None,
+           int8: Int8Check | None = None) -> dict[str, Any]:  # fmt: skip
+    """The JSON record of one validation (model, chip, fingerprint, prediction, measurement);
+    ``int8``: the int8 GEMM check of a model with integer kernels (:mod:`hwsim.host.int8_check`)."""
     from hwsim.host.fingerprint import read_fingerprint
 
     fp = read_fingerprint(Path(chip_path)) if chip_path is not None and Path(chip_path).is_file() else None
@@ -1343,6 +1346,7 @@ def record(v: Validation, model_path: str | Path, chip: Chip, chip_path: str | P
         "inserted_ns": v.inserted_ns,
         "profiled_total_ns": v.profiled_total_ns,
         "speed_vs_fingerprint": list(v.speeds),
+        "int8_gemm_vs_fingerprint": None if int8 is None else int8.ratio,
         "nodes": [[n.name, n.op_type, n.fused, n.predicted_ns, n.measured_ns, n.roof_ns, n.memory_ns, n.stall_ns,
                    n.category] for n in v.nodes],
     }  # fmt: skip

@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 
 from chips.schema import chip_from_dict
 from cost_models.cpu import requant_ns
@@ -28,34 +27,15 @@ from hwsim.host.kernels import int8_efficiencies
 from hwsim.host.measure import profile_nodes
 from hwsim.host.ort_qdq import nhwc_transposes, qdq_kernel
 from hwsim.host.validate import validate_model
-from tests.helpers import host_chip
+from tests.helpers import host_chip, qdq_matmul
 
 #: An int8 rate like the CI Xeon's (AMX MatMulInteger, ~2.1 TOP/s at 2.6 GHz).
 INT8_CHIP = {"flops_per_cycle": {"fp32": 60.0, "int8": 800.0}, "requant_ns": 0.4}
 
 
-def _qdq_matmul(path: Path, m: int = 32, k: int = 64, n: int = 48) -> Path:
-    """x -> Q/DQ -> MatMul (int8 weights through DQ) -> Q/DQ: quantize_static's QDQ shape."""
-    rng = np.random.default_rng(0)
-    inits = [numpy_helper.from_array(rng.integers(-127, 128, (k, n)).astype(np.int8), "wq"),
-             numpy_helper.from_array(np.array(0.01, np.float32), "ws"), numpy_helper.from_array(np.array(0, np.int8), "wz"),
-             numpy_helper.from_array(np.array(0.02, np.float32), "xs"), numpy_helper.from_array(np.array(128, np.uint8), "xz"),
-             numpy_helper.from_array(np.array(0.5, np.float32), "ys"), numpy_helper.from_array(np.array(128, np.uint8), "yz")]  # fmt: skip
-    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name="qx"),
-             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"], name="dqx"),
-             helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["w"], name="dqw"),
-             helper.make_node("MatMul", ["xd", "w"], ["y"], name="mm"),
-             helper.make_node("QuantizeLinear", ["y", "ys", "yz"], ["yq"], name="qy"),
-             helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["out"], name="dqy")]  # fmt: skip
-    graph = helper.make_graph(nodes, "qmm", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, m, k])],
-                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, m, n])], inits)  # fmt: skip
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
-    return path
-
-
 class TestQdqKernel:
     def test_folds_the_dq_of_its_inputs_and_the_q_of_its_output(self, tmp_path: Path) -> None:
-        g = load_onnx(_qdq_matmul(tmp_path / "q.onnx"))
+        g = load_onnx(qdq_matmul(tmp_path / "q.onnx"))
         hit = qdq_kernel(g, "mm", "QLinearMatMul")
         assert hit is not None
         k, members = hit
@@ -64,7 +44,7 @@ class TestQdqKernel:
         assert k.outputs[0].name == "yq" and members == {"dqx", "dqw", "qy"}
 
     def test_an_integer_kernel_of_another_op_type_is_no_match(self, tmp_path: Path) -> None:
-        g = load_onnx(_qdq_matmul(tmp_path / "q.onnx"))
+        g = load_onnx(qdq_matmul(tmp_path / "q.onnx"))
         assert qdq_kernel(g, "mm", "QLinearConv") is None and qdq_kernel(g, "qx", "QLinearMatMul") is None
 
     def test_channels_last_kernels_get_a_transpose_in_and_out(self) -> None:
@@ -80,7 +60,7 @@ class TestQdqKernel:
 class TestPricing:
     def test_an_integer_gemm_costs_its_macs_at_the_int8_rate_and_a_requantization_per_output(self, tmp_path: Path) -> None:
         chip = chip_from_dict(host_chip(**INT8_CHIP, efficiency={"QLinearMatMul": 1.0}))
-        g = load_onnx(_qdq_matmul(tmp_path / "q.onnx", m=256, k=512, n=256))
+        g = load_onnx(qdq_matmul(tmp_path / "q.onnx", m=256, k=512, n=256))
         k, _ = qdq_kernel(g, "mm", "QLinearMatMul")  # type: ignore[misc]
         c = estimate(k, chip, "cpu", "model")
         assert c is not None and c.dtype == "int8"
@@ -101,7 +81,7 @@ class TestPricing:
         unit = chip_from_dict(host_chip(**INT8_CHIP, int8_pack_ns=0.8)).units[0]
         assert requant_ns(k, unit) == pytest.approx(heads * rows * rows * 0.4 + heads * width * rows * 0.8)
         # a constant B (packed once, at load) costs no packing
-        c, _ = qdq_kernel(load_onnx(_qdq_matmul(tmp_path / "q.onnx")), "mm", "QLinearMatMul")  # type: ignore[misc]
+        c, _ = qdq_kernel(load_onnx(qdq_matmul(tmp_path / "q.onnx")), "mm", "QLinearMatMul")  # type: ignore[misc]
         assert requant_ns(c, unit) == pytest.approx(c.outputs[0].elements * 0.4)
         assert pack_from({SHORT_MATMUL: 1.0}, 0.4) is None
 
@@ -125,7 +105,7 @@ class TestPricing:
 class TestAgainstOnnxruntime:
     def test_a_qdq_matmul_is_matched_to_its_integer_kernel(self, tmp_path: Path) -> None:
         chip = chip_from_dict(host_chip(**INT8_CHIP))
-        v = validate_model(chip, _qdq_matmul(tmp_path / "q.onnx"), runs=10, min_total_s=0.0)
+        v = validate_model(chip, qdq_matmul(tmp_path / "q.onnx"), runs=10, min_total_s=0.0)
         by = {n.name: n for n in v.nodes}
         assert by["mm"].op_type == "QLinearMatMul" and not by["mm"].fused and by["mm"].measured_ns > 0
         assert all(by[n].fused and by[n].predicted_ns == 0 for n in ("dqx", "dqw", "qy"))
