@@ -341,13 +341,32 @@ def _chase_ns(nbytes: int, hops: int, seed: int) -> float:
 def _sweep_gbps(nbytes: int, min_s: float) -> float:
     """Load+store bandwidth with a working set of ``nbytes``: one numpy call adds the same
     ``nbytes / 2`` source into an accumulator of equal size many times (a stride-0 view), so
-    the per-call overhead is spread over >= 32 MiB of traffic. Best of the runs."""
+    the per-call overhead is spread over >= 32 MiB of traffic. Best of the runs. The two arrays
+    sit side by side from a page boundary (:func:`_page_aligned_pair`)."""
     n = max(nbytes // 16, 1)
-    src, acc = np.ones(n), np.zeros(n)
+    src, acc = _page_aligned_pair(n)
     reps = max(1, (32 << 20) // (n * 8))
     view = np.broadcast_to(src, (reps, n))
     t = time_call(lambda: np.sum(view, axis=0, out=acc), runs=5, warmup=1, min_total_s=min_s)
     return 3.0 * reps * n * 8 / t.min_ns
+
+
+def _page_aligned_pair(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two float64 arrays of ``n`` (ones, zeros) in one buffer, the first at a page boundary and
+    the second right after it on the next cache line: laid out as an arena (onnxruntime's aligns
+    every buffer to 64 bytes) lays out a kernel's tensors. Two plain allocations leave the
+    alignment to the heap, which differs from process to process: on the CI Xeon the same sweep
+    read 201-213 GB/s at 16 KiB and 134-147 at 256 KiB by process, 290 and 173 in every process
+    once aligned (``docs/fidelity_cpu.md``, "The sweep's alignment")."""
+    nb = n * 8
+    gap = -nb % 64
+    buf = np.empty(2 * nb + gap + 4096, np.uint8)
+    base = -buf.ctypes.data % 4096
+    src = buf[base : base + nb].view(np.float64)
+    acc = buf[base + nb + gap : base + 2 * nb + gap].view(np.float64)
+    src[:] = 1.0
+    acc[:] = 0.0
+    return src, acc
 
 
 def _levels(sweep: list[tuple[int, float]], drop: float = 0.7) -> list[tuple[int, float]]:

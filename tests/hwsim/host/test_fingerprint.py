@@ -16,6 +16,7 @@ from hwsim.host.fingerprint import (
     QUICK_WEIGHT_STREAM,
     _cache_levels,
     _levels,
+    _page_aligned_pair,
     read_fingerprint,
     weight_stream_plan,
 )
@@ -29,6 +30,17 @@ from hwsim.host.kernels import (
     streaming_efficiency,
 )
 from hwsim.host.op_probes import PROBE_RATES, PROBED_OP_TYPES
+
+
+class TestSweepArrays:
+    @settings(max_examples=40, deadline=None)
+    @given(st.integers(1, 300_000))
+    def test_side_by_side_from_a_page_on_cache_lines(self, n: int) -> None:
+        src, acc = _page_aligned_pair(n)
+        a, b = src.ctypes.data, acc.ctypes.data
+        assert a % 4096 == 0 and b % 64 == 0
+        assert a + src.nbytes <= b < a + src.nbytes + 64  # the next cache line, no overlap
+        assert len(src) == len(acc) == n and (src == 1.0).all() and (acc == 0.0).all()
 
 
 class TestLevels:
