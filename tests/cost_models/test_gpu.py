@@ -263,7 +263,9 @@ MAXN_SUPER = [
 
 def test_yolov8n_maxn_super_against_tensorrt() -> None:
     """fp16 is the one fitted row (op_overhead_ns): it must match; int8 and fp32 are held
-    out and must stay within the errors docs/fidelity_gpu.md reports (-8 % and -17 %)."""
+    out and must stay within the errors docs/fidelity_gpu.md reports (-6 % and -19 %). The
+    figures are trtexec's GPU compute time, kernels only: the GPU's active time, not the whole
+    run with the input's copy to the GPU and the output's copy back."""
     rows = [
         r
         for r in csv.DictReader(
@@ -273,7 +275,13 @@ def test_yolov8n_maxn_super_against_tensorrt() -> None:
     published = {r["precision"]: float(r["ms"]) for r in rows if r["model"] == "yolov8n"}
     chip = restrict(override(load_chip("jetson_orin_nano"), MAXN_SUPER), "gpu")  # as TensorRT runs it
     graph = load_onnx(MODELS / "yolov8n.onnx")
-    err = {p: run_graph(graph, chip, p).analysis.latency_ms / ms - 1 for p, ms in published.items()}
+    def kernels_ms(precision: str) -> float:
+        result = run_graph(graph, chip, precision)
+        active_ms = next(u.active_ms for u in result.analysis.units if u.unit == "gpu")
+        assert active_ms < result.analysis.latency_ms  # the copies in and out are not kernels
+        return active_ms
+
+    err = {p: kernels_ms(p) / ms - 1 for p, ms in published.items()}
     assert abs(err["fp16"]) < 0.02
     assert abs(err["int8"]) < 0.10
     assert -0.20 < err["fp32"] < 0
