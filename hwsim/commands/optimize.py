@@ -66,6 +66,10 @@ def add_parser(sub: Any) -> None:
         "--precision", choices=PRECISIONS, default="int8",
         help="deployment precision of float tensors; 'model' keeps the file's dtypes (default: %(default)s)",
     )  # fmt: skip
+    p.add_argument(
+        "--input-shape", action="append", default=[], metavar="NAME=D1xD2x...",
+        help="pin a dynamic model input (repeatable); the searched and written model carries these shapes",
+    )  # fmt: skip
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_debug(p)
 
@@ -89,8 +93,35 @@ def _inputs(args: argparse.Namespace) -> SearchInputs:
         raise ModelError(f"{args.model}: not a readable ONNX file ({type(exc).__name__})") from None
     if args.transfer_from and "auto" in args.transfer_from and len(args.transfer_from) > 1:
         raise UsageError("--transfer-from: give auto or chip names, not both")
+    model = _pinned(model, str(args.model), args.input_shape)
     return SearchInputs(chip, model, args.model.stem, file_sha256(args.model), config, args.precision, args.seed,
-                        tuple(args.transfer_from))  # fmt: skip
+                        tuple(args.transfer_from), args.model.resolve().parent)  # fmt: skip
+
+
+def _pinned(model: Any, source: str, input_shapes: list[str]) -> Any:
+    """``model`` with its inputs pinned to ``--input-shape``, once imported here so that a model
+    the search cannot simulate is refused now, naming ``source``, not in every trial. A
+    data-dependent dimension is refused too: the search's rewrites and trials need shapes ONNX
+    can infer (``hwsim run --assume`` costs such a model; ``optimize`` has no ``--assume``)."""
+    from graph_ir.ir import ModelError
+    from graph_ir.onnx_import import from_model_proto
+    from hwsim.commands.common import parse_input_shapes
+
+    shapes = parse_input_shapes(input_shapes)
+    try:
+        from_model_proto(model, source, input_shapes=shapes)
+    except ModelError as exc:
+        if "--assume" not in str(exc):
+            raise
+        raise ModelError(f"{str(exc).split('; give it with --assume')[0]}: `hwsim optimize` needs shapes "
+                         "ONNX can infer (`hwsim run --assume` costs such a model)") from None  # fmt: skip
+    for vi in model.graph.input:
+        if vi.name in shapes:
+            dims = vi.type.tensor_type.shape
+            dims.Clear()
+            for d in shapes[vi.name]:
+                dims.dim.add().dim_value = d
+    return model
 
 
 def _progress(total: int | None, quiet: bool) -> Any:

@@ -25,8 +25,10 @@ if TYPE_CHECKING:
 __all__ = ["OPTIMIZE_FILES", "Written", "write_outputs"]
 
 #: Everything the command writes into OUTDIR (a folder holding only these may be replaced).
-OPTIMIZE_FILES = ("model.onnx", "schedule.json", "before", "after", "changes.md", "best_so_far.png",
-                  "search_log.jsonl", "summary.json")  # fmt: skip
+OPTIMIZE_FILES = ("model.onnx", "model.onnx.data", "schedule.json", "before", "after", "changes.md",
+                  "best_so_far.png", "search_log.jsonl", "summary.json")  # fmt: skip
+#: Where the best model's weights go when the searched model kept them in external data files.
+EXTERNAL_DATA = "model.onnx.data"
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +144,25 @@ def _summary(inputs: SearchInputs, result: SearchResult, before: RunResult, afte
     }  # fmt: skip
 
 
+def write_model(path: Path, model_bytes: bytes, source_dir: Path | None) -> None:
+    """Write the model ``model_bytes`` to ``path``. Its tensors stored in external data files
+    (as a large export keeps its weights) are read from ``source_dir``, beside the searched
+    model, and written to :data:`EXTERNAL_DATA` beside ``path``, so that the written model loads;
+    a file that is not there (a model shipped without its weights) leaves the model as it came."""
+    import onnx
+    from onnx.external_data_helper import load_external_data_for_model, uses_external_data
+
+    model = onnx.load_from_string(model_bytes)
+    external = [t for t in model.graph.initializer if uses_external_data(t)]
+    locations = {e.value for t in external for e in t.external_data if e.key == "location"}
+    if source_dir is None or not locations or not all((source_dir / loc).is_file() for loc in locations):
+        path.write_bytes(model_bytes)
+        return
+    load_external_data_for_model(model, str(source_dir))
+    onnx.save_model(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location=EXTERNAL_DATA, size_threshold=0)  # fmt: skip
+
+
 def write_outputs(out: Path, inputs: SearchInputs, result: SearchResult, models: Mapping[tuple[str, ...], bytes]) -> Written:
     """Write every file of :data:`OPTIMIZE_FILES` into ``out`` atomically; returns what they say."""
     from hwsim.report.files import write_reports
@@ -153,7 +174,7 @@ def write_outputs(out: Path, inputs: SearchInputs, result: SearchResult, models:
     box: dict[str, Any] = {}
 
     def write(tmp: Path) -> None:
-        (tmp / "model.onnx").write_bytes(models[best.candidate.transforms])
+        write_model(tmp / "model.onnx", models[best.candidate.transforms], inputs.model_dir)
         before = run_graph(graph_of(models[()], inputs.model_name), inputs.chip, inputs.precision)
         after = _simulate_file(tmp / "model.onnx", inputs, best.candidate)
         sf = schedule_file(after, chip_sha256(inputs.chip), file_sha256(tmp / "model.onnx"))

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future, as_completed
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hwsim.studies.optimize.db import ExperienceDB, Trial
@@ -48,6 +49,8 @@ class SearchInputs:
     precision: str = "int8"
     seed: int = 0
     transfer_from: tuple[str, ...] = ()
+    #: The folder of the model file: where its external data files are (None: not from a file).
+    model_dir: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)

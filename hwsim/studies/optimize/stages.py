@@ -201,13 +201,28 @@ def screened(op: Op, ctx: SignatureContext, pool: Sequence[OpMapping], current: 
     """
     now = predicted_ns(op, ctx.chip, ctx.table, current)
     saved = [now - predicted_ns(op, ctx.chip, ctx.table, m) for m in pool]
-    log_gain = [math.log(parent_ns / max(parent_ns - x, 1e-3 * parent_ns)) if x > -math.inf else -math.inf for x in saved]
+    log_gain = [_log_gain(parent_ns, x) for x in saved]
     if ctx.prior is not None and ctx.prior.samples > 0:
         prior = ctx.prior.log_gains(op_features(op, ctx.table), ctx.chip_features, pool)
         log_gain = [(g + float(q)) / 2 for g, q in zip(log_gain, prior, strict=True)]
     keep = [i for i, x in enumerate(saved) if x >= 0]
     keep.sort(key=lambda i: (-log_gain[i], len(pool[i].as_dict()), i))
     return [pool[i] for i in keep]
+
+
+def _log_gain(parent_ns: float, saved_ns: float) -> float:
+    """``log(parent / (parent - saved))``, the whole run's predicted gain from saving
+    ``saved_ns`` of it (at most a 1000x gain); a run that takes no time (every op free, such as
+    an Identity-only model) has nothing to gain: 0.
+
+    >>> round(_log_gain(100.0, 50.0), 3), _log_gain(0.0, 0.0), _log_gain(100.0, -math.inf)
+    (0.693, 0.0, -inf)
+    """
+    if saved_ns == -math.inf:
+        return -math.inf
+    if parent_ns <= 0:
+        return 0.0
+    return math.log(parent_ns / max(parent_ns - saved_ns, 1e-3 * parent_ns))
 
 
 def _key(m: OpMapping) -> tuple[tuple[str, object], ...]:
