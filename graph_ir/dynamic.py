@@ -32,6 +32,7 @@ import numpy as np
 import onnx
 from onnx import helper, shape_inference
 
+from graph_ir import untyped
 from graph_ir.ir import ModelError
 
 __all__ = [
@@ -179,11 +180,9 @@ def _unknown_outputs(node: onnx.NodeProto, shapes: Shapes) -> list[str]:
     return [o for o in node.output if o and (o not in shapes or None in shapes[o])]
 
 
-def _pin(model: onnx.ModelProto, inferred: onnx.GraphProto, node: onnx.NodeProto, tensor: str, value: int) -> None:
-    """Write ``tensor``'s inferred shape with every unknown dimension set to ``value`` into
-    ``model`` (its graph output entry, else a value_info), for the next shape inference. A TopK
-    output is its input's shape with the axis set to ``value``."""
-    source = next((vi for vi in [*inferred.value_info, *inferred.output] if vi.name == tensor), None)
+def _entry(model: onnx.ModelProto, tensor: str) -> onnx.ValueInfoProto:
+    """Where ``model`` records ``tensor``'s type for the next shape inference: its graph output
+    entry, else a fresh value_info (any older one removed)."""
     graph = model.graph
     target = next((vi for vi in graph.output if vi.name == tensor), None)
     if target is None:
@@ -191,6 +190,15 @@ def _pin(model: onnx.ModelProto, inferred: onnx.GraphProto, node: onnx.NodeProto
             graph.value_info.remove(vi)
         target = graph.value_info.add()
         target.name = tensor
+    return target
+
+
+def _pin(model: onnx.ModelProto, inferred: onnx.GraphProto, node: onnx.NodeProto, tensor: str, value: int) -> None:
+    """Write ``tensor``'s inferred shape with every unknown dimension set to ``value`` into
+    ``model`` (:func:`_entry`), for the next shape inference. A TopK output is its input's
+    shape with the axis set to ``value``."""
+    source = next((vi for vi in [*inferred.value_info, *inferred.output] if vi.name == tensor), None)
+    target = _entry(model, tensor)
     if source is not None:
         target.type.CopyFrom(source.type)
     dims = target.type.tensor_type.shape.dim
@@ -222,21 +230,31 @@ def bound_shapes(
     ``assume`` maps node or tensor names to a count (``--assume``); it wins over a bound; the
     names it applied are added to ``used``. Returns the inferred model and what was assumed.
 
+    An output with no tensor type of known rank (an op ONNX's inference cannot type) is typed
+    by the op's rule (:data:`graph_ir.untyped.SHAPE_RULES`), exactly, so nothing is assumed.
+
     Raises
     ------
     ModelError
-        A node whose output stays unknown and that neither a bound nor ``--assume`` covers.
+        A node whose output stays unknown and that neither a bound nor ``--assume`` covers; an
+        output with no rank and no rule, or one that is no tensor (:func:`graph_ir.untyped.refusal`).
     """
     assumed: list[AssumedDim] = []
     done: set[str] = set()
     for _ in range(len(model.graph.node) + 1):
-        inferred = infer(model)
+        inferred = untyped.infer_past_untyped(model, infer)
         shapes = _shapes(inferred.graph)
         node = next((n for n in inferred.graph.node if n.name not in done and _unknown_outputs(n, shapes)), None)
         if node is None:
             return inferred, tuple(assumed)
         done.add(node.name)
         for tensor in _unknown_outputs(node, shapes):
+            if not untyped.has_rank(inferred.graph, tensor):  # no dimension for a value to fill
+                typed = untyped.rule_type(inferred.graph, node, tensor)
+                if typed is None:
+                    raise untyped.refusal(inferred.graph, node, tensor, source)
+                _entry(model, tensor).type.CopyFrom(typed)
+                continue
             value, why = _value_for(inferred.graph, node, tensor, shapes, assume, source)
             used.update(k for k in (tensor, node.name) if why == ASSUMED and k in assume)
             _pin(model, inferred.graph, node, tensor, value)
@@ -254,18 +272,13 @@ def _value_for(
     rule = BOUNDS.get(node.op_type)
     found = rule(graph, node, shapes) if rule is not None else None
     if found is None and node.domain not in ("", "ai.onnx"):
-        qoperator = node.op_type.startswith("QLinear") or node.op_type == "QGemm"
-        fix = ("onnxruntime's QOperator format: quantize in QDQ format instead (quant_format=QuantFormat.QDQ), "
-               "which hwsim folds as a toolchain does" if qoperator else f"give it with --assume {node.name}=COUNT")  # fmt: skip
-        if node.domain == "com.microsoft" and not qoperator:
-            from graph_ir.contrib import LOWERINGS
-
-            lowered = ", ".join(t for d, t in LOWERINGS if d == node.domain)
-            fix += (f" (it is then costed as a memory copy; hwsim lowers onnxruntime's {lowered} into ONNX ops, "
-                    "not this one: a model saved before onnxruntime's optimizations has none)")  # fmt: skip
+        qoperator = untyped.is_qoperator(node)
+        fix = untyped.QOPERATOR_FIX if qoperator else f"give it with --assume {node.name}=COUNT"
+        if not qoperator and node.domain == "com.microsoft":
+            fix += " (the op is then costed as a memory copy)" + untyped.contrib_note(node)
         raise ModelError(
             f"{source}: node {node.name!r} ({node.domain}.{node.op_type}): ONNX shape inference does not know this "
-            f"op, so its output {tensor!r} has no shape; {fix}"
+            f"op, so its output {tensor!r} has dimensions of unknown size; {fix}"
         )
     if found is None:
         raise ModelError(
@@ -345,7 +358,7 @@ def resolve_control_flow(model: onnx.ModelProto, assume: Mapping[str, int], sour
         nodes = [n for n in graph.node if n.op_type in CONTROL_FLOW]
         if not nodes:
             break
-        inferred = infer_strict(model).graph
+        inferred = untyped.infer_past_untyped(model, infer_strict).graph
         for node in nodes:
             if node.op_type == "Loop":
                 found = _fix_trip_count(graph, node, assume, source, used)

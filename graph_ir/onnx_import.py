@@ -8,6 +8,7 @@ can be pinned with ``input_shapes``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import cache
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import networkx as nx
+import numpy as np
 import onnx
 from google.protobuf.message import DecodeError
 from onnx import helper, numpy_helper, shape_inference
@@ -70,8 +72,12 @@ def load_onnx(
         model = onnx.load(str(path), load_external_data=False)
     except (DecodeError, ValueError, RuntimeError, OSError) as exc:
         raise ModelError(f"{path}: not a valid ONNX file ({type(exc).__name__}: {exc})") from None
-    if model.ir_version <= 0 or not model.graph.node:
+    if not model.graph.node:
+        if model.ir_version > 0 and (model.graph.input or model.graph.output):  # a model, but an empty one
+            raise ModelError(f"{path}: the graph has no nodes: nothing to simulate")
         raise ModelError(f"{path}: not an ONNX model (no graph nodes; truncated or another format?)")
+    if model.ir_version <= 0:
+        raise ModelError(f"{path}: not an ONNX model (no IR version; truncated or another format?)")
     if len(model.graph.node) > files.MAX_GRAPH_OPS:
         raise ModelError(
             f"{path}: graph.node: {len(model.graph.node):,} nodes, over the limit of {files.MAX_GRAPH_OPS:,} "
@@ -136,6 +142,7 @@ def from_model_proto(
     model_copy = onnx.ModelProto()
     model_copy.CopyFrom(model)
     graph = model_copy.graph
+    _densify_sparse(graph)
     fields = _node_fields(graph)
     _check_names(graph, source, fields)
     init_names = {t.name for t in graph.initializer}
@@ -164,6 +171,41 @@ def from_model_proto(
     built = _build(inferred.graph, source, name, opset)
     expansion = tuple(e.warning() for e in (lowered, expanded) if e is not None)
     return replace(built, assumed=flow.assumed + assumed, warnings=flow.warnings + expansion)
+
+
+#: The largest sparse initializer given its values when made dense (elements); a larger one keeps
+#: its shape and type only, as a weightless file's initializers do.
+MAX_DENSE_ELEMENTS = 1 << 20
+
+
+def _densify_sparse(graph: onnx.GraphProto) -> None:
+    """Make each of ``graph``'s sparse initializers an initializer of its dense shape and type, in
+    place (its values too, up to :data:`MAX_DENSE_ELEMENTS`)."""
+    for sparse in graph.sparse_initializer:
+        graph.initializer.append(_dense(sparse))
+    del graph.sparse_initializer[:]
+
+
+def _dense(sparse: onnx.SparseTensorProto) -> onnx.TensorProto:
+    """The dense initializer of ``sparse`` (named as its values are); without values where they
+    are external, too many, or do not fit its dims."""
+    from graph_ir.materialize import absent_tensor
+
+    values, dims = sparse.values, [int(d) for d in sparse.dims]
+    size = math.prod(dims)
+    inline = onnx.TensorProto.EXTERNAL not in (values.data_location, sparse.indices.data_location)
+    if inline and size <= MAX_DENSE_ELEMENTS:
+        try:
+            flat = numpy_helper.to_array(values).reshape(-1)
+            index = numpy_helper.to_array(sparse.indices).astype(np.int64)
+            if index.ndim == 2:  # one row of coordinates per value
+                index = np.ravel_multi_index(tuple(index.T), dims)
+            dense = np.zeros(size, flat.dtype)
+            dense[index.reshape(-1)] = flat
+            return numpy_helper.from_array(dense.reshape(dims), values.name)
+        except (ValueError, IndexError, TypeError):
+            pass
+    return absent_tensor(values.name, dims, values.data_type, "<sparse initializer>")
 
 
 _T = TypeVar("_T")
@@ -204,8 +246,8 @@ def _pin_inputs(
                 f"{source}: input {vi.name!r} has no shape; pin it with --input-shape {vi.name}=1x..."
             )
         dims_txt = [str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?") for d in tt.shape.dim]
-        if any(not d.HasField("dim_value") or d.dim_value <= 0 for d in tt.shape.dim):
-            example = "x".join(d if d.isdigit() else "1" for d in dims_txt)
+        if any(not d.HasField("dim_value") or d.dim_value < 0 for d in tt.shape.dim):  # a set 0: an empty tensor
+            example = "x".join(d if d.isdigit() and int(d) > 0 else "1" for d in dims_txt)
             raise ModelError(
                 f"{source}: input {vi.name!r} has a dynamic shape [{', '.join(dims_txt)}]; "
                 f"pin it with --input-shape {vi.name}={example}"

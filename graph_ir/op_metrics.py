@@ -116,16 +116,31 @@ for _t in ("MatMul", "MatMulInteger", "QLinearMatMul"):
     _REGISTRY[_t] = _matmul_for(_t)
 
 
+def _einsum_dims(term: str, shape: Sequence[int]) -> list[tuple[str | int, int]]:
+    """Each index of the Einsum operand ``term`` over ``shape`` with its size; the dims an
+    ellipsis covers are keyed by their place counted from the right (numpy's broadcasting).
+
+    >>> _einsum_dims("...ij", (2, 3, 4, 8))
+    [(2, 2), (1, 3), ('i', 4), ('j', 8)]
+    """
+    head, dots, tail = term.partition("...")
+    if not dots:
+        return list(zip(term, shape))
+    covered = max(len(shape) - len(head) - len(tail), 0)
+    start, end = len(head), len(head) + covered
+    middle = [(covered - j, d) for j, d in enumerate(shape[start:end])]
+    return [*zip(head, shape), *middle, *zip(tail, shape[end:])]
+
+
 @register("Einsum")
 def _einsum(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
+    """MACs: the product of the sizes of all distinct indices (an ellipsis's dims broadcast)."""
     eq = str(attrs.get("equation", "")).replace(" ", "")
     lhs = eq.split("->")[0].split(",")
-    sizes: dict[str, int] = {}
+    sizes: dict[str | int, int] = {}
     for term, t in zip(lhs, inputs):
-        if "..." in term:
-            return Metrics("matmul", _out(outputs), 2 * _out(outputs))
-        for letter, dim in zip(term, t.shape):
-            sizes[letter] = dim
+        for key, dim in _einsum_dims(term, t.shape):
+            sizes[key] = dim if sizes.get(key, 1) == 1 else sizes[key]  # a 1 broadcasts against any size
     macs = math.prod(sizes.values()) if sizes else 0
     return Metrics("matmul", macs, 2 * macs)
 
