@@ -177,6 +177,12 @@ class _StderrHandler(logging.StreamHandler):
     """The handler :func:`configure_logging` installs (and replaces on the next call)."""
 
 
+class _QuietRoot(logging.NullHandler):
+    """Held by the root logger unless ``--debug``: a library that logs through the root logger
+    with none configured (onnxruntime's quantizer calls ``logging.warning``, which would install
+    a stderr handler) stays off the command's stderr, where a refusal is one line."""
+
+
 def configure_logging(debug: bool) -> None:
     """Send the ``hwsim`` loggers to the current ``sys.stderr``, one line per record.
 
@@ -191,6 +197,11 @@ def configure_logging(debug: bool) -> None:
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG if debug else logging.INFO)
     logger.propagate = False
+    root = logging.getLogger()
+    for h in [h for h in root.handlers if isinstance(h, _QuietRoot)]:
+        root.removeHandler(h)
+    if not debug and not root.handlers:
+        root.addHandler(_QuietRoot())
 
 
 #: Allocations between young-generation collections during a command (Python's default: 700). A

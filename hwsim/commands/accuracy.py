@@ -3,7 +3,9 @@
 
 Exit codes: 0 within ``--max-drop`` (or a sensitivity study done), 1 the relative drop exceeds
 it, 2 bad input (a weightless model, data that does not fit, the same data for calibration and
-validation; one line, nothing written).
+validation, a model onnxruntime cannot load; one line, nothing written). In a sensitivity study
+a layer that onnxruntime cannot quantize alone, or whose quantized model it cannot load, is
+listed as not measured (its reason given) and kept wide by ``--binding-out``.
 """
 
 from __future__ import annotations
@@ -80,9 +82,15 @@ def _sensitivity(args: argparse.Namespace) -> int:
     print(f"hwsim accuracy: sensitivity of {args.reference} per layer quantized alone to {args.dtype}")
     print(f"  {'rank':>4} {'layer':<24} {'op':<8} {'score':>8} {'drop':>8}")
     for i, r in enumerate(ranking, 1):
+        if r.score is None or r.relative_drop is None:
+            print(f"  {'-':>4} {r.layer:<24} {r.op_type:<8} not measured: {r.error}")
+            continue
         print(f"  {i:>4} {r.layer:<24} {r.op_type:<8} {r.score:>8.4f} {100 * r.relative_drop:>7.2f}%")
     if args.binding_out is not None:
-        print(f"  wrote {args.binding_out}: the {args.keep} most sensitive layer(s) in {args.keep_dtype}")
+        failed = sum(r.error is not None for r in ranking)
+        also = f" and the {failed} not measured" if failed else ""
+        kept = min(args.keep, len(ranking) - failed)
+        print(f"  wrote {args.binding_out}: the {kept} most sensitive layer(s){also} in {args.keep_dtype}")
     return 0
 
 

@@ -2,7 +2,9 @@
 onnxruntime's static quantization, per node as the binding says (default: int8 per-channel).
 
 Exit codes: 0 written, 2 bad input (a weightless model, data that does not fit, a binding rule
-that matches nothing; one line, nothing written).
+that matches nothing, a model onnxruntime's quantizer fails on or whose quantized result
+onnxruntime cannot load; one line, nothing written). Nodes without a name are named
+``<op_type>_<index>`` as ``hwsim run`` names them, in the binding's rules and in the output.
 """
 
 from __future__ import annotations

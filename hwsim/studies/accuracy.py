@@ -24,10 +24,12 @@ import onnx
 from graph_ir.quant_binding import QuantBinding, Rule
 from hwsim.studies.quantize import (
     DataError,
+    OnnxruntimeRefusal,
     arrays_digest,
     batches,
     load_data,
     load_weighted,
+    open_session,
     quantizable_nodes,
     quantize_model,
 )
@@ -86,22 +88,30 @@ class AccuracyReport:
 
 @dataclass(frozen=True, slots=True)
 class LayerSensitivity:
-    """One layer quantized alone to ``dtype``: its score and relative drop."""
+    """One layer quantized alone to ``dtype``: its score and relative drop, or (both None) the
+    ``error`` that kept it from being measured: onnxruntime's quantizer failed on it, or
+    onnxruntime cannot load the model with it quantized."""
 
     layer: str
     op_type: str
     dtype: str
-    score: float
-    relative_drop: float
+    score: float | None
+    relative_drop: float | None
+    error: str | None = None
 
 
-def run_model(model: onnx.ModelProto, arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Every output of ``model`` over all samples (batches concatenated on axis 0)."""
-    import onnxruntime as ort
+def run_model(
+    model: onnx.ModelProto, arrays: Mapping[str, np.ndarray], source: str | Path = "<model>"
+) -> dict[str, np.ndarray]:
+    """Every output of ``model`` (read from ``source``) over all samples (batches concatenated
+    on axis 0).
 
-    opts = ort.SessionOptions()
-    opts.log_severity_level = 3
-    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    Raises
+    ------
+    OnnxruntimeRefusal
+        onnxruntime cannot load the model (naming ``source``).
+    """
+    sess = open_session(model, source)
     names = [o.name for o in sess.get_outputs()]
     parts: dict[str, list[np.ndarray]] = {n: [] for n in names}
     for feed in batches(arrays, model):
@@ -153,13 +163,15 @@ def compare_models(
     ------
     DataError
         A weightless model, data that does not fit a model's inputs, or ``calib`` equal to ``data``.
+    OnnxruntimeRefusal
+        A model onnxruntime cannot load.
     """
     ref_m, cand_m = load_weighted(reference), load_weighted(candidate)
     val = load_data(data, ref_m, reference)
     load_data(data, cand_m, candidate)
     if calib is not None:
         refuse_same_data(Path(data), val, Path(calib), load_data(calib, ref_m, reference))
-    ref_out, cand_out = run_model(ref_m, val), run_model(cand_m, val)
+    ref_out, cand_out = run_model(ref_m, val, reference), run_model(cand_m, val, candidate)
     first = next(iter(ref_out))
     labels = val.get("labels")
     n = len(ref_out[first])
@@ -189,32 +201,52 @@ def layer_sensitivity(
 ) -> tuple[LayerSensitivity, ...]:
     """Each quantizable layer quantized alone to ``dtype`` (per-tensor), ranked by relative drop,
     most sensitive first (ties: graph order). Quantized models go to ``work_dir`` and are removed.
+
+    Layers carry hwsim's names (:func:`hwsim.studies.quantize.load_weighted`), those a binding
+    and ``hwsim run --quant`` use. A layer that cannot be measured (onnxruntime's quantizer
+    fails on it, or onnxruntime cannot load the model with it quantized, say an int4 Conv whose
+    MaxPool has no int4 kernel) does not stop the study: its row carries the ``error`` and no
+    score, and comes after the measured ones, in graph order. :func:`binding_keeping` keeps such
+    layers wide, since the quantized model would not load with them in ``dtype``.
+
+    Raises
+    ------
+    DataError
+        A weightless model, data that does not fit it, the same calibration and validation data,
+        or a reference model onnxruntime cannot load.
     """
     model = load_weighted(model_path)
     val = load_data(data, model, model_path)
     cal = load_data(calib, model, model_path)
     refuse_same_data(Path(data), val, Path(calib), cal)
-    ref_out = run_model(model, val)
+    ref_out = run_model(model, val, model_path)
     first = next(iter(ref_out))
     labels = val.get("labels")
     _, ref_score, _ = _score(ref_out[first], ref_out[first], labels)
     op_type = {n.name: n.op_type for n in model.graph.node}
+    binding = QuantBinding.model_validate({"default": dtype})
     rows = []
     for layer in quantizable_nodes(model):
         out = Path(work_dir) / f".sensitivity-{layer.replace('/', '_')}.onnx"
         try:
-            quantize_model(model_path, cal, QuantBinding.model_validate({"default": dtype}), out, nodes=[layer])
-            cand = run_model(onnx.load(str(out)), val)
+            quantize_model(model_path, cal, binding, out, nodes=[layer])
+            cand = run_model(onnx.load(str(out)), val, out)
+        except OnnxruntimeRefusal as exc:
+            rows.append(LayerSensitivity(layer, op_type[layer], dtype, None, None, str(exc).removeprefix(f"{model_path}: ")))
+            continue
         finally:
             out.unlink(missing_ok=True)
         _, _, score = _score(ref_out[first], cand[first], labels)
         drop = (ref_score - score) / ref_score if ref_score else 0.0
         rows.append(LayerSensitivity(layer, op_type[layer], dtype, score, drop))
     order = {r.layer: i for i, r in enumerate(rows)}
-    return tuple(sorted(rows, key=lambda r: (-r.relative_drop, order[r.layer])))
+    return tuple(sorted(rows, key=lambda r: (r.relative_drop is None, -(r.relative_drop or 0.0), order[r.layer])))
 
 
 def binding_keeping(ranking: Sequence[LayerSensitivity], keep: int, dtype: str, keep_dtype: str) -> QuantBinding:
-    """A binding with every op in ``dtype`` but the ``keep`` most sensitive layers in ``keep_dtype``."""
-    rules = [Rule.model_validate({"name": r.layer, "dtype": keep_dtype}) for r in ranking[:keep]]
+    """A binding with every op in ``dtype`` but, in ``keep_dtype``, the ``keep`` most sensitive
+    measured layers and every layer that could not be measured (its ``error``)."""
+    measured = [r for r in ranking if r.error is None]
+    kept = measured[:keep] + [r for r in ranking if r.error is not None]
+    rules = [Rule.model_validate({"name": r.layer, "dtype": keep_dtype}) for r in kept]
     return QuantBinding.model_validate({"default": dtype, "rules": rules})

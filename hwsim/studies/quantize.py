@@ -35,6 +35,7 @@ from graph_ir.quant_binding import OpQuant, QuantBinding, resolve
 __all__ = [
     "QUANTIZABLE",
     "DataError",
+    "OnnxruntimeRefusal",
     "QuantizeResult",
     "arrays_digest",
     "batches",
@@ -42,6 +43,7 @@ __all__ = [
     "int4_mode",
     "load_data",
     "load_weighted",
+    "open_session",
     "quantizable_nodes",
     "quantize_model",
 ]
@@ -53,6 +55,38 @@ _INT = {"int8": ("QInt8", "QUInt8"), "int4": ("QInt4", "QUInt4")}
 
 class DataError(ValueError):
     """A model without weights, or data that does not fit the model (bad input, exit 2)."""
+
+
+class OnnxruntimeRefusal(DataError):
+    """onnxruntime refused a model: its quantizer failed on it, or no session can be created of it
+    (a model the quantizer wrote included; exit 2)."""
+
+
+def _first_line(exc: BaseException) -> str:
+    """``Type: first line of the message`` of a third-party exception, for a one-line refusal."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+
+
+def open_session(model: onnx.ModelProto | bytes, source: str | Path, what: str = "the model") -> Any:
+    """An onnxruntime ``InferenceSession`` (CPU) of ``model``, read from ``source``; ``what`` says
+    which model the refusal is about.
+
+    Raises
+    ------
+    OnnxruntimeRefusal
+        Naming ``source`` and the first line of onnxruntime's complaint when it cannot load the
+        model (an op without a kernel for a type, a type an opset does not allow).
+    """
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 3
+    data = model if isinstance(model, bytes) else model.SerializeToString()
+    try:
+        return ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own classes for a model it refuses
+        raise OnnxruntimeRefusal(f"{source}: onnxruntime cannot load {what} ({_first_line(exc)})") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,9 +140,15 @@ def check_weights(model: onnx.ModelProto, path: Path) -> None:
 
 
 def load_weighted(path: str | Path) -> onnx.ModelProto:
-    """Load an ONNX model with its weights, refusing a weightless one (see :func:`check_weights`)."""
+    """Load an ONNX model with its weights, refusing a weightless one (see :func:`check_weights`).
+
+    Its nodes carry hwsim's names (:func:`graph_ir.onnx_import.name_nodes`: a node's own name,
+    else ``<op_type>_<index>``), the names ``hwsim run`` and a binding's rules use. External
+    data stays on disk (see :func:`_with_external_data`).
+    """
     from graph_ir.infer_guard import InferenceAborted, refuse_aborting
     from graph_ir.ir import ModelError
+    from graph_ir.onnx_import import name_nodes
 
     path = Path(path)
     if not path.is_file():
@@ -122,6 +162,14 @@ def load_weighted(path: str | Path) -> onnx.ModelProto:
         refuse_aborting(model)
     except InferenceAborted as exc:
         raise ModelError(f"{path}: {exc}") from None
+    name_nodes(model.graph)
+    return model
+
+
+def _with_external_data(model: onnx.ModelProto, path: Path) -> onnx.ModelProto:
+    """``model`` (from :func:`load_weighted` of ``path``) with its external weights read in."""
+    if any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer):
+        onnx.load_external_data_for_model(model, str(path.parent))
     return model
 
 
@@ -247,7 +295,8 @@ def arrays_digest(arrays: Mapping[str, np.ndarray]) -> str:
 
 
 def quantizable_nodes(model: onnx.ModelProto) -> list[str]:
-    """Names of the nodes whose weights a quantizer would quantize, in graph order."""
+    """Names of the nodes whose weights a quantizer would quantize, in graph order (unique for a
+    model from :func:`load_weighted`)."""
     inits = {t.name for t in model.graph.initializer}
     return [n.name for n in model.graph.node if n.op_type in QUANTIZABLE and any(i in inits for i in n.input[1:2])]
 
@@ -307,22 +356,21 @@ def quantize_model(
 ) -> QuantizeResult:
     """Write the QDQ model of ``model_path`` quantized per ``binding`` to ``out``.
 
-    ``nodes`` restricts quantization to those nodes (a sensitivity study quantizes one layer
-    alone). ``out`` is written only when the quantizer succeeds.
+    Nodes are named as :func:`load_weighted` names them, so a rule or an entry of ``nodes``
+    names an unnamed node ``<op_type>_<index>``, as ``hwsim run`` does. ``nodes`` restricts
+    quantization to those nodes (a sensitivity study quantizes one layer alone). ``out`` is
+    written only when the quantizer succeeds and onnxruntime loads its result.
 
     Raises
     ------
     graph_ir.quant_binding.BindingError
         A rule that matches no node.
+    OnnxruntimeRefusal
+        onnxruntime's quantizer failed on the model, or wrote a model onnxruntime cannot load.
     DataError
         A binding that quantizes nothing, or int4 without onnxruntime support.
     """
-    from onnxruntime.quantization import (
-        CalibrationDataReader,
-        QuantFormat,
-        QuantType,
-        quantize_static,
-    )
+    from onnxruntime.quantization import CalibrationDataReader, QuantType
 
     model = load_weighted(model_path)
     ops = resolve(binding, [(n.name, n.op_type) for n in model.graph.node], binding_source)
@@ -334,24 +382,44 @@ def quantize_model(
     base = binding.default if binding.default in _INT else max(int_nodes.values())
     per_channel = binding.granularity == "per-channel"
     excluded = tuple(n for n, q in ops.items() if q.dtype not in _INT)
+    options: dict[str, Any] = {
+        "per_channel": per_channel,
+        "weight_type": getattr(QuantType, _INT[base][0]), "activation_type": getattr(QuantType, _INT[base][1]),
+        "nodes_to_quantize": list(int_nodes) if (nodes is not None or binding.default not in _INT) else None,
+        "nodes_to_exclude": list(excluded),
+        "extra_options": {"TensorQuantOverrides": _overrides(model, ops, base, per_channel)},
+    }  # fmt: skip
     reader = type("Reader", (_Reader, CalibrationDataReader), {})(batches(calib, model))
     out = Path(out)
-    fd, tmp = tempfile.mkstemp(suffix=".onnx", dir=out.parent if out.parent.is_dir() else None)
-    os.close(fd)
-    try:
-        quantize_static(
-            str(model_path), tmp, reader, quant_format=QuantFormat.QDQ, per_channel=per_channel,
-            weight_type=getattr(QuantType, _INT[base][0]), activation_type=getattr(QuantType, _INT[base][1]),
-            nodes_to_quantize=list(int_nodes) if (nodes is not None or binding.default not in _INT) else None,
-            nodes_to_exclude=list(excluded),
-            extra_options={"TensorQuantOverrides": _overrides(model, ops, base, per_channel)},
-        )  # fmt: skip
-        os.replace(tmp, out)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    _quantize_checked(_with_external_data(model, Path(model_path)), Path(model_path), reader, out, options)
     per_dtype: dict[str, list[str]] = {}
     for n, d in int_nodes.items():
         per_dtype.setdefault(d, []).append(n)
     note = int4_mode() if "int4" in int_nodes.values() else ""
     return QuantizeResult(out, {d: tuple(v) for d, v in sorted(per_dtype.items())}, excluded, note)
+
+
+def _quantize_checked(model: onnx.ModelProto, source: Path, reader: Any, out: Path, options: dict[str, Any]) -> None:
+    """onnxruntime's ``quantize_static`` of ``model`` (read from ``source``) into a temporary
+    file, loaded once in onnxruntime, then moved to ``out``; nothing is left behind on failure.
+
+    Raises
+    ------
+    OnnxruntimeRefusal
+        The quantizer raised (an op it mishandles, say a Gemm with a 2-D C), or its result does
+        not load (say a float16 scale before opset 19, a MaxPool reading an int4 tensor).
+    """
+    from onnxruntime.quantization import QuantFormat, quantize_static
+
+    fd, tmp = tempfile.mkstemp(suffix=".onnx", dir=out.parent if out.parent.is_dir() else None)
+    os.close(fd)
+    try:
+        try:
+            quantize_static(model, tmp, reader, quant_format=QuantFormat.QDQ, **options)
+        except Exception as exc:  # noqa: BLE001 - the quantizer is third-party code; any failure is its refusal
+            raise OnnxruntimeRefusal(f"{source}: onnxruntime's quantizer failed ({_first_line(exc)})") from None
+        open_session(Path(tmp).read_bytes(), source, "the quantized model")
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

@@ -447,3 +447,25 @@ def test_a_one_run_command_runs_without_collections_and_restores_the_callers_swi
     assert seen == [enabled, False]
     assert after is enabled
     assert young < 1000
+
+
+def test_root_logger_records_of_libraries_stay_off_stderr_unless_debug(capsys: pytest.CaptureFixture[str]) -> None:
+    """onnxruntime's quantizer warns through the root logger (``logging.warning``), which with no
+    handler configured installs one on stderr: a refusal would no longer be one line."""
+    import logging
+
+    from hwsim.cli import configure_logging
+
+    root = logging.getLogger()
+    saved = root.handlers[:]
+    root.handlers.clear()
+    try:
+        configure_logging(debug=False)
+        logging.warning("from a library")  # noqa: LOG015 - what a library does
+        assert "from a library" not in capsys.readouterr().err
+        configure_logging(debug=True)
+        logging.warning("from a library, debugging")  # noqa: LOG015 - what a library does
+        assert "from a library, debugging" in capsys.readouterr().err
+    finally:
+        root.handlers[:] = saved
+        configure_logging(debug=False)
