@@ -33,7 +33,7 @@ import onnx
 from onnx import helper, shape_inference
 
 from graph_ir import untyped
-from graph_ir.ir import ModelError
+from graph_ir.ir import FlagAdvice, ModelError
 
 __all__ = [
     "BOUNDS",
@@ -273,18 +273,19 @@ def _value_for(
     found = rule(graph, node, shapes) if rule is not None else None
     if found is None and node.domain not in ("", "ai.onnx"):
         qoperator = untyped.is_qoperator(node)
-        fix = untyped.QOPERATOR_FIX if qoperator else f"give it with --assume {node.name}=COUNT"
-        if not qoperator and node.domain == "com.microsoft":
+        problem = (f"{source}: node {node.name!r} ({node.domain}.{node.op_type}): ONNX shape inference does not "
+                   f"know this op, so its output {tensor!r} has dimensions of unknown size")  # fmt: skip
+        if qoperator:
+            raise ModelError(f"{problem}; {untyped.QOPERATOR_FIX}")
+        fix = f"give it with --assume {node.name}=COUNT"
+        if node.domain == "com.microsoft":
             fix += " (the op is then costed as a memory copy)" + untyped.contrib_note(node)
-        raise ModelError(
-            f"{source}: node {node.name!r} ({node.domain}.{node.op_type}): ONNX shape inference does not know this "
-            f"op, so its output {tensor!r} has dimensions of unknown size; {fix}"
-        )
+        raise FlagAdvice(problem, "--assume", fix)
     if found is None:
-        raise ModelError(
+        raise FlagAdvice(
             f"{source}: node {node.name!r} ({node.op_type}): output {tensor!r} has a data-dependent dimension "
-            f"that nothing bounds; give it with --assume {node.name}=COUNT"
-        )
+            f"that nothing bounds", "--assume", f"give it with --assume {node.name}=COUNT",
+        )  # fmt: skip
     return found
 
 
@@ -408,8 +409,8 @@ def _fix_trip_count(
         used.add(key)
         found = AssumedDim(key, assume[key], ASSUMED)
     elif given is None or given.size != 1:
-        raise ModelError(
-            f"{source}: loop {key!r} has a trip count that is not a constant; give it with --assume {key}=N"
+        raise FlagAdvice(
+            f"{source}: loop {key!r} has a trip count that is not a constant", "--assume", f"give it with --assume {key}=N"
         )
     elif stops_early:
         found = AssumedDim(key, int(given.reshape(())), "bound from the trip count M (the loop may stop early)")

@@ -26,6 +26,7 @@ __all__ = [
     "DTYPE_BYTES",
     "FLOAT_DTYPES",
     "PRECISION_BYTES",
+    "FlagAdvice",
     "ModelError",
     "ModelGraph",
     "Op",
@@ -52,6 +53,21 @@ PRECISION_BYTES: Mapping[str, float] = MappingProxyType(
 
 class ModelError(ValueError):
     """An ONNX model cannot be read or understood (bad input, exit code 2)."""
+
+
+class FlagAdvice(ModelError):
+    """A refusal that a command-line flag lifts: ``str()`` is ``problem; advice``; a command
+    without ``flag`` (``--input-shape`` or ``--assume``) says what it can instead from
+    :attr:`problem` alone, not by reading the message.
+
+    >>> e = FlagAdvice("m.onnx: input 'x' has a dynamic shape [N]", "--input-shape", "pin it with --input-shape x=1")
+    >>> str(e), e.flag
+    ("m.onnx: input 'x' has a dynamic shape [N]; pin it with --input-shape x=1", '--input-shape')
+    """
+
+    def __init__(self, problem: str, flag: str, advice: str) -> None:
+        super().__init__(f"{problem}; {advice}")
+        self.problem, self.flag, self.advice = problem, flag, advice
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,10 +25,10 @@ from graph_ir import dynamic, files
 from graph_ir.contrib import lower_contrib
 from graph_ir.files import MAX_ONNX_BYTES, oversize
 from graph_ir.functions import expand_functions
-from graph_ir.ir import ModelError, ModelGraph, Op, Tensor, add_data_edge
+from graph_ir.ir import FlagAdvice, ModelError, ModelGraph, Op, Tensor, add_data_edge
 from graph_ir.op_metrics import metrics
 
-__all__ = ["from_model_proto", "load_onnx", "name_nodes", "node_attrs", "parse_input_shape"]
+__all__ = ["densify_sparse", "from_model_proto", "load_onnx", "name_nodes", "node_attrs", "parse_input_shape"]
 
 
 def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
@@ -142,7 +142,7 @@ def from_model_proto(
     model_copy = onnx.ModelProto()
     model_copy.CopyFrom(model)
     graph = model_copy.graph
-    _densify_sparse(graph)
+    densify_sparse(graph)
     fields = _node_fields(graph)
     _check_names(graph, source, fields)
     init_names = {t.name for t in graph.initializer}
@@ -178,7 +178,7 @@ def from_model_proto(
 MAX_DENSE_ELEMENTS = 1 << 20
 
 
-def _densify_sparse(graph: onnx.GraphProto) -> None:
+def densify_sparse(graph: onnx.GraphProto) -> None:
     """Make each of ``graph``'s sparse initializers an initializer of its dense shape and type, in
     place (its values too, up to :data:`MAX_DENSE_ELEMENTS`)."""
     for sparse in graph.sparse_initializer:
@@ -242,16 +242,16 @@ def _pin_inputs(
                 tt.shape.dim.add().dim_value = int(d)
             continue
         if not tt.HasField("shape"):
-            raise ModelError(
-                f"{source}: input {vi.name!r} has no shape; pin it with --input-shape {vi.name}=1x..."
+            raise FlagAdvice(
+                f"{source}: input {vi.name!r} has no shape", "--input-shape", f"pin it with --input-shape {vi.name}=1x..."
             )
         dims_txt = [str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?") for d in tt.shape.dim]
         if any(not d.HasField("dim_value") or d.dim_value < 0 for d in tt.shape.dim):  # a set 0: an empty tensor
             example = "x".join(d if d.isdigit() and int(d) > 0 else "1" for d in dims_txt)
-            raise ModelError(
-                f"{source}: input {vi.name!r} has a dynamic shape [{', '.join(dims_txt)}]; "
-                f"pin it with --input-shape {vi.name}={example}"
-            )
+            raise FlagAdvice(
+                f"{source}: input {vi.name!r} has a dynamic shape [{', '.join(dims_txt)}]", "--input-shape",
+                f"pin it with --input-shape {vi.name}={example}",
+            )  # fmt: skip
 
 
 def name_nodes(graph: onnx.GraphProto) -> None:

@@ -103,18 +103,18 @@ def _pinned(model: Any, source: str, input_shapes: list[str]) -> Any:
     the search cannot simulate is refused now, naming ``source``, not in every trial. A
     data-dependent dimension is refused too: the search's rewrites and trials need shapes ONNX
     can infer (``hwsim run --assume`` costs such a model; ``optimize`` has no ``--assume``)."""
-    from graph_ir.ir import ModelError
+    from graph_ir.ir import FlagAdvice, ModelError
     from graph_ir.onnx_import import from_model_proto
     from hwsim.commands.common import parse_input_shapes
 
     shapes = parse_input_shapes(input_shapes)
     try:
         from_model_proto(model, source, input_shapes=shapes)
-    except ModelError as exc:
-        if "--assume" not in str(exc):
+    except FlagAdvice as exc:
+        if exc.flag != "--assume":
             raise
-        raise ModelError(f"{str(exc).split('; give it with --assume')[0]}: `hwsim optimize` needs shapes "
-                         "ONNX can infer (`hwsim run --assume` costs such a model)") from None  # fmt: skip
+        raise ModelError(f"{exc.problem}: `hwsim optimize` needs shapes ONNX can infer "
+                         "(`hwsim run --assume` costs such a model)") from None  # fmt: skip
     for vi in model.graph.input:
         if vi.name in shapes:
             dims = vi.type.tensor_type.shape

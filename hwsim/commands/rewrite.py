@@ -43,8 +43,9 @@ class RewriteError(ValueError):
 def input_errors() -> tuple[type[BaseException], ...]:
     """Exceptions of this command that mean bad input (beyond the CLI's common ones)."""
     from graph_ir.rewrites import UnknownPassError
+    from hwsim.studies.rewrite import PassError
 
-    return (RewriteError, UnknownPassError)
+    return (RewriteError, UnknownPassError, PassError)
 
 
 def add_parser(sub: Any) -> None:
@@ -69,10 +70,8 @@ def add_parser(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from graph_ir.materialize import fill_absent_weights
-    from graph_ir.onnx_import import parse_input_shape
     from graph_ir.rewrites import PASSES, get_pass
-    from hwsim.commands.common import load_model
+    from hwsim.commands.common import assume_counts, load_model, parse_input_shapes
     from hwsim.studies.rewrite import apply_passes
 
     auto = args.passes.strip() == "auto"
@@ -83,14 +82,15 @@ def main(args: argparse.Namespace) -> int:
         raise RewriteError("--passes names no pass")
     if not args.out.parent.is_dir():
         raise RewriteError(f"{args.out}: folder {args.out.parent} does not exist")
-    shapes = dict(parse_input_shape(s) for s in args.input_shape)
-    load_model(args.model, args.input_shape)  # the model errors every command gives, one line
+    shapes, assume = parse_input_shapes(args.input_shape), assume_counts(args.assume)
+    load_model(args.model, args.input_shape, args.assume)  # the model errors every command gives, one line
     chip = load_chip_variant(args.chip, args.overrides, args.units)
-    model = fill_absent_weights(_load(args.model), Path(args.model).resolve().parent, random=False)
+    model = _load(args.model)
     final, outcomes = apply_passes(
-        model, names, chip, auto=auto, precision=args.precision, policy=args.policy, input_shapes=shapes
+        model, names, chip, auto=auto, precision=args.precision, policy=args.policy, input_shapes=shapes,
+        assume=assume, source=args.model,
     )  # fmt: skip
-    verdict = _check(model, outcomes, shapes) if args.check else None
+    verdict = _check(model, outcomes, shapes, args.model) if args.check else None
     _print(outcomes, args, verdict)
     if verdict is not None and verdict[0]:
         return 1
@@ -101,24 +101,53 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _load(path: str) -> onnx.ModelProto:
+    """The model at ``path`` as the passes take it: its sparse initializers made dense the way the
+    importer makes them (:func:`graph_ir.onnx_import.densify_sparse`), its external weights read
+    from beside it where they are there (a weightless file's stay absent).
+
+    Raises
+    ------
+    RewriteError
+        A sparse initializer with inline values that cannot be made dense (too many elements, or
+        indices outside its dims): the rewritten file would lose its values.
+    """
     import onnx
 
-    return onnx.load(path, load_external_data=False)
+    from graph_ir.materialize import fill_absent_weights, is_absent
+    from graph_ir.onnx_import import MAX_DENSE_ELEMENTS, densify_sparse
+
+    model = onnx.load(path, load_external_data=False)
+    external = onnx.TensorProto.EXTERNAL
+    inline = {
+        s.values.name for s in model.graph.sparse_initializer
+        if external not in (s.values.data_location, s.indices.data_location)
+    }  # fmt: skip
+    densify_sparse(model.graph)
+    lost = next((t for t in model.graph.initializer if t.name in inline and is_absent(t)), None)
+    if lost is not None:
+        raise RewriteError(
+            f"{path}: sparse initializer {lost.name!r} cannot be made dense (over {MAX_DENSE_ELEMENTS} elements, "
+            "or indices outside its dims); rewrite would lose its values"
+        )
+    return fill_absent_weights(model, Path(path).resolve().parent, random=False)
 
 
-def _check(model: onnx.ModelProto, outcomes: tuple[PassOutcome, ...], shapes: dict[str, tuple[int, ...]]) -> tuple[str, list[str]]:
+def _check(
+    model: onnx.ModelProto, outcomes: tuple[PassOutcome, ...], shapes: dict[str, tuple[int, ...]], source: str
+) -> tuple[str, list[str]]:
     """Prove the kept passes step by step on ``model`` with weights: ("", lines) when every step
     is equal, else (the one line naming the pass and output at fault, lines)."""
     from graph_ir.materialize import fill_absent_weights
     from graph_ir.rewrites import get_pass
     from graph_ir.rewrites.check import CheckError, equivalent
+    from hwsim.studies.rewrite import run_pass
 
     current = fill_absent_weights(model, None, seed=0)
     lines: list[str] = []
     for o in outcomes:
         if not o.kept:
             continue
-        candidate = get_pass(o.name)(current).model
+        candidate = run_pass(get_pass(o.name), current, source=source).model
         try:
             eq = equivalent(current, candidate, input_shapes=shapes)
         except CheckError as exc:

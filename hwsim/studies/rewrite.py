@@ -17,11 +17,16 @@ import onnx
 
 from chips.schema import Chip
 from graph_ir.onnx_import import from_model_proto
-from graph_ir.rewrites import PassOptions, PassResult, get_pass
+from graph_ir.rewrites import Pass, PassOptions, PassResult, get_pass
 from hwsim.pipeline import run_graph
 from scheduler import DEFAULT_POLICY
 
-__all__ = ["Effect", "Metrics", "PassOutcome", "apply_passes", "metrics", "predict"]
+__all__ = ["Effect", "Metrics", "PassError", "PassOutcome", "apply_passes", "metrics", "predict", "run_pass"]
+
+
+class PassError(ValueError):
+    """A pass that cannot be applied to a model (its result fails ONNX's strict shape inference or
+    checker): one line naming the model and the pass (bad input, exit 2)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,9 +86,15 @@ def metrics(
     precision: str = "int8",
     policy: str = DEFAULT_POLICY,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
+    assume: Mapping[str, int] | None = None,
+    source: str = "<model>",
 ) -> Metrics:
-    """Simulate ``model`` on ``chip`` and return its latency, energy and DRAM bytes."""
-    graph = from_model_proto(model, name=model.graph.name or "model", input_shapes=input_shapes)
+    """Simulate ``model`` on ``chip`` and return its latency, energy and DRAM bytes. ``assume``
+    gives data-dependent dimensions and trip counts (``--assume``); ``source`` names the model in
+    errors."""
+    graph = from_model_proto(
+        model, source=source, name=model.graph.name or "model", input_shapes=input_shapes, assume=assume
+    )
     a = run_graph(graph, chip, precision, policy).analysis
     return Metrics(a.latency_ms, a.energy_mj, a.dram_bytes)
 
@@ -95,11 +106,29 @@ def predict(
     precision: str = "int8",
     policy: str = DEFAULT_POLICY,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
+    assume: Mapping[str, int] | None = None,
 ) -> Effect:
     """The predicted effect on ``chip`` of rewriting ``before`` into ``after``."""
     return Effect(
-        metrics(before, chip, precision, policy, input_shapes), metrics(after, chip, precision, policy, input_shapes)
+        metrics(before, chip, precision, policy, input_shapes, assume),
+        metrics(after, chip, precision, policy, input_shapes, assume),
     )
+
+
+def run_pass(p: Pass, model: onnx.ModelProto, options: PassOptions | None = None, source: str = "<model>") -> PassResult:
+    """``p`` applied to ``model``.
+
+    Raises
+    ------
+    PassError
+        When ONNX's strict shape inference or checker rejects the result (one line naming
+        ``source`` and the pass), never an internal error.
+    """
+    try:
+        return p(model, options)
+    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as exc:
+        lines = str(exc).strip().splitlines()
+        raise PassError(f"{source}: pass {p.name} cannot be applied: {lines[0] if lines else type(exc).__name__}") from None
 
 
 def pass_options(chip: Chip) -> PassOptions:
@@ -125,12 +154,16 @@ def apply_passes(
     precision: str = "int8",
     policy: str = DEFAULT_POLICY,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
+    assume: Mapping[str, int] | None = None,
+    source: str = "<model>",
 ) -> tuple[onnx.ModelProto, tuple[PassOutcome, ...]]:
     """Apply the passes ``names`` in order, each on the model the previous ones left.
 
     With ``auto``, a pass's result is kept only when its predicted effect is a gain
     (:attr:`Effect.gain`); otherwise every pass that applied somewhere is kept. ``options``
-    default to what the chip implies (:func:`pass_options`: its channel atom).
+    default to what the chip implies (:func:`pass_options`: its channel atom). ``assume``
+    (``--assume``) sizes data-dependent dimensions in the simulations; ``source`` names the
+    model in errors.
 
     Returns
     -------
@@ -140,17 +173,21 @@ def apply_passes(
     ------
     graph_ir.rewrites.UnknownPassError
         A name that is not registered (checked before any pass runs).
+    PassError
+        A pass whose result ONNX's strict shape inference rejects (:func:`run_pass`).
+    graph_ir.ir.ModelError
+        A model (the input, or a pass's result) that cannot be simulated.
     """
     passes = [get_pass(n) for n in names]
     options = options if options is not None else pass_options(chip)
     current = model
-    base = metrics(current, chip, precision, policy, input_shapes)
+    base = metrics(current, chip, precision, policy, input_shapes, assume, source)
     outcomes: list[PassOutcome] = []
     for p in passes:
-        result = p(current, options)
+        result = run_pass(p, current, options, source)
         effect = None
         if result.applied:
-            after = metrics(result.model, chip, precision, policy, input_shapes)
+            after = metrics(result.model, chip, precision, policy, input_shapes, assume, f"{source} after pass {p.name}")
             effect = Effect(base, after)
         kept = effect is not None and (effect.gain or not auto)
         outcomes.append(PassOutcome(p.name, result, effect, kept))

@@ -272,6 +272,41 @@ def check_spec(spec: SweepSpec) -> None:
     for name in spec.constraints:
         _check_objective(f"constraints.{name}", name)
     spec.constraint_list()
+    _check_models(spec)
+
+
+def _check_models(spec: SweepSpec) -> None:
+    """Import every model at every ``prune`` value of the grid (cached: the points reuse them), so
+    that a model the simulator cannot read is refused before anything is simulated or written."""
+    from graph_ir.ir import ModelError
+
+    prunes = sorted({0.0, *(float(v) for v in spec.grid.get("prune", ()))})  # 0 first: the file itself
+    for i, m in enumerate(spec.models):
+        for prune in prunes:
+            try:
+                _graph(m, prune)
+            except ModelError as exc:
+                at = f" (prune {prune:g})" if prune else ""
+                raise SweepError(f"models[{i}]{at}: {_without_flags(exc)}") from None
+
+
+def _without_flags(exc: Exception) -> str:
+    """A model's refusal as a sweep gives it: a sweep file has no ``--input-shape`` or
+    ``--assume``, so advice to give one (:class:`graph_ir.ir.FlagAdvice`) becomes advice to make
+    the model itself static.
+
+    >>> from graph_ir.ir import FlagAdvice
+    >>> _without_flags(FlagAdvice("m.onnx: input 'x' has a dynamic shape [N, 4]", "--input-shape", "pin it"))
+    "m.onnx: input 'x' has a dynamic shape [N, 4]; a sweep file cannot pin shapes or give --assume counts: make them static in the model file (for inputs: python -m onnxruntime.tools.make_dynamic_shape_fixed)"
+    """
+    from graph_ir.ir import FlagAdvice
+
+    if not isinstance(exc, FlagAdvice):
+        return str(exc)
+    return (
+        f"{exc.problem}; a sweep file cannot pin shapes or give --assume counts: make them static in the model file "
+        "(for inputs: python -m onnxruntime.tools.make_dynamic_shape_fixed)"
+    )
 
 
 def _check_objective(key: str, name: str) -> None:

@@ -105,3 +105,67 @@ def test_bad_input_is_one_line_and_nothing_written(case: str, tmp_path: Path, ca
                 "missing model": "none.onnx: file not found", "missing folder": "folder"}[case]  # fmt: skip
     assert expected in err
     assert list(tmp_path.iterdir()) == [src]
+
+
+def _save(path: Path, nodes: list[onnx.NodeProto], x: list[int], y: list[int | None], sparse: onnx.SparseTensorProto | None = None) -> Path:
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, y)])  # fmt: skip
+    if sparse is not None:
+        g.sparse_initializer.append(sparse)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 10
+    onnx.save(m, path)
+    return path
+
+
+def _sparse_matmul(path: Path) -> Path:
+    """x -> Identity -> MatMul by a sparse 32x16 weight (three values set)."""
+    w = helper.make_sparse_tensor(numpy_helper.from_array(np.array([1.0, 2.0, 3.0], np.float32), "W"),
+                                  numpy_helper.from_array(np.array([0, 17, 300], np.int64), "W_idx"), [32, 16])  # fmt: skip
+    nodes = [helper.make_node("Identity", ["x"], ["xi"], name="id"), helper.make_node("MatMul", ["xi", "W"], ["y"], name="mm")]
+    return _save(path, nodes, [4, 32], [4, 16], w)
+
+
+@pytest.mark.parametrize("passes", ["eliminate_identity", "fold_bn", "auto"])
+def test_sparse_initializer_is_made_dense_and_computes_the_same(passes: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import onnxruntime as ort
+
+    src, out = _sparse_matmul(tmp_path / "m.onnx"), tmp_path / "out.onnx"
+    assert main(["rewrite", "rk3588", str(src), "--passes", passes, "-o", str(out)]) == 0
+    assert f"wrote {out}" in capsys.readouterr().out
+    rewritten = onnx.load(str(out))
+    assert not rewritten.graph.sparse_initializer and [t.name for t in rewritten.graph.initializer] == ["W"]
+    x = np.random.default_rng(0).standard_normal((4, 32)).astype(np.float32)
+    run = [ort.InferenceSession(str(p), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0] for p in (src, out)]
+    np.testing.assert_array_equal(run[0], run[1])
+
+
+def _widen_weight(model: onnx.ModelProto, options: PassOptions) -> PassResult:
+    """A "rewrite" whose result ONNX's shape inference rejects: the MatMul weight gets 33 rows."""
+    del options
+    out = copy_model(model)
+    w = next(t for t in out.graph.initializer if t.name == "W")
+    w.CopyFrom(numpy_helper.from_array(np.zeros((33, 16), np.float32), "W"))
+    return PassResult(finish(out), (Site(("mm",)),))
+
+
+def test_a_pass_shape_inference_rejects_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(PASSES, "widen", Pass("widen", "a wrong weight shape", _widen_weight))
+    src, out = _sparse_matmul(tmp_path / "m.onnx"), tmp_path / "out.onnx"
+    assert main(["rewrite", "rk3588", str(src), "--passes", "widen", "-o", str(out)]) == 2
+    err = one_line_error(capsys)
+    assert err.startswith(f"hwsim: error: {src}: pass widen cannot be applied: ") and "internal error" not in err
+    assert list(tmp_path.iterdir()) == [src]
+
+
+def test_assume_sizes_a_data_dependent_reshape(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    nodes = [helper.make_node("Identity", ["x"], ["xi"], name="id"), helper.make_node("Shape", ["xi"], ["s"], name="shape"),
+             helper.make_node("ReduceProd", ["s"], ["n"], name="prod", keepdims=1),
+             helper.make_node("Reshape", ["xi", "n"], ["y"], name="Reshape_7")]  # fmt: skip
+    src, out = _save(tmp_path / "m.onnx", nodes, [1, 8, 16, 16], [None]), tmp_path / "out.onnx"
+    args = ["rewrite", "rk3588", str(src), "--passes", "eliminate_identity", "-o", str(out)]
+    assert main(args) == 2
+    assert "give it with --assume Reshape_7=COUNT" in one_line_error(capsys) and not out.exists()
+    assert main([*args, "--assume", "Reshape_7=2048"]) == 0
+    assert "eliminate_identity: applied 1, skipped 0; latency" in capsys.readouterr().out
+    assert [n.op_type for n in onnx.load(str(out)).graph.node] == ["Shape", "ReduceProd", "Reshape"]

@@ -155,6 +155,30 @@ def test_bad_sweep_file_is_one_line_exit_2_nothing_written(
     assert not (tmp_path / "out").exists()
 
 
+def _relu_onnx(path: Path, dims: list[int | str]) -> Path:
+    import onnx
+    from onnx import TensorProto, helper
+
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, dims)])  # fmt: skip
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+@pytest.mark.parametrize("prune", [False, True])
+def test_a_model_it_cannot_import_is_refused_before_anything_is_written(
+    prune: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    static, dynamic = _relu_onnx(tmp_path / "static.onnx", [1, 16, 32]), _relu_onnx(tmp_path / "dynamic.onnx", ["N", 16, 32])
+    grid = "  precision: [int8, fp16]\n" + ("  prune: [0.5]\n" if prune else "")
+    spec = _write(tmp_path, f"models: [{static}, {dynamic}]\nchips: [rk3588]\ngrid:\n{grid}objectives: [latency_ms]\n")
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "out"), "--workers", "1"]) == 2
+    err = one_line_error(capsys)
+    assert err.startswith(f"hwsim: error: {spec}: models[1]: {dynamic}: input 'x' has a dynamic shape [N, 16, 32]; ")
+    assert "make_dynamic_shape_fixed" in err and "--input-shape" not in err
+    assert not (tmp_path / "out").exists()
+
+
 def test_unreachable_dask_scheduler_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     spec = _write(tmp_path, SMALL)
     assert main(["sweep", str(spec), "--out", str(tmp_path / "out"), "--dask", "tcp://127.0.0.1:1"]) == 2
