@@ -87,6 +87,7 @@ def _build(
     deadlines: Mapping[int, float],
     src: str,
 ) -> TaskGraph:
+    _check_total(costs, edges, src)
     order = _topological(names, edges, src)
     pos = {t: k for k, t in enumerate(order)}
     problem = make_problem(
@@ -96,6 +97,21 @@ def _build(
         [(pos[s], pos[d], c) for s, d, c in edges],
     )
     return TaskGraph(problem, {pos[i]: t for i, t in deadlines.items()}, src)
+
+
+def _check_total(costs: np.ndarray, edges: Sequence[tuple[int, int, float]], src: str) -> None:
+    """Refuse a graph whose slowest schedule (every task at its slowest unit, every transfer
+    paid, one after the other) is past the largest float: each number may be finite while their
+    sum is not, and a schedule's times would overflow to infinity.
+
+    >>> _check_total(np.array([[1.7e308], [1.7e308]]), [(0, 1, 0.0)], "g.json")
+    Traceback (most recent call last):
+    ...
+    scheduler.taskgraph.TaskGraphError: g.json: the costs and transfers add up past the largest float (1.8e+308); scale them down
+    """
+    slowest = [float(c[np.isfinite(c)].max(initial=0.0)) for c in costs]
+    if not math.isfinite(sum(slowest) + sum(c for _, _, c in edges)):
+        raise TaskGraphError(f"{src}: the costs and transfers add up past the largest float (1.8e+308); scale them down")
 
 
 def parse_task_graph(data: Any, src: str = "<task graph>") -> TaskGraph:

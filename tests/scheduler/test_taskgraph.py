@@ -130,3 +130,31 @@ def test_cli_malformed_json_file_is_a_json_error(tmp_path, capsys):
     assert main(["schedule", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and f"{path}: invalid JSON at line 1" in err
+
+
+def _two_tasks(tmp_path, cost: float) -> str:
+    g = {"units": ["u0", "u1"], "tasks": [{"name": "a", "cost": {"u0": cost, "u1": cost}},
+                                          {"name": "b", "cost": {"u0": cost, "u1": cost}}],
+         "edges": [{"src": "a", "dst": "b", "comm": cost}]}  # fmt: skip
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps(g))
+    return str(path)
+
+
+@pytest.mark.parametrize("policy", ["heft", "affinity-locality", "exact", "best"])
+def test_tiny_costs_schedule_in_order(tmp_path, capsys, policy):
+    """Costs of 1e-303: CP-SAT's integer scale (its steps per unit of time) overflowed (an
+    internal error); the schedule is the list schedule's, b after a."""
+    assert main(["schedule", _two_tasks(tmp_path, 1e-303), "--policy", policy, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    at = {p["task"]: p for p in out["placements"]}
+    assert at["b"]["start"] >= at["a"]["finish"] > 0
+    assert 0 < out["lower_bound"] <= out["makespan"]
+
+
+def test_costs_adding_up_past_the_largest_float_are_refused(tmp_path, capsys):
+    """Two finite costs of 1.7e308: a schedule's end overflowed to infinity, and HEFT put b at 0,
+    overlapping a on the same unit, called proven optimal."""
+    assert main(["schedule", _two_tasks(tmp_path, 1.7e308), "--policy", "heft", "--json"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "g.json" in err and "past the largest float" in err and "\n" not in err
