@@ -123,10 +123,9 @@ def solve_cpsat(
         from ortools.sat.python import cp_model
     except ImportError:
         raise MissingSolverError("the exact solver needs OR-Tools: pip install ortools") from None
-    ub = incumbent.makespan_ns
-    k = SCALE / ub
-    if not math.isfinite(k):  # a makespan so short (~1e-302) that no integer scale reaches it
-        return incumbent, lower_bound_ns, False
+    k = SCALE / incumbent.makespan_ns
+    if not math.isfinite(k):
+        return incumbent, lower_bound_ns, False  # a makespan so short (~1e-302) no integer scale reaches it
     horizon = SCALE + 1
     model = cp_model.CpModel()
     start = [model.new_int_var(0, horizon, f"s{i}") for i in range(problem.n)]

@@ -30,7 +30,7 @@ from hwsim.analysis.memory import DRAM, KINDS, Peak, Spill
 from hwsim.pipeline import RunResult
 from hwsim.policy_check import Candidate, ScheduleChoice
 from hwsim.report.provenance import Provenance
-from scheduler.bounds import lower_bound_ns
+from hwsim.sim.floor import any_schedule_floor_ns
 
 __all__ = [
     "ContentionSummary",
@@ -610,7 +610,7 @@ def build_summary(result: RunResult) -> Summary:
         dtype_fallbacks=tuple(dtype_fallback_ops(result)),
         fused_ops=tuple((f.producer, f.consumer) for f in result.fused),
         scheduler_estimate_ms=_r(result.schedule.est_makespan_ns / NS_PER_MS),
-        lower_bound_ms=_r(lower_bound_ns(g, result.table, result.chip) / NS_PER_MS),
+        lower_bound_ms=_r(any_schedule_floor_ns(g, result.chip, result.table) / NS_PER_MS),
         split_ops=sum(1 for r in result.trace.ops if r.cores),
         tiled_ops=sum(1 for r in result.trace.ops if r.tiles > 1),
         defaulted_fields=result.chip.defaulted_fields(),

@@ -10,13 +10,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chips import Chip, load_chip
+from chips.units import PS_PER_NS
 from cost_models import cost_table
 from cost_models.fusion import least_fused_table
 from graph_ir.ir import ModelGraph, Tensor
 from graph_ir.synthetic import random_dag
 from hwsim.policy_check import simulate_candidate
 from hwsim.sim.engine import EngineOptions, Simulation, simulate, simulate_unless_slower
-from hwsim.sim.floor import makespan_floor_ps, placement_floor_ps
+from hwsim.sim.floor import any_schedule_floor_ns, makespan_floor_ps, placement_floor_ps
 from hwsim.sim.plan import plan
 from scheduler import POLICIES
 from scheduler.schedule import Schedule
@@ -59,6 +60,8 @@ def test_no_run_beats_the_floor(graph, chip, policy, double_buffer, split, fuse)
     sim = simulate_candidate(policy, graph, chip, table, POLICIES[policy](graph, chip, table), options, fuse)
     floor = _floor(graph, chip, sim.table, sim.schedule, options)
     assert 0 <= floor <= sim.trace.makespan_ps
+    # the floor of any schedule (summary.json's lower_bound_ms) is no higher than this run's
+    assert 0 <= any_schedule_floor_ns(graph, chip, sim.table) * PS_PER_NS <= sim.trace.makespan_ps
     # a makespan it can beat: simulated, the same trace; one it cannot: not run
     again = simulate_unless_slower(graph, chip, sim.table, sim.schedule, sim.trace.makespan_ps + 1, options)
     assert again == simulate(graph, chip, sim.table, sim.schedule, options) == sim.trace
