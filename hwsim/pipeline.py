@@ -21,7 +21,7 @@ from graph_ir.quant_binding import Conversion, ResolvedBinding, insert_conversio
 from hwsim.analysis.analyze import Analysis, analyze
 from hwsim.analysis.frames import FrameStats, frame_stats
 from hwsim.analysis.memory import MemoryUse, fit_memory
-from hwsim.policy_check import Deadline, ScheduleChoice, choose_schedule, replay_schedule
+from hwsim.policy_check import Deadline, ScheduleChoice, choose_schedule, replay_schedule, retimed
 from hwsim.sim.engine import EngineOptions, Trace, simulate
 from scheduler import DEFAULT_POLICY, Schedule
 
@@ -135,6 +135,9 @@ def run_graph(
     sched = chosen.schedule
     fit = fit_memory(graph, chip, chosen.table, sched, chosen.trace, options)
     table, trace = fit.table, fit.trace
+    choice = chosen.choice
+    if choice is not None and choice.deadlines and trace is not chosen.trace:  # spills moved the times
+        choice = replace(choice, deadlines=retimed(choice.deadlines, trace))
     stream_trace = simulate(graph, chip, table, sched, options, frames, in_flight) if frames > 1 else None
     stream = frame_stats(chip, stream_trace) if stream_trace is not None else None
     uncapped = None
@@ -142,7 +145,7 @@ def run_graph(
         uncapped = simulate(graph, chip, table, sched, replace(options, max_power_w=None))
     return RunResult(
         graph, chip, precision, table, sched, trace, analyze(graph, chip, trace), stream, stream_trace,
-        chosen.fused, chosen.choice, quant, conversions, chosen.fusion,
+        chosen.fused, choice, quant, conversions, chosen.fusion,
         options.max_power_w if options is not None else None, uncapped, fit.memory, mapped,
     )
 

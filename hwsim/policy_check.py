@@ -52,6 +52,7 @@ __all__ = [
     "choose_schedule",
     "replay_schedule",
     "resolve_deadlines",
+    "retimed",
     "with_mapped_cores",
 ]
 
@@ -103,6 +104,15 @@ class DeadlineResult:
     @property
     def met(self) -> bool:
         return self.slack_ms >= 0.0
+
+
+def retimed(results: Sequence[DeadlineResult], trace: Trace) -> tuple[DeadlineResult, ...]:
+    """``results`` with each node's finish read from ``trace`` (its first frame): the run's own
+    times once what the choice did not see (the SRAM spills :func:`hwsim.analysis.memory.fit_memory`
+    costs after it) has moved them."""
+    want = {d.node for d in results}
+    finish = {r.op: r.end_ps / PS_PER_MS for r in trace.ops if r.op in want and r.frame == 0}
+    return tuple(replace(d, finish_ms=finish.get(d.node, d.finish_ms)) for d in results)
 
 
 @dataclass(frozen=True, slots=True)
