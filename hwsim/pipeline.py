@@ -135,9 +135,6 @@ def run_graph(
     sched = chosen.schedule
     fit = fit_memory(graph, chip, chosen.table, sched, chosen.trace, options)
     table, trace = fit.table, fit.trace
-    choice = chosen.choice
-    if choice is not None and choice.deadlines and trace is not chosen.trace:  # spills moved the times
-        choice = replace(choice, deadlines=retimed(choice.deadlines, trace))
     stream_trace = simulate(graph, chip, table, sched, options, frames, in_flight) if frames > 1 else None
     stream = frame_stats(chip, stream_trace) if stream_trace is not None else None
     uncapped = None
@@ -145,9 +142,17 @@ def run_graph(
         uncapped = simulate(graph, chip, table, sched, replace(options, max_power_w=None))
     return RunResult(
         graph, chip, precision, table, sched, trace, analyze(graph, chip, trace), stream, stream_trace,
-        chosen.fused, choice, quant, conversions, chosen.fusion,
+        chosen.fused, _judged_on(chosen.choice, trace, chosen.trace), quant, conversions, chosen.fusion,
         options.max_power_w if options is not None else None, uncapped, fit.memory, mapped,
     )
+
+
+def _judged_on(choice: ScheduleChoice | None, trace: Trace, chosen_trace: Trace) -> ScheduleChoice | None:
+    """``choice`` with its deadlines re-timed on the run's ``trace`` where the SRAM spills
+    costed after the choice moved it from ``chosen_trace``."""
+    if choice is None or not choice.deadlines or trace is chosen_trace:
+        return choice
+    return replace(choice, deadlines=retimed(choice.deadlines, trace))
 
 
 def deployed(
