@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import onnx
-from onnx import helper, shape_inference
+from onnx import helper
 
 from graph_ir import untyped
 from graph_ir.ir import FlagAdvice, ModelError
@@ -322,7 +322,9 @@ def infer_strict(model: onnx.ModelProto) -> onnx.ModelProto:
 
 
 def _infer_strict(model: onnx.ModelProto) -> onnx.ModelProto:
-    return shape_inference.infer_shapes(model, check_type=False, strict_mode=True, data_prop=True)
+    from graph_ir.infer_guard import infer_strict_shapes
+
+    return infer_strict_shapes(model, check_type=False)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 import onnx
 from onnx import shape_inference
 
-__all__ = ["ABORTING_OPS", "InferenceAborted", "infer_guarded", "negative_dim", "refuse_aborting"]
+__all__ = ["ABORTING_OPS", "InferenceAborted", "infer_guarded", "infer_strict_shapes", "negative_dim", "refuse_aborting"]
 
 #: Op types whose shape inference can abort the process on a negative input dim.
 ABORTING_OPS = frozenset({"Slice"})
@@ -61,6 +61,23 @@ def infer_guarded(model: onnx.ModelProto, infer: Infer) -> onnx.ModelProto:
     if ok:
         return onnx.load_from_string(payload)
     raise _error(payload, model)
+
+
+def infer_strict_shapes(model: onnx.ModelProto, check_type: bool) -> onnx.ModelProto:
+    """onnx's strict shape inference with data propagation (shapes computed by Shape, Gather,
+    Concat... become static), and without it where it alone fails: onnx's data propagation
+    keeps one table across sibling subgraphs, so two Loop bodies that reuse a local name
+    (valid ONNX, as an exporter writes two copies of one loop, or as unrolling a nested Loop
+    copies its body) raise "Data for input 0 already exists". A model wrong without data
+    propagation too raises that error."""
+    try:
+        return shape_inference.infer_shapes(model, check_type=check_type, strict_mode=True, data_prop=True)
+    except shape_inference.InferenceError:
+        try:
+            return shape_inference.infer_shapes(model, check_type=check_type, strict_mode=True, data_prop=False)
+        except shape_inference.InferenceError:
+            pass
+        raise
 
 
 def refuse_aborting(model: onnx.ModelProto) -> None:

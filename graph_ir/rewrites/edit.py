@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper, shape_inference
+from onnx import TensorProto, helper, numpy_helper
 
 from graph_ir.materialize import absent_tensor, is_absent
 from graph_ir.onnx_import import name_nodes
@@ -295,8 +295,10 @@ def infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
     """``model`` with its intermediate shapes inferred anew (old ``value_info`` dropped, since a
     rewrite may have changed them), strictly: an inconsistency raises
     ``onnx.shape_inference.InferenceError``."""
+    from graph_ir.infer_guard import infer_strict_shapes
+
     del model.graph.value_info[:]
-    return shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
+    return infer_strict_shapes(model, check_type=True)
 
 
 def finish(model: onnx.ModelProto) -> onnx.ModelProto:

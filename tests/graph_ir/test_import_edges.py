@@ -118,3 +118,30 @@ def test_einsum_with_an_ellipsis_counts_every_index(
     letters = _einsum_macs("abij,abjk->abik", [2, 3, 4, 8], [2, 3, 8, 5], [2, 3, 4, 5])
     assert letters == 2 * 3 * 4 * 8 * 5
     assert _einsum_macs(equation, a, b, [2, 3, 4, 5]) == letters
+
+
+def test_two_loops_whose_bodies_reuse_a_name_run() -> None:
+    """Two copies of one Loop body (local names alike, as an exporter writes two copies of a
+    loop): onnx's data propagation shares one table across sibling bodies and raised "Data for
+    input 0 already exists"; without it the shapes are inferred, as onnxruntime runs the model."""
+    f = TensorProto.FLOAT
+
+    def body() -> onnx.GraphProto:
+        return helper.make_graph(
+            [helper.make_node("Add", ["b", "x"], ["b2"]), helper.make_node("Identity", ["ci"], ["co"])], "inner",
+            [helper.make_tensor_value_info("j", TensorProto.INT64, []), helper.make_tensor_value_info("ci", TensorProto.BOOL, []),
+             helper.make_tensor_value_info("b", f, [3])],
+            [helper.make_tensor_value_info("co", TensorProto.BOOL, []), helper.make_tensor_value_info("b2", f, [3])],
+        )  # fmt: skip
+
+    nodes = [helper.make_node("Loop", ["N", "", "a0"], ["a1"], body=body(), name="L1"),
+             helper.make_node("Loop", ["N", "", "a1"], ["a2"], body=body(), name="L2")]  # fmt: skip
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info(n, f, [3]) for n in ("x", "a0")],
+        [helper.make_tensor_value_info("a2", f, [3])], [numpy_helper.from_array(np.array(2, np.int64), "N")],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model, full_check=True)
+    built = from_model_proto(model, "loops.onnx")
+    adds = [op for op in built.ops() if op.op_type == "Add"]
+    assert sum(op.repeat for op in adds) == 4  # each body run twice (N = 2)
