@@ -43,6 +43,7 @@ from scheduler.problem import Problem
 __all__ = [
     "CHECKED_AGAINST",
     "CHECK_MAX_OPS",
+    "LEAST_POWER",
     "BudgetError",
     "Candidate",
     "Chosen",
@@ -50,6 +51,7 @@ __all__ = [
     "DeadlineResult",
     "ScheduleChoice",
     "choose_schedule",
+    "least_power_schedule",
     "replay_schedule",
     "resolve_deadlines",
     "retimed",
@@ -367,7 +369,6 @@ def _candidates(
 
     sims: list[_Sim] = []
     first_plan: list[_Sim] = []  # the default's schedule before re-planning (an energy seed)
-    ruled_out: list[PowerCapError] = []
     for name in names:
         problem = None
         if name == DEFAULT_POLICY:  # built once: the re-planning starts from the same problem
@@ -380,8 +381,7 @@ def _candidates(
                 first_plan = [] if first is s else [replace(first, name=UNREPLANNED)]
             else:
                 s = sim(name, sched)
-        except PowerCapError as exc:  # the cap rules this candidate out; the others may still run
-            ruled_out.append(exc)
+        except PowerCapError:  # the cap rules this candidate out; the others may still run
             continue
         if dl:
             s2 = sim(name, deadline_schedule(graph, chip, table, sched, {k: v * NS_PER_MS for k, v in dl.items()}))
@@ -389,8 +389,31 @@ def _candidates(
                 s = s2
         sims.append(s)
     if not sims:
-        raise ruled_out[0]
+        # no policy plans for power: the schedule that draws the least, before refusing (its
+        # refusal names the op that draws the most even there)
+        sims.append(sim(LEAST_POWER, least_power_schedule(graph, chip, table)))
     return sims, first_plan
+
+
+#: The schedule tried when a power cap rules out every policy's (:func:`least_power_schedule`).
+LEAST_POWER = "least-power"
+
+
+def least_power_schedule(graph: ModelGraph, chip: Chip, table: CostTable) -> Schedule:
+    """Every op on the unit that draws the least while it runs it (one core's active power over
+    its idle power; the faster on ties), list-scheduled: what a power cap leaves when it rules
+    out every policy's schedule, since no policy plans for power (a cap that one little core
+    meets was refused while the policies put the work on the NPU and the big cores)."""
+    from cost_models.energy import unit_power_w
+
+    units = {u.name: u for u in chip.units}
+
+    def drawn_w(name: str) -> float:
+        return unit_power_w(units[name], 1) - unit_power_w(units[name], 0)
+
+    costs = {n: dict([min(c.items(), key=lambda kv: (drawn_w(kv[0]), kv[1].latency_ns))]) for n, c in table.costs.items()}
+    schedule = POLICIES["heft"](graph, chip, replace(table, costs=costs))
+    return replace(schedule, policy=LEAST_POWER)
 
 
 def choose_schedule(

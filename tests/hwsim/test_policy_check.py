@@ -247,7 +247,10 @@ def _least_cap_w(graph: ModelGraph, chip, table, name: str) -> float:
     from hwsim.sim.power import largest_solo_power_w
     from scheduler import POLICIES
 
-    sched = POLICIES[name](graph, chip, table)
+    if name == policy_check.LEAST_POWER:
+        sched = policy_check.least_power_schedule(graph, chip, table)
+    else:
+        sched = POLICIES[name](graph, chip, table)
     fused = fuse(graph, chip, table, {n: p.unit for n, p in sched.placements.items()}, "auto")
     p = plan(graph, chip, fused.table, sched)
     return largest_solo_power_w(chip, p, lambda i, k: p.cost[i], True)[0]
@@ -270,8 +273,16 @@ def test_a_power_cap_skips_the_candidates_it_rules_out_and_checks_the_rest():
     chosen = policy_check.choose_schedule(graph, chip, table, options=EngineOptions(max_power_w=cap))
     assert [c.name for c in chosen.choice.candidates] == fits
     assert chosen.schedule.policy in fits and max(w for _, w in power_timeline(chip, chosen.trace)) <= cap * (1 + 1e-9)
-    with pytest.raises(PowerCapError, match="runs alone"):  # every candidate ruled out: the error stays
-        policy_check.choose_schedule(graph, chip, table, options=EngineOptions(max_power_w=min(least.values()) * 0.99))
+    # every policy ruled out: the schedule that draws the least runs, under the cap; below what
+    # it draws, the error stays
+    lowest = _least_cap_w(graph, chip, table, policy_check.LEAST_POWER)
+    assert lowest < min(least.values())
+    cap = (lowest + min(least.values())) / 2
+    chosen = policy_check.choose_schedule(graph, chip, table, options=EngineOptions(max_power_w=cap))
+    assert chosen.schedule.policy == policy_check.LEAST_POWER
+    assert max(w for _, w in power_timeline(chip, chosen.trace)) <= cap * (1 + 1e-9)
+    with pytest.raises(PowerCapError, match="runs alone"):
+        policy_check.choose_schedule(graph, chip, table, options=EngineOptions(max_power_w=lowest * 0.99))
 
 
 def test_a_deadline_is_judged_on_the_run_with_its_sram_spills(tmp_path, capsys):
