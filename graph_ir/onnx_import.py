@@ -178,17 +178,24 @@ def from_model_proto(
 MAX_DENSE_ELEMENTS = 1 << 20
 
 
-def densify_sparse(graph: onnx.GraphProto) -> None:
+def densify_sparse(graph: onnx.GraphProto) -> list[str]:
     """Make each of ``graph``'s sparse initializers an initializer of its dense shape and type, in
-    place (its values too, up to :data:`MAX_DENSE_ELEMENTS`)."""
+    place (its values too, up to :data:`MAX_DENSE_ELEMENTS`). Returns the names of those whose
+    values were in the file but could not be made dense (too many, or indices outside the dims):
+    they are kept by shape and type only, as a weightless file's are."""
+    lost = []
     for sparse in graph.sparse_initializer:
-        graph.initializer.append(_dense(sparse))
+        dense, lost_values = _dense(sparse)
+        graph.initializer.append(dense)
+        if lost_values:
+            lost.append(dense.name)
     del graph.sparse_initializer[:]
+    return lost
 
 
-def _dense(sparse: onnx.SparseTensorProto) -> onnx.TensorProto:
-    """The dense initializer of ``sparse`` (named as its values are); without values where they
-    are external, too many, or do not fit its dims."""
+def _dense(sparse: onnx.SparseTensorProto) -> tuple[onnx.TensorProto, bool]:
+    """The dense initializer of ``sparse`` (named as its values are), without values where they
+    are external, too many, or do not fit its dims; and whether inline values were lost so."""
     from graph_ir.materialize import absent_tensor
 
     values, dims = sparse.values, [int(d) for d in sparse.dims]
@@ -202,10 +209,10 @@ def _dense(sparse: onnx.SparseTensorProto) -> onnx.TensorProto:
                 index = np.ravel_multi_index(tuple(index.T), dims)
             dense = np.zeros(size, flat.dtype)
             dense[index.reshape(-1)] = flat
-            return numpy_helper.from_array(dense.reshape(dims), values.name)
+            return numpy_helper.from_array(dense.reshape(dims), values.name), False
         except (ValueError, IndexError, TypeError):
             pass
-    return absent_tensor(values.name, dims, values.data_type, "<sparse initializer>")
+    return absent_tensor(values.name, dims, values.data_type, "<sparse initializer>"), inline
 
 
 _T = TypeVar("_T")

@@ -23,7 +23,6 @@ __all__ = [
     "ProblemBounds",
     "critical_path_bound_ns",
     "load_bound_ns",
-    "lower_bound_ns",
     "problem_bounds",
 ]
 
@@ -66,12 +65,6 @@ def critical_path_bound_ns(graph: ModelGraph, table: CostTable) -> float:
 def load_bound_ns(graph: ModelGraph, table: CostTable, chip: Chip) -> float:
     """Total minimum work divided by the total number of cores."""
     return _load_ns(chip, _least_latency_ns(graph, table))
-
-
-def lower_bound_ns(graph: ModelGraph, table: CostTable, chip: Chip) -> float:
-    """The larger of the two bounds above (each op's least latency found once for both)."""
-    least_ns = _least_latency_ns(graph, table)
-    return max(_critical_path_ns(graph, least_ns), _load_ns(chip, least_ns))
 
 
 @dataclass(frozen=True, slots=True)

@@ -113,20 +113,14 @@ def _load(path: str) -> onnx.ModelProto:
     """
     import onnx
 
-    from graph_ir.materialize import fill_absent_weights, is_absent
+    from graph_ir.materialize import fill_absent_weights
     from graph_ir.onnx_import import MAX_DENSE_ELEMENTS, densify_sparse
 
     model = onnx.load(path, load_external_data=False)
-    external = onnx.TensorProto.EXTERNAL
-    inline = {
-        s.values.name for s in model.graph.sparse_initializer
-        if external not in (s.values.data_location, s.indices.data_location)
-    }  # fmt: skip
-    densify_sparse(model.graph)
-    lost = next((t for t in model.graph.initializer if t.name in inline and is_absent(t)), None)
-    if lost is not None:
+    lost = densify_sparse(model.graph)
+    if lost:
         raise RewriteError(
-            f"{path}: sparse initializer {lost.name!r} cannot be made dense (over {MAX_DENSE_ELEMENTS} elements, "
+            f"{path}: sparse initializer {lost[0]!r} cannot be made dense (over {MAX_DENSE_ELEMENTS} elements, "
             "or indices outside its dims); rewrite would lose its values"
         )
     return fill_absent_weights(model, Path(path).resolve().parent, random=False)

@@ -162,7 +162,8 @@ def _longest_chain_ns(reads: Sequence[Sequence[int]], least_ns: list[float]) -> 
 
 def any_schedule_floor_ns(graph: ModelGraph, chip: Chip, table: CostTable) -> float:
     """A makespan no schedule of ``graph`` on ``chip`` can beat, in ns: the longest chain and
-    the load over every core (:func:`scheduler.bounds.lower_bound_ns`'s two bounds), with each op
+    the load over every core (:func:`scheduler.bounds.critical_path_bound_ns` and
+    :func:`~scheduler.bounds.load_bound_ns`), with each op
     at its least uncontended time over its units *and the shard counts the engine may split it
     into* (:func:`hwsim.sim.splitting.shard_cost`), its load at its least core-time (``k`` cores
     for a shard's time). The scheduler's bound takes each op unsplit, which a split op beats: on

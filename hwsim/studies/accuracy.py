@@ -232,7 +232,7 @@ def layer_sensitivity(
             quantize_model(model_path, cal, binding, out, nodes=[layer])
             cand = run_model(onnx.load(str(out)), val, out)
         except OnnxruntimeRefusal as exc:
-            rows.append(LayerSensitivity(layer, op_type[layer], dtype, None, None, str(exc).removeprefix(f"{model_path}: ")))
+            rows.append(LayerSensitivity(layer, op_type[layer], dtype, None, None, exc.reason))
             continue
         finally:
             out.unlink(missing_ok=True)

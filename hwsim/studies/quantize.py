@@ -59,7 +59,12 @@ class DataError(ValueError):
 
 class OnnxruntimeRefusal(DataError):
     """onnxruntime refused a model: its quantizer failed on it, or no session can be created of it
-    (a model the quantizer wrote included; exit 2)."""
+    (a model the quantizer wrote included; exit 2). ``str()`` is ``source: reason``; ``reason``
+    alone is what a row about the model (a sensitivity layer) says."""
+
+    def __init__(self, source: str | Path, reason: str) -> None:
+        super().__init__(f"{source}: {reason}")
+        self.reason = reason
 
 
 def _first_line(exc: BaseException) -> str:
@@ -86,7 +91,7 @@ def open_session(model: onnx.ModelProto | bytes, source: str | Path, what: str =
     try:
         return ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
     except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own classes for a model it refuses
-        raise OnnxruntimeRefusal(f"{source}: onnxruntime cannot load {what} ({_first_line(exc)})") from None
+        raise OnnxruntimeRefusal(source, f"onnxruntime cannot load {what} ({_first_line(exc)})") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -417,7 +422,7 @@ def _quantize_checked(model: onnx.ModelProto, source: Path, reader: Any, out: Pa
         try:
             quantize_static(model, tmp, reader, quant_format=QuantFormat.QDQ, **options)
         except Exception as exc:  # noqa: BLE001 - the quantizer is third-party code; any failure is its refusal
-            raise OnnxruntimeRefusal(f"{source}: onnxruntime's quantizer failed ({_first_line(exc)})") from None
+            raise OnnxruntimeRefusal(source, f"onnxruntime's quantizer failed ({_first_line(exc)})") from None
         open_session(Path(tmp).read_bytes(), source, "the quantized model")
         os.replace(tmp, out)
     finally:
