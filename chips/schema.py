@@ -337,6 +337,16 @@ class Unit(_Spec):
     split_overhead_ns: NonNegFloat = Field(
         0.0, description="Extra cost in ns of running one op split across cores (partition, sync)."
     )
+    split_cores: Literal["fastest", "all"] = Field(
+        "fastest",
+        description=(
+            "How many cores an op of ``split_ops`` takes when the schedule leaves it open: "
+            "'fastest' the count that runs it soonest, its shards sharing their memory's "
+            "bandwidth (a runtime that chooses per layer); 'all' every idle core, as a compiler "
+            "that splits each such layer over the whole core mask does (RKNN's multi-core mode), "
+            "one core where the op does not split that many ways."
+        ),
+    )
     core_mode: Literal["independent", "lockstep"] = Field(
         "independent",
         description=(

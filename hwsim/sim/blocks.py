@@ -17,11 +17,13 @@ working set fits (``OpCost.tiles == 1``) is one block:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+from chips.units import PS_PER_NS
 from cost_models.base import OpCost
 
-__all__ = ["DRAM_MEMORY", "MAX_SERIAL_GROUPS", "Block", "op_blocks", "op_time_ns", "stream_uses"]
+__all__ = ["DRAM_MEMORY", "MAX_SERIAL_GROUPS", "Block", "op_blocks", "op_time_ns", "shared_time_ns", "stream_uses"]
 
 #: The shared DRAM's name among the memories whose bandwidth streams share
 #: (:func:`hwsim.sim.plan.memory_of`).
@@ -106,6 +108,30 @@ def op_time_ns(cost: OpCost, double_buffer: bool = True) -> float:
     550.0
     """
     return cost.overhead_ns + sum(b.dur_ns for b in op_blocks(cost, double_buffer))
+
+
+def shared_time_ns(
+    cost: OpCost, shards: int, uses: Mapping[str, float], capacity_bytes_per_ps: Mapping[str, float],
+    double_buffer: bool = True,
+) -> float:
+    """Time of an op run as ``shards`` shards of ``cost`` with nothing else running, in ns: its
+    uncontended time (:func:`op_time_ns`), except that a block whose shards together stream more
+    than a memory carries in the block's time takes as long as that memory needs for them
+    (``uses``: :func:`stream_uses`; ``capacity_bytes_per_ps``: each memory's bandwidth, as
+    :func:`hwsim.sim.plan.memory_capacity`). Every shard reads all the weights, so a weight-heavy
+    op split many ways waits on the DRAM.
+
+    >>> c = OpCost("u", "int8", 400.0, 200.0, 100.0, 1000, 0, 0.0)
+    >>> dram = {"dram": 0.005}  # 5 bytes per ns
+    >>> shared_time_ns(c, 1, {"dram": 1.0}, dram), shared_time_ns(c, 3, {"dram": 1.0}, dram)  # 3000 bytes: 600 ns
+    (500.0, 700.0)
+    """
+    carried = {m: c for m, c in capacity_bytes_per_ps.items() if c > 0 and m in uses}
+    t = cost.overhead_ns
+    for b in op_blocks(cost, double_buffer, shards):
+        need_ps = max((b.bytes * uses[m] / c for m, c in carried.items()), default=0.0)
+        t += max(b.dur_ns, need_ps / PS_PER_NS)
+    return t
 
 
 def stream_uses(cost: OpCost, memory: str) -> dict[str, float]:

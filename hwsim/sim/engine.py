@@ -32,8 +32,9 @@ each op's ``wait_core_ps`` (from its last input's arrival to its start); a trans
 An op whose type its unit lists in ``split_ops`` may run split across ``k`` cores of the unit
 (:mod:`hwsim.sim.splitting`): ``k`` identical shards, each costed as an op of its own, plus the
 unit's ``split_overhead_ns``. ``Placement.cores`` fixes ``k``; when it is None the engine splits
-an op over the cores of its unit that are idle and have nothing ready to run, choosing the
-``k`` with the shortest uncontended time. A core is never shared: a unit runs at most
+an op over the cores of its unit that are idle and have nothing ready to run: all of them on
+a unit whose ``split_cores`` is ``all`` (RKNN's multi-core mode), else the ``k`` with the
+shortest time alone, its shards sharing their memory's bandwidth. A core is never shared: a unit runs at most
 ``cores`` ops or shards at once.
 
 ``frames = N`` streams ``N`` copies of the graph through the same schedule; every core runs each
@@ -86,7 +87,7 @@ from chips.units import PS_PER_NS
 from cost_models.base import OpCost
 from cost_models.table import CostTable, op_signature
 from graph_ir.ir import ModelGraph
-from hwsim.sim.blocks import Block, op_blocks, op_time_ns, stream_uses
+from hwsim.sim.blocks import Block, op_blocks, op_time_ns, shared_time_ns, stream_uses
 from hwsim.sim.floor import makespan_floor_ps
 from hwsim.sim.frames import Admission, Core, Dispatch, Prioritized, Release, dispatch_for
 from hwsim.sim.jobs import Jobs
@@ -219,6 +220,11 @@ class Simulation:
         units = [by_name[u] for u in p.unit]
         #: Job boundaries of the units whose cores run in lockstep (None: no such unit here).
         self.jobs = Jobs(graph, units, table.fused_into) if any(runs_in_lockstep(u) for u in units) else None
+        #: Ops that take every idle core when split (``split_cores: all``); an op fused into the
+        #: layer before it is not a layer of its own, and its small remainder splits as it pays.
+        self._split_all = tuple(
+            u.split_cores == "all" and n not in table.fused_into for n, u in zip(p.names, units, strict=True)
+        )
         #: Busy cores per unit by the clock factor they run at (kept with a thermal model only).
         self._clocks: dict[str, dict[float, int]] = {u: {} for u in p.unit_cores}
 
@@ -416,19 +422,28 @@ class Simulation:
         return self.thermal.cost_now(cost) if self.thermal is not None else cost
 
     def best_shards(self, inst: int, most: int) -> int:
-        """The number of shards, up to ``most``, with the shortest uncontended time for op
-        instance ``inst``, a job boundary it would need that way included (:mod:`hwsim.sim.jobs`)."""
-        double_buffer, jobs, i = self.options.double_buffer, self.jobs, inst % self.n_ops
-        best, best_t = 1, op_time_ns(self.plan.cost[i], double_buffer)
+        """The number of shards, up to ``most``, op instance ``inst`` runs as: ``most`` on a unit
+        whose ``split_cores`` is ``all`` (one where the op does not split so; a fused op aside),
+        else the count with the shortest time alone (:meth:`shared_time_ns`), a job boundary it
+        would need that way included (:mod:`hwsim.sim.jobs`)."""
+        jobs, i = self.jobs, inst % self.n_ops
+        if self._split_all[i]:
+            return most if self.shard_cost(i, most) is not None else 1
+        best, best_t = 1, self.shared_time_ns(i, self.plan.cost[i], 1)
         if jobs is not None:
             best_t += jobs.barrier_ns(inst, 1)
         for k in range(2, most + 1):
             c = self.shard_cost(i, k)
             if c is not None:
-                t = op_time_ns(c, double_buffer) + (jobs.barrier_ns(inst, k) if jobs is not None else 0.0)
+                t = self.shared_time_ns(i, c, k) + (jobs.barrier_ns(inst, k) if jobs is not None else 0.0)
                 if t < best_t:
                     best, best_t = k, t
         return best
+
+    def shared_time_ns(self, i: int, cost: OpCost, shards: int) -> float:
+        """:func:`~hwsim.sim.blocks.shared_time_ns` of op ``i`` run as ``shards`` shards of ``cost``."""
+        uses = stream_uses(cost, self.plan.memory[i])
+        return shared_time_ns(cost, shards, uses, self.plan.capacity_bytes_per_ps, self.options.double_buffer)
 
     def start_ops(self) -> None:
         """Start every op that can start now on the cores that may have changed."""

@@ -169,7 +169,7 @@ class TestTypos:
         assert str(info.value) == (
             "--set dsp.sram_kb=64: no field 'sram_kb' (did you mean sram_kib? fields: active_w, "
             "clock_mhz, core_mode, cores, domain, efficiency, flops_per_cycle, fuses, idle_w, kind, "
-            "mem_bandwidth_gbps, name, op_overhead_ns, split_ops, split_overhead_ns, sram_kib, "
+            "mem_bandwidth_gbps, name, op_overhead_ns, split_cores, split_ops, split_overhead_ns, sram_kib, "
             "supported_ops, unsupported_ops)"
         )
 

@@ -281,6 +281,8 @@ def _rounds(s: Search, start: Record, incumbent: Record, left_now: Callable[[], 
             proposed.add((op, queues[op][0]))
             c = _next_new(s, incumbent, op, queues, tried, pending)
             if c is not None:
+                if op in (done := c.mapping()):  # simulated with inert fusion knobs left out: that one is tried too
+                    proposed.add((op, done[op]))
                 op_of[c.key] = op
                 cands.append(c)
         recs = s.run_round("kernel", cands, incumbent.outcome.latency_ms)

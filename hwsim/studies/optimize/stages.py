@@ -17,9 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from chips.units import PS_PER_NS
 from cost_models.base import applicable_knobs, model_for
 from cost_models.mapping import OpMapping, choices, legality
+from hwsim.sim.blocks import shared_time_ns, stream_uses
 from hwsim.sim.plan import memory_capacity, memory_of
 from hwsim.sim.splitting import shard_cost
 from hwsim.studies.optimize.evaluate import Candidate, apply_transforms
@@ -130,20 +130,14 @@ def fusable_ops(graph: ModelGraph, chip: Chip, table: CostTable) -> frozenset[st
 
 def split_latency_ns(shard: OpCost, unit: Unit, chip: Chip, cores: int) -> float:
     """Latency in ns of an op run as ``cores`` identical shards of cost ``shard`` at once on
-    ``unit``: the shard's own, unless the shards' traffic together takes longer through the
-    memory they all stream through (the engine shares a memory's bandwidth among the flows on
-    it, :class:`hwsim.sim.resources.SharedBandwidth`): ``cores x`` the shard's DRAM bytes over
-    that memory's bandwidth (:func:`hwsim.sim.plan.memory_capacity`), plus the overhead.
+    ``unit``, its shards sharing the bandwidth of the memories they stream through, as the
+    engine chooses a split (:func:`hwsim.sim.blocks.shared_time_ns`).
 
     A weight-bound layer split three ways reads its weights three times through one DRAM: its
     shards' own latency hides that, this does not.
     """
-    memory = memory_of(chip, unit.domain)
-    bytes_per_ns = memory_capacity(chip)[memory] * PS_PER_NS
-    if bytes_per_ns <= 0:
-        return shard.latency_ns
-    shared_ns = cores * shard.dram_bytes / bytes_per_ns
-    return max(shard.compute_ns, shard.memory_ns, shared_ns) + shard.overhead_ns
+    uses = stream_uses(shard, memory_of(chip, unit.domain))
+    return shared_time_ns(shard, cores, uses, memory_capacity(chip))
 
 
 def predicted_ns(op: Op, chip: Chip, table: CostTable, mapping: OpMapping) -> float:

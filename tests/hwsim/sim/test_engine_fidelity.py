@@ -278,6 +278,39 @@ class TestSplit:
             == ()
         )
 
+    def test_split_cores_all_takes_every_idle_core_even_where_one_is_faster(self):
+        data = _npu_chip(split_overhead_ns=1e6).model_dump()
+        data["units"][-1]["split_cores"] = "all"
+        chip = chip_from_dict(data)
+        g = _matmuls()
+        table = cost_table(g, chip, "int8")
+        rec = simulate(g, chip, table, fixed_schedule(g, chip, table, {"mm0": ("npu", 0)})).ops[0]
+        assert rec.all_cores == (0, 1, 2)  # what RKNN's multi-core mode does, the overhead notwithstanding
+        one_way = _matmuls(m=2)  # two rows: no three-way split, so one core, as RKNN falls back
+        table = cost_table(one_way, chip, "int8")
+        s = fixed_schedule(one_way, chip, table, {"mm0": ("npu", 0)})
+        assert simulate(one_way, chip, table, s).ops[0].all_cores == (0,)
+
+    def test_fastest_split_counts_the_dram_its_shards_share(self):
+        """Every shard reads all the weights: a weight-heavy op split 16 ways streams 16 copies
+        through one DRAM. The chosen split is the fastest as the engine then runs it, and more
+        cores never make the op slower."""
+        big = Tensor("x", (1, 64, 2048), "float32")
+        w = Tensor("w", (2048, 2048), "float32", is_weight=True)
+        g = graph_from_ops("wide", [big], [("mm0", "MatMul", [big, w], [Tensor("y", (1, 64, 2048), "float32")])])
+        times = []
+        for cores in (1, 2, 4, 8, 16):
+            chip = _npu_chip(cores=cores, split_overhead_ns=0.0)
+            table = cost_table(g, chip, "int8")
+            s = fixed_schedule(g, chip, table, {"mm0": ("npu", 0)})
+            rec = simulate(g, chip, table, s).ops[0]
+            times.append(rec.duration_ps)
+            if cores == 16:
+                every = simulate(g, chip, table, _with_cores(s, {"mm0": 16})).ops[0]
+                assert len(rec.all_cores) < 16  # 16 copies of the weights would wait on the DRAM
+                assert every.stretch_ps > 0 and rec.duration_ps < every.duration_ps
+        assert times == sorted(times, reverse=True) and times[-1] < times[0]
+
     def test_ready_work_on_other_cores_is_not_displaced(self):
         chip = _npu_chip()
         g = _matmuls(2)

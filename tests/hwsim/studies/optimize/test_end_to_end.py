@@ -158,8 +158,8 @@ def test_with_transfer_stage_1_proposes_what_a_cold_search_proposes_and_trial_1_
     _optimize(tmp_path, "rk3588", source, "source", "--budget", "24", model=MOBILENET)
     rk = load_chip("rk3588")
     npu = next(u for u in rk.units if u.kind == "npu")
-    variant = override(rk, [f"npu.sram_kib={npu.sram_kib // 2}"])  # type: ignore[attr-defined]
-    chip_file = tmp_path / "rk3588_sram05.yaml"
+    variant = override(rk, [f"npu.clock_mhz={npu.clock_mhz * 1.25:g}"])
+    chip_file = tmp_path / "rk3588_npu_clock125.yaml"
     chip_file.write_text(yaml.safe_dump(variant.model_dump(mode="json", exclude_none=True), sort_keys=False))
     shutil.copyfile(source, tmp_path / "cold.sqlite")
     _optimize(tmp_path, str(chip_file), tmp_path / "cold.sqlite", "cold", "--budget", "24", model=MOBILENET)
