@@ -18,6 +18,7 @@ from hwsim.studies.optimize.prior import Prior
 from hwsim.studies.optimize.search import Record, Search, SearchResult
 from hwsim.studies.optimize.stages import (
     SignatureContext,
+    core_masks,
     fusable_ops,
     predicted_ns,
     propose_graphs,
@@ -256,7 +257,26 @@ def kernel_on_graph(s: Search, start: Record, cap: int, mappings: Sequence[dict[
     incumbent = _transfer(s, start, mappings, s.budget.kernel_left(cap)) if mappings else start
     here = [r for r in s.result.records if r.stage == "kernel" and r.candidate.transforms == start.candidate.transforms]
     incumbent = min([incumbent, *here], key=Record.rank)  # none without transfer: a graph is searched once
+    incumbent = _core_mask_round(s, incumbent, cap - (s.budget.used - spent))
     return _rounds(s, start, incumbent, lambda: s.budget.kernel_left(cap - (s.budget.used - spent)))
+
+
+def _core_mask_round(s: Search, incumbent: Record, cap: int) -> Record:
+    """Once a search, on the first graph stage 2 takes: ``incumbent`` with each whole-unit core
+    count (:func:`~hwsim.studies.optimize.stages.core_masks`) in one round; the best becomes the
+    incumbent where it is better."""
+    view = None if s.core_masks_tried else s.fusion_view(incumbent)  # a reused trial: simulated again
+    if view is None:
+        return incumbent
+    s.core_masks_tried = True
+    graph, table = s.graph_and_table(incumbent.candidate.transforms)
+    masks = core_masks(graph, s.inputs.chip, table, view[0], incumbent.candidate.signature_dict())
+    cands = [Candidate.of(incumbent.candidate.transforms, m) for m in masks]
+    cands = [c for c in cands if c.key not in {r.candidate.key for r in s.result.records}]
+    if not cands or s.budget.kernel_left(cap) < len(cands):
+        return incumbent
+    recs = s.run_round("kernel", cands, incumbent.outcome.latency_ms)
+    return min([incumbent, *(r for r in recs if _better(r, incumbent))], key=Record.rank)
 
 
 def _rounds(s: Search, start: Record, incumbent: Record, left_now: Callable[[], int], rounds: int | None = None,

@@ -178,6 +178,8 @@ class Search:
         self.views: dict[str, tuple[dict[str, str], list[dict[str, str]]]] = {}
         #: Per graph (transform sequence), the (op, signature) pairs stage 2 has proposed.
         self.proposed: dict[tuple[str, ...], set[tuple[str, OpMapping]]] = {}
+        #: Whether stage 2 has tried the whole-unit core counts (once a search).
+        self.core_masks_tried = False
 
     def graph_and_table(self, transforms: tuple[str, ...]) -> tuple[ModelGraph, CostTable]:
         """The graph rewritten by ``transforms`` (a sequence proposed before) and its cost table."""

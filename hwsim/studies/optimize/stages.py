@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from cost_models.base import applicable_knobs, model_for
 from cost_models.mapping import OpMapping, choices, legality
 from hwsim.sim.blocks import shared_time_ns, stream_uses
-from hwsim.sim.plan import memory_capacity, memory_of
+from hwsim.sim.plan import memory_capacity, memory_of, splits
 from hwsim.sim.splitting import shard_cost
 from hwsim.studies.optimize.evaluate import Candidate, apply_transforms
 from hwsim.studies.optimize.features import op_features
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from graph_ir.ir import ModelGraph, Op
     from hwsim.studies.optimize.prior import Prior
 
-__all__ = ["GraphProposal", "SignatureContext", "fusable_ops", "predicted_ns", "propose_graphs", "screened", "signature_pool", "signature_queue", "split_latency_ns", "top_ops"]
+__all__ = ["GraphProposal", "SignatureContext", "core_masks", "fusable_ops", "predicted_ns", "propose_graphs", "screened", "signature_pool", "signature_queue", "split_latency_ns", "top_ops"]
 
 #: Legal signatures considered per op at most (sampled when the knobs allow more).
 POOL_CAP = 256
@@ -138,6 +138,30 @@ def split_latency_ns(shard: OpCost, unit: Unit, chip: Chip, cores: int) -> float
     """
     uses = stream_uses(shard, memory_of(chip, unit.domain))
     return shared_time_ns(shard, cores, uses, memory_capacity(chip))
+
+
+def core_masks(graph: ModelGraph, chip: Chip, table: CostTable, placement: Mapping[str, str],
+               signatures: Mapping[str, Mapping[str, object]]) -> list[dict[str, dict[str, object]]]:  # fmt: skip
+    """The whole-unit core counts to try: for each unit that splits ops over several cores, and
+    each count ``k`` it would not take by itself (below its cores; its cores too where it chooses
+    per layer, ``split_cores: fastest``), ``signatures`` with every op ``placement`` puts on it
+    that splits there run on ``k`` cores (pinned to the unit where ``k > 1``; other knobs kept;
+    ops that cannot split so left as they are). What a deployment chooses once for a model, RKNN's core mask: a per-op round
+    cannot reach it where moving one layer alone ends a job on each side of it."""
+    out: list[dict[str, dict[str, object]]] = []
+    for unit in chip.units:
+        ops = [op for op, u in placement.items() if u == unit.name and splits(graph.op(op).op_type, unit)]
+        counts = range(1, unit.cores + (unit.split_cores == "fastest"))
+        for k in counts if ops else ():
+            sigs = {op: dict(v) for op, v in signatures.items()}
+            for op in ops:
+                pin = {"unit": unit.name} if k > 1 else {}  # a split needs the unit pinned (legality)
+                m = OpMapping.from_dict({**sigs.get(op, {}), "cores": k, **pin})
+                if legality(graph.op(op), chip, table, m) is None:
+                    sigs[op] = m.as_dict()
+            if sigs != signatures:
+                out.append(sigs)
+    return out
 
 
 def predicted_ns(op: Op, chip: Chip, table: CostTable, mapping: OpMapping) -> float:

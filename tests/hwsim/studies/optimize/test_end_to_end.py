@@ -176,7 +176,7 @@ def test_with_transfer_stage_1_proposes_what_a_cold_search_proposes_and_trial_1_
     changes = [_change(warm, r) for r in warm if r["stage"] == "kernel" and r["transforms"] == []]
     ones = [c for c in changes if c is not None]
     in_refine = [c for r in refine if (c := _change(warm, r)) is not None]
-    assert len(in_refine) >= 4 and len({op for op, _ in in_refine}) == len(in_refine)  # one round: each op once
+    assert len(in_refine) >= 2 and len({op for op, _ in in_refine}) == len(in_refine)  # one round: each op once
     assert len(set(ones)) == len(ones)  # no op's signature proposed twice on the graph
 
 
@@ -188,3 +188,23 @@ def _change(rows: list[dict[str, object]], row: dict[str, object]) -> tuple[str,
     sigs: dict[str, object] = row["signatures"]  # type: ignore[assignment]
     changed = [op for op in {*held, *sigs} if held.get(op) != sigs.get(op)]
     return (changed[0], json.dumps(sigs.get(changed[0]), sort_keys=True)) if len(changed) == 1 else None
+
+
+def test_a_core_mask_for_the_whole_npu_is_tried_once_and_can_win(tmp_path: Path) -> None:
+    """The RK3588 splits every layer it can over its three NPU cores (``split_cores: all``);
+    MobileNetV2's depthwise layers lose by it, and one layer moved alone to one core ends a job
+    on each side of it. The whole unit on 1 core, then on 2 (RKNN's core masks), is one round
+    of stage 2 on its first graph, and one core for all beats the default."""
+    _optimize(tmp_path, "rk3588", tmp_path / "e.sqlite", "out", "--budget", "8", model=MOBILENET)
+    rows = _log(tmp_path / "out")
+    masks = {}
+    for r in rows:
+        sigs: dict[str, dict[str, object]] = r["signatures"]  # type: ignore[assignment]
+        cores = {s.get("cores") for s in sigs.values()}
+        if len(sigs) > 50 and len(cores) == 1:  # every split op of the NPU at one count
+            masks[cores.pop()] = r
+    assert set(masks) == {1, 2}
+    assert all(r["stage"] == "kernel" and r["transforms"] == [] for r in masks.values())
+    assert masks[1]["latency_ms"] < rows[0]["latency_ms"] < masks[2]["latency_ms"]  # type: ignore[operator]
+    pinned: dict[str, dict[str, object]] = masks[2]["signatures"]  # type: ignore[assignment]
+    assert all(s.get("unit") == "npu" for s in pinned.values())  # a split is legal only pinned

@@ -207,7 +207,8 @@ def test_a_search_without_transfer_proposes_the_pinned_trial_sequence(tmp_path: 
     candidate (transforms and signatures, by key), in order, as recorded before transfer's
     first candidate became the source chips' bests made one. A change of the search itself
     (not of ``--transfer-from``) shows here; re-pin it only on purpose (last: 2026-12-04, the
-    RK3588's NPU splitting every layer over its cores, ``split_cores: all``)."""
+    RK3588's NPU splitting every layer over its cores, ``split_cores: all``, and stage 2's
+    whole-unit core counts)."""
     import hashlib
 
     out = tmp_path / "out"
@@ -217,5 +218,5 @@ def test_a_search_without_transfer_proposes_the_pinned_trial_sequence(tmp_path: 
     rows = _log(out)
     sequence = json.dumps([[r["stage"], r["candidate_key"]] for r in rows])
     assert len(rows) == 24
-    assert hashlib.sha256(sequence.encode()).hexdigest() == "a2e3fbefd76ad1aaf976a6bd9318a064a95d68ba79e87481fd8391933b29c04e"
+    assert hashlib.sha256(sequence.encode()).hexdigest() == "3d3e1342695abd1d836336e6f50d76b2bd3e615538b49413536bbb08c08c9da4"
     assert min(float(r["objective"]) for r in rows) == pytest.approx(11.032487, abs=1e-6)  # type: ignore[arg-type]
