@@ -11,6 +11,8 @@ import itertools
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from chips import chip_from_dict
 from cost_models import cost_table
@@ -664,3 +666,24 @@ class TestStreamReports:
         assert json.loads((tmp_path / "a" / "summary.json").read_text())["frame_order"] == "frame-major"
         assert main([*args, str(tmp_path / "b"), "--frame-order", "zigzag"]) == 2
         assert "--frame-order" in capsys.readouterr().err and not (tmp_path / "b").exists()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    m=st.integers(1, 200), k=st.sampled_from([64, 256, 1024, 2048]), n=st.sampled_from([32, 256, 1024, 2048]),
+    cores=st.integers(1, 8), dram=st.sampled_from([5.0, 20.0, 100.0]),
+)
+def test_a_lone_op_is_never_slower_on_more_cores(m: int, k: int, n: int, cores: int, dram: float) -> None:
+    """``split_cores: fastest`` takes the count that runs an op soonest with its shards sharing
+    the DRAM, so a unit with more cores runs a lone splittable op no slower (a ps of rounding)."""
+    x = Tensor("x", (1, m, k), "float32")
+    w = Tensor("w", (k, n), "float32", is_weight=True)
+    g = graph_from_ops("one", [x], [("mm0", "MatMul", [x, w], [Tensor("y", (1, m, n), "float32")])])
+    times = []
+    for c in (cores, 2 * cores):
+        data = _npu_chip(cores=c, split_overhead_ns=0.0).model_dump()
+        data["dram"]["bandwidth_gbps"] = dram
+        chip = chip_from_dict(data)
+        table = cost_table(g, chip, "int8")
+        times.append(simulate(g, chip, table, fixed_schedule(g, chip, table, {"mm0": ("npu", 0)})).makespan_ps)
+    assert times[1] <= times[0] + 2
