@@ -271,8 +271,8 @@ def _core_mask_round(s: Search, incumbent: Record, cap: int) -> Record:
     s.core_masks_tried = True
     graph, table = s.graph_and_table(incumbent.candidate.transforms)
     masks = core_masks(graph, s.inputs.chip, table, view[0], incumbent.candidate.signature_dict())
-    cands = [Candidate.of(incumbent.candidate.transforms, m) for m in masks]
-    cands = [c for c in cands if c.key not in {r.candidate.key for r in s.result.records}]
+    seen = {r.candidate.key for r in s.result.records}
+    cands = [c for m in masks if (c := Candidate.of(incumbent.candidate.transforms, m)).key not in seen]
     if not cands or s.budget.kernel_left(cap) < len(cands):
         return incumbent
     recs = s.run_round("kernel", cands, incumbent.outcome.latency_ms)

@@ -146,8 +146,9 @@ def core_masks(graph: ModelGraph, chip: Chip, table: CostTable, placement: Mappi
     each count ``k`` it would not take by itself (below its cores; its cores too where it chooses
     per layer, ``split_cores: fastest``), ``signatures`` with every op ``placement`` puts on it
     that splits there run on ``k`` cores (pinned to the unit where ``k > 1``; other knobs kept;
-    ops that cannot split so left as they are). What a deployment chooses once for a model, RKNN's core mask: a per-op round
-    cannot reach it where moving one layer alone ends a job on each side of it."""
+    ops that cannot split so left as they are). What a deployment chooses once for a model,
+    RKNN's core mask: a per-op round cannot reach it where moving one layer alone ends a job on
+    each side of it."""
     out: list[dict[str, dict[str, object]]] = []
     for unit in chip.units:
         ops = [op for op, u in placement.items() if u == unit.name and splits(graph.op(op).op_type, unit)]
