@@ -594,6 +594,12 @@ class CpuUnit(Unit):
         "integer GEMM packs at run time (a constant one is packed once, at load), measured by `hwsim fingerprint`. "
         "None: not costed.",
     )
+    int8_conv_call_ns: PositiveFloat | None = Field(
+        None,
+        description="Fixed time of one QLinearConv call beside its per-pixel costs, MACs and requantization (the "
+        "indirection buffer and kernel set-up; measured by `hwsim fingerprint` from the same conv over two planes). "
+        "None: not costed (folded into int8_conv_pixel_ns, as before it was measured).",
+    )
     int8_conv_pixel_ns: PositiveFloat | None = Field(
         None,
         description="Fixed time per output pixel of MLAS's symmetric (indirect) int8 conv kernel, beside its MACs "
@@ -646,7 +652,7 @@ class CpuUnit(Unit):
     #: :func:`hwsim.report.provenance.chip_sha256`) as it did before they existed.
     omitted_when_unset: ClassVar[tuple[str, ...]] = (
         "gemv_gbps", "gemv_far_gbps", "fft_butterfly_ns", "fft_point_ns", "parallel_section_ns",
-        "recurrent_section_ns", "run_footprint_kib", "requant_ns", "int8_pack_ns", "int8_conv_pixel_ns",
+        "recurrent_section_ns", "run_footprint_kib", "requant_ns", "int8_pack_ns", "int8_conv_call_ns", "int8_conv_pixel_ns",
         "int8_im2col_pixel_ns", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps",
         "softmax_denormal_ns", "nchwc_one_block_efficiency", "norm_row_ns",
     )

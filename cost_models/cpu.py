@@ -530,7 +530,9 @@ def integer_conv_ns(op: Op, unit: CpuUnit, dtype: Dtype) -> tuple[float, str]:
       channels x kernel window bytes) exceeds L1, each 6-pixel call streams it from L2: its MACs
       at ``int8_conv_l2_mac_ps`` (96-256 channels: 2.6-2.9 ps a MAC where 48-64 took 2.2);
     - on im2col and an integer GEMM: ``int8_im2col_pixel_ns`` per output pixel (a 3-channel stem:
-      18-20 ns a pixel where its MACs take 3).
+      18-20 ns a pixel where its MACs take 3);
+    - on either path, ``int8_conv_call_ns`` once per call, whatever the pixels (about 0.95 us on an
+      AMD EPYC: a 16 -> 16 conv took 5.9 us at 16 x 16 and 76.2 us at 64 x 64).
 
     >>> from graph_ir.ir import Tensor
     >>> from chips.schema import CpuUnit
@@ -548,15 +550,16 @@ def integer_conv_ns(op: Op, unit: CpuUnit, dtype: Dtype) -> tuple[float, str]:
     if gemm is None:
         return 0.0, ""
     pixels = gemm.batch * gemm.m
+    call = unit.int8_conv_call_ns or 0.0
     if sym and unit.int8_conv_pixel_ns:
         padded = math.ceil(gemm.n / CONV_SYM_OUTPUT_PACK) * CONV_SYM_OUTPUT_PACK / gemm.n
         macs_ns = _compute_ns(op, unit, dtype)
         filter_bytes = min(gemm.n, CONV_SYM_KERNEL_CHANNELS) * gemm.k
         if unit.int8_conv_l2_mac_ps and filter_bytes > unit.l1_kib * 1024 and op.macs:
             macs_ns = max(macs_ns, op.macs * unit.int8_conv_l2_mac_ps / 1e3)
-        return pixels * unit.int8_conv_pixel_ns + padded * macs_ns - _compute_ns(op, unit, dtype), "indirect conv"
+        return call + pixels * unit.int8_conv_pixel_ns + padded * macs_ns - _compute_ns(op, unit, dtype), "indirect conv"
     if not sym and unit.int8_im2col_pixel_ns:
-        return pixels * unit.int8_im2col_pixel_ns, "im2col"
+        return call + pixels * unit.int8_im2col_pixel_ns, "im2col"
     return 0.0, ""
 
 

@@ -29,6 +29,9 @@ from hwsim.host.measure import profile_nodes
 __all__ = [
     "ATTENTION_MATMUL",
     "ATTENTION_PROBE",
+    "CONV_CALL_CHAINS",
+    "CONV_CALL_CHANNELS",
+    "CONV_CALL_PROBES",
     "CONV_PROBE",
     "DEEP_CONV",
     "DEEP_CONV_PROBE",
@@ -43,6 +46,9 @@ __all__ = [
     "NARROW_CONV_PROBES",
     "SHORT_MATMUL",
     "attention_probe",
+    "conv_call_from",
+    "conv_call_times",
+    "conv_chain_probe",
     "conv_l2_mac_from",
     "conv_pixel_from",
     "conv_probe",
@@ -96,8 +102,18 @@ DEEP_CONV_PROBE = (256, 64)
 #: the weight stream's rate from the two (:func:`gemv_call_from`).
 GEMV_PROBES: Mapping[str, int] = {"qgemm_gemv_small_probe_ns": 64, "qgemm_gemv_large_probe_ns": 512}
 GEMV_LAYERS = 4
+#: Per-call conv probes by their time's key: the side of the plane a chain of
+#: :data:`CONV_CALL_CHANNELS` -> :data:`CONV_CALL_CHANNELS` 3x3 QLinearConvs runs over, timed in whole
+#: runs (:func:`conv_call_times`): the time one call takes whatever its pixels, from the two
+#: (:func:`conv_call_from`).
+CONV_CALL_PROBES: Mapping[str, int] = {"qlinear_conv_call_small_probe_ns": 16, "qlinear_conv_call_large_probe_ns": 40}
+CONV_CALL_CHANNELS = 16
+#: The chain lengths whose difference is :data:`CONV_CALL_LAYERS` convs (the layout transposes
+#: around a chain cancel).
+CONV_CALL_CHAINS = (1, 5)
 #: Every probe time's key (none is a chip field).
-INT8_PROBES = frozenset((*INT8_RATES.values(), SHORT_MATMUL, ATTENTION_MATMUL, *NARROW_CONV_PROBES, DEEP_CONV, *GEMV_PROBES))
+INT8_PROBES = frozenset((*INT8_RATES.values(), SHORT_MATMUL, ATTENTION_MATMUL, *NARROW_CONV_PROBES, DEEP_CONV, *GEMV_PROBES,
+                         *CONV_CALL_PROBES))  # fmt: skip
 
 
 def _qdq(name: str, scale: float, zero: int, dtype: int) -> list[onnx.TensorProto]:
@@ -196,6 +212,65 @@ def gemv_call_times(rounds: int = 3) -> dict[str, float]:
     return {k: (best[(n, GEMV_LAYERS)] - best[(n, 0)]) / GEMV_LAYERS for k, n in GEMV_PROBES.items()}
 
 
+def conv_chain_probe(side: int, layers: int) -> onnx.ModelProto:
+    """x -> Q/DQ -> ``layers`` x (3x3 Conv of :data:`CONV_CALL_CHANNELS` channels, per-channel int8
+    weights -> Q/DQ) over a ``side`` x ``side`` plane: ``QuantizeLinear``, ``Transpose``, ``layers``
+    x ``QLinearConv`` on MLAS's symmetric kernel, ``Transpose``, ``DequantizeLinear``."""
+    c, u8 = CONV_CALL_CHANNELS, TensorProto.UINT8
+    inits, nodes, x = [*_qdq("x", 0.02, 128, u8)], _act("x", "h0", "x"), "h0"
+    for i in range(layers):
+        w_inits, dq_w = _quantized_weight(f"w{i}", (c, c, 3, 3), 0)
+        inits += [*w_inits, *_qdq(f"c{i}", 0.05, 128, u8)]
+        nodes += [dq_w, helper.make_node("Conv", [x, f"w{i}"], [f"conv{i}"], name=f"conv{i}", pads=[1, 1, 1, 1]),
+                  *_act(f"conv{i}", f"h{i + 1}", f"c{i}")]  # fmt: skip
+        x = f"h{i + 1}"
+    return _model(nodes, [1, c, side, side], x, inits)
+
+
+def conv_call_times(rounds: int = 3) -> dict[str, float]:
+    """What one QLinearConv adds to a timed run, ns, per :data:`CONV_CALL_PROBES` key: the
+    longer chain of :data:`CONV_CALL_CHAINS` less the shorter, over their difference; the 10th
+    percentile of 200 runs, the sessions interleaved over ``rounds`` rounds and the best round
+    kept (as :func:`gemv_call_times`). Timed, not profiled: the profiler counts whole
+    microseconds, and the per-call cost is about one. About 0.3 s on an AMD EPYC."""
+    from functools import partial
+
+    from hwsim.host.measure import low_quantile, make_session, time_call
+
+    rng = np.random.default_rng(1)
+    c = CONV_CALL_CHANNELS
+    sessions = {(side, n): (make_session(conv_chain_probe(side, n)), {"x": rng.standard_normal((1, c, side, side)).astype(np.float32)})
+                for side in CONV_CALL_PROBES.values() for n in CONV_CALL_CHAINS}  # fmt: skip
+    best = dict.fromkeys(sessions, float("inf"))
+    for _ in range(rounds):
+        for key, (sess, feeds) in sessions.items():
+            t = time_call(partial(sess.run, None, feeds), runs=200, warmup=20)
+            best[key] = min(best[key], low_quantile(t.samples_ns, 0.1))
+    short, long = CONV_CALL_CHAINS
+    return {k: (best[(side, long)] - best[(side, short)]) / (long - short) for k, side in CONV_CALL_PROBES.items()}
+
+
+def conv_call_from(rates: Mapping[str, float], kernel_ns: float) -> float | None:
+    """``int8_conv_call_ns`` (:func:`cost_models.cpu.integer_conv_ns`): the time a QLinearConv
+    call takes whatever its pixels, from the two per-call times of :func:`conv_call_times` (the
+    same conv over two planes: their difference is per-pixel work only) less the dispatch
+    ``kernel_ns``. On an AMD EPYC about 0.95 us (16 -> 16 channels: 5.9 us at 16 x 16, 30.3 at
+    40 x 40, 76.2 at 64 x 64, each within 1 % of that line); a figure per pixel fitted on one
+    plane had folded it in, and priced 64 x 64 planes 9 % slow and 16 x 16 ones 14 % fast. None
+    when a time is missing or the figure is not positive.
+
+    >>> r = {"qlinear_conv_call_small_probe_ns": 270 + 950 + 256 * 18.0, "qlinear_conv_call_large_probe_ns": 270 + 950 + 1600 * 18.0}
+    >>> round(conv_call_from(r, 270.0), 3)
+    950.0
+    """
+    if not CONV_CALL_PROBES.keys() <= rates.keys():
+        return None
+    (small_key, small), (large_key, large) = sorted(CONV_CALL_PROBES.items(), key=lambda kv: kv[1])
+    per_pixel = (rates[large_key] - rates[small_key]) / (large * large - small * small)
+    call_ns = rates[small_key] - kernel_ns - per_pixel * small * small
+    return call_ns if per_pixel > 0 and call_ns > 0 else None
+
+
 def matmul_probe(k: int = MATMUL_PROBE_K[1]) -> onnx.ModelProto:
     """x -> Q/DQ -> MatMul (per-tensor int8 weights) -> Q/DQ: ``QuantizeLinear``,
     ``QLinearMatMul``, ``DequantizeLinear`` (:data:`MATMUL_PROBE`, reduction length ``k``)."""
@@ -291,40 +366,42 @@ def _conv_macs(cin: int, cout: int) -> tuple[int, int]:
     return pixels, pixels * cout * cin * 9
 
 
-def _conv_line(rates: Mapping[str, float], requant_ns: float) -> tuple[float, float] | None:
+def _conv_line(rates: Mapping[str, float], requant_ns: float, call_ns: float = 0.0) -> tuple[float, float] | None:
     """(ns per output pixel, ns per MAC) of MLAS's symmetric conv kernel from the 64- and 8-channel
-    probes, their requantization taken off; None when either is missing or a figure is not positive."""
+    probes, their requantization and the per-call cost ``call_ns`` taken off; None when either is
+    missing or a figure is not positive."""
     wide_key = INT8_RATES["QLinearConv"]
     if wide_key not in rates or NARROW_CONV not in rates:
         return None
     pixels, wide = _conv_macs(CONV_PROBE[0], CONV_PROBE[0])
     cin, cout = NARROW_CONV_PROBES[NARROW_CONV]
     _, narrow = _conv_macs(cin, cout)
-    t_wide = rates[wide_key] - requant_ns * pixels * CONV_PROBE[0]
-    t_narrow = rates[NARROW_CONV] - requant_ns * pixels * cout
+    t_wide = rates[wide_key] - requant_ns * pixels * CONV_PROBE[0] - call_ns
+    t_narrow = rates[NARROW_CONV] - requant_ns * pixels * cout - call_ns
     per_mac = (t_wide - t_narrow) / (wide - narrow)
     per_pixel = (t_narrow - per_mac * narrow) / pixels
     return (per_pixel, per_mac) if per_pixel > 0 and per_mac > 0 else None
 
 
-def conv_pixel_from(rates: Mapping[str, float], requant_ns: float) -> float | None:
+def conv_pixel_from(rates: Mapping[str, float], requant_ns: float, call_ns: float = 0.0) -> float | None:
     """``int8_conv_pixel_ns`` (:func:`cost_models.cpu.integer_conv_ns`): the fixed time per output
     pixel of MLAS's symmetric conv kernel. The 64 -> 64 and the 8 -> 16 probe run the same kernel on
     the same plane, so, with ``requant_ns`` per output taken off, their difference is MACs only:
     ``ns per MAC = (t_wide - t_narrow) / (MACs_wide - MACs_narrow)``, and the narrow one's rest over
     its pixels is the cost per pixel (on the CI Xeon a 4 -> 16 conv ran at a sixth of the 64-channel
-    one's rate per MAC, 32 -> 32 at 0.9 of it: 6-7 ns per pixel beside 2.1 ps per MAC). None when a
-    probe is missing or a figure is not positive.
+    one's rate per MAC, 32 -> 32 at 0.9 of it: 6-7 ns per pixel beside 2.1 ps per MAC), each probe's
+    per-call cost ``call_ns`` (:func:`conv_call_from`) taken off first. None when a probe is missing
+    or a figure is not positive.
 
     >>> r = {INT8_RATES["QLinearConv"]: 1600 * (6.0 + 36864 * 0.002 + 64 * 0.4), NARROW_CONV: 1600 * (6.0 + 1152 * 0.002 + 16 * 0.4)}
     >>> round(conv_pixel_from(r, 0.4), 3)
     6.0
     """
-    line = _conv_line(rates, requant_ns)
+    line = _conv_line(rates, requant_ns, call_ns)
     return line[0] if line is not None else None
 
 
-def im2col_pixel_from(rates: Mapping[str, float], requant_ns: float) -> float | None:
+def im2col_pixel_from(rates: Mapping[str, float], requant_ns: float, call_ns: float = 0.0) -> float | None:
     """``int8_im2col_pixel_ns`` (:func:`cost_models.cpu.integer_conv_ns`): the time per output pixel
     of a conv MLAS's symmetric kernel does not take (3 -> 16 channels: im2col of 27 bytes a pixel,
     then a GEMM of N = 16), beside its MACs at the symmetric kernel's rate (:func:`conv_pixel_from`)
@@ -335,16 +412,16 @@ def im2col_pixel_from(rates: Mapping[str, float], requant_ns: float) -> float | 
     >>> round(im2col_pixel_from(r, 0.4), 3)
     18.0
     """
-    line = _conv_line(rates, requant_ns)
+    line = _conv_line(rates, requant_ns, call_ns)
     if line is None or IM2COL_CONV not in rates:
         return None
     cin, cout = NARROW_CONV_PROBES[IM2COL_CONV]
     pixels, macs = _conv_macs(cin, cout)
-    per_pixel = (rates[IM2COL_CONV] - requant_ns * pixels * cout - line[1] * macs) / pixels
+    per_pixel = (rates[IM2COL_CONV] - call_ns - requant_ns * pixels * cout - line[1] * macs) / pixels
     return per_pixel if per_pixel > 0 else None
 
 
-def conv_l2_mac_from(rates: Mapping[str, float], requant_ns: float) -> float | None:
+def conv_l2_mac_from(rates: Mapping[str, float], requant_ns: float, call_ns: float = 0.0) -> float | None:
     """``int8_conv_l2_mac_ps`` (:func:`cost_models.cpu.integer_conv_ns`): ps per MAC of MLAS's
     symmetric conv kernel when the filter one call reads exceeds L1, from the 256 -> 64 probe
     (:data:`DEEP_CONV_PROBE`) less its per-pixel cost (:func:`conv_pixel_from`) and ``requant_ns``
@@ -355,12 +432,12 @@ def conv_l2_mac_from(rates: Mapping[str, float], requant_ns: float) -> float | N
     >>> round(conv_l2_mac_from(r, 0.4), 3)
     2.7
     """
-    line = _conv_line(rates, requant_ns)
+    line = _conv_line(rates, requant_ns, call_ns)
     if line is None or DEEP_CONV not in rates:
         return None
     cin, cout = DEEP_CONV_PROBE
     pixels, macs = _conv_macs(cin, cout)
-    per_mac_ps = (rates[DEEP_CONV] - requant_ns * pixels * cout - line[0] * pixels) / macs * 1e3
+    per_mac_ps = (rates[DEEP_CONV] - call_ns - requant_ns * pixels * cout - line[0] * pixels) / macs * 1e3
     return per_mac_ps if per_mac_ps > 0 else None
 
 

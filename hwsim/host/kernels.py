@@ -43,6 +43,8 @@ from graph_ir.ir import Op, Tensor
 from graph_ir.op_metrics import metrics
 from hwsim.host.int8_probe import (
     INT8_RATES,
+    conv_call_from,
+    conv_call_times,
     conv_l2_mac_from,
     conv_pixel_from,
     gemv_call_from,
@@ -574,7 +576,7 @@ def kernel_rates(
 def _int8_rates(rounds: int, profiled_kernel_ns: float, kernel_ns: float, notes: list[str]) -> dict[str, float]:
     """The integer kernels' probe times and the chip fields they give (:func:`int8_fields`); a note
     in ``notes`` for each not resolved."""
-    rates = {**int8_kernel_ns(rounds, profiled_kernel_ns), **gemv_call_times(rounds)}
+    rates = {**int8_kernel_ns(rounds, profiled_kernel_ns), **gemv_call_times(rounds), **conv_call_times(rounds)}
     notes.extend(f"{k} probe not resolved; its efficiency left to the defaults" for k, v in INT8_RATES.items() if v not in rates)
     fields = int8_fields(rates, kernel_ns)
     if not fields:
@@ -587,8 +589,8 @@ def _int8_rates(rounds: int, profiled_kernel_ns: float, kernel_ns: float, notes:
 
 #: The chip fields :func:`int8_fields` derives from the integer probes' times (not probe times:
 #: a merge of several fingerprints derives them again from the merged probes).
-INT8_DERIVED = ("requant_ns", "int8_pack_ns", "int8_conv_pixel_ns", "int8_im2col_pixel_ns", "int8_conv_l2_mac_ps",
-                "int8_gemv_call_ns", "int8_gemv_gbps")  # fmt: skip
+INT8_DERIVED = ("requant_ns", "int8_pack_ns", "int8_conv_call_ns", "int8_conv_pixel_ns", "int8_im2col_pixel_ns",
+                "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps")  # fmt: skip
 
 
 def int8_fields(rates: Mapping[str, float], kernel_ns: float) -> dict[str, float | None]:
@@ -598,9 +600,11 @@ def int8_fields(rates: Mapping[str, float], kernel_ns: float) -> dict[str, float
     requant = requant_from(rates)
     if requant is None:
         return {}
-    fields = {"requant_ns": requant, "int8_pack_ns": pack_from(rates, requant),
-              "int8_conv_pixel_ns": conv_pixel_from(rates, requant), "int8_im2col_pixel_ns": im2col_pixel_from(rates, requant),
-              "int8_conv_l2_mac_ps": conv_l2_mac_from(rates, requant)}  # fmt: skip
+    call = conv_call_from(rates, kernel_ns)  # each conv probe's per-call cost, off before its per-pixel one
+    fields = {"requant_ns": requant, "int8_pack_ns": pack_from(rates, requant), "int8_conv_call_ns": call,
+              "int8_conv_pixel_ns": conv_pixel_from(rates, requant, call or 0.0),
+              "int8_im2col_pixel_ns": im2col_pixel_from(rates, requant, call or 0.0),
+              "int8_conv_l2_mac_ps": conv_l2_mac_from(rates, requant, call or 0.0)}  # fmt: skip
     gemv = gemv_call_from(rates, requant, kernel_ns)
     fields["int8_gemv_call_ns"], fields["int8_gemv_gbps"] = gemv if gemv is not None else (None, None)
     return fields

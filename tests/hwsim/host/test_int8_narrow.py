@@ -17,6 +17,8 @@ from cost_models.table import estimate
 from graph_ir.ir import Op, Tensor
 from graph_ir.onnx_import import from_model_proto
 from hwsim.host.int8_probe import (
+    CONV_CALL_CHANNELS,
+    CONV_CALL_PROBES,
     CONV_PROBE,
     DEEP_CONV,
     DEEP_CONV_PROBE,
@@ -25,6 +27,8 @@ from hwsim.host.int8_probe import (
     INT8_RATES,
     NARROW_CONV,
     NARROW_CONV_PROBES,
+    conv_call_from,
+    conv_call_times,
     conv_l2_mac_from,
     conv_pixel_from,
     conv_probe,
@@ -36,7 +40,7 @@ from hwsim.host.int8_probe import (
     narrow_conv_probe,
     probe_kernels,
 )
-from hwsim.host.kernels import int8_efficiencies
+from hwsim.host.kernels import int8_efficiencies, int8_fields
 from hwsim.host.ort_qdq import qdq_kernel
 from hwsim.report.provenance import chip_sha256
 from tests.helpers import host_chip
@@ -170,6 +174,33 @@ class TestProbeFigures:
         assert effs["QLinearConv"] == pytest.approx(2.0 / 2.5, rel=0.02)
         assert probe_kernels()["QLinearConv"].macs == pixels * CONV_PROBE[0] ** 2 * 9
 
+    def test_a_conv_call_cost_comes_back_and_is_taken_off_every_conv_probe_before_its_pixels(self) -> None:
+        # every conv probe made from 950 ns a call, 7 ns a pixel, 2.5 ps a MAC, 18 ns an im2col pixel,
+        # 0.4 ns per output; the two call probes (16 -> 16 over two planes) from the same law plus the dispatch
+        pixels, call, dispatch = CONV_PROBE[1] ** 2, 950.0, 250.0
+
+        def conv_ns(cin: int, cout: int, pixel_ns: float, px: int = pixels) -> float:
+            return call + px * (pixel_ns + cin * cout * 9 * 0.0025 + cout * 0.4)
+
+        c = CONV_CALL_CHANNELS
+        rates = {INT8_RATES["QLinearConv"]: conv_ns(CONV_PROBE[0], CONV_PROBE[0], 7.0),
+                 NARROW_CONV: conv_ns(*NARROW_CONV_PROBES[NARROW_CONV], 7.0),
+                 IM2COL_CONV: conv_ns(*NARROW_CONV_PROBES[IM2COL_CONV], 18.0),
+                 DEEP_CONV: conv_ns(*DEEP_CONV_PROBE, 7.0) + pixels * DEEP_CONV_PROBE[0] * DEEP_CONV_PROBE[1] * 9 * 0.0005,
+                 **{k: dispatch + conv_ns(c, c, 7.0, side * side) for k, side in CONV_CALL_PROBES.items()}}  # fmt: skip
+        assert conv_call_from(rates, dispatch) == pytest.approx(call)
+        assert conv_call_from({}, dispatch) is None
+        # the MatMul probes requant_from needs: 0.4 ns per output, 2.5 ps a MAC
+        m, n = 96, 512
+        rates |= {"qlinear_matmul_short_probe_ns": m * n * (128 * 0.0025 + 0.4), INT8_RATES["QLinearMatMul"]: m * n * (2048 * 0.0025 + 0.4)}
+        fields = int8_fields(rates, dispatch)
+        assert fields["requant_ns"] == pytest.approx(0.4) and fields["int8_conv_call_ns"] == pytest.approx(call)
+        assert fields["int8_conv_pixel_ns"] == pytest.approx(7.0) and fields["int8_im2col_pixel_ns"] == pytest.approx(18.0)
+        assert fields["int8_conv_l2_mac_ps"] == pytest.approx(3.0)
+        # without the call probes the call cost folds into the per-pixel figure (as before it was measured)
+        folded = int8_fields({k: v for k, v in rates.items() if k not in CONV_CALL_PROBES}, dispatch)
+        assert folded["int8_conv_call_ns"] is None and folded["int8_conv_pixel_ns"] == pytest.approx(7.0 + call / pixels)
+
     def test_call_cost_and_stream_rate_come_back_from_the_two_sizes(self) -> None:
         rates = {k: 250.0 + 900.0 + n * n / 80.0 + n * 0.4 for k, n in GEMV_PROBES.items()}
         call, gbps = gemv_call_from(rates, 0.4, 250.0)  # type: ignore[misc]
@@ -187,7 +218,27 @@ class TestChipFields:
         assert new.units[0].model_dump()["int8_im2col_pixel_ns"] == 19.0 and chip_sha256(new) != chip_sha256(old)
 
 
+class TestConvCallCost:
+    @pytest.mark.parametrize("sym", [True, False])
+    def test_each_call_pays_it_once_on_either_path(self, sym: bool) -> None:
+        cin = 16 if sym else 3
+        x, w = Tensor("x", (1, cin, 8, 8), "uint8"), Tensor("w", (16, cin, 3, 3), "int8", is_weight=True)
+        op = Op("c", "QLinearConv", "conv", (x, w), (Tensor("y", (1, 16, 8, 8), "uint8"),))
+        unit = chip_from_dict(host_chip(**BASE, **NARROW)).units[0]
+        with_call = chip_from_dict(host_chip(**BASE, **NARROW, int8_conv_call_ns=950.0)).units[0]
+        assert conv_sym_path(op) is sym
+        base_ns, path = integer_conv_ns(op, unit, "int8")  # type: ignore[arg-type]
+        assert path == ("indirect conv" if sym else "im2col")
+        assert integer_conv_ns(op, with_call, "int8")[0] == pytest.approx(base_ns + 950.0)  # type: ignore[arg-type]
+
+
 class TestAgainstOnnxruntime:
+    def test_the_same_conv_over_a_bigger_plane_adds_more_to_a_run(self) -> None:
+        times = conv_call_times(rounds=1)
+        small, large = (times[k] for k, _ in sorted(CONV_CALL_PROBES.items(), key=lambda kv: kv[1]))
+        assert 0.0 < small < large
+
+
     def test_the_stem_probe_runs_slower_per_mac_than_the_wide_one(self) -> None:
         rates = int8_kernel_ns(rounds=1)
         assert {NARROW_CONV, IM2COL_CONV, INT8_RATES["QLinearConv"]} <= rates.keys()
