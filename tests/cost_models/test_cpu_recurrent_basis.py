@@ -38,14 +38,21 @@ def chip(**efficiency: float) -> Chip:
     return chip_from_dict(host_chip(op_overhead_ns=0.0, efficiency=efficiency, **RATES))
 
 
+def looped(c: Chip) -> Chip:
+    """``c`` with each op run alone in a loop: its weights stay cached between runs (their first
+    pass from the level holding them, :func:`cost_models.cpu.first_pass_gbps`; not dumped, so
+    set again after :func:`apply`)."""
+    return c.model_copy(update={"units": [u.model_copy(update={"weights_in_cache": True}) for u in c.units]})
+
+
 def cost(op: Op, c: Chip) -> OpCost:
-    out = estimate(op, c, "cpu", "model")
+    out = estimate(op, looped(c), "cpu", "model")
     assert out is not None
     return out
 
 
 def parts(op: Op) -> RecurrentTime:
-    c = chip()
+    c = looped(chip())
     return recurrent_time(op, c.units[0], c, "fp32", op.weight_bytes(None), 1)  # type: ignore[arg-type]
 
 
