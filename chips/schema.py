@@ -612,6 +612,13 @@ class CpuUnit(Unit):
         "not a multiple of 4, under 16 output channels: a 3-channel stem), run as im2col and an integer GEMM, "
         "beside its MACs and requantization (measured by `hwsim fingerprint`). None: not costed.",
     )
+    int8_conv_mac_ps: PositiveFloat | None = Field(
+        None,
+        description="Time per MAC of MLAS's symmetric int8 conv kernel with its packed filter block in L1: the rate "
+        "a QLinearConv's MACs run at, on either path (measured by `hwsim fingerprint` from the 64 -> 64 and 8 -> 16 "
+        "channel convs; on an AMD EPYC 12 % above the int8 MatMul's rate, the unit's int8 peak). None: the unit's "
+        "int8 peak holds.",
+    )
     int8_conv_l2_mac_ps: PositiveFloat | None = Field(
         None,
         description="Time per MAC of MLAS's symmetric int8 conv kernel when its packed filter block (64 output "
@@ -653,7 +660,7 @@ class CpuUnit(Unit):
     omitted_when_unset: ClassVar[tuple[str, ...]] = (
         "gemv_gbps", "gemv_far_gbps", "fft_butterfly_ns", "fft_point_ns", "parallel_section_ns",
         "recurrent_section_ns", "run_footprint_kib", "requant_ns", "int8_pack_ns", "int8_conv_call_ns", "int8_conv_pixel_ns",
-        "int8_im2col_pixel_ns", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps",
+        "int8_im2col_pixel_ns", "int8_conv_mac_ps", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps",
         "softmax_denormal_ns", "nchwc_one_block_efficiency", "norm_row_ns",
     )
 

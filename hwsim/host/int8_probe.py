@@ -50,6 +50,7 @@ __all__ = [
     "conv_call_times",
     "conv_chain_probe",
     "conv_l2_mac_from",
+    "conv_mac_from",
     "conv_pixel_from",
     "conv_probe",
     "gemv_call_from",
@@ -399,6 +400,19 @@ def conv_pixel_from(rates: Mapping[str, float], requant_ns: float, call_ns: floa
     """
     line = _conv_line(rates, requant_ns, call_ns)
     return line[0] if line is not None else None
+
+
+def conv_mac_from(rates: Mapping[str, float], requant_ns: float, call_ns: float = 0.0) -> float | None:
+    """``int8_conv_mac_ps`` (:func:`cost_models.cpu.integer_conv_ns`): ps per MAC of MLAS's symmetric
+    conv kernel, the slope of :func:`conv_pixel_from`'s line through the 64 -> 64 and 8 -> 16 probes.
+    None when a probe is missing or a figure is not positive.
+
+    >>> r = {INT8_RATES["QLinearConv"]: 1600 * (6.0 + 36864 * 0.002 + 64 * 0.4), NARROW_CONV: 1600 * (6.0 + 1152 * 0.002 + 16 * 0.4)}
+    >>> round(conv_mac_from(r, 0.4), 6)
+    2.0
+    """
+    line = _conv_line(rates, requant_ns, call_ns)
+    return line[1] * 1e3 if line is not None else None
 
 
 def im2col_pixel_from(rates: Mapping[str, float], requant_ns: float, call_ns: float = 0.0) -> float | None:

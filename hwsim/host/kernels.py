@@ -46,6 +46,7 @@ from hwsim.host.int8_probe import (
     conv_call_from,
     conv_call_times,
     conv_l2_mac_from,
+    conv_mac_from,
     conv_pixel_from,
     gemv_call_from,
     gemv_call_times,
@@ -590,7 +591,7 @@ def _int8_rates(rounds: int, profiled_kernel_ns: float, kernel_ns: float, notes:
 #: The chip fields :func:`int8_fields` derives from the integer probes' times (not probe times:
 #: a merge of several fingerprints derives them again from the merged probes).
 INT8_DERIVED = ("requant_ns", "int8_pack_ns", "int8_conv_call_ns", "int8_conv_pixel_ns", "int8_im2col_pixel_ns",
-                "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps")  # fmt: skip
+                "int8_conv_mac_ps", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps")  # fmt: skip
 
 
 def int8_fields(rates: Mapping[str, float], kernel_ns: float) -> dict[str, float | None]:
@@ -604,6 +605,7 @@ def int8_fields(rates: Mapping[str, float], kernel_ns: float) -> dict[str, float
     fields = {"requant_ns": requant, "int8_pack_ns": pack_from(rates, requant), "int8_conv_call_ns": call,
               "int8_conv_pixel_ns": conv_pixel_from(rates, requant, call or 0.0),
               "int8_im2col_pixel_ns": im2col_pixel_from(rates, requant, call or 0.0),
+              "int8_conv_mac_ps": conv_mac_from(rates, requant, call or 0.0),
               "int8_conv_l2_mac_ps": conv_l2_mac_from(rates, requant, call or 0.0)}  # fmt: skip
     gemv = gemv_call_from(rates, requant, kernel_ns)
     fields["int8_gemv_call_ns"], fields["int8_gemv_gbps"] = gemv if gemv is not None else (None, None)

@@ -121,6 +121,21 @@ class TestNarrowConvPricing:
         assert _ns(deep, **{**NARROW, "int8_conv_l2_mac_ps": 0.1}) == _ns(deep, **plain)
 
 
+    def test_the_convs_measured_mac_rate_may_beat_the_int8_peak(self) -> None:
+        # an AMD EPYC's conv kernel ran 4.0 ps a MAC where its int8 MatMul's peak gives 4.5: the
+        # efficiency, capped at 1 against that peak, could not say so; the field does, on both paths
+        wide, stem = _conv(64, 64, side=40), _conv(3, 32, side=40)  # compute-bound planes
+        ones = {**BASE, "efficiency": {"QLinearConv": 1.0}}
+        peak_ps = 1e3 / (800.0 * 2.6 / 2)  # ps a MAC at the int8 peak
+        for op in (wide, stem):
+            plain = estimate(op, chip_from_dict(host_chip(**ones, **NARROW)), "cpu", "model")
+            fast = estimate(op, chip_from_dict(host_chip(**ones, **NARROW, int8_conv_mac_ps=0.8 * peak_ps)), "cpu", "model")
+            assert plain is not None and fast is not None
+            assert plain.latency_ns - fast.latency_ns == pytest.approx(op.macs * 0.2 * peak_ps / 1e3, rel=0.02)
+        gemm = _kernel(gemv_probe(256, 1), "gemm0", "QGemm")  # no conv: the int8 peak holds
+        assert _ns(gemm, **NARROW, int8_conv_mac_ps=0.1) == _ns(gemm, **NARROW)
+
+
 def _ns_macs(op: Op) -> float:
     """``op``'s MACs at ``BASE``'s QLinearConv rate (0.5 of 800 int8 ops a cycle at 2.6 GHz), ns."""
     return 2 * op.macs / (800.0 * 2.6 * 0.5)
@@ -196,7 +211,7 @@ class TestProbeFigures:
         fields = int8_fields(rates, dispatch)
         assert fields["requant_ns"] == pytest.approx(0.4) and fields["int8_conv_call_ns"] == pytest.approx(call)
         assert fields["int8_conv_pixel_ns"] == pytest.approx(7.0) and fields["int8_im2col_pixel_ns"] == pytest.approx(18.0)
-        assert fields["int8_conv_l2_mac_ps"] == pytest.approx(3.0)
+        assert fields["int8_conv_l2_mac_ps"] == pytest.approx(3.0) and fields["int8_conv_mac_ps"] == pytest.approx(2.5)
         # without the call probes the call cost folds into the per-pixel figure (as before it was measured)
         folded = int8_fields({k: v for k, v in rates.items() if k not in CONV_CALL_PROBES}, dispatch)
         assert folded["int8_conv_call_ns"] is None and folded["int8_conv_pixel_ns"] == pytest.approx(7.0 + call / pixels)
