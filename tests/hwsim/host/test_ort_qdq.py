@@ -54,6 +54,10 @@ class TestQdqKernel:
         ts = nhwc_transposes(g, kernels, absorbed)
         # x enters the chain once (conv and add read it), the add's output leaves it once
         assert sorted(t.name for t in ts) == ["Transpose:add", "Transpose:xd"]
+        # each moves the 8-bit tensor the channels-last kernels read and write, not hwsim's dequantized float
+        floats = {t.name: t for op in g.ops() for t in op.outputs}
+        assert all(floats[t.name.split(":")[1]].dtype == "float32" for t in ts)
+        assert all(x.dtype == "uint8" and x.shape == floats[x.name].shape for t in ts for x in (*t.inputs, *t.outputs))
         assert nhwc_transposes(g, {}, absorbed) == []
 
 
