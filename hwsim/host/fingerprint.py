@@ -44,7 +44,13 @@ from onnx import TensorProto, helper, numpy_helper
 from chips.schema import chip_from_dict
 from cost_models.cpu import cyclic_capacity_bytes
 from hwsim.host.int8_probe import INT8_PROBES
-from hwsim.host.kernels import LAYER_NORM_RATE, RESIZE_RATES, kernel_rates, per_element_efficiencies
+from hwsim.host.kernels import (
+    FFT_PROBES,
+    LAYER_NORM_RATE,
+    RESIZE_RATES,
+    kernel_rates,
+    per_element_efficiencies,
+)
 from hwsim.host.measure import MeasureError, make_session, time_call
 from hwsim.host.op_probes import PROBE_RATES
 
@@ -589,7 +595,8 @@ def chip_data(fp: Fingerprint, name: str = "host") -> dict[str, Any]:
             unit[f"l{lvl}_bandwidth_gbps"] = round(bw, 2)
     if fp.weight_stream_gbps:
         unit["weight_stream_gbps"] = round(fp.weight_stream_gbps, 2)
-    per_element = {LAYER_NORM_RATE, *RESIZE_RATES.values(), *PROBE_RATES.values(), *INT8_PROBES}  # efficiencies below, not chip fields
+    # efficiencies below, or probe times fields are derived from: not chip fields
+    per_element = {LAYER_NORM_RATE, *RESIZE_RATES.values(), *PROBE_RATES.values(), *INT8_PROBES, *FFT_PROBES.values()}
     unit.update((k, round(v, 3)) for k, v in fp.kernel_rates.items() if k not in per_element)
     # onnxruntime's dispatch per kernel as measured; 2 us when an older fingerprint has none
     unit["op_overhead_ns"] = fp.dispatch.kernel_ns if fp.dispatch else 2000.0

@@ -13,7 +13,9 @@ models lay 22 % below the median of the rounds' measured times, with the fastest
 not slowed by load (a cache's capacity, the CPU clock /proc reports, the L2 a run call evicts,
 a parallel section that a busy second core reads low, the runs' spread) take the median of the
 rounds. The integer GEMM's ``requant_ns`` and ``int8_pack_ns`` are differences of probe times,
-so they are derived again from the merged probes.
+so they are derived again from the merged probes; so are the STFT's constants, fitted to the
+merged frame times (merged one by one, the two nearly collinear constants paired one round's
+butterfly with another's point cost).
 """
 
 from __future__ import annotations
@@ -111,8 +113,9 @@ def _kernel_rates(fps: Sequence[Fingerprint], pick: Pick, kernel_ns: float) -> d
     """:attr:`Fingerprint.kernel_rates` merged: GB/s the highest, times the fastest, figures of
     :data:`MEDIAN_KERNEL_FIGURES` the median; the integer fields derived from probe times
     (:data:`hwsim.host.kernels.INT8_DERIVED`) derived again from the merged probes, with the merged
-    dispatch per kernel ``kernel_ns``."""
-    from hwsim.host.kernels import INT8_DERIVED, int8_fields
+    dispatch per kernel ``kernel_ns``, and the STFT's (:data:`hwsim.host.kernels.FFT_DERIVED`) from
+    the merged frame times."""
+    from hwsim.host.kernels import FFT_DERIVED, INT8_DERIVED, fft_from, int8_fields
 
     rates = [fp.kernel_rates for fp in fps]
     out = {k: (statistics.median(vs) if k in MEDIAN_KERNEL_FIGURES else _rate(vs, pick) if k.endswith("_gbps")
@@ -120,6 +123,9 @@ def _kernel_rates(fps: Sequence[Fingerprint], pick: Pick, kernel_ns: float) -> d
            for k, vs in ((k, [r[k] for r in rates if k in r]) for k in dict.fromkeys(k for r in rates for k in r))
            if k not in INT8_DERIVED}  # fmt: skip
     out.update({k: v for k, v in int8_fields(out, kernel_ns).items() if v is not None})
+    fft = fft_from(out)  # fingerprints without the frame times keep their merged constants
+    if fft is not None:
+        out.update(zip(FFT_DERIVED, fft, strict=True))
     return out
 
 

@@ -60,6 +60,8 @@ from hwsim.host.measure import make_session, nchwc_block, profile_nodes, time_se
 from hwsim.host.op_probes import probe_efficiencies, probe_rates
 
 __all__ = [
+    "FFT_DERIVED",
+    "FFT_PROBES",
     "LAYER_NORM_RATE",
     "NCHWC_BLOCK_PROBE",
     "NORM_PROBE",
@@ -69,6 +71,8 @@ __all__ = [
     "SOFTMAX_PROBE",
     "far_hidden",
     "fft_constants",
+    "fft_frame_times",
+    "fft_from",
     "gemv_rate",
     "int8_efficiencies",
     "kernel_efficiency",
@@ -263,18 +267,57 @@ def _stft_frame_ns(n: int, rounds: int) -> float:
 FFT_PROBE_LENGTHS = (64, 128, 256, 512, 1024)
 
 
-def fft_constants(rounds: int = 5, lengths: tuple[int, ...] = FFT_PROBE_LENGTHS) -> tuple[float, float] | None:
-    """``(fft_butterfly_ns, fft_point_ns)`` of onnxruntime's radix-2 STFT: the per-frame times of
-    the power-of-two ``lengths`` fitted to ``t(n) = b n/2 log2 n + p n`` by least squares, each
-    point weighted by ``1/t`` (relative errors count alike). Two lengths solved exactly (64 and
-    1024, the first version) put a 5 % error at 64 points, times 16, into the butterfly: two
-    fingerprints in a row read (2.16, 4.50) and (1.58, 5.99) and predicted the 1024-point frame
-    10 % apart. None when not resolved."""
-    t = np.array([_stft_frame_ns(n, rounds) for n in lengths])
-    n = np.array(lengths, float)
+#: Key of each probe length's frame time in :func:`kernel_rates` (not chip fields: the STFT
+#: constants are derived from them, :func:`fft_from`, and again from the merged times when
+#: ``hwsim fingerprint --calibrate`` merges its rounds).
+FFT_PROBES: Mapping[int, str] = {n: f"stft_frame_ns_{n}" for n in FFT_PROBE_LENGTHS}
+#: The chip fields :func:`fft_from` derives.
+FFT_DERIVED = ("fft_butterfly_ns", "fft_point_ns")
+
+
+def _fft_fit(frames: Mapping[int, float]) -> tuple[float, float] | None:
+    """``(butterfly, point)`` ns fitted to the per-frame times ``frames`` (length -> ns) by least
+    squares (``t(n) = b n/2 log2 n + p n``), each point weighted by ``1/t`` (relative errors count
+    alike); None for fewer than two lengths or a figure that is not positive."""
+    if len(frames) < 2 or min(frames.values()) <= 0:
+        return None
+    t = np.array(list(frames.values()), float)
+    n = np.array(list(frames), float)
     a = np.stack([n / 2 * np.log2(n), n], axis=1) / t[:, None]
     (butterfly, point), *_ = np.linalg.lstsq(a, np.ones_like(t), rcond=None)
     return (float(butterfly), float(point)) if butterfly > 0 and point > 0 else None
+
+
+def fft_constants(rounds: int = 5, lengths: tuple[int, ...] = FFT_PROBE_LENGTHS) -> tuple[float, float] | None:
+    """``(fft_butterfly_ns, fft_point_ns)`` of onnxruntime's radix-2 STFT: the per-frame times of
+    the power-of-two ``lengths`` fitted to ``t(n) = b n/2 log2 n + p n`` (:func:`_fft_fit`). Two
+    lengths solved exactly (64 and 1024, the first version) put a 5 % error at 64 points, times
+    16, into the butterfly: two fingerprints in a row read (2.16, 4.50) and (1.58, 5.99) and
+    predicted the 1024-point frame 10 % apart. None when not resolved."""
+    return _fft_fit({n: _stft_frame_ns(n, rounds) for n in lengths})
+
+
+def fft_frame_times(rounds: int = 5) -> dict[str, float]:
+    """The per-frame time of each length of :data:`FFT_PROBE_LENGTHS`, ns, under its
+    :data:`FFT_PROBES` key."""
+    return {FFT_PROBES[n]: _stft_frame_ns(n, rounds) for n in FFT_PROBE_LENGTHS}
+
+
+def fft_from(rates: Mapping[str, float]) -> tuple[float, float] | None:
+    """:data:`FFT_DERIVED` fitted to the frame times in ``rates`` (:data:`FFT_PROBES`; None without
+    two of them). The two constants are nearly collinear over 64-1024 points: frame times steady
+    to 1 % gave (1.93, 6.67), (2.03, 6.33) and (1.38, 8.59), all three within 1 % of every probe
+    length, so rounds are merged by their frame times and fitted once: each constant merged on
+    its own took a low butterfly from one round and a point cost from another, and predicted
+    every STFT 8-10 % fast (AMD EPYC, 2026-12-04).
+
+    >>> rates = {FFT_PROBES[n]: 2.0 * n / 2 * math.log2(n) + 6.0 * n for n in FFT_PROBE_LENGTHS}
+    >>> [round(v, 6) for v in fft_from(rates)]
+    [2.0, 6.0]
+    >>> fft_from({}) is None
+    True
+    """
+    return _fft_fit({n: rates[k] for n, k in FFT_PROBES.items() if k in rates})
 
 
 def layer_norm_ns(rounds: int = 5) -> float | None:
@@ -535,7 +578,9 @@ def kernel_rates(
                 notes.append("run call's L2 footprint not resolved; run_footprint_kib left out")
             else:
                 out["run_footprint_kib"] = footprint
-    fft = fft_constants(rounds=rounds)
+    frames = fft_frame_times(rounds=rounds)
+    out.update(frames)
+    fft = fft_from(frames)
     if fft is None:
         notes.append("STFT radix-2 constants not resolved; fft_butterfly_ns/fft_point_ns left out")
     else:

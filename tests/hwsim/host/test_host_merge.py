@@ -4,6 +4,7 @@ anything."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -20,7 +21,7 @@ from hwsim.host.int8_probe import (
     pack_from,
     requant_from,
 )
-from hwsim.host.kernels import int8_fields
+from hwsim.host.kernels import FFT_PROBES, fft_from, int8_fields
 from tests.hwsim.host.test_calibrate_host import fake_fingerprint
 
 TRUE_RATES = {"gemv_gbps": 40.0, "fft_butterfly_ns": 2.0, "run_footprint_kib": 300.0,
@@ -55,6 +56,33 @@ def slowed(fp: Fingerprint, by: float) -> Fingerprint:
         kernel_rates={k: v / s if k.endswith("_gbps") else v if k == "run_footprint_kib" else v * s
                       for k, v in fp.kernel_rates.items()},
     )  # fmt: skip
+
+
+def with_frames(fp: Fingerprint, butterfly: float, point: float) -> Fingerprint:
+    """``fp`` whose STFT frame times are ``(butterfly, point)``'s exactly, its constants those."""
+    frames = {k: butterfly * n / 2 * math.log2(n) + point * n for n, k in FFT_PROBES.items()}
+    return replace(fp, kernel_rates={**fp.kernel_rates, **frames, "fft_butterfly_ns": butterfly, "fft_point_ns": point})
+
+
+class TestMergeFft:
+    def test_the_constants_come_from_the_merged_frame_times(self) -> None:
+        # two rounds whose fits trade butterfly against point cost (the pair is nearly collinear):
+        # merged one by one they paired round a's butterfly with round b's point cost, 256 points
+        # below either round; fitted to the merged frame times they describe frames that were measured
+        a, b = with_frames(undisturbed(), 1.4, 8.6), with_frames(undisturbed(), 2.0, 6.4)
+        for pick in (fastest, fastest_half_median):
+            merged = merge_fingerprints([a, b], pick).kernel_rates
+            frame = {k: merged[k] for k in FFT_PROBES.values()}
+            fit = fft_from(frame)
+            assert fit is not None and (merged["fft_butterfly_ns"], merged["fft_point_ns"]) == pytest.approx(fit)
+            t256 = merged["fft_butterfly_ns"] * 128 * 8 + merged["fft_point_ns"] * 256
+            rounds = [r.kernel_rates[FFT_PROBES[256]] for r in (a, b)]
+            assert t256 >= 0.98 * min(rounds)
+
+    def test_older_fingerprints_without_frame_times_keep_their_merged_constants(self) -> None:
+        fp = undisturbed()
+        merged = merge_fingerprints([fp, slowed(fp, 0.5)], fastest)
+        assert merged.kernel_rates["fft_butterfly_ns"] == pytest.approx(TRUE_RATES["fft_butterfly_ns"])
 
 
 class TestMergeFingerprints:

@@ -140,7 +140,7 @@ class TestParallelSection:
 def test_rates_only_measure_a_section_on_several_threads(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[Any] = []
     monkeypatch.setattr(kernels, "gemv_rate", lambda hidden, rounds=5: 100.0)
-    monkeypatch.setattr(kernels, "fft_constants", lambda rounds=5: (1.0, 5.0))
+    monkeypatch.setattr(kernels, "fft_frame_times", lambda rounds=5: exact_frames(1.0, 5.0))
     monkeypatch.setattr(kernels, "parallel_section_ns", lambda kernel_ns, rounds=5: calls.append(kernel_ns) or 800.0)
     assert "parallel_section_ns" not in kernels.kernel_rates(quick=True)[0]
     assert kernels.kernel_rates(quick=True, threads=2, kernel_ns=250.0)[0]["parallel_section_ns"] == 800.0
@@ -179,7 +179,7 @@ class TestRunFootprint:
 def test_rates_read_the_footprint_with_the_far_rate(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[float, ...]] = []
     monkeypatch.setattr(kernels, "gemv_rate", lambda hidden, rounds=5: NEAR if hidden == 256 else FAR)
-    monkeypatch.setattr(kernels, "fft_constants", lambda rounds=5: (1.0, 5.0))
+    monkeypatch.setattr(kernels, "fft_frame_times", lambda rounds=5: exact_frames(1.0, 5.0))
     monkeypatch.setattr(kernels, "layer_norm_ns", lambda rounds=5: 0.4)
     monkeypatch.setattr(kernels, "resize_ns", lambda rounds=3: {})
     monkeypatch.setattr(kernels, "run_footprint_kib", lambda *a, **kw: calls.append(a) or 200.0)
@@ -194,6 +194,22 @@ def test_footprint_is_the_median_of_its_readings(monkeypatch: pytest.MonkeyPatch
     assert kernels.run_footprint_kib(2 << 20, NEAR, FAR, 4000.0, 250.0) == 150.0
     readings = iter([None, None, None, 100.0, 200.0])  # most readings unresolved: no figure
     assert kernels.run_footprint_kib(2 << 20, NEAR, FAR, 4000.0, 250.0) is None
+
+
+def exact_frames(butterfly: float, point: float) -> dict[str, float]:
+    """The frame times of :data:`kernels.FFT_PROBES` that ``(butterfly, point)`` give exactly."""
+    return {k: butterfly * n / 2 * math.log2(n) + point * n for n, k in kernels.FFT_PROBES.items()}
+
+
+def test_rates_keep_the_frame_times_and_fit_the_constants(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kernels, "gemv_rate", lambda hidden, rounds=5: 100.0)
+    monkeypatch.setattr(kernels, "fft_frame_times", lambda rounds=5: exact_frames(1.5, 6.0))
+    rates, _ = kernels.kernel_rates(quick=True)
+    assert (rates["fft_butterfly_ns"], rates["fft_point_ns"]) == pytest.approx((1.5, 6.0))
+    assert {k: rates[k] for k in kernels.FFT_PROBES.values()} == pytest.approx(exact_frames(1.5, 6.0))
+    monkeypatch.setattr(kernels, "fft_frame_times", lambda rounds=5: {})
+    rates, notes = kernels.kernel_rates(quick=True)
+    assert "fft_butterfly_ns" not in rates and any("STFT radix-2 constants not resolved" in n for n in notes)
 
 
 class TestFftConstants:
