@@ -198,8 +198,8 @@ def configure_logging(debug: bool) -> None:
     logger.setLevel(logging.DEBUG if debug else logging.INFO)
     logger.propagate = False
     root = logging.getLogger()
-    for h in [h for h in root.handlers if isinstance(h, _QuietRoot)]:
-        root.removeHandler(h)
+    for quiet in [q for q in root.handlers if isinstance(q, _QuietRoot)]:
+        root.removeHandler(quiet)
     if not debug and not root.handlers:
         root.addHandler(_QuietRoot())
 
