@@ -554,11 +554,11 @@ def integer_conv_ns(op: Op, unit: CpuUnit, dtype: Dtype) -> tuple[float, str]:
     call = unit.int8_conv_call_ns or 0.0
     if sym and unit.int8_conv_pixel_ns:
         padded = math.ceil(gemm.n / CONV_SYM_OUTPUT_PACK) * CONV_SYM_OUTPUT_PACK / gemm.n
-        macs_ns = _compute_ns(op, unit, dtype)
+        macs_ns = roof_ns = _compute_ns(op, unit, dtype)
         filter_bytes = min(gemm.n, CONV_SYM_KERNEL_CHANNELS) * gemm.k
         if unit.int8_conv_l2_mac_ps and filter_bytes > unit.l1_kib * 1024 and op.macs:
             macs_ns = max(macs_ns, op.macs * unit.int8_conv_l2_mac_ps / 1e3)
-        return call + pixels * unit.int8_conv_pixel_ns + padded * macs_ns - _compute_ns(op, unit, dtype), "indirect conv"
+        return call + pixels * unit.int8_conv_pixel_ns + padded * macs_ns - roof_ns, "indirect conv"
     if not sym and unit.int8_im2col_pixel_ns:
         return call + pixels * unit.int8_im2col_pixel_ns, "im2col"
     return 0.0, ""

@@ -109,8 +109,8 @@ GEMV_LAYERS = 4
 #: (:func:`conv_call_from`).
 CONV_CALL_PROBES: Mapping[str, int] = {"qlinear_conv_call_small_probe_ns": 16, "qlinear_conv_call_large_probe_ns": 40}
 CONV_CALL_CHANNELS = 16
-#: The chain lengths whose difference is :data:`CONV_CALL_LAYERS` convs (the layout transposes
-#: around a chain cancel).
+#: The two chain lengths (convs) whose times :func:`conv_call_times` subtracts (the layout
+#: transposes around a chain cancel).
 CONV_CALL_CHAINS = (1, 5)
 #: Every probe time's key (none is a chip field).
 INT8_PROBES = frozenset((*INT8_RATES.values(), SHORT_MATMUL, ATTENTION_MATMUL, *NARROW_CONV_PROBES, DEEP_CONV, *GEMV_PROBES,

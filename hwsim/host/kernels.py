@@ -263,7 +263,7 @@ def _stft_frame_ns(n: int, rounds: int) -> float:
     return (t[80] - t[16]) / 64
 
 
-#: The frame lengths :func:`fft_constants` times: powers of two from 64 to 1024 points.
+#: The frame lengths :func:`fft_frame_times` times: powers of two from 64 to 1024 points.
 FFT_PROBE_LENGTHS = (64, 128, 256, 512, 1024)
 
 
@@ -275,26 +275,13 @@ FFT_PROBES: Mapping[int, str] = {n: f"stft_frame_ns_{n}" for n in FFT_PROBE_LENG
 FFT_DERIVED = ("fft_butterfly_ns", "fft_point_ns")
 
 
-def _fft_fit(frames: Mapping[int, float]) -> tuple[float, float] | None:
-    """``(butterfly, point)`` ns fitted to the per-frame times ``frames`` (length -> ns) by least
-    squares (``t(n) = b n/2 log2 n + p n``), each point weighted by ``1/t`` (relative errors count
-    alike); None for fewer than two lengths or a figure that is not positive."""
-    if len(frames) < 2 or min(frames.values()) <= 0:
-        return None
-    t = np.array(list(frames.values()), float)
-    n = np.array(list(frames), float)
-    a = np.stack([n / 2 * np.log2(n), n], axis=1) / t[:, None]
-    (butterfly, point), *_ = np.linalg.lstsq(a, np.ones_like(t), rcond=None)
-    return (float(butterfly), float(point)) if butterfly > 0 and point > 0 else None
-
-
-def fft_constants(rounds: int = 5, lengths: tuple[int, ...] = FFT_PROBE_LENGTHS) -> tuple[float, float] | None:
-    """``(fft_butterfly_ns, fft_point_ns)`` of onnxruntime's radix-2 STFT: the per-frame times of
-    the power-of-two ``lengths`` fitted to ``t(n) = b n/2 log2 n + p n`` (:func:`_fft_fit`). Two
-    lengths solved exactly (64 and 1024, the first version) put a 5 % error at 64 points, times
-    16, into the butterfly: two fingerprints in a row read (2.16, 4.50) and (1.58, 5.99) and
-    predicted the 1024-point frame 10 % apart. None when not resolved."""
-    return _fft_fit({n: _stft_frame_ns(n, rounds) for n in lengths})
+def fft_constants(rounds: int = 5) -> tuple[float, float] | None:
+    """``(fft_butterfly_ns, fft_point_ns)`` of onnxruntime's radix-2 STFT measured now: the frame
+    times of :func:`fft_frame_times` fitted by :func:`fft_from`. Two lengths solved exactly (64 and
+    1024, the first version) put a 5 % error at 64 points, times 16, into the butterfly: two
+    fingerprints in a row read (2.16, 4.50) and (1.58, 5.99) and predicted the 1024-point frame
+    10 % apart. None when not resolved."""
+    return fft_from(fft_frame_times(rounds))
 
 
 def fft_frame_times(rounds: int = 5) -> dict[str, float]:
@@ -304,12 +291,13 @@ def fft_frame_times(rounds: int = 5) -> dict[str, float]:
 
 
 def fft_from(rates: Mapping[str, float]) -> tuple[float, float] | None:
-    """:data:`FFT_DERIVED` fitted to the frame times in ``rates`` (:data:`FFT_PROBES`; None without
-    two of them). The two constants are nearly collinear over 64-1024 points: frame times steady
-    to 1 % gave (1.93, 6.67), (2.03, 6.33) and (1.38, 8.59), all three within 1 % of every probe
-    length, so rounds are merged by their frame times and fitted once: each constant merged on
-    its own took a low butterfly from one round and a point cost from another, and predicted
-    every STFT 8-10 % fast (AMD EPYC, 2026-12-04).
+    """:data:`FFT_DERIVED` fitted to the frame times in ``rates`` (:data:`FFT_PROBES`) by least
+    squares, ``t(n) = b n/2 log2 n + p n``, each length weighted by ``1/t`` (relative errors count
+    alike); None without two of them or for a figure that is not positive. The two constants are
+    nearly collinear over 64-1024 points: frame times steady to 1 % gave (1.93, 6.67), (2.03, 6.33)
+    and (1.38, 8.59), all three within 1 % of every probe length, so rounds are merged by their
+    frame times and fitted once: each constant merged on its own took a low butterfly from one
+    round and a point cost from another, and predicted every STFT 8-10 % fast (AMD EPYC, 2026-12-04).
 
     >>> rates = {FFT_PROBES[n]: 2.0 * n / 2 * math.log2(n) + 6.0 * n for n in FFT_PROBE_LENGTHS}
     >>> [round(v, 6) for v in fft_from(rates)]
@@ -317,7 +305,14 @@ def fft_from(rates: Mapping[str, float]) -> tuple[float, float] | None:
     >>> fft_from({}) is None
     True
     """
-    return _fft_fit({n: rates[k] for n, k in FFT_PROBES.items() if k in rates})
+    frames = {n: rates[k] for n, k in FFT_PROBES.items() if k in rates}
+    if len(frames) < 2 or min(frames.values()) <= 0:
+        return None
+    t = np.array(list(frames.values()), float)
+    n = np.array(list(frames), float)
+    a = np.stack([n / 2 * np.log2(n), n], axis=1) / t[:, None]
+    (butterfly, point), *_ = np.linalg.lstsq(a, np.ones_like(t), rcond=None)
+    return (float(butterfly), float(point)) if butterfly > 0 and point > 0 else None
 
 
 def layer_norm_ns(rounds: int = 5) -> float | None:
