@@ -648,6 +648,17 @@ class CpuUnit(Unit):
         description="Rate at which a one-row integer GEMM streams its int8 weights from L1/L2 (the slope of the "
         "same two sizes). None: `gemv_gbps` holds.",
     )
+    fp32_gemv_call_ns: PositiveFloat | None = Field(
+        None,
+        description="Fixed time per call of a one-row float GEMM (Gemm, MatMul with M = 1 and constant weights), "
+        "beside its dispatch and its weight stream (measured by `hwsim fingerprint` from two sizes). None: not "
+        "costed.",
+    )
+    fp32_gemv_gbps: PositiveFloat | None = Field(
+        None,
+        description="Rate at which a one-row float GEMM streams its weights from any cache level (the slope of the "
+        "same two sizes; MLAS's kernel, not the recurrent step's `gemv_gbps`). None: `gemv_gbps` holds.",
+    )
     nchwc_one_block_efficiency: PositiveFloat | None = Field(
         None,
         description="Rate of onnxruntime's NCHWc conv with one block of output channels (3x3, 64 -> 16) over one "
@@ -661,7 +672,7 @@ class CpuUnit(Unit):
         "gemv_gbps", "gemv_far_gbps", "fft_butterfly_ns", "fft_point_ns", "parallel_section_ns",
         "recurrent_section_ns", "run_footprint_kib", "requant_ns", "int8_pack_ns", "int8_conv_call_ns", "int8_conv_pixel_ns",
         "int8_im2col_pixel_ns", "int8_conv_mac_ps", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps",
-        "softmax_denormal_ns", "nchwc_one_block_efficiency", "norm_row_ns",
+        "softmax_denormal_ns", "nchwc_one_block_efficiency", "norm_row_ns", "fp32_gemv_call_ns", "fp32_gemv_gbps",
     )
 
     @model_serializer(mode="wrap")

@@ -158,6 +158,8 @@ HALF_EFFICIENCY_FLOPS = 20_000.0
 DEPTHWISE_FACTOR = 0.35
 #: onnxruntime's integer GEMM kernels, as a QDQ model's Conv/MatMul/Gemm run (``hwsim.host.ort_qdq``).
 INTEGER_GEMM_OP_TYPES = ("QLinearConv", "QLinearMatMul", "QGemm")
+#: The float GEMMs over a weight matrix whose one-row calls run MLAS's own kernel (:func:`one_row_call_ns`).
+FLOAT_GEMM_OP_TYPES = ("Gemm", "MatMul")
 #: MLAS's symmetric int8 conv kernel on x86 (``MLAS_CONV_SYM_DISPATCH`` in onnxruntime's
 #: ``core/mlas/lib/convsym.cpp``): input channels a multiple of ``KernelInputChannelAlignment``,
 #: output channels at least ``FilterOutputChannelPackCount`` (the filter's block of output channels)
@@ -407,12 +409,12 @@ class CpuModel(UnitModel[CpuUnit]):
         cost = _with_pass(self.roofline(op, unit, chip, dtype, in_b, w_b, out_b), unit, requant_ns(op, unit), "requantize")
         conv_ns, what = integer_conv_ns(op, unit, dtype)
         cost = _with_pass(cost, unit, conv_ns, what)
-        call_ns = one_row_call_ns(op, unit)
-        if not call_ns:
-            return cost
-        # set-up before the weight stream starts, not beside it: serial, like a dispatch
-        return replace(cost, overhead_ns=cost.overhead_ns + call_ns, energy_pj=cost.energy_pj + energy_pj(unit.active_w, call_ns),
-                       note=f"{cost.note}, one-row call {call_ns / 1e3:.3g} us")  # fmt: skip
+        return _with_call(cost, unit, one_row_call_ns(op, unit))
+
+    def float_product(self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
+        """A float Gemm/MatMul: the roofline, and a one-row product's set-up (:func:`one_row_call_ns`)
+        before its weight stream."""
+        return _with_call(self.roofline(op, unit, chip, dtype, in_b, w_b, out_b), unit, one_row_call_ns(op, unit))
 
     def conv(self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
         """A Conv: the roofline, and where ``hwsim validate`` marked how onnxruntime runs it, the
@@ -432,7 +434,7 @@ class CpuModel(UnitModel[CpuUnit]):
 
     handlers = op_handlers(
         (ROW_NORM_OP_TYPES, layer_norm), (("Softmax",), softmax), (("Conv",), conv), (("Gather",), gather), (RECURRENT_OP_TYPES, recurrent), (FFT_OP_TYPES, fft), (("ConvTranspose",), conv_transpose),
-        (INTEGER_GEMM_OP_TYPES, integer_gemm),
+        (INTEGER_GEMM_OP_TYPES, integer_gemm), (FLOAT_GEMM_OP_TYPES, float_product),
     )
 
 
@@ -450,6 +452,15 @@ def integer_kernel(op: Op, unit: CpuUnit, dtype: Dtype) -> Op:
     if kind is None or dtype != "int8" or unit.int8_conv_pixel_ns is None:
         return op
     return replace(op, op_type=kind)
+
+
+def _with_call(cost: OpCost, unit: CpuUnit, call_ns: float) -> OpCost:
+    """``cost`` with a one-row product's set-up ``call_ns`` (:func:`one_row_call_ns`): before the
+    weight stream starts, not beside it, so serial, like a dispatch."""
+    if not call_ns:
+        return cost
+    return replace(cost, overhead_ns=cost.overhead_ns + call_ns, energy_pj=cost.energy_pj + energy_pj(unit.active_w, call_ns),
+                   note=f"{cost.note}, one-row call {call_ns / 1e3:.3g} us")  # fmt: skip
 
 
 def _with_pass(cost: OpCost, unit: CpuUnit, extra_ns: float, what: str) -> OpCost:
@@ -565,11 +576,15 @@ def integer_conv_ns(op: Op, unit: CpuUnit, dtype: Dtype) -> tuple[float, str]:
 
 
 def one_row_call_ns(op: Op, unit: CpuUnit) -> float:
-    """The fixed set-up of a one-row integer product over constant weights (:func:`is_gemv`:
-    ``QGemm``, ``QLinearMatMul``), ns: ``int8_gemv_call_ns`` (0 for other ops or without it). MLAS's
-    QGEMM packs the row and runs the blocked kernel it runs for many rows; on the CI Xeon a chain
-    of one-row ``QGemm`` s took 0.8-0.9 us per call beside the dispatch and the weight stream (the
-    first of a run about 0.5 us more), where the MACs of a 64 x 64 one take 0.01.
+    """The fixed set-up of a one-row product over constant weights (:func:`is_gemv`), ns:
+    ``int8_gemv_call_ns`` for an integer one (``QGemm``, ``QLinearMatMul``), ``fp32_gemv_call_ns``
+    for a float one (``Gemm``, ``MatMul``); 0 for other ops or without the figure. It replaces the
+    generic set-up of a small kernel (:func:`shape_factor`, :func:`_compute_ns`). MLAS's QGEMM packs
+    the row and runs the blocked kernel it runs for many rows; on the CI Xeon a chain of one-row
+    ``QGemm`` s took 0.8-0.9 us per call beside the dispatch and the weight stream (the first of a
+    run about 0.5 us more), where the MACs of a 64 x 64 one take 0.01. On an AMD EPYC a one-row
+    float ``Gemm`` took 0.44 us beside the dispatch, then streamed its weights at 78 GB/s from L2 or
+    L3 alike (``fp32_gemv_gbps``; the recurrent step's kernel: 103 GB/s from L2).
 
     >>> from graph_ir.ir import Tensor
     >>> from chips.schema import CpuUnit
@@ -583,6 +598,8 @@ def one_row_call_ns(op: Op, unit: CpuUnit) -> float:
     """
     if op.op_type in ("QGemm", "QLinearMatMul") and unit.int8_gemv_call_ns and is_gemv(op):
         return unit.int8_gemv_call_ns
+    if op.op_type in FLOAT_GEMM_OP_TYPES and unit.fp32_gemv_call_ns and is_gemv(op):
+        return unit.fp32_gemv_call_ns
     return 0.0
 
 
@@ -591,10 +608,12 @@ def _compute_ns(op: Op, unit: CpuUnit, dtype: Dtype) -> float:
     key = kernel_type(op)
     if key == "DepthwiseConv" and NCHWC_ATTR in op.attrs:  # onnxruntime's NCHWc kernel, per tap
         return depthwise_nchwc_ns(op, unit, dtype, unit.efficiency.get(key) or efficiency(unit, op, DEFAULT_EFFICIENCY))
+    # a one-row product's measured set-up replaces a small kernel's generic one (:func:`one_row_call_ns`)
+    shape = 1.0 if one_row_call_ns(op, unit) else shape_factor(op)
     if key != op.op_type and key in unit.efficiency:  # a kernel class of its own, fitted as such
-        eff = unit.efficiency[key] * shape_factor(op) / (DEPTHWISE_FACTOR if key == "DepthwiseConv" else 1.0)
+        eff = unit.efficiency[key] * shape / (DEPTHWISE_FACTOR if key == "DepthwiseConv" else 1.0)
     else:
-        eff = efficiency(unit, op, DEFAULT_EFFICIENCY) * shape_factor(op)
+        eff = efficiency(unit, op, DEFAULT_EFFICIENCY) * shape
     return op.flops / (_peak_flops_per_ns(op, unit, dtype) * eff) if op.flops else 0.0
 
 
@@ -779,9 +798,14 @@ def _cache_levels(unit: CpuUnit) -> list[tuple[float, float]]:
 def _far_gemv_gbps(op: Op, unit: CpuUnit) -> float | None:
     """The rate at which ``op`` streams a matrix from beyond L2 when it is a matrix-vector
     product (:func:`is_gemv`): onnxruntime's measured GEMV rate (``gemv_far_gbps``, the same
-    MLAS kernel as a recurrent step's: 27-29 GB/s here where a read sweep gets 38). None for any
-    other op, or a unit without the figure: the level's own bandwidth holds."""
-    return unit.gemv_far_gbps if unit.gemv_far_gbps is not None and is_gemv(op) else None
+    MLAS kernel as a recurrent step's: 27-29 GB/s here where a read sweep gets 38), or a float
+    product's own rate (``fp32_gemv_gbps``) where that is lower. None for any other op, or a unit
+    without the figures: the level's own bandwidth holds."""
+    if not is_gemv(op):
+        return None
+    if unit.fp32_gemv_gbps is not None and op.op_type in FLOAT_GEMM_OP_TYPES:
+        return min(unit.fp32_gemv_gbps, unit.gemv_far_gbps or math.inf)  # its own kernel, at any level
+    return unit.gemv_far_gbps
 
 
 def _near_gemv_gbps(op: Op, unit: CpuUnit) -> float | None:
@@ -790,6 +814,8 @@ def _near_gemv_gbps(op: Op, unit: CpuUnit) -> float | None:
     a batch-1 1024 x 256 Gemm chain measured 115). None for any other op or without the figure."""
     if unit.int8_gemv_gbps is not None and op.op_type in INTEGER_GEMM_OP_TYPES and is_gemv(op):
         return unit.int8_gemv_gbps  # an integer product's packed int8 weights (:func:`one_row_call_ns`)
+    if unit.fp32_gemv_gbps is not None and op.op_type in FLOAT_GEMM_OP_TYPES and is_gemv(op):
+        return unit.fp32_gemv_gbps  # a float product's own kernel (:func:`one_row_call_ns`)
     return unit.gemv_gbps if unit.gemv_gbps is not None and is_gemv(op) else None
 
 

@@ -46,6 +46,7 @@ from cost_models.cpu import cyclic_capacity_bytes
 from hwsim.host.int8_probe import INT8_PROBES
 from hwsim.host.kernels import (
     FFT_PROBES,
+    FLOAT_GEMV_PROBES,
     LAYER_NORM_RATE,
     RESIZE_RATES,
     kernel_rates,
@@ -596,7 +597,8 @@ def chip_data(fp: Fingerprint, name: str = "host") -> dict[str, Any]:
     if fp.weight_stream_gbps:
         unit["weight_stream_gbps"] = round(fp.weight_stream_gbps, 2)
     # efficiencies below, or probe times fields are derived from: not chip fields
-    per_element = {LAYER_NORM_RATE, *RESIZE_RATES.values(), *PROBE_RATES.values(), *INT8_PROBES, *FFT_PROBES.values()}
+    per_element = {LAYER_NORM_RATE, *RESIZE_RATES.values(), *PROBE_RATES.values(), *INT8_PROBES, *FFT_PROBES.values(),
+                   *FLOAT_GEMV_PROBES}  # fmt: skip
     unit.update((k, round(v, 3)) for k, v in fp.kernel_rates.items() if k not in per_element)
     # onnxruntime's dispatch per kernel as measured; 2 us when an older fingerprint has none
     unit["op_overhead_ns"] = fp.dispatch.kernel_ns if fp.dispatch else 2000.0

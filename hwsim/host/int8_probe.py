@@ -24,7 +24,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from graph_ir.ir import Op
-from hwsim.host.measure import profile_nodes
+from hwsim.host.measure import best_run_ns, profile_nodes
 
 __all__ = [
     "ATTENTION_MATMUL",
@@ -201,24 +201,8 @@ def gemv_call_times(rounds: int = 3) -> dict[str, float]:
     rng = np.random.default_rng(1)
     models = {(n, layers): (gemv_probe(n, layers), rng.standard_normal((1, n)).astype(np.float32))
               for n in GEMV_PROBES.values() for layers in (0, GEMV_LAYERS)}  # fmt: skip
-    best = _best_run_ns(models, rounds)
+    best = best_run_ns(models, rounds)
     return {k: (best[(n, GEMV_LAYERS)] - best[(n, 0)]) / GEMV_LAYERS for k, n in GEMV_PROBES.items()}
-
-
-def _best_run_ns(models: Mapping[tuple[int, int], tuple[onnx.ModelProto, np.ndarray]], rounds: int) -> dict[tuple[int, int], float]:
-    """Per key, the whole-run time of its model fed its ``x`` (ns): the 10th percentile of 200
-    runs, the sessions interleaved over ``rounds`` rounds and the best round kept."""
-    from functools import partial
-
-    from hwsim.host.measure import low_quantile, make_session, time_call
-
-    sessions = {key: (make_session(model), {"x": x}) for key, (model, x) in models.items()}
-    best = dict.fromkeys(sessions, float("inf"))
-    for _ in range(rounds):
-        for key, (sess, feeds) in sessions.items():
-            t = time_call(partial(sess.run, None, feeds), runs=200, warmup=20)
-            best[key] = min(best[key], low_quantile(t.samples_ns, 0.1))
-    return best
 
 
 def conv_chain_probe(side: int, layers: int) -> onnx.ModelProto:
@@ -246,7 +230,7 @@ def conv_call_times(rounds: int = 3) -> dict[str, float]:
     c = CONV_CALL_CHANNELS
     models = {(side, n): (conv_chain_probe(side, n), rng.standard_normal((1, c, side, side)).astype(np.float32))
               for side in CONV_CALL_PROBES.values() for n in CONV_CALL_CHAINS}  # fmt: skip
-    best = _best_run_ns(models, rounds)
+    best = best_run_ns(models, rounds)
     short, long = CONV_CALL_CHAINS
     return {k: (best[(side, long)] - best[(side, short)]) / (long - short) for k, side in CONV_CALL_PROBES.items()}
 

@@ -10,6 +10,9 @@ the time per output element of the Resize kernel classes no calibration model ru
 (:data:`RESIZE_RATES`: nearest with the default coordinates, linear on plain and on NCHWc-blocked
 tensors; :func:`~cost_models.cpu.resize_kernel`), profiled (:func:`resize_ns`).
 
+The one-row float Gemm (``fp32_gemv_call_ns``, ``fp32_gemv_gbps``, :func:`float_gemv_from`): MLAS's
+kernel for a batch-1 Linear layer, not the recurrent step's.
+
 And the L2 one onnxruntime run call takes for itself from a weight stream read once per run
 (``run_footprint_kib``, :func:`run_footprint_kib`; :func:`~cost_models.cpu.run_levels`).
 
@@ -42,6 +45,7 @@ from cost_models.table import estimate
 from graph_ir.ir import Op, Tensor
 from graph_ir.op_metrics import metrics
 from hwsim.host.int8_probe import (
+    GEMV_LAYERS,
     INT8_RATES,
     conv_call_from,
     conv_call_times,
@@ -56,12 +60,14 @@ from hwsim.host.int8_probe import (
     probe_kernels,
     requant_from,
 )
-from hwsim.host.measure import make_session, nchwc_block, profile_nodes, time_session
+from hwsim.host.measure import best_run_ns, make_session, nchwc_block, profile_nodes, time_session
 from hwsim.host.op_probes import probe_efficiencies, probe_rates
 
 __all__ = [
     "FFT_DERIVED",
     "FFT_PROBES",
+    "FLOAT_GEMV_DERIVED",
+    "FLOAT_GEMV_PROBES",
     "LAYER_NORM_RATE",
     "NCHWC_BLOCK_PROBE",
     "NORM_PROBE",
@@ -73,6 +79,9 @@ __all__ = [
     "fft_constants",
     "fft_frame_times",
     "fft_from",
+    "float_gemv_from",
+    "float_gemv_probe",
+    "float_gemv_times",
     "gemv_rate",
     "int8_efficiencies",
     "kernel_efficiency",
@@ -250,6 +259,65 @@ def _footprint_once(
     if kept_first is None or kept_later is None:
         return None
     return max(0.0, kept_later - kept_first) / 1024
+
+
+#: One-row float Gemm probes by their time's key: ``(K, N)`` of the :data:`GEMV_LAYERS` Gemms that
+#: read the same row (:func:`float_gemv_times`), 16 KiB and 1 MiB of weights each (the large ones
+#: 4 MiB together: from L2 and L3 MLAS's kernel ran at one rate on an AMD EPYC); the fixed cost per
+#: call and the weight stream's rate from the two (:func:`float_gemv_from`).
+FLOAT_GEMV_PROBES: Mapping[str, tuple[int, int]] = {"gemm_gemv_small_probe_ns": (256, 16),
+                                                    "gemm_gemv_large_probe_ns": (256, 1024)}  # fmt: skip
+#: The chip fields :func:`float_gemv_from` derives (again from the merged probe times when
+#: ``hwsim fingerprint --calibrate`` merges its rounds).
+FLOAT_GEMV_DERIVED = ("fp32_gemv_call_ns", "fp32_gemv_gbps")
+
+
+def float_gemv_probe(k: int, n: int, layers: int = GEMV_LAYERS) -> onnx.ModelProto:
+    """x (one row of ``k``) -> ``layers`` Gemms with ``n`` x ``k`` float weights (``transB``, and a
+    bias, as PyTorch exports a Linear layer), each reading x (``layers`` 0: an Identity alone)."""
+    rng = np.random.default_rng(0)
+    inits, nodes = [], []
+    for i in range(layers):
+        inits += [numpy_helper.from_array((rng.standard_normal((n, k)) * 0.05).astype(np.float32), f"w{i}"),
+                  numpy_helper.from_array(np.zeros(n, np.float32), f"b{i}")]  # fmt: skip
+        nodes.append(helper.make_node("Gemm", ["x", f"w{i}", f"b{i}"], [f"y{i}"], transB=1))
+    nodes = nodes or [helper.make_node("Identity", ["x"], ["y0"])]
+    graph = helper.make_graph(nodes, "gemv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, k])],
+                              [helper.make_tensor_value_info(nd.output[0], TensorProto.FLOAT, None) for nd in nodes],
+                              inits)  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def float_gemv_times(rounds: int = 3) -> dict[str, float]:
+    """What one one-row float ``Gemm`` adds to a timed run, ns, per :data:`FLOAT_GEMV_PROBES` key:
+    :data:`GEMV_LAYERS` of them less the Identity alone, over :data:`GEMV_LAYERS`
+    (:func:`hwsim.host.measure.best_run_ns`). About 0.3 s on an AMD EPYC."""
+    x = {k: np.ones((1, k), np.float32) for k, _ in FLOAT_GEMV_PROBES.values()}
+    models = {(key, layers): (float_gemv_probe(k, n, layers), x[k])
+              for key, (k, n) in FLOAT_GEMV_PROBES.items() for layers in (0, GEMV_LAYERS)}  # fmt: skip
+    best = best_run_ns(models, rounds)
+    return {key: (best[key, GEMV_LAYERS] - best[key, 0]) / GEMV_LAYERS for key in FLOAT_GEMV_PROBES}
+
+
+def float_gemv_from(rates: Mapping[str, float], kernel_ns: float) -> tuple[float, float] | None:
+    """``(fp32_gemv_call_ns, fp32_gemv_gbps)`` (:func:`cost_models.cpu.one_row_call_ns`) from the
+    two one-row ``Gemm`` times (:func:`float_gemv_times`) less the dispatch ``kernel_ns``: the weight
+    stream's rate from their difference, the fixed cost per call from the small one's rest. On an
+    AMD EPYC: 0.44 us and 78 GB/s, where the recurrent step's kernel streams at 103 GB/s from L2
+    (``gemv_gbps``) and a 256 x 256 Gemm took 4.2-4.5 us, not the 2.8 that rate and the dispatch
+    give. None when a time is missing or a figure is not positive.
+
+    >>> r = {"gemm_gemv_small_probe_ns": 250.0 + 440.0 + 16384 / 78, "gemm_gemv_large_probe_ns": 250.0 + 440.0 + 1048576 / 78}
+    >>> [round(v, 3) for v in float_gemv_from(r, 250.0)]
+    [440.0, 78.0]
+    """
+    if not FLOAT_GEMV_PROBES.keys() <= rates.keys():
+        return None
+    (small_key, small), (large_key, large) = sorted(FLOAT_GEMV_PROBES.items(), key=lambda kv: kv[1][0] * kv[1][1])
+    b_small, b_large = 4 * small[0] * small[1], 4 * large[0] * large[1]
+    ns_per_byte = (rates[large_key] - rates[small_key]) / (b_large - b_small)
+    call_ns = rates[small_key] - kernel_ns - ns_per_byte * b_small
+    return (call_ns, 1.0 / ns_per_byte) if ns_per_byte > 0 and call_ns > 0 else None
 
 
 def _stft_frame_ns(n: int, rounds: int) -> float:
@@ -546,7 +614,8 @@ def kernel_rates(
     profiled_kernel_ns: float = 0.0,
 ) -> tuple[dict[str, float], list[str]]:
     """The chip fields these kernels give (``gemv_gbps``, ``gemv_far_gbps`` and ``run_footprint_kib``
-    where the L2 size ``l2_bytes`` is known, ``fft_butterfly_ns``, ``fft_point_ns``;
+    where the L2 size ``l2_bytes`` is known, ``fft_butterfly_ns``, ``fft_point_ns``, the one-row float
+    Gemm's ``fp32_gemv_call_ns`` and ``fp32_gemv_gbps`` with their probe times (:func:`float_gemv_from`);
     ``parallel_section_ns`` on a host with ``threads`` > 1; the dispatch per kernel is ``kernel_ns``,
     per run call ``run_ns``), ``LayerNormalization``'s
     time per element (:data:`LAYER_NORM_RATE`, not a field: :func:`streaming_efficiency` turns it
@@ -580,6 +649,12 @@ def kernel_rates(
         notes.append("STFT radix-2 constants not resolved; fft_butterfly_ns/fft_point_ns left out")
     else:
         out["fft_butterfly_ns"], out["fft_point_ns"] = fft
+    out.update(float_gemv_times(2 if quick else 3))
+    float_gemv = float_gemv_from(out, kernel_ns)
+    if float_gemv is None:
+        notes.append("one-row float Gemm figures not resolved; fp32_gemv_call_ns/fp32_gemv_gbps left out (gemv_gbps holds)")
+    else:
+        out.update(zip(FLOAT_GEMV_DERIVED, float_gemv, strict=True))
     norm = layer_norm_ns(rounds)
     if norm is None:
         notes.append("LayerNormalization rate not resolved; its efficiency left to calibration")

@@ -21,7 +21,7 @@ from hwsim.host.int8_probe import (
     pack_from,
     requant_from,
 )
-from hwsim.host.kernels import FFT_PROBES, fft_from, int8_fields
+from hwsim.host.kernels import FFT_PROBES, FLOAT_GEMV_PROBES, fft_from, float_gemv_from, int8_fields
 from tests.hwsim.host.test_calibrate_host import fake_fingerprint
 
 TRUE_RATES = {"gemv_gbps": 40.0, "fft_butterfly_ns": 2.0, "run_footprint_kib": 300.0,
@@ -83,6 +83,26 @@ class TestMergeFft:
         fp = undisturbed()
         merged = merge_fingerprints([fp, slowed(fp, 0.5)], fastest)
         assert merged.kernel_rates["fft_butterfly_ns"] == pytest.approx(TRUE_RATES["fft_butterfly_ns"])
+
+
+class TestMergeFloatGemv:
+    def test_the_one_row_figures_come_from_the_merged_probe_times(self) -> None:
+        # round a's small probe undisturbed, round b's large one: each derived pair is off, and
+        # the merged fields are what the merged (fastest) times give, not a mix of the two pairs
+        small, large = (4 * k * n for k, n in FLOAT_GEMV_PROBES.values())
+        def with_times(fp: Fingerprint, t_small: float, t_large: float) -> Fingerprint:
+            times = dict(zip(FLOAT_GEMV_PROBES, (t_small, t_large), strict=True))
+            fields = float_gemv_from(times, 250.0)
+            assert fields is not None
+            return replace(fp, kernel_rates={**fp.kernel_rates, **times, "fp32_gemv_call_ns": fields[0],
+                                             "fp32_gemv_gbps": fields[1]})  # fmt: skip
+        truth = (250.0 + 440.0 + small / 78.0, 250.0 + 440.0 + large / 78.0)
+        a = with_times(undisturbed(), truth[0], truth[1] * 1.3)
+        b = with_times(undisturbed(), truth[0] * 1.3, truth[1])
+        merged = merge_fingerprints([a, b], fastest).kernel_rates
+        assert (merged["fp32_gemv_call_ns"], merged["fp32_gemv_gbps"]) == pytest.approx((440.0, 78.0))
+        for fp in (a, b):
+            assert (fp.kernel_rates["fp32_gemv_call_ns"], fp.kernel_rates["fp32_gemv_gbps"]) != pytest.approx((440.0, 78.0))
 
 
 class TestMergeFingerprints:
