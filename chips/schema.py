@@ -659,6 +659,13 @@ class CpuUnit(Unit):
         description="Rate at which a one-row float GEMM streams its weights from any cache level (the slope of the "
         "same two sizes; MLAS's kernel, not the recurrent step's `gemv_gbps`). None: `gemv_gbps` holds.",
     )
+    kernel_setup_ns: dict[str, NonNegFloat] | None = Field(
+        None,
+        description="Fixed time per call of onnxruntime's per-element kernel of each op type named (Add, Mul, "
+        "Sigmoid, ...) beside its dispatch, measured by `hwsim fingerprint` from chains of 16-element ops. An op "
+        "type named pays it instead of the generic set-up of a small kernel (half efficiency at 20 kFLOP, which "
+        "its efficiency scales). None, or an op type not named: the generic set-up.",
+    )
     nchwc_one_block_efficiency: PositiveFloat | None = Field(
         None,
         description="Rate of onnxruntime's NCHWc conv with one block of output channels (3x3, 64 -> 16) over one "
@@ -673,6 +680,7 @@ class CpuUnit(Unit):
         "recurrent_section_ns", "run_footprint_kib", "requant_ns", "int8_pack_ns", "int8_conv_call_ns", "int8_conv_pixel_ns",
         "int8_im2col_pixel_ns", "int8_conv_mac_ps", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps",
         "softmax_denormal_ns", "nchwc_one_block_efficiency", "norm_row_ns", "fp32_gemv_call_ns", "fp32_gemv_gbps",
+        "kernel_setup_ns",
     )
 
     @model_serializer(mode="wrap")

@@ -49,7 +49,9 @@ from hwsim.host.kernels import (
     FLOAT_GEMV_PROBES,
     LAYER_NORM_RATE,
     RESIZE_RATES,
+    SETUP_PROBES,
     kernel_rates,
+    kernel_setups,
     per_element_efficiencies,
 )
 from hwsim.host.measure import MeasureError, make_session, time_call
@@ -598,10 +600,12 @@ def chip_data(fp: Fingerprint, name: str = "host") -> dict[str, Any]:
         unit["weight_stream_gbps"] = round(fp.weight_stream_gbps, 2)
     # efficiencies below, or probe times fields are derived from: not chip fields
     per_element = {LAYER_NORM_RATE, *RESIZE_RATES.values(), *PROBE_RATES.values(), *INT8_PROBES, *FFT_PROBES.values(),
-                   *FLOAT_GEMV_PROBES}  # fmt: skip
+                   *FLOAT_GEMV_PROBES, *SETUP_PROBES.values()}  # fmt: skip
     unit.update((k, round(v, 3)) for k, v in fp.kernel_rates.items() if k not in per_element)
     # onnxruntime's dispatch per kernel as measured; 2 us when an older fingerprint has none
     unit["op_overhead_ns"] = fp.dispatch.kernel_ns if fp.dispatch else 2000.0
+    if fp.dispatch and (setups := kernel_setups(fp.kernel_rates, fp.dispatch.kernel_ns)):
+        unit["kernel_setup_ns"] = setups  # beside that dispatch: derived from the (merged) probe times
     unit["efficiency"] = dict(FINGERPRINT_EFFICIENCY)
     dram: dict[str, Any] = {"bandwidth_gbps": round(fp.triad_gbps or fp.copy_gbps or 1.0, 2),
                             "latency_ns": round(fp.dram_latency_ns or 0.0, 1)}  # fmt: skip

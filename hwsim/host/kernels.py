@@ -74,6 +74,8 @@ __all__ = [
     "NORM_ROW_PROBE",
     "RESIZE_PROBE",
     "RESIZE_RATES",
+    "SETUP_PROBED",
+    "SETUP_PROBES",
     "SOFTMAX_PROBE",
     "far_hidden",
     "fft_constants",
@@ -86,6 +88,7 @@ __all__ = [
     "int8_efficiencies",
     "kernel_efficiency",
     "kernel_rates",
+    "kernel_setups",
     "layer_norm_ns",
     "nchwc_one_block_efficiency",
     "near_hidden",
@@ -95,6 +98,8 @@ __all__ = [
     "resize_ns",
     "resize_probe",
     "run_footprint_kib",
+    "setup_probe",
+    "setup_times",
     "softmax_denormal_ns",
     "streaming_efficiency",
 ]  # fmt: skip
@@ -318,6 +323,55 @@ def float_gemv_from(rates: Mapping[str, float], kernel_ns: float) -> tuple[float
     ns_per_byte = (rates[large_key] - rates[small_key]) / (b_large - b_small)
     call_ns = rates[small_key] - kernel_ns - ns_per_byte * b_small
     return (call_ns, 1.0 / ns_per_byte) if ns_per_byte > 0 and call_ns > 0 else None
+
+
+#: Op types whose per-element kernel's fixed time per call the fingerprint measures
+#: (:func:`setup_times`, chip field ``kernel_setup_ns``), chained on :data:`SETUP_PROBE_ELEMENTS`
+#: values (a binary op with a constant of that shape). Not the Q/DQ kernels: onnxruntime removes a
+#: chain's Q -> DQ pairs, and their kernels do pay a set-up (a QuantizeLinear of 784 values took
+#: about 1 us beside the dispatch on an AMD EPYC).
+SETUP_PROBED: tuple[str, ...] = ("Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Sqrt", "Abs")
+SETUP_PROBE_ELEMENTS, SETUP_PROBE_LAYERS = 16, 8
+#: Key of each op type's time per op in a chain (ns, dispatch included) in :func:`kernel_rates`
+#: (not chip fields: ``kernel_setup_ns`` is derived from them, :func:`kernel_setups`).
+SETUP_PROBES: Mapping[str, str] = {t: f"setup_probe_ns:{t}" for t in SETUP_PROBED}
+
+
+def setup_probe(op_type: str, layers: int = SETUP_PROBE_LAYERS) -> onnx.ModelProto:
+    """x (:data:`SETUP_PROBE_ELEMENTS` positive floats) -> ``layers`` ``op_type`` s in a chain (a binary
+    one with a constant of x's shape; 0 layers: an Identity alone)."""
+    n, inits, nodes, x = SETUP_PROBE_ELEMENTS, [], [], "x"
+    binary = op_type in ("Add", "Sub", "Mul", "Div")
+    for i in range(layers):
+        if binary:
+            inits.append(numpy_helper.from_array(np.full((1, n), 1.0 + 1.0 / (i + 2), np.float32), f"c{i}"))
+        nodes.append(helper.make_node(op_type, [x, f"c{i}"] if binary else [x], [f"y{i}"]))
+        x = f"y{i}"
+    nodes = nodes or [helper.make_node("Identity", ["x"], ["y"])]
+    graph = helper.make_graph(nodes, "setup", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, n])],
+                              [helper.make_tensor_value_info(nodes[-1].output[0], TensorProto.FLOAT, None)], inits)  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def setup_times(rounds: int = 3) -> dict[str, float]:
+    """Per :data:`SETUP_PROBES` key, what one op of that type adds to a timed run, ns: a chain of
+    :data:`SETUP_PROBE_LAYERS` less the Identity alone, over the layers
+    (:func:`hwsim.host.measure.best_run_ns`). About 1 s."""
+    x = np.full((1, SETUP_PROBE_ELEMENTS), 0.5, np.float32)
+    models = {op_type: (setup_probe(op_type), x) for op_type in SETUP_PROBED}
+    best = best_run_ns({**models, "": (setup_probe("Abs", 0), x)}, rounds)
+    return {SETUP_PROBES[t]: (best[t] - best[""]) / SETUP_PROBE_LAYERS for t in SETUP_PROBED}
+
+
+def kernel_setups(rates: Mapping[str, float], kernel_ns: float) -> dict[str, float]:
+    """``kernel_setup_ns`` (:func:`cost_models.cpu.kernel_setup_ns`): each probed op type's time per
+    op in its chain (:func:`setup_times`) less the dispatch ``kernel_ns``, at least 0 (the work on
+    16 values is a few ns), for those in ``rates``.
+
+    >>> kernel_setups({SETUP_PROBES["Add"]: 300.0, SETUP_PROBES["Relu"]: 250.0}, 270.0)
+    {'Add': 30.0, 'Relu': 0.0}
+    """
+    return {t: round(max(0.0, rates[k] - kernel_ns), 1) for t, k in SETUP_PROBES.items() if k in rates}
 
 
 def _stft_frame_ns(n: int, rounds: int) -> float:
@@ -649,6 +703,7 @@ def kernel_rates(
         notes.append("STFT radix-2 constants not resolved; fft_butterfly_ns/fft_point_ns left out")
     else:
         out["fft_butterfly_ns"], out["fft_point_ns"] = fft
+    out.update(setup_times(2 if quick else 3))
     out.update(float_gemv_times(2 if quick else 3))
     float_gemv = float_gemv_from(out, kernel_ns)
     if float_gemv is None:
