@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -58,27 +57,12 @@ def main() -> int:
     ap.add_argument("chips", nargs="+", help="fingerprinted host chip files")
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
-    from chips.schema import load_chip
-    from hwsim.host.measure import best_run_ns
-    from hwsim.host.validate import validate_model
+    from layer_chains import per_layer_ns, print_table
 
-    chips = [load_chip(c) for c in args.chips]
     models = {(case, layers): layers_model(*case, layers) for case in CASES for layers in (0, LAYERS)}
-    best = best_run_ns({key: (m, np.ones((1, key[0][1]), np.float32)) for key, m in models.items()}, args.rounds)
-    predicted: dict[tuple[tuple[str, int, int], int], list[float]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for (case, layers), model in models.items():
-            path = Path(tmp) / f"{case[0]}_{case[1]}_{case[2]}_{layers}.onnx"
-            onnx.save(model, path)
-            predicted[case, layers] = [validate_model(c, path, runs=10, min_total_s=0.0).predicted_ns for c in chips]
-    heads = " | ".join(f"{Path(c).name} predicted us | error" for c in args.chips)
-    print(f"| layer | weights KiB | measured us | {heads} |")
-    print("|---|---:|---:|" + "---:|---:|" * len(chips))
-    for case in CASES:
-        meas = (best[case, LAYERS] - best[case, 0]) / LAYERS
-        preds = [(a - b) / LAYERS for a, b in zip(predicted[case, LAYERS], predicted[case, 0], strict=True)]
-        cells = " | ".join(f"{p / 1e3:.2f} | {100 * (p / meas - 1):+.1f}%" for p in preds)
-        print(f"| {case[0]} {case[1]} x {case[2]} | {4 * case[1] * case[2] / 1024:.0f} | {meas / 1e3:.2f} | {cells} |")
+    feeds = {case: np.ones((1, case[1]), np.float32) for case in CASES}
+    got = per_layer_ns(models, feeds, LAYERS, args.chips, args.rounds)
+    print_table("layer (weights KiB)", {f"{t} {k} x {n} ({4 * k * n / 1024:.0f})": got[t, k, n] for t, k, n in CASES}, args.chips)
     return 0
 
 

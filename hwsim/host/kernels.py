@@ -337,10 +337,10 @@ SETUP_PROBE_ELEMENTS, SETUP_PROBE_LAYERS = 16, 8
 SETUP_PROBES: Mapping[str, str] = {t: f"setup_probe_ns:{t}" for t in SETUP_PROBED}
 
 
-def setup_probe(op_type: str, layers: int = SETUP_PROBE_LAYERS) -> onnx.ModelProto:
-    """x (:data:`SETUP_PROBE_ELEMENTS` positive floats) -> ``layers`` ``op_type`` s in a chain (a binary
-    one with a constant of x's shape; 0 layers: an Identity alone)."""
-    n, inits, nodes, x = SETUP_PROBE_ELEMENTS, [], [], "x"
+def setup_probe(op_type: str, layers: int = SETUP_PROBE_LAYERS, n: int = SETUP_PROBE_ELEMENTS) -> onnx.ModelProto:
+    """x (``n`` positive floats) -> ``layers`` ``op_type`` s in a chain (a binary one with a constant of
+    x's shape; 0 layers: an Identity alone)."""
+    inits, nodes, x = [], [], "x"
     binary = op_type in ("Add", "Sub", "Mul", "Div")
     for i in range(layers):
         if binary:
