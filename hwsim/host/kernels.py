@@ -327,9 +327,9 @@ def float_gemv_from(rates: Mapping[str, float], kernel_ns: float) -> tuple[float
 
 #: Op types whose per-element kernel's fixed time per call the fingerprint measures
 #: (:func:`setup_times`, chip field ``kernel_setup_ns``), chained on :data:`SETUP_PROBE_ELEMENTS`
-#: values (a binary op with a constant of that shape). Not the Q/DQ kernels: onnxruntime removes a
-#: chain's Q -> DQ pairs, and their kernels do pay a set-up (a QuantizeLinear of 784 values took
-#: about 1 us beside the dispatch on an AMD EPYC).
+#: values (a binary op with a constant of that shape). Not the Q/DQ kernels: they pay no set-up either
+#: (a pair of 16 values took two dispatches on an AMD EPYC), but priced so they would expose a one-row
+#: integer GEMM's shortfall at small N that their generic set-up covers (``docs/fidelity_cpu.md``).
 SETUP_PROBED: tuple[str, ...] = ("Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Sqrt", "Abs")
 SETUP_PROBE_ELEMENTS, SETUP_PROBE_LAYERS = 16, 8
 #: Key of each op type's time per op in a chain (ns, dispatch included) in :func:`kernel_rates`
