@@ -118,6 +118,7 @@ __all__ = [
     "last_level_cache_bytes",
     "marked_cold_bytes",
     "marked_cold_sources",
+    "measured_setup",
     "mlas_threads",
     "nchwc_activation_ns",
     "norm_rows_ns",
@@ -318,12 +319,14 @@ class CpuModel(UnitModel[CpuUnit]):
     default_efficiency = DEFAULT_EFFICIENCY
 
     def cost(self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
-        """The op family's cost (:meth:`UnitModel.cost`), corrected by a calibrated efficiency;
+        """The op family's cost (:meth:`UnitModel.cost`), corrected by a calibrated efficiency, and
+        the kernel's fixed time per call where the fingerprint measured it (:func:`measured_setup`);
         an int8 GEMM on a host whose integer kernels were fingerprinted as the kernel it runs
         (:func:`integer_kernel`)."""
         op = integer_kernel(op, unit, dtype)
         cost = _calibrated(op, unit, dtype, super().cost(op, unit, chip, dtype, in_b, w_b, out_b))
-        return _with_fixed(cost, unit, kernel_setup_ns(op, unit) or 0.0, "set-up")
+        fixed = measured_setup(op, unit)
+        return cost if fixed is None else _with_fixed(cost, unit, *fixed)
 
     def roofline(
         self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int
@@ -405,18 +408,12 @@ class CpuModel(UnitModel[CpuUnit]):
         self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int
     ) -> OpCost:
         """An integer GEMM kernel of a QDQ model (QLinearConv, QLinearMatMul, QGemm): its MACs (the
-        roofline at the int8 rate), then each output requantized (:func:`requant_ns`), a conv's
-        per-pixel costs (:func:`integer_conv_ns`), which no efficiency scales, and a one-row
-        product's set-up (:func:`one_row_call_ns`) before its weight stream."""
+        roofline at the int8 rate), then each output requantized (:func:`requant_ns`) and a conv's
+        per-pixel costs (:func:`integer_conv_ns`), which no efficiency scales (a one-row product's
+        set-up: :meth:`cost`, :func:`measured_setup`)."""
         cost = _with_pass(self.roofline(op, unit, chip, dtype, in_b, w_b, out_b), unit, requant_ns(op, unit), "requantize")
         conv_ns, what = integer_conv_ns(op, unit, dtype)
-        cost = _with_pass(cost, unit, conv_ns, what)
-        return _with_fixed(cost, unit, one_row_call_ns(op, unit), "one-row call")
-
-    def float_product(self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
-        """A float Gemm/MatMul: the roofline, and a one-row product's set-up (:func:`one_row_call_ns`)
-        before its weight stream."""
-        return _with_fixed(self.roofline(op, unit, chip, dtype, in_b, w_b, out_b), unit, one_row_call_ns(op, unit), "one-row call")
+        return _with_pass(cost, unit, conv_ns, what)
 
     def conv(self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
         """A Conv: the roofline, and where ``hwsim validate`` marked how onnxruntime runs it, the
@@ -436,7 +433,7 @@ class CpuModel(UnitModel[CpuUnit]):
 
     handlers = op_handlers(
         (ROW_NORM_OP_TYPES, layer_norm), (("Softmax",), softmax), (("Conv",), conv), (("Gather",), gather), (RECURRENT_OP_TYPES, recurrent), (FFT_OP_TYPES, fft), (("ConvTranspose",), conv_transpose),
-        (INTEGER_GEMM_OP_TYPES, integer_gemm), (FLOAT_GEMM_OP_TYPES, float_product),
+        (INTEGER_GEMM_OP_TYPES, integer_gemm),
     )
 
 
@@ -456,10 +453,21 @@ def integer_kernel(op: Op, unit: CpuUnit, dtype: Dtype) -> Op:
     return replace(op, op_type=kind)
 
 
+def measured_setup(op: Op, unit: CpuUnit) -> tuple[float, str] | None:
+    """The fixed time per call the fingerprint measured for ``op``'s kernel beside its dispatch (ns)
+    and its name in a cost's note: a one-row product's call (:func:`one_row_call_ns`) or a per-element
+    kernel's set-up (:func:`kernel_setup_ns`). It replaces the generic set-up of a small kernel
+    (:func:`shape_factor`, dropped in :func:`_compute_ns`); None: that generic set-up holds."""
+    call = one_row_call_ns(op, unit)
+    if call:
+        return call, "one-row call"
+    setup = kernel_setup_ns(op, unit)
+    return None if setup is None else (setup, "set-up")
+
+
 def _with_fixed(cost: OpCost, unit: CpuUnit, fixed_ns: float, what: str) -> OpCost:
-    """``cost`` with a kernel's measured fixed time per call ``fixed_ns`` (a one-row product's,
-    :func:`one_row_call_ns`; a per-element kernel's, :func:`kernel_setup_ns`), named ``what``:
-    before its streams start, not beside them, so serial, like a dispatch."""
+    """``cost`` with a kernel's measured fixed time per call ``fixed_ns`` (:func:`measured_setup`),
+    named ``what``: before its streams start, not beside them, so serial, like a dispatch."""
     if not fixed_ns:
         return cost
     return replace(cost, overhead_ns=cost.overhead_ns + fixed_ns, energy_pj=cost.energy_pj + energy_pj(unit.active_w, fixed_ns),
@@ -631,8 +639,7 @@ def _compute_ns(op: Op, unit: CpuUnit, dtype: Dtype) -> float:
     key = kernel_type(op)
     if key == "DepthwiseConv" and NCHWC_ATTR in op.attrs:  # onnxruntime's NCHWc kernel, per tap
         return depthwise_nchwc_ns(op, unit, dtype, unit.efficiency.get(key) or efficiency(unit, op, DEFAULT_EFFICIENCY))
-    # a measured set-up replaces a small kernel's generic one (:func:`one_row_call_ns`, :func:`kernel_setup_ns`)
-    shape = 1.0 if one_row_call_ns(op, unit) or kernel_setup_ns(op, unit) is not None else shape_factor(op)
+    shape = 1.0 if measured_setup(op, unit) is not None else shape_factor(op)
     if key != op.op_type and key in unit.efficiency:  # a kernel class of its own, fitted as such
         eff = unit.efficiency[key] * shape / (DEPTHWISE_FACTOR if key == "DepthwiseConv" else 1.0)
     else:

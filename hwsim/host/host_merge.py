@@ -111,32 +111,17 @@ def _caches(fps: Sequence[Fingerprint], pick: Pick) -> list[dict[str, float | st
 
 def _kernel_rates(fps: Sequence[Fingerprint], pick: Pick, kernel_ns: float) -> dict[str, float]:
     """:attr:`Fingerprint.kernel_rates` merged: GB/s the highest, times the fastest, figures of
-    :data:`MEDIAN_KERNEL_FIGURES` the median; the integer fields derived from probe times
-    (:data:`hwsim.host.kernels.INT8_DERIVED`) derived again from the merged probes, with the merged
-    dispatch per kernel ``kernel_ns`` (so are the one-row float Gemm's,
-    :data:`hwsim.host.kernels.FLOAT_GEMV_DERIVED`), and the STFT's
-    (:data:`hwsim.host.kernels.FFT_DERIVED`) from the merged frame times."""
-    from hwsim.host.kernels import (
-        FFT_DERIVED,
-        FLOAT_GEMV_DERIVED,
-        INT8_DERIVED,
-        fft_from,
-        float_gemv_from,
-        int8_fields,
-    )
+    :data:`MEDIAN_KERNEL_FIGURES` the median; the fields derived from probe times (the integer
+    kernels', the one-row float Gemm's, the STFT's) derived again from the merged probes with the
+    merged dispatch per kernel ``kernel_ns`` (:func:`hwsim.host.kernels.rederived`)."""
+    from hwsim.host.kernels import REDERIVED, rederived
 
     rates = [fp.kernel_rates for fp in fps]
     out = {k: (statistics.median(vs) if k in MEDIAN_KERNEL_FIGURES else _rate(vs, pick) if k.endswith("_gbps")
                else pick(vs))
            for k, vs in ((k, [r[k] for r in rates if k in r]) for k in dict.fromkeys(k for r in rates for k in r))
-           if k not in INT8_DERIVED and k not in FLOAT_GEMV_DERIVED}  # fmt: skip
-    out.update({k: v for k, v in int8_fields(out, kernel_ns).items() if v is not None})
-    float_gemv = float_gemv_from(out, kernel_ns)
-    if float_gemv is not None:
-        out.update(zip(FLOAT_GEMV_DERIVED, float_gemv, strict=True))
-    fft = fft_from(out)  # fingerprints without the frame times keep their merged constants
-    if fft is not None:
-        out.update(zip(FFT_DERIVED, fft, strict=True))
+           if k not in REDERIVED}  # fmt: skip
+    out.update(rederived(out, kernel_ns))
     return out
 
 

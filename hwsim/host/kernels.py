@@ -72,6 +72,7 @@ __all__ = [
     "NCHWC_BLOCK_PROBE",
     "NORM_PROBE",
     "NORM_ROW_PROBE",
+    "REDERIVED",
     "RESIZE_PROBE",
     "RESIZE_RATES",
     "SETUP_PROBED",
@@ -95,6 +96,7 @@ __all__ = [
     "norm_row_ns",
     "parallel_section_ns",
     "per_element_efficiencies",
+    "rederived",
     "resize_ns",
     "resize_probe",
     "run_footprint_kib",
@@ -780,6 +782,22 @@ def int8_fields(rates: Mapping[str, float], kernel_ns: float) -> dict[str, float
     gemv = gemv_call_from(rates, requant, kernel_ns)
     fields["int8_gemv_call_ns"], fields["int8_gemv_gbps"] = gemv if gemv is not None else (None, None)
     return fields
+
+
+#: The chip fields derived from probe times that a merge of several fingerprints derives again from the
+#: merged probes (:func:`rederived`); the STFT's constants are not among them, so that an older
+#: fingerprint without the frame times keeps its merged ones.
+REDERIVED = (*INT8_DERIVED, *FLOAT_GEMV_DERIVED)
+
+
+def rederived(rates: Mapping[str, float], kernel_ns: float) -> dict[str, float]:
+    """The chip fields derived from the probe times in ``rates`` (:func:`int8_fields`,
+    :func:`float_gemv_from`, :func:`fft_from`) with the dispatch per kernel ``kernel_ns``, those resolved."""
+    out = {k: v for k, v in int8_fields(rates, kernel_ns).items() if v is not None}
+    for names, got in ((FLOAT_GEMV_DERIVED, float_gemv_from(rates, kernel_ns)), (FFT_DERIVED, fft_from(rates))):
+        if got is not None:
+            out.update(zip(names, got, strict=True))
+    return out
 
 
 def int8_efficiencies(chip: Chip, rates: Mapping[str, float]) -> dict[str, float]:

@@ -111,7 +111,6 @@ def time_call(fn: Callable[[], object], runs: int = 10, warmup: int = 2, min_tot
     return Timing(tuple(samples))
 
 
-
 K = TypeVar("K")
 
 
@@ -126,6 +125,7 @@ def best_run_ns(models: Mapping[K, tuple[onnx.ModelProto, np.ndarray]], rounds: 
             t = time_call(partial(sess.run, None, feeds), runs=200, warmup=20)
             best[key] = min(best[key], low_quantile(t.samples_ns, 0.1))
     return best
+
 
 def load_with_random_weights(path: str | Path, seed: int = 0) -> onnx.ModelProto:
     """Load ``path``; initializers whose external data is absent get seeded random values
