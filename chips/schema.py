@@ -666,6 +666,14 @@ class CpuUnit(Unit):
         "type named pays it instead of the generic set-up of a small kernel (half efficiency at 20 kFLOP, which "
         "its efficiency scales). None, or an op type not named: the generic set-up.",
     )
+    step_handoff_ns: dict[str, NonNegFloat] | None = Field(
+        None,
+        description="What one split product of a recurrent step pays onnxruntime's intra-op pool, ns, by op type "
+        "(LSTM, GRU), measured by `hwsim fingerprint` on its threads (2 or more) from one-direction kernels of "
+        "hidden 256 whose step products split: 1.1 (LSTM) and 0.64 us (GRU) on an AMD EPYC at 2 threads, where "
+        "the CPU model's default is 2 us. A calibrated `recurrent_section_ns` takes precedence for LSTM/RNN "
+        "products; an RNN takes the LSTM's figure. None, or an op type not named: the CPU model's default.",
+    )
     nchwc_one_block_efficiency: PositiveFloat | None = Field(
         None,
         description="Rate of onnxruntime's NCHWc conv with one block of output channels (3x3, 64 -> 16) over one "
@@ -680,7 +688,7 @@ class CpuUnit(Unit):
         "recurrent_section_ns", "run_footprint_kib", "requant_ns", "int8_pack_ns", "int8_conv_call_ns", "int8_conv_pixel_ns",
         "int8_im2col_pixel_ns", "int8_conv_mac_ps", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps",
         "softmax_denormal_ns", "nchwc_one_block_efficiency", "norm_row_ns", "fp32_gemv_call_ns", "fp32_gemv_gbps",
-        "kernel_setup_ns",
+        "kernel_setup_ns", "step_handoff_ns",
     )
 
     @model_serializer(mode="wrap")

@@ -1113,22 +1113,35 @@ def step_section_ns(unit: CpuUnit) -> float:
 
 
 def step_handoff_ns(op: Op, unit: CpuUnit) -> float:
-    """What one split product of a step of ``op`` pays the pool on ``unit``, ns: a loop in the
-    section a GRU keeps open over its steps (:data:`RECURRENT_SECTION_OP_TYPES`) pays
-    :data:`RECURRENT_SPLIT_STEP_NS`; any other product is a section of its own
-    (:func:`step_section_ns`). The idle 2-thread tables bear it out: priced from each model's own
-    one-thread core rate, the hidden-256 GRUs' products took 2.0 us each, the LSTMs' 2.3-3.8 us
-    (a calibration fit 2.65 us on ``lstm_gru``'s LSTM, which put the GRUs 13-15 % slow).
+    """What one split product of a step of ``op`` pays the pool on ``unit``, ns: the figure the
+    fingerprint measured for its op type (``step_handoff_ns``; an RNN takes the LSTM's: both run
+    each product as a section of its own), except that a calibrated ``recurrent_section_ns``
+    (:func:`step_section_ns`) goes first for an LSTM's or an RNN's; else a loop in the section a GRU
+    keeps open over its steps (:data:`RECURRENT_SECTION_OP_TYPES`) pays
+    :data:`RECURRENT_SPLIT_STEP_NS`, any other product :func:`step_section_ns`. The idle 2-thread
+    tables of the CI Xeon bear the defaults out: priced from each model's own one-thread core rate,
+    the hidden-256 GRUs' products took 2.0 us each, the LSTMs' 2.3-3.8 us (a calibration fit 2.65 us
+    on ``lstm_gru``'s LSTM, which put the GRUs 13-15 % slow). On an AMD EPYC, whose two threads run
+    on two cores, they took 0.6-1.5 us (``benchmarks/recurrent_handoff.py``).
 
     >>> from graph_ir.ir import Op, Tensor
     >>> from chips.schema import CpuUnit
     >>> u = CpuUnit(name="c", domain="d", clock_mhz=1000, flops_per_cycle={"fp32": 32}, l1_kib=32, l1_bandwidth_gbps=100,
     ...             l2_kib=2048, l2_bandwidth_gbps=50, recurrent_section_ns=2650.0)
     >>> x, w = Tensor("x", (8, 1, 256), "float32"), Tensor("w", (1, 768, 256), "float32", is_weight=True)
-    >>> step_handoff_ns(Op("g", "GRU", "rnn", (x, w, w), ()), u), step_handoff_ns(Op("l", "LSTM", "rnn", (x, w, w), ()), u)
+    >>> gru, lstm = Op("g", "GRU", "rnn", (x, w, w), ()), Op("l", "LSTM", "rnn", (x, w, w), ())
+    >>> step_handoff_ns(gru, u), step_handoff_ns(lstm, u)
     (2000.0, 2650.0)
+    >>> m = u.model_copy(update={"step_handoff_ns": {"GRU": 600.0, "LSTM": 850.0}, "recurrent_section_ns": None})
+    >>> step_handoff_ns(gru, m), step_handoff_ns(lstm, m)
+    (600.0, 850.0)
     """
-    return RECURRENT_SPLIT_STEP_NS if op.op_type in RECURRENT_SECTION_OP_TYPES else step_section_ns(unit)
+    measured = unit.step_handoff_ns or {}
+    if op.op_type in RECURRENT_SECTION_OP_TYPES:
+        return measured.get(op.op_type, RECURRENT_SPLIT_STEP_NS)
+    if unit.recurrent_section_ns is not None:
+        return unit.recurrent_section_ns
+    return measured.get(op.op_type, measured.get("LSTM", RECURRENT_SPLIT_STEP_NS))
 
 
 def sections_ns(op: Op, unit: CpuUnit, threads_used: int) -> float:

@@ -47,12 +47,14 @@ from hwsim.host.int8_probe import INT8_PROBES
 from hwsim.host.kernels import (
     FFT_PROBES,
     FLOAT_GEMV_PROBES,
+    HANDOFF_PROBES,
     LAYER_NORM_RATE,
     RESIZE_RATES,
     SETUP_PROBES,
     kernel_rates,
     kernel_setups,
     per_element_efficiencies,
+    step_handoffs,
 )
 from hwsim.host.measure import MeasureError, make_session, time_call
 from hwsim.host.op_probes import PROBE_RATES
@@ -600,7 +602,7 @@ def chip_data(fp: Fingerprint, name: str = "host") -> dict[str, Any]:
         unit["weight_stream_gbps"] = round(fp.weight_stream_gbps, 2)
     # efficiencies below, or probe times fields are derived from: not chip fields
     per_element = {LAYER_NORM_RATE, *RESIZE_RATES.values(), *PROBE_RATES.values(), *INT8_PROBES, *FFT_PROBES.values(),
-                   *FLOAT_GEMV_PROBES, *SETUP_PROBES.values()}  # fmt: skip
+                   *FLOAT_GEMV_PROBES, *SETUP_PROBES.values(), *HANDOFF_PROBES.values()}  # fmt: skip
     unit.update((k, round(v, 3)) for k, v in fp.kernel_rates.items() if k not in per_element)
     # onnxruntime's dispatch per kernel as measured; 2 us when an older fingerprint has none
     unit["op_overhead_ns"] = fp.dispatch.kernel_ns if fp.dispatch else 2000.0
@@ -618,6 +620,8 @@ def chip_data(fp: Fingerprint, name: str = "host") -> dict[str, Any]:
     if per_element & fp.kernel_rates.keys():
         effs = per_element_efficiencies(chip_from_dict(data), fp.kernel_rates)
         unit["efficiency"].update((k, round(e, 4)) for k, e in effs.items())
+    if handoffs := step_handoffs(chip_from_dict(data), fp.kernel_rates, fp.threads):
+        unit["step_handoff_ns"] = handoffs  # from the (merged) probe times, at the efficiencies above
     return data
 
 

@@ -35,14 +35,20 @@ from cost_models.cpu import (
     NCHWC_ATTR,
     RECURRENT_GATE_NS,
     RECURRENT_STEP_NS,
+    calibrated_efficiency,
     calibration_basis_ns,
     cyclic_capacity_bytes,
     integer_conv_ns,
+    intra_op_threads,
     kernel_type,
+    recurrent_sections,
+    recurrent_time,
     requant_ns,
+    section_ns,
 )
 from cost_models.table import estimate
 from graph_ir.ir import Op, Tensor
+from graph_ir.onnx_import import from_model_proto
 from graph_ir.op_metrics import metrics
 from hwsim.host.int8_probe import (
     GEMV_LAYERS,
@@ -68,6 +74,7 @@ __all__ = [
     "FFT_PROBES",
     "FLOAT_GEMV_DERIVED",
     "FLOAT_GEMV_PROBES",
+    "HANDOFF_PROBES",
     "LAYER_NORM_RATE",
     "NCHWC_BLOCK_PROBE",
     "NORM_PROBE",
@@ -86,6 +93,8 @@ __all__ = [
     "float_gemv_probe",
     "float_gemv_times",
     "gemv_rate",
+    "handoff_probe",
+    "handoff_times",
     "int8_efficiencies",
     "kernel_efficiency",
     "kernel_rates",
@@ -103,6 +112,7 @@ __all__ = [
     "setup_probe",
     "setup_times",
     "softmax_denormal_ns",
+    "step_handoffs",
     "streaming_efficiency",
 ]  # fmt: skip
 
@@ -374,6 +384,79 @@ def kernel_setups(rates: Mapping[str, float], kernel_ns: float) -> dict[str, flo
     {'Add': 30.0, 'Relu': 0.0}
     """
     return {t: round(max(0.0, rates[k] - kernel_ns), 1) for t, k in SETUP_PROBES.items() if k in rates}
+
+
+#: The recurrent kernels whose pool hand-off per split step product the fingerprint measures on its
+#: threads (:func:`handoff_times`; chip field ``step_handoff_ns``, :func:`step_handoffs`): one
+#: direction of :data:`HANDOFF_HIDDEN` (each product of a step splits over two threads: an LSTM's
+#: 1024 x 256, a GRU's 512 x 256 and 256 x 256; ``R`` 0.8-1 MiB) on one input feature (its input
+#: projection, 43-57 k MACs at the longer run, does not split), at two step counts.
+HANDOFF_PROBED: tuple[str, ...] = ("LSTM", "GRU")
+HANDOFF_HIDDEN = 256
+HANDOFF_STEPS = (8, 56)
+#: Key of each probe's whole-run time (ns, on the fingerprint's threads) in :func:`kernel_rates`,
+#: by (op type, steps): not chip fields.
+HANDOFF_PROBES: Mapping[tuple[str, int], str] = {(t, n): f"handoff_probe_ns:{t}:{n}" for t in HANDOFF_PROBED
+                                                 for n in HANDOFF_STEPS}  # fmt: skip
+
+
+def handoff_probe(op_type: str, steps: int, hidden: int = HANDOFF_HIDDEN) -> tuple[onnx.ModelProto, np.ndarray]:
+    """One forward ``op_type`` (LSTM or GRU) of ``hidden`` over ``steps`` steps of one input
+    feature, and its input."""
+    rng = np.random.default_rng(hidden + steps)
+    gates = 4 if op_type == "LSTM" else 3
+    w = {"W": (rng.standard_normal((1, gates * hidden, 1)) * 0.05).astype(np.float32),
+         "R": (rng.standard_normal((1, gates * hidden, hidden)) * 0.05).astype(np.float32)}  # fmt: skip
+    extra = [helper.make_attribute("linear_before_reset", 1)] if op_type == "GRU" else []
+    node = helper.make_node(op_type, ["x", "W", "R"], ["y"], hidden_size=hidden)
+    node.attribute.extend(extra)
+    x = rng.standard_normal((steps, 1, 1)).astype(np.float32)
+    return _model(node, x, w), x
+
+
+def handoff_times(threads: int, rounds: int = 3) -> dict[str, float]:
+    """Per :data:`HANDOFF_PROBES` key, the probe's whole run on ``threads`` intra-op threads, ns
+    (:func:`hwsim.host.measure.best_run_ns`). About 1 s."""
+    best = best_run_ns({key: handoff_probe(*probe) for probe, key in HANDOFF_PROBES.items()}, rounds, threads)
+    return {key: best[key] for key in HANDOFF_PROBES.values()}
+
+
+def _modelled_split(op: Op, chip: Chip, threads: int) -> tuple[float, int]:
+    """(``op``'s kernel on ``threads`` threads without its step hand-offs, ns; its split step
+    products), as ``hwsim validate`` prices it: the core's rate split over the threads
+    (:func:`~cost_models.cpu.recurrent_time`) and the sections outside the steps."""
+    unit = chip.units[0]
+    assert isinstance(unit, CpuUnit)
+    used = intra_op_threads(op, threads)
+    calls, products = recurrent_sections(op, used) if used > 1 else (0, 0)
+    e = calibrated_efficiency(op, unit) or 1.0
+    split = recurrent_time(op, unit, chip, "fp32", op.weight_bytes(None), threads).calibrated_ns(e)
+    return split + calls * section_ns(unit), products
+
+
+def step_handoffs(chip: Chip, rates: Mapping[str, float], threads: int) -> dict[str, float]:
+    """``step_handoff_ns`` (:func:`cost_models.cpu.step_handoff_ns`): per probed op type, what its
+    longer probe run takes beyond its shorter one (:func:`handoff_times`, on ``threads`` threads)
+    less what ``chip``'s CPU model gives the extra steps without their hand-offs
+    (:func:`_modelled_split`), over the extra split products; for those in ``rates`` and positive.
+    On an AMD EPYC at 2 threads: 0.64 us (GRU) and 1.1 us (LSTM), where the model's default is 2 us
+    and a parallel section measured 0.86 us; 3-4 us in one of the VM's slow spells of its second vCPU."""
+    unit = chip.units[0]
+    out: dict[str, float] = {}
+    if threads <= 1 or not isinstance(unit, CpuUnit) or unit.gemv_gbps is None:
+        return out  # (without the step's GEMV rate the model prices no recurrent split to read against)
+    short, long = HANDOFF_STEPS
+    for op_type in HANDOFF_PROBED:
+        keys = (HANDOFF_PROBES[op_type, short], HANDOFF_PROBES[op_type, long])
+        if not all(k in rates for k in keys):
+            continue
+        ops = [next(o for o in from_model_proto(handoff_probe(op_type, n)[0]).ops() if o.op_type == op_type)
+               for n in (short, long)]  # fmt: skip
+        (a_ns, a_products), (b_ns, b_products) = (_modelled_split(op, chip, threads) for op in ops)
+        left = rates[keys[1]] - rates[keys[0]] - (b_ns - a_ns)
+        if b_products > a_products and left > 0:
+            out[op_type] = round(left / (b_products - a_products), 1)
+    return out
 
 
 def _stft_frame_ns(n: int, rounds: int) -> float:
@@ -672,7 +755,8 @@ def kernel_rates(
     """The chip fields these kernels give (``gemv_gbps``, ``gemv_far_gbps`` and ``run_footprint_kib``
     where the L2 size ``l2_bytes`` is known, ``fft_butterfly_ns``, ``fft_point_ns``, the one-row float
     Gemm's ``fp32_gemv_call_ns`` and ``fp32_gemv_gbps`` with their probe times (:func:`float_gemv_from`);
-    ``parallel_section_ns`` on a host with ``threads`` > 1; the dispatch per kernel is ``kernel_ns``,
+    ``parallel_section_ns`` and the recurrent hand-off probes' times (:func:`handoff_times`) on a host
+    with ``threads`` > 1; the dispatch per kernel is ``kernel_ns``,
     per run call ``run_ns``), ``LayerNormalization``'s
     time per element (:data:`LAYER_NORM_RATE`, not a field: :func:`streaming_efficiency` turns it
     into an efficiency) and per row (``norm_row_ns``, :func:`norm_row_ns`), the kernel time of each op type probed alone
@@ -723,12 +807,7 @@ def kernel_rates(
     else:
         out["norm_row_ns"] = row
     if threads > 1:
-        section = parallel_section_ns(kernel_ns, rounds)
-        if section is None:
-            notes.append("parallel section cost not resolved (2 threads ran a 128-cubed MatMul chain under 1.8x faster: "
-                         "the other core busy?); parallel_section_ns left out, the CPU model keeps its 2 us")
-        else:
-            out["parallel_section_ns"] = section
+        out.update(_pool_rates(threads, kernel_ns, rounds, notes))
     denormal = softmax_denormal_ns(2 if quick else 3)
     if denormal is None:
         notes.append("masked Softmax no slower than an unmasked one (denormals flushed?); softmax_denormal_ns left out")
@@ -744,6 +823,19 @@ def kernel_rates(
     probes, probe_notes = probe_rates(1 if quick else 3)
     notes.extend(probe_notes)
     return {**out, **resize, **probes, **_int8_rates(2 if quick else 3, profiled_kernel_ns, kernel_ns, notes)}, notes
+
+
+def _pool_rates(threads: int, kernel_ns: float, rounds: int, notes: list[str]) -> dict[str, float]:
+    """``parallel_section_ns`` and, where the second core works along, the recurrent hand-off
+    probes' times (``step_handoff_ns`` is derived from them: :func:`step_handoffs`); a note in
+    ``notes`` when not resolved."""
+    section = parallel_section_ns(kernel_ns, rounds)
+    if section is None:
+        notes.append("parallel section cost not resolved (2 threads ran a 128-cubed MatMul chain under 1.8x faster: "
+                     "the other core busy?); parallel_section_ns and step_handoff_ns left out, the CPU model keeps "
+                     "its 2 us for each")  # fmt: skip
+        return {}
+    return {"parallel_section_ns": section, **handoff_times(threads, min(rounds, 3))}
 
 
 def _int8_rates(rounds: int, profiled_kernel_ns: float, kernel_ns: float, notes: list[str]) -> dict[str, float]:

@@ -114,11 +114,12 @@ def time_call(fn: Callable[[], object], runs: int = 10, warmup: int = 2, min_tot
 K = TypeVar("K")
 
 
-def best_run_ns(models: Mapping[K, tuple[onnx.ModelProto, np.ndarray]], rounds: int) -> dict[K, float]:
-    """Per key, the whole-run time of its model fed its ``x`` (ns): the 10th percentile of 200
-    runs, the sessions interleaved over ``rounds`` rounds and the best round kept (the probes of
-    kernels that take 1-15 us: timed, not profiled, since the profiler counts whole microseconds)."""
-    sessions = {key: (make_session(model), {"x": x}) for key, (model, x) in models.items()}
+def best_run_ns(models: Mapping[K, tuple[onnx.ModelProto, np.ndarray]], rounds: int, threads: int = 1) -> dict[K, float]:
+    """Per key, the whole-run time of its model fed its ``x`` (ns) on ``threads`` intra-op threads:
+    the 10th percentile of 200 runs, the sessions interleaved over ``rounds`` rounds and the best
+    round kept (the probes of kernels that take 1-15 us: timed, not profiled, since the profiler
+    counts whole microseconds)."""
+    sessions = {key: (make_session(model, threads), {"x": x}) for key, (model, x) in models.items()}
     best = dict.fromkeys(sessions, float("inf"))
     for _ in range(rounds):
         for key, (sess, feeds) in sessions.items():

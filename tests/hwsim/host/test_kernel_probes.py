@@ -139,12 +139,21 @@ class TestParallelSection:
 
 def test_rates_only_measure_a_section_on_several_threads(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[Any] = []
+    handoffs: list[int] = []
+    section: list[float | None] = [800.0]
     monkeypatch.setattr(kernels, "gemv_rate", lambda hidden, rounds=5: 100.0)
     monkeypatch.setattr(kernels, "fft_frame_times", lambda rounds=5: exact_frames(1.0, 5.0))
-    monkeypatch.setattr(kernels, "parallel_section_ns", lambda kernel_ns, rounds=5: calls.append(kernel_ns) or 800.0)
+    monkeypatch.setattr(kernels, "parallel_section_ns", lambda kernel_ns, rounds=5: calls.append(kernel_ns) or section[0])
+    monkeypatch.setattr(kernels, "handoff_times", lambda threads, rounds=3: handoffs.append(threads) or {"handoff_probe_ns:GRU:8": 1.0})
     assert "parallel_section_ns" not in kernels.kernel_rates(quick=True)[0]
-    assert kernels.kernel_rates(quick=True, threads=2, kernel_ns=250.0)[0]["parallel_section_ns"] == 800.0
-    assert calls == [250.0]
+    rates = kernels.kernel_rates(quick=True, threads=2, kernel_ns=250.0)[0]
+    assert rates["parallel_section_ns"] == 800.0 and rates["handoff_probe_ns:GRU:8"] == 1.0
+    assert calls == [250.0] and handoffs == [2]
+    # the other core busy (no section read): the hand-offs are not probed either
+    section[0] = None
+    rates, notes = kernels.kernel_rates(quick=True, threads=2, kernel_ns=250.0)
+    assert "parallel_section_ns" not in rates and "handoff_probe_ns:GRU:8" not in rates and handoffs == [2]
+    assert any("step_handoff_ns left out" in n for n in notes)
 
 
 class TestRunFootprint:
