@@ -121,6 +121,7 @@ __all__ = [
     "measured_setup",
     "mlas_threads",
     "nchwc_activation_ns",
+    "norm_rows",
     "norm_rows_ns",
     "one_row_call_ns",
     "parallel_sections",
@@ -307,6 +308,12 @@ RECURRENT_SECTION_OP_TYPES = ("GRU",)
 #: per model) from its probe (rows of 4096) and went to +10..+28 % with the row cost; Softmax's
 #: efficiency is fit by calibration on attention rows, which would need refitting.
 ROW_NORM_OP_TYPES = ("LayerNormalization",)
+#: Normalizations whose onnxruntime kernel splits over its rows on any number of them
+#: (``TryBatchParallelFor`` with one task per row, no size threshold: ``layer_norm_impl.cc``,
+#: ``skip_layer_norm.cc``): a SkipLayerNormalization over 64 rows of 256 ran 1.9x faster on two
+#: threads on an AMD EPYC (:func:`intra_op_threads`).
+ROW_SPLIT_NORM_OP_TYPES = ("LayerNormalization", "SkipLayerNormalization", "SimplifiedLayerNormalization",
+                           "SkipSimplifiedLayerNormalization", "RMSNormalization")  # fmt: skip
 
 
 class CpuModel(UnitModel[CpuUnit]):
@@ -750,14 +757,29 @@ def norm_rows_ns(op: Op, unit: CpuUnit) -> float:
     >>> norm_rows_ns(Op("n", "LayerNormalization", "norm", (x, g), (x,), {"axis": -1}), unit)
     16384.0
     """
-    if not unit.norm_row_ns or op.op_type not in ROW_NORM_OP_TYPES or not op.inputs or not op.inputs[0].shape:
+    if not unit.norm_row_ns or op.op_type not in ROW_NORM_OP_TYPES:
         return 0.0
+    return float(norm_rows(op)) * unit.norm_row_ns
+
+
+def norm_rows(op: Op) -> int:
+    """The rows a layer normalization normalizes one at a time: the elements of its first input
+    before ``axis`` (-1 where it has none, as the fused ``Skip...`` kernels); 0 for an input of
+    unknown rank or an axis out of range.
+
+    >>> from graph_ir.ir import Op, Tensor
+    >>> x = Tensor("x", (1, 64, 256), "f")
+    >>> norm_rows(Op("n", "SkipLayerNormalization", "norm", (x, x), (x,))), norm_rows(Op("n", "LayerNormalization", "norm", (x,), (x,), {"axis": 1}))
+    (64, 1)
+    """
+    if not op.inputs or not op.inputs[0].shape:
+        return 0
     shape = op.inputs[0].shape
     axis = op.attrs.get("axis", -1)
     axis = axis + len(shape) if isinstance(axis, int) and axis < 0 else axis
     if not isinstance(axis, int) or not 0 <= axis < len(shape):
-        return 0.0
-    return float(math.prod(shape[:axis])) * unit.norm_row_ns
+        return 0
+    return int(math.prod(shape[:axis]))
 
 
 def grouped_conv_ns(op: Op) -> float:
@@ -999,6 +1021,8 @@ def intra_op_threads(op: Op, threads: int) -> int:
 
     - STFT/DFT: 1 (the kernel loops over its frames on the calling thread: 1.00x on 2 threads);
     - Softmax/LogSoftmax: split over rows only (one 1 Mi row: 1.03x);
+    - the layer normalizations (:data:`ROW_SPLIT_NORM_OP_TYPES`): over their rows, however few
+      elements (onnxruntime's kernels hand each row to the pool as a task of its own);
     - GEMM-like and recurrent ops: MLAS runs a product on ``MACs / MLAS_THREAD_MACS + 1``
       threads (:data:`MLAS_THREAD_MACS`), so a product below it stays on one thread; a matrix
       product also on at most one thread per :data:`MLAS_STRIDE_N` columns when ``N > M`` (a
@@ -1021,6 +1045,8 @@ def intra_op_threads(op: Op, threads: int) -> int:
         axis = int(op.attrs.get("axis", -1))  # type: ignore[call-overload]
         rows = out.elements // max(1, int(out.shape[axis])) if out.shape else 1
         return max(1, min(threads, rows))
+    if op.op_type in ROW_SPLIT_NORM_OP_TYPES:
+        return max(1, min(threads, norm_rows(op)))
     if op.category == "rnn" and len(op.inputs) >= 3 and len(op.inputs[2].shape) == 3:
         projection, steps = recurrent_threads(op, threads)
         return max(projection, *steps)
