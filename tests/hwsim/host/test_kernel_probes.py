@@ -139,21 +139,56 @@ class TestParallelSection:
 
 def test_rates_only_measure_a_section_on_several_threads(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[Any] = []
-    handoffs: list[int] = []
     section: list[float | None] = [800.0]
+    samples = iter([{"handoff_probe_ns:GRU:8": 3.0, "handoff_probe_ns:GRU:56": 9.0},
+                    {"handoff_probe_ns:GRU:8": 4.0, "handoff_probe_ns:GRU:56": 7.0}])  # fmt: skip
     monkeypatch.setattr(kernels, "gemv_rate", lambda hidden, rounds=5: 100.0)
     monkeypatch.setattr(kernels, "fft_frame_times", lambda rounds=5: exact_frames(1.0, 5.0))
     monkeypatch.setattr(kernels, "parallel_section_ns", lambda kernel_ns, rounds=5: calls.append(kernel_ns) or section[0])
-    monkeypatch.setattr(kernels, "handoff_times", lambda threads, rounds=3: handoffs.append(threads) or {"handoff_probe_ns:GRU:8": 1.0})
+    monkeypatch.setattr(kernels, "handoff_times", lambda threads, rounds=3: next(samples))
     assert "parallel_section_ns" not in kernels.kernel_rates(quick=True)[0]
     rates = kernels.kernel_rates(quick=True, threads=2, kernel_ns=250.0)[0]
-    assert rates["parallel_section_ns"] == 800.0 and rates["handoff_probe_ns:GRU:8"] == 1.0
-    assert calls == [250.0] and handoffs == [2]
+    assert rates["parallel_section_ns"] == 800.0 and calls == [250.0]
+    # the hand-off probes sampled twice, each time the faster of the two
+    assert (rates["handoff_probe_ns:GRU:8"], rates["handoff_probe_ns:GRU:56"]) == (3.0, 7.0)
     # the other core busy (no section read): the hand-offs are not probed either
     section[0] = None
     rates, notes = kernels.kernel_rates(quick=True, threads=2, kernel_ns=250.0)
-    assert "parallel_section_ns" not in rates and "handoff_probe_ns:GRU:8" not in rates and handoffs == [2]
+    assert "parallel_section_ns" not in rates and not any(k.startswith("handoff_probe_ns") for k in rates)
     assert any("step_handoff_ns left out" in n for n in notes)
+
+
+class TestHandoffSamples:
+    """The hand-off probes are read only while the second core works along, at two moments."""
+
+    KEYS = tuple(kernels.HANDOFF_PROBES.values())
+
+    @staticmethod
+    def fake_runs(monkeypatch: pytest.MonkeyPatch, one_ns: float, two_ns: float) -> None:
+        """The check chain takes ``one_ns`` on one thread and ``two_ns`` on two; each probe 1000 ns."""
+
+        def best(models: dict[str, Any], rounds: int, threads: int = 1) -> dict[str, float]:
+            return {k: (one_ns if threads == 1 else two_ns) if k == "check" else 1000.0 for k in models}
+
+        monkeypatch.setattr(kernels, "best_run_ns", best)
+
+    def test_read_while_the_second_core_works(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.fake_runs(monkeypatch, 1000.0, 520.0)
+        assert kernels.handoff_times(2) == dict.fromkeys(self.KEYS, 1000.0)
+
+    def test_void_in_a_slow_spell_of_the_other_core(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.fake_runs(monkeypatch, 1000.0, 600.0)  # 1.67x: the other core busy part of the time
+        assert kernels.handoff_times(2) == {}
+
+    def test_the_second_sample_stands_in_for_a_void_first(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        second = dict.fromkeys(self.KEYS, 5.0)
+        monkeypatch.setattr(kernels, "handoff_times", lambda threads, rounds=3: second)
+        notes: list[str] = []
+        assert kernels._second_handoffs({"parallel_section_ns": 800.0}, 2, notes) == second and not notes
+        monkeypatch.setattr(kernels, "handoff_times", lambda threads, rounds=3: {})
+        assert kernels._second_handoffs({"parallel_section_ns": 800.0}, 2, notes) == {}
+        assert notes and "busy at both samples" in notes[0]
+        assert kernels._second_handoffs({}, 2, []) == {}  # no section read: no second sample either
 
 
 class TestRunFootprint:
