@@ -409,9 +409,9 @@ def handoff_probe(op_type: str, steps: int, hidden: int = HANDOFF_HIDDEN) -> tup
     gates = 4 if op_type == "LSTM" else 3
     w = {"W": (rng.standard_normal((1, gates * hidden, 1)) * 0.05).astype(np.float32),
          "R": (rng.standard_normal((1, gates * hidden, hidden)) * 0.05).astype(np.float32)}  # fmt: skip
-    extra = [helper.make_attribute("linear_before_reset", 1)] if op_type == "GRU" else []
     node = helper.make_node(op_type, ["x", "W", "R"], ["y"], hidden_size=hidden)
-    node.attribute.extend(extra)
+    if op_type == "GRU":  # PyTorch's GRU form
+        node.attribute.append(helper.make_attribute("linear_before_reset", 1))
     x = rng.standard_normal((steps, 1, 1)).astype(np.float32)
     return _model(node, x, w), x
 
