@@ -15,6 +15,8 @@ kernel for a batch-1 Linear layer, not the recurrent step's.
 
 And the L2 one onnxruntime run call takes for itself from a weight stream read once per run
 (``run_footprint_kib``, :func:`run_footprint_kib`; :func:`~cost_models.cpu.run_levels`).
+On several threads, what one split product of a recurrent step pays the intra-op pool
+(``step_handoff_ns``, :func:`step_handoffs`), read only while the second core works along.
 
 Each figure is a difference of two runs of the same kernel that differ only in the number of
 steps or frames, so the per-run dispatch cancels; each run is its fastest of several (the
@@ -44,7 +46,8 @@ from cost_models.cpu import (
     recurrent_sections,
     recurrent_time,
     requant_ns,
-    section_ns,
+    sections_ns,
+    step_handoff_ns,
 )
 from cost_models.table import estimate
 from graph_ir.ir import Op, Tensor
@@ -438,10 +441,10 @@ def _modelled_split(op: Op, chip: Chip, threads: int) -> tuple[float, int]:
     unit = chip.units[0]
     assert isinstance(unit, CpuUnit)
     used = intra_op_threads(op, threads)
-    calls, products = recurrent_sections(op, used) if used > 1 else (0, 0)
+    products = recurrent_sections(op, used)[1] if used > 1 else 0
     e = calibrated_efficiency(op, unit) or 1.0
     split = recurrent_time(op, unit, chip, "fp32", op.weight_bytes(None), threads).calibrated_ns(e)
-    return split + calls * section_ns(unit), products
+    return split + sections_ns(op, unit, used) - products * step_handoff_ns(op, unit), products
 
 
 def step_handoffs(chip: Chip, rates: Mapping[str, float], threads: int) -> dict[str, float]:
