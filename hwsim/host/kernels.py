@@ -10,6 +10,9 @@ the time per output element of the Resize kernel classes no calibration model ru
 (:data:`RESIZE_RATES`: nearest with the default coordinates, linear on plain and on NCHWc-blocked
 tensors; :func:`~cost_models.cpu.resize_kernel`), profiled (:func:`resize_ns`).
 
+What each span of the broadcast looper adds to a binary elementwise kernel whose inputs broadcast
+(``broadcast_span_ns``, :func:`broadcast_span_from`; :func:`~cost_models.cpu.broadcast_spans`).
+
 The one-row float Gemm (``fp32_gemv_call_ns``, ``fp32_gemv_gbps``, :func:`float_gemv_from`): MLAS's
 kernel for a batch-1 Linear layer, not the recurrent step's.
 
@@ -73,6 +76,8 @@ from hwsim.host.measure import best_run_ns, make_session, nchwc_block, profile_n
 from hwsim.host.op_probes import probe_efficiencies, probe_rates
 
 __all__ = [
+    "BROADCAST_DERIVED",
+    "BROADCAST_PROBES",
     "FFT_DERIVED",
     "FFT_PROBES",
     "FLOAT_GEMV_DERIVED",
@@ -88,6 +93,9 @@ __all__ = [
     "SETUP_PROBED",
     "SETUP_PROBES",
     "SOFTMAX_PROBE",
+    "broadcast_probe",
+    "broadcast_span_from",
+    "broadcast_times",
     "far_hidden",
     "fft_constants",
     "fft_frame_times",
@@ -387,6 +395,57 @@ def kernel_setups(rates: Mapping[str, float], kernel_ns: float) -> dict[str, flo
     {'Add': 30.0, 'Relu': 0.0}
     """
     return {t: round(max(0.0, rates[k] - kernel_ns), 1) for t, k in SETUP_PROBES.items() if k in rates}
+
+
+#: Broadcast probes by their time's key: the row length of the Adds ``[R, row] + [row]`` that
+#: :func:`broadcast_times` chains, :data:`BROADCAST_PROBE_ELEMENTS` floats each (R spans of one row).
+BROADCAST_PROBES: Mapping[str, int] = {"broadcast_probe_ns:16": 16, "broadcast_probe_ns:1024": 1024}
+#: Floats in each broadcast probe's tensors (128 KiB: in L2 on any CPU this project runs on).
+BROADCAST_PROBE_ELEMENTS = 32_768
+#: The chip field :func:`broadcast_span_from` derives (again from the merged probe times when
+#: ``hwsim fingerprint --calibrate`` merges its rounds).
+BROADCAST_DERIVED = ("broadcast_span_ns",)
+
+
+def broadcast_probe(row: int, layers: int = SETUP_PROBE_LAYERS, n: int = BROADCAST_PROBE_ELEMENTS) -> onnx.ModelProto:
+    """x (``[n / row, row]`` floats) -> ``layers`` Adds in a chain, each with a constant row of
+    ``row`` floats repeated over x's rows (0 layers: an Identity alone)."""
+    inits, nodes, x = [], [], "x"
+    for i in range(layers):
+        inits.append(numpy_helper.from_array(np.full(row, 1.0 / (i + 2), np.float32), f"r{i}"))
+        nodes.append(helper.make_node("Add", [x, f"r{i}"], [f"y{i}"]))
+        x = f"y{i}"
+    nodes = nodes or [helper.make_node("Identity", ["x"], ["y"])]
+    graph = helper.make_graph(nodes, "broadcast", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n // row, row])],
+                              [helper.make_tensor_value_info(nodes[-1].output[0], TensorProto.FLOAT, None)], inits)  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def broadcast_times(rounds: int = 3) -> dict[str, float]:
+    """What one Add of each :data:`BROADCAST_PROBES` key adds to a timed run, ns: a chain of
+    :data:`SETUP_PROBE_LAYERS` less the Identity alone, over the layers
+    (:func:`hwsim.host.measure.best_run_ns`). About 0.5 s."""
+    models = {(key, layers): (broadcast_probe(row, layers), np.full((BROADCAST_PROBE_ELEMENTS // row, row), 0.5, np.float32))
+              for key, row in BROADCAST_PROBES.items() for layers in (0, SETUP_PROBE_LAYERS)}  # fmt: skip
+    best = best_run_ns(models, rounds)
+    return {key: (best[key, SETUP_PROBE_LAYERS] - best[key, 0]) / SETUP_PROBE_LAYERS for key in BROADCAST_PROBES}
+
+
+def broadcast_span_from(rates: Mapping[str, float]) -> float | None:
+    """``broadcast_span_ns`` (:func:`cost_models.cpu.broadcast_spans_ns`) from the two broadcast
+    probes' times (:func:`broadcast_times`): their difference over the difference of their span
+    counts (the same floats, in rows of 16 and of 1024). None when a time is missing or the
+    figure is not positive.
+
+    >>> broadcast_span_from({"broadcast_probe_ns:16": 300.0 + 2048 * 9.0, "broadcast_probe_ns:1024": 300.0 + 32 * 9.0})
+    9.0
+    """
+    if not BROADCAST_PROBES.keys() <= rates.keys():
+        return None
+    (short_key, short), (long_key, long) = sorted(BROADCAST_PROBES.items(), key=lambda kv: kv[1])
+    spans = BROADCAST_PROBE_ELEMENTS // short - BROADCAST_PROBE_ELEMENTS // long
+    span_ns = (rates[short_key] - rates[long_key]) / spans
+    return span_ns if span_ns > 0 else None
 
 
 #: The recurrent kernels whose pool hand-off per split step product the fingerprint measures on its
@@ -803,6 +862,12 @@ def kernel_rates(
     else:
         out["fft_butterfly_ns"], out["fft_point_ns"] = fft
     out.update(setup_times(2 if quick else 3))
+    out.update(broadcast_times(2 if quick else 3))
+    span = broadcast_span_from(out)
+    if span is None:
+        notes.append("broadcast span cost not resolved; broadcast_span_ns left out")
+    else:
+        out["broadcast_span_ns"] = span
     out.update(float_gemv_times(2 if quick else 3))
     float_gemv = float_gemv_from(out, kernel_ns)
     if float_gemv is None:
@@ -906,13 +971,16 @@ def int8_fields(rates: Mapping[str, float], kernel_ns: float) -> dict[str, float
 #: The chip fields derived from probe times that a merge of several fingerprints derives again from the
 #: merged probes (:func:`rederived`); the STFT's constants are not among them, so that an older
 #: fingerprint without the frame times keeps its merged ones.
-REDERIVED = (*INT8_DERIVED, *FLOAT_GEMV_DERIVED)
+REDERIVED = (*INT8_DERIVED, *FLOAT_GEMV_DERIVED, *BROADCAST_DERIVED)
 
 
 def rederived(rates: Mapping[str, float], kernel_ns: float) -> dict[str, float]:
     """The chip fields derived from the probe times in ``rates`` (:func:`int8_fields`,
-    :func:`float_gemv_from`, :func:`fft_from`) with the dispatch per kernel ``kernel_ns``, those resolved."""
+    :func:`float_gemv_from`, :func:`fft_from`, :func:`broadcast_span_from`) with the dispatch per
+    kernel ``kernel_ns``, those resolved."""
     out = {k: v for k, v in int8_fields(rates, kernel_ns).items() if v is not None}
+    if (span := broadcast_span_from(rates)) is not None:
+        out["broadcast_span_ns"] = span
     for names, got in ((FLOAT_GEMV_DERIVED, float_gemv_from(rates, kernel_ns)), (FFT_DERIVED, fft_from(rates))):
         if got is not None:
             out.update(zip(names, got, strict=True))
