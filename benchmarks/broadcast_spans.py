@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Binary elementwise kernels whose inputs broadcast, one after another: hwsim against onnxruntime.
 
-    python benchmarks/broadcast_spans.py CHIP.yaml [CHIP2.yaml] [--rounds 3]
+    python benchmarks/broadcast_spans.py CHIP.yaml [CHIP2.yaml] [--rounds 3] [--threads 1]
 
 ``CHIP.yaml`` is a fingerprinted host (``hwsim fingerprint -o``). Each case is a chain of eight ops
 of one type: each takes the one before (the input ``x`` first) and a second operand, a constant of
@@ -66,13 +66,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("chips", nargs="+", help="fingerprinted host chip files")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads, measured and predicted")
     args = ap.parse_args()
     from layer_chains import per_layer_ns, print_table
 
     models: dict[tuple[Hashable, int], ModelProto] = {
         (label, n): chain(op, shape, other, n) for label, op, shape, other in CASES for n in (0, LAYERS)}
     feeds: dict[Hashable, np.ndarray] = {label: np.full(shape, 0.5, np.float32) for label, _, shape, _ in CASES}
-    got = per_layer_ns(models, feeds, LAYERS, args.chips, args.rounds)
+    got = per_layer_ns(models, feeds, LAYERS, args.chips, args.rounds, args.threads)
     print_table("case", {label: got[label] for label, *_ in CASES}, args.chips)
     return 0
 

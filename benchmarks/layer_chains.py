@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT))
 
 def per_layer_ns(
     models: Mapping[tuple[Hashable, int], onnx.ModelProto], feeds: Mapping[Hashable, np.ndarray], layers: int,
-    chip_files: Sequence[str], rounds: int,
+    chip_files: Sequence[str], rounds: int, threads: int = 1,
 ) -> dict[Hashable, tuple[float, list[float]]]:  # fmt: skip
     """Per case, what one of its layers adds to a run, ns: measured, and predicted on each chip file.
 
@@ -25,19 +25,19 @@ def per_layer_ns(
     one runs what the layers are added to), fed ``feeds[case]`` as ``x``. Measured: (the run with the
     layers - the run without) / ``layers``, each the 10th percentile of 200 runs, the best of
     ``rounds`` interleaved rounds (:func:`hwsim.host.measure.best_run_ns`). Predicted the same way
-    from ``hwsim validate``'s whole-run predictions of the two models."""
+    from ``hwsim validate``'s whole-run predictions of the two models. All on ``threads`` intra-op threads."""
     from chips.schema import load_chip
     from hwsim.host.measure import best_run_ns
     from hwsim.host.validate import validate_model
 
     chips = [load_chip(c) for c in chip_files]
-    best = best_run_ns({key: (m, feeds[key[0]]) for key, m in models.items()}, rounds)
+    best = best_run_ns({key: (m, feeds[key[0]]) for key, m in models.items()}, rounds, threads)
     predicted: dict[tuple[Hashable, int], list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for i, (key, model) in enumerate(models.items()):
             path = Path(tmp) / f"case{i}.onnx"
             onnx.save(model, path)
-            predicted[key] = [validate_model(c, path, runs=10, min_total_s=0.0).predicted_ns for c in chips]
+            predicted[key] = [validate_model(c, path, threads, runs=10, min_total_s=0.0).predicted_ns for c in chips]
     cases = dict.fromkeys(case for case, _ in models)
     return {case: ((best[case, layers] - best[case, 0]) / layers,
                    [(a - b) / layers for a, b in zip(predicted[case, layers], predicted[case, 0], strict=True)])

@@ -63,6 +63,7 @@ from graph_ir.ir import Op, deployed_bytes
 
 __all__ = [
     "BROADCAST_OP_TYPES",
+    "BROADCAST_PARALLEL_MIN_ELEMENTS",
     "CODE_REFETCH_ATTR",
     "CODE_REFETCH_NS",
     "CODE_REFETCH_OP_TYPES",
@@ -283,6 +284,11 @@ MLAS_STRIDE_N = 16
 #: binary ops (Add 64 Ki elements: 1.0x on 2 threads, 1 Mi: 2.0x) and transcendental
 #: activations (Sigmoid 64 Ki: 1.5x, 1 Mi: 2.1x), measured with onnxruntime 1.32.
 PARALLEL_MIN_ELEMENTS: Mapping[str, int] = {"elementwise": 256 * 1024, "activation": 32 * 1024}
+#: Elements from which the binary ops of onnxruntime's broadcast looper (:data:`BROADCAST_OP_TYPES`)
+#: split over two threads, whether over one span or many: chains of float Adds on an AMD EPYC ran
+#: 1.00x faster on 2 threads at 88,064 elements and 1.65x at 90,112 (Mul alike; 98,304: 1.8x),
+#: the pool's cost model deciding on the element count (the CI Xeon: 64 Ki 1.0x).
+BROADCAST_PARALLEL_MIN_ELEMENTS = 89_088
 #: Cost of one parallel section of onnxruntime's intra-op thread pool (hand the work out, join), ns,
 #: where the unit has no measured ``parallel_section_ns`` (an estimate; the fingerprint measures it).
 PARALLEL_SECTION_NS = 2000.0
@@ -1090,7 +1096,8 @@ def intra_op_threads(op: Op, threads: int) -> int:
       product also on at most one thread per :data:`MLAS_STRIDE_N` columns when ``N > M`` (a
       batch-1 Gemm with 10 outputs: one); a recurrent op uses the threads its input projection
       or one of its step products splits over (:func:`recurrent_threads`);
-    - elementwise and activations: from :data:`PARALLEL_MIN_ELEMENTS` elements;
+    - elementwise and activations: from :data:`PARALLEL_MIN_ELEMENTS` elements; the binary ops of
+      the broadcast looper from :data:`BROADCAST_PARALLEL_MIN_ELEMENTS`;
     - anything else with at least 64 Ki output elements: all threads.
 
     >>> from graph_ir.ir import Op, Tensor
@@ -1117,6 +1124,8 @@ def intra_op_threads(op: Op, threads: int) -> int:
     if op.category == "conv":
         return max(1, min(threads, op.macs // MLAS_THREAD_MACS))
     floor = PARALLEL_MIN_ELEMENTS.get(op.category, 64 * 1024)
+    if op.op_type in BROADCAST_OP_TYPES:
+        floor = BROADCAST_PARALLEL_MIN_ELEMENTS
     return threads if out.elements >= floor else 1
 
 
