@@ -14,7 +14,13 @@ from hypothesis import strategies as st
 
 from chips import chip_from_dict
 from chips.schema import Chip, CpuUnit
-from cost_models.cpu import broadcast_spans, broadcast_spans_ns
+from cost_models.cpu import (
+    BROADCAST_PARALLEL_MIN_ELEMENTS,
+    PARALLEL_MIN_ELEMENTS,
+    broadcast_spans,
+    broadcast_spans_ns,
+    intra_op_threads,
+)
 from cost_models.table import estimate
 from graph_ir.ir import Op, Tensor
 from graph_ir.onnx_import import from_model_proto
@@ -146,8 +152,6 @@ def test_a_merge_derives_the_field_again_from_the_merged_probe_times() -> None:
 
 def test_a_broadcast_looper_op_splits_over_threads_from_its_own_element_count() -> None:
     # measured: 88,064 floats 1.00x on two threads, 90,112 1.65x; other elementwise kernels keep their floor
-    from cost_models.cpu import BROADCAST_PARALLEL_MIN_ELEMENTS, PARALLEL_MIN_ELEMENTS, intra_op_threads
-
     assert 88_064 < BROADCAST_PARALLEL_MIN_ELEMENTS <= 90_112
     for n, want in ((88_064, 1), (90_112, 2), (1 << 20, 2)):
         assert intra_op_threads(_op("Add", (1, n), (1, n)), 2) == want
