@@ -22,7 +22,7 @@ from collections.abc import Hashable
 from pathlib import Path
 
 import numpy as np
-from onnx import ModelProto, TensorProto, helper, numpy_helper
+from onnx import ModelProto
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -46,22 +46,6 @@ CASES: tuple[tuple[str, str, tuple[int, ...], tuple[int, ...] | None], ...] = (
 )
 
 
-def chain(op_type: str, shape: tuple[int, ...], other: tuple[int, ...] | None, layers: int) -> ModelProto:
-    """x -> ``layers`` ``op_type`` s, each on the one before and ``other`` (a constant of that shape; x if None)."""
-    inits, nodes, y = [], [], "x"
-    for i in range(layers):
-        b = "x"
-        if other is not None:
-            b = f"c{i}"
-            inits.append(numpy_helper.from_array(np.full(other, 1.0 + 1.0 / (i + 2), np.float32), b))
-        nodes.append(helper.make_node(op_type, [y, b], [f"y{i}"]))
-        y = f"y{i}"
-    nodes = nodes or [helper.make_node("Identity", ["x"], ["y"])]
-    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
-                              [helper.make_tensor_value_info(nodes[-1].output[0], TensorProto.FLOAT, None)], inits)  # fmt: skip
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("chips", nargs="+", help="fingerprinted host chip files")
@@ -70,8 +54,10 @@ def main() -> int:
     args = ap.parse_args()
     from layer_chains import per_layer_ns, print_table
 
+    from hwsim.host.kernels import op_chain
+
     models: dict[tuple[Hashable, int], ModelProto] = {
-        (label, n): chain(op, shape, other, n) for label, op, shape, other in CASES for n in (0, LAYERS)}
+        (label, n): op_chain(op, n, shape, "x" if other is None else other) for label, op, shape, other in CASES for n in (0, LAYERS)}
     feeds: dict[Hashable, np.ndarray] = {label: np.full(shape, 0.5, np.float32) for label, _, shape, _ in CASES}
     got = per_layer_ns(models, feeds, LAYERS, args.chips, args.rounds, args.threads)
     print_table("case", {label: got[label] for label, *_ in CASES}, args.chips)

@@ -114,6 +114,7 @@ __all__ = [
     "nchwc_one_block_efficiency",
     "near_hidden",
     "norm_row_ns",
+    "op_chain",
     "parallel_section_ns",
     "per_element_efficiencies",
     "rederived",
@@ -360,20 +361,31 @@ SETUP_PROBE_ELEMENTS, SETUP_PROBE_LAYERS = 16, 8
 SETUP_PROBES: Mapping[str, str] = {t: f"setup_probe_ns:{t}" for t in SETUP_PROBED}
 
 
+def op_chain(op_type: str, layers: int, shape: tuple[int, ...], operand: tuple[int, ...] | str | None) -> onnx.ModelProto:
+    """x (``shape`` floats) -> ``layers`` ``op_type`` s in a chain, each on the one before and
+    ``operand``: a constant of that shape (its own values per layer), ``"x"`` (the input itself), or
+    None (a unary op); 0 layers: an Identity alone."""
+    inits, nodes, y = [], [], "x"
+    for i in range(layers):
+        ins = [y]
+        if isinstance(operand, tuple):
+            inits.append(numpy_helper.from_array(np.full(operand, 1.0 + 1.0 / (i + 2), np.float32), f"c{i}"))
+            ins.append(f"c{i}")
+        elif operand is not None:
+            ins.append(operand)
+        nodes.append(helper.make_node(op_type, ins, [f"y{i}"]))
+        y = f"y{i}"
+    nodes = nodes or [helper.make_node("Identity", ["x"], ["y"])]
+    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+                              [helper.make_tensor_value_info(nodes[-1].output[0], TensorProto.FLOAT, None)], inits)  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
 def setup_probe(op_type: str, layers: int = SETUP_PROBE_LAYERS, n: int = SETUP_PROBE_ELEMENTS) -> onnx.ModelProto:
     """x (``n`` positive floats) -> ``layers`` ``op_type`` s in a chain (a binary one with a constant of
     x's shape; 0 layers: an Identity alone)."""
-    inits, nodes, x = [], [], "x"
     binary = op_type in ("Add", "Sub", "Mul", "Div")
-    for i in range(layers):
-        if binary:
-            inits.append(numpy_helper.from_array(np.full((1, n), 1.0 + 1.0 / (i + 2), np.float32), f"c{i}"))
-        nodes.append(helper.make_node(op_type, [x, f"c{i}"] if binary else [x], [f"y{i}"]))
-        x = f"y{i}"
-    nodes = nodes or [helper.make_node("Identity", ["x"], ["y"])]
-    graph = helper.make_graph(nodes, "setup", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, n])],
-                              [helper.make_tensor_value_info(nodes[-1].output[0], TensorProto.FLOAT, None)], inits)  # fmt: skip
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return op_chain(op_type, layers, (1, n), (1, n) if binary else None)
 
 
 def setup_times(rounds: int = 3) -> dict[str, float]:
@@ -410,15 +422,7 @@ BROADCAST_DERIVED = ("broadcast_span_ns",)
 def broadcast_probe(row: int, layers: int = SETUP_PROBE_LAYERS, n: int = BROADCAST_PROBE_ELEMENTS) -> onnx.ModelProto:
     """x (``[n / row, row]`` floats) -> ``layers`` Adds in a chain, each with a constant row of
     ``row`` floats repeated over x's rows (0 layers: an Identity alone)."""
-    inits, nodes, x = [], [], "x"
-    for i in range(layers):
-        inits.append(numpy_helper.from_array(np.full(row, 1.0 / (i + 2), np.float32), f"r{i}"))
-        nodes.append(helper.make_node("Add", [x, f"r{i}"], [f"y{i}"]))
-        x = f"y{i}"
-    nodes = nodes or [helper.make_node("Identity", ["x"], ["y"])]
-    graph = helper.make_graph(nodes, "broadcast", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n // row, row])],
-                              [helper.make_tensor_value_info(nodes[-1].output[0], TensorProto.FLOAT, None)], inits)  # fmt: skip
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return op_chain("Add", layers, (n // row, row), (row,))
 
 
 def broadcast_times(rounds: int = 3) -> dict[str, float]:
