@@ -11,7 +11,8 @@ the broadcast shape, or ``x`` itself where the shapes are equal. What one op add
 ``hwsim validate``'s whole-run predictions (``benchmarks/layer_chains.py``). The fingerprint's
 broadcast probes (``broadcast_span_ns``) are Adds of 32,768 floats in rows of 16 and 1024 repeated;
 every case here is held out from them: other ops, sizes, row lengths, column and channel
-broadcasts, an attention mask.
+broadcasts, an attention mask. A ``Where`` case takes the constant as its condition, the chain as X
+and a scalar as Y (:func:`hwsim.host.kernels.op_chain`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,10 @@ CASES: tuple[tuple[str, str, tuple[int, ...], tuple[int, ...] | None], ...] = (
     ("Mul, 64x56x56 * per channel", "Mul", (1, 64, 56, 56), (64, 1, 1)),
     ("Add, 256x7x7 + per channel", "Add", (1, 256, 7, 7), (256, 1, 1)),
     ("Mul, 4x8400 * 8400 (a detector's box scale)", "Mul", (1, 4, 8400), (1, 8400)),
+    ("Where, equal shapes, 128x768, scalar Y", "Where", (1, 128, 768), (1, 128, 768)),
+    ("Where, attention mask 12x128x128 by a row of 128", "Where", (1, 12, 128, 128), (1, 1, 1, 128)),
+    ("Where, 4096x24 by a row of 24", "Where", (4096, 24), (24,)),
+    ("Where, 128x768 by a column", "Where", (1, 128, 768), (1, 128, 1)),
 )
 
 

@@ -120,6 +120,7 @@ __all__ = [
     "kernel_setup_ns",
     "kernel_type",
     "last_level_cache_bytes",
+    "looper_passes",
     "marked_cold_bytes",
     "marked_cold_sources",
     "measured_setup",
@@ -541,30 +542,66 @@ def broadcast_spans(op: Op) -> int:
     """
     if op.op_type not in BROADCAST_OP_TYPES or len(op.inputs) != 2 or not op.outputs:
         return 1
-    out = op.outputs[0].shape
-    ins = [t.shape for t in op.inputs]
+    return _looper_spans(op.inputs[0].shape, op.inputs[1].shape, op.outputs[0].shape)
+
+
+def _looper_spans(a: tuple[int, ...], b: tuple[int, ...], out: tuple[int, ...]) -> int:
+    """The spans of one broadcast looper pass over inputs of shapes ``a`` and ``b`` into ``out``
+    (:func:`broadcast_spans`)."""
     run, pattern = 1, None
     for i in range(1, len(out) + 1):
         if out[-i] == 1:
             continue
-        moves = tuple(len(s) >= i and s[-i] == out[-i] for s in ins)
+        moves = tuple(len(s) >= i and s[-i] == out[-i] for s in (a, b))
         if pattern is not None and moves != pattern:
             break
         run, pattern = run * out[-i], moves
     return max(1, math.prod(out) // run)
 
 
+def looper_passes(op: Op) -> tuple[int, ...]:
+    """The spans of each pass of onnxruntime's broadcast looper a kernel for ``op`` makes: one pass
+    for a binary op of :data:`BROADCAST_OP_TYPES` (:func:`broadcast_spans`); three for ``Where``,
+    which broadcasts over two tensors at a time: the condition with X (X's values where it holds),
+    the condition with Y, then the two selections merged into the output (onnxruntime's
+    ``where_op.cc``); none for other ops.
+
+    >>> from graph_ir.ir import Tensor
+    >>> def where(c: tuple[int, ...], x: tuple[int, ...], y: tuple[int, ...], out: tuple[int, ...]) -> Op:
+    ...     ts = [Tensor(n, s, "float32") for n, s in (("c", c), ("x", x), ("y", y))]
+    ...     return Op("w", "Where", "elementwise", tuple(ts), (Tensor("z", out, "float32"),))
+    >>> looper_passes(where((1, 1, 1, 128), (1, 12, 128, 128), (), (1, 12, 128, 128)))  # a mask, a scalar fill
+    (1536, 1, 1536)
+    >>> looper_passes(where((8, 16), (8, 16), (8, 16), (8, 16)))
+    (1, 1, 1)
+    """
+    if op.op_type == "Where" and len(op.inputs) == 3 and op.outputs:
+        c, x, y = (t.shape for t in op.inputs)
+        cx, cy = _broadcast(c, x), _broadcast(c, y)
+        return _looper_spans(c, x, cx), _looper_spans(c, y, cy), _looper_spans(cx, cy, op.outputs[0].shape)
+    return (broadcast_spans(op),) if op.op_type in BROADCAST_OP_TYPES else ()
+
+
+def _broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    """The numpy broadcast of shapes ``a`` and ``b`` (both valid: the model was shape-inferred)."""
+    n = max(len(a), len(b))
+    pa, pb = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
+    return tuple(max(i, j) if min(i, j) != 0 else 0 for i, j in zip(pa, pb))
+
+
 def broadcast_spans_ns(op: Op, unit: CpuUnit) -> float:
-    """What a binary op's broadcast spans (:func:`broadcast_spans`) add to its kernel, ns: the
-    unit's ``broadcast_span_ns`` each beyond the first (one call over the whole output is the
-    kernel's own). 0 on a unit without the figure. On an AMD EPYC an Add over 196,608 floats took
+    """What an op's broadcast spans add to its kernel, ns: the unit's ``broadcast_span_ns`` each
+    beyond the first of each looper pass (:func:`looper_passes`: one call over the whole output is
+    the kernel's own). A ``Where`` with a row of 16 as its condition over 196,608 floats, a scalar
+    as Y, took 355 us against 132 with a row of 1,024 (two passes of 12,288 spans: 18.4 ns a
+    span, twice a binary op's). 0 on a unit without the figure. On an AMD EPYC an Add over 196,608 floats took
     31 us with equal shapes, 46 us with a row of 128 repeated (1,536 spans) and 256 us with a row of
     8 (24,576 spans); the elementwise efficiency calibration fit on a transformer's mask Adds had
     put an equal-shape Add 1.8-2.5x slow."""
     span_ns = unit.broadcast_span_ns
     if not span_ns:
         return 0.0
-    return (broadcast_spans(op) - 1) * span_ns
+    return sum(spans - 1 for spans in looper_passes(op)) * span_ns
 
 
 def _with_pass(cost: OpCost, unit: CpuUnit, extra_ns: float, what: str) -> OpCost:
@@ -1086,6 +1123,7 @@ def intra_op_threads(op: Op, threads: int) -> int:
     """How many of onnxruntime's ``threads`` intra-op threads a kernel for ``op`` runs on.
 
     - STFT/DFT: 1 (the kernel loops over its frames on the calling thread: 1.00x on 2 threads);
+    - Where: 1 (its looper passes get no thread pool: 1 Mi floats 1.00x on 2 threads);
     - Softmax/LogSoftmax: split over rows only (one 1 Mi row: 1.03x);
     - the layer normalizations (:data:`ROW_SPLIT_NORM_OP_TYPES`): over their rows, however few
       elements (onnxruntime's kernels hand each row to the pool as a task of its own);
@@ -1106,7 +1144,7 @@ def intra_op_threads(op: Op, threads: int) -> int:
     if threads <= 1 or not op.outputs:
         return 1
     out = op.outputs[0]
-    if op.category == "signal":
+    if op.category == "signal" or op.op_type == "Where":
         return 1
     if op.op_type in ("Softmax", "LogSoftmax"):
         axis = int(op.attrs.get("axis", -1))  # type: ignore[call-overload]

@@ -364,11 +364,16 @@ SETUP_PROBES: Mapping[str, str] = {t: f"setup_probe_ns:{t}" for t in SETUP_PROBE
 def op_chain(op_type: str, layers: int, shape: tuple[int, ...], operand: tuple[int, ...] | str | None) -> onnx.ModelProto:
     """x (``shape`` floats) -> ``layers`` ``op_type`` s in a chain, each on the one before and
     ``operand``: a constant of that shape (its own values per layer), ``"x"`` (the input itself), or
-    None (a unary op); 0 layers: an Identity alone."""
+    None (a unary op); 0 layers: an Identity alone. A ``Where`` takes the constant as its condition
+    (true and false alternating), the one before as X and a scalar as Y."""
     inits, nodes, y = [], [], "x"
     for i in range(layers):
         ins = [y]
-        if isinstance(operand, tuple):
+        if op_type == "Where" and isinstance(operand, tuple):
+            inits.append(numpy_helper.from_array(np.arange(math.prod(operand)).reshape(operand) % 2 == i % 2, f"c{i}"))
+            inits.append(numpy_helper.from_array(np.array(1.0 / (i + 2), np.float32), f"w{i}"))
+            ins = [f"c{i}", y, f"w{i}"]
+        elif isinstance(operand, tuple):
             inits.append(numpy_helper.from_array(np.full(operand, 1.0 + 1.0 / (i + 2), np.float32), f"c{i}"))
             ins.append(f"c{i}")
         elif operand is not None:

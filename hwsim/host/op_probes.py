@@ -4,7 +4,8 @@ The calibration fits an efficiency per op type on the bundled models; an op type
 holds keeps the CPU model's category default, which assumes a vectorized streaming kernel.
 Many of onnxruntime's kernels are not that: the inverse hyperbolics call libm once per
 element, LRN sums a window of squares per element, GridSample and RoiAlign gather bilinear taps,
-CumSum and CumProd run a serial scan, NonMaxSuppression compares boxes one pair at a time. On the
+CumSum and CumProd run a serial scan, NonMaxSuppression compares boxes one pair at a time, Where
+selects X and Y apart and merges the two (three passes, each a scalar loop). On the
 AMD EPYC host the defaults put Asinh, LRN and CumProd 50-70x faster than onnxruntime ran them,
 RoiAlign and GridSample 10-15x, NonMaxSuppression 2x (``docs/fidelity_cpu.md``, "Op types no
 calibration model holds").
@@ -52,6 +53,7 @@ UNARY_PROBES: tuple[str, ...] = (
 #: Op types probed on a model of their own (:func:`probe_model`).
 OTHER_PROBES: tuple[str, ...] = (
     "LRN", "GridSample", "RoiAlign", "CumSum", "CumProd", "NonMaxSuppression", "RMSNormalization", "RotaryEmbedding",
+    "Where",
 )  # fmt: skip
 #: Every op type the fingerprint probes alone.
 PROBED_OP_TYPES: tuple[str, ...] = UNARY_PROBES + OTHER_PROBES
@@ -101,6 +103,9 @@ def probe_model(op_type: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
         angles = rng.uniform(0.0, 6.3, (256, 32))
         inits.update(cos=np.cos(angles).astype(np.float32), sin=np.sin(angles).astype(np.float32),
                      pos=np.arange(256, dtype=np.int64)[None])  # fmt: skip
+    elif op_type == "Where":  # a padding mask's: 3072 of a row of 4096 kept, over 64 rows; a scalar fill
+        feeds, inputs = {"x": _unary_input(op_type, rng)}, ["cond", "x", "fill"]
+        inits.update(cond=np.arange(4096)[None] < 3072, fill=np.array(-1e4, np.float32))
     elif op_type == "NonMaxSuppression":  # 8 classes of 1024 boxes, up to 64 kept per class
         corner = rng.uniform(0.0, 600.0, (1, 1024, 2))
         feeds = {"x": np.concatenate([corner, corner + rng.uniform(8.0, 64.0, (1, 1024, 2))], 2).astype(np.float32)}

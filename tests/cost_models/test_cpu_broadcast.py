@@ -20,6 +20,7 @@ from cost_models.cpu import (
     broadcast_spans,
     broadcast_spans_ns,
     intra_op_threads,
+    looper_passes,
 )
 from cost_models.table import estimate
 from graph_ir.ir import Op, Tensor
@@ -90,6 +91,40 @@ def test_each_span_beyond_the_first_pays_the_measured_cost(op_type: str, row: in
     assert got is not None and before is not None
     assert got.latency_ns - before.latency_ns == pytest.approx((rows - 1) * span_ns, rel=1e-9, abs=1e-6)
     assert got.stall_ns - before.stall_ns == pytest.approx((rows - 1) * span_ns, rel=1e-9, abs=1e-6)
+
+
+def _where(cond: tuple[int, ...], x: tuple[int, ...], y: tuple[int, ...]) -> Op:
+    n = max(len(cond), len(x), len(y))
+    padded = [(1,) * (n - len(s)) + s for s in (cond, x, y)]
+    out = tuple(max(d) for d in zip(*padded, strict=True))
+    ins = (Tensor("c", cond, "bool"), Tensor("x", x, "float32"), Tensor("y", y, "float32"))
+    t = Tensor("z", out, "float32")
+    m = metrics("Where", ins, (t,), {})
+    return Op("w", "Where", m.category, ins, (t,), {}, m.macs, m.flops)
+
+
+def test_where_pays_the_spans_of_its_three_looper_passes() -> None:
+    """onnxruntime's Where broadcasts two tensors at a time: the condition with X, the condition
+    with Y, then the two selections merged. An attention mask (a row of 128 over 12 x 128 rows)
+    with a scalar fill: 1,536 spans selecting X, one selecting the scalar, 1,536 merging."""
+    mask = _where((1, 1, 1, 128), (1, 12, 128, 128), ())
+    assert looper_passes(mask) == (1536, 1, 1536)
+    assert looper_passes(_where((8, 16), (8, 16), (8, 16))) == (1, 1, 1)
+    assert looper_passes(_where((8, 1), (8, 16), (1, 16))) == (8, 8, 1)  # a column against X, then against a row
+    assert looper_passes(_op("Add", (4, 8), (8,))) == (4,) and looper_passes(_op("Relu", (4, 8), (8,))) == ()
+    span = 9.0
+    base = {"op_overhead_ns": 270.0, "efficiency": {"Where": 0.05}}
+    chip, plain = chip_from_dict(host_chip(**base, broadcast_span_ns=span)), chip_from_dict(host_chip(**base))
+    got, before = estimate(mask, chip, "cpu", "fp32"), estimate(mask, plain, "cpu", "fp32")
+    assert got is not None and before is not None
+    assert got.latency_ns - before.latency_ns == pytest.approx(2 * 1535 * span)
+
+
+def test_where_stays_on_one_thread_whatever_its_size() -> None:
+    """Where's looper passes get no thread pool: 1 Mi floats ran 1.00x on two threads."""
+    big = _where((1, 1 << 10), (1 << 10, 1 << 10), ())
+    assert intra_op_threads(big, 2) == 1
+    assert intra_op_threads(_op("Add", (1 << 10, 1 << 10), (1 << 10,)), 2) == 2
 
 
 def _span(times: dict[str, float]) -> float:
