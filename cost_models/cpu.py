@@ -84,6 +84,7 @@ __all__ = [
     "NCHWC_ACTIVATION_ATTR",
     "NCHWC_ACTIVATION_PASS_NS",
     "NCHWC_ATTR",
+    "ONE_THREAD_OP_TYPES",
     "RECURRENT_OP_TYPES",
     "RECURRENT_SECTION_OP_TYPES",
     "RECURRENT_STEP_GEMMS",
@@ -324,6 +325,11 @@ ROW_NORM_OP_TYPES = ("LayerNormalization",)
 #: threads on an AMD EPYC (:func:`intra_op_threads`).
 ROW_SPLIT_NORM_OP_TYPES = ("LayerNormalization", "SkipLayerNormalization", "SimplifiedLayerNormalization",
                            "SkipSimplifiedLayerNormalization", "RMSNormalization")  # fmt: skip
+#: Op types whose onnxruntime CPU kernels take no thread from the intra-op pool, whatever their
+#: size (:func:`intra_op_threads`): over 1 Mi floats on an AMD EPYC, 2 threads against 1 ran Slice
+#: 1.00x, Expand 0.99x, Tile 0.99x, Pad 1.01x, Where 1.00x (its broadcast passes get no pool,
+#: ``where_op.cc``), where Gather, Split, Concat and Cast ran 1.6-2.1x.
+ONE_THREAD_OP_TYPES = ("Slice", "Expand", "Tile", "Pad", "Where")
 
 
 #: Binary op types onnxruntime's CPU provider runs through its broadcast looper
@@ -1123,7 +1129,7 @@ def intra_op_threads(op: Op, threads: int) -> int:
     """How many of onnxruntime's ``threads`` intra-op threads a kernel for ``op`` runs on.
 
     - STFT/DFT: 1 (the kernel loops over its frames on the calling thread: 1.00x on 2 threads);
-    - Where: 1 (its looper passes get no thread pool: 1 Mi floats 1.00x on 2 threads);
+    - :data:`ONE_THREAD_OP_TYPES` (Slice, Expand, Tile, Pad, Where): 1 (1 Mi floats 0.99-1.01x on 2 threads);
     - Softmax/LogSoftmax: split over rows only (one 1 Mi row: 1.03x);
     - the layer normalizations (:data:`ROW_SPLIT_NORM_OP_TYPES`): over their rows, however few
       elements (onnxruntime's kernels hand each row to the pool as a task of its own);
@@ -1144,7 +1150,7 @@ def intra_op_threads(op: Op, threads: int) -> int:
     if threads <= 1 or not op.outputs:
         return 1
     out = op.outputs[0]
-    if op.category == "signal" or op.op_type == "Where":
+    if op.category == "signal" or op.op_type in ONE_THREAD_OP_TYPES:
         return 1
     if op.op_type in ("Softmax", "LogSoftmax"):
         axis = int(op.attrs.get("axis", -1))  # type: ignore[call-overload]
