@@ -64,15 +64,19 @@ class TestTrialsTo95:
 
     def test_row_ratio_and_hit_rate(self) -> None:
         warm = Search(10.0, (10.0, 6.1, 5.9), transferred=2, transferred_hits=1, seconds=1.0)
-        text, ratio = bench_transfer.row("same model", "m", "clk125", self.cold, warm, 40)
+        text, ratio, n_cold = bench_transfer.row("same model", "m", "clk125", self.cold, warm, 40)
         # threshold 10 - 0.95 * 4 = 6.2: cold reaches it at trial 6, transfer at trial 2
-        assert ratio == 3.0 and "| 6 | 2 | 3.00x | 1/2 |" in text
+        assert ratio == 3.0 and n_cold == 6 and "| 6 | 2 | 3.00x | 1/2 |" in text
+        # the ceiling: 6 cold trials allow at most 3x, which transfer took in the fewest trials (2)
+        assert bench_transfer.summary("same model", [(n_cold, ratio)]).endswith(
+            "geometric mean 3.00x, >= 10x possible on 0; the fewest possible trials (2) on 1")
 
     def test_row_without_gain_or_never_reached(self) -> None:
         flat = Search(10.0, (10.0, 10.0), 0, 0, 1.0)
-        assert bench_transfer.row("same model", "m", "clk125", flat, flat, 40)[1] is None
-        text, ratio = bench_transfer.row("same model", "m", "clk125", self.cold, flat, 40)
-        assert ratio is None and "> 40" in text
+        assert bench_transfer.row("same model", "m", "clk125", flat, flat, 40)[1:] == (None, None)
+        text, ratio, n_cold = bench_transfer.row("same model", "m", "clk125", self.cold, flat, 40)
+        assert ratio is None and n_cold == 6 and "> 40" in text
+        assert "over 0 targets reached of 1 with a gain" in bench_transfer.summary("same model", [(n_cold, ratio)])
 
 
 def test_the_family_is_seven_distinct_valid_chips_with_the_scaled_fields(tmp_path: Path) -> None:
