@@ -328,7 +328,7 @@ ROW_SPLIT_NORM_OP_TYPES = ("LayerNormalization", "SkipLayerNormalization", "Simp
 #: Op types whose onnxruntime CPU kernels take no thread from the intra-op pool, whatever their
 #: size (:func:`intra_op_threads`): over 1 Mi floats on an AMD EPYC, 2 threads against 1 ran Slice
 #: 1.00x, Expand 0.99x, Tile 0.99x, Pad 1.01x, Where 1.00x (its broadcast passes get no pool,
-#: ``where_op.cc``), where Gather, Split, Concat and Cast ran 1.6-2.1x.
+#: ``where_op.cc``), where Gather, Split, Cast and Concat ran 1.5-2.4x.
 ONE_THREAD_OP_TYPES = ("Slice", "Expand", "Tile", "Pad", "Where")
 
 
@@ -598,12 +598,12 @@ def _broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
 def broadcast_spans_ns(op: Op, unit: CpuUnit) -> float:
     """What an op's broadcast spans add to its kernel, ns: the unit's ``broadcast_span_ns`` each
     beyond the first of each looper pass (:func:`looper_passes`: one call over the whole output is
-    the kernel's own). A ``Where`` with a row of 16 as its condition over 196,608 floats, a scalar
-    as Y, took 355 us against 132 with a row of 1,024 (two passes of 12,288 spans: 18.4 ns a
-    span, twice a binary op's). 0 on a unit without the figure. On an AMD EPYC an Add over 196,608 floats took
-    31 us with equal shapes, 46 us with a row of 128 repeated (1,536 spans) and 256 us with a row of
-    8 (24,576 spans); the elementwise efficiency calibration fit on a transformer's mask Adds had
-    put an equal-shape Add 1.8-2.5x slow."""
+    the kernel's own); 0 on a unit without the figure. On an AMD EPYC an Add over 196,608 floats
+    took 31 us with equal shapes, 46 us with a row of 128 repeated (1,536 spans) and 256 us with a
+    row of 8 (24,576 spans); the elementwise efficiency calibration fit on a transformer's mask Adds
+    had put an equal-shape Add 1.8-2.5x slow. A ``Where`` over as many floats with a row of 16 as
+    its condition and a scalar as Y took 355 us against 132 with a row of 1,024 (two passes of
+    12,288 spans: 18.4 ns a span, twice a binary op's)."""
     span_ns = unit.broadcast_span_ns
     if not span_ns:
         return 0.0

@@ -5,7 +5,7 @@ holds keeps the CPU model's category default, which assumes a vectorized streami
 Many of onnxruntime's kernels are not that: the inverse hyperbolics call libm once per
 element, LRN sums a window of squares per element, GridSample and RoiAlign gather bilinear taps,
 CumSum and CumProd run a serial scan, NonMaxSuppression compares boxes one pair at a time, Where
-selects X and Y apart and merges the two (three passes, each a scalar loop). On the
+selects X and Y apart and merges the two (three passes over the data). On the
 AMD EPYC host the defaults put Asinh, LRN and CumProd 50-70x faster than onnxruntime ran them,
 RoiAlign and GridSample 10-15x, NonMaxSuppression 2x (``docs/fidelity_cpu.md``, "Op types no
 calibration model holds").
