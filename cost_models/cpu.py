@@ -44,6 +44,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from chips.schema import Chip, CpuUnit, Dtype
 from cost_models.base import (
     OpCost,
@@ -583,16 +585,9 @@ def looper_passes(op: Op) -> tuple[int, ...]:
     """
     if op.op_type == "Where" and len(op.inputs) == 3 and op.outputs:
         c, x, y = (t.shape for t in op.inputs)
-        cx, cy = _broadcast(c, x), _broadcast(c, y)
+        cx, cy = np.broadcast_shapes(c, x), np.broadcast_shapes(c, y)
         return _looper_spans(c, x, cx), _looper_spans(c, y, cy), _looper_spans(cx, cy, op.outputs[0].shape)
     return (broadcast_spans(op),) if op.op_type in BROADCAST_OP_TYPES else ()
-
-
-def _broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    """The numpy broadcast of shapes ``a`` and ``b`` (both valid: the model was shape-inferred)."""
-    n = max(len(a), len(b))
-    pa, pb = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
-    return tuple(max(i, j) if min(i, j) != 0 else 0 for i, j in zip(pa, pb))
 
 
 def broadcast_spans_ns(op: Op, unit: CpuUnit) -> float:
