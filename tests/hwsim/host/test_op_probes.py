@@ -32,7 +32,8 @@ def test_each_probe_is_one_costed_op_that_onnxruntime_runs(op_type: str) -> None
     onnx.checker.check_model(model, full_check=True)
     graph = from_model_proto(model, source=op_type)
     assert len(graph) == 1 and graph.op("probe").op_type == op_type
-    assert graph.op("probe").category != "unknown" and graph.op("probe").flops > 0
+    op = graph.op("probe")  # a data shuffle does no arithmetic: its bytes are its work
+    assert op.category != "unknown" and (op.flops > 0 or op.category == "data")
     (y,) = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
     if y.dtype == np.float32:  # in each function's domain: no NaN from the probe's inputs
         assert np.isfinite(y).all()

@@ -271,7 +271,9 @@ class TestPredictionStructure:
         [
             (3, 32, 16, ["ReorderOutput:r"]),  # first conv reads plain x; Reshape needs plain r
             (16, 32, 16, ["ReorderInput:x", "ReorderOutput:r"]),
-            (16, 30, 16, []),  # 30 output channels: not blocked at all
+            (16, 30, 16, ["ReorderInput:x", "ReorderOutput:r"]),  # 30 filters, padded to 32
+            (18, 32, 16, []),  # 18 input channels: a plain conv
+            (8, 32, 16, ["ReorderOutput:r"]),  # under a block of input channels: read plain
             (16, 32, 0, []),  # no NCHWc on this CPU
         ],
     )
@@ -284,6 +286,29 @@ class TestPredictionStructure:
         for r in reorders:  # a copy of the tensor plus a dispatch
             assert pred[r.name].predicted_ns > chip.units[0].op_overhead_ns
 
+
+    @pytest.mark.parametrize(("cin", "mid", "cout"), [(32, 9, 32), (32, 6, 32), (32, 24, 32), (32, 18, 32), (8, 32, 9), (3, 1, 16)])
+    def test_reorders_are_the_ones_onnxruntime_inserts(self, tmp_path: Path, cin: int, mid: int, cout: int) -> None:
+        # two 3x3 convs, cin -> mid -> cout: the reorders onnxruntime's own optimized model holds
+        import onnxruntime as ort
+
+        from hwsim.host.measure import nchwc_block
+
+        block = nchwc_block()
+        if block == 0:
+            pytest.skip("onnxruntime runs no NCHWc kernels on this CPU")
+        inits = [numpy_helper.from_array(np.zeros(s, np.float32), n) for n, s in (("w0", (mid, cin, 3, 3)), ("w1", (cout, mid, 3, 3)))]
+        nodes = [helper.make_node("Conv", ["x", "w0"], ["a"], name="c0", pads=[1] * 4),
+                 helper.make_node("Conv", ["a", "w1"], ["y"], name="c1", pads=[1] * 4)]  # fmt: skip
+        g = helper.make_graph(nodes, "n", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, cin, 16, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, cout, 16, 16])], inits)  # fmt: skip
+        path = tmp_path / "n.onnx"
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+        so = ort.SessionOptions()
+        so.optimized_model_filepath = str(tmp_path / "opt.onnx")
+        ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+        theirs = sorted(n.op_type for n in onnx.load(str(tmp_path / "opt.onnx")).graph.node if n.op_type.startswith("Reorder"))
+        assert sorted(r.op_type for r in nchwc_reorders(load_onnx(path), block)) == theirs
 
     @pytest.mark.parametrize(("perm", "block", "fused", "free"),
                              [((0, 2, 3, 1), 16, True, True), ((0, 3, 1, 2), 16, True, False),
