@@ -643,6 +643,18 @@ class CpuUnit(Unit):
         "row's mean and variance reductions and their set-up), measured by `hwsim fingerprint` from rows of 32 and of "
         "768 floats at the same element count. None: not costed.",
     )
+    softmax_row_ns: PositiveFloat | None = Field(
+        None,
+        description="Fixed time per row of onnxruntime's Softmax kernel, beside its time per element (each row's max, "
+        "sum and scale), measured by `hwsim fingerprint` from rows of 32 and of 768 floats at the same element count. "
+        "None: not costed.",
+    )
+    transpose_element_ns: PositiveFloat | None = Field(
+        None,
+        description="Time per element of onnxruntime's Transpose where it walks the tensor one element at a time (more "
+        "than one axis moves and the last does not stay; a Softmax over another axis than the last runs two such), "
+        "measured by `hwsim fingerprint`. None: such a Transpose is priced as a copy.",
+    )
     int8_gemv_gbps: PositiveFloat | None = Field(
         None,
         description="Rate at which a one-row integer GEMM streams its int8 weights from L1/L2 (the slope of the "
@@ -695,7 +707,7 @@ class CpuUnit(Unit):
         "recurrent_section_ns", "run_footprint_kib", "requant_ns", "int8_pack_ns", "int8_conv_call_ns", "int8_conv_pixel_ns",
         "int8_im2col_pixel_ns", "int8_conv_mac_ps", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps",
         "softmax_denormal_ns", "nchwc_one_block_efficiency", "norm_row_ns", "fp32_gemv_call_ns", "fp32_gemv_gbps",
-        "kernel_setup_ns", "step_handoff_ns", "broadcast_span_ns",
+        "kernel_setup_ns", "step_handoff_ns", "broadcast_span_ns", "softmax_row_ns", "transpose_element_ns",
     )
 
     @model_serializer(mode="wrap")

@@ -59,6 +59,7 @@ from cost_models.base import (
     spill_plan,
     unit_bandwidth_gbps,
 )
+from cost_models.cpu_layout import SOFTMAX_OP_TYPES, softmax_rows_ns, walk_ns
 from cost_models.energy import dram_energy_pj, energy_pj
 from graph_ir.categories import Category
 from graph_ir.ir import Op, deployed_bytes
@@ -460,15 +461,31 @@ class CpuModel(UnitModel[CpuUnit]):
         return _with_pass(cost, unit, sgemm_conv_ns(op), "B packing")
 
     def softmax(self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
-        """A Softmax: the roofline, and the denormals of its masked elements (:func:`denormal_softmax_ns`)."""
-        return _with_pass(self.roofline(op, unit, chip, dtype, in_b, w_b, out_b), unit, denormal_softmax_ns(op, unit), "denormals")
+        """A Softmax: the roofline, the denormals of its masked elements (:func:`denormal_softmax_ns`),
+        its fixed time per row (:func:`~cost_models.cpu_layout.softmax_rows_ns`) and, over another axis
+        than the last, the Transposes around it that walk the tensor (:func:`~cost_models.cpu_layout.walk_ns`)."""
+        cost = _with_pass(self.roofline(op, unit, chip, dtype, in_b, w_b, out_b), unit, denormal_softmax_ns(op, unit), "denormals")
+        cost = _with_pass(cost, unit, softmax_rows_ns(op, unit), "rows")
+        return _with_pass(cost, unit, walk_ns(op, unit), "axis transposes")
+
+    def transpose(self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
+        """A Transpose: a copy at its calibrated rate (the roofline), or where onnxruntime walks it one
+        element at a time (:func:`~cost_models.cpu_layout.walk_ns`), that walk instead, which no
+        efficiency scales."""
+        cost = self.roofline(op, unit, chip, dtype, in_b, w_b, out_b)
+        walk = walk_ns(op, unit)
+        if not walk:
+            return cost
+        extra_pj = energy_pj(unit.active_w, max(walk, cost.memory_ns) - max(cost.compute_ns, cost.memory_ns))
+        return replace(cost, compute_ns=walk, stall_ns=walk, energy_pj=cost.energy_pj + extra_pj,
+                       note=f"{cost.note}, walked element by element {walk / 1e3:.3g} us")  # fmt: skip
 
     def layer_norm(self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
         """A LayerNormalization: the roofline, and its fixed time per row (:func:`norm_rows_ns`)."""
         return _with_pass(self.roofline(op, unit, chip, dtype, in_b, w_b, out_b), unit, norm_rows_ns(op, unit), "rows")
 
     handlers = op_handlers(
-        (ROW_NORM_OP_TYPES, layer_norm), (("Softmax",), softmax), (("Conv",), conv), (("Gather",), gather), (RECURRENT_OP_TYPES, recurrent), (FFT_OP_TYPES, fft), (("ConvTranspose",), conv_transpose),
+        (ROW_NORM_OP_TYPES, layer_norm), (SOFTMAX_OP_TYPES, softmax), (("Transpose",), transpose), (("Conv",), conv), (("Gather",), gather), (RECURRENT_OP_TYPES, recurrent), (FFT_OP_TYPES, fft), (("ConvTranspose",), conv_transpose),
         (INTEGER_GEMM_OP_TYPES, integer_gemm),
     )
 

@@ -26,7 +26,7 @@ from graph_ir.contrib import lower_contrib
 from graph_ir.files import MAX_ONNX_BYTES, oversize
 from graph_ir.functions import expand_functions
 from graph_ir.ir import FlagAdvice, ModelError, ModelGraph, Op, Tensor, add_data_edge
-from graph_ir.op_metrics import metrics
+from graph_ir.op_metrics import COERCED_AXIS_ATTR, metrics
 
 __all__ = ["densify_sparse", "from_model_proto", "load_onnx", "name_nodes", "node_attrs", "parse_input_shape"]
 
@@ -216,6 +216,8 @@ def _dense(sparse: onnx.SparseTensorProto) -> tuple[onnx.TensorProto, bool]:
 
 
 _T = TypeVar("_T")
+#: Op types whose ``axis`` coerced the input to 2-D before opset 13 (:data:`COERCED_AXIS_ATTR`).
+_COERCING_OP_TYPES = frozenset(("Softmax", "LogSoftmax", "Hardmax"))
 
 
 def _guarded(source: str, step: Callable[[], _T]) -> _T:
@@ -480,6 +482,8 @@ def _build(graph: onnx.GraphProto, source: str, name: str, opset: int = 0) -> Mo
         attrs = _node_attrs_cached(node, attr_values)
         if op_type == "DFT" and opset >= 20:
             attrs["axis"] = _input_axis(graph, node, 2, -2)
+        elif op_type in _COERCING_OP_TYPES and 0 < opset < 13:
+            attrs[COERCED_AXIS_ATTR] = 1
         m = metrics(op_type, ins, outs, attrs)
         repeat = 1
         if node.metadata_props:  # most nodes have none

@@ -209,6 +209,12 @@ def _topk(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[st
     return Metrics("reduce", 0, int(inputs[0].elements * math.log2(k)))
 
 
+#: Attribute (not ONNX's) the importer sets on a Softmax, LogSoftmax or Hardmax of an opset before
+#: 13, where ``axis`` (default 1) coerces the input to 2-D, the elements before it the rows; from
+#: opset 13 on it is the one axis normalized over (default -1).
+COERCED_AXIS_ATTR = "hwsim_coerced_axis"
+
+
 @register("Softmax", "LogSoftmax", "Hardmax")
 def _softmax(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[str, object]) -> Metrics:
     return Metrics("softmax", 0, 5 * _out(outputs))

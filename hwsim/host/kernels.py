@@ -93,6 +93,7 @@ __all__ = [
     "SETUP_PROBED",
     "SETUP_PROBES",
     "SOFTMAX_PROBE",
+    "WALK_PROBE",
     "broadcast_probe",
     "broadcast_span_from",
     "broadcast_times",
@@ -124,8 +125,10 @@ __all__ = [
     "setup_probe",
     "setup_times",
     "softmax_denormal_ns",
+    "softmax_row_ns",
     "step_handoffs",
     "streaming_efficiency",
+    "transpose_element_ns",
 ]  # fmt: skip
 
 #: Key of :func:`kernel_rates`' figure for ``LayerNormalization``: ns per element, not a chip field.
@@ -641,6 +644,56 @@ def norm_row_ns(rounds: int = 5) -> float | None:
     return ns if ns > 0 else None
 
 
+def softmax_row_ns(rounds: int = 5) -> float | None:
+    """onnxruntime's ``Softmax`` time per row (the chip field ``softmax_row_ns``,
+    :func:`cost_models.cpu_layout.softmax_rows_ns`), as :func:`norm_row_ns` measures a layer
+    normalization's: the same elements in rows of :data:`NORM_ROW_PROBE` and of :data:`NORM_PROBE`'s
+    width. About 13 ns on an AMD EPYC. None when not resolved."""
+    width, _, large = NORM_PROBE
+    elements = large * width
+    rng = np.random.default_rng(0)
+    t = {}
+    for w in (NORM_ROW_PROBE, width):
+        x = rng.uniform(-3.0, 3.0, (elements // w, w)).astype(np.float32)
+        t[w] = _fastest_ns(_model(helper.make_node("Softmax", ["x"], ["y"], axis=-1), x, {}), x, rounds)
+    ns = (t[NORM_ROW_PROBE] - t[width]) / (elements // NORM_ROW_PROBE - large)
+    return ns if ns > 0 else None
+
+
+#: The element-at-a-time Transpose probe (:func:`transpose_element_ns`): two channel counts of a
+#: 32 x 32 plane, moved by ``(0, 3, 2, 1)`` (more than one axis, the last among them).
+WALK_PROBE = ((16, 64), 32, (0, 3, 2, 1))
+
+
+def transpose_element_ns(rounds: int = 5) -> float | None:
+    """onnxruntime's Transpose time per element where it walks the tensor one element at a time
+    (the chip field ``transpose_element_ns``, :func:`cost_models.cpu_layout.walk_ns`): the
+    difference of the two sizes of :data:`WALK_PROBE` over their elements' difference, the dispatch
+    cancelling (both in L2). 3.4 ns on an AMD EPYC. None when not resolved."""
+    (small, large), side, perm = WALK_PROBE
+    rng = np.random.default_rng(0)
+    t = {}
+    for c in (small, large):
+        x = rng.standard_normal((1, c, side, side)).astype(np.float32)
+        t[c] = _fastest_ns(_model(helper.make_node("Transpose", ["x"], ["y"], perm=list(perm)), x, {}), x, rounds)
+    ns = (t[large] - t[small]) / ((large - small) * side * side)
+    return ns if ns > 0 else None
+
+
+def _row_and_walk_rates(rounds: int, notes: list[str]) -> dict[str, float]:
+    """``norm_row_ns``, ``softmax_row_ns`` and ``transpose_element_ns`` (a note for each not resolved)."""
+    out: dict[str, float] = {}
+    for key, probe, what in (("norm_row_ns", norm_row_ns, "LayerNormalization time per row"),
+                             ("softmax_row_ns", softmax_row_ns, "Softmax time per row"),
+                             ("transpose_element_ns", transpose_element_ns, "element-at-a-time Transpose rate")):  # fmt: skip
+        got = probe(rounds)
+        if got is None:
+            notes.append(f"{what} not resolved; {key} left out")
+        else:
+            out[key] = got
+    return out
+
+
 def _resize_attrs(kernel: str) -> dict[str, str]:
     if kernel == "ResizeNearest":  # onnx's defaults: half_pixel, round_prefer_floor
         return {"mode": "nearest"}
@@ -840,7 +893,8 @@ def kernel_rates(
     with ``threads`` > 1; the dispatch per kernel is ``kernel_ns``,
     per run call ``run_ns``), ``LayerNormalization``'s
     time per element (:data:`LAYER_NORM_RATE`, not a field: :func:`streaming_efficiency` turns it
-    into an efficiency) and per row (``norm_row_ns``, :func:`norm_row_ns`), the kernel time of each op type probed alone
+    into an efficiency) and per row (``norm_row_ns``, :func:`norm_row_ns`), a Softmax's time per row
+    (``softmax_row_ns``) and the element-at-a-time Transpose's per element (``transpose_element_ns``), the kernel time of each op type probed alone
     (:data:`hwsim.host.op_probes.PROBE_RATES`), the integer kernels' probe times, ``requant_ns``, ``int8_pack_ns`` and the other integer kernel fields
     (:mod:`hwsim.host.int8_probe`; ``profiled_kernel_ns``: the profiler's empty kernel) and notes for
     any not resolved."""
@@ -888,11 +942,7 @@ def kernel_rates(
         notes.append("LayerNormalization rate not resolved; its efficiency left to calibration")
     else:
         out[LAYER_NORM_RATE] = norm
-    row = norm_row_ns(rounds)
-    if row is None:
-        notes.append("LayerNormalization time per row not resolved; norm_row_ns left out")
-    else:
-        out["norm_row_ns"] = row
+    out.update(_row_and_walk_rates(rounds, notes))
     denormal = softmax_denormal_ns(2 if quick else 3)
     if denormal is None:
         notes.append("masked Softmax no slower than an unmasked one (denormals flushed?); softmax_denormal_ns left out")

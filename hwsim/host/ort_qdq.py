@@ -100,20 +100,20 @@ def nhwc_transposes(graph: ModelGraph, kernels: Mapping[str, str], absorbed: Ite
     found: dict[str, Op] = {}
     outputs = {t.name for t in graph.outputs}
 
-    def transpose(t: Tensor) -> Op:
+    def transpose(t: Tensor, perm: tuple[int, ...]) -> Op:  # into channels-last (0, 2, 3, 1), or out of it
         eight = replace(t, dtype="uint8")
-        return Op(f"Transpose:{t.name}", "Transpose", "data", (eight,), (eight,))
+        return Op(f"Transpose:{t.name}", "Transpose", "data", (eight,), (eight,), {"perm": perm})
 
     for name in nhwc:
         op = graph.op(name)
         for t in op.inputs[:1] if kernels[name] != "QLinearAdd" else op.inputs[:2]:
             src = source(t)
             if len(t.shape) == 4 and (src is None or src.name not in nhwc):
-                found.setdefault(t.name, transpose(t))
+                found.setdefault(t.name, transpose(t, (0, 2, 3, 1)))
         for t in op.outputs:
             rs = readers(t)
             if len(t.shape) == 4 and (t.name in outputs or any(r.name not in nhwc for r in rs)):
-                found.setdefault(t.name, transpose(t))
+                found.setdefault(t.name, transpose(t, (0, 3, 1, 2)))
     return list(found.values())
 
 

@@ -1,0 +1,140 @@
+"""How onnxruntime's CPU kernels walk memory where the order of the elements changes: which path a
+Transpose takes, the Transposes a Softmax over another axis than the last makes, and the rows a
+Softmax normalizes one at a time.
+
+onnxruntime 1.32's Transpose takes one of three paths (measured on an AMD EPYC, 1 thread, the
+fastest of 30 runs):
+
+- **one axis moves** (every other axis keeps its order: NCHW <-> NHWC, the last two swapped, a
+  2-D transpose): a blocked 2-D transpose, 0.10-0.27 ns per element;
+- **the last axis stays**: contiguous runs of the inner dimensions copied, 0.2 ns per element for
+  runs of 64 floats, 0.63 for runs of 8 (attention's ``(0, 2, 1, 3)``, a Swin window shuffle);
+- **anything else**: one element at a time through a multi-axis index, **3.4-4.6 ns** per element
+  ((1, 16, 4, 8400) by ``(0, 3, 2, 1)``: 1.83 ms; (1, 64, 32, 32) by ``(0, 3, 2, 1)``: 220 us;
+  (1, 8, 16, 16, 64) by ``(0, 2, 1, 4, 3)``: 452 us), 15-30x the other two.
+
+The first two are copies at the op type's calibrated rate (the roofline); the third is priced at
+the fingerprint's ``transpose_element_ns`` per element (:func:`walk_ns`), no efficiency applied.
+Axes of one element are left out first: they do not change the order in memory.
+
+A Softmax (or LogSoftmax) of opset 13 and later over an axis other than the last runs as a
+Transpose that swaps that axis with the last, the Softmax over the last axis, and the same
+Transpose back: YOLOv8's DFL Softmax over 16 bins of (1, 16, 4, 8400) took 4.57 ms where the same
+elements over the last axis took 0.50 (two walks of 537,600 elements at 3.4 ns). Before opset 13
+the axis coerces the input to 2-D (rows = the elements before it) and nothing is transposed
+(:data:`graph_ir.op_metrics.COERCED_AXIS_ATTR`, set at import).
+
+A Softmax normalizes its rows one at a time, each with its own max, sum and scale: 11-14 ns a row
+beside 0.28 ns per element here, so rows of 16 floats (33,600 of them in the DFL) cost 0.44 ms
+of row time and rows of 4096 none to speak of (:func:`softmax_rows_ns`, ``softmax_row_ns``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+
+from chips.schema import CpuUnit
+from graph_ir.ir import Op
+from graph_ir.op_metrics import COERCED_AXIS_ATTR
+
+__all__ = ["SOFTMAX_OP_TYPES", "softmax_axis", "softmax_rows", "softmax_rows_ns", "transpose_walks", "walk_ns"]
+
+#: Op types onnxruntime runs as its Softmax kernel (rows, and the axis swap of opset 13 and later).
+SOFTMAX_OP_TYPES = ("Softmax", "LogSoftmax")
+
+
+def transpose_walks(shape: Sequence[int], perm: Sequence[int]) -> bool:
+    """Whether onnxruntime's Transpose of a tensor of ``shape`` by ``perm`` walks it one element at
+    a time: more than one axis moves and the last does not stay (axes of one element left out).
+
+    >>> transpose_walks((1, 16, 4, 8400), (0, 3, 2, 1)), transpose_walks((1, 16, 4, 8400), (0, 2, 3, 1))
+    (True, False)
+    >>> transpose_walks((1, 128, 12, 64), (0, 2, 1, 3)), transpose_walks((2, 3, 4), (2, 1, 0))
+    (False, True)
+    """
+    kept = [a for a in perm if 0 <= a < len(shape) and shape[a] != 1]
+    order = {a: i for i, a in enumerate(sorted(kept))}
+    p = [order[a] for a in kept]  # the permutation of the axes of more than one element
+    if len(p) < 3 or p[-1] == len(p) - 1:
+        return False
+    return not any(_ascending([b for b in p if b != a]) for a in p)  # no axis whose move alone gives p
+
+
+def _ascending(axes: Sequence[int]) -> bool:
+    return all(a < b for a, b in itertools.pairwise(axes))
+
+
+def softmax_axis(op: Op) -> int | None:
+    """The axis a Softmax of opset 13 or later normalizes over, from 0; None for an op of another
+    type, of an earlier opset (:data:`COERCED_AXIS_ATTR`: coerced to 2-D) or of unknown rank."""
+    if op.op_type not in SOFTMAX_OP_TYPES or not op.inputs or not op.inputs[0].shape or op.attrs.get(COERCED_AXIS_ATTR):
+        return None
+    rank = len(op.inputs[0].shape)
+    axis = op.attrs.get("axis", -1)
+    if not isinstance(axis, int) or not -rank <= axis < rank:
+        return None
+    return axis % rank
+
+
+def softmax_rows(op: Op) -> int:
+    """The rows a Softmax normalizes one at a time: the elements over the length of its axis (of
+    opset 13 and later), or before its axis where it coerces its input to 2-D; 0 for another op.
+
+    >>> from graph_ir.ir import Tensor
+    >>> x = Tensor("x", (1, 16, 4, 8400), "float32")
+    >>> softmax_rows(Op("s", "Softmax", "softmax", (x,), (x,), {"axis": 1}))
+    33600
+    >>> softmax_rows(Op("s", "Softmax", "softmax", (x,), (x,), {"axis": 1, COERCED_AXIS_ATTR: 1}))
+    1
+    """
+    if op.op_type not in SOFTMAX_OP_TYPES or not op.inputs or not op.inputs[0].shape:
+        return 0
+    shape = op.inputs[0].shape
+    axis = softmax_axis(op)
+    if axis is not None:
+        return int(math.prod(shape)) // max(1, int(shape[axis]))
+    coerced = op.attrs.get("axis", 1)  # opset 11's default
+    if not isinstance(coerced, int) or not -len(shape) <= coerced <= len(shape):
+        return 0
+    return int(math.prod(shape[: coerced if coerced >= 0 else coerced + len(shape)]))
+
+
+def softmax_rows_ns(op: Op, unit: CpuUnit) -> float:
+    """What a Softmax pays per row beside its time per element: ``softmax_row_ns`` per row
+    (:func:`softmax_rows`), ns; 0 without the unit's figure or for another op."""
+    if not unit.softmax_row_ns:
+        return 0.0
+    return float(softmax_rows(op)) * unit.softmax_row_ns
+
+
+def walk_ns(op: Op, unit: CpuUnit) -> float:
+    """Time of the element-at-a-time Transposes of ``op``, ns: a Transpose whose path walks
+    (:func:`transpose_walks`) once, a Softmax over another axis than the last twice, where the swap
+    of that axis with the last walks; ``transpose_element_ns`` per element each time. 0 without
+    the unit's figure or where no Transpose walks.
+
+    >>> from graph_ir.ir import Tensor
+    >>> u = CpuUnit(name="c", domain="d", clock_mhz=1000, flops_per_cycle={"fp32": 64}, l1_kib=32, l2_kib=1024,
+    ...             l1_bandwidth_gbps=200, l2_bandwidth_gbps=100, transpose_element_ns=3.5)
+    >>> x = Tensor("x", (1, 16, 4, 8400), "float32")
+    >>> walk_ns(Op("s", "Softmax", "softmax", (x,), (x,), {"axis": 1}), u)
+    3763200.0
+    >>> walk_ns(Op("s", "Softmax", "softmax", (x,), (x,), {"axis": 2}), u)  # (0, 1, 3, 2): one axis moves
+    0.0
+    """
+    if not unit.transpose_element_ns or not op.inputs or not op.inputs[0].shape:
+        return 0.0
+    shape = op.inputs[0].shape
+    elements = float(math.prod(shape))
+    perm = op.attrs.get("perm")
+    if op.op_type == "Transpose":
+        order = tuple(perm) if isinstance(perm, Sequence) else tuple(range(len(shape)))[::-1]
+        return elements * unit.transpose_element_ns if transpose_walks(shape, order) else 0.0
+    axis = softmax_axis(op)
+    if axis is None or axis == len(shape) - 1:
+        return 0.0
+    swap = list(range(len(shape)))
+    swap[axis], swap[-1] = swap[-1], swap[axis]
+    return 2 * elements * unit.transpose_element_ns if transpose_walks(shape, swap) else 0.0
