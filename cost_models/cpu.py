@@ -59,7 +59,7 @@ from cost_models.base import (
     spill_plan,
     unit_bandwidth_gbps,
 )
-from cost_models.cpu_layout import SOFTMAX_OP_TYPES, softmax_rows_ns, walk_ns
+from cost_models.cpu_layout import SOFTMAX_OP_TYPES, softmax_rows_ns, walk_ns, walks
 from cost_models.energy import dram_energy_pj, energy_pj
 from graph_ir.categories import Category
 from graph_ir.ir import Op, deployed_bytes
@@ -1142,6 +1142,8 @@ def intra_op_threads(op: Op, threads: int) -> int:
 
     - STFT/DFT: 1 (the kernel loops over its frames on the calling thread: 1.00x on 2 threads);
     - :data:`ONE_THREAD_OP_TYPES` (Slice, Expand, Tile, Pad, Where): 1 (1 Mi floats 0.99-1.01x on 2 threads);
+    - a Transpose that walks its input element by element, and a Softmax over a middle axis whose
+      Transposes do (:func:`~cost_models.cpu_layout.walks`): 1;
     - Softmax/LogSoftmax: split over rows only (one 1 Mi row: 1.03x);
     - the layer normalizations (:data:`ROW_SPLIT_NORM_OP_TYPES`): over their rows, however few
       elements (onnxruntime's kernels hand each row to the pool as a task of its own);
@@ -1162,7 +1164,7 @@ def intra_op_threads(op: Op, threads: int) -> int:
     if threads <= 1 or not op.outputs:
         return 1
     out = op.outputs[0]
-    if op.category == "signal" or op.op_type in ONE_THREAD_OP_TYPES:
+    if op.category == "signal" or op.op_type in ONE_THREAD_OP_TYPES or walks(op):
         return 1
     if op.op_type in ("Softmax", "LogSoftmax"):
         axis = int(op.attrs.get("axis", -1))  # type: ignore[call-overload]

@@ -39,7 +39,7 @@ from chips.schema import CpuUnit
 from graph_ir.ir import Op
 from graph_ir.op_metrics import COERCED_AXIS_ATTR
 
-__all__ = ["SOFTMAX_OP_TYPES", "softmax_axis", "softmax_rows", "softmax_rows_ns", "transpose_walks", "walk_ns"]
+__all__ = ["SOFTMAX_OP_TYPES", "softmax_axis", "softmax_rows", "softmax_rows_ns", "transpose_walks", "walk_ns", "walks"]
 
 #: Op types onnxruntime runs as its Softmax kernel (rows, and the axis swap of opset 13 and later).
 SOFTMAX_OP_TYPES = ("Softmax", "LogSoftmax")
@@ -110,10 +110,8 @@ def softmax_rows_ns(op: Op, unit: CpuUnit) -> float:
 
 
 def walk_ns(op: Op, unit: CpuUnit) -> float:
-    """Time of the element-at-a-time Transposes of ``op``, ns: a Transpose whose path walks
-    (:func:`transpose_walks`) once, a Softmax over another axis than the last twice, where the swap
-    of that axis with the last walks; ``transpose_element_ns`` per element each time. 0 without
-    the unit's figure or where no Transpose walks.
+    """Time of the element-at-a-time Transposes of ``op`` (:func:`walks`), ns:
+    ``transpose_element_ns`` per element each time; 0 without the unit's figure.
 
     >>> from graph_ir.ir import Tensor
     >>> u = CpuUnit(name="c", domain="d", clock_mhz=1000, flops_per_cycle={"fp32": 64}, l1_kib=32, l2_kib=1024,
@@ -124,17 +122,27 @@ def walk_ns(op: Op, unit: CpuUnit) -> float:
     >>> walk_ns(Op("s", "Softmax", "softmax", (x,), (x,), {"axis": 2}), u)  # (0, 1, 3, 2): one axis moves
     0.0
     """
-    if not unit.transpose_element_ns or not op.inputs or not op.inputs[0].shape:
+    if not unit.transpose_element_ns:
         return 0.0
+    return walks(op) * float(math.prod(op.inputs[0].shape)) * unit.transpose_element_ns
+
+
+def walks(op: Op) -> int:
+    """How many times onnxruntime walks ``op``'s input one element at a time: once for a Transpose
+    whose path walks (:func:`transpose_walks`), twice for a Softmax of opset 13 and later over
+    another axis than the last where the swap of that axis with the last walks, else 0. Such a
+    walk takes no second thread: on two threads the walk alone ran 1.00x, and a Softmax over a
+    middle axis 0.57-0.71x (slower) of its time on one (AMD EPYC, 1,024 to 537,600 elements)."""
+    if not op.inputs or not op.inputs[0].shape:
+        return 0
     shape = op.inputs[0].shape
-    elements = float(math.prod(shape))
-    perm = op.attrs.get("perm")
     if op.op_type == "Transpose":
+        perm = op.attrs.get("perm")
         order = tuple(perm) if isinstance(perm, Sequence) else tuple(range(len(shape)))[::-1]
-        return elements * unit.transpose_element_ns if transpose_walks(shape, order) else 0.0
+        return int(transpose_walks(shape, order))
     axis = softmax_axis(op)
     if axis is None or axis == len(shape) - 1:
-        return 0.0
+        return 0
     swap = list(range(len(shape)))
     swap[axis], swap[-1] = swap[-1], swap[axis]
-    return 2 * elements * unit.transpose_element_ns if transpose_walks(shape, swap) else 0.0
+    return 2 * int(transpose_walks(shape, swap))

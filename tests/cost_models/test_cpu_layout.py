@@ -112,3 +112,12 @@ def test_softmax_of_an_old_opset_coerces_and_transposes_nothing() -> None:
         assert softmax_axis(op) == (None if coerced else 1)
         assert softmax_rows(op) == (1 if coerced else 16 * 4 * 64 // 16)
         assert (walk_ns(op, _chip(transpose_element_ns=WALK_NS).units[0]) > 0) is not coerced
+
+
+def test_a_walk_takes_no_second_thread() -> None:
+    from cost_models.cpu import intra_op_threads
+
+    shape = (1, 16, 4, 8400)
+    assert intra_op_threads(_transpose(shape, (0, 3, 2, 1)), 2) == 1  # measured 1.00x on two threads
+    assert intra_op_threads(_softmax(shape, axis=1), 2) == 1  # measured 0.57-0.71x: no faster on two
+    assert intra_op_threads(_softmax(shape, axis=-1), 2) == 2  # its rows split
