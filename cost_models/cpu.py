@@ -59,7 +59,7 @@ from cost_models.base import (
     spill_plan,
     unit_bandwidth_gbps,
 )
-from cost_models.cpu_layout import SOFTMAX_OP_TYPES, softmax_rows_ns, walk_ns, walks
+from cost_models.cpu_layout import SOFTMAX_OP_TYPES, softmax_rows, softmax_rows_ns, walk_ns, walks
 from cost_models.energy import dram_energy_pj, energy_pj
 from graph_ir.categories import Category
 from graph_ir.ir import Op, deployed_bytes
@@ -1166,10 +1166,8 @@ def intra_op_threads(op: Op, threads: int) -> int:
     out = op.outputs[0]
     if op.category == "signal" or op.op_type in ONE_THREAD_OP_TYPES or walks(op):
         return 1
-    if op.op_type in ("Softmax", "LogSoftmax"):
-        axis = int(op.attrs.get("axis", -1))  # type: ignore[call-overload]
-        rows = out.elements // max(1, int(out.shape[axis])) if out.shape else 1
-        return max(1, min(threads, rows))
+    if op.op_type in SOFTMAX_OP_TYPES:
+        return max(1, min(threads, softmax_rows(op) or 1))
     if op.op_type in ROW_SPLIT_NORM_OP_TYPES:
         return max(1, min(threads, norm_rows(op)))
     if op.category == "rnn" and len(op.inputs) >= 3 and len(op.inputs[2].shape) == 3:
