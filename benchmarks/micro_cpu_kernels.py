@@ -10,6 +10,7 @@ recurrent and STFT rules and the ``--threads 2`` split.
     python benchmarks/micro_cpu_kernels.py conv1d --threads 1      # 1-D convs (im2col + SGEMM) against their FMAs
     python benchmarks/micro_cpu_kernels.py edges --threads 1       # depthwise border outputs: ns per output vs edge share
     python benchmarks/micro_cpu_kernels.py grouped --threads 1 --rounds 4   # grouped 3x3 convs: one im2col + SGEMM per group
+    python benchmarks/micro_cpu_kernels.py dwplain --threads 1 --rounds 4   # depthwise convs on the plain kernel (1-D; 2-D of c % 4 != 0)
     python benchmarks/micro_cpu_kernels.py gap --threads 1 --rounds 5       # GlobalAveragePool per node (profiled), by producer
     python benchmarks/micro_cpu_kernels.py gap --save DIR                   # ... or write the models for `hwsim validate`
 
@@ -274,6 +275,26 @@ def grouped_cases() -> list[Case]:
     return cases
 
 
+#: The plain-kernel depthwise suite: (channels, length or side, k, 2-D), depthwise convs onnxruntime
+#: runs on its plain kernel (1-D ones, and 2-D ones whose channels are no multiple of 4): one
+#: im2col + one-row product per channel.
+DEPTHWISE_PLAIN_SHAPES = ((144, 128, 31, False), (144, 256, 31, False), (256, 512, 31, False), (512, 128, 15, False),
+                          (256, 1000, 3, False), (768, 256, 4, False), (64, 2000, 9, False), (1024, 64, 4, False),
+                          (30, 28, 3, True), (6, 56, 3, True), (90, 14, 5, True), (18, 112, 3, True))  # fmt: skip
+
+
+def depthwise_plain_cases() -> list[Case]:
+    rng = np.random.default_rng(0)
+    cases = []
+    for c, n, k, two_d in DEPTHWISE_PLAIN_SHAPES:
+        shape, kernel = ((1, c, n, n), (c, 1, k, k)) if two_d else ((1, c, n), (c, 1, k))
+        x = rng.standard_normal(shape).astype(np.float32)
+        w = {"W": (rng.standard_normal(kernel) * 0.1).astype(np.float32)}
+        node = helper.make_node("Conv", ["x", "W"], ["y"], pads=[k // 2] * (4 if two_d else 2), group=c)
+        cases.append((f"dwplain c{c} n{n} k{k} {'2d' if two_d else '1d'}", _model(node, {"x": x}, w, len(shape)), {"x": x}))
+    return cases
+
+
 #: The GAP suite: (channels, side, producer's input channels, producer's kernel), 0 input channels
 #: for a GAP on the graph input (onnxruntime puts a ReorderInput before it). The producer is a conv
 #: with a fused Relu whose weights (``cin x c x k²`` floats) stream through the L2 while it writes
@@ -397,7 +418,7 @@ def gap_stream_report(gap_ns: Mapping[tuple[str, str], float], l2_bytes: float =
 
 
 SUITES: dict[str, Callable[[], list[Case]]] = {
-    "conv1d": conv1d_cases, "depthwise": depthwise_cases, "edges": depthwise_edge_cases, "gap": gap_cases, "grouped": grouped_cases,
+    "conv1d": conv1d_cases, "depthwise": depthwise_cases, "dwplain": depthwise_plain_cases, "edges": depthwise_edge_cases, "gap": gap_cases, "grouped": grouped_cases,
     "retention": retention_cases, "rnn": rnn_cases,
     "stft": stft_cases, "threads": thread_cases,
 }

@@ -80,9 +80,12 @@ __all__ = [
     "DEFAULT_EFFICIENCY",
     "DEPTHWISE_FACTOR",
     "DEPTHWISE_OUTPUT_TAPS",
+    "DEPTHWISE_PLAIN_CHANNEL_NS",
+    "DEPTHWISE_PLAIN_ELEMENT_NS",
     "GEMM_BIAS_PASSES",
     "GROUPED_CONV_ROW_NS",
     "HALF_EFFICIENCY_FLOPS",
+    "IM2COL_RUN_NS",
     "INTEGER_GEMM_OP_TYPES",
     "NCHWC_ACTIVATION_ATTR",
     "NCHWC_ACTIVATION_PASS_NS",
@@ -112,6 +115,7 @@ __all__ = [
     "cyclic_capacity_bytes",
     "denormal_softmax_ns",
     "depthwise_nchwc_ns",
+    "depthwise_plain_ns",
     "fft_ns",
     "first_pass_gbps",
     "gemm_bias_ns",
@@ -239,6 +243,20 @@ SGEMM_PACK_NS = 0.26
 #: -9..+4 %, the strided 14x14 one +17 %; a cost per group call instead fit worse, -27..+10 %;
 #: :func:`grouped_conv_ns`).
 GROUPED_CONV_ROW_NS = 21.0
+#: A depthwise conv (one input and one output channel per group) on onnxruntime's plain kernel (a
+#: 1-D one, or a 2-D one the NCHWc transformer leaves, its channels no multiple of 4) runs one
+#: im2col and one one-row product per channel, and packs nothing. Beside its FMAs at the
+#: ``DepthwiseConv`` rate it pays, ns: per channel (:data:`DEPTHWISE_PLAIN_CHANNEL_NS`), per element
+#: of the expanded input (:data:`DEPTHWISE_PLAIN_ELEMENT_NS`: written by the im2col, read by the
+#: product) and per contiguous run the im2col copies (:data:`IM2COL_RUN_NS`: a tap's output row).
+#: Fit on 9 shapes (AMD EPYC, onnxruntime 1.32, 1 thread, ``benchmarks/micro_cpu_kernels.py
+#: dwplain``: 1-D of 144-1024 channels, 64-1000 steps, 3-31 taps; 2-D 3x3 of 6-30 channels),
+#: within -6.9..+6.3 %; held out of the fit, 1-D 768 x 256 k4 and 64 x 2000 k9 and 2-D 90 x 14 x 14
+#: k5: -1.4 / -4.4 / +0.2 %. The dense grouped law (:func:`grouped_conv_ns`) put the 1-D ones
+#: +47..+158 % (a B packed per run and 21 ns a row) and the 2-D ones, priced as NCHWc, -77..-92 %.
+DEPTHWISE_PLAIN_CHANNEL_NS = 110.0
+DEPTHWISE_PLAIN_ELEMENT_NS = 0.099
+IM2COL_RUN_NS = 2.85
 #: What MLAS's im2col pays per element of the expanded input beyond :data:`SGEMM_PACK_NS` when the
 #: conv is strided (a gather instead of row copies), ns; the same fit (stride 2: 0.32).
 STRIDED_IM2COL_NS = 0.32
@@ -836,8 +854,28 @@ def sgemm_conv_ns(op: Op) -> float:
     """
     if SGEMM_CONV_ATTR not in op.attrs:
         return 0.0
+    if _one_filter_per_channel(op):
+        return depthwise_plain_ns(op)
     y = op.outputs[0]
     return _conv_depth(op) * conv_group(op) * (y.elements // max(1, y.shape[1])) * SGEMM_PACK_NS + grouped_conv_ns(op)
+
+
+def depthwise_plain_ns(op: Op) -> float:
+    """What a depthwise conv of one filter per channel on onnxruntime's plain kernel pays beside
+    its FMAs, ns: :data:`DEPTHWISE_PLAIN_CHANNEL_NS` per channel, :data:`DEPTHWISE_PLAIN_ELEMENT_NS`
+    per element of its expanded input (channels x taps x outputs per channel) and
+    :data:`IM2COL_RUN_NS` per run the im2col copies (channels x taps x output rows; one row in 1-D).
+
+    >>> from graph_ir.ir import Op, Tensor
+    >>> x, w, y = Tensor("x", (1, 144, 128), "f"), Tensor("w", (144, 1, 31), "f", True), Tensor("y", (1, 144, 128), "f")
+    >>> round(depthwise_plain_ns(Op("c", "Conv", "conv", (x, w), (y,), {"group": 144})))  # 144 x 110 + 571,392 x 0.099 + 4,464 x 2.85
+    85130
+    """
+    y, channels = op.outputs[0], conv_group(op)
+    taps = math.prod(op.weights[0].shape[2:])
+    rows = y.shape[2] if len(y.shape) > 3 else 1
+    return channels * (DEPTHWISE_PLAIN_CHANNEL_NS + taps * (y.elements // max(1, channels) * DEPTHWISE_PLAIN_ELEMENT_NS
+                                                            + rows * IM2COL_RUN_NS))  # fmt: skip
 
 
 def denormal_softmax_ns(op: Op, unit: CpuUnit) -> float:
@@ -1883,6 +1921,11 @@ def _nearest_floor(op: Op) -> bool:
 
 def _is_depthwise(op: Op) -> bool:
     return conv_group(op) > 1 and len(op.weights) > 0 and op.weights[0].shape[1:2] == (1,)
+
+
+def _one_filter_per_channel(op: Op) -> bool:
+    """A depthwise conv without a channel multiplier: one input and one output channel per group."""
+    return _is_depthwise(op) and op.weights[0].shape[0] == conv_group(op)
 
 
 register_model(CpuModel())

@@ -488,15 +488,26 @@ def _grouped_blocked(op: Op, block: int) -> bool:
     return cin_g % block == 0 and (cout // group) % block == 0 and cout % group == 0
 
 
+def _depthwise_blocked(op: Op, block: int) -> bool:
+    """Whether onnxruntime's NCHWc transformer runs 2-D conv ``op`` as its blocked depthwise kernel:
+    one input and one output channel per group, the channels a multiple of 4 (:data:`_NCHWC_ALIGN`)."""
+    if block <= 0 or not op.weights or len(op.weights[0].shape) != 4 or not op.activations:
+        return False
+    group, cin = op.attrs.get("group", 1), op.activations[0].shape[1]
+    return isinstance(group, int) and group == cin == op.weights[0].shape[0] and op.weights[0].shape[1] == 1 and cin % _NCHWC_ALIGN == 0
+
+
 def grouped_conv_kernels(graph: ModelGraph, block: int) -> dict[str, Op]:
-    """The grouped (not depthwise) 2-D convs onnxruntime runs on its plain kernel, one im2col +
-    SGEMM per group (:func:`~cost_models.cpu.grouped_conv_ns`), marked with
-    :data:`~cost_models.cpu.SGEMM_CONV_ATTR`: those the NCHWc transformer does not take
-    (:func:`_grouped_blocked`; all of them with ``block`` 0). Measured (CI Xeon, loaded, 1 thread):
-    ResNeXt's 3x3 convs of 32 groups of 4-8 channels took 330-460 us where the dense rate says 52."""
+    """The grouped 2-D convs onnxruntime runs on its plain kernel, one im2col + SGEMM per group
+    (:func:`~cost_models.cpu.grouped_conv_ns`; a depthwise one: :func:`~cost_models.cpu.depthwise_plain_ns`),
+    marked with :data:`~cost_models.cpu.SGEMM_CONV_ATTR`: those the NCHWc transformer does not
+    take (:func:`_grouped_blocked`, :func:`_depthwise_blocked`; all of them with ``block`` 0).
+    Measured (CI Xeon, loaded, 1 thread): ResNeXt's 3x3 convs of 32 groups of 4-8 channels took
+    330-460 us where the dense rate says 52; (AMD EPYC) a 3x3 depthwise conv of 18 channels at
+    112 x 112 took 319 us where the NCHWc depthwise rate says 44."""
     return {op.name: replace(op, attrs={**op.attrs, SGEMM_CONV_ATTR: 1}) for op in graph.ops()
             if op.op_type == "Conv" and op.weights and len(op.weights[0].shape) == 4 and conv_group(op) > 1
-            and op.weights[0].shape[1] > 1 and not _grouped_blocked(op, block)}  # fmt: skip
+            and not _grouped_blocked(op, block) and not _depthwise_blocked(op, block)}  # fmt: skip
 
 
 def layout_kernels(graph: ModelGraph, block: int, fused: Iterable[str] = ()) -> dict[str, Op]:
@@ -644,13 +655,13 @@ def _nchwc_plan(
         acts = op.activations
         if op.op_type == "Conv" and acts and len(acts[0].shape) == 4 and op.weights:
             x, w = acts[0], op.weights[0]
-            cout, cin_g = w.shape[0], w.shape[1]
+            cout = w.shape[0]
             group = op.attrs.get("group", 1)
             cin = x.shape[1]
             dense = group == 1 or _grouped_blocked(op, block)
-            depthwise = isinstance(group, int) and group == cin == cout and cin_g == 1
+            depthwise = _depthwise_blocked(op, block)
             narrow = dense and cin < block  # read as a plain (NCHW) tensor, blocked or not before
-            if dense and (narrow or cin % _NCHWC_ALIGN == 0) or depthwise and cin % _NCHWC_ALIGN == 0:
+            if dense and (narrow or cin % _NCHWC_ALIGN == 0) or depthwise:
                 if narrow and x.name in blocked:
                     reorder("ReorderOutput", x)
                 elif not narrow and x.name not in blocked:
@@ -1109,6 +1120,7 @@ def _costing_nothing(
     members = frozenset(m for f in fusions for m in f.members)
     return (members | _free_in_kernel(graph, calls, heads) | reordered_transposes(graph, inserted, fused)
             | folded_batch_norms(graph, fused))  # fmt: skip
+
 
 
 def folded_batch_norms(graph: ModelGraph, fused: Iterable[str]) -> frozenset[str]:

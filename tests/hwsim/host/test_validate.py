@@ -16,7 +16,10 @@ from onnx import TensorProto, helper, numpy_helper
 
 from chips.schema import chip_from_dict, load_chip
 from cost_models.cpu import (
+    DEPTHWISE_PLAIN_CHANNEL_NS,
+    DEPTHWISE_PLAIN_ELEMENT_NS,
     GROUPED_CONV_ROW_NS,
+    IM2COL_RUN_NS,
     NCHWC_ACTIVATION_ATTR,
     NCHWC_ACTIVATION_PASS_NS,
     NCHWC_ATTR,
@@ -510,6 +513,32 @@ class TestPredictionStructure:
         marked = predict_nodes(graph, chip, 1, set(), layout_kernels=layout)["gc"]
         alone = predict_nodes(graph, chip, 1, set())["gc"]
         assert (marked.predicted_ns > alone.predicted_ns + 128 * 9 * GROUPED_CONV_ROW_NS) == plain
+
+    @pytest.mark.parametrize(("channels", "spatial", "block", "plain"),
+                             [(18, 2, 16, True), (32, 2, 16, False), (32, 2, 0, True), (144, 1, 16, True), (144, 1, 0, True)])
+    def test_depthwise_convs_off_nchwc_run_per_channel(self, tmp_path: Path, channels: int, spatial: int, block: int,
+                                                       plain: bool) -> None:  # fmt: skip
+        # onnxruntime 1.32 blocks a 2-D depthwise conv only of channels % 4 == 0; a 1-D one never. Off NCHWc each
+        # channel is one im2col and one one-row product (AMD EPYC: 18 channels 3x3 at 112x112 319 us, NCHWc rate 44)
+        path = tmp_path / "dw.onnx"
+        k, side = (3, 14) if spatial == 2 else (31, 128)
+        shape, kernel = ([1, channels] + [side] * spatial), (channels, 1) + (k,) * spatial
+        inits = [numpy_helper.from_array(np.ones(kernel, np.float32), "w")]
+        node = helper.make_node("Conv", ["x", "w"], ["y"], name="dw", group=channels, pads=[k // 2] * 2 * spatial)
+        g = helper.make_graph([node], "net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], inits)  # fmt: skip
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+        graph = load_onnx(path)
+        layout = layout_kernels(graph, block)
+        assert (SGEMM_CONV_ATTR in layout.get("dw", graph.op("dw")).attrs) == plain
+        assert [r.name for r in nchwc_reorders(graph, block)] == ([] if plain else ["ReorderInput:x", "ReorderOutput:y"])
+        if plain:  # beside its FMAs: per channel, per element of the expanded input, per run the im2col copies
+            chip = cpu_chip(chip_from_dict(host_chip(efficiency={"Conv": 1.0})), 1)
+            extra = predict_nodes(graph, chip, 1, set(), layout_kernels=layout)["dw"].predicted_ns - predict_nodes(graph, chip, 1, set())["dw"].predicted_ns
+            outputs, taps = side**spatial, k**spatial
+            runs = channels * taps * (side if spatial == 2 else 1)
+            law = channels * DEPTHWISE_PLAIN_CHANNEL_NS + channels * taps * outputs * DEPTHWISE_PLAIN_ELEMENT_NS + runs * IM2COL_RUN_NS
+            assert extra == pytest.approx(law, rel=1e-6)
 
     def test_conv1d_runs_on_the_sgemm_kernel(self, tmp_path: Path) -> None:
         path = tmp_path / "tcn.onnx"
