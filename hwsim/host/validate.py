@@ -106,6 +106,7 @@ __all__ = [
     "record",
     "reordered_transposes",
     "repredict",
+    "scaled_products",
     "sgemm_conv_kernels",
     "validate_model",
 ]
@@ -1115,12 +1116,29 @@ def _costing_nothing(
 ) -> frozenset[str]:
     """The nodes validate prices at 0 because another kernel does their work: the members of the
     ``fusions``, what the expanded ``calls`` do by addressing (:func:`_free_in_kernel`), the
-    NHWC Transposes the reorders write (:func:`reordered_transposes`) and the BatchNormalizations
-    folded into the weights of the conv before them (:func:`folded_batch_norms`)."""
+    NHWC Transposes the reorders write (:func:`reordered_transposes`), the BatchNormalizations
+    folded into the weights of the conv before them (:func:`folded_batch_norms`) and the scales a
+    FusedMatMul takes as its alpha (:func:`scaled_products`)."""
     members = frozenset(m for f in fusions for m in f.members)
     return (members | _free_in_kernel(graph, calls, heads) | reordered_transposes(graph, inserted, fused)
-            | folded_batch_norms(graph, fused))  # fmt: skip
+            | folded_batch_norms(graph, fused) | scaled_products(graph, fused))  # fmt: skip
 
+
+def scaled_products(graph: ModelGraph, fused: Iterable[str]) -> frozenset[str]:
+    """The fused ``Mul`` s and ``Div`` s by a one-element constant of a ``MatMul``'s output or
+    operand (:func:`_scales_a_product`; a ``Div``'s constant its divisor): onnxruntime's
+    ``MatMulScaleFusion`` passes the scale to a ``FusedMatMul`` as its alpha, so they cost
+    nothing. Attention's ``Q K^T / sqrt(d)`` in a Conformer block (AMD EPYC, 1 thread): the Div had
+    been priced at 27 us as the product's epilogue."""
+    readers = tensor_consumers(graph)
+    products = {op.name for op in graph.ops() if op.op_type == "MatMul"}
+    out = set()
+    for name in set(fused):
+        op = graph.op(name)
+        divisor = op.op_type == "Div" and len(op.inputs) == 2 and op.inputs[1].is_weight and op.inputs[1].elements == 1
+        if (op.op_type == "Mul" or divisor) and _scales_a_product(op, graph.producer, readers, products):
+            out.add(name)
+    return frozenset(out)
 
 
 def folded_batch_norms(graph: ModelGraph, fused: Iterable[str]) -> frozenset[str]:

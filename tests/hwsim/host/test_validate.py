@@ -46,6 +46,7 @@ from hwsim.host.validate import (
     predict_nodes,
     reordered_transposes,
     repredict,
+    scaled_products,
     validate_model,
 )
 from tests.helpers import host_chip, mlp, write_chip
@@ -539,6 +540,23 @@ class TestPredictionStructure:
             runs = channels * taps * (side if spatial == 2 else 1)
             law = channels * DEPTHWISE_PLAIN_CHANNEL_NS + channels * taps * outputs * DEPTHWISE_PLAIN_ELEMENT_NS + runs * IM2COL_RUN_NS
             assert extra == pytest.approx(law, rel=1e-6)
+
+    @pytest.mark.parametrize(("scale", "where", "free"), [("Div", "after", True), ("Mul", "before", True), ("Div", "before", True),
+                                                           ("Sub", "after", False), ("Mul", "big", False)])  # fmt: skip
+    def test_a_scale_fused_into_a_matmul_costs_nothing(self, tmp_path: Path, scale: str, where: str, free: bool) -> None:
+        # onnxruntime's MatMulScaleFusion: attention's Q K^T / sqrt(d) runs as one FusedMatMul with alpha
+        path = tmp_path / "mm.onnx"
+        c = numpy_helper.from_array(np.full((16,) if where == "big" else (), 8.0, np.float32), "c")
+        nodes = ([helper.make_node("MatMul", ["x", "k"], ["p"], name="mm"), helper.make_node(scale, ["p", "c"], ["y"], name="s")]
+                 if where != "before" else
+                 [helper.make_node(scale, ["x", "c"], ["q"], name="s"), helper.make_node("MatMul", ["q", "k"], ["y"], name="mm")])  # fmt: skip
+        g = helper.make_graph(nodes, "net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 16, 4]),
+                                             helper.make_tensor_value_info("k", TensorProto.FLOAT, [4, 4, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [c])  # fmt: skip
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+        graph = load_onnx(path)
+        assert scaled_products(graph, {"s"}) == ({"s"} if free else set())
+        assert scaled_products(graph, set()) == set()  # only a scale onnxruntime did fuse
 
     def test_conv1d_runs_on_the_sgemm_kernel(self, tmp_path: Path) -> None:
         path = tmp_path / "tcn.onnx"
