@@ -655,6 +655,15 @@ class CpuUnit(Unit):
         "than one axis moves and the last does not stay; a Softmax over another axis than the last runs two such), "
         "measured by `hwsim fingerprint`. None: such a Transpose is priced as a copy.",
     )
+    gemm_aliased_factor: float | None = Field(
+        None,
+        gt=0.0,
+        le=1.0,
+        description="Rate of onnxruntime's float GEMM (MLAS SGEMM: MatMul, Gemm) whose A rows lie a multiple of "
+        "4 KiB apart (K = 1024, 2048, 3072, ... floats), relative to its rate otherwise: the rows its kernel reads "
+        "together fall in the same L1 cache sets. Measured by `hwsim fingerprint` from MatMuls of K = 2048 and 2304 "
+        "(0.90 on an AMD EPYC). None: not costed.",
+    )
     int8_gemv_gbps: PositiveFloat | None = Field(
         None,
         description="Rate at which a one-row integer GEMM streams its int8 weights from L1/L2 (the slope of the "
@@ -708,6 +717,7 @@ class CpuUnit(Unit):
         "int8_im2col_pixel_ns", "int8_conv_mac_ps", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps",
         "softmax_denormal_ns", "nchwc_one_block_efficiency", "norm_row_ns", "fp32_gemv_call_ns", "fp32_gemv_gbps",
         "kernel_setup_ns", "step_handoff_ns", "broadcast_span_ns", "softmax_row_ns", "transpose_element_ns",
+        "gemm_aliased_factor",
     )
 
     @model_serializer(mode="wrap")

@@ -76,6 +76,7 @@ from hwsim.host.measure import best_run_ns, make_session, nchwc_block, profile_n
 from hwsim.host.op_probes import probe_efficiencies, probe_rates
 
 __all__ = [
+    "ALIAS_PROBE",
     "BROADCAST_DERIVED",
     "BROADCAST_PROBES",
     "FFT_DERIVED",
@@ -104,6 +105,7 @@ __all__ = [
     "float_gemv_from",
     "float_gemv_probe",
     "float_gemv_times",
+    "gemm_aliased_factor",
     "gemv_rate",
     "handoff_probe",
     "handoff_times",
@@ -678,12 +680,37 @@ def transpose_element_ns(rounds: int = 5) -> float | None:
     return ns if ns > 0 else None
 
 
+#: The aliased GEMM probe (:func:`gemm_aliased_factor`): ``(M, N)`` of a MatMul over a constant B,
+#: a K whose A rows lie a multiple of 4 KiB apart and one whose rows do not.
+ALIAS_PROBE = ((128, 768), 2048, 2304)
+
+
+def gemm_aliased_factor(rounds: int = 5) -> float | None:
+    """The rate of onnxruntime's float MatMul whose A rows lie a multiple of 4 KiB apart relative
+    to its rate otherwise (the chip field ``gemm_aliased_factor``,
+    :func:`cost_models.cpu.aliased_factor`): the two MatMuls of :data:`ALIAS_PROBE`, FLOPs per ns of
+    the first over the second's. 0.90 on an AMD EPYC. None when the two run within 2 % (nothing
+    to price)."""
+    (m, n), aliased, plain = ALIAS_PROBE
+    rng = np.random.default_rng(0)
+    rate = {}
+    for k in (aliased, plain):
+        x = rng.standard_normal((1, m, k)).astype(np.float32)
+        w = {"W": (rng.standard_normal((k, n)) * 0.05).astype(np.float32)}
+        rate[k] = k / _fastest_ns(_model(helper.make_node("MatMul", ["x", "W"], ["y"]), x, w), x, rounds)
+    factor = rate[aliased] / rate[plain]
+    return factor if factor < 0.98 else None
+
+
 def _row_and_walk_rates(rounds: int, notes: list[str]) -> dict[str, float]:
-    """``norm_row_ns``, ``softmax_row_ns`` and ``transpose_element_ns`` (a note for each not resolved)."""
+    """``norm_row_ns``, ``softmax_row_ns``, ``transpose_element_ns`` and ``gemm_aliased_factor``
+    (a note for each not resolved)."""
     out: dict[str, float] = {}
     for key, probe, what in (("norm_row_ns", norm_row_ns, "LayerNormalization time per row"),
                              ("softmax_row_ns", softmax_row_ns, "Softmax time per row"),
-                             ("transpose_element_ns", transpose_element_ns, "element-at-a-time Transpose rate")):  # fmt: skip
+                             ("transpose_element_ns", transpose_element_ns, "element-at-a-time Transpose rate"),
+                             ("gemm_aliased_factor", gemm_aliased_factor,
+                              "float GEMM slowdown for A rows 4 KiB apart (none beyond 2 %?)")):  # fmt: skip
         got = probe(rounds)
         if got is None:
             notes.append(f"{what} not resolved; {key} left out")
