@@ -120,8 +120,9 @@ def nhwc_transposes(graph: ModelGraph, kernels: Mapping[str, str], absorbed: Ite
 #: Kernels onnxruntime names differently in a QDQ model, and the kind they are predicted as:
 #: ``BiasGelu`` is the ``Gelu`` fusion (:mod:`hwsim.host.ort_fusions`) with the bias ``Add`` before
 #: it folded in (in an fp32 model that Add goes into the MatMul; after a ``QLinearMatMul`` it
-#: cannot).
-KERNEL_ALIASES: Mapping[str, str] = {"BiasGelu": "Gelu"}
+#: cannot); ``SimplifiedLayerNormalization`` is a written-out RMS normalization, costed as
+#: ``RMSNormalization`` (:func:`hwsim.host.ort_fusions.decomposed_norms`).
+KERNEL_ALIASES: Mapping[str, str] = {"BiasGelu": "Gelu", "SimplifiedLayerNormalization": "RMSNormalization"}
 #: Op types onnxruntime's QDQ propagation moves a ``QuantizeLinear`` up across (or a
 #: ``DequantizeLinear`` down across), so that they run on the 8-bit tensor.
 _PROPAGATED = frozenset(("Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten"))

@@ -73,7 +73,14 @@ from hwsim.host.ort_arena import (
     cold_source_bytes,
 )
 from hwsim.host.ort_denormals import denormal_softmaxes
-from hwsim.host.ort_fusions import FUSED_KERNELS, Fusion, ort_fusions, tensor_consumers
+from hwsim.host.ort_fusions import (
+    FUSED_KERNELS,
+    NORM_KERNELS,
+    Fusion,
+    decomposed_norms,
+    ort_fusions,
+    tensor_consumers,
+)
 from hwsim.host.ort_qdq import (
     KERNEL_ALIASES,
     QDQ_KERNELS,
@@ -707,11 +714,14 @@ def _pattern_kernels(
     graph: ModelGraph, kernels: Mapping[str, str], fused: set[str]
 ) -> tuple[dict[str, Op], set[str]]:
     """Nodes onnxruntime ran as a pattern kernel (``QuickGelu``, an integer kernel of a QDQ group:
-    :func:`~hwsim.host.ort_qdq.qdq_kernel`): node -> the kernel as one op, and the nodes it absorbed
-    (costed 0; of a QDQ group's ``QuantizeLinear``/``DequantizeLinear`` those that ran fused)."""
+    :func:`~hwsim.host.ort_qdq.qdq_kernel`; a layer normalization written out, its kernel named
+    after its scale ``Mul``: :func:`~hwsim.host.ort_fusions.decomposed_norms`): node -> the kernel
+    as one op, and the nodes it absorbed (costed 0; of a QDQ group's ``QuantizeLinear``/``DequantizeLinear``
+    those that ran fused)."""
     patterns: dict[str, Op] = {}
     absorbed: set[str] = set()
     ops = set(graph.order)
+    norms: list[Fusion] | None = None
     for name, kind in kernels.items():
         if name not in ops:  # a kernel for ops hwsim expanded or lowered (:func:`function_bodies`)
             continue
@@ -721,6 +731,12 @@ def _pattern_kernels(
         elif kind in QDQ_KERNELS and name not in fused and (q := qdq_kernel(graph, name, kind)) is not None:
             patterns[name] = q[0]
             absorbed.update(q[1] & fused)
+        elif kind in NORM_KERNELS and graph.op(name).op_type not in NORM_KERNELS:
+            norms = decomposed_norms(graph) if norms is None else norms
+            f = next((f for f in norms if name in f.members and f.kernel.op_type == NORM_KERNELS[kind]), None)
+            if f is not None:  # a layer normalization written out, its kernel named after its scale Mul
+                patterns[name] = replace(f.kernel, name=name)
+                absorbed.update(f.members - {name})
     return patterns, absorbed
 
 
