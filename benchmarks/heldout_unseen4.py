@@ -1,4 +1,4 @@
-"""The fourth batch of unseen models for the host CPU fidelity check: six families no bundled or
+"""The fourth batch of unseen models for the host CPU fidelity check: nine families no bundled or
 held-out model resembled, fp32, opset 17, batch 1.
 
 - ``gnres``: diffusion-style residual blocks with GroupNorm as PyTorch exports it (Reshape to
@@ -13,15 +13,20 @@ held-out model resembled, fp32, opset 17, batch 1.
   ``MatMul``, ``ReduceMax`` over the points, fully connected layers);
 - ``t5``: a T5-style encoder layer (RMSNorm written as ``Pow``, ``ReduceMean``, ``Sqrt``, ``Div``;
   attention with a relative bias; a gated tanh-Gelu FFN);
+- ``llama``, ``gpt2``: decoder layers (RMSNorm, rotary Q and K, a SiLU-gated FFN; pre-LayerNorm
+  and a tanh-Gelu FFN);
+- ``bertln``: the held-out encoder with its LayerNormalizations written out;
 - ``shufflenet``: ShuffleNetV2 (channel ``Split``, depthwise 3x3 convs, ``Concat`` and the channel
   shuffle by five-axis Reshape/Transpose); x1.0's branches have 58 channels, whose depthwise convs
   onnxruntime runs on its plain kernel.
 
 Each family has two sizes (:data:`SIZES`): the first is the one looked at while working; the
 second was built and run after any change, untouched. ShuffleNetV2 was added after the plain
-depthwise law (``cost_models.cpu.depthwise_plain_ns``) and is held out whole. Run ``python benchmarks/heldout_unseen4.py
-DIR [--chip FP.yaml]``: the files in ``DIR``, and with a fingerprinted chip file each one's
-``hwsim validate`` (1 thread) in a table.
+depthwise law (``cost_models.cpu.depthwise_plain_ns``) and is held out whole, as are the LLaMA- and
+GPT-2-like decoders. ``bertln``, a BERT-like encoder with its layer normalizations written out (an
+export before opset 17), was added with the fusion of those (``hwsim.host.ort_fusions.decomposed_norms``).
+Run ``python benchmarks/heldout_unseen4.py DIR [--chip FP.yaml]``: the files in ``DIR``, and with a
+fingerprinted chip file each one's ``hwsim validate`` (1 thread) in a table.
 """
 
 from __future__ import annotations
@@ -251,6 +256,25 @@ def gpt2(seq: int, c: int = 768, heads: int = 12, layers: int = 2) -> onnx.Model
     return b.model("gpt2", _x([1, seq, c]), hm._layer_norm(b, x, c))
 
 
+def _written_layer_norm(b: hm._Builder, x: str, width: int) -> str:
+    """LayerNormalization as exports before opset 17 write it: ReduceMean, Sub, Pow, ReduceMean, Add,
+    Sqrt, Div, Mul, Add."""
+    d = b.op("Sub", [x, b.op("ReduceMean", [x], axes=[-1])])
+    var = b.op("ReduceMean", [b.op("Pow", [d, b.const(_f32(2.0))])], axes=[-1])
+    y = b.op("Div", [d, b.op("Sqrt", [b.op("Add", [var, b.const(_f32(1e-5))])])])
+    return b.op("Add", [b.op("Mul", [y, b.weight((width,), value=1.0)]), b.weight((width,), value=0.0)])
+
+
+def written_ln_encoder(seq: int, width: int, heads: int = 6, layers: int = 4) -> onnx.ModelProto:
+    """The held-out BERT-like encoder (``heldout_models.encoder_model``) with its layer
+    normalizations written out."""
+    saved, hm._layer_norm = hm._layer_norm, _written_layer_norm
+    try:
+        return hm.encoder_model(seq, width, heads, layers)
+    finally:
+        hm._layer_norm = saved
+
+
 #: File stem -> builder: the sizes looked at first, then the ones run untouched after any change.
 SIZES: dict[str, Callable[[], onnx.ModelProto]] = {
     "gnres_r32c128": lambda: gnres(32, 128),
@@ -269,6 +293,8 @@ SIZES: dict[str, Callable[[], onnx.ModelProto]] = {
     "gpt2_s128": lambda: gpt2(128),
     "llama_s256c768": lambda: llama(256, 768, 12),
     "gpt2_s256": lambda: gpt2(256),
+    "bertln_s128w384": lambda: written_ln_encoder(128, 384),
+    "bertln_s256w512": lambda: written_ln_encoder(256, 512, 8),
 }
 
 
