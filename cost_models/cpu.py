@@ -806,7 +806,7 @@ def aliased_factor(op: Op, unit: CpuUnit, dtype: Dtype) -> float:
     MLAS's SGEMM kernel reads several rows of A at once; rows a multiple of 4 KiB apart fall in
     the same L1 cache sets. Measured (AMD EPYC, onnxruntime 1.32, 1 thread, ``(M, K) x (K, 768)``
     with constant B, M = 32-512): K = 1024, 2048, 3072, 4096, 6144 ran at 102-105 GFLOP/s, K = 256,
-    512, 768, 1280, 1536, 2304, 2560, 3200, 3584 at 113-116, whatever M, N or the size of A.
+    512, 768, 1280, 1536, 2304, 2560, 3200, 3584 at 112.9-116, whatever M, N or the size of A.
 
     >>> from chips.schema import CpuUnit
     >>> from graph_ir.ir import Tensor

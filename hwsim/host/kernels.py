@@ -919,7 +919,8 @@ def kernel_rates(
     per run call ``run_ns``), ``LayerNormalization``'s
     time per element (:data:`LAYER_NORM_RATE`, not a field: :func:`streaming_efficiency` turns it
     into an efficiency) and per row (``norm_row_ns``, :func:`norm_row_ns`), a Softmax's time per row
-    (``softmax_row_ns``) and the element-at-a-time Transpose's per element (``transpose_element_ns``), the kernel time of each op type probed alone
+    (``softmax_row_ns``), the element-at-a-time Transpose's per element (``transpose_element_ns``), a float GEMM's
+    rate where its A rows alias against where they do not (``gemm_aliased_factor``), the kernel time of each op type probed alone
     (:data:`hwsim.host.op_probes.PROBE_RATES`), the integer kernels' probe times, ``requant_ns``, ``int8_pack_ns`` and the other integer kernel fields
     (:mod:`hwsim.host.int8_probe`; ``profiled_kernel_ns``: the profiler's empty kernel) and notes for
     any not resolved."""
