@@ -12,6 +12,7 @@ recurrent and STFT rules and the ``--threads 2`` split.
     python benchmarks/micro_cpu_kernels.py grouped --threads 1 --rounds 4   # grouped 3x3 convs: one im2col + SGEMM per group
     python benchmarks/micro_cpu_kernels.py dwplain --threads 1 --rounds 4   # depthwise convs on the plain kernel (1-D; 2-D of c % 4 != 0)
     python benchmarks/micro_cpu_kernels.py gap --threads 1 --rounds 5       # GlobalAveragePool per node (profiled), by producer
+    python benchmarks/micro_cpu_kernels.py einsum --threads 1 --rounds 4    # Einsum equations against their MACs
     python benchmarks/micro_cpu_kernels.py gap --save DIR                   # ... or write the models for `hwsim validate`
 
 Every case is a one-node model; threads 1 and 2 and the cases are interleaved over ``--rounds``
@@ -295,6 +296,34 @@ def depthwise_plain_cases() -> list[Case]:
     return cases
 
 
+#: Einsum cases: (equation, operand shapes, second operand a weight). The last two were left out
+#: of the development of ``cost_models.cpu_layout.einsum_moves``.
+EINSUM_CASES = (("bqhd,bkhd->bhqk", ((1, 128, 4, 64), (1, 128, 4, 64)), False),
+                ("bhqk,bkhd->bqhd", ((1, 4, 128, 128), (1, 128, 4, 64)), False),
+                ("bhqd,bhkd->bhqk", ((1, 8, 128, 64), (1, 8, 128, 64)), False),
+                ("bhqk,bhkd->bhqd", ((1, 8, 128, 128), (1, 8, 128, 64)), False),
+                ("ij,jk->ik", ((256, 256), (256, 256)), False),
+                ("bij,bjk->bik", ((8, 128, 64), (8, 64, 128)), False),
+                ("bsd,de->bse", ((1, 256, 256), (256, 512)), True),
+                ("bsd,ed->bse", ((1, 256, 256), (512, 256)), True),
+                ("bnd,bmd->bnm", ((4, 196, 32), (4, 196, 32)), False),
+                ("bqhd,bkhd->bhqk", ((1, 256, 8, 32), (1, 256, 8, 32)), False),
+                ("bhqk,bkhd->bqhd", ((1, 8, 256, 256), (1, 256, 8, 32)), False))  # fmt: skip
+
+
+def einsum_cases() -> list[Case]:
+    rng = np.random.default_rng(0)
+    cases = []
+    for eq, (sa, sb), weight in EINSUM_CASES:
+        a, b = (rng.standard_normal(s).astype(np.float32) for s in (sa, sb))
+        node = helper.make_node("Einsum", ["a", "b"], ["y"], equation=eq)
+        feeds, inits = ({"a": a}, {"b": b}) if weight else ({"a": a, "b": b}, {})
+        shapes = "x".join(map(str, sa)) + "_" + "x".join(map(str, sb))
+        rank = len(eq.split("->")[1])
+        cases.append((f"einsum {eq.replace(',', '_').replace('->', '_to_')} {shapes}", _model(node, feeds, inits, rank), feeds))
+    return cases
+
+
 #: The GAP suite: (channels, side, producer's input channels, producer's kernel), 0 input channels
 #: for a GAP on the graph input (onnxruntime puts a ReorderInput before it). The producer is a conv
 #: with a fused Relu whose weights (``cin x c x k²`` floats) stream through the L2 while it writes
@@ -419,7 +448,7 @@ def gap_stream_report(gap_ns: Mapping[tuple[str, str], float], l2_bytes: float =
 
 SUITES: dict[str, Callable[[], list[Case]]] = {
     "conv1d": conv1d_cases, "depthwise": depthwise_cases, "dwplain": depthwise_plain_cases, "edges": depthwise_edge_cases, "gap": gap_cases, "grouped": grouped_cases,
-    "retention": retention_cases, "rnn": rnn_cases,
+    "einsum": einsum_cases, "retention": retention_cases, "rnn": rnn_cases,
     "stft": stft_cases, "threads": thread_cases,
 }
 

@@ -59,7 +59,7 @@ from cost_models.base import (
     spill_plan,
     unit_bandwidth_gbps,
 )
-from cost_models.cpu_layout import SOFTMAX_OP_TYPES, softmax_rows, softmax_rows_ns, walk_ns, walks
+from cost_models.cpu_layout import SOFTMAX_OP_TYPES, einsum_moves, softmax_rows, softmax_rows_ns, transpose_path, walk_ns, walks
 from cost_models.energy import dram_energy_pj, energy_pj
 from graph_ir.categories import Category
 from graph_ir.ir import Op, deployed_bytes
@@ -262,6 +262,13 @@ GROUPED_CONV_ROW_NS = 21.0
 DEPTHWISE_PLAIN_CHANNEL_NS = 110.0
 DEPTHWISE_PLAIN_ELEMENT_NS = 0.099
 IM2COL_RUN_NS = 2.85
+#: What onnxruntime's Einsum pays per element it copies or transposes in blocks or runs around
+#: its GEMM (:func:`einsum_move_ns`), ns; element-at-a-time walks go at ``transpose_element_ns``.
+#: Fit as the ratio of totals (Einsum less its GEMM at the MatMul efficiency and its walks, over
+#: the elements moved) on nine one-node Einsums (``benchmarks/micro_cpu_kernels.py einsum``, AMD
+#: EPYC, 1 thread; per case 0.063-0.165): 0.117, about 68 GB/s of reads and writes. The two held
+#: out (``bqhd,bkhd->bhqk`` and ``bhqk,bkhd->bqhd`` at 256 tokens, 8 heads of 32): -0.4 / +1.3 %.
+EINSUM_MOVE_NS = 0.117
 #: What MLAS's im2col pays per element of the expanded input beyond :data:`SGEMM_PACK_NS` when the
 #: conv is strided (a gather instead of row copies), ns; the same fit (stride 2: 0.32).
 STRIDED_IM2COL_NS = 0.32
@@ -503,13 +510,18 @@ class CpuModel(UnitModel[CpuUnit]):
         return replace(cost, compute_ns=walk, stall_ns=walk, energy_pj=cost.energy_pj + extra_pj,
                        note=f"{cost.note}, walked element by element {walk / 1e3:.3g} us")  # fmt: skip
 
+    def einsum(self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
+        """An Einsum: its GEMM (the roofline, at the MatMul kernel's efficiency: :func:`kernel_type`),
+        then the copies and Transposes onnxruntime makes around it (:func:`einsum_move_ns`)."""
+        return _with_pass(self.roofline(op, unit, chip, dtype, in_b, w_b, out_b), unit, einsum_move_ns(op, unit), "layout moves")
+
     def layer_norm(self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
         """A LayerNormalization: the roofline, and its fixed time per row (:func:`norm_rows_ns`)."""
         return _with_pass(self.roofline(op, unit, chip, dtype, in_b, w_b, out_b), unit, norm_rows_ns(op, unit), "rows")
 
     handlers = op_handlers(
         (ROW_NORM_OP_TYPES, layer_norm), (SOFTMAX_OP_TYPES, softmax), (("Transpose",), transpose), (("Conv",), conv), (("Gather",), gather), (RECURRENT_OP_TYPES, recurrent), (FFT_OP_TYPES, fft), (("ConvTranspose",), conv_transpose),
-        (INTEGER_GEMM_OP_TYPES, integer_gemm),
+        (INTEGER_GEMM_OP_TYPES, integer_gemm), (("Einsum",), einsum),
     )
 
 
@@ -909,6 +921,29 @@ def depthwise_plain_ns(op: Op) -> float:
     rows = y.shape[2] if len(y.shape) > 3 else 1
     return channels * (DEPTHWISE_PLAIN_CHANNEL_NS + taps * (y.elements // max(1, channels) * DEPTHWISE_PLAIN_ELEMENT_NS
                                                             + rows * IM2COL_RUN_NS))  # fmt: skip
+
+
+def einsum_move_ns(op: Op, unit: CpuUnit) -> float:
+    """Time of the data moves onnxruntime's Einsum makes around its GEMM
+    (:func:`~cost_models.cpu_layout.einsum_moves`), ns: an element a Transpose walks at the unit's
+    ``transpose_element_ns`` (none without it), any other moved element :data:`EINSUM_MOVE_NS`;
+    0 where the kernel's moves are not modelled (one operand, three, a diagonal).
+
+    >>> from graph_ir.ir import Tensor
+    >>> u = CpuUnit(name="c", domain="d", clock_mhz=1000, flops_per_cycle={"fp32": 64}, l1_kib=32, l2_kib=1024,
+    ...             l1_bandwidth_gbps=200, l2_bandwidth_gbps=100, transpose_element_ns=3.0)
+    >>> q = Tensor("q", (1, 128, 4, 64), "float32")
+    >>> op = Op("e", "Einsum", "matmul", (q, q), (Tensor("s", (1, 4, 128, 128), "float32"),), {"equation": "bqhd,bkhd->bhqk"})
+    >>> round(einsum_move_ns(op, u) - 3.0 * 32768 - EINSUM_MOVE_NS * (2 * 32768 + 2 * 65536))  # q walked
+    0
+    """
+    if op.op_type != "Einsum" or len(op.inputs) != 2:
+        return 0.0
+    moves = einsum_moves(str(op.attrs.get("equation", "")), [t.shape for t in op.inputs])
+    if not moves:
+        return 0.0
+    walk = unit.transpose_element_ns or 0.0
+    return sum(math.prod(shape) * (walk if transpose_path(shape, perm) == "walk" else EINSUM_MOVE_NS) for shape, perm in moves)
 
 
 def denormal_softmax_ns(op: Op, unit: CpuUnit) -> float:
@@ -1898,11 +1933,15 @@ def kernel_type(op: Op) -> str:
     - ``DepthwiseConv`` for a depthwise convolution (onnxruntime runs those on a kernel of their
       own, at a fraction of the dense kernels' rate; without a ``DepthwiseConv`` efficiency the
       ``Conv`` one times :data:`DEPTHWISE_FACTOR` applies);
-    - a Resize/Upsample by mode (:func:`resize_kernel`).
+    - a Resize/Upsample by mode (:func:`resize_kernel`);
+    - ``MatMul`` for an Einsum (onnxruntime's Einsum runs its product as MLAS GEMMs, one per
+      batch: a 256-cube ``ij,jk->ik`` ran 106 GFLOP/s where the MatMul probe ran 114.5).
 
     A class without an efficiency of its own takes its op type's."""
     if op.op_type in RESIZE_OP_TYPES:
         return resize_kernel(op, bool(op.attrs.get(NCHWC_ATTR)))
+    if op.op_type == "Einsum":
+        return "MatMul"
     return "DepthwiseConv" if op.category == "conv" and _is_depthwise(op) else op.op_type
 
 

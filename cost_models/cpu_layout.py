@@ -39,7 +39,8 @@ from chips.schema import CpuUnit
 from graph_ir.ir import Op
 from graph_ir.op_metrics import COERCED_AXIS_ATTR
 
-__all__ = ["SOFTMAX_OP_TYPES", "softmax_axis", "softmax_rows", "softmax_rows_ns", "transpose_walks", "walk_ns", "walks"]
+__all__ = ["SOFTMAX_OP_TYPES", "einsum_moves", "softmax_axis", "softmax_rows", "softmax_rows_ns", "transpose_path", "transpose_walks",
+           "walk_ns", "walks"]
 
 #: Op types onnxruntime runs as its Softmax kernel (rows, and the axis swap of opset 13 and later).
 SOFTMAX_OP_TYPES = ("Softmax", "LogSoftmax")
@@ -47,7 +48,8 @@ SOFTMAX_OP_TYPES = ("Softmax", "LogSoftmax")
 
 def transpose_walks(shape: Sequence[int], perm: Sequence[int]) -> bool:
     """Whether onnxruntime's Transpose of a tensor of ``shape`` by ``perm`` walks it one element at
-    a time: more than one axis moves and the last does not stay (axes of one element left out).
+    a time: more than one axis moves and the last does not stay (axes of one element left out
+    first, as the Transpose op's shapes come; :func:`transpose_path` of what is left).
 
     >>> transpose_walks((1, 16, 4, 8400), (0, 3, 2, 1)), transpose_walks((1, 16, 4, 8400), (0, 2, 3, 1))
     (True, False)
@@ -56,14 +58,123 @@ def transpose_walks(shape: Sequence[int], perm: Sequence[int]) -> bool:
     """
     kept = [a for a in perm if 0 <= a < len(shape) and shape[a] != 1]
     order = {a: i for i, a in enumerate(sorted(kept))}
-    p = [order[a] for a in kept]  # the permutation of the axes of more than one element
-    if len(p) < 3 or p[-1] == len(p) - 1:
-        return False
-    return not any(_ascending([b for b in p if b != a]) for a in p)  # no axis whose move alone gives p
+    return transpose_path([shape[a] for a in sorted(kept)], [order[a] for a in kept]) == "walk"
+
+
+def transpose_path(shape: Sequence[int], perm: Sequence[int]) -> str:
+    """The path onnxruntime's ``DoTranspose`` takes for ``shape`` by ``perm`` as given, axes of
+    one element included (the Einsum kernel passes its operands so, :func:`einsum_moves`):
+
+    - ``"copy"``: the axes of more than one element keep their order (a reshape: one memcpy);
+    - ``"single"``: one axis moves, the rest keep their order (a blocked copy);
+    - ``"runs"``: the trailing axes that stay hold more than one element (runs of them copied);
+    - ``"walk"``: anything else, one element at a time through a multi-axis index.
+
+    >>> transpose_path((1, 128, 4, 64, 1), (2, 1, 3, 0, 4))  # a trailing axis of one: no runs
+    'walk'
+    >>> transpose_path((1, 128, 4, 64), (0, 2, 1, 3)), transpose_path((1, 8, 1, 64, 128), (1, 3, 0, 4, 2))
+    ('single', 'copy')
+    >>> transpose_path((2, 3, 4, 5), (1, 0, 3, 2)), transpose_path((2, 3, 4, 5), (2, 0, 1, 3))
+    ('walk', 'single')
+    >>> transpose_path((2, 3, 4, 5), (1, 0, 2, 3)), transpose_path((2, 3, 4, 5), (2, 1, 0, 3))
+    ('single', 'runs')
+    """
+    big = [a for a in perm if shape[a] != 1]
+    if _ascending(big):
+        return "copy"
+    if any(_ascending([b for b in perm if b != a]) for a in perm):
+        return "single"
+    suffix = 1
+    for i in range(len(perm) - 1, -1, -1):
+        if perm[i] != i:
+            break
+        suffix *= shape[i]
+    return "walk" if suffix == 1 else "runs"
 
 
 def _ascending(axes: Sequence[int]) -> bool:
     return all(a < b for a, b in itertools.pairwise(axes))
+
+
+def _einsum_terms(equation: str, ranks: Sequence[int]) -> tuple[list[list[str]], list[str]] | None:
+    """The labels of each Einsum operand and of the output, an ellipsis's dims labelled ``".0"``,
+    ``".1"``, ... from the left as onnxruntime numbers them (the implicit output: the ellipsis, then
+    the letters seen once in sorted order); None for a label repeated within an operand (a
+    diagonal) or a malformed equation."""
+    lhs, arrow, rhs = equation.replace(" ", "").partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(ranks):
+        return None
+    labels: list[list[str]] = []
+    for term, rank in zip(terms, ranks):
+        head, dots, tail = term.partition("...")
+        if len(set(head + tail)) != len(head + tail) or (not dots and len(term) != rank):
+            return None
+        labels.append([*head, *(f".{j}" for j in range(rank - len(head) - len(tail))), *tail])
+    width = max((sum(lab.startswith(".") for lab in t) for t in labels), default=0)
+    dots = [f".{j}" for j in range(width)]
+    if arrow:
+        head, has, tail = rhs.partition("...")
+        return labels, [*head, *(dots if has else []), *tail]
+    seen = [lab for t in labels for lab in t if not lab.startswith(".")]
+    return labels, [*dots, *sorted(lab for lab in set(seen) if seen.count(lab) == 1)]
+
+
+def einsum_moves(equation: str, shapes: Sequence[Sequence[int]]) -> list[tuple[tuple[int, ...], tuple[int, ...]]] | None:
+    """The Transposes and copies onnxruntime 1.32's Einsum kernel makes around its batched GEMM
+    for two operands, each as ``(shape, perm)`` for :func:`transpose_path` (an identity ``perm``: a
+    plain copy): each operand put in the order the labels first appear (ellipsis dims first), then
+    in the pairwise step the left one to [batch, rows, reduced] and the right one to [batch,
+    reduced, columns] (each over every label, those of one element included), the product's
+    axes to the output's order, and last a copy into the op's output. None where the kernel does
+    more than that (one operand, three or more, a diagonal, a label reduced on one side alone).
+
+    >>> einsum_moves("bqhd,bkhd->bhqk", [(1, 128, 4, 64), (1, 128, 4, 64)])  # doctest: +NORMALIZE_WHITESPACE
+    [((1, 128, 4, 64), (0, 2, 3, 1)), ((1, 128, 4, 64, 1), (2, 1, 3, 0, 4)),
+     ((1, 1, 4, 64, 128), (2, 3, 0, 4, 1)), ((4, 128, 1, 128), (2, 0, 1, 3)), ((1, 4, 128, 128), (0, 1, 2, 3))]
+    >>> einsum_moves("ij,jk->ik", [(8, 4), (4, 2)])  # B copied as it is (a reshape), the product copied out
+    [((1, 4, 2), (1, 2, 0)), ((8, 2), (0, 1))]
+    """
+    parsed = _einsum_terms(equation, [len(s) for s in shapes])
+    if parsed is None or len(shapes) != 2:
+        return None
+    labels, out = parsed
+    order = sorted({lab for t in labels for lab in t}, key=lambda lab: (not lab.startswith("."), _first(labels, lab)))
+    index = {lab: i for i, lab in enumerate(order)}
+    moves, homog = [], []
+    for term, shape in zip(labels, shapes):
+        perm = tuple(sorted(range(len(term)), key=lambda d: index[term[d]]))
+        if perm != tuple(range(len(perm))):
+            moves.append((tuple(shape), perm))
+        h = [1] * len(order)
+        for lab, dim in zip(term, shape):
+            h[index[lab]] = int(dim)
+        homog.append(h)
+    left, right = homog
+    if any(lab not in out and lab not in labels[1] for lab in labels[0]):
+        return None  # reduced in the first operand alone: a ReduceSum first
+    reduce = [index[lab] for lab in order if lab not in out and lab in labels[1]]
+    if any((left[i] > 1) != (right[i] > 1) for i in reduce):
+        return None  # a ReduceSum on one side
+    lro = [i for i in range(len(order)) if i not in reduce and left[i] > 1 and right[i] > 1]
+    lo = [i for i in range(len(order)) if i not in reduce and left[i] > 1 and right[i] == 1]
+    ro = [i for i in range(len(order)) if i not in reduce and left[i] == 1]
+    for dims, perm in ((left, (*lro, *lo, *reduce, *ro)), (right, (*lro, *reduce, *ro, *lo))):
+        if perm != tuple(range(len(perm))):
+            moves.append((tuple(dims), perm))
+    kept = [(i, left[i] if i in lro or i in lo else right[i]) for i in (*lro, *lo, *ro) if order[i] in out]
+    shape_out = tuple(d for _, d in kept)
+    perm_out = [0] * len(kept)
+    for pos, (i, _) in enumerate(kept):
+        perm_out[out.index(order[i])] = pos
+    if perm_out != sorted(perm_out):
+        moves.append((shape_out, tuple(perm_out)))
+    return [*moves, (tuple(shape_out[p] for p in perm_out), tuple(range(len(kept))))]
+
+
+def _first(labels: Sequence[Sequence[str]], label: str) -> int:
+    """Where ``label`` first appears, counting through the operands in order."""
+    return next(k for k, lab in enumerate(lab for t in labels for lab in t) if lab == label)
 
 
 def softmax_axis(op: Op) -> int | None:

@@ -4,6 +4,7 @@ Transposes of a Softmax over another axis than the last, and a Softmax's rows.""
 from __future__ import annotations
 
 import itertools
+import math
 
 import onnx
 import pytest
@@ -12,7 +13,8 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
 from chips.schema import chip_from_dict
-from cost_models.cpu_layout import softmax_axis, softmax_rows, transpose_walks, walk_ns
+from cost_models.cpu import EINSUM_MOVE_NS
+from cost_models.cpu_layout import einsum_moves, softmax_axis, softmax_rows, transpose_path, transpose_walks, walk_ns
 from cost_models.table import estimate
 from graph_ir.ir import Op, Tensor
 from graph_ir.onnx_import import from_model_proto
@@ -121,3 +123,83 @@ def test_a_walk_takes_no_second_thread() -> None:
     assert intra_op_threads(_transpose(shape, (0, 3, 2, 1)), 2) == 1  # measured 1.00x on two threads
     assert intra_op_threads(_softmax(shape, axis=1), 2) == 1  # measured 0.57-0.71x: no faster on two
     assert intra_op_threads(_softmax(shape, axis=-1), 2) == 2  # its rows split
+
+
+@pytest.mark.parametrize(
+    ("equation", "shapes", "paths"),
+    [
+        # attention scores from (b, s, h, d): k put in label order (one axis moves), q to (h, q, d)
+        # over five axes whose last has one element (walked: 215 us measured where the GEMM takes 76)
+        ("bqhd,bkhd->bhqk", [(1, 128, 4, 64), (1, 128, 4, 64)], ["single", "walk", "copy", "copy", "copy"]),
+        ("bhqk,bkhd->bqhd", [(1, 4, 128, 128), (1, 128, 4, 64)], ["single", "copy", "copy", "runs", "copy"]),
+        ("ij,jk->ik", [(256, 256), (256, 256)], ["copy", "copy"]),  # B and the product copied
+        ("bsd,ed->bse", [(1, 256, 256), (512, 256)], ["single", "copy", "copy", "copy", "copy"]),
+    ],
+)
+def test_einsum_moves_follow_onnxruntimes_kernel(equation: str, shapes: list[tuple[int, ...]], paths: list[str]) -> None:
+    moves = einsum_moves(equation, shapes)
+    assert moves is not None
+    assert [transpose_path(shape, perm) for shape, perm in moves] == paths
+
+
+def test_einsum_moves_are_not_claimed_where_the_kernel_does_more() -> None:
+    assert einsum_moves("ii,ij->j", [(4, 4), (4, 5)]) is None  # a diagonal
+    assert einsum_moves("ij->ji", [(4, 5)]) is None  # one operand
+    assert einsum_moves("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]) is None
+    assert einsum_moves("ij,k->j", [(2, 3), (4,)]) is None  # i reduced in the first operand alone
+
+
+_LABELS = "abcdefg"
+
+
+@st.composite
+def _contractions(draw: st.DrawFn) -> tuple[str, list[tuple[int, ...]], tuple[int, ...]]:
+    """A two-operand Einsum: labels shared or not, an output of some of them, sizes of 1 to 4."""
+    labels = draw(st.lists(st.sampled_from(_LABELS), min_size=2, max_size=6, unique=True))
+    size = {lab: draw(st.integers(1, 4)) for lab in labels}
+    a = draw(st.lists(st.sampled_from(labels), min_size=1, max_size=4, unique=True))
+    b = draw(st.lists(st.sampled_from(labels), min_size=1, max_size=4, unique=True))
+    both = [lab for lab in labels if lab in a or lab in b]
+    out = draw(st.permutations(both)).copy()
+    out = [lab for lab in out if lab in b or draw(st.booleans())]  # what only ``a`` has stays (no lone reduction)
+    eq = f"{''.join(a)},{''.join(b)}->{''.join(out)}"
+    return eq, [tuple(size[x] for x in a), tuple(size[x] for x in b)], tuple(size[x] for x in out)
+
+
+@given(_contractions())
+def test_einsum_moves_carry_the_operands_and_end_in_the_output(case: tuple[str, list[tuple[int, ...]], tuple[int, ...]]) -> None:
+    equation, shapes, out_shape = case
+    moves = einsum_moves(equation, shapes)
+    if moves is None:  # only a label reduced on one side, then a ReduceSum runs
+        return
+    sizes = {math.prod(s) for s in shapes} | {math.prod(out_shape)}
+    for shape, perm in moves:
+        assert sorted(perm) == list(range(len(shape)))
+        assert math.prod(shape) in sizes  # every move carries a whole operand or the product
+    last_shape, last_perm = moves[-1]
+    assert last_perm == tuple(range(len(last_shape)))  # the copy into the op's output
+    assert math.prod(last_shape) == math.prod(out_shape)
+    assert [d for d in last_shape if d != 1] == [d for d in out_shape if d != 1]
+
+
+@given(_contractions(), st.permutations(_LABELS))
+def test_einsum_moves_depend_on_where_labels_appear_not_on_their_letters(
+    case: tuple[str, list[tuple[int, ...]], tuple[int, ...]], renamed: list[str]
+) -> None:
+    equation, shapes, _ = case
+    swap = str.maketrans(_LABELS, "".join(renamed))
+    assert einsum_moves(equation.translate(swap), shapes) == einsum_moves(equation, shapes)
+
+
+def test_an_einsum_costs_its_gemm_at_the_matmul_efficiency_and_its_moves() -> None:
+    q = Tensor("q", (1, 128, 4, 64), "float32")
+    op = Op("e", "Einsum", "matmul", (q, q), (Tensor("s", (1, 4, 128, 128), "float32"),),
+            {"equation": "bqhd,bkhd->bhqk"}, 4 * 128 * 128 * 64, 2 * 4 * 128 * 128 * 64)  # fmt: skip
+    matmul = Op("m", "MatMul", "matmul", (Tensor("a", (4, 128, 64), "float32"), Tensor("b", (4, 64, 128), "float32")),
+                (Tensor("c", (4, 128, 128), "float32"),), {}, op.macs, op.flops)  # fmt: skip
+    chip = _chip(transpose_element_ns=WALK_NS, efficiency={"MatMul": 0.5})
+    e, m = estimate(op, chip, "cpu", "model"), estimate(matmul, chip, "cpu", "model")
+    assert e is not None and m is not None
+    moved = 2 * 32768 + 2 * 65536  # k in label order, q's homogenized copy, the product twice
+    assert e.stall_ns == pytest.approx(WALK_NS * 32768 + EINSUM_MOVE_NS * moved)
+    assert e.compute_ns - e.stall_ns == pytest.approx(m.compute_ns - m.stall_ns)  # the same GEMM, MatMul's 0.5
