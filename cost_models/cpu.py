@@ -59,7 +59,15 @@ from cost_models.base import (
     spill_plan,
     unit_bandwidth_gbps,
 )
-from cost_models.cpu_layout import SOFTMAX_OP_TYPES, einsum_moves, softmax_rows, softmax_rows_ns, transpose_path, walk_ns, walks
+from cost_models.cpu_layout import (
+    SOFTMAX_OP_TYPES,
+    einsum_moves,
+    softmax_rows,
+    softmax_rows_ns,
+    transpose_path,
+    walk_ns,
+    walks,
+)
 from cost_models.energy import dram_energy_pj, energy_pj
 from graph_ir.categories import Category
 from graph_ir.ir import Op, deployed_bytes

@@ -112,12 +112,12 @@ def _einsum_terms(equation: str, ranks: Sequence[int]) -> tuple[list[list[str]],
             return None
         labels.append([*head, *(f".{j}" for j in range(rank - len(head) - len(tail))), *tail])
     width = max((sum(lab.startswith(".") for lab in t) for t in labels), default=0)
-    dots = [f".{j}" for j in range(width)]
+    ellipsis = [f".{j}" for j in range(width)]
     if arrow:
         head, has, tail = rhs.partition("...")
-        return labels, [*head, *(dots if has else []), *tail]
+        return labels, [*head, *(ellipsis if has else []), *tail]
     seen = [lab for t in labels for lab in t if not lab.startswith(".")]
-    return labels, [*dots, *sorted(lab for lab in set(seen) if seen.count(lab) == 1)]
+    return labels, [*ellipsis, *sorted(lab for lab in set(seen) if seen.count(lab) == 1)]
 
 
 def einsum_moves(equation: str, shapes: Sequence[Sequence[int]]) -> list[tuple[tuple[int, ...], tuple[int, ...]]] | None:

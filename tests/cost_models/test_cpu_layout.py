@@ -14,7 +14,14 @@ from onnx import TensorProto, helper
 
 from chips.schema import chip_from_dict
 from cost_models.cpu import EINSUM_MOVE_NS
-from cost_models.cpu_layout import einsum_moves, softmax_axis, softmax_rows, transpose_path, transpose_walks, walk_ns
+from cost_models.cpu_layout import (
+    einsum_moves,
+    softmax_axis,
+    softmax_rows,
+    transpose_path,
+    transpose_walks,
+    walk_ns,
+)
 from cost_models.table import estimate
 from graph_ir.ir import Op, Tensor
 from graph_ir.onnx_import import from_model_proto
@@ -25,7 +32,7 @@ WALK_NS = 3.5
 ROW_NS = 10.0
 
 
-def _chip(**fields: float):  # type: ignore[no-untyped-def]
+def _chip(**fields: object):  # type: ignore[no-untyped-def]
     data = host_chip()
     data["units"][0].update(fields)
     return chip_from_dict(data)
