@@ -40,6 +40,10 @@ MAX_FOLDED_ELEMENTS = 1 << 20
 #: Rounds of shape inference and folding per body (each round folds what the last made static).
 _FOLD_ROUNDS = 6
 _DEFAULT_DOMAINS = ("", "ai.onnx")
+#: The metadata key marking each op of an expanded body (its value: the call's op type). Such an op
+#: stands for work the call's kernel does on every run: it is never folded at load, even over
+#: constants (a causal mask over :data:`MAX_FOLDED_ELEMENTS` stays computed).
+BODY_KEY = "hwsim.function_body"
 
 
 @dataclass(frozen=True)
@@ -287,6 +291,7 @@ def _renamed(
         new.name = fresh(f"{name}/{n.op_type}_{i}")
         _set(new.input, [rename(x) for x in n.input])
         _set(new.output, [rename(y) for y in n.output])
+        new.metadata_props.add(key=BODY_KEY, value=call.op_type)
         nodes.append(new)
     inits = []
     for t in body.initializer:

@@ -24,7 +24,7 @@ from onnx import helper, numpy_helper, shape_inference
 from graph_ir import dynamic, files
 from graph_ir.contrib import lower_contrib
 from graph_ir.files import MAX_ONNX_BYTES, oversize
-from graph_ir.functions import expand_functions
+from graph_ir.functions import BODY_KEY, expand_functions
 from graph_ir.ir import FlagAdvice, ModelError, ModelGraph, Op, Tensor, add_data_edge
 from graph_ir.op_metrics import COERCED_AXIS_ATTR, metrics
 
@@ -440,6 +440,38 @@ def _why_no_shape(graph: onnx.GraphProto, tensor: str) -> str:
     return "has no static shape after shape inference (a dynamic dimension? pin inputs with --input-shape, give it with --assume)"
 
 
+#: Op types a runtime does not fold at load even over constants: the Q/DQ nodes onnxruntime's QDQ
+#: fusions read (a weight's DequantizeLinear becomes part of the integer kernel) and control flow.
+_NOT_FOLDED = frozenset({"DequantizeLinear", "QuantizeLinear", "If", "Loop", "Scan"})
+
+
+def _folds_at_load(node: onnx.NodeProto, ins: Sequence[Tensor], tensors: Mapping[str, Tensor], graph_outputs: set[str]) -> bool:
+    """Whether a runtime computes ``node`` once when it loads the model, as onnxruntime's
+    ``ConstantFolding`` and the NPU and GPU compilers do: every input a constant (a weight, or
+    the output of a node folded before it), the op deterministic, not one of :data:`_NOT_FOLDED`
+    nor part of an expanded function body (:data:`~graph_ir.functions.BODY_KEY`), and no output a
+    graph output. Its outputs are then weights of the ops that read them (a
+    DETR decoder's first self-attention over its learned queries: 26 ops onnxruntime never runs).
+
+    >>> from onnx import helper
+    >>> w = Tensor("w", (4, 4), "float32", True)
+    >>> node = helper.make_node("Transpose", ["w"], ["wt"])
+    >>> _folds_at_load(node, [w], {"wt": Tensor("wt", (4, 4), "float32")}, set())
+    True
+    >>> _folds_at_load(node, [w], {"wt": Tensor("wt", (4, 4), "float32")}, {"wt"})  # a graph output stays
+    False
+    """
+    from graph_ir.rewrites.const_fold import NONDETERMINISTIC_OPS
+
+    op_type = node.op_type
+    if not ins or op_type in _NOT_FOLDED or op_type in NONDETERMINISTIC_OPS or node.domain not in ("", "ai.onnx"):
+        return False
+    if node.metadata_props and any(p.key == BODY_KEY for p in node.metadata_props):
+        return False  # work a function op's kernel does on every run
+    outs = [t for t in node.output if t]
+    return all(t.is_weight for t in ins) and all(t in tensors and t not in graph_outputs for t in outs)
+
+
 def _build(graph: onnx.GraphProto, source: str, name: str, opset: int = 0) -> ModelGraph:
     tensors: dict[str, Tensor] = {}
     for init in graph.initializer:
@@ -465,12 +497,18 @@ def _build(graph: onnx.GraphProto, source: str, name: str, opset: int = 0) -> Mo
     producer: dict[str, str] = {}
     order: list[str] = []
     attr_values: dict[bytes, tuple[str, object]] = {}
+    graph_outputs = {vi.name for vi in graph.output}
     for node in graph.node:
         op_type = node.op_type
         if op_type == "Constant":
             continue
         node_name = node.name  # each protobuf field read once: a read costs more than a local
         ins = [_tensor_in(tensors, t, node_name, op_type, source) for t in node.input if t]
+        if _folds_at_load(node, ins, tensors, graph_outputs):
+            for t in node.output:
+                if t:
+                    tensors[t] = replace(tensors[t], is_weight=True)
+            continue
         outs = []
         for t in node.output:
             if not t:
