@@ -429,7 +429,8 @@ def nchwc_kernels(graph: ModelGraph, block: int, fused: Iterable[str] = ()) -> d
     (priced per tap, :func:`~cost_models.cpu.depthwise_nchwc_ns`). A blocked conv, depthwise or
     dense, whose output's one reader is an activation in ``fused`` (it ran inside the conv's
     kernel) that MLAS applies in a pass of its own (any but Relu) carries
-    :data:`~cost_models.cpu.NCHWC_ACTIVATION_ATTR`; a dense one is listed only then. ``block`` 0:
+    :data:`~cost_models.cpu.NCHWC_ACTIVATION_ATTR`. A dense blocked conv is listed too: its
+    kernel skips the taps on the padding (:func:`~cost_models.cpu.valid_tap_share`). ``block`` 0:
     none.
 
     MobileNetV2's expansion convs (1x1, 16-64 channels to six times as many, then ReLU6 as a
@@ -456,8 +457,7 @@ def nchwc_kernels(graph: ModelGraph, block: int, fused: Iterable[str] = ()) -> d
             act = after[0]
             if act.name in fused and act.op_type in _NCHWC_PASS_ACTIVATIONS:
                 attrs[NCHWC_ACTIVATION_ATTR] = act.op_type
-        if op.name in blocked or NCHWC_ACTIVATION_ATTR in attrs:
-            out[op.name] = replace(op, attrs=attrs)
+        out[op.name] = replace(op, attrs=attrs)
     return out
 
 

@@ -134,3 +134,39 @@ class TestGroupedConv:
         if stride == 1 and hw > 1:  # a strided im2col gathers: dearer per element of B than the row copies
             strided = grouped_conv_ns(grouped(per_group * groups, groups, 2 * hw, 2, **{SGEMM_CONV_ATTR: 1}))
             assert strided > one
+
+
+def dense(cin: int, cout: int, h: int, w: int, k: int = 3, pad: int | None = None, **attrs: Any) -> Op:
+    p = k // 2 if pad is None else pad
+    d = int(attrs.get("dilations", [1])[0])
+    ins = [Tensor("x", (1, cin, h, w), "float32"), Tensor("w", (cout, cin, k, k), "float32", is_weight=True)]
+    out = Tensor("y", (1, cout, h + 2 * p - d * (k - 1), w + 2 * p - d * (k - 1)), "float32")
+    return make_op("Conv", ins, [out], pads=[p] * 4, **attrs)
+
+
+class TestDenseNchwcRows:
+    """A dense conv on the NCHWc kernel does the kernel rows inside its input only
+    (:func:`cost_models.cpu.valid_tap_share`)."""
+
+    def test_a_short_plane_skips_its_padded_rows(self) -> None:
+        full = compute(dense(64, 64, 4, 32), efficiency={"Conv": 0.9})
+        blocked = compute(dense(64, 64, 4, 32, **{NCHWC_ATTR: 16}), efficiency={"Conv": 0.9})
+        assert abs(blocked / full - 10 / 12) < 1e-9  # rows 2 + 3 + 3 + 2 of 4 x 3
+
+    def test_no_padding_or_one_row_kernels_and_im2col_convs_do_every_mac(self) -> None:
+        for op in (dense(64, 64, 4, 32, k=1, **{NCHWC_ATTR: 16}), dense(64, 64, 4, 32, k=3, pad=0, **{NCHWC_ATTR: 16})):
+            plain = replace(op, attrs={k: v for k, v in op.attrs.items() if k != NCHWC_ATTR})
+            assert compute(op) == compute(plain)
+        assert compute(dense(64, 64, 4, 32, **{SGEMM_CONV_ATTR: 1})) >= compute(dense(64, 64, 4, 32))
+
+    @given(st.integers(1, 40), st.integers(1, 40), st.sampled_from([1, 3, 5, 7]), st.integers(1, 3))
+    def test_the_share_is_a_fraction_that_grows_with_the_plane(self, h: int, w: int, k: int, dilation: int) -> None:
+        from cost_models.cpu import valid_tap_share
+
+        def share(rows: int) -> float:  # "same" padding, so the output keeps the input's size
+            return valid_tap_share(dense(8, 8, rows, w, k, pad=dilation * (k // 2), dilations=[dilation, dilation]))
+
+        assert 0.0 < share(h) <= 1.0
+        assert share(2 * h) >= share(h) - 1e-12  # more rows: a smaller share on the padding
+        if k == 1:
+            assert share(h) == 1.0
