@@ -669,6 +669,12 @@ class CpuUnit(Unit):
         description="Rate at which a one-row integer GEMM streams its int8 weights from L1/L2 (the slope of the "
         "same two sizes). None: `gemv_gbps` holds.",
     )
+    int8_gemv_far_gbps: PositiveFloat | None = Field(
+        None,
+        description="Rate at which a one-row integer GEMM streams int8 weights from beyond L2 (measured by `hwsim "
+        "fingerprint` on 1792 x 1792 weights, 3 MiB; 76-80 GB/s on an AMD EPYC where the float kernel's is 85). "
+        "None: `gemv_far_gbps` holds.",
+    )
     fp32_gemv_call_ns: PositiveFloat | None = Field(
         None,
         description="Fixed time per call of a one-row float GEMM (Gemm, MatMul with M = 1 and constant weights), "
@@ -715,7 +721,7 @@ class CpuUnit(Unit):
         "gemv_gbps", "gemv_far_gbps", "fft_butterfly_ns", "fft_point_ns", "parallel_section_ns",
         "recurrent_section_ns", "run_footprint_kib", "requant_ns", "int8_pack_ns", "int8_conv_call_ns", "int8_conv_pixel_ns",
         "int8_im2col_pixel_ns", "int8_conv_mac_ps", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps",
-        "softmax_denormal_ns", "nchwc_one_block_efficiency", "norm_row_ns", "fp32_gemv_call_ns", "fp32_gemv_gbps",
+        "int8_gemv_far_gbps", "softmax_denormal_ns", "nchwc_one_block_efficiency", "norm_row_ns", "fp32_gemv_call_ns", "fp32_gemv_gbps",
         "kernel_setup_ns", "step_handoff_ns", "broadcast_span_ns", "softmax_row_ns", "transpose_element_ns",
         "gemm_aliased_factor",
     )

@@ -1136,12 +1136,15 @@ def _far_gemv_gbps(op: Op, unit: CpuUnit) -> float | None:
     """The rate at which ``op`` streams a matrix from beyond L2 when it is a matrix-vector
     product (:func:`is_gemv`): onnxruntime's measured GEMV rate (``gemv_far_gbps``, the same
     MLAS kernel as a recurrent step's: 27-29 GB/s here where a read sweep gets 38), or a float
-    product's own rate (``fp32_gemv_gbps``) where that is lower. None for any other op, or a unit
+    product's own rate (``fp32_gemv_gbps``) where that is lower, or an integer product's own
+    (``int8_gemv_far_gbps``). None for any other op, or a unit
     without the figures: the level's own bandwidth holds."""
     if not is_gemv(op):
         return None
     if unit.fp32_gemv_gbps is not None and op.op_type in FLOAT_GEMM_OP_TYPES:
         return min(unit.fp32_gemv_gbps, unit.gemv_far_gbps or math.inf)  # its own kernel, at any level
+    if unit.int8_gemv_far_gbps is not None and op.op_type in INTEGER_GEMM_OP_TYPES:
+        return unit.int8_gemv_far_gbps  # the integer kernel's own, fingerprinted on 3 MiB of weights
     return unit.gemv_far_gbps
 
 

@@ -35,6 +35,7 @@ __all__ = [
     "CONV_PROBE",
     "DEEP_CONV",
     "DEEP_CONV_PROBE",
+    "GEMV_FAR_PROBE",
     "GEMV_LAYERS",
     "GEMV_PROBES",
     "IM2COL_CONV",
@@ -103,6 +104,11 @@ DEEP_CONV_PROBE = (256, 64)
 #: the weight stream's rate from the two (:func:`gemv_call_from`).
 GEMV_PROBES: Mapping[str, int] = {"qgemm_gemv_small_probe_ns": 64, "qgemm_gemv_large_probe_ns": 512}
 GEMV_LAYERS = 4
+#: The one-row ``QGemm`` probe whose weights no L2 holds (1792 x 1792 int8, 3 MiB, :data:`GEMV_LAYERS`
+#: of them 12 MiB: in the L3), timed with :data:`GEMV_PROBES`: the rate of the stream from beyond L2
+#: (:func:`gemv_far_from`). On an AMD EPYC chains of 1536-3072 ran 76-80 GB/s a layer, calls included,
+#: where the float kernel's far rate (``gemv_far_gbps``) is 85.
+GEMV_FAR_PROBE = ("qgemm_gemv_far_probe_ns", 1792)
 #: Per-call conv probes by their time's key: the side of the plane a chain of
 #: :data:`CONV_CALL_CHANNELS` -> :data:`CONV_CALL_CHANNELS` 3x3 QLinearConvs runs over, timed in whole
 #: runs (:func:`conv_call_times`): the time one call takes whatever its pixels, from the two
@@ -113,7 +119,7 @@ CONV_CALL_CHANNELS = 16
 #: transposes around a chain cancel).
 CONV_CALL_CHAINS = (1, 5)
 #: Every probe time's key (none is a chip field).
-INT8_PROBES = frozenset((*INT8_RATES.values(), SHORT_MATMUL, ATTENTION_MATMUL, *NARROW_CONV_PROBES, DEEP_CONV, *GEMV_PROBES,
+INT8_PROBES = frozenset((*INT8_RATES.values(), SHORT_MATMUL, ATTENTION_MATMUL, *NARROW_CONV_PROBES, DEEP_CONV, *GEMV_PROBES, GEMV_FAR_PROBE[0],
                          *CONV_CALL_PROBES))  # fmt: skip
 
 
@@ -192,17 +198,19 @@ def gemv_probe(n: int, layers: int = GEMV_LAYERS) -> onnx.ModelProto:
 
 
 def gemv_call_times(rounds: int = 3) -> dict[str, float]:
-    """What one one-row ``QGemm`` adds to a timed run, ns, per :data:`GEMV_PROBES` key: a chain of
+    """What one one-row ``QGemm`` adds to a timed run, ns, per :data:`GEMV_PROBES` key (and
+    :data:`GEMV_FAR_PROBE`'s): a chain of
     :data:`GEMV_LAYERS` of them less its Q/DQ alone, over :data:`GEMV_LAYERS`; the 10th percentile
     of 200 runs, the four sessions interleaved over ``rounds`` rounds and the best round kept (as
     :func:`hwsim.host.fingerprint.measure_dispatch` times the dispatch). Timed, not profiled: the
     profiler counts whole microseconds, and these take 1-3. About 0.2 s on the CI Xeon.
     """
     rng = np.random.default_rng(1)
+    probes = {**GEMV_PROBES, GEMV_FAR_PROBE[0]: GEMV_FAR_PROBE[1]}
     models = {(n, layers): (gemv_probe(n, layers), rng.standard_normal((1, n)).astype(np.float32))
-              for n in GEMV_PROBES.values() for layers in (0, GEMV_LAYERS)}  # fmt: skip
+              for n in probes.values() for layers in (0, GEMV_LAYERS)}  # fmt: skip
     best = best_run_ns(models, rounds)
-    return {k: (best[(n, GEMV_LAYERS)] - best[(n, 0)]) / GEMV_LAYERS for k, n in GEMV_PROBES.items()}
+    return {k: (best[(n, GEMV_LAYERS)] - best[(n, 0)]) / GEMV_LAYERS for k, n in probes.items()}
 
 
 def conv_chain_probe(side: int, layers: int) -> onnx.ModelProto:
@@ -457,6 +465,23 @@ def gemv_call_from(rates: Mapping[str, float], requant_ns: float, kernel_ns: flo
     ns_per_byte = (t_large - t_small) / (large * large - small * small)
     call_ns = t_small - ns_per_byte * small * small - kernel_ns
     return (call_ns, 1.0 / ns_per_byte) if ns_per_byte > 0 and call_ns > 0 else None
+
+
+def gemv_far_from(rates: Mapping[str, float], requant_ns: float, call_ns: float, kernel_ns: float) -> float | None:
+    """``int8_gemv_far_gbps``: the rate at which :data:`GEMV_FAR_PROBE`'s one-row ``QGemm`` streams
+    its weights from beyond L2, GB/s: its time less the dispatch ``kernel_ns``, the fixed cost per call
+    ``call_ns`` and ``requant_ns`` per output (:func:`gemv_call_from`), over its weight bytes. None when
+    the time is missing or what is left is not positive.
+
+    >>> key, n = GEMV_FAR_PROBE
+    >>> round(gemv_far_from({key: 250.0 + 1000.0 + 0.4 * n + n * n / 80}, 0.4, 1000.0, 250.0), 3)
+    80.0
+    """
+    key, n = GEMV_FAR_PROBE
+    if key not in rates:
+        return None
+    stream_ns = rates[key] - kernel_ns - call_ns - requant_ns * n
+    return n * n / stream_ns if stream_ns > 0 else None
 
 
 def probe_kernels() -> dict[str, Op]:

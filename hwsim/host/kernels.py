@@ -66,6 +66,7 @@ from hwsim.host.int8_probe import (
     conv_pixel_from,
     gemv_call_from,
     gemv_call_times,
+    gemv_far_from,
     im2col_pixel_from,
     int8_kernel_ns,
     pack_from,
@@ -1032,7 +1033,7 @@ def _int8_rates(rounds: int, profiled_kernel_ns: float, kernel_ns: float, notes:
 #: The chip fields :func:`int8_fields` derives from the integer probes' times (not probe times:
 #: a merge of several fingerprints derives them again from the merged probes).
 INT8_DERIVED = ("requant_ns", "int8_pack_ns", "int8_conv_call_ns", "int8_conv_pixel_ns", "int8_im2col_pixel_ns",
-                "int8_conv_mac_ps", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps")  # fmt: skip
+                "int8_conv_mac_ps", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps", "int8_gemv_far_gbps")  # fmt: skip
 
 
 def int8_fields(rates: Mapping[str, float], kernel_ns: float) -> dict[str, float | None]:
@@ -1050,6 +1051,7 @@ def int8_fields(rates: Mapping[str, float], kernel_ns: float) -> dict[str, float
               "int8_conv_l2_mac_ps": conv_l2_mac_from(rates, requant, call or 0.0)}  # fmt: skip
     gemv = gemv_call_from(rates, requant, kernel_ns)
     fields["int8_gemv_call_ns"], fields["int8_gemv_gbps"] = gemv if gemv is not None else (None, None)
+    fields["int8_gemv_far_gbps"] = gemv_far_from(rates, requant, gemv[0], kernel_ns) if gemv is not None else None
     return fields
 
 

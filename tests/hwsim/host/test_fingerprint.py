@@ -184,7 +184,7 @@ class TestCommand:
         assert (unit.requant_ns or 0.0) > 0 or "requant_ns and the fields measured against it left out" in text
         # narrow convs and one-row integer GEMMs (hwsim.host.int8_probe): measured, or named in a note
         for field in ("int8_conv_pixel_ns", "int8_im2col_pixel_ns", "int8_conv_mac_ps", "int8_conv_l2_mac_ps", "int8_gemv_call_ns",
-                      "int8_gemv_gbps"):
+                      "int8_gemv_gbps", "int8_gemv_far_gbps"):
             assert (getattr(unit, field) or 0.0) > 0 or field in text
         # the Resize classes no calibration model runs: measured (slowest plain linear), or a note
         for kernel in RESIZE_RATES:

@@ -22,6 +22,7 @@ from hwsim.host.int8_probe import (
     CONV_PROBE,
     DEEP_CONV,
     DEEP_CONV_PROBE,
+    GEMV_FAR_PROBE,
     GEMV_PROBES,
     IM2COL_CONV,
     INT8_RATES,
@@ -159,6 +160,13 @@ class TestOneRowCall:
         slow = _ns(g, **{**NARROW, "int8_gemv_gbps": 20.0, "weights_in_cache": True})
         fast = _ns(g, **{**NARROW, "int8_gemv_gbps": 100.0, "weights_in_cache": True})
         assert slow - fast == pytest.approx(1024 * 1024 / 20.0 - 1024 * 1024 / 100.0, rel=0.05)
+
+    def test_weights_beyond_the_l2_stream_at_the_integer_kernels_far_rate(self) -> None:
+        far = _kernel(gemv_probe(GEMV_FAR_PROBE[1], 1), "gemm0", "QGemm")  # 3 MiB: beyond host_chip's L2
+        near = _kernel(gemv_probe(256, 1), "gemm0", "QGemm")
+        cold = {**NARROW, "gemv_far_gbps": 85.0, "weights_in_cache": True, "l3_bandwidth_gbps": 150.0}  # from the L3
+        assert _ns(far, **cold, int8_gemv_far_gbps=40.0) > _ns(far, **cold, int8_gemv_far_gbps=80.0) > _ns(far, **cold)
+        assert _ns(near, **cold, int8_gemv_far_gbps=40.0) == _ns(near, **cold)  # in L2: the near rate alone
 
     def test_many_rows_pay_no_call_cost(self) -> None:
         x, w = Tensor("x", (4, 256), "uint8"), Tensor("w", (256, 256), "int8", is_weight=True)
