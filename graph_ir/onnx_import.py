@@ -168,7 +168,7 @@ def from_model_proto(
     expanded = _guarded(source, lambda: expand_functions(inferred))
     if expanded is not None:
         inferred = _guarded(source, lambda: dynamic.infer_strict(expanded.model))
-    built = _build(inferred.graph, source, name, opset)
+    built = _build(inferred.graph, source, name, opset, inferred.ir_version)
     expansion = tuple(e.warning() for e in (lowered, expanded) if e is not None)
     return replace(built, assumed=flow.assumed + assumed, warnings=flow.warnings + expansion)
 
@@ -445,13 +445,14 @@ def _why_no_shape(graph: onnx.GraphProto, tensor: str) -> str:
 _NOT_FOLDED = frozenset({"DequantizeLinear", "QuantizeLinear", "If", "Loop", "Scan"})
 
 
-def _folds_at_load(node: onnx.NodeProto, ins: Sequence[Tensor], tensors: Mapping[str, Tensor], graph_outputs: set[str]) -> bool:
+def _folds_at_load(node: onnx.NodeProto, ins: Sequence[Tensor], tensors: Mapping[str, Tensor], io: set[str]) -> bool:
     """Whether a runtime computes ``node`` once when it loads the model, as onnxruntime's
-    ``ConstantFolding`` and the NPU and GPU compilers do: every input a constant (a weight, or
-    the output of a node folded before it), the op deterministic, not one of :data:`_NOT_FOLDED`
-    nor part of an expanded function body (:data:`~graph_ir.functions.BODY_KEY`), and no output a
-    graph output. Its outputs are then weights of the ops that read them (a
-    DETR decoder's first self-attention over its learned queries: 26 ops onnxruntime never runs).
+    ``ConstantFolding`` and the NPU and GPU compilers do: every input a constant (a weight that is
+    not also a graph input, which a caller may override, or the output of a node folded before
+    it), the op deterministic, not one of :data:`_NOT_FOLDED` nor part of an expanded function
+    body (:data:`~graph_ir.functions.BODY_KEY`), and no output a graph output. ``io``: the graph's
+    input and output names. Its outputs are then weights of the ops that read them (a DETR
+    decoder's first self-attention over its learned queries: 26 ops onnxruntime never runs).
 
     >>> from onnx import helper
     >>> w = Tensor("w", (4, 4), "float32", True)
@@ -460,19 +461,22 @@ def _folds_at_load(node: onnx.NodeProto, ins: Sequence[Tensor], tensors: Mapping
     True
     >>> _folds_at_load(node, [w], {"wt": Tensor("wt", (4, 4), "float32")}, {"wt"})  # a graph output stays
     False
+    >>> _folds_at_load(node, [w], {"wt": Tensor("wt", (4, 4), "float32")}, {"w"})  # an overridable initializer
+    False
     """
+    if not ins or not all(t.is_weight and t.name not in io for t in ins):
+        return False
     from graph_ir.rewrites.const_fold import NONDETERMINISTIC_OPS
 
     op_type = node.op_type
-    if not ins or op_type in _NOT_FOLDED or op_type in NONDETERMINISTIC_OPS or node.domain not in ("", "ai.onnx"):
+    if op_type in _NOT_FOLDED or op_type in NONDETERMINISTIC_OPS or node.domain not in ("", "ai.onnx"):
         return False
     if node.metadata_props and any(p.key == BODY_KEY for p in node.metadata_props):
         return False  # work a function op's kernel does on every run
-    outs = [t for t in node.output if t]
-    return all(t.is_weight for t in ins) and all(t in tensors and t not in graph_outputs for t in outs)
+    return all(t in tensors and t not in io for t in node.output if t)
 
 
-def _build(graph: onnx.GraphProto, source: str, name: str, opset: int = 0) -> ModelGraph:
+def _build(graph: onnx.GraphProto, source: str, name: str, opset: int = 0, ir_version: int = 8) -> ModelGraph:
     tensors: dict[str, Tensor] = {}
     for init in graph.initializer:
         tensors[init.name] = Tensor(init.name, tuple(int(d) for d in init.dims), _dtype_name(init.data_type), True)
@@ -497,14 +501,17 @@ def _build(graph: onnx.GraphProto, source: str, name: str, opset: int = 0) -> Mo
     producer: dict[str, str] = {}
     order: list[str] = []
     attr_values: dict[bytes, tuple[str, object]] = {}
-    graph_outputs = {vi.name for vi in graph.output}
+    # names whose values a run may give: graph inputs (an initializer among them only from IR 4 on,
+    # where onnxruntime lets a caller override it) and outputs
+    init_names = {t.name for t in graph.initializer}
+    graph_io = {vi.name for vi in graph.input if ir_version >= 4 or vi.name not in init_names} | {vi.name for vi in graph.output}
     for node in graph.node:
         op_type = node.op_type
         if op_type == "Constant":
             continue
         node_name = node.name  # each protobuf field read once: a read costs more than a local
         ins = [_tensor_in(tensors, t, node_name, op_type, source) for t in node.input if t]
-        if _folds_at_load(node, ins, tensors, graph_outputs):
+        if _folds_at_load(node, ins, tensors, graph_io):
             for t in node.output:
                 if t:
                     tensors[t] = replace(tensors[t], is_weight=True)
@@ -534,7 +541,6 @@ def _build(graph: onnx.GraphProto, source: str, name: str, opset: int = 0) -> Mo
             if src is not None and src != node_name:
                 add_data_edge(g, src, node_name, t.name)
 
-    init_names = {t.name for t in graph.initializer}
     inputs = []
     for vi in graph.input:
         if vi.name in init_names:

@@ -97,3 +97,15 @@ def test_a_graph_output_made_of_constants_and_weight_dequantization_stay() -> No
     nodes = [helper.make_node("DequantizeLinear", ["wq", "s", "z"], ["w"], name="dq"),
              helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")]  # fmt: skip
     assert from_model_proto(_model(nodes, q, "y"), source="m.onnx").order == ("dq", "mm")
+
+
+def test_an_initializer_a_caller_may_override_is_not_a_constant(tmp_path: Path) -> None:
+    """From IR 4 on, an initializer also listed as a graph input takes the value a caller gives:
+    onnxruntime folds nothing that reads it."""
+    nodes = [
+        helper.make_node("Transpose", ["w"], ["wt"], name="t"),
+        helper.make_node("MatMul", ["x", "wt"], ["y"], name="mm"),
+    ]
+    model = _model(nodes, {"w": np.ones((4, 4), np.float32)}, "y")
+    model.graph.input.append(helper.make_tensor_value_info("w", TensorProto.FLOAT, [4, 4]))
+    assert set(from_model_proto(model, source="m.onnx").order) == _kept_by_onnxruntime(model, tmp_path) == {"t", "mm"}
