@@ -108,4 +108,8 @@ def test_an_initializer_a_caller_may_override_is_not_a_constant(tmp_path: Path) 
     ]
     model = _model(nodes, {"w": np.ones((4, 4), np.float32)}, "y")
     model.graph.input.append(helper.make_tensor_value_info("w", TensorProto.FLOAT, [4, 4]))
-    assert set(from_model_proto(model, source="m.onnx").order) == _kept_by_onnxruntime(model, tmp_path) == {"t", "mm"}
+    assert (
+        set(from_model_proto(model, source="m.onnx").order)
+        == _kept_by_onnxruntime(model, tmp_path)
+        == {"t", "mm"}
+    )
