@@ -36,8 +36,9 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -116,6 +117,45 @@ def _save(model: onnx.ModelProto, out_dir: Path, name: str) -> Path:
     path = out_dir / f"{name}.onnx"
     onnx.save(model, str(path))
     return path
+
+
+def graph_input(shape: list[int]) -> list[onnx.ValueInfoProto]:
+    """The one float input ``x`` of ``shape`` the unseen batches' models take."""
+    return [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)]
+
+
+def i64(v: list[int]) -> np.ndarray:
+    return np.array(v, np.int64)
+
+
+def f32(v: float) -> np.ndarray:
+    return np.array(v, np.float32)
+
+
+def build_sizes(sizes: Mapping[str, Callable[[], onnx.ModelProto]], out_dir: Path) -> list[Path]:
+    """Write every model of ``sizes`` (file stem -> builder) into ``out_dir``; their paths."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return [_save(build(), out_dir, stem) for stem, build in sizes.items()]
+
+
+def batch_main(doc: str | None, sizes: Mapping[str, Callable[[], onnx.ModelProto]]) -> int:
+    """The command line of an unseen batch (``heldout_unseen3.py`` and after): ``DIR [--chip FP.yaml]
+    [--only STEM ...]``, the files written, and with a fingerprinted chip file each one's ``hwsim
+    validate`` line (1 thread, 30 runs)."""
+    ap = argparse.ArgumentParser(description=(doc or "").splitlines()[0] if doc else None)
+    ap.add_argument("out_dir", type=Path)
+    ap.add_argument("--chip", help="a fingerprinted host chip file: validate each model on it, 1 thread")
+    ap.add_argument("--only", nargs="*", help="file stems to build and run (default: all)")
+    args = ap.parse_args()
+    chosen = {k: v for k, v in sizes.items() if not args.only or k in args.only}
+    for p in build_sizes(chosen, args.out_dir):
+        if args.chip:
+            out = subprocess.run([sys.executable, "-m", "hwsim", "validate", args.chip, str(p), "--threads", "1", "--runs", "30"],
+                                 capture_output=True, text=True, check=True).stdout  # fmt: skip
+            print(next(line for line in out.splitlines() if line.startswith(p.stem)))
+        else:
+            print(p)
+    return 0
 
 
 def mlp_model(widths: Sequence[int], seed: int = 0) -> onnx.ModelProto:

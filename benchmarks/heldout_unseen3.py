@@ -19,28 +19,19 @@ and with a fingerprinted chip file each one's ``hwsim validate`` (1 thread) in a
 
 from __future__ import annotations
 
-import argparse
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import heldout_models as hm  # the builder the held-out families share
 
 __all__ = ["SIZES", "build_unseen3"]
 
-
-def _x(shape: list[int]) -> list[onnx.ValueInfoProto]:
-    return [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)]
-
-
-def _i64(v: list[int]) -> np.ndarray:
-    return np.array(v, np.int64)
+_x, _i64, _f32 = hm.graph_input, hm.i64, hm.f32  # the batches' shared helpers
 
 
 def espcn(res: int, r: int) -> onnx.ModelProto:
@@ -143,25 +134,8 @@ SIZES: dict[str, Callable[[], onnx.ModelProto]] = {
 
 def build_unseen3(out_dir: Path) -> list[Path]:
     """Write every model of :data:`SIZES` into ``out_dir``; their paths."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    return [hm._save(build(), out_dir, stem) for stem, build in SIZES.items()]
-
-
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("out_dir", type=Path)
-    ap.add_argument("--chip", help="a fingerprinted host chip file: validate each model on it, 1 thread")
-    args = ap.parse_args()
-    paths = build_unseen3(args.out_dir)
-    for p in paths:
-        if args.chip:
-            out = subprocess.run([sys.executable, "-m", "hwsim", "validate", args.chip, str(p), "--threads", "1", "--runs", "30"],
-                                 capture_output=True, text=True, check=True).stdout  # fmt: skip
-            print(next(line for line in out.splitlines() if line.startswith(p.stem)))
-        else:
-            print(p)
-    return 0
+    return hm.build_sizes(SIZES, out_dir)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(hm.batch_main(__doc__, SIZES))

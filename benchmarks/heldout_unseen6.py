@@ -14,39 +14,25 @@ changes and run as built.
 - ``gcn``: a graph convolutional network on a dense normalized adjacency (``MatMul`` of the
   adjacency and the features, then a linear layer, Relu; three layers, mean pooling, a classifier).
 
-Each family has two sizes (:data:`SIZES`). Run ``python benchmarks/heldout_unseen6.py DIR [--chip
-FP.yaml]``: the files in ``DIR``, and with a fingerprinted chip file each one's ``hwsim validate``
-(1 thread) in a table.
+Each family has two sizes (:data:`SIZES`). ``python benchmarks/heldout_unseen6.py DIR --chip FP.yaml``
+writes them and validates each (:func:`heldout_models.batch_main`).
 """
 
 from __future__ import annotations
 
-import argparse
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import heldout_models as hm  # the builder the held-out families share
 
 __all__ = ["SIZES", "build_unseen6"]
 
-
-def _x(shape: list[int]) -> list[onnx.ValueInfoProto]:
-    return [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)]
-
-
-def _i64(v: list[int]) -> np.ndarray:
-    return np.array(v, np.int64)
-
-
-def _f32(v: float) -> np.ndarray:
-    return np.array(v, np.float32)
+_x, _i64, _f32 = hm.graph_input, hm.i64, hm.f32  # the batches' shared helpers
 
 
 def _conv(b: hm._Builder, x: str, cin: int, cout: int, k: int = 3, stride: int = 1) -> str:
@@ -118,7 +104,8 @@ def ssd(res: int, classes: int = 21, anchors: int = 6) -> onnx.ModelProto:
         x, c = b.op("Relu", [_conv(b, x, c, cout, stride=2)]), cout
         if i >= 2:
             feats.append((x, c, res >> (i + 1)))
-    scores, boxes = [], []
+    scores: list[str] = []
+    boxes: list[str] = []
     for f, c, side in feats:
         for out, width, dst in ((classes, 3, scores), (4, 3, boxes)):
             y = b.op("Transpose", [_conv(b, f, c, anchors * out, k=width)], perm=[0, 2, 3, 1])
@@ -159,26 +146,8 @@ SIZES: dict[str, Callable[[], onnx.ModelProto]] = {
 
 def build_unseen6(out_dir: Path) -> list[Path]:
     """Write every model of :data:`SIZES` into ``out_dir``; their paths."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    return [hm._save(build(), out_dir, stem) for stem, build in SIZES.items()]
-
-
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("out_dir", type=Path)
-    ap.add_argument("--chip", help="a fingerprinted host chip file: validate each model on it, 1 thread")
-    ap.add_argument("--only", nargs="*", help="file stems to build and run (default: all)")
-    args = ap.parse_args()
-    paths = [p for p in build_unseen6(args.out_dir) if not args.only or p.stem in args.only]
-    for p in paths:
-        if args.chip:
-            out = subprocess.run([sys.executable, "-m", "hwsim", "validate", args.chip, str(p), "--threads", "1", "--runs", "30"],
-                                 capture_output=True, text=True, check=True).stdout  # fmt: skip
-            print(next(line for line in out.splitlines() if line.startswith(p.stem)))
-        else:
-            print(p)
-    return 0
+    return hm.build_sizes(SIZES, out_dir)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(hm.batch_main(__doc__, SIZES))
