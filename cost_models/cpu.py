@@ -984,7 +984,7 @@ def depthwise_plain_ns(op: Op) -> float:
 def einsum_move_ns(op: Op, unit: CpuUnit) -> float:
     """Time of the data moves onnxruntime's Einsum makes around its GEMM
     (:func:`~cost_models.cpu_layout.einsum_moves`), ns: an element a Transpose walks at the unit's
-    ``transpose_element_ns`` (none without it), any other moved element :data:`EINSUM_MOVE_NS`;
+    ``transpose_element_ns`` (without it, as a copied one), any other moved element :data:`EINSUM_MOVE_NS`;
     0 where the kernel's moves are not modelled (one operand, three, a diagonal).
 
     >>> from graph_ir.ir import Tensor
@@ -1000,7 +1000,7 @@ def einsum_move_ns(op: Op, unit: CpuUnit) -> float:
     moves = einsum_moves(str(op.attrs.get("equation", "")), [t.shape for t in op.inputs])
     if not moves:
         return 0.0
-    walk = unit.transpose_element_ns or 0.0
+    walk = unit.transpose_element_ns or EINSUM_MOVE_NS
     return sum(math.prod(shape) * (walk if transpose_path(shape, perm) == "walk" else EINSUM_MOVE_NS) for shape, perm in moves)
 
 

@@ -210,3 +210,12 @@ def test_an_einsum_costs_its_gemm_at_the_matmul_efficiency_and_its_moves() -> No
     moved = 2 * 32768 + 2 * 65536  # k in label order, q's homogenized copy, the product twice
     assert e.stall_ns == pytest.approx(WALK_NS * 32768 + EINSUM_MOVE_NS * moved)
     assert e.compute_ns - e.stall_ns == pytest.approx(m.compute_ns - m.stall_ns)  # the same GEMM, MatMul's 0.5
+
+
+def test_an_einsum_walk_costs_a_copy_where_the_unit_has_no_walk_rate() -> None:
+    q = Tensor("q", (1, 128, 4, 64), "float32")
+    op = Op("e", "Einsum", "matmul", (q, q), (Tensor("s", (1, 4, 128, 128), "float32"),),
+            {"equation": "bqhd,bkhd->bhqk"}, 4 * 128 * 128 * 64, 2 * 4 * 128 * 128 * 64)  # fmt: skip
+    cost = estimate(op, _chip(), "cpu", "model")
+    assert cost is not None
+    assert cost.stall_ns == pytest.approx(EINSUM_MOVE_NS * (3 * 32768 + 2 * 65536))  # the walked q among them
