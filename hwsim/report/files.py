@@ -198,14 +198,8 @@ def check_out_dir(out_dir: Path) -> None:
     check_own_dir(Path(out_dir), REPORT_FILES)
 
 
-#: A run of at least this many ops writes its figures and ``schedule.json`` in a forked process
-#: while this one writes the rest (POSIX, one thread running): at 100,000 ops they take about
-#: 2.8 of the reports' 7 s. Below it a fork buys nothing worth its risk.
-SIDE_MIN_OPS = 5_000
-
-
 def write_reports(
-    result: RunResult, out_dir: Path, plots: bool = True, summary: Summary | None = None, side: bool | None = None
+    result: RunResult, out_dir: Path, plots: bool = True, summary: Summary | None = None
 ) -> list[Path]:
     """Write every report file of :data:`REPORTS` into ``out_dir``, atomically.
 
@@ -223,58 +217,26 @@ def write_reports(
         Draw the PNG figures (``--no-plots`` leaves them out).
     summary : Summary, optional
         The run's summary when the caller has built it already (:func:`build_summary`).
-    side : bool, optional
-        Write the figures and ``schedule.json`` in a forked process beside this one (the same
-        bytes); None: where the run has :data:`SIDE_MIN_OPS` ops or more and a fork is safe
-        (:func:`hwsim.report.side.can_fork`).
 
     Returns
     -------
     list of Path
         The files now in ``out_dir``, sorted.
     """
-    from hwsim.report.side import can_fork, in_side_process
-
     summary = summary if summary is not None else build_summary(result)
-    wanted = [f for f in REPORTS if plots or not f.figure]
-    if side is None:
-        side = len(result.graph) >= SIDE_MIN_OPS and can_fork()
-    aside = [f for f in wanted if f.figure or f.name == "schedule.json"] if side else []
+    figures: dict[str, bytes] = {}
 
     def write(tmp: Path) -> None:
-        def write_aside() -> None:
-            for f in aside:
-                _write_file(f, tmp, ReportInputs(result, summary, {}))
-
-        join = in_side_process(write_aside) if aside else None
-        figures: dict[str, bytes] = {}
-        try:
-            for f in wanted:
-                if f in aside:
-                    continue
-                if f.name == "report.html" and join is not None:
-                    join()
-                    join = None
-                    figures.update({g.name: (tmp / g.name).read_bytes() for g in aside if g.figure})
-                data = _write_file(f, tmp, ReportInputs(result, summary, dict(figures)))
-                if f.figure and data is not None:
-                    figures[f.name] = data
-            if join is not None:
-                join()
-        except BaseException:
-            if join is not None:  # this side failed first: stop the other before the folder goes
-                join(kill=True)
-            raise
+        for f in REPORTS:
+            if f.figure and not plots:
+                continue
+            data = f.write(ReportInputs(result, summary, dict(figures)))
+            if not isinstance(data, bytes):
+                with open(tmp / f.name, "wb") as fh:
+                    fh.writelines(data)
+                continue
+            (tmp / f.name).write_bytes(data)
+            if f.figure:
+                figures[f.name] = data
 
     return write_dir(Path(out_dir), REPORT_FILES, write)
-
-
-def _write_file(f: ReportFile, tmp: Path, inputs: ReportInputs) -> bytes | None:
-    """Write one report file into ``tmp``: its bytes, or None when it streamed in chunks."""
-    data = f.write(inputs)
-    if not isinstance(data, bytes):
-        with open(tmp / f.name, "wb") as fh:
-            fh.writelines(data)
-        return None
-    (tmp / f.name).write_bytes(data)
-    return data
