@@ -251,6 +251,8 @@ def bound_shapes(
         for tensor in _unknown_outputs(node, shapes):
             if not untyped.has_rank(inferred.graph, tensor):  # no dimension for a value to fill
                 typed = untyped.rule_type(inferred.graph, node, tensor)
+                if typed is None and untyped.drop_if_unread(model, node.name, tensor):
+                    continue
                 if typed is None:
                     raise untyped.refusal(inferred.graph, node, tensor, source)
                 _entry(model, tensor).type.CopyFrom(typed)

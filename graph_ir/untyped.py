@@ -24,6 +24,7 @@ __all__ = [
     "QOPERATOR_FIX",
     "SHAPE_RULES",
     "contrib_note",
+    "drop_if_unread",
     "has_rank",
     "infer_lenient",
     "infer_past_untyped",
@@ -158,6 +159,40 @@ def rule_type(graph: onnx.GraphProto, node: onnx.NodeProto, tensor: str) -> onnx
     if not (x.HasField("tensor_type") and x.tensor_type.HasField("shape")):
         return None
     return rule(x)
+
+
+def drop_if_unread(model: onnx.ModelProto, node_name: str, tensor: str) -> bool:
+    """Leave ``tensor`` out of node ``node_name``'s outputs in ``model`` (an omitted optional
+    output, ``""``) when no node reads it and it is no graph output; whether it was.
+
+    An optional output nothing reads need not be typed: Dropout's ``mask`` before opset 10,
+    which ONNX's inference leaves untyped, in models exported for inference (the ONNX model zoo's
+    AlexNet, VGG, SqueezeNet, Inception), where onnxruntime computes only the output.
+    """
+    graph = model.graph
+    node = next((n for n in graph.node if n.name == node_name), None)
+    if node is None or tensor == node.output[0] or any(o.name == tensor for o in graph.output):
+        return False
+    index = list(node.output).index(tensor)
+    if any(tensor in n.input for n in graph.node) or not _optional_output(model, node, index):
+        return False
+    node.output[index] = ""
+    return True
+
+
+def _optional_output(model: onnx.ModelProto, node: onnx.NodeProto, index: int) -> bool:
+    """Whether output ``index`` of ``node`` is optional in the op's schema for ``model``'s opset."""
+    opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
+    domain = "" if node.domain in _DEFAULT_DOMAINS else node.domain
+    try:
+        schema = onnx.defs.get_schema(node.op_type, opsets.get(domain, 1), domain)
+    except onnx.defs.SchemaError:
+        return False
+    outs = schema.outputs
+    if not outs:
+        return False
+    formal = outs[min(index, len(outs) - 1)]
+    return formal.option == onnx.defs.OpSchema.FormalParameterOption.Optional
 
 
 def contrib_note(node: onnx.NodeProto) -> str:

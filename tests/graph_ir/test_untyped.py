@@ -165,3 +165,42 @@ def test_groupnorm21_before_an_if_runs() -> None:
         ("GroupNormalization", (1, 8, 4, 4)),
         ("Relu", (1, 8, 4, 4)),
     ]
+
+
+def _dropout9(tmp_path: Path, mask_use: str) -> Path:
+    """A Dropout of opset 9 (its ``mask`` untyped by ONNX's inference) between two Relus;
+    ``mask_use``: "unread", "read" (by a Cast) or "output" (a graph output)."""
+    nodes = [helper.make_node("Relu", ["x"], ["a"]),
+             helper.make_node("Dropout", ["a"], ["d", "mask"], ratio=0.5),
+             helper.make_node("Relu", ["d"], ["y"])]  # fmt: skip
+    x, y = (helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 8, 4, 4]) for n in "xy")
+    outputs = [y]
+    if mask_use == "read":
+        nodes.append(helper.make_node("Cast", ["mask"], ["m"], to=TensorProto.FLOAT))
+        outputs.append(helper.make_empty_tensor_value_info("m"))
+    elif mask_use == "output":
+        outputs.append(helper.make_empty_tensor_value_info("mask"))
+    graph = helper.make_graph(nodes, "g", [x], outputs)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)])
+    model.ir_version = 4
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    return path
+
+
+def test_an_unread_untyped_optional_output_is_left_out(tmp_path: Path) -> None:
+    """The ONNX model zoo's AlexNet, VGG, SqueezeNet and Inception (opset 9 and before) hold
+    Dropouts whose mask nothing reads; they were refused before."""
+    path = _dropout9(tmp_path, "unread")
+    out = tmp_path / "r"
+    assert main(["run", "edge8", str(path), "--out", str(out), "--no-plots"]) == 0
+    assert json.loads((out / "summary.json").read_text())["ops"] == 3
+    drop = load_onnx(path).op("Dropout_1")
+    assert [t.name for t in drop.outputs] == ["d"] and drop.outputs[0].shape == (1, 8, 4, 4)
+
+
+@pytest.mark.parametrize("mask_use", ["read", "output"])
+def test_an_untyped_optional_output_in_use_is_still_refused(tmp_path: Path, mask_use: str) -> None:
+    res = _refused(tmp_path, _dropout9(tmp_path, mask_use))
+    assert "node 'Dropout_1' (Dropout)" in res.stderr
+    assert "output 'mask' has no type or rank" in res.stderr
