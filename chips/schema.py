@@ -555,6 +555,13 @@ class CpuUnit(Unit):
         "DRAM), measured by `hwsim fingerprint`; with it a cyclic stream keeps only max(0, 2 C - S) of an S-byte "
         "matrix in a C-byte cache it overflows. None: the bytes beyond L2 at the level's own bandwidth.",
     )
+    gemv_dram_gbps: PositiveFloat | None = Field(
+        None,
+        description="Rate at which a one-row float GEMM (Gemm or MatMul with M = 1 over constant weights) streams "
+        "weights that no cache holds, from DRAM, on one core (measured by `hwsim fingerprint` on weights of four "
+        "times the last-level cache: 20 GB/s on an AMD EPYC whose read sweep and triad reach 38-39). None: the "
+        "DRAM bandwidth.",
+    )
     fft_butterfly_ns: PositiveFloat | None = Field(
         None,
         description="Time per radix-2 butterfly of onnxruntime's STFT/DFT kernel (measured by `hwsim fingerprint`; "
@@ -723,7 +730,7 @@ class CpuUnit(Unit):
         "int8_im2col_pixel_ns", "int8_conv_mac_ps", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps",
         "int8_gemv_far_gbps", "softmax_denormal_ns", "nchwc_one_block_efficiency", "norm_row_ns", "fp32_gemv_call_ns", "fp32_gemv_gbps",
         "kernel_setup_ns", "step_handoff_ns", "broadcast_span_ns", "softmax_row_ns", "transpose_element_ns",
-        "gemm_aliased_factor",
+        "gemm_aliased_factor", "gemv_dram_gbps",
     )
 
     @model_serializer(mode="wrap")

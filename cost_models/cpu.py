@@ -126,6 +126,7 @@ __all__ = [
     "denormal_softmax_ns",
     "depthwise_nchwc_ns",
     "depthwise_plain_ns",
+    "dram_gemv_gbps",
     "fft_ns",
     "first_pass_gbps",
     "gemm_bias_ns",
@@ -437,6 +438,7 @@ class CpuModel(UnitModel[CpuUnit]):
             note = f"{dtype}, spills LLC" + (f", {tiles} tiles" if tiles > 1 else "")
             cost = finish(op, unit, chip, dtype, compute_ns + stall_ns, 0, 0.0, in_b + w_b + extra + rfo, out_b, note,
                           tiles)
+            cost = _gemv_from_dram(cost, op, unit, chip, w_b)
         if stall_ns:
             what = "destination fetch" if COLD_DST_ATTR in op.attrs else "weights stall"
             what = "cold inputs" if marked_cold_sources(op) else what
@@ -1148,6 +1150,30 @@ def _far_gemv_gbps(op: Op, unit: CpuUnit) -> float | None:
     return unit.gemv_far_gbps
 
 
+def dram_gemv_gbps(op: Op, unit: CpuUnit) -> float | None:
+    """The rate at which a one-row float product (:func:`is_gemv`) streams weights no cache holds,
+    from DRAM, on one core: the fingerprint's ``gemv_dram_gbps`` (20 GB/s on an AMD EPYC, where
+    the read sweep and the triad reach 38-39: AlexNet's, ZFNet's and VGG's fully connected layers
+    of 16-411 MB ran 19-25 GB/s). None for any other op or a unit without the figure."""
+    if unit.gemv_dram_gbps is None or op.op_type not in FLOAT_GEMM_OP_TYPES or not is_gemv(op):
+        return None
+    return unit.gemv_dram_gbps
+
+
+def _gemv_from_dram(cost: OpCost, op: Op, unit: CpuUnit, chip: Chip, w_b: int) -> OpCost:
+    """``cost`` (its working set beyond the last cache level) with a one-row float product's
+    weights read from DRAM at :func:`dram_gemv_gbps` rather than the DRAM's bandwidth, where that
+    is slower."""
+    gbps = dram_gemv_gbps(op, unit)
+    dram_bw = unit_bandwidth_gbps(unit, chip)
+    if gbps is None or gbps >= dram_bw or not w_b:
+        return cost
+    memory_ns = cost.memory_ns + w_b / gbps - w_b / dram_bw
+    extra_pj = energy_pj(unit.active_w, max(cost.compute_ns, memory_ns) - max(cost.compute_ns, cost.memory_ns))
+    return replace(cost, memory_ns=memory_ns, energy_pj=cost.energy_pj + extra_pj,
+                   note=f"{cost.note}, weights from DRAM at {gbps:.3g} GB/s")  # fmt: skip
+
+
 def _near_gemv_gbps(op: Op, unit: CpuUnit) -> float | None:
     """The rate at which a matrix-vector product (:func:`is_gemv`) streams a matrix from L1/L2:
     ``gemv_gbps`` (a recurrent step's GEMV in L2: 114 GB/s here, where the read sweep gets 163;
@@ -1191,7 +1217,8 @@ def resident_stream_ns(op: Op, unit: CpuUnit, levels: list[tuple[float, float]],
     share = total / threads
     far = _far_gemv_gbps(op, unit)
     core = _near_gemv_gbps(op, unit) or math.inf
-    return w_b / threads * stream_ns(share, run_levels(unit, levels), core, levels[-1][1], far) / share
+    dram = dram_gemv_gbps(op, unit) or levels[-1][1]
+    return w_b / threads * stream_ns(share, run_levels(unit, levels), core, dram, far) / share
 
 
 def run_levels(unit: CpuUnit, levels: list[tuple[float, float]]) -> list[tuple[float, float]]:

@@ -60,7 +60,7 @@ from hwsim.host.kernels import (
 from hwsim.host.measure import MeasureError, make_session, time_call
 from hwsim.host.op_probes import PROBE_RATES
 
-__all__ = ["FINGERPRINT_EFFICIENCY", "Dispatch", "Fingerprint", "chip_data", "chip_yaml", "cpu_model", "measure_dispatch",
+__all__ = ["FINGERPRINT_EFFICIENCY", "Dispatch", "Fingerprint", "chip_data", "chip_yaml", "cpu_model", "gemv_dram_gbps", "measure_dispatch",
            "measure_host", "probe_gflops", "read_dispatch", "read_fingerprint", "reference_gflops", "write_chip"]
 
 KIB = 1024
@@ -292,6 +292,21 @@ def _weight_stream(
         return None, per, (f"weight stream: a MatMul took {per['dram']:.3f} ms with its weights in DRAM and "
                            f"{per['cache']:.3f} ms in cache, no stall to measure; left out"), (m, k, n)  # fmt: skip
     return w_bytes / (extra_ms * 1e6), per, None, (m, k, n)
+
+
+def gemv_dram_gbps(llc_bytes: float, min_s: float) -> float | None:
+    """The rate at which a one-row float MatMul streams weights no cache holds, GB/s (the chip
+    field ``gemv_dram_gbps``, :func:`cost_models.cpu.dram_gemv_gbps`): the weight-stream probe's
+    distinct weights (:func:`weight_stream_plan`, 4x the last-level cache in all) read by one row
+    each, the time per MatMul the low quantile of each call over their number. On an AMD EPYC
+    20 GB/s, where the read sweep and the triad reach 38-39 and from L3 the same kernel streams
+    at 61-70. None when no time is measured."""
+    _, k, n = WEIGHT_STREAM_SHAPE
+    _, copies = weight_stream_plan(llc_bytes, quick=False)
+    sess = make_session(_parallel_matmuls(1, k, n, copies, True), 1, "all")
+    t = time_call(partial(sess.run, None, {"A": np.ones((1, k), np.float32)}), runs=10, warmup=2, min_total_s=min_s)
+    per_ns = t.low_ns / copies
+    return k * n * 4 / per_ns if per_ns > 0 else None
 
 
 #: Chain lengths (kernels) the per-kernel dispatch is fit over.
@@ -552,6 +567,10 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
     l2 = next((float(c["kib"]) * KIB for c in caches if int(c["level"]) == 2), None)
     rates, rate_notes = kernel_rates(quick, l2, threads, dispatch.kernel_ns, dispatch.run_ns, dispatch.profiled_kernel_ns)
     notes += rate_notes
+    if not quick and (gemv_dram := gemv_dram_gbps(llc, min_s)) is not None:
+        rates["gemv_dram_gbps"] = gemv_dram
+    elif not quick:
+        notes.append("one-row float MatMul rate from DRAM not resolved; gemv_dram_gbps left out")
     versions = {"onnxruntime": ort.__version__, "numpy": np.__version__, "onnx": onnx.__version__,
                 "python": platform.python_version()}  # fmt: skip
     return Fingerprint(

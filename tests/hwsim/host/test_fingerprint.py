@@ -14,9 +14,11 @@ from hwsim.host.fingerprint import (
     FINGERPRINT_EFFICIENCY,
     KIB,
     QUICK_WEIGHT_STREAM,
+    WEIGHT_STREAM_SHAPE,
     _cache_levels,
     _levels,
     _page_aligned_pair,
+    gemv_dram_gbps,
     read_fingerprint,
     weight_stream_plan,
 )
@@ -231,3 +233,12 @@ def test_a_malformed_fingerprint_rate_is_one_line(tmp_path: Path, capsys: pytest
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and str(chip) in err and "matmul_gflops_1t.fp32" in err
     assert not results.exists()
+
+
+def test_the_dram_gemv_probe_reads_every_weight_once_per_row() -> None:
+    """Four distinct 768 x 3072 weights (the least the probe runs, 38 MB) read by one row each: a
+    rate of a memory stream (0.5 to 1,000 GB/s on any host), from the time per MatMul."""
+    _, k, n = WEIGHT_STREAM_SHAPE
+    got = gemv_dram_gbps(1024 * KIB, min_s=0.05)
+    assert got is not None and 0.5 < got < 1000.0
+    assert 4 * k * n / got > 1000.0  # more than a microsecond per 9.4 MB matrix
