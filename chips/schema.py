@@ -559,7 +559,7 @@ class CpuUnit(Unit):
         None,
         description="Rate at which a one-row float GEMM (Gemm or MatMul with M = 1 over constant weights) streams "
         "weights that no cache holds, from DRAM, on one core (measured by `hwsim fingerprint` on weights of four "
-        "times the last-level cache: 20 GB/s on an AMD EPYC whose read sweep and triad reach 38-39). None: the "
+        "times the last-level cache: 23-26 GB/s on an AMD EPYC whose read sweep and triad reach 38-39). None: the "
         "DRAM bandwidth.",
     )
     fft_butterfly_ns: PositiveFloat | None = Field(

@@ -1152,9 +1152,10 @@ def _far_gemv_gbps(op: Op, unit: CpuUnit) -> float | None:
 
 def dram_gemv_gbps(op: Op, unit: CpuUnit) -> float | None:
     """The rate at which a one-row float product (:func:`is_gemv`) streams weights no cache holds,
-    from DRAM, on one core: the fingerprint's ``gemv_dram_gbps`` (20 GB/s on an AMD EPYC, where
+    from DRAM, on one core: the fingerprint's ``gemv_dram_gbps`` (23-26 GB/s on an AMD EPYC, where
     the read sweep and the triad reach 38-39: AlexNet's, ZFNet's and VGG's fully connected layers
-    of 16-411 MB ran 19-25 GB/s). None for any other op or a unit without the figure."""
+    of 16-411 MB ran 19-25 GB/s, a one-row Gemm of 67-151 MB alone 20). None for any other op or a
+    unit without the figure."""
     if unit.gemv_dram_gbps is None or op.op_type not in FLOAT_GEMM_OP_TYPES or not is_gemv(op):
         return None
     return unit.gemv_dram_gbps

@@ -299,8 +299,8 @@ def gemv_dram_gbps(llc_bytes: float, min_s: float) -> float | None:
     field ``gemv_dram_gbps``, :func:`cost_models.cpu.dram_gemv_gbps`): the weight-stream probe's
     distinct weights (:func:`weight_stream_plan`, 4x the last-level cache in all) read by one row
     each, the time per MatMul the low quantile of each call over their number. On an AMD EPYC
-    20 GB/s, where the read sweep and the triad reach 38-39 and from L3 the same kernel streams
-    at 61-70. None when no time is measured."""
+    23-26 GB/s (one such Gemm of 67-151 MB alone: 20), where the read sweep and the triad reach
+    38-39 and from L3 the same kernel streams at 61-70. None when no time is measured."""
     _, k, n = WEIGHT_STREAM_SHAPE
     _, copies = weight_stream_plan(llc_bytes, quick=False)
     sess = make_session(_parallel_matmuls(1, k, n, copies, True), 1, "all")
