@@ -183,7 +183,9 @@ def make_session(model: onnx.ModelProto, threads: int = 1, opt: str = "all", pro
         "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
         "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
     }[opt]
-    so.log_severity_level = 3
+    # fatal only: a model onnxruntime refuses is named in one line of hwsim's own from its exception;
+    # its logger would print the same error again before it (a shape input fed values it rejects)
+    so.log_severity_level = 4
     if threads == 1:
         so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     if profile_prefix is not None:

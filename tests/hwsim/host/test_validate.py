@@ -786,3 +786,29 @@ class TestCalibrationRoundTrip:
 
 def test_chip_fixture_is_valid() -> None:
     assert chip_from_dict(host_chip()).units[0].name == "cpu"
+
+
+def test_a_model_onnxruntime_cannot_run_is_one_line_even_from_its_logger(tmp_path: Path) -> None:
+    """An Expand whose shape is a graph input (the onnx package's ``test_expand_shape_model1``):
+    the random values validate feeds are a shape onnxruntime rejects at run time. Its C++ logger
+    writes to the process's stderr, past Python's: run in a child process, stderr holds hwsim's
+    one line and nothing else, exit 2, no record written."""
+    import subprocess
+    import sys
+
+    x = helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, 3, 1])
+    shape = helper.make_tensor_value_info("shape", TensorProto.INT64, [2])
+    y = helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, 3, 1])  # as the onnx test declares it
+    graph = helper.make_graph([helper.make_node("Expand", ["X", "shape"], ["Y"], name="test")], "g", [x, shape], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)])
+    model.ir_version = 4
+    path = tmp_path / "expand.onnx"
+    onnx.save(model, str(path))
+    chip = write_chip(tmp_path / "host.yaml")
+    results = tmp_path / "v.jsonl"
+    got = subprocess.run([sys.executable, "-m", "hwsim", "validate", str(chip), str(path), "--runs", "10", "--results", str(results)],
+                         capture_output=True, text=True, check=False)  # fmt: skip
+    assert got.returncode == 2, got.stderr
+    lines = [line for line in got.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"hwsim: error: {path}: onnxruntime cannot run the model"), got.stderr
+    assert not results.exists()
