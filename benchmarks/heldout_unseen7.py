@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import onnx
@@ -40,7 +41,7 @@ def zoo_model(stem: str) -> onnx.ModelProto:
 
 
 #: File stem -> loader, one model a family.
-SIZES: dict[str, Callable[[], onnx.ModelProto]] = {f"zoo_{s}": (lambda s=s: zoo_model(s)) for s in STEMS}  # type: ignore[misc]
+SIZES: dict[str, Callable[[], onnx.ModelProto]] = {f"zoo_{s}": partial(zoo_model, s) for s in STEMS}
 
 
 if __name__ == "__main__":

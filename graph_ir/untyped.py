@@ -127,11 +127,8 @@ def _untyped_first(model: onnx.ModelProto) -> bool:
     node = next((n for n in model.graph.node if any(o and o not in types for o in n.output)), None)
     if node is None:
         return False
-    opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
-    domain = "" if node.domain in _DEFAULT_DOMAINS else node.domain
-    try:
-        schema = onnx.defs.get_schema(node.op_type, opsets.get(domain, 1), domain)
-    except onnx.defs.SchemaError:
+    schema = _schema(model, node)
+    if schema is None:
         return True  # an op ONNX does not know
     try:
         shape_inference.infer_node_outputs(
@@ -182,17 +179,21 @@ def drop_if_unread(model: onnx.ModelProto, node_name: str, tensor: str) -> bool:
 
 def _optional_output(model: onnx.ModelProto, node: onnx.NodeProto, index: int) -> bool:
     """Whether output ``index`` of ``node`` is optional in the op's schema for ``model``'s opset."""
+    schema = _schema(model, node)
+    if schema is None or not schema.outputs:
+        return False
+    formal = schema.outputs[min(index, len(schema.outputs) - 1)]
+    return formal.option == onnx.defs.OpSchema.FormalParameterOption.Optional
+
+
+def _schema(model: onnx.ModelProto, node: onnx.NodeProto) -> onnx.defs.OpSchema | None:
+    """``node``'s op schema at ``model``'s opset of its domain (None: an op ONNX does not know)."""
     opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
     domain = "" if node.domain in _DEFAULT_DOMAINS else node.domain
     try:
-        schema = onnx.defs.get_schema(node.op_type, opsets.get(domain, 1), domain)
+        return onnx.defs.get_schema(node.op_type, opsets.get(domain, 1), domain)
     except onnx.defs.SchemaError:
-        return False
-    outs = schema.outputs
-    if not outs:
-        return False
-    formal = outs[min(index, len(outs) - 1)]
-    return formal.option == onnx.defs.OpSchema.FormalParameterOption.Optional
+        return None
 
 
 def contrib_note(node: onnx.NodeProto) -> str:
