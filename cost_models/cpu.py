@@ -105,6 +105,7 @@ __all__ = [
     "RECURRENT_STEP_GEMMS",
     "RESIZE_OP_TYPES",
     "ROW_NORM_OP_TYPES",
+    "SCALED_ATTR",
     "SGEMM_CONV_ATTR",
     "SGEMM_PACK_NS",
     "SMALL_M_FMA_NS",
@@ -136,6 +137,7 @@ __all__ = [
     "integer_conv_ns",
     "intra_op_threads",
     "is_gemv",
+    "is_row_product",
     "kernel_setup_ns",
     "kernel_type",
     "last_level_cache_bytes",
@@ -161,6 +163,7 @@ __all__ = [
     "resident_stream_ns",
     "resize_kernel",
     "resize_runs_blocked",
+    "row_pack_ns",
     "run_levels",
     "section_ns",
     "sections_ns",
@@ -302,6 +305,9 @@ COLD_DST_TRANSFERS = 2
 #: onnxruntime's arena plan (:func:`hwsim.host.ort_arena.cold_source_bytes`) on streaming kernels
 #: (:data:`hwsim.host.validate.COLD_SRC_CATEGORIES`); :func:`cold_source_ns` prices them.
 COLD_SRC_ATTR = "hwsim_cold_src_bytes"
+#: Op attribute (set by :mod:`hwsim.host.validate`) marking a product that onnxruntime runs with a
+#: constant scale folded in as its alpha (``MatMulScaleFusion``: a ``FusedMatMul``), :func:`row_pack_ns`.
+SCALED_ATTR = "hwsim_scaled"
 #: Attribute (not ONNX's) with the bytes a run streams between two calls of the op's kernel code
 #: (the op type's previous kernel, the run wrapping around): set by
 #: :func:`hwsim.host.validate.cache_residency` on :data:`CODE_REFETCH_OP_TYPES`;
@@ -401,6 +407,7 @@ class CpuModel(UnitModel[CpuUnit]):
         op = integer_kernel(op, unit, dtype)
         cost = _calibrated(op, unit, dtype, super().cost(op, unit, chip, dtype, in_b, w_b, out_b))
         cost = _with_pass(cost, unit, broadcast_spans_ns(op, unit), "broadcast spans")
+        cost = _with_fixed(cost, unit, row_pack_ns(op, unit), "B packed")  # a pass before the kernel's
         fixed = measured_setup(op, unit)
         return cost if fixed is None else _with_fixed(cost, unit, *fixed)
 
@@ -432,6 +439,7 @@ class CpuModel(UnitModel[CpuUnit]):
                     gbps = _resident_weights_gbps(op, unit, levels, act, w_b, gbps)
                 note = f"{dtype}, fits {kib:g} KiB" + (", weights cached" if dram_w == 0 < w_b else "")
                 cost = finish(op, unit, chip, dtype, compute_ns + stall_ns, cached + rfo, gbps, dram_w, 0, note)
+                cost = _gemv_from_dram(cost, op, unit, chip, dram_w)  # weights no loop keeps cached
                 break
         else:
             extra, tiles = spill_plan(in_b, w_b, out_b, levels[-1][0] * 1024, unit.l1_kib * 1024 / 2)
@@ -804,6 +812,8 @@ def one_row_call_ns(op: Op, unit: CpuUnit) -> float:
         return unit.int8_gemv_call_ns
     if op.op_type in FLOAT_GEMM_OP_TYPES and unit.fp32_gemv_call_ns and is_gemv(op):
         return unit.fp32_gemv_call_ns
+    if unit.fp32_gemv_call_ns and is_row_product(op) and (gemm := gemm_of(op)) is not None:
+        return unit.fp32_gemv_call_ns * gemm.batch  # a call per matrix (head)
     return 0.0
 
 
@@ -1141,6 +1151,8 @@ def _far_gemv_gbps(op: Op, unit: CpuUnit) -> float | None:
     product's own rate (``fp32_gemv_gbps``) where that is lower, or an integer product's own
     (``int8_gemv_far_gbps``). None for any other op, or a unit
     without the figures: the level's own bandwidth holds."""
+    if unit.fp32_gemv_gbps is not None and is_row_product(op):
+        return min(unit.fp32_gemv_gbps, unit.gemv_far_gbps or math.inf)
     if not is_gemv(op):
         return None
     if unit.fp32_gemv_gbps is not None and op.op_type in FLOAT_GEMM_OP_TYPES:
@@ -1181,7 +1193,7 @@ def _near_gemv_gbps(op: Op, unit: CpuUnit) -> float | None:
     a batch-1 1024 x 256 Gemm chain measured 115). None for any other op or without the figure."""
     if unit.int8_gemv_gbps is not None and op.op_type in INTEGER_GEMM_OP_TYPES and is_gemv(op):
         return unit.int8_gemv_gbps  # an integer product's packed int8 weights (:func:`one_row_call_ns`)
-    if unit.fp32_gemv_gbps is not None and op.op_type in FLOAT_GEMM_OP_TYPES and is_gemv(op):
+    if unit.fp32_gemv_gbps is not None and op.op_type in FLOAT_GEMM_OP_TYPES and (is_gemv(op) or is_row_product(op)):
         return unit.fp32_gemv_gbps  # a float product's own kernel (:func:`one_row_call_ns`)
     return unit.gemv_gbps if unit.gemv_gbps is not None and is_gemv(op) else None
 
@@ -1190,6 +1202,34 @@ def is_gemv(op: Op) -> bool:
     """Whether ``op`` is a matrix-vector product over weights (one row, batch 1: MLAS's GEMV path)."""
     gemm = gemm_of(op) if op.weights else None
     return gemm is not None and gemm.m == 1 and gemm.batch == 1
+
+
+def is_row_product(op: Op) -> bool:
+    """Whether ``op`` is a float ``MatMul`` of one row against matrices made at run time (``B`` no
+    weight): a decoding step's ``q K^T`` and ``p V`` over its cache, one row per head. MLAS runs
+    each matrix on its one-row kernel (:func:`one_row_call_ns`, ``fp32_gemv_gbps``), ``B``
+    transposed or not alike: on an AMD EPYC, 8 heads of a 513 x 96 cache ran 24 us either way, where
+    the generic GEMM rates had priced 11.
+
+    >>> from graph_ir.ir import Tensor
+    >>> q, k = Tensor("q", (1, 8, 1, 64), "float32"), Tensor("k", (1, 8, 64, 256), "float32")
+    >>> is_row_product(Op("m", "MatMul", "matmul", (q, k), (Tensor("s", (1, 8, 1, 256), "float32"),)))
+    True
+    """
+    if op.op_type != "MatMul" or len(op.inputs) < 2 or op.inputs[1].is_weight:
+        return False
+    gemm = gemm_of(op)
+    return gemm is not None and gemm.m == 1
+
+
+def row_pack_ns(op: Op, unit: CpuUnit) -> float:
+    """What a one-row product over run-time matrices (:func:`is_row_product`) that onnxruntime runs
+    with a scale folded in (:data:`SCALED_ATTR`: a ``FusedMatMul`` whose alpha is not 1) pays beside
+    the one-row kernel, ns: MLAS takes its one-row path only at alpha 1, so it packs each ``B`` for
+    its blocked kernel, ``fp32_pack_ns`` per element. 0 for other ops or without the figure."""
+    if not unit.fp32_pack_ns or SCALED_ATTR not in op.attrs or not is_row_product(op):
+        return 0.0
+    return op.inputs[1].elements * unit.fp32_pack_ns
 
 
 def _resident_weights_gbps(

@@ -77,8 +77,10 @@ def test_the_generic_small_kernel_set_up_is_not_paid_beside_the_measured_call() 
 
 def test_weights_beyond_every_cache_stream_at_the_dram_gemv_rate() -> None:
     """AlexNet's 9216 x 4096 Gemm (151 MB) ran 7.3-7.6 ms alone on an AMD EPYC, 20 GB/s, where the
-    DRAM's triad is 39: with ``gemv_dram_gbps`` its weights take that rate; a product of many rows,
-    one whose weights fit a cache and a host without the figure are priced as before."""
+    DRAM's triad is 39: with ``gemv_dram_gbps`` its weights take that rate; so do those of a product
+    whose working set fits the L3 but whose weights no loop keeps there (a decoding step of 170 MB
+    of weights: a 768 x 768 MatMul ran 93-99 us, 24-25 GB/s); a product of many rows, one whose
+    weights stay cached from run to run and a host without the figure are priced as before."""
     unit = {"op_overhead_ns": 270.0, "flops_per_cycle": {"fp32": 32.0}, "l2_kib": 1024, "l2_bandwidth_gbps": 160,
             "l3_kib": 32768, "l3_bandwidth_gbps": 150}  # fmt: skip
     slow_data, plain_data = host_chip(**unit, **RECURRENT, **FLOAT_GEMV, gemv_dram_gbps=20.0), host_chip(**unit, **RECURRENT, **FLOAT_GEMV)
@@ -92,6 +94,51 @@ def test_weights_beyond_every_cache_stream_at_the_dram_gemv_rate() -> None:
     dram = plain.dram.bandwidth_gbps
     assert with_rate.memory_ns - without.memory_ns == pytest.approx(weights / 20.0 - weights / dram, rel=1e-6)
     assert "weights from DRAM at 20 GB/s" in with_rate.note
-    for op in (small, rows):
-        a, b = estimate(op, slow, "cpu", "fp32"), estimate(op, plain, "cpu", "fp32")
+    a, b = estimate(small, slow, "cpu", "fp32"), estimate(small, plain, "cpu", "fp32")
+    assert a is not None and b is not None and "fits 32768 KiB" in a.note
+    assert a.memory_ns - b.memory_ns == pytest.approx(4 * 1024 * 1024 * (1 / 20.0 - 1 / dram), rel=1e-6)
+    cached = [chip_from_dict({**d, "units": [{**d["units"][0], "weights_in_cache": True}]}) for d in (slow_data, plain_data)]
+    for op, (c_slow, c_plain) in ((rows, (slow, plain)), (small, cached)):
+        a, b = estimate(op, c_slow, "cpu", "fp32"), estimate(op, c_plain, "cpu", "fp32")
         assert a is not None and b is not None and a.latency_ns == b.latency_ns
+
+
+def _row_product(heads: int, rows: int, cols: int, scaled: bool = False) -> Op:
+    """One row per head against a run-time ``(heads, rows, cols)`` matrix: a decoding step's ``p V``."""
+    from cost_models.cpu import SCALED_ATTR
+
+    a, b = Tensor("p", (1, heads, 1, rows), "float32"), Tensor("v", (1, heads, rows, cols), "float32")
+    y = Tensor("y", (1, heads, 1, cols), "float32")
+    m = metrics("MatMul", [a, b], [y], {})
+    return Op("pv", "MatMul", m.category, (a, b), (y,), {SCALED_ATTR: 1} if scaled else {}, m.macs, m.flops)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from([1, 8, 12]), st.sampled_from([64, 257, 513, 2049]), st.sampled_from([64, 96, 128]))
+def test_a_row_product_over_run_time_matrices_takes_the_one_row_kernel_per_head(heads: int, rows: int, cols: int) -> None:
+    """On an AMD EPYC 8 heads of a 513 x 96 V cache ran 24 us: 8 calls of 0.43 us and 1.6 MB at the
+    kernel's 77 GB/s, where the generic GEMM rates priced 11 us."""
+    chip, plain = _chips()
+    op = _row_product(heads, rows, cols)
+    cost, before = estimate(op, chip, "cpu", "fp32"), estimate(op, plain, "cpu", "fp32")
+    assert cost is not None and before is not None
+    b_bytes = 4 * heads * rows * cols
+    assert cost.overhead_ns == pytest.approx(270.0 + heads * 440.0)
+    assert cost.memory_ns == pytest.approx((op.inputs[0].nbytes + b_bytes + op.outputs[0].nbytes) / FLOAT_GEMV["fp32_gemv_gbps"])
+    assert "one-row call" not in before.note and "one-row call" in cost.note
+
+
+def test_a_scaled_row_product_also_packs_b_and_only_with_the_figure() -> None:
+    """A scale onnxruntime folds into the product (alpha not 1) sends MLAS off its one-row path: B
+    packed for the blocked kernel, ``fp32_pack_ns`` per element (8 heads of 513 x 96: 24 us plain,
+    56-63 us scaled on an AMD EPYC)."""
+    chip, _ = _chips()
+    packing = chip_from_dict({**host_chip(op_overhead_ns=270.0, flops_per_cycle={"fp32": 32.0}, l2_kib=1024, l2_bandwidth_gbps=160,
+                                          l3_bandwidth_gbps=158, weights_in_cache=True, fp32_pack_ns=0.1, **RECURRENT, **FLOAT_GEMV)})  # fmt: skip
+    plain_op, scaled_op = _row_product(8, 513, 96), _row_product(8, 513, 96, scaled=True)
+    costs = [estimate(o, c, "cpu", "fp32") for c in (chip, packing) for o in (plain_op, scaled_op)]
+    assert all(c is not None for c in costs)
+    without_figure, without_figure_scaled, plain, scaled = (c.latency_ns for c in costs if c is not None)
+    assert without_figure_scaled == without_figure == plain  # no figure, or no scale: nothing added
+    assert scaled == pytest.approx(plain + 8 * 513 * 96 * 0.1)
+    assert costs[3] is not None and "B packed" in costs[3].note
