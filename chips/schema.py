@@ -693,6 +693,13 @@ class CpuUnit(Unit):
         description="Rate at which a one-row float GEMM streams its weights from any cache level (the slope of the "
         "same two sizes; MLAS's kernel, not the recurrent step's `gemv_gbps`). None: `gemv_gbps` holds.",
     )
+    fp32_pack_ns: PositiveFloat | None = Field(
+        None,
+        description="Time per element of B that a one-row float product over run-time matrices (attention of a "
+        "decoding step) pays when onnxruntime folds a scale into it: MLAS packs B for its blocked kernel instead "
+        "of taking its one-row path (measured by `hwsim fingerprint` as the scaled product's time less the "
+        "unscaled one's). None: not costed.",
+    )
     kernel_setup_ns: dict[str, NonNegFloat] | None = Field(
         None,
         description="Fixed time per call of onnxruntime's per-element kernel of each op type named (Add, Mul, "
@@ -729,7 +736,7 @@ class CpuUnit(Unit):
         "recurrent_section_ns", "run_footprint_kib", "requant_ns", "int8_pack_ns", "int8_conv_call_ns", "int8_conv_pixel_ns",
         "int8_im2col_pixel_ns", "int8_conv_mac_ps", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps",
         "int8_gemv_far_gbps", "softmax_denormal_ns", "nchwc_one_block_efficiency", "norm_row_ns", "fp32_gemv_call_ns", "fp32_gemv_gbps",
-        "kernel_setup_ns", "step_handoff_ns", "broadcast_span_ns", "softmax_row_ns", "transpose_element_ns",
+        "fp32_pack_ns", "kernel_setup_ns", "step_handoff_ns", "broadcast_span_ns", "softmax_row_ns", "transpose_element_ns",
         "gemm_aliased_factor", "gemv_dram_gbps",
     )
 

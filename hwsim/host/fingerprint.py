@@ -51,6 +51,7 @@ from hwsim.host.kernels import (
     HANDOFF_PROBES,
     LAYER_NORM_RATE,
     RESIZE_RATES,
+    ROW_PACK_PROBES,
     SETUP_PROBES,
     kernel_rates,
     kernel_setups,
@@ -601,10 +602,12 @@ def _mask_note() -> str | None:
 #: Efficiencies a fingerprinted CPU starts with (before calibration). ``flops_per_cycle`` is the
 #: achieved single-thread onnxruntime MatMul peak, not a spec sheet, so a large MatMul or Gemm
 #: reaches 1 of it by definition, and a large Conv too: MLAS runs convolutions (NCHWc direct or
-#: im2col + SGEMM) on the same FMA micro-kernel. Small and depthwise kernels lose what
+#: im2col + SGEMM) on the same FMA micro-kernel. The int8 peak is the ``MatMulInteger`` probe's, so
+#: that op type reaches 1 of it too (a dynamically quantized encoder's products ran at 0.84 of it
+#: at 64 rows and K 256, where the matmul category's default 0.65 had priced them). Small and depthwise kernels lose what
 #: :func:`cost_models.cpu.shape_factor` says; other op types keep the CPU model's category
 #: defaults (memory-bound on this peak in any case).
-FINGERPRINT_EFFICIENCY = {"Conv": 1.0, "ConvTranspose": 1.0, "Gemm": 1.0, "MatMul": 1.0}
+FINGERPRINT_EFFICIENCY = {"Conv": 1.0, "ConvTranspose": 1.0, "Gemm": 1.0, "MatMul": 1.0, "MatMulInteger": 1.0}
 
 
 def chip_data(fp: Fingerprint, name: str = "host") -> dict[str, Any]:
@@ -624,7 +627,7 @@ def chip_data(fp: Fingerprint, name: str = "host") -> dict[str, Any]:
         unit["weight_stream_gbps"] = round(fp.weight_stream_gbps, 2)
     # efficiencies below, or probe times fields are derived from: not chip fields
     per_element = {LAYER_NORM_RATE, *RESIZE_RATES.values(), *PROBE_RATES.values(), *INT8_PROBES, *FFT_PROBES.values(),
-                   *FLOAT_GEMV_PROBES, *SETUP_PROBES.values(), *HANDOFF_PROBES.values(), *BROADCAST_PROBES}  # fmt: skip
+                   *FLOAT_GEMV_PROBES, *ROW_PACK_PROBES, *SETUP_PROBES.values(), *HANDOFF_PROBES.values(), *BROADCAST_PROBES}  # fmt: skip
     unit.update((k, round(v, 3)) for k, v in fp.kernel_rates.items() if k not in per_element)
     # onnxruntime's dispatch per kernel as measured; 2 us when an older fingerprint has none
     unit["op_overhead_ns"] = fp.dispatch.kernel_ns if fp.dispatch else 2000.0

@@ -92,6 +92,9 @@ __all__ = [
     "REDERIVED",
     "RESIZE_PROBE",
     "RESIZE_RATES",
+    "ROW_PACK_DERIVED",
+    "ROW_PACK_PROBES",
+    "ROW_PACK_SHAPE",
     "SETUP_PROBED",
     "SETUP_PROBES",
     "SOFTMAX_PROBE",
@@ -124,6 +127,9 @@ __all__ = [
     "rederived",
     "resize_ns",
     "resize_probe",
+    "row_pack_from",
+    "row_pack_times",
+    "row_product_probe",
     "run_footprint_kib",
     "setup_probe",
     "setup_times",
@@ -353,6 +359,62 @@ def float_gemv_from(rates: Mapping[str, float], kernel_ns: float) -> tuple[float
     ns_per_byte = (rates[large_key] - rates[small_key]) / (b_large - b_small)
     call_ns = rates[small_key] - kernel_ns - ns_per_byte * b_small
     return (call_ns, 1.0 / ns_per_byte) if ns_per_byte > 0 and call_ns > 0 else None
+
+
+#: The one-row product over a run-time matrix, timed without and with a folded scale
+#: (:func:`row_pack_times`): key -> whether the product is scaled. ``fp32_pack_ns`` is their
+#: difference per element of B (:func:`row_pack_from`).
+ROW_PACK_PROBES: Mapping[str, bool] = {"row_product_probe_ns": False, "scaled_row_product_probe_ns": True}
+#: The probe's B: heads, rows, columns (8 x 512 x 64 floats, 1 MiB: a decoding step's V cache in L2),
+#: and how many products each model runs.
+ROW_PACK_SHAPE, ROW_PACK_LAYERS = (8, 512, 64), 8
+#: The chip field :func:`row_pack_from` derives.
+ROW_PACK_DERIVED = ("fp32_pack_ns",)
+
+
+def row_product_probe(scaled: bool, layers: int = ROW_PACK_LAYERS) -> onnx.ModelProto:
+    """x ``(1, heads, rows, cols)`` -> a row per head ``p`` (x's mean over its columns, reshaped),
+    then ``layers`` products ``(p + i) x`` of one row against x (each its own row, so that no two
+    are merged), each times 0.125 where ``scaled`` (onnxruntime folds it into a ``FusedMatMul``'s
+    alpha: MLAS then packs x, :func:`cost_models.cpu.row_pack_ns`)."""
+    heads, rows, cols = ROW_PACK_SHAPE
+    inits = [numpy_helper.from_array(np.array(0.125, np.float32), "alpha"),
+             numpy_helper.from_array(np.array([1, heads, 1, rows], np.int64), "row")]  # fmt: skip
+    nodes = [helper.make_node("ReduceMean", ["x"], ["m"], axes=[-1], keepdims=1), helper.make_node("Reshape", ["m", "row"], ["p"])]
+    outs = []
+    for i in range(layers):
+        inits.append(numpy_helper.from_array(np.array(i, np.float32), f"c{i}"))
+        nodes.append(helper.make_node("Add", ["p", f"c{i}"], [f"p{i}"]))
+        nodes.append(helper.make_node("MatMul", [f"p{i}", "x"], [f"s{i}" if scaled else f"y{i}"]))
+        if scaled:
+            nodes.append(helper.make_node("Mul", [f"s{i}", "alpha"], [f"y{i}"]))
+        outs.append(helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, None))
+    graph = helper.make_graph(nodes, "row_product", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, heads, rows, cols])],
+                              outs, inits)  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def row_pack_times(rounds: int = 3) -> dict[str, float]:
+    """The whole-run time of each :data:`ROW_PACK_PROBES` model, ns (:func:`hwsim.host.measure.best_run_ns`).
+    About 0.2 s on an AMD EPYC."""
+    x = np.random.default_rng(0).standard_normal((1, *ROW_PACK_SHAPE)).astype(np.float32)
+    return best_run_ns({key: (row_product_probe(scaled), x) for key, scaled in ROW_PACK_PROBES.items()}, rounds)
+
+
+def row_pack_from(rates: Mapping[str, float]) -> tuple[float] | None:
+    """``(fp32_pack_ns,)`` from the two :func:`row_pack_times`: the scaled model's time less the plain
+    one's, per product and element of B. On an AMD EPYC 0.08-0.10 ns (a one-row product over 8 heads
+    of 513 x 96 ran 24 us plain and 56 us scaled). None when a time is missing or the difference
+    is not positive (no slower path on this build).
+
+    >>> row_pack_from({"row_product_probe_ns": 50_000.0, "scaled_row_product_probe_ns": 50_000.0 + 8 * 262_144 * 0.09})
+    (0.09,)
+    """
+    if not ROW_PACK_PROBES.keys() <= rates.keys():
+        return None
+    extra = rates["scaled_row_product_probe_ns"] - rates["row_product_probe_ns"]
+    per = extra / (ROW_PACK_LAYERS * math.prod(ROW_PACK_SHAPE))
+    return (round(per, 6),) if per > 0 else None
 
 
 #: Op types whose per-element kernel's fixed time per call the fingerprint measures
@@ -964,6 +1026,12 @@ def kernel_rates(
         notes.append("one-row float Gemm figures not resolved; fp32_gemv_call_ns/fp32_gemv_gbps left out (gemv_gbps holds)")
     else:
         out.update(zip(FLOAT_GEMV_DERIVED, float_gemv, strict=True))
+    out.update(row_pack_times(2 if quick else 3))
+    pack = row_pack_from(out)
+    if pack is None:
+        notes.append("a scaled one-row product no slower than a plain one; fp32_pack_ns left out")
+    else:
+        out.update(zip(ROW_PACK_DERIVED, pack, strict=True))
     norm = layer_norm_ns(rounds)
     if norm is None:
         notes.append("LayerNormalization rate not resolved; its efficiency left to calibration")
@@ -1058,7 +1126,7 @@ def int8_fields(rates: Mapping[str, float], kernel_ns: float) -> dict[str, float
 #: The chip fields derived from probe times that a merge of several fingerprints derives again from the
 #: merged probes (:func:`rederived`); the STFT's constants are not among them, so that an older
 #: fingerprint without the frame times keeps its merged ones.
-REDERIVED = (*INT8_DERIVED, *FLOAT_GEMV_DERIVED, *BROADCAST_DERIVED)
+REDERIVED = (*INT8_DERIVED, *FLOAT_GEMV_DERIVED, *ROW_PACK_DERIVED, *BROADCAST_DERIVED)
 
 
 def rederived(rates: Mapping[str, float], kernel_ns: float) -> dict[str, float]:
@@ -1068,7 +1136,8 @@ def rederived(rates: Mapping[str, float], kernel_ns: float) -> dict[str, float]:
     out = {k: v for k, v in int8_fields(rates, kernel_ns).items() if v is not None}
     if (span := broadcast_span_from(rates)) is not None:
         out["broadcast_span_ns"] = span
-    for names, got in ((FLOAT_GEMV_DERIVED, float_gemv_from(rates, kernel_ns)), (FFT_DERIVED, fft_from(rates))):
+    for names, got in ((FLOAT_GEMV_DERIVED, float_gemv_from(rates, kernel_ns)), (FFT_DERIVED, fft_from(rates)),
+                       (ROW_PACK_DERIVED, row_pack_from(rates))):  # fmt: skip
         if got is not None:
             out.update(zip(names, got, strict=True))
     return out
