@@ -34,12 +34,14 @@ from cost_models.cpu import (
     NCHWC_ATTR,
     PARALLEL_SECTION_NS,
     RESIZE_OP_TYPES,
+    SCALED_ATTR,
     SGEMM_CONV_ATTR,
     calibrated_efficiency,
     calibration_basis_ns,
     gemm_bias_ns,
     gemv_split_speedup,
     intra_op_threads,
+    is_row_product,
     kernel_type,
     parallel_sections,
     recurrent_sections,
@@ -478,11 +480,13 @@ def sgemm_conv_kernels(graph: ModelGraph) -> dict[str, Op]:
     """The convs onnxruntime runs on its plain kernel (im2col, then an MLAS SGEMM that packs the
     expanded input on every run) whatever the optimization level, marked with
     :data:`~cost_models.cpu.SGEMM_CONV_ATTR` (:func:`~cost_models.cpu.sgemm_conv_ns`): the 1-D
-    ones (the NCHWc transformer takes 2-D convs only). Measured (CI Xeon, loaded, 1 thread): 1-D
-    convs 64 -> 64 channels over 4000 steps ran at ~125 GFLOP/s where 2-D NCHWc convs reach 0.97
-    of the 181 GFLOP/s peak."""
+    and 3-D ones (the NCHWc transformer takes 2-D convs only; MLAS expands a 3-D conv's input by
+    vol2col). Measured (CI Xeon, loaded, 1 thread): 1-D convs 64 -> 64 channels over 4000 steps ran
+    at ~125 GFLOP/s where 2-D NCHWc convs reach 0.97 of the 181 GFLOP/s peak; on an AMD EPYC the
+    3x3x3 convs of a video CNN ran 19-27 % over their FMAs at the NCHWc rate, which that packing
+    of the expanded input accounts for (``benchmarks/heldout_unseen8.py``)."""
     return {op.name: replace(op, attrs={**op.attrs, SGEMM_CONV_ATTR: 1}) for op in graph.ops()
-            if op.op_type == "Conv" and op.weights and len(op.weights[0].shape) == 3}  # fmt: skip
+            if op.op_type == "Conv" and op.weights and len(op.weights[0].shape) in (3, 5)}  # fmt: skip
 
 
 def _grouped_blocked(op: Op, block: int) -> bool:
@@ -828,7 +832,10 @@ def predict_nodes(
     patterns.update((n, k) for n, k in (layout_kernels or {}).items() if n not in fused and n not in patterns)
     swishes = hard_swishes(graph, fused)
     biases = {a: h for a, h in gemm_biases(graph, fused).items() if h not in patterns}
-    absorbed = absorbed | quick | {g for _, g in swishes.values()} | set(biases) | passed_activations(graph, patterns, fused)
+    to_float = integer_to_float(graph, fused)
+    patterns.update((n, k) for n, k in scaled_row_products(graph, fused).items() if n not in patterns)
+    absorbed = (absorbed | quick | {g for _, g in swishes.values()} | set(biases) | set(to_float) | row_transposes(graph, fused)
+                | passed_activations(graph, patterns, fused))  # fmt: skip
     if isinstance(chip.units[0], CpuUnit):  # where a kernel's data sits in the caches (arena plan)
         patterns.update(_resident(graph, chip.units[0], patterns, fused | absorbed, inserted))
     extra = [*patterns.values(), *inserted]
@@ -864,7 +871,7 @@ def predict_nodes(
                                           stall, op.category, *_threading(op, chip, threads))  # fmt: skip
     for k in inserted:
         out[k.name] = _kernel_prediction(patterns.get(k.name, k), chip, roof_chip, threads)
-    return _with_biases(out, graph, chip, biases, threads)
+    return _with_output_pass(_with_biases(out, graph, chip, biases, threads), graph, chip, set(to_float.values()), threads)
 
 
 #: The ops a bias ``Add`` folds into (onnxruntime's ``MatMulAddFusion``; :func:`gemm_biases`).
@@ -887,6 +894,82 @@ def gemm_biases(graph: ModelGraph, fused: Iterable[str]) -> dict[str, str]:
         if len(weights) == 1 and len(heads) == 1 and heads[0] not in fused and weights[0].elements <= op.outputs[0].elements \
                 and graph.op(heads[0]).op_type in _BIAS_HEADS:  # fmt: skip
             out[op.name] = heads[0]
+    return out
+
+
+def scaled_row_products(graph: ModelGraph, fused: Iterable[str]) -> dict[str, Op]:
+    """The one-row products over run-time matrices (:func:`~cost_models.cpu.is_row_product`) a fused
+    scale multiplies (:func:`scaled_products`: onnxruntime folds it in as a ``FusedMatMul``'s alpha)
+    -> each marked :data:`~cost_models.cpu.SCALED_ATTR`, so that it pays MLAS's packing of ``B``
+    (:func:`~cost_models.cpu.row_pack_ns`)."""
+    producer, readers = graph.producer, tensor_consumers(graph)
+    out: dict[str, Op] = {}
+    for name in scaled_products(graph, fused):
+        scale = graph.op(name)
+        around = [producer.get(t.name) for t in scale.inputs] + [r.name for r in readers.get(scale.outputs[0].name, ())]
+        for n in around:
+            if n is not None and n not in out and is_row_product(op := graph.op(n)):
+                out[n] = replace(op, attrs={**op.attrs, SCALED_ATTR: 1})
+    return out
+
+
+def row_transposes(graph: ModelGraph, fused: Iterable[str]) -> frozenset[str]:
+    """The fused ``Transpose`` s of the last two axes that only one-row products over run-time
+    matrices read, as their ``B`` (:func:`~cost_models.cpu.is_row_product`: a decoding step's
+    ``K^T``): onnxruntime passes them to the product as ``transB``, and MLAS's one-row kernel reads
+    ``B`` transposed as fast as not (8 heads of a 513 x 96 cache: 24 us either way, AMD EPYC), so
+    they cost nothing."""
+    readers = tensor_consumers(graph)
+    out = set()
+    for name in set(fused):
+        op = graph.op(name)
+        perm = op.attrs.get("perm")
+        if op.op_type != "Transpose" or not op.outputs or not isinstance(perm, Sequence) or len(perm) < 2:
+            continue
+        swap = [*range(len(perm) - 2), len(perm) - 1, len(perm) - 2]
+        users = readers.get(op.outputs[0].name, [])
+        if list(perm) == swap and users and all(is_row_product(u) and u.inputs[1].name == op.outputs[0].name for u in users):
+            out.add(name)
+    return frozenset(out)
+
+
+def integer_to_float(graph: ModelGraph, fused: Iterable[str]) -> dict[str, str]:
+    """The fused ``Cast`` -> ``Mul`` (-> bias ``Add``) after a ``MatMulInteger`` that runs as its own
+    kernel -> that MatMulInteger: what ``quantize_dynamic`` writes after each product, and what
+    onnxruntime's ``MatMulIntegerToFloat`` does in MLAS's scale-and-bias output pass over the int32
+    accumulators (:func:`_with_output_pass`). A dynamically quantized BERT-like encoder (AMD EPYC,
+    1 thread): the three priced as fused elementwise ops, 0.6 ms of its 8.7."""
+    fused = set(fused)
+    readers = tensor_consumers(graph)
+    out: dict[str, str] = {}
+    for op in graph.ops():
+        if op.op_type != "MatMulInteger" or op.name in fused or not op.outputs:
+            continue
+        chain, cur = [], op
+        for want in ("Cast", "Mul", "Add"):
+            users = readers.get(cur.outputs[0].name, []) if cur.outputs else []
+            if len(users) != 1 or users[0].op_type != want or users[0].name not in fused:
+                break
+            cur = users[0]
+            chain.append(cur.name)
+        if len(chain) >= 2:
+            out.update(dict.fromkeys(chain, op.name))
+    return out
+
+
+def _with_output_pass(
+    out: dict[str, NodePrediction], graph: ModelGraph, chip: Chip, heads: Iterable[str], threads: int
+) -> dict[str, NodePrediction]:
+    """``out`` with each integer product in ``heads`` (:func:`integer_to_float`) paying MLAS's pass
+    over its accumulators, the fingerprint's ``requant_ns`` per output element (the same pass as a
+    requantizing kernel's: each int32 corrected, scaled and stored), as a stall beside its work."""
+    unit = chip.units[0]
+    if not isinstance(unit, CpuUnit) or unit.requant_ns is None:
+        return out
+    for head in heads:
+        ns = graph.op(head).outputs[0].elements * unit.requant_ns / threads
+        p = out[head]
+        out[head] = replace(p, predicted_ns=p.predicted_ns + ns, stall_ns=p.stall_ns + ns)
     return out
 
 

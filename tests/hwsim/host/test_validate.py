@@ -4,6 +4,7 @@ round trip, and models onnxruntime cannot run. Models are tiny and built here.""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -558,12 +559,15 @@ class TestPredictionStructure:
         assert scaled_products(graph, {"s"}) == ({"s"} if free else set())
         assert scaled_products(graph, set()) == set()  # only a scale onnxruntime did fuse
 
-    def test_conv1d_runs_on_the_sgemm_kernel(self, tmp_path: Path) -> None:
-        path = tmp_path / "tcn.onnx"
-        w = numpy_helper.from_array(np.ones((16, 8, 3), np.float32), "w")
-        node = helper.make_node("Conv", ["x", "w"], ["y"], name="c1", pads=[1, 1])
-        g = helper.make_graph([node], "tcn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 100])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 100])], [w])  # fmt: skip
+    @pytest.mark.parametrize("spatial", [(100,), (8, 10, 10)])
+    def test_1d_and_3d_convs_run_on_the_sgemm_kernel(self, tmp_path: Path, spatial: tuple[int, ...]) -> None:
+        # the NCHWc transformer takes 2-D convs only: a 1-D conv is im2col, a 3-D one vol2col, then SGEMM
+        path = tmp_path / "conv.onnx"
+        taps = 3 ** len(spatial)
+        w = numpy_helper.from_array(np.ones((16, 8, *([3] * len(spatial))), np.float32), "w")
+        node = helper.make_node("Conv", ["x", "w"], ["y"], name="c1", pads=[1] * (2 * len(spatial)))
+        g = helper.make_graph([node], "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, *spatial])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, *spatial])], [w])  # fmt: skip
         onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
         graph = load_onnx(path)
         for block in (0, 16):  # whatever the optimization level
@@ -571,7 +575,13 @@ class TestPredictionStructure:
         chip = cpu_chip(chip_from_dict(host_chip(efficiency={"Conv": 1.0})), 1)
         marked = predict_nodes(graph, chip, 1, set(), layout_kernels=layout_kernels(graph, 16))["c1"]
         plain = predict_nodes(graph, chip, 1, set())["c1"]
-        assert marked.predicted_ns - plain.predicted_ns == pytest.approx(8 * 3 * 100 * SGEMM_PACK_NS, rel=1e-6)
+        outputs = math.prod(spatial)
+        assert marked.predicted_ns - plain.predicted_ns == pytest.approx(8 * taps * outputs * SGEMM_PACK_NS, rel=1e-6)
+
+    def test_a_2d_conv_is_not_marked_for_the_sgemm_kernel_but_1d_and_3d_are(self, tmp_path: Path) -> None:
+        graph = load_onnx(conv_net(tmp_path / "n.onnx", 24, 24, "relu_reshape"))
+        conv = next(op.name for op in graph.ops() if op.op_type == "Conv")
+        assert conv not in layout_kernels(graph, 0) or SGEMM_CONV_ATTR not in layout_kernels(graph, 0)[conv].attrs
 
     @pytest.mark.parametrize(
         ("cin", "cout", "block", "factor"),
