@@ -78,7 +78,9 @@ def steady_state_unit(
     ``dtypes`` gives ops deployed in another dtype than ``precision``. Only a fingerprinted CPU
     (one with a measured weight stream or GEMV rate) runs in such a loop: on a host whose weight
     stream shows no stall (an AMD EPYC here: the same MatMul with its weights in DRAM and in cache)
-    the GEMV rate marks it."""
+    the GEMV rate marks it. Where they do not fit, ``resident_weight_bytes`` alone says how many
+    bytes the loop streams cyclically (:func:`cost_models.cpu.stream_ns`: the part the last level
+    keeps from one pass to the next)."""
     if not isinstance(unit, CpuUnit) or (unit.weight_stream_gbps is None and unit.gemv_gbps is None):
         return unit
     dtypes = dtypes or {}
@@ -89,7 +91,7 @@ def steady_state_unit(
 
     weights = sum(op.weight_bytes(deployed(op.name)) for op in graph.ops())
     if weights + largest_working_set(graph, deployed) > last_level_cache_bytes(unit):
-        return unit
+        return unit.model_copy(update={"resident_weight_bytes": float(weights)})  # streamed, not kept
     return unit.model_copy(
         update={"weight_stream_gbps": None, "weights_in_cache": True, "resident_weight_bytes": float(weights)}
     )

@@ -142,3 +142,31 @@ def test_a_scaled_row_product_also_packs_b_and_only_with_the_figure() -> None:
     assert without_figure_scaled == without_figure == plain  # no figure, or no scale: nothing added
     assert scaled == pytest.approx(plain + 8 * 513 * 96 * 0.1)
     assert costs[3] is not None and "B packed" in costs[3].note
+
+
+def test_weights_a_loop_streams_through_the_last_level_are_partly_kept_by_it() -> None:
+    """A loop of inferences over S bytes of weights in a last level of C keeps 2C - S of them from
+    one pass to the next (none from 2C on, :func:`cost_models.cpu.stream_ns`): a 1024-2048-2048-1000
+    MLP (33 MB, 25 MiB of L3) ran its one-row Gemms far faster than the DRAM GEMV rate, a decoding
+    step of 170 MB at it."""
+    unit = {"op_overhead_ns": 270.0, "flops_per_cycle": {"fp32": 32.0}, "l2_kib": 1024, "l2_bandwidth_gbps": 160,
+            "l3_kib": 25 * 1024, "l3_bandwidth_gbps": 150, "gemv_dram_gbps": 27.0}  # fmt: skip
+    data = host_chip(**unit, **RECURRENT, **FLOAT_GEMV)
+    data["dram"]["bandwidth_gbps"] = 40.0
+    op = _product("MatMul", 1, 2048, 2048)  # 16 MiB: fits the L3 alone
+    w_b = 4 * 2048 * 2048
+
+    def cost(total: float | None) -> float:
+        chip = chip_from_dict({**data, "units": [{**data["units"][0], "resident_weight_bytes": total}]})
+        c = estimate(op, chip, "cpu", "fp32")
+        assert c is not None
+        return c.memory_ns
+
+    c_bytes = 25 * 2**20
+    far = min(FLOAT_GEMV["fp32_gemv_gbps"], RECURRENT["gemv_far_gbps"])
+    for total in (1.3 * c_bytes, 1.7 * c_bytes):
+        kept = 2 * c_bytes - total  # of each pass, from the L3 at the far rate
+        expect = w_b / total * (kept / far + (total - kept) / 27.0)
+        assert cost(total) - (cost(None) - w_b / 27.0) == pytest.approx(expect, rel=1e-3)
+    assert cost(2.5 * c_bytes) == pytest.approx(cost(None))  # twice the L3 or more: all from DRAM
+    assert cost(1.3 * c_bytes) < cost(1.7 * c_bytes) < cost(None)
