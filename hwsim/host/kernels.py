@@ -970,6 +970,23 @@ def nchwc_one_block_efficiency(rounds: int = 3) -> float | None:
     return ratio if 0 < ratio <= 1.5 else None
 
 
+def _one_row_rates(rounds: int, kernel_ns: float, notes: list[str]) -> dict[str, float]:
+    """The one-row float products' probe times and the fields derived from them
+    (:func:`float_gemv_from`, :func:`row_pack_from`); a note in ``notes`` for each not resolved."""
+    out = {**float_gemv_times(rounds), **row_pack_times(rounds)}
+    float_gemv = float_gemv_from(out, kernel_ns)
+    if float_gemv is None:
+        notes.append("one-row float Gemm figures not resolved; fp32_gemv_call_ns/fp32_gemv_gbps left out (gemv_gbps holds)")
+    else:
+        out.update(zip(FLOAT_GEMV_DERIVED, float_gemv, strict=True))
+    pack = row_pack_from(out)
+    if pack is None:
+        notes.append("a scaled one-row product no slower than a plain one; fp32_pack_ns left out")
+    else:
+        out.update(zip(ROW_PACK_DERIVED, pack, strict=True))
+    return out
+
+
 def kernel_rates(
     quick: bool = False, l2_bytes: float | None = None, threads: int = 1, kernel_ns: float = 0.0, run_ns: float = 0.0,
     profiled_kernel_ns: float = 0.0,
@@ -1020,18 +1037,7 @@ def kernel_rates(
         notes.append("broadcast span cost not resolved; broadcast_span_ns left out")
     else:
         out["broadcast_span_ns"] = span
-    out.update(float_gemv_times(2 if quick else 3))
-    float_gemv = float_gemv_from(out, kernel_ns)
-    if float_gemv is None:
-        notes.append("one-row float Gemm figures not resolved; fp32_gemv_call_ns/fp32_gemv_gbps left out (gemv_gbps holds)")
-    else:
-        out.update(zip(FLOAT_GEMV_DERIVED, float_gemv, strict=True))
-    out.update(row_pack_times(2 if quick else 3))
-    pack = row_pack_from(out)
-    if pack is None:
-        notes.append("a scaled one-row product no slower than a plain one; fp32_pack_ns left out")
-    else:
-        out.update(zip(ROW_PACK_DERIVED, pack, strict=True))
+    out.update(_one_row_rates(2 if quick else 3, kernel_ns, notes))
     norm = layer_norm_ns(rounds)
     if norm is None:
         notes.append("LayerNormalization rate not resolved; its efficiency left to calibration")

@@ -834,14 +834,12 @@ def predict_nodes(
     biases = {a: h for a, h in gemm_biases(graph, fused).items() if h not in patterns}
     to_float = integer_to_float(graph, fused)
     patterns.update((n, k) for n, k in scaled_row_products(graph, fused).items() if n not in patterns)
-    absorbed = (absorbed | quick | {g for _, g in swishes.values()} | set(biases) | set(to_float) | row_transposes(graph, fused)
-                | passed_activations(graph, patterns, fused))  # fmt: skip
+    absorbed |= _in_other_kernels(graph, fused, patterns, {*quick, *(g for _, g in swishes.values()), *biases, *to_float})
     if isinstance(chip.units[0], CpuUnit):  # where a kernel's data sits in the caches (arena plan)
         patterns.update(_resident(graph, chip.units[0], patterns, fused | absorbed, inserted))
     extra = [*patterns.values(), *inserted]
     roof_chip = _roofline_chip(chip, {t for op in [*graph.ops(), *extra] for t in (op.op_type, kernel_type(op))})
-    table = cost_table(graph, chip, "model")
-    roof_table = cost_table(graph, roof_chip, "model")
+    table, roof_table = (cost_table(graph, c, "model") for c in (chip, roof_chip))
     # the unit as it runs the model in a loop (its resident weights: how a GEMV's rows split, _speedup)
     loop = chip.model_copy(update={"units": [steady_state_unit(chip.units[0], graph, "model")]})
     overhead = chip.units[0].op_overhead_ns
@@ -872,6 +870,13 @@ def predict_nodes(
     for k in inserted:
         out[k.name] = _kernel_prediction(patterns.get(k.name, k), chip, roof_chip, threads)
     return _with_output_pass(_with_biases(out, graph, chip, biases, threads), graph, chip, set(to_float.values()), threads)
+
+
+def _in_other_kernels(graph: ModelGraph, fused: set[str], patterns: Mapping[str, Op], found: Iterable[str]) -> frozenset[str]:
+    """The fused nodes whose work another kernel's price covers: those ``found`` by the caller's
+    rules, the transposed caches one-row products read (:func:`row_transposes`) and the activations
+    a blocked conv's pass applies (:func:`passed_activations`)."""
+    return frozenset(found) | row_transposes(graph, fused) | passed_activations(graph, patterns, fused)
 
 
 #: The ops a bias ``Add`` folds into (onnxruntime's ``MatMulAddFusion``; :func:`gemm_biases`).
