@@ -2084,13 +2084,17 @@ def kernel_type(op: Op) -> str:
       ``Conv`` one times :data:`DEPTHWISE_FACTOR` applies);
     - a Resize/Upsample by mode (:func:`resize_kernel`);
     - ``MatMul`` for an Einsum (onnxruntime's Einsum runs its product as MLAS GEMMs, one per
-      batch: a 256-cube ``ij,jk->ik`` ran 106 GFLOP/s where the MatMul probe ran 114.5).
+      batch: a 256-cube ``ij,jk->ik`` ran 106 GFLOP/s where the MatMul probe ran 114.5);
+    - ``ConvIntegerS8`` for a ``ConvInteger`` with int8 weights (``quantize_dynamic``'s default):
+      onnxruntime runs it on another kernel than one with uint8 weights, 4x slower on an AMD EPYC.
 
     A class without an efficiency of its own takes its op type's."""
     if op.op_type in RESIZE_OP_TYPES:
         return resize_kernel(op, bool(op.attrs.get(NCHWC_ATTR)))
     if op.op_type == "Einsum":
         return "MatMul"
+    if op.op_type == "ConvInteger" and len(op.inputs) > 1 and op.inputs[1].dtype == "int8":
+        return "ConvIntegerS8"
     return "DepthwiseConv" if op.category == "conv" and _is_depthwise(op) else op.op_type
 
 

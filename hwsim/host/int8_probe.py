@@ -32,6 +32,7 @@ __all__ = [
     "CONV_CALL_CHAINS",
     "CONV_CALL_CHANNELS",
     "CONV_CALL_PROBES",
+    "CONV_INTEGER_WEIGHTS",
     "CONV_PROBE",
     "DEEP_CONV",
     "DEEP_CONV_PROBE",
@@ -50,6 +51,7 @@ __all__ = [
     "conv_call_from",
     "conv_call_times",
     "conv_chain_probe",
+    "conv_integer_probe",
     "conv_l2_mac_from",
     "conv_mac_from",
     "conv_pixel_from",
@@ -82,7 +84,14 @@ INT8_RATES: Mapping[str, str] = {
     "QuantizeLinear": "quantize_probe_ns",
     "DequantizeLinear": "dequantize_probe_ns",
     "QLinearMatMul": "qlinear_matmul_probe_ns",
+    "ConvInteger": "conv_integer_probe_ns",
+    "ConvIntegerS8": "conv_integer_s8_probe_ns",
 }
+#: The weight dtype of each ``ConvInteger`` kernel class (:func:`cost_models.cpu.kernel_type`):
+#: ``quantize_dynamic`` writes int8 weights by default, uint8 on request, and onnxruntime runs the
+#: two on different kernels (a ResNet-like CNN on an AMD EPYC: 4.7 ms fp32, 5.0 ms with uint8
+#: weights, 19.8 ms with int8 ones).
+CONV_INTEGER_WEIGHTS: Mapping[str, int] = {"ConvInteger": TensorProto.UINT8, "ConvIntegerS8": TensorProto.INT8}
 #: Key of the short-K MatMul probe's time (:func:`requant_from`).
 SHORT_MATMUL = "qlinear_matmul_short_probe_ns"
 #: The attention probe (heads, rows, width): its QLinearMatMul packs a B of heads x width x rows
@@ -166,6 +175,25 @@ def conv_probe() -> onnx.ModelProto:
     inits = [*w_inits, *_qdq("x", 0.02, 128, u8), *_qdq("c", 0.05, 128, u8), *_qdq("a", 0.06, 128, u8)]
     nodes = [*_act("x", "xd", "x"), dq_w, helper.make_node("Conv", ["xd", "w"], ["conv"], name="conv", pads=[1, 1, 1, 1]),
              *_act("conv", "cd", "c"), helper.make_node("Add", ["cd", "xd"], ["add"], name="add"), *_act("add", "y", "a")]  # fmt: skip
+    return _model(nodes, [1, c, s, s], "y", inits)
+
+
+def conv_integer_probe(weights: int) -> onnx.ModelProto:
+    """x -> ``DynamicQuantizeLinear`` -> 3x3 ``ConvInteger`` with ``weights`` (TensorProto.UINT8 or
+    INT8) weights -> ``Cast`` to float -> ``Mul`` by the scales, as ``quantize_dynamic`` writes a conv
+    (:data:`CONV_PROBE`'s shape; its nodes named ``dql`` and ``conv``)."""
+    c, s = CONV_PROBE
+    rng = np.random.default_rng(2)
+    info = onnx.helper.tensor_dtype_to_np_dtype(weights)
+    lo, hi = (0, 255) if weights == TensorProto.UINT8 else (-127, 127)
+    inits = [numpy_helper.from_array(rng.integers(lo, hi, (c, c, 3, 3)).astype(info), "w"),
+             numpy_helper.from_array(np.array(128 if weights == TensorProto.UINT8 else 0, info), "wz"),
+             numpy_helper.from_array(np.array(0.01, np.float32), "ws")]  # fmt: skip
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"], name="dql"),
+             helper.make_node("ConvInteger", ["xq", "w", "xz", "wz"], ["acc"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Cast", ["acc"], ["f"], to=TensorProto.FLOAT, name="cast"),
+             helper.make_node("Mul", ["xs", "ws"], ["scale"], name="scales"),
+             helper.make_node("Mul", ["f", "scale"], ["y"], name="mul")]  # fmt: skip
     return _model(nodes, [1, c, s, s], "y", inits)
 
 
@@ -291,7 +319,8 @@ def int8_kernel_ns(rounds: int = 3, profiled_kernel_ns: float = 0.0) -> dict[str
     """The profiled time of each kernel class of :data:`INT8_RATES` in its probe (keyed by its
     rate key; the short-K MatMul under :data:`SHORT_MATMUL`), the fastest of ``rounds`` profiled
     runs of 10, less ``profiled_kernel_ns`` (what the profiler reports for an empty kernel: its own
-    cost and the dispatch); ``QuantizeLinear`` and ``DequantizeLinear`` from the conv probe. A
+    cost and the dispatch); ``QuantizeLinear`` and ``DequantizeLinear`` from the conv probe, the two
+    ``ConvInteger`` classes from :func:`conv_integer_probe` (:data:`CONV_INTEGER_WEIGHTS`). A
     class whose kernel is not found is left out; the :data:`NARROW_CONV_PROBES` and
     :data:`DEEP_CONV_PROBE` under their keys.
     About 0.3 s on the CI Xeon."""
@@ -303,7 +332,8 @@ def int8_kernel_ns(rounds: int = 3, profiled_kernel_ns: float = 0.0) -> dict[str
               (matmul_probe(MATMUL_PROBE_K[1]), {"QLinearMatMul": INT8_RATES["QLinearMatMul"]}),
               (attention_probe(), {"QLinearMatMul": ATTENTION_MATMUL}),
               *((narrow_conv_probe(*c), {"QLinearConv": key}) for key, c in NARROW_CONV_PROBES.items()),
-              (narrow_conv_probe(*DEEP_CONV_PROBE), {"QLinearConv": DEEP_CONV}))  # fmt: skip
+              (narrow_conv_probe(*DEEP_CONV_PROBE), {"QLinearConv": DEEP_CONV}),
+              *((conv_integer_probe(w), {"ConvInteger": INT8_RATES[kind]}) for kind, w in CONV_INTEGER_WEIGHTS.items()))  # fmt: skip
     for model, keys in probes:
         shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
         x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
@@ -499,4 +529,7 @@ def probe_kernels() -> dict[str, Op]:
             out[kind] = hit[0]
         if "conv" in kernels:
             out["QuantizeLinear"], out["DequantizeLinear"] = graph.op("q_x"), graph.op("dq_a")
+    for kind, weights in CONV_INTEGER_WEIGHTS.items():
+        graph = from_model_proto(onnx.shape_inference.infer_shapes(conv_integer_probe(weights)))
+        out[kind] = graph.op("conv")
     return out
