@@ -1,4 +1,4 @@
-"""The eighth batch of unseen models for the host CPU fidelity check: five kinds of model no bundled
+"""The eighth batch of unseen models for the host CPU fidelity check: six kinds of model no bundled
 or held-out one resembled, fp32 unless said, opset 17, built and run as they are.
 
 - ``bcnn``: a ResNet-like CNN (3x3 convs with Relu, strided stages, residual Adds, global pool,
@@ -10,6 +10,9 @@ or held-out one resembled, fp32 unless said, opset 17, built and run as they are
 - ``dynq``: the BERT-like encoder of :mod:`heldout_models` quantized by
   ``onnxruntime.quantization.quantize_dynamic`` (``DynamicQuantizeLinear`` and ``MatMulInteger``
   with int8 weights), the way transformers are most often made int8 for a CPU;
+- ``dqcnn``: the ``bcnn`` CNN at batch 1 through ``quantize_dynamic`` (``ConvInteger``), with uint8
+  weights and with int8 ones (its default; onnxruntime runs the two on different kernels), added
+  after the first five kinds were done;
 - ``c3d``: a video CNN of 3-D convs (3x3x3, ``MaxPool`` over time and space) on 8-16 frames.
 
 ``python benchmarks/heldout_unseen8.py DIR --chip FP.yaml`` writes them and validates each
@@ -109,15 +112,25 @@ def decode(past: int, c: int, ffn: int, layers: int, heads: int = 8) -> onnx.Mod
     return b.model("decode", _x([1, 1, c]) + cache, logits)
 
 
-def dynq(seq: int, width: int, heads: int, layers: int) -> onnx.ModelProto:
-    """The held-out encoder, fp32, through ``quantize_dynamic`` (int8 weights, per tensor)."""
+def _dynamic(model: onnx.ModelProto, signed: bool = True) -> onnx.ModelProto:
+    """``model`` through ``quantize_dynamic``: int8 weights (its default) or uint8 ones, per tensor."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     with tempfile.TemporaryDirectory() as tmp:
         src, dst = Path(tmp) / "fp32.onnx", Path(tmp) / "int8.onnx"
-        onnx.save(hm.encoder_model(seq, width, heads, layers, seed=34), str(src))
-        quantize_dynamic(src, dst, weight_type=QuantType.QInt8)
+        onnx.save(model, str(src))
+        quantize_dynamic(src, dst, weight_type=QuantType.QInt8 if signed else QuantType.QUInt8)
         return onnx.load(str(dst))
+
+
+def dynq(seq: int, width: int, heads: int, layers: int) -> onnx.ModelProto:
+    """The held-out encoder, fp32, through ``quantize_dynamic`` (int8 weights, per tensor)."""
+    return _dynamic(hm.encoder_model(seq, width, heads, layers, seed=34))
+
+
+def dqcnn(res: int, signed: bool) -> onnx.ModelProto:
+    """:func:`bcnn` at batch 1 through ``quantize_dynamic``: each conv a ``ConvInteger``."""
+    return _dynamic(bcnn(1, res), signed)
 
 
 def c3d(frames: int, res: int, widths: tuple[int, ...] = (32, 64, 128)) -> onnx.ModelProto:
@@ -142,6 +155,8 @@ SIZES: dict[str, Callable[[], onnx.ModelProto]] = {
     "decode_c768p512": lambda: decode(512, 768, 2048, 6),
     "dynq_s64w256": lambda: dynq(64, 256, 4, 4),
     "dynq_s128w384": lambda: dynq(128, 384, 6, 4),
+    "dqcnn_r112u8": lambda: dqcnn(112, signed=False),
+    "dqcnn_r96s8": lambda: dqcnn(96, signed=True),
     "c3d_f8r56": lambda: c3d(8, 56),
     "c3d_f16r48": lambda: c3d(16, 48, (24, 48, 96)),
 }

@@ -37,8 +37,9 @@ def _run(model: onnx.ModelProto, path: Path) -> None:
 
 def test_two_sizes_a_family_and_each_runs(tmp_path: Path) -> None:
     mod = _unseen8()
-    assert sorted({k.split("_")[0] for k in mod.SIZES}) == ["bcnn", "benc", "c3d", "decode", "dynq"]
-    assert all(sum(k.startswith(f + "_") for k in mod.SIZES) == 2 for f in ("bcnn", "benc", "c3d", "decode", "dynq"))
+    families = ("bcnn", "benc", "c3d", "decode", "dqcnn", "dynq")
+    assert sorted({k.split("_")[0] for k in mod.SIZES}) == sorted(families)
+    assert all(sum(k.startswith(f + "_") for k in mod.SIZES) == 2 for f in families)
     for name, model in (("bcnn", mod.bcnn(2, 32, (8, 16))), ("benc", mod.benc(2, 8, 32, 2, 1)), ("c3d", mod.c3d(4, 16, (8, 16))),
                         ("decode", mod.decode(16, 64, 128, 2, heads=4))):  # fmt: skip
         _run(model, tmp_path / f"{name}.onnx")
@@ -73,3 +74,14 @@ def test_dynamic_int8_and_3d_convs_are_marked(tmp_path: Path) -> None:
     marked = layout_kernels(graph, 16)
     convs = [op.name for op in graph.ops() if op.op_type == "Conv"]
     assert len(convs) == 2 and all(SGEMM_CONV_ATTR in marked[c].attrs for c in convs)
+
+
+def test_a_dynamically_quantized_cnn_runs_its_convs_by_weight_dtype(tmp_path: Path) -> None:
+    from cost_models.cpu import kernel_type
+
+    mod = _unseen8()
+    for signed, kind in ((False, "ConvInteger"), (True, "ConvIntegerS8")):
+        path = tmp_path / f"dq{signed}.onnx"
+        onnx.save(mod.dqcnn(32, signed), str(path))
+        convs = [op for op in load_onnx(path).ops() if op.op_type == "ConvInteger"]
+        assert convs and {kernel_type(op) for op in convs} == {kind}
