@@ -1149,8 +1149,9 @@ def _far_gemv_gbps(op: Op, unit: CpuUnit) -> float | None:
     product (:func:`is_gemv`): onnxruntime's measured GEMV rate (``gemv_far_gbps``, the same
     MLAS kernel as a recurrent step's: 27-29 GB/s here where a read sweep gets 38), or a float
     product's own rate (``fp32_gemv_gbps``) where that is lower, or an integer product's own
-    (``int8_gemv_far_gbps``). None for any other op, or a unit
-    without the figures: the level's own bandwidth holds."""
+    (``int8_gemv_far_gbps``); for a one-row product over run-time matrices (:func:`is_row_product`)
+    the float kernel's. None for any other op, or a unit without the figures: the level's own
+    bandwidth holds."""
     if unit.fp32_gemv_gbps is not None and is_row_product(op):
         return min(unit.fp32_gemv_gbps, unit.gemv_far_gbps or math.inf)
     if not is_gemv(op):
@@ -1174,9 +1175,9 @@ def dram_gemv_gbps(op: Op, unit: CpuUnit) -> float | None:
 
 
 def _gemv_from_dram(cost: OpCost, op: Op, unit: CpuUnit, chip: Chip, w_b: int) -> OpCost:
-    """``cost`` (its working set beyond the last cache level) with a one-row float product's
-    weights read from DRAM at :func:`dram_gemv_gbps` rather than the DRAM's bandwidth, where that
-    is slower."""
+    """``cost`` (its ``w_b`` weight bytes priced from DRAM at the DRAM's bandwidth: its working set
+    beyond the last cache level, or :func:`_evicted_gemv` without the model's total) with a one-row
+    float product's weights read from DRAM at :func:`dram_gemv_gbps` instead, where that is slower."""
     gbps = dram_gemv_gbps(op, unit)
     dram_bw = unit_bandwidth_gbps(unit, chip)
     if gbps is None or gbps >= dram_bw or not w_b:

@@ -403,8 +403,9 @@ def row_pack_times(rounds: int = 3) -> dict[str, float]:
 
 def row_pack_from(rates: Mapping[str, float]) -> tuple[float] | None:
     """``(fp32_pack_ns,)`` from the two :func:`row_pack_times`: the scaled model's time less the plain
-    one's, per product and element of B. On an AMD EPYC 0.08-0.10 ns (a one-row product over 8 heads
-    of 513 x 96 ran 24 us plain and 56 us scaled). None when a time is missing or the difference
+    one's, per product and element of B. On an AMD EPYC 0.100-0.103 ns over three fingerprints (a
+    one-row product over 8 heads of 513 x 96 ran 24 us plain and 57-58 us scaled, transposed or
+    not). None when a time is missing or the difference
     is not positive (no slower path on this build).
 
     >>> row_pack_from({"row_product_probe_ns": 50_000.0, "scaled_row_product_probe_ns": 50_000.0 + 8 * 262_144 * 0.09})
