@@ -130,6 +130,7 @@ __all__ = [
     "dram_gemv_gbps",
     "fft_ns",
     "first_pass_gbps",
+    "float_one_row",
     "gemm_bias_ns",
     "gemm_rows",
     "gemv_split_speedup",
@@ -810,10 +811,8 @@ def one_row_call_ns(op: Op, unit: CpuUnit) -> float:
     """
     if op.op_type in ("QGemm", "QLinearMatMul") and unit.int8_gemv_call_ns and is_gemv(op):
         return unit.int8_gemv_call_ns
-    if op.op_type in FLOAT_GEMM_OP_TYPES and unit.fp32_gemv_call_ns and is_gemv(op):
-        return unit.fp32_gemv_call_ns
-    if unit.fp32_gemv_call_ns and is_row_product(op) and (gemm := gemm_of(op)) is not None:
-        return unit.fp32_gemv_call_ns * gemm.batch  # a call per matrix (head)
+    if unit.fp32_gemv_call_ns and float_one_row(op) and (gemm := gemm_of(op)) is not None:
+        return unit.fp32_gemv_call_ns * gemm.batch  # a call per matrix (a row product's heads)
     return 0.0
 
 
@@ -1152,12 +1151,10 @@ def _far_gemv_gbps(op: Op, unit: CpuUnit) -> float | None:
     (``int8_gemv_far_gbps``); for a one-row product over run-time matrices (:func:`is_row_product`)
     the float kernel's. None for any other op, or a unit without the figures: the level's own
     bandwidth holds."""
-    if unit.fp32_gemv_gbps is not None and is_row_product(op):
-        return min(unit.fp32_gemv_gbps, unit.gemv_far_gbps or math.inf)
+    if unit.fp32_gemv_gbps is not None and float_one_row(op):
+        return min(unit.fp32_gemv_gbps, unit.gemv_far_gbps or math.inf)  # its own kernel, at any level
     if not is_gemv(op):
         return None
-    if unit.fp32_gemv_gbps is not None and op.op_type in FLOAT_GEMM_OP_TYPES:
-        return min(unit.fp32_gemv_gbps, unit.gemv_far_gbps or math.inf)  # its own kernel, at any level
     if unit.int8_gemv_far_gbps is not None and op.op_type in INTEGER_GEMM_OP_TYPES:
         return unit.int8_gemv_far_gbps  # the integer kernel's own, fingerprinted on 3 MiB of weights
     return unit.gemv_far_gbps
@@ -1182,10 +1179,15 @@ def _gemv_from_dram(cost: OpCost, op: Op, unit: CpuUnit, chip: Chip, w_b: int) -
     dram_bw = unit_bandwidth_gbps(unit, chip)
     if gbps is None or gbps >= dram_bw or not w_b:
         return cost
-    memory_ns = cost.memory_ns + w_b / gbps - w_b / dram_bw
+    return _weights_in(cost, unit, w_b / gbps - w_b / dram_bw, f"weights from DRAM at {gbps:.3g} GB/s")
+
+
+def _weights_in(cost: OpCost, unit: CpuUnit, extra_ns: float, note: str) -> OpCost:
+    """``cost`` with its weights' memory time changed by ``extra_ns`` (and the energy of the
+    longer or shorter op), ``note`` added."""
+    memory_ns = cost.memory_ns + extra_ns
     extra_pj = energy_pj(unit.active_w, max(cost.compute_ns, memory_ns) - max(cost.compute_ns, cost.memory_ns))
-    return replace(cost, memory_ns=memory_ns, energy_pj=cost.energy_pj + extra_pj,
-                   note=f"{cost.note}, weights from DRAM at {gbps:.3g} GB/s")  # fmt: skip
+    return replace(cost, memory_ns=memory_ns, energy_pj=cost.energy_pj + extra_pj, note=f"{cost.note}, {note}")
 
 
 def _evicted_gemv(cost: OpCost, op: Op, unit: CpuUnit, chip: Chip, levels: list[tuple[float, float]], w_b: int) -> OpCost:
@@ -1202,10 +1204,8 @@ def _evicted_gemv(cost: OpCost, op: Op, unit: CpuUnit, chip: Chip, levels: list[
         return _gemv_from_dram(cost, op, unit, chip, w_b)
     far = _far_gemv_gbps(op, unit)
     w_ns = w_b * stream_ns(total, run_levels(unit, levels), _near_gemv_gbps(op, unit) or math.inf, gbps, far) / total
-    memory_ns = cost.memory_ns + w_ns - w_b / unit_bandwidth_gbps(unit, chip)
-    extra_pj = energy_pj(unit.active_w, max(cost.compute_ns, memory_ns) - max(cost.compute_ns, cost.memory_ns))
-    return replace(cost, memory_ns=memory_ns, energy_pj=cost.energy_pj + extra_pj,
-                   note=f"{cost.note}, weights a share of a {total / 2**20:.3g} MiB cyclic pass")  # fmt: skip
+    return _weights_in(cost, unit, w_ns - w_b / unit_bandwidth_gbps(unit, chip),
+                       f"weights a share of a {total / 2**20:.3g} MiB cyclic pass")  # fmt: skip
 
 
 def _near_gemv_gbps(op: Op, unit: CpuUnit) -> float | None:
@@ -1214,7 +1214,7 @@ def _near_gemv_gbps(op: Op, unit: CpuUnit) -> float | None:
     a batch-1 1024 x 256 Gemm chain measured 115). None for any other op or without the figure."""
     if unit.int8_gemv_gbps is not None and op.op_type in INTEGER_GEMM_OP_TYPES and is_gemv(op):
         return unit.int8_gemv_gbps  # an integer product's packed int8 weights (:func:`one_row_call_ns`)
-    if unit.fp32_gemv_gbps is not None and op.op_type in FLOAT_GEMM_OP_TYPES and (is_gemv(op) or is_row_product(op)):
+    if unit.fp32_gemv_gbps is not None and float_one_row(op):
         return unit.fp32_gemv_gbps  # a float product's own kernel (:func:`one_row_call_ns`)
     return unit.gemv_gbps if unit.gemv_gbps is not None and is_gemv(op) else None
 
@@ -1241,6 +1241,12 @@ def is_row_product(op: Op) -> bool:
         return False
     gemm = gemm_of(op)
     return gemm is not None and gemm.m == 1
+
+
+def float_one_row(op: Op) -> bool:
+    """Whether MLAS runs ``op`` on its one-row float kernel: a one-row float product over weights
+    (:func:`is_gemv`) or over run-time matrices (:func:`is_row_product`)."""
+    return op.op_type in FLOAT_GEMM_OP_TYPES and (is_gemv(op) or is_row_product(op))
 
 
 def row_pack_ns(op: Op, unit: CpuUnit) -> float:

@@ -973,9 +973,7 @@ def _with_output_pass(
     if not isinstance(unit, CpuUnit) or unit.requant_ns is None:
         return out
     for head in heads:
-        ns = graph.op(head).outputs[0].elements * unit.requant_ns / threads
-        p = out[head]
-        out[head] = replace(p, predicted_ns=p.predicted_ns + ns, stall_ns=p.stall_ns + ns)
+        _add_stall(out, head, graph.op(head).outputs[0].elements * unit.requant_ns / threads)
     return out
 
 
@@ -990,10 +988,14 @@ def _with_biases(
         return out
     for add, head in biases.items():
         weights = sum(t.nbytes for t in graph.op(head).weights)
-        ns = gemm_bias_ns(graph.op(add).outputs[0].nbytes, unit, chip.dram.bandwidth_gbps, threads, weights)
-        p = out[head]
-        out[head] = replace(p, predicted_ns=p.predicted_ns + ns, stall_ns=p.stall_ns + ns)
+        _add_stall(out, head, gemm_bias_ns(graph.op(add).outputs[0].nbytes, unit, chip.dram.bandwidth_gbps, threads, weights))
     return out
+
+
+def _add_stall(out: dict[str, NodePrediction], head: str, ns: float) -> None:
+    """Kernel ``head``'s prediction in ``out`` with ``ns`` more, as a stall beside its work."""
+    p = out[head]
+    out[head] = replace(p, predicted_ns=p.predicted_ns + ns, stall_ns=p.stall_ns + ns)
 
 
 def _resident(
