@@ -36,7 +36,14 @@ import yaml
 
 from chips.schema import CpuUnit, chip_from_dict
 from hwsim.host.calibrate_host import CALIBRATION_MODELS
-from hwsim.host.calibration import CalibrationFit, apply, core_rate_rounds, fit, write_calibration
+from hwsim.host.calibration import (
+    CalibrationFit,
+    apply,
+    core_rate_rounds,
+    fit,
+    probed_classes,
+    write_calibration,
+)
 from hwsim.host.fingerprint import (
     Dispatch,
     measure_host,
@@ -194,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
             chip, [paths[n] for n in calib], [before[n] for n in calib], "all", args.runs, args.rounds,
             min_total_s=args.min_seconds, dispatch=dispatch,
             reference=None if reference is None else reference_gflops(chip_path, 1))
-        f = fit([before[n] for n in calib], chip.units[0].name, core_rate=core)
+        f = fit([before[n] for n in calib], chip.units[0].name, core_rate=core, probed=probed_classes(chip, chip.units[0].name))
         cal_chip = apply(chip, f)
         if args.calibration_out:
             write_calibration(f, chip.name, args.calibration_out)

@@ -46,7 +46,13 @@ def add_parser(sub: Any) -> None:
 def main(args: argparse.Namespace) -> int:
     from chips.schema import load_chip
     from graph_ir.onnx_import import parse_input_shape
-    from hwsim.host.calibration import apply, core_rate_rounds, fit, write_calibration
+    from hwsim.host.calibration import (
+        apply,
+        core_rate_rounds,
+        fit,
+        probed_classes,
+        write_calibration,
+    )
     from hwsim.host.fingerprint import read_dispatch, reference_gflops
     from hwsim.host.validate import (
         append_record,
@@ -90,7 +96,7 @@ def main(args: argparse.Namespace) -> int:
         core = [] if args.threads == 1 else core_rate_rounds(
             chip, args.models, vs, args.opt, args.runs, args.rounds, shapes=shapes or None, dispatch=dispatch,
             reference=None if reference is None or chip_path is None else reference_gflops(chip_path, 1))
-        f = fit(vs, unit, core_rate=core)
+        f = fit(vs, unit, core_rate=core, probed=probed_classes(chip, unit))
         default = (chip_path.parent if chip_path else Path(".")) / f"{chip.name}_calibration.yaml"
         out = args.calibration_out or default
         write_calibration(f, chip.name, out)

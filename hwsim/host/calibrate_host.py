@@ -240,7 +240,7 @@ def measure_round(models: Sequence[Path], threads: int | None = None, quick: boo
                   name: str = "host") -> HostRound:  # fmt: skip
     """Fingerprint this machine, then measure and fit ``models`` on it (one thread)."""
     from chips.schema import chip_from_dict
-    from hwsim.host.calibration import apply, fit
+    from hwsim.host.calibration import apply, fit, probed_classes
     from hwsim.host.fingerprint import chip_data, measure_host
     from hwsim.host.validate import repredict, validate_model
 
@@ -251,7 +251,7 @@ def measure_round(models: Sequence[Path], threads: int | None = None, quick: boo
     runs, min_s = (10, 0.2) if quick else (20, 1.0)
     vs = [validate_model(chip, m, 1, "all", runs, min_total_s=min_s, reference=reference, dispatch=fp.dispatch)
           for m in models]  # fmt: skip
-    f = fit(vs, chip.units[0].name)
+    f = fit(vs, chip.units[0].name, probed=probed_classes(chip, chip.units[0].name))
     calibrated = apply(chip, f)
     predicted = {v.model: repredict(v, calibrated, m).predicted_ns for v, m in zip(vs, models, strict=True)}
     return HostRound(fp, f, {v.model: v.measured_ns for v in vs}, predicted, tuple(vs))
@@ -270,7 +270,7 @@ def merge_host_rounds(rounds: Sequence[HostRound], models: Sequence[Path], pick:
         For no rounds, or rounds without their measurements (:attr:`HostRound.validations`).
     """
     from chips.schema import chip_from_dict
-    from hwsim.host.calibration import apply, fit
+    from hwsim.host.calibration import apply, fit, probed_classes
     from hwsim.host.fingerprint import chip_data
     from hwsim.host.host_merge import merge_fingerprints, on_clock
     from hwsim.host.validate import merge_rounds, repredict
@@ -287,7 +287,7 @@ def merge_host_rounds(rounds: Sequence[HostRound], models: Sequence[Path], pick:
     for i, m in enumerate(models):
         own = [on_clock(r.validations[i], k) for r, k in zip(rounds, factors, strict=True)]
         vs.append(repredict(replace(merge_rounds(own, pick), dispatch=fp.dispatch), chip, m))
-    f = fit(vs, chip.units[0].name)
+    f = fit(vs, chip.units[0].name, probed=probed_classes(chip, chip.units[0].name))
     calibrated = apply(chip, f)
     predicted = {v.model: repredict(v, calibrated, m).predicted_ns for v, m in zip(vs, models, strict=True)}
     return HostRound(fp, f, {v.model: v.measured_ns for v in vs}, predicted, tuple(vs))

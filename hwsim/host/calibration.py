@@ -45,6 +45,7 @@ import datetime as _dt
 import os
 import statistics
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -56,13 +57,17 @@ from cost_models.cpu import RECURRENT_SECTION_OP_TYPES
 from graph_ir.categories import GEMM_CATEGORIES
 from hwsim.host.validate import NodeResult, Validation, merge_rounds, validate_model
 
-__all__ = ["CalibrationFit", "apply", "core_rate_rounds", "fit", "fit_comments", "needs_core_rate", "own_kernel_times",
+__all__ = ["CalibrationFit", "apply", "core_rate_rounds", "fit", "fit_comments", "needs_core_rate", "own_kernel_times", "probed_classes",
            "recurrent_section_fit", "split_recurrent", "timed_over_profiled", "typical_ratio", "unit_calibration",
            "write_calibration"]
 
 #: A kernel counts as dispatch-bound when its roofline is under this fraction of its time...
 TINY_ROOF_FRACTION = 0.02
-#: ...and it takes less than this many nanoseconds.
+#: ...and it takes less than this many nanoseconds. Nor does a kernel this short fit the
+#: efficiency of a class the fingerprint probed alone (:func:`fit`'s ``probed``): BERT's one
+#: Cast, 128 values, took 3.3 us in the model where a chain of such Casts runs 0.25 us each, and
+#: the efficiency it fit (0.058 on an AMD EPYC) put the 12-200 Ki-value Casts of a
+#: ``quantize_dynamic`` CNN 5-6x slow.
 TINY_KERNEL_NS = 20_000.0
 #: A streaming kernel's data counts as cache-resident when its level's memory roof is at most
 #: this many times its L1-rate roof (L2 here: 185/128 GB/s; L3 is 5x, DRAM 10x).
@@ -129,6 +134,14 @@ def timed_over_profiled(v: Validation) -> float:
     return v.measured_ns / v.profiled_total_ns
 
 
+def probed_classes(chip: Chip, unit: str) -> frozenset[str]:
+    """The kernel classes of :data:`hwsim.host.op_probes.PROBED_OP_TYPES` that ``chip``'s ``unit``
+    has an efficiency for (a fingerprint writes one for each probe it ran)."""
+    from hwsim.host.op_probes import PROBED_OP_TYPES
+
+    return frozenset(PROBED_OP_TYPES) & chip.unit(unit).efficiency.keys()
+
+
 def own_kernel_times(v: Validation) -> list[NodeResult]:
     """``v``'s kernels (not fused, measured) with ``measured_ns`` set to what calibration fits:
     the kernel's own time, without dispatch, scaled so that the model's timed latency comes out.
@@ -157,12 +170,18 @@ def own_kernel_times(v: Validation) -> list[NodeResult]:
 DISPATCH_BOUND_NS = 1000.0
 
 
-def fit(validations: Sequence[Validation], unit: str, core_rate: Sequence[Validation] = ()) -> CalibrationFit:
+def fit(
+    validations: Sequence[Validation], unit: str, core_rate: Sequence[Validation] = (), probed: AbstractSet[str] = frozenset()
+) -> CalibrationFit:
     """Fit overhead and per-op-type efficiencies to the kernels of ``validations``.
 
     ``core_rate``: validations on one thread (:func:`core_rate_rounds`) whose recurrent kernels
     fit the recurrent efficiencies the split kernels of ``validations`` cannot
     (:func:`split_recurrent`); their other kernels are not used.
+
+    ``probed``: kernel classes whose efficiency the fingerprint measured on an op alone
+    (:func:`probed_classes`); each is fit only on kernels of at least :data:`TINY_KERNEL_NS`,
+    and one with none keeps the probe's efficiency (see :data:`TINY_KERNEL_NS`).
 
     With the fingerprint's dispatch figures (:attr:`Validation.dispatch`) the per-op overhead
     is the measured per-kernel dispatch, not fit, and kernel times are taken as
@@ -194,6 +213,8 @@ def fit(validations: Sequence[Validation], unit: str, core_rate: Sequence[Valida
     for n in kernels + rates:
         if n.roof_ns <= 0 or n.measured_ns < floor or split_recurrent(n):
             continue  # views: overhead only; dispatch-bound kernels say nothing about a rate; see split_recurrent
+        if n.op_type in probed and n.measured_ns < TINY_KERNEL_NS:
+            continue  # the probe's 256 Ki elements say more about the rate than a small kernel does
         own = max(n.measured_ns - sub - n.stall_ns, 0.05 * n.measured_ns, 1.0)
         core, unexplained, every = tiers.setdefault(n.op_type, ([], [], []))
         point = (n.roof_ns / own, own)

@@ -1,4 +1,4 @@
-"""Single-op probes of the onnxruntime CPU kernels no calibration model runs, for a fingerprint.
+"""Single-op probes of the onnxruntime CPU kernels calibration cannot fit, for a fingerprint.
 
 The calibration fits an efficiency per op type on the bundled models; an op type none of them
 holds keeps the CPU model's category default, which assumes a vectorized streaming kernel.
@@ -6,17 +6,26 @@ Many of onnxruntime's kernels are not that: the inverse hyperbolics call libm on
 element, LRN sums a window of squares per element, GridSample and RoiAlign gather bilinear taps,
 CumSum and CumProd run a serial scan, NonMaxSuppression compares boxes one pair at a time, Where
 selects X and Y apart and merges the two (three passes over the data), PRelu branches on each
-element's sign, DepthToSpace and SpaceToDepth shuffle six-axis views of their input. On the
+element's sign, DepthToSpace and SpaceToDepth shuffle six-axis views of their input, a Cast
+to or from int64 converts one element at a time. On the
 AMD EPYC host the defaults put Asinh, LRN and CumProd 50-70x faster than onnxruntime ran them,
 RoiAlign and GridSample 10-15x, NonMaxSuppression 2x (``docs/fidelity_cpu.md``, "Op types no
 calibration model holds"); PRelu 35x and DepthToSpace 27x ("PRelu, DepthToSpace and SpaceToDepth").
 
 So the fingerprint times each op type of :data:`PROBED_OP_TYPES` alone: one node over a tensor of
-:data:`PROBE_ELEMENTS` float32 values (1 MiB, in L2 or L3 of any CPU this project runs on),
+:data:`PROBE_ELEMENTS` values (float32 but for the Casts' integers; 1 MiB of floats, in L2 or L3 of
+any CPU this project runs on),
 its kernel's time read from onnxruntime's profiler (no dispatch in it), the fastest of a few
 rounds. :func:`probe_efficiencies` turns each time into the efficiency calibration would fit
 for that op type (:func:`hwsim.host.kernels.kernel_efficiency`), on the op as hwsim's own
-importer reads the probe (its formula's FLOPs and bytes).
+importer reads the probe (its formula's FLOPs and bytes). A probe's name is the kernel class it
+times (:func:`cost_models.cpu.kernel_type`: ``CastWide`` is a ``Cast`` of int64 values).
+
+Calibration does not refit a probed class on kernels shorter than 20 us
+(:data:`hwsim.host.calibration.TINY_KERNEL_NS`): such a kernel's time is mostly fixed costs. The
+calibration set holds one Cast, BERT's 128 mask values, and the efficiency it fit (0.058 on an AMD
+EPYC) priced the 12-100 Ki-value Casts of a ``quantize_dynamic`` CNN 5-6x slow; the probes give
+0.29 (int32) and 0.15 (int64).
 """
 
 from __future__ import annotations
@@ -54,7 +63,7 @@ UNARY_PROBES: tuple[str, ...] = (
 #: Op types probed on a model of their own (:func:`probe_model`).
 OTHER_PROBES: tuple[str, ...] = (
     "LRN", "GridSample", "RoiAlign", "CumSum", "CumProd", "NonMaxSuppression", "RMSNormalization", "RotaryEmbedding",
-    "Where", "PRelu", "DepthToSpace", "SpaceToDepth",
+    "Where", "PRelu", "DepthToSpace", "SpaceToDepth", "Cast", "CastWide", "DynamicQuantizeLinear",
 )  # fmt: skip
 #: Every op type the fingerprint probes alone.
 PROBED_OP_TYPES: tuple[str, ...] = UNARY_PROBES + OTHER_PROBES
@@ -68,6 +77,8 @@ _ABOVE_ONE = frozenset({"Acosh"})
 #: onnx opset of the probes (CumProd is new in 26, RMSNormalization and RotaryEmbedding in 23; the
 #: others run the same kernel from 17 on).
 _OPSET = {"CumProd": 26, "RMSNormalization": 23, "RotaryEmbedding": 23}
+#: The element type of a probe's (first) output, where it is not float32.
+_OUTPUT_TYPE = {"NonMaxSuppression": TensorProto.INT64, "DynamicQuantizeLinear": TensorProto.UINT8}
 
 
 def _unary_input(op_type: str, rng: np.random.Generator) -> np.ndarray:
@@ -118,18 +129,30 @@ def probe_model(op_type: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
         side = 64 if op_type == "DepthToSpace" else 128
         feeds = {"x": rng.standard_normal((1, 64 * 64 * 64 // side // side, side, side)).astype(np.float32)}
         inputs, extra = ["x"], {"blocksize": 2}
+    elif op_type in ("Cast", "CastWide"):  # 64 rows of 4096 integers to float: int32 (vectorized), int64 (not)
+        # the kernel classes of cost_models.cpu.kernel_type; an int32 -> float Cast is what
+        # quantize_dynamic's convs and MatMuls end in, an int64 -> float one a mask's or an id's
+        wide = op_type == "CastWide"
+        feeds = {"x": rng.integers(-100, 100, (64, 4096), dtype=np.int64 if wide else np.int32)}
+        inputs, extra = ["x"], {"to": TensorProto.FLOAT}
     elif op_type == "NonMaxSuppression":  # 8 classes of 1024 boxes, up to 64 kept per class
         corner = rng.uniform(0.0, 600.0, (1, 1024, 2))
         feeds = {"x": np.concatenate([corner, corner + rng.uniform(8.0, 64.0, (1, 1024, 2))], 2).astype(np.float32)}
         inputs = ["x", "scores", "most", "iou"]
         inits.update(scores=rng.uniform(0.0, 1.0, (1, 8, 1024)).astype(np.float32), most=np.array([64], np.int64),
                      iou=np.array([0.5], np.float32))  # fmt: skip
+    elif op_type == "DynamicQuantizeLinear":  # 64 rows of 4096 floats to uint8, the scale found by a pass of its own
+        # quantize_dynamic's conv inputs run this kernel: on an AMD EPYC 0.15-0.17 ns an element
+        # (12-100 Ki values), where the category default priced 0.03
+        feeds, inputs = {"x": _unary_input(op_type, rng)}, ["x"]
     else:
         raise ValueError(f"no probe for op type {op_type!r}; have {', '.join(PROBED_OP_TYPES)}")
-    node = helper.make_node(op_type, inputs, ["y"], name="probe", **extra)
+    outputs = ["y", "y_scale", "y_zero"] if op_type == "DynamicQuantizeLinear" else ["y"]
+    node = helper.make_node("Cast" if op_type == "CastWide" else op_type, inputs, outputs, name="probe", **extra)
     graph = helper.make_graph(
-        [node], f"probe_{op_type}", [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(v.shape)) for k, v in feeds.items()],
-        [helper.make_tensor_value_info("y", TensorProto.INT64 if op_type == "NonMaxSuppression" else TensorProto.FLOAT, None)],
+        [node], f"probe_{op_type}",
+        [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape)) for k, v in feeds.items()],
+        [helper.make_tensor_value_info(y, _OUTPUT_TYPE.get(op_type, TensorProto.FLOAT), None) for y in outputs[:1]],
         [numpy_helper.from_array(v, k) for k, v in inits.items()],
     )  # fmt: skip
     opset = _OPSET.get(op_type, 17)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+import math
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -103,6 +104,7 @@ __all__ = [
     "folded_batch_norms",
     "format_validation",
     "gemm_biases",
+    "integer_conv_strips",
     "layout_kernels",
     "merge_rounds",
     "nchwc_block_efficiency",
@@ -118,6 +120,7 @@ __all__ = [
     "scaled_products",
     "sgemm_conv_kernels",
     "validate_model",
+    "work_factors",
 ]
 
 
@@ -421,6 +424,42 @@ def nchwc_work(graph: ModelGraph, block: int, one_block: float | None = None) ->
       block, ``nchwc_one_block_efficiency``).
     """
     return _nchwc_plan(graph, block, one_block)[1]
+
+
+#: Output pixels MLAS's uint8 GEMM computes at a time in a ``ConvInteger`` (its ``N``: a conv's
+#: output pixels, one image and group at a time; :func:`integer_conv_strips`).
+INTEGER_CONV_STRIP = 16
+
+
+def integer_conv_strips(graph: ModelGraph) -> dict[str, float]:
+    """Time factor of each ``ConvInteger`` with uint8 weights (kernel class ``ConvInteger``,
+    :func:`~cost_models.cpu.kernel_type`) whose output pixels per image are not a whole number of
+    :data:`INTEGER_CONV_STRIP` s: onnxruntime runs it as im2col and MLAS's uint8 GEMM over the
+    pixels, which computes them a strip at a time, a part strip at the price of a whole one. Alone,
+    onnxruntime 1.32, AMD EPYC (AVX-512), 256 -> 256 channels 3x3: 545 us at 7 x 7 (49 pixels),
+    541 at 8 x 8, 793 at 9 x 9 (81: six strips), 907 at 10 x 10; the 64 -> 64 probe at 40 x 40 and
+    28 x 28, 14.0 and 14.9 ps a MAC. int8 weights (``ConvIntegerS8``) run another kernel, linear
+    in pixels (60.1 and 59.4 ps a MAC at 7 x 7 and 8 x 8). Factors of 1 are left out.
+
+    >>> from graph_ir.synthetic import layered_dag
+    >>> integer_conv_strips(layered_dag(16))  # float convs only
+    {}
+    """
+    out: dict[str, float] = {}
+    for op in graph.ops():
+        if kernel_type(op) != "ConvInteger" or not op.outputs or len(op.outputs[0].shape) < 3:
+            continue
+        pixels = math.prod(op.outputs[0].shape[2:])
+        strips = -(-pixels // INTEGER_CONV_STRIP) * INTEGER_CONV_STRIP
+        if pixels and strips != pixels:
+            out[op.name] = strips / pixels
+    return out
+
+
+def work_factors(graph: ModelGraph, block: int, one_block: float | None = None) -> dict[str, float]:
+    """The time factors :func:`predict_nodes` applies (its ``padded``): :func:`nchwc_work`'s and
+    :func:`integer_conv_strips`' (no op has both: a ``ConvInteger`` never runs blocked)."""
+    return {**nchwc_work(graph, block, one_block), **integer_conv_strips(graph)}
 
 
 def nchwc_kernels(graph: ModelGraph, block: int, fused: Iterable[str] = ()) -> dict[str, Op]:
@@ -1162,7 +1201,7 @@ def validate_model(
     heads = _call_heads(graph, calls, kernels)
     fused = {op.name for op in graph.ops() if op.name not in meas and op.name not in heads}
     members = _costing_nothing(graph, fusions, calls, heads, reorders, fused)
-    pred = predict_nodes(graph, one, threads, fused, _head_kernels(heads, kernels), reorders, members, nchwc_work(graph, block, _one_block(one)),
+    pred = predict_nodes(graph, one, threads, fused, _head_kernels(heads, kernels), reorders, members, work_factors(graph, block, _one_block(one)),
                          {**layout_kernels(graph, block, fused), **denormal_softmaxes(graph, model)})  # fmt: skip
     nodes = _with_calls(tuple(
         NodeResult(name, p.op_type, name in fused, p.predicted_ns, meas.get(name, 0.0), p.roof_ns, p.memory_ns, p.stall_ns,
@@ -1556,7 +1595,7 @@ def repredict(v: Validation, chip: Chip, model_path: str | Path,
     members = _costing_nothing(graph, fusions, calls, heads, reorders, fused)
     one = cpu_chip(chip, v.threads)
     pred = predict_nodes(graph, one, v.threads, fused, _head_kernels(heads, kernels), reorders, members,
-                         nchwc_work(graph, v.nchwc_block, _one_block(one)), {**layout_kernels(graph, v.nchwc_block, fused),
+                         work_factors(graph, v.nchwc_block, _one_block(one)), {**layout_kernels(graph, v.nchwc_block, fused),
                          **denormal_softmaxes(graph, onnx.load(str(model_path), load_external_data=False))})  # fmt: skip
     meas = {n.name: n.measured_ns for n in v.nodes}
     nodes = tuple(NodeResult(name, p.op_type, name in fused, p.predicted_ns, meas.get(name, 0.0), p.roof_ns, p.memory_ns,

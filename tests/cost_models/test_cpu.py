@@ -87,6 +87,18 @@ class TestShapes:
         assert shape_factor(full) == pytest.approx(full.flops / (full.flops + HALF_EFFICIENCY_FLOPS))
         assert kernel_type(dw) == "DepthwiseConv" and kernel_type(full) == "Conv"
 
+    @pytest.mark.parametrize(("src", "dst", "kernel"), [("int32", "float32", "Cast"), ("bool", "float32", "Cast"),
+                                                         ("float32", "float16", "Cast"), ("int64", "float32", "CastWide"),
+                                                         ("float32", "int64", "CastWide"), ("float64", "float32", "CastWide")])  # fmt: skip
+    def test_a_cast_with_an_eight_byte_side_is_a_class_of_its_own(self, src: str, dst: str, kernel: str) -> None:
+        cast = make_op("Cast", [Tensor("x", (64, 4096), src)], [Tensor("y", (64, 4096), dst)])
+        assert kernel_type(cast) == kernel
+        # a CastWide efficiency prices only the wide casts; without one they take Cast's
+        wide, narrow = (estimate(cast, chip_from_dict(host_chip(efficiency=e)), "cpu", "model")
+                        for e in ({"Cast": 0.3, "CastWide": 0.03}, {"Cast": 0.3}))  # fmt: skip
+        assert wide is not None and narrow is not None
+        assert (wide.compute_ns > 5 * narrow.compute_ns) == (kernel == "CastWide")
+
     def test_a_fitted_depthwise_efficiency_replaces_the_factor(self) -> None:
         x, y = Tensor("x", (1, 144, 56, 56), "float32"), Tensor("y", (1, 144, 56, 56), "float32")
         dw = make_op("Conv", [x, Tensor("w", (144, 1, 3, 3), "float32", True)], [y], group=144, kernel_shape=(3, 3),

@@ -5,12 +5,15 @@ its efficiency from a fingerprint probe of its own (``hwsim.host.int8_probe.conv
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
-from onnx import TensorProto
+from onnx import TensorProto, helper, numpy_helper
 
 from chips import chip_from_dict
 from cost_models.cpu import kernel_type
 from cost_models.table import estimate
+from graph_ir.ir import ModelGraph
+from graph_ir.onnx_import import from_model_proto
 from hwsim.host.int8_probe import (
     CONV_INTEGER_WEIGHTS,
     INT8_RATES,
@@ -18,6 +21,7 @@ from hwsim.host.int8_probe import (
     probe_kernels,
 )
 from hwsim.host.kernels import int8_efficiencies
+from hwsim.host.validate import integer_conv_strips
 from tests.helpers import host_chip
 
 
@@ -51,3 +55,21 @@ def test_probed_times_set_each_class_and_price_it() -> None:
     u8, s8 = (estimate(kernels[k], probed, "cpu", "model") for k in ("ConvInteger", "ConvIntegerS8"))
     assert u8 is not None and s8 is not None
     assert u8.latency_ns == pytest.approx(819_000.0, rel=0.05) and s8.latency_ns == pytest.approx(3_900_000.0, rel=0.05)
+
+
+def _conv_integer(side: int, weights: int) -> ModelGraph:
+    """DynamicQuantizeLinear -> a 3x3 ConvInteger of 16 channels with ``weights`` on a ``side`` x ``side`` plane."""
+    rng = np.random.default_rng(0)
+    w = rng.integers(0, 100, (16, 16, 3, 3)).astype(onnx.helper.tensor_dtype_to_np_dtype(weights))
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"], name="dql"),
+             helper.make_node("ConvInteger", ["xq", "w", "xz"], ["y"], name="conv", pads=[1, 1, 1, 1])]  # fmt: skip
+    graph = helper.make_graph(nodes, "c", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, side, side])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT32, None)], [numpy_helper.from_array(w, "w")])  # fmt: skip
+    return from_model_proto(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), source="conv")
+
+
+@pytest.mark.parametrize(("side", "factor"), [(7, 64 / 49), (8, 1.0), (9, 96 / 81), (4, 1.0), (3, 16 / 9), (40, 1.0)])
+def test_uint8_weight_convs_run_whole_strips_of_pixels(side: int, factor: float) -> None:
+    # MLAS's uint8 GEMM computes 16 output pixels at a time: 7 x 7 cost what 8 x 8 did (545 / 541 us)
+    assert integer_conv_strips(_conv_integer(side, TensorProto.UINT8)).get("conv", 1.0) == pytest.approx(factor)
+    assert integer_conv_strips(_conv_integer(side, TensorProto.INT8)) == {}  # int8 weights: linear in pixels

@@ -12,9 +12,10 @@ import numpy as np
 import onnx
 import pytest
 
+from chips.schema import chip_from_dict
 from graph_ir.onnx_import import load_onnx
 from hwsim.cli import main
-from hwsim.host.calibration import fit, own_kernel_times
+from hwsim.host.calibration import fit, own_kernel_times, probed_classes
 from hwsim.host.fingerprint import Dispatch, measure_dispatch, read_dispatch
 from hwsim.host.measure import (
     Timing,
@@ -25,7 +26,7 @@ from hwsim.host.measure import (
 )
 from hwsim.host.ort_fusions import ort_fusions
 from hwsim.host.validate import NodeResult, Validation
-from tests.helpers import ROOT, mlp, write_chip
+from tests.helpers import ROOT, host_chip, mlp, write_chip
 
 
 def _heldout() -> ModuleType:
@@ -110,6 +111,24 @@ class TestFitOnMeasuredDispatch:
         f = fit([v], "cpu")
         assert "Sub" not in f.efficiency and "Sub" not in f.kernels
         assert f.kernels["Add"] == 1
+
+    def test_a_probed_class_is_fit_on_long_kernels_only(self) -> None:
+        # BERT's one Cast of 128 values: 3.3 us in the model, 0.02 us of work at its probed rate
+        short = NodeResult("mask", "CastWide", False, 0.0, self.D.kernel_time(5_300.0), 20.0, 30.0, 0.0, "elementwise")
+        long = NodeResult("ids", "CastWide", False, 0.0, self.D.kernel_time(42_000.0), 10_000.0, 15_000.0, 0.0, "elementwise")
+        adds = (_node("a", self.D.kernel_time(12_000.0), 5_000.0, 7_000.0),)
+        v = self._validation((short, *adds), self.D.run_ns + 2 * self.D.kernel_ns + 13_300.0)
+        assert fit([v], "cpu").efficiency["CastWide"] < 0.01  # unprobed: the short kernel is all there is
+        f = fit([v], "cpu", probed={"CastWide"})  # probed: it keeps the probe's efficiency
+        assert "CastWide" not in f.efficiency and "CastWide" not in f.kernels and f.kernels["Add"] == 1
+        v2 = self._validation((short, long, *adds), self.D.run_ns + 3 * self.D.kernel_ns + 53_300.0)
+        f2 = fit([v2], "cpu", probed={"CastWide"})  # a long kernel of it is fit, alone
+        assert f2.kernels["CastWide"] == 1 and f2.efficiency["CastWide"] == pytest.approx(0.25, rel=0.01)
+
+    def test_probed_classes_are_the_probes_the_unit_has_an_efficiency_for(self) -> None:
+        data = host_chip()
+        data["units"][0]["efficiency"] = {"CastWide": 0.15, "Asinh": 0.01, "Conv": 0.8}
+        assert probed_classes(chip_from_dict(data), data["units"][0]["name"]) == {"CastWide", "Asinh"}
 
 
 class TestOrtFusions:

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chips.schema import chip_from_dict
+from cost_models.cpu import kernel_type
 from cost_models.table import estimate
 from graph_ir.onnx_import import from_model_proto
 from hwsim.host.kernels import per_element_efficiencies
@@ -31,14 +32,15 @@ def test_each_probe_is_one_costed_op_that_onnxruntime_runs(op_type: str) -> None
     model, feeds = probe_model(op_type)
     onnx.checker.check_model(model, full_check=True)
     graph = from_model_proto(model, source=op_type)
-    assert len(graph) == 1 and graph.op("probe").op_type == op_type
-    op = graph.op("probe")  # a data shuffle does no arithmetic: its bytes are its work
+    op = graph.op("probe")  # the probe's name is the kernel class it times (CastWide: a Cast of int64)
+    assert len(graph) == 1 and kernel_type(op) == op_type
+    # a data shuffle does no arithmetic: its bytes are its work
     assert op.category != "unknown" and (op.flops > 0 or op.category == "data")
-    (y,) = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    y = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
     if y.dtype == np.float32:  # in each function's domain: no NaN from the probe's inputs
         assert np.isfinite(y).all()
     # a kernel of its own: not a function body onnxruntime runs instead (HardSwish's, Mish's)
-    assert [kind for kind, _ in profile_nodes(model, feeds, runs=1, opt="disable").values()] == [op_type]
+    assert [kind for kind, _ in profile_nodes(model, feeds, runs=1, opt="disable").values()] == [op.op_type]
 
 
 def test_unknown_op_type_is_refused() -> None:
