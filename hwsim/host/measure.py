@@ -31,6 +31,7 @@ import onnx
 from graph_ir import materialize
 from graph_ir.materialize import fill_absent_weights
 from hwsim.host.errors import MeasureError
+from hwsim.host.ort_fp16 import CAST_PREFIX
 
 __all__ = [
     "BN_NCHWC_SUFFIX",
@@ -266,8 +267,10 @@ def named_nodes(model: onnx.ModelProto) -> onnx.ModelProto:
 
 #: Suffixes onnxruntime appends to the tensor or node a fused node is named after.
 _SUFFIXES = ("_nchwc",)
-#: Prefixes onnxruntime puts before the name of the node a fused node replaces.
-_PREFIXES = ("fused ",)
+#: Prefixes onnxruntime puts before the name of the node a fused node replaces (and an inserted
+#: Cast's, :data:`hwsim.host.ort_fp16.CAST_PREFIX`, before the tensors around it: an NCHWc node
+#: made after it is named after one).
+_PREFIXES = ("fused ", CAST_PREFIX)
 #: The suffix onnxruntime's NHWC transformer appends to a node it rewrites (``QLinearConv``).
 _TOKEN = re.compile(r"_token_\d+$")
 
@@ -306,7 +309,7 @@ def attribute_nodes(model: onnx.ModelProto, profiled: Mapping[str, str]) -> dict
     out: dict[str, str | None] = {}
     for p, kind in profiled.items():
         for pre in _PREFIXES:  # Gemm+activation fusion names the new node "fused <node>"
-            if p.startswith(pre) and p not in by_name:
+            if p.startswith(pre) and p not in by_name and (kind != "Cast" or pre != CAST_PREFIX):
                 p_own = p[len(pre) :]
                 break
         else:

@@ -64,6 +64,7 @@ from hwsim.host.measure import (
     attribute_nodes,
     load_with_random_weights,
     make_session,
+    named_nodes,
     nchwc_block,
     profile_nodes,
     random_inputs,
@@ -104,6 +105,7 @@ __all__ = [
     "folded_batch_norms",
     "format_validation",
     "gemm_biases",
+    "graph_as_run",
     "integer_conv_strips",
     "layout_kernels",
     "merge_rounds",
@@ -1140,6 +1142,20 @@ def _match_inserted(
     return inserted, fusions
 
 
+def graph_as_run(model_path: str | Path, shapes: Mapping[str, Sequence[int]] | None = None) -> ModelGraph:
+    """``model_path``'s graph as onnxruntime's CPU provider runs it: a float16 model with the nodes
+    that have no float16 kernel in float32 and the Casts between them
+    (:func:`hwsim.host.ort_fp16.as_run`); any other model as it is."""
+    from graph_ir.onnx_import import from_model_proto, load_onnx
+    from hwsim.host.ort_fp16 import as_run
+
+    graph = load_onnx(model_path, shapes)
+    if not any(t.dtype == "float16" for op in graph.ops() for t in (*op.inputs, *op.outputs)):
+        return graph
+    model = named_nodes(onnx.load(str(model_path), load_external_data=False))
+    return from_model_proto(as_run(model), source=str(model_path), name=graph.name, input_shapes=shapes)
+
+
 def validate_model(
     chip: Chip,
     model_path: str | Path,
@@ -1172,9 +1188,7 @@ def validate_model(
     ValidateError, MeasureError, ModelError
         For a chip without a CPU, a model onnxruntime cannot run, a model hwsim cannot read.
     """
-    from graph_ir.onnx_import import load_onnx
-
-    graph = load_onnx(model_path, shapes)
+    graph = graph_as_run(model_path, shapes)
     one = cpu_chip(chip, threads)
     model = load_with_random_weights(model_path, seed)
     feeds = random_inputs(model, seed, shapes)
@@ -1189,8 +1203,9 @@ def validate_model(
     meas: dict[str, float] = {}
     kernels: dict[str, str] = {}
     unmatched: dict[str, list[float]] = {}
+    names = set(graph.order)
     for p, (kind, ns) in prof.items():
-        hit = where[p]
+        hit = where[p] or (p if p in names else None)  # or a node graph_as_run inserted, as onnxruntime named it
         if hit is None:
             unmatched.setdefault(kind, []).append(ns)
         else:
@@ -1578,9 +1593,7 @@ def repredict(v: Validation, chip: Chip, model_path: str | Path,
     """``v`` with its predictions redone on ``chip`` (same measurement, same fused nodes)."""
     from dataclasses import replace
 
-    from graph_ir.onnx_import import load_onnx
-
-    graph = load_onnx(model_path, shapes)
+    graph = graph_as_run(model_path, shapes)
     fused = {n.name for n in v.nodes if n.fused}
     kernels = {n.name: n.op_type for n in v.nodes if not n.fused}
     calls = function_bodies(graph, kernels)
