@@ -107,10 +107,12 @@ __all__ = [
     "ROW_NORM_OP_TYPES",
     "SCALED_ATTR",
     "SGEMM_CONV_ATTR",
+    "SGEMM_FULL_PASS_ROWS",
     "SGEMM_PACK_NS",
     "SMALL_M_FMA_NS",
     "SOFTMAX_DENORMAL_ATTR",
     "STRIDED_IM2COL_NS",
+    "WIDE_DTYPES",
     "CpuModel",
     "RecurrentTime",
     "aliased_factor",
@@ -287,7 +289,13 @@ EINSUM_MOVE_NS = 0.117
 STRIDED_IM2COL_NS = 0.32
 #: What each FMA of a grouped conv's per-group SGEMM pays beyond the calibrated conv rate, ns: with
 #: M = 2-8 rows (the group's output channels) each packed B load feeds a few FMAs; the same fit.
+#: Only the rows outside MLAS's full passes pay it (:data:`SGEMM_FULL_PASS_ROWS`).
 SMALL_M_FMA_NS = 0.0066
+#: Rows of A MLAS's SGEMM kernel takes per pass over a packed B panel, at most (its AVX-512 kernel
+#: computes 12, 6, 3 or 1 rows against 32 columns, ``SgemmKernelAvx512F``): in a pass of 12 each
+#: B load feeds 12 FMAs and the FMAs bound it. ShuffleNet v1's grouped 1x1 convs (34 and 68
+#: channels a group) were priced 33-38 % slow with every FMA paying :data:`SMALL_M_FMA_NS`.
+SGEMM_FULL_PASS_ROWS = 12
 #: Attribute (not ONNX's) on a Softmax with how many elements of its input an additive constant mask
 #: puts below ln(FLT_MIN) (exp gives denormals there), set by
 #: :func:`hwsim.host.ort_denormals.denormal_softmaxes` from the model's constants; priced at the
@@ -1082,7 +1090,8 @@ def grouped_conv_ns(op: Op) -> float:
     """What a grouped conv on onnxruntime's plain kernel (:data:`SGEMM_CONV_ATTR`, ``group`` > 1)
     pays beside its FMAs and its B packing, ns: each group's im2col + SGEMM call per row of its
     expanded input (:data:`GROUPED_CONV_ROW_NS`), a strided im2col's gather per element of B
-    (:data:`STRIDED_IM2COL_NS`) and its few-row SGEMM's FMAs (:data:`SMALL_M_FMA_NS`). 0 for a
+    (:data:`STRIDED_IM2COL_NS`) and the FMAs of its rows outside MLAS's full passes
+    (:data:`SMALL_M_FMA_NS`, :data:`SGEMM_FULL_PASS_ROWS`). 0 for a
     conv of one group.
 
     >>> from graph_ir.ir import Op, Tensor
@@ -1098,8 +1107,9 @@ def grouped_conv_ns(op: Op) -> float:
     b_elements = rows * (y.elements // max(1, y.shape[1]))
     strides = op.attrs.get("strides", ())
     strided = isinstance(strides, (list, tuple)) and any(s != 1 for s in strides)
-    fmas = b_elements * (y.shape[1] // group)
-    return rows * GROUPED_CONV_ROW_NS + b_elements * (STRIDED_IM2COL_NS if strided else 0.0) + fmas * SMALL_M_FMA_NS
+    m = y.shape[1] // group
+    small = b_elements * (m % SGEMM_FULL_PASS_ROWS)  # the FMAs of rows outside full passes
+    return rows * GROUPED_CONV_ROW_NS + b_elements * (STRIDED_IM2COL_NS if strided else 0.0) + small * SMALL_M_FMA_NS
 
 
 #: Passes over its output a GEMM makes for a bias onnxruntime folds into it (``MatMulAddFusion``:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -19,7 +20,9 @@ from cost_models.cpu import (
     NCHWC_ACTIVATION_PASS_NS,
     NCHWC_ATTR,
     SGEMM_CONV_ATTR,
+    SGEMM_FULL_PASS_ROWS,
     SGEMM_PACK_NS,
+    SMALL_M_FMA_NS,
     grouped_conv_ns,
 )
 from cost_models.table import estimate
@@ -123,6 +126,18 @@ class TestGroupedConv:
         assert grouped_conv_ns(grouped(128, 32, 28)) == 0.0
         one = conv1d(64, 64, 3, 100, **{SGEMM_CONV_ATTR: 1})
         assert grouped_conv_ns(one) == 0.0
+
+    @given(per_group=st.integers(1, 200), groups=st.integers(2, 16), hw=st.integers(4, 40))
+    def test_only_the_rows_outside_full_passes_pay_the_few_row_fmas(self, per_group: int, groups: int, hw: int) -> None:
+        # MLAS's SGEMM takes 12 rows of A a pass: a group of 34 output channels pays for 10 of them,
+        # one of 24 for none (ShuffleNet v1's 34-channel groups were priced 33-38 % slow at all 34)
+        op = grouped(per_group * groups, groups, hw, 1, **{SGEMM_CONV_ATTR: 1})
+        rows = per_group * groups * 9
+        fixed = rows * GROUPED_CONV_ROW_NS
+        few_rows = rows * hw * hw * (per_group % SGEMM_FULL_PASS_ROWS) * SMALL_M_FMA_NS
+        assert grouped_conv_ns(op) == pytest.approx(fixed + few_rows, rel=1e-9)
+        if per_group % SGEMM_FULL_PASS_ROWS == 0:
+            assert grouped_conv_ns(op) == pytest.approx(fixed, rel=1e-9)
 
     @given(per_group=st.integers(2, 8), groups=st.integers(2, 64), hw=st.integers(4, 40), stride=st.sampled_from([1, 2]))
     def test_per_group_costs_add_up(self, per_group: int, groups: int, hw: int, stride: int) -> None:
