@@ -41,8 +41,8 @@ def grouped_conv(per_group: int, groups: int, k: int, side: int) -> onnx.ModelPr
 
 
 def main() -> int:
-    from cost_models import cpu
     from chips import load_chip
+    from cost_models import cpu
     from hwsim.host.fingerprint import read_dispatch, reference_gflops
     from hwsim.host.validate import repredict, validate_model
 
