@@ -114,7 +114,7 @@ def as_run(model: onnx.ModelProto, fp16_ok: AbstractSet[tuple[str, str]] | None 
     inits = {t.name: t for t in g.initializer}
     new_inits: list[onnx.TensorProto] = []
     nodes: list[onnx.NodeProto] = []
-    cast_in: dict[str, str] = {}  # float16 tensor -> its float32 copy
+    cast_in: dict[str, str] = {}  # float16 tensor (not made by a float32 node) -> its float32 copy
     for k, orig in enumerate(src):
         if k not in wide:
             nodes.append(orig)
@@ -124,15 +124,13 @@ def as_run(model: onnx.ModelProto, fp16_ok: AbstractSet[tuple[str, str]] | None 
         for i, t in enumerate(n.input):
             if not f16(t):
                 continue
-            if t in made32:
-                n.input[i] = f"{t}_fp32"
-            elif t not in cast_in:
+            if t not in made32 and t not in cast_in:  # a float16 tensor's float32 copy, made once
                 cast_in[t] = f"{t}_fp32"
                 if t in inits:  # converted at load: no Cast at run time
                     new_inits.append(_to_fp32(inits[t], cast_in[t]))
                 else:
                     nodes.append(helper.make_node("Cast", [t], [cast_in[t]], name=CAST_PREFIX + t, to=TensorProto.FLOAT))
-            n.input[i] = cast_in.get(t, n.input[i])
+            n.input[i] = f"{t}_fp32"  # a float32 node's own output, or that copy
         outs = [(i, o) for i, o in enumerate(n.output) if o in made32]
         for i, o in outs:
             n.output[i] = f"{o}_fp32"
