@@ -652,6 +652,18 @@ class CpuUnit(Unit):
         "row's mean and variance reductions and their set-up), measured by `hwsim fingerprint` from rows of 32 and of "
         "768 floats at the same element count. None: not costed.",
     )
+    reduce_row_ns: PositiveFloat | None = Field(
+        None,
+        description="Fixed time per row of onnxruntime's ReduceSum/Mean/Max/Min over contiguous rows (the reduced axes "
+        "last: one aggregation per row), beside the time per element, measured by `hwsim fingerprint` from rows of 2 and "
+        "of 256 floats at the same element count. None: not costed.",
+    )
+    reduce_block_ns: PositiveFloat | None = Field(
+        None,
+        description="Fixed time per block of onnxruntime's ReduceSum/Mean over a middle run of axes (a matrix product "
+        "of ones per block of the kept leading axes), beside the time per element, measured by `hwsim fingerprint` from "
+        "2,048 and 64 blocks at the same element count. None: not costed.",
+    )
     softmax_row_ns: PositiveFloat | None = Field(
         None,
         description="Fixed time per row of onnxruntime's Softmax kernel, beside its time per element (each row's max, "
@@ -739,7 +751,7 @@ class CpuUnit(Unit):
         "int8_im2col_pixel_ns", "int8_conv_mac_ps", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps",
         "int8_gemv_far_gbps", "softmax_denormal_ns", "nchwc_one_block_efficiency", "norm_row_ns", "fp32_gemv_call_ns", "fp32_gemv_gbps",
         "fp32_pack_ns", "kernel_setup_ns", "step_handoff_ns", "broadcast_span_ns", "softmax_row_ns", "transpose_element_ns",
-        "gemm_aliased_factor", "gemv_dram_gbps",
+        "gemm_aliased_factor", "gemv_dram_gbps", "reduce_row_ns", "reduce_block_ns",
     )
 
     @model_serializer(mode="wrap")

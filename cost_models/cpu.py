@@ -68,6 +68,7 @@ from cost_models.cpu_layout import (
     walk_ns,
     walks,
 )
+from cost_models.cpu_reduce import reduce_passes_ns
 from cost_models.energy import dram_energy_pj, energy_pj
 from graph_ir.categories import Category
 from graph_ir.ir import Op, deployed_bytes
@@ -412,10 +413,12 @@ class CpuModel(UnitModel[CpuUnit]):
         the kernel's fixed time per call where the fingerprint measured it (:func:`measured_setup`);
         an int8 GEMM on a host whose integer kernels were fingerprinted as the kernel it runs
         (:func:`integer_kernel`); a binary op's broadcast spans where the unit has their measured cost
-        (:func:`broadcast_spans_ns`)."""
+        (:func:`broadcast_spans_ns`); a reduction's rows or blocks
+        (:func:`~cost_models.cpu_reduce.reduce_passes_ns`)."""
         op = integer_kernel(op, unit, dtype)
         cost = _calibrated(op, unit, dtype, super().cost(op, unit, chip, dtype, in_b, w_b, out_b))
         cost = _with_pass(cost, unit, broadcast_spans_ns(op, unit), "broadcast spans")
+        cost = _with_pass(cost, unit, reduce_passes_ns(op, unit), "reduce set-ups")
         cost = _with_fixed(cost, unit, row_pack_ns(op, unit), "B packed")  # a pass before the kernel's
         fixed = measured_setup(op, unit)
         return cost if fixed is None else _with_fixed(cost, unit, *fixed)

@@ -26,7 +26,7 @@ from graph_ir.contrib import lower_contrib
 from graph_ir.files import MAX_ONNX_BYTES, oversize
 from graph_ir.functions import BODY_KEY, expand_functions
 from graph_ir.ir import FlagAdvice, ModelError, ModelGraph, Op, Tensor, add_data_edge
-from graph_ir.op_metrics import COERCED_AXIS_ATTR, metrics
+from graph_ir.op_metrics import AXES_INPUT_OP_TYPES, COERCED_AXIS_ATTR, INPUT_AXES_ATTR, metrics
 
 __all__ = ["densify_sparse", "from_model_proto", "load_onnx", "name_nodes", "node_attrs", "parse_input_shape"]
 
@@ -428,6 +428,42 @@ def _input_axis(graph: onnx.GraphProto, node: onnx.NodeProto, index: int, defaul
     return default
 
 
+def _op_attrs(
+    graph: onnx.GraphProto, node: onnx.NodeProto, opset: int, seen: dict[bytes, tuple[str, object]],
+    int_consts: Callable[[], Mapping[str, tuple[int, ...]]],
+) -> dict[str, object]:  # fmt: skip
+    """The node's attributes (:func:`_node_attrs_cached`) and what the importer adds to them: a
+    DFT's axis input as ``axis``, :data:`COERCED_AXIS_ATTR` on a Softmax of an opset before 13, a
+    reduction's constant axes input as :data:`INPUT_AXES_ATTR` (``int_consts``: the graph's
+    small int64 constants, :func:`_int_constants`)."""
+    attrs = _node_attrs_cached(node, seen)
+    op_type = node.op_type
+    if op_type == "DFT" and opset >= 20:
+        attrs["axis"] = _input_axis(graph, node, 2, -2)
+    elif op_type in _COERCING_OP_TYPES and 0 < opset < 13:
+        attrs[COERCED_AXIS_ATTR] = 1
+    elif op_type in AXES_INPUT_OP_TYPES and len(node.input) > 1 and "axes" not in attrs:
+        axes = int_consts().get(node.input[1]) if node.input[1] else None
+        if axes is not None:
+            attrs[INPUT_AXES_ATTR] = axes
+    return attrs
+
+
+def _int_constants(graph: onnx.GraphProto) -> dict[str, tuple[int, ...]]:
+    """The values of the graph's int64 initializers and Constant outputs of at most 8 values (a
+    reduction's axes), by name."""
+    out: dict[str, tuple[int, ...]] = {}
+    for init in graph.initializer:
+        if init.data_type == onnx.TensorProto.INT64 and init.data_location != onnx.TensorProto.EXTERNAL and math.prod(init.dims) <= 8:
+            out[init.name] = tuple(int(v) for v in numpy_helper.to_array(init).reshape(-1))
+    for c in graph.node:
+        if c.op_type == "Constant" and c.output:
+            for a in c.attribute:
+                if a.name == "value" and a.t.data_type == onnx.TensorProto.INT64 and math.prod(a.t.dims) <= 8:
+                    out[c.output[0]] = tuple(int(v) for v in numpy_helper.to_array(a.t).reshape(-1))
+    return out
+
+
 def _why_no_shape(graph: onnx.GraphProto, tensor: str) -> str:
     """Why shape inference left ``tensor`` without a static shape: a negative dim it inferred (an
     op whose kernel, pads or strides do not fit its input), else a dynamic one."""
@@ -501,6 +537,7 @@ def _build(graph: onnx.GraphProto, source: str, name: str, opset: int = 0, ir_ve
     producer: dict[str, str] = {}
     order: list[str] = []
     attr_values: dict[bytes, tuple[str, object]] = {}
+    int_consts = cache(lambda: _int_constants(graph))  # read at the first reduction with an axes input
     # names whose values a run may give: graph inputs (an initializer among them only from IR 4 on,
     # where onnxruntime lets a caller override it) and outputs
     init_names = {t.name for t in graph.initializer}
@@ -524,11 +561,7 @@ def _build(graph: onnx.GraphProto, source: str, name: str, opset: int = 0, ir_ve
                 raise ModelError(f"{source}: node {node_name!r} ({op_type}): output {t!r} {_why_no_shape(graph, t)}")
             outs.append(tensors[t])
             producer[t] = node_name
-        attrs = _node_attrs_cached(node, attr_values)
-        if op_type == "DFT" and opset >= 20:
-            attrs["axis"] = _input_axis(graph, node, 2, -2)
-        elif op_type in _COERCING_OP_TYPES and 0 < opset < 13:
-            attrs[COERCED_AXIS_ATTR] = 1
+        attrs = _op_attrs(graph, node, opset, attr_values, int_consts)
         m = metrics(op_type, ins, outs, attrs)
         repeat = 1
         if node.metadata_props:  # most nodes have none

@@ -213,6 +213,12 @@ def _topk(inputs: Sequence[Tensor], outputs: Sequence[Tensor], attrs: Mapping[st
 #: 13, where ``axis`` (default 1) coerces the input to 2-D, the elements before it the rows; from
 #: opset 13 on it is the one axis normalized over (default -1).
 COERCED_AXIS_ATTR = "hwsim_coerced_axis"
+#: Attribute (not ONNX's) the importer sets on a reduction whose axes come as a constant input
+#: (ReduceSum from opset 13, every Reduce* from 18): those axes, as a tuple of ints, as given.
+INPUT_AXES_ATTR = "hwsim_axes"
+#: Op types whose second input, where present, holds the axes they reduce (opset 13/18 on).
+AXES_INPUT_OP_TYPES = frozenset({"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
+                                 "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"})  # fmt: skip
 
 
 @register("Softmax", "LogSoftmax", "Hardmax")

@@ -125,6 +125,8 @@ __all__ = [
     "parallel_section_ns",
     "per_element_efficiencies",
     "rederived",
+    "reduce_block_ns",
+    "reduce_row_ns",
     "resize_ns",
     "resize_probe",
     "row_pack_from",
@@ -766,12 +768,49 @@ def gemm_aliased_factor(rounds: int = 5) -> float | None:
     return factor if factor < 0.98 else None
 
 
+#: The reduction probes: 256 Ki floats summed in rows of 2 and of 256 (:func:`reduce_row_ns`), and
+#: over the middle axis of 2,048 blocks of 2 x 64 and of 64 blocks of 64 x 64 (:func:`reduce_block_ns`).
+REDUCE_PROBE_ELEMENTS = 256 * 1024
+REDUCE_ROW_PROBE = (2, 256)
+REDUCE_BLOCK_PROBE = ((2048, 2, 64), (64, 64, 64))
+
+
+def _reduce_sum_ns(shape: tuple[int, ...], axis: int, rounds: int) -> float:
+    """The fastest run of onnxruntime's ReduceSum over ``axis`` of a float tensor of ``shape``."""
+    x = np.random.default_rng(0).uniform(-1.0, 1.0, shape).astype(np.float32)
+    node = helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=1)
+    return _fastest_ns(_model(node, x, {"axes": np.array([axis], np.int64)}), x, rounds)
+
+
+def reduce_row_ns(rounds: int = 5) -> float | None:
+    """onnxruntime's ReduceSum time per row over contiguous rows (the chip field ``reduce_row_ns``,
+    :func:`cost_models.cpu_reduce.reduce_passes_ns`): the same elements in rows of 2 and of 256
+    (:data:`REDUCE_ROW_PROBE`), (short - long) / (their row counts' difference). About 1.8 ns on an
+    AMD EPYC. None when not resolved."""
+    short, long = REDUCE_ROW_PROBE
+    t = {w: _reduce_sum_ns((REDUCE_PROBE_ELEMENTS // w, w), 1, rounds) for w in (short, long)}
+    ns = (t[short] - t[long]) / (REDUCE_PROBE_ELEMENTS // short - REDUCE_PROBE_ELEMENTS // long)
+    return ns if ns > 0 else None
+
+
+def reduce_block_ns(rounds: int = 5) -> float | None:
+    """onnxruntime's ReduceSum time per block over a middle axis (the chip field
+    ``reduce_block_ns``, :func:`cost_models.cpu_reduce.reduce_passes_ns`): the same elements in the
+    two shapes of :data:`REDUCE_BLOCK_PROBE`, the difference of their times over their blocks'. About
+    120 ns on an AMD EPYC. None when not resolved."""
+    many, few = REDUCE_BLOCK_PROBE
+    ns = (_reduce_sum_ns(many, 1, rounds) - _reduce_sum_ns(few, 1, rounds)) / (many[0] - few[0])
+    return ns if ns > 0 else None
+
+
 def _row_and_walk_rates(rounds: int, notes: list[str]) -> dict[str, float]:
-    """``norm_row_ns``, ``softmax_row_ns``, ``transpose_element_ns`` and ``gemm_aliased_factor``
-    (a note for each not resolved)."""
+    """``norm_row_ns``, ``softmax_row_ns``, ``reduce_row_ns``, ``reduce_block_ns``,
+    ``transpose_element_ns`` and ``gemm_aliased_factor`` (a note for each not resolved)."""
     out: dict[str, float] = {}
     for key, probe, what in (("norm_row_ns", norm_row_ns, "LayerNormalization time per row"),
                              ("softmax_row_ns", softmax_row_ns, "Softmax time per row"),
+                             ("reduce_row_ns", reduce_row_ns, "ReduceSum time per row"),
+                             ("reduce_block_ns", reduce_block_ns, "ReduceSum time per block"),
                              ("transpose_element_ns", transpose_element_ns, "element-at-a-time Transpose rate"),
                              ("gemm_aliased_factor", gemm_aliased_factor,
                               "float GEMM slowdown for A rows 4 KiB apart (none beyond 2 %?)")):  # fmt: skip

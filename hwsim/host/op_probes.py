@@ -7,7 +7,8 @@ element, LRN sums a window of squares per element, GridSample and RoiAlign gathe
 CumSum and CumProd run a serial scan, NonMaxSuppression compares boxes one pair at a time, Where
 selects X and Y apart and merges the two (three passes over the data), PRelu branches on each
 element's sign, DepthToSpace and SpaceToDepth shuffle six-axis views of their input, a Cast
-to or from int64 converts one element at a time. On the
+to or from int64 converts one element at a time, a ReduceSum pays a set-up per row beside its
+rate per element (the rows priced apart, :mod:`cost_models.cpu_reduce`). On the
 AMD EPYC host the defaults put Asinh, LRN and CumProd 50-70x faster than onnxruntime ran them,
 RoiAlign and GridSample 10-15x, NonMaxSuppression 2x (``docs/fidelity_cpu.md``, "Op types no
 calibration model holds"); PRelu 35x and DepthToSpace 27x ("PRelu, DepthToSpace and SpaceToDepth").
@@ -37,7 +38,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from chips.schema import Chip
+from chips.schema import Chip, CpuUnit
 
 __all__ = [
     "PROBED_OP_TYPES",
@@ -63,7 +64,7 @@ UNARY_PROBES: tuple[str, ...] = (
 #: Op types probed on a model of their own (:func:`probe_model`).
 OTHER_PROBES: tuple[str, ...] = (
     "LRN", "GridSample", "RoiAlign", "CumSum", "CumProd", "NonMaxSuppression", "RMSNormalization", "RotaryEmbedding",
-    "Where", "PRelu", "DepthToSpace", "SpaceToDepth", "Cast", "CastWide", "DynamicQuantizeLinear",
+    "Where", "PRelu", "DepthToSpace", "SpaceToDepth", "Cast", "CastWide", "DynamicQuantizeLinear", "ReduceSum",
 )  # fmt: skip
 #: Every op type the fingerprint probes alone.
 PROBED_OP_TYPES: tuple[str, ...] = UNARY_PROBES + OTHER_PROBES
@@ -145,6 +146,9 @@ def probe_model(op_type: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
         # quantize_dynamic's conv inputs run this kernel: on an AMD EPYC 0.15-0.17 ns an element
         # (12-100 Ki values), where the category default priced 0.03
         feeds, inputs = {"x": _unary_input(op_type, rng)}, ["x"]
+    elif op_type == "ReduceSum":  # 1024 rows of 256 floats, each summed: its rows' set-ups priced apart
+        feeds, inputs = {"x": _unary_input(op_type, rng).reshape(1024, 256)}, ["x", "axes"]
+        inits["axes"], extra = np.array([1], np.int64), {"keepdims": 1}
     else:
         raise ValueError(f"no probe for op type {op_type!r}; have {', '.join(PROBED_OP_TYPES)}")
     outputs = ["y", "y_scale", "y_zero"] if op_type == "DynamicQuantizeLinear" else ["y"]
@@ -182,15 +186,20 @@ def probe_rates(rounds: int = 3, op_types: tuple[str, ...] = PROBED_OP_TYPES) ->
 
 def probe_efficiencies(chip: Chip, rates: Mapping[str, float]) -> dict[str, float]:
     """The efficiency of each op type probed (:func:`probe_rates`) on ``chip``'s CPU: the one
-    calibration would fit from the probe's kernel time, on the op as hwsim reads the probe model."""
+    calibration would fit from the probe's kernel time, on the op as hwsim reads the probe model;
+    a reduction's rows, priced apart where ``chip`` has their figure
+    (:func:`cost_models.cpu_reduce.reduce_passes_ns`), taken out of its time first."""
+    from cost_models.cpu_reduce import reduce_passes_ns
     from graph_ir.onnx_import import from_model_proto
     from hwsim.host.kernels import kernel_efficiency
 
     out: dict[str, float] = {}
+    unit = chip.units[0]
     for op_type, key in PROBE_RATES.items():
         if key not in rates:
             continue
         model, _ = probe_model(op_type)
-        graph = from_model_proto(model, source=f"probe {op_type}", name=f"probe_{op_type}")
-        out[op_type] = kernel_efficiency(chip, graph.op("probe"), rates[key])
+        op = from_model_proto(model, source=f"probe {op_type}", name=f"probe_{op_type}").op("probe")
+        apart = reduce_passes_ns(op, unit) if isinstance(unit, CpuUnit) else 0.0
+        out[op_type] = kernel_efficiency(chip, op, max(rates[key] - apart, 0.1 * rates[key]))
     return out

@@ -175,6 +175,9 @@ class TestCommand:
             assert "LayerNormalization rate not resolved" in out.read_text()
         # its fixed time per row (rows of 32 floats against rows of 768): measured, or a note
         assert (unit.norm_row_ns or 0.0) > 0 or "norm_row_ns left out" in text
+        # a reduction's time per row and per block (cost_models.cpu_reduce): measured, or a note
+        assert (unit.reduce_row_ns or 0.0) > 0 or "reduce_row_ns left out" in text
+        assert (unit.reduce_block_ns or 0.0) > 0 or "reduce_block_ns left out" in text
         assert set(unit.efficiency) <= {*FINGERPRINT_EFFICIENCY, "LayerNormalization", *RESIZE_RATES, *INT8_RATES,
                                         *PROBED_OP_TYPES}
         # each op type probed alone has its efficiency from its kernel time (a note where onnxruntime could not run it)

@@ -70,3 +70,22 @@ def test_the_efficiency_predicts_the_probe_time_back(op_type: str, us: float) ->
     assert cost is not None
     if effs[op_type] < 1.0:  # a kernel no faster than the core's peak: its time comes back
         assert cost.compute_ns == pytest.approx(us * 1000, rel=0.05)
+
+
+@settings(max_examples=10, deadline=None)
+@given(us=st.floats(5.0, 200.0), row_ns=st.floats(0.5, 3.0))
+def test_a_reduction_probe_less_its_rows_gives_the_rate_that_predicts_it_back(us: float, row_ns: float) -> None:
+    # the probe sums 1024 rows: their set-ups are priced apart (reduce_row_ns), so the efficiency
+    # is fit on the time less them, and the two together give the probe's time back
+    data = host_chip()
+    data["units"][0].update(reduce_row_ns=row_ns, op_overhead_ns=0.0)
+    rows_ns = 1024 * row_ns
+    ns = rows_ns + us * 1000
+    effs = probe_efficiencies(chip_from_dict(data), {PROBE_RATES["ReduceSum"]: ns})
+    plain = probe_efficiencies(chip_from_dict(host_chip()), {PROBE_RATES["ReduceSum"]: ns})
+    assert effs["ReduceSum"] >= plain["ReduceSum"]
+    data["units"][0]["efficiency"] = effs
+    cost = estimate(from_model_proto(probe_model("ReduceSum")[0], source="r").op("probe"), chip_from_dict(data), "cpu", "model")
+    assert cost is not None and cost.stall_ns == pytest.approx(rows_ns)
+    if effs["ReduceSum"] < 1.0:
+        assert cost.compute_ns == pytest.approx(ns, rel=0.05)
