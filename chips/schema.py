@@ -664,6 +664,17 @@ class CpuUnit(Unit):
         "of ones per block of the kept leading axes), beside the time per element, measured by `hwsim fingerprint` from "
         "2,048 and 64 blocks at the same element count. None: not costed.",
     )
+    gather_dram_row_ns: PositiveFloat | None = Field(
+        None,
+        description="What an embedding lookup (Gather from a weight table) pays per row beyond its time with the rows "
+        "cached, where its rows are in DRAM (a model whose weights do not stay in the last-level cache from run to run), "
+        "measured by `hwsim fingerprint`. None: not costed.",
+    )
+    gather_dram_line_ns: PositiveFloat | None = Field(
+        None,
+        description="What such a lookup pays per 64-byte line of each row from DRAM beside gather_dram_row_ns, measured "
+        "by `hwsim fingerprint` from rows of 4 and of 48 lines. None: not costed.",
+    )
     softmax_row_ns: PositiveFloat | None = Field(
         None,
         description="Fixed time per row of onnxruntime's Softmax kernel, beside its time per element (each row's max, "
@@ -752,6 +763,7 @@ class CpuUnit(Unit):
         "int8_gemv_far_gbps", "softmax_denormal_ns", "nchwc_one_block_efficiency", "norm_row_ns", "fp32_gemv_call_ns", "fp32_gemv_gbps",
         "fp32_pack_ns", "kernel_setup_ns", "step_handoff_ns", "broadcast_span_ns", "softmax_row_ns", "transpose_element_ns",
         "gemm_aliased_factor", "gemv_dram_gbps", "reduce_row_ns", "reduce_block_ns",
+        "gather_dram_row_ns", "gather_dram_line_ns",
     )
 
     @model_serializer(mode="wrap")

@@ -47,6 +47,7 @@ __all__ = [
     "tiling_extra_bytes",
     "unit_bandwidth_gbps",
     "unregister_model",
+    "weight_bytes_read",
 ]
 
 
@@ -409,6 +410,19 @@ def unit_dtype(op: Op, unit: Unit, precision: str) -> Dtype | None:
 def op_bytes(op: Op, dtype: str) -> tuple[int, int, int]:
     """(activation input, weight, output) bytes with floats stored as ``dtype``."""
     return op.input_bytes(dtype), op.weight_bytes(dtype), op.output_bytes(dtype)
+
+
+def weight_bytes_read(op: Op, precision: str | None = None) -> int:
+    """The bytes of ``op``'s weights one run reads: all of them, but for an embedding lookup
+    (``Gather`` from a weight table) the rows it gathers, at most its output, not its table.
+
+    >>> from graph_ir.ir import Tensor
+    >>> table, ids = Tensor("t", (100_000, 64), "float32", True), Tensor("i", (1280,), "int64")
+    >>> weight_bytes_read(Op("g", "Gather", "data", (table, ids), (Tensor("y", (1280, 64), "float32"),)))
+    327680
+    """
+    w_b = op.weight_bytes(precision)
+    return min(w_b, op.output_bytes(precision)) if op.op_type == "Gather" else w_b
 
 
 U = TypeVar("U", bound=Unit)

@@ -58,6 +58,7 @@ from cost_models.base import (
     register_model,
     spill_plan,
     unit_bandwidth_gbps,
+    weight_bytes_read,
 )
 from cost_models.cpu_layout import (
     SOFTMAX_OP_TYPES,
@@ -467,8 +468,10 @@ class CpuModel(UnitModel[CpuUnit]):
         return cost
 
     def gather(self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
-        """An embedding lookup reads the rows it gathers, not the table."""
-        return self.roofline(op, unit, chip, dtype, in_b, min(w_b, out_b), out_b)
+        """An embedding lookup reads the rows it gathers, not the table; rows in DRAM miss on top
+        (:func:`cold_gather_ns`)."""
+        cost = self.roofline(op, unit, chip, dtype, in_b, min(w_b, out_b), out_b)
+        return _with_pass(cost, unit, cold_gather_ns(op, unit, dtype), "rows from DRAM")
 
     def recurrent(self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
         """LSTM/GRU/RNN: onnxruntime's steps on a unit with ``gemv_gbps`` (:func:`recurrent_steps_ns`),
@@ -1335,6 +1338,38 @@ def gemv_split_speedup(op: Op, unit: CpuUnit, threads: int) -> float:
     return one / split if split > 0 else float(threads)
 
 
+#: Bytes of a cache line, the unit an embedding row from DRAM is fetched in (:func:`cold_gather_ns`).
+LINE_BYTES = 64
+
+
+def cold_gather_ns(op: Op, unit: CpuUnit, dtype: str) -> float:
+    """What an embedding lookup (a ``Gather`` over axis 0 of a weight table) pays beyond its time
+    with the rows cached where its rows are in DRAM, ns: ``gather_dram_row_ns`` per distinct row it
+    can read (its ids, at most the table's rows) plus ``gather_dram_line_ns`` per 64-byte line of
+    each (:mod:`hwsim.host.gather_probe`). 0 where the model's weights stay in the caches from run to
+    run (``weights_in_cache``: :func:`cost_models.table.steady_state_unit`, which counts a lookup's
+    rows, not its table), without the unit's figures, or for another op.
+
+    >>> from graph_ir.ir import Tensor
+    >>> u = CpuUnit(name="c", domain="d", clock_mhz=1000, flops_per_cycle={"fp32": 32}, l1_kib=32, l1_bandwidth_gbps=100,
+    ...             l2_kib=512, l2_bandwidth_gbps=50, gather_dram_row_ns=40.0, gather_dram_line_ns=8.0)
+    >>> table, ids = Tensor("t", (30522, 768), "float32", True), Tensor("i", (1, 128), "int64")
+    >>> op = Op("g", "Gather", "data", (table, ids), (Tensor("y", (1, 128, 768), "float32"),))
+    >>> cold_gather_ns(op, u, "fp32"), cold_gather_ns(op, u.model_copy(update={"weights_in_cache": True}), "fp32")
+    (54272.0, 0.0)
+    """
+    if op.op_type != "Gather" or not (unit.gather_dram_row_ns and unit.gather_dram_line_ns) or unit.weights_in_cache:
+        return 0.0
+    if op.attrs.get("axis", 0) != 0 or len(op.inputs) < 2 or not op.inputs[0].is_weight or not op.inputs[0].shape:
+        return 0.0
+    ids, table_rows = op.inputs[1].elements, op.inputs[0].shape[0]
+    if not ids or not table_rows:
+        return 0.0
+    row_bytes = deployed_bytes(op.inputs[0], dtype) / table_rows
+    rows = min(ids, table_rows)
+    return rows * (unit.gather_dram_row_ns + math.ceil(row_bytes / LINE_BYTES) * unit.gather_dram_line_ns)
+
+
 def calibrated_efficiency(op: Op, unit: CpuUnit) -> float | None:
     """The unit's calibrated efficiency for ``op``: its kernel class's (:func:`kernel_type`), else
     its op type's; None when the unit has neither."""
@@ -1379,10 +1414,7 @@ def _kernel_modelled(op: Op, unit: CpuUnit) -> bool:
 def core_bytes(op: Op, dtype: str) -> int:
     """Bytes a kernel streams through the core: activations in and out and its weights (a
     Gather only the rows it reads); for a recurrent op also ``R`` once more per extra step."""
-    w_b = op.weight_bytes(dtype)
-    if op.op_type == "Gather":
-        w_b = min(w_b, op.output_bytes(dtype))
-    total = op.input_bytes(dtype) + op.output_bytes(dtype) + w_b
+    total = op.input_bytes(dtype) + op.output_bytes(dtype) + weight_bytes_read(op, dtype)
     if op.category == "rnn" and len(op.inputs) >= 3:
         steps, r_b = recurrent_bytes(op, dtype)
         total += max(0, steps - 1) * r_b

@@ -69,6 +69,11 @@ TINY_ROOF_FRACTION = 0.02
 #: the efficiency it fit (0.058 on an AMD EPYC) put the 12-200 Ki-value Casts of a
 #: ``quantize_dynamic`` CNN 5-6x slow.
 TINY_KERNEL_NS = 20_000.0
+#: Nor does a kernel whose time is more than this share priced apart (its ``stall_ns``: rows of an
+#: embedding from DRAM, a reduction's row set-ups) fit a probed class: its residual carries that
+#: part's error. BERT's word lookup, 47 % of it rows from DRAM, fit a Gather rate that priced a
+#: DLRM's L3-resident lookups 1.7x slow; audio_kws's sums of pairs are 92 % row set-ups.
+PRICED_APART_SHARE = 0.1
 #: A streaming kernel's data counts as cache-resident when its level's memory roof is at most
 #: this many times its L1-rate roof (L2 here: 185/128 GB/s; L3 is 5x, DRAM 10x).
 CACHE_LEVEL_FACTOR = 2.0
@@ -180,8 +185,9 @@ def fit(
     (:func:`split_recurrent`); their other kernels are not used.
 
     ``probed``: kernel classes whose efficiency the fingerprint measured on an op alone
-    (:func:`probed_classes`); each is fit only on kernels of at least :data:`TINY_KERNEL_NS`,
-    and one with none keeps the probe's efficiency (see :data:`TINY_KERNEL_NS`).
+    (:func:`probed_classes`); each is fit only on kernels of at least :data:`TINY_KERNEL_NS`
+    with at most :data:`PRICED_APART_SHARE` of their time priced apart, and one with none keeps
+    the probe's efficiency (see :data:`TINY_KERNEL_NS`).
 
     With the fingerprint's dispatch figures (:attr:`Validation.dispatch`) the per-op overhead
     is the measured per-kernel dispatch, not fit, and kernel times are taken as
@@ -213,7 +219,7 @@ def fit(
     for n in kernels + rates:
         if n.roof_ns <= 0 or n.measured_ns < floor or split_recurrent(n):
             continue  # views: overhead only; dispatch-bound kernels say nothing about a rate; see split_recurrent
-        if n.op_type in probed and n.measured_ns < TINY_KERNEL_NS:
+        if n.op_type in probed and (n.measured_ns < TINY_KERNEL_NS or n.stall_ns > PRICED_APART_SHARE * n.measured_ns):
             continue  # the probe's 256 Ki elements say more about the rate than a small kernel does
         own = max(n.measured_ns - sub - n.stall_ns, 0.05 * n.measured_ns, 1.0)
         core, unexplained, every = tiers.setdefault(n.op_type, ([], [], []))

@@ -43,6 +43,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from chips.schema import chip_from_dict
 from cost_models.cpu import cyclic_capacity_bytes
+from hwsim.host.gather_probe import GATHER_DRAM_PROBES
 from hwsim.host.int8_probe import INT8_PROBES
 from hwsim.host.kernels import (
     BROADCAST_PROBES,
@@ -627,7 +628,8 @@ def chip_data(fp: Fingerprint, name: str = "host") -> dict[str, Any]:
         unit["weight_stream_gbps"] = round(fp.weight_stream_gbps, 2)
     # efficiencies below, or probe times fields are derived from: not chip fields
     per_element = {LAYER_NORM_RATE, *RESIZE_RATES.values(), *PROBE_RATES.values(), *INT8_PROBES, *FFT_PROBES.values(),
-                   *FLOAT_GEMV_PROBES, *ROW_PACK_PROBES, *SETUP_PROBES.values(), *HANDOFF_PROBES.values(), *BROADCAST_PROBES}  # fmt: skip
+                   *FLOAT_GEMV_PROBES, *ROW_PACK_PROBES, *SETUP_PROBES.values(), *HANDOFF_PROBES.values(), *BROADCAST_PROBES,
+                   *GATHER_DRAM_PROBES}  # fmt: skip
     unit.update((k, round(v, 3)) for k, v in fp.kernel_rates.items() if k not in per_element)
     # onnxruntime's dispatch per kernel as measured; 2 us when an older fingerprint has none
     unit["op_overhead_ns"] = fp.dispatch.kernel_ns if fp.dispatch else 2000.0

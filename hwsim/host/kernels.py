@@ -56,6 +56,7 @@ from cost_models.table import estimate
 from graph_ir.ir import Op, Tensor
 from graph_ir.onnx_import import from_model_proto
 from graph_ir.op_metrics import metrics
+from hwsim.host.gather_probe import gather_dram_from, gather_dram_times
 from hwsim.host.int8_probe import (
     GEMV_LAYERS,
     INT8_RATES,
@@ -84,6 +85,7 @@ __all__ = [
     "FFT_PROBES",
     "FLOAT_GEMV_DERIVED",
     "FLOAT_GEMV_PROBES",
+    "GATHER_DRAM_DERIVED",
     "HANDOFF_PROBES",
     "LAYER_NORM_RATE",
     "NCHWC_BLOCK_PROBE",
@@ -1096,10 +1098,22 @@ def kernel_rates(
         out["nchwc_one_block_efficiency"] = blocks
     resize = resize_ns(2 if quick else 3)
     notes.extend(f"{k} not resolved; its efficiency left to the Resize one" for k, v in RESIZE_RATES.items() if v not in resize)
+    out.update(_gather_dram_rates(2 if quick else 3, notes))
     probes, probe_notes = probe_rates(1 if quick else 3)
     notes.extend(probe_notes)
     int8 = _int8_rates(2 if quick else 3, profiled_kernel_ns, kernel_ns, notes)
     return {**out, **resize, **probes, **int8, **_second_handoffs(out, threads, notes)}, notes
+
+
+def _gather_dram_rates(rounds: int, notes: list[str]) -> dict[str, float]:
+    """The probe times of :func:`hwsim.host.gather_probe.gather_dram_times` and the two fields they
+    give (a note when not resolved)."""
+    times = gather_dram_times(rounds)
+    got = gather_dram_from(times)
+    if got is None:
+        notes.append("embedding rows from DRAM no slower than cached ones; gather_dram_row_ns/gather_dram_line_ns left out")
+        return times
+    return {**times, **dict(zip(GATHER_DRAM_DERIVED, got, strict=True))}
 
 
 def _pool_rates(threads: int, kernel_ns: float, rounds: int, notes: list[str]) -> dict[str, float]:
@@ -1172,18 +1186,21 @@ def int8_fields(rates: Mapping[str, float], kernel_ns: float) -> dict[str, float
 #: The chip fields derived from probe times that a merge of several fingerprints derives again from the
 #: merged probes (:func:`rederived`); the STFT's constants are not among them, so that an older
 #: fingerprint without the frame times keeps its merged ones.
-REDERIVED = (*INT8_DERIVED, *FLOAT_GEMV_DERIVED, *ROW_PACK_DERIVED, *BROADCAST_DERIVED)
+#: The fields :func:`hwsim.host.gather_probe.gather_dram_from` gives, in its order.
+GATHER_DRAM_DERIVED = ("gather_dram_row_ns", "gather_dram_line_ns")
+REDERIVED = (*INT8_DERIVED, *FLOAT_GEMV_DERIVED, *ROW_PACK_DERIVED, *BROADCAST_DERIVED, *GATHER_DRAM_DERIVED)
 
 
 def rederived(rates: Mapping[str, float], kernel_ns: float) -> dict[str, float]:
     """The chip fields derived from the probe times in ``rates`` (:func:`int8_fields`,
-    :func:`float_gemv_from`, :func:`fft_from`, :func:`broadcast_span_from`) with the dispatch per
+    :func:`float_gemv_from`, :func:`fft_from`, :func:`broadcast_span_from`,
+    :func:`~hwsim.host.gather_probe.gather_dram_from`) with the dispatch per
     kernel ``kernel_ns``, those resolved."""
     out = {k: v for k, v in int8_fields(rates, kernel_ns).items() if v is not None}
     if (span := broadcast_span_from(rates)) is not None:
         out["broadcast_span_ns"] = span
     for names, got in ((FLOAT_GEMV_DERIVED, float_gemv_from(rates, kernel_ns)), (FFT_DERIVED, fft_from(rates)),
-                       (ROW_PACK_DERIVED, row_pack_from(rates))):  # fmt: skip
+                       (ROW_PACK_DERIVED, row_pack_from(rates)), (GATHER_DRAM_DERIVED, gather_dram_from(rates))):  # fmt: skip
         if got is not None:
             out.update(zip(names, got, strict=True))
     return out

@@ -65,6 +65,7 @@ UNARY_PROBES: tuple[str, ...] = (
 OTHER_PROBES: tuple[str, ...] = (
     "LRN", "GridSample", "RoiAlign", "CumSum", "CumProd", "NonMaxSuppression", "RMSNormalization", "RotaryEmbedding",
     "Where", "PRelu", "DepthToSpace", "SpaceToDepth", "Cast", "CastWide", "DynamicQuantizeLinear", "ReduceSum",
+    "Gather",
 )  # fmt: skip
 #: Every op type the fingerprint probes alone.
 PROBED_OP_TYPES: tuple[str, ...] = UNARY_PROBES + OTHER_PROBES
@@ -146,6 +147,11 @@ def probe_model(op_type: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
         # quantize_dynamic's conv inputs run this kernel: on an AMD EPYC 0.15-0.17 ns an element
         # (12-100 Ki values), where the category default priced 0.03
         feeds, inputs = {"x": _unary_input(op_type, rng)}, ["x"]
+    elif op_type == "Gather":  # 8192 rows of 64 floats from a 100,000-row table, ids spread over it
+        # the same ids every run: their 2 MiB of rows stay in the L3, as a DLRM's do from run to run
+        # (rows from DRAM are priced apart: cost_models.cpu.cold_gather_ns)
+        feeds, inputs = {"x": rng.integers(0, 100_000, 8192).astype(np.int64)}, ["table", "x"]
+        inits["table"] = rng.standard_normal((100_000, 64)).astype(np.float32)
     elif op_type == "ReduceSum":  # 1024 rows of 256 floats, each summed: its rows' set-ups priced apart
         feeds, inputs = {"x": _unary_input(op_type, rng).reshape(1024, 256)}, ["x", "axes"]
         inits["axes"], extra = np.array([1], np.int64), {"keepdims": 1}

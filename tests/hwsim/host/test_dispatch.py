@@ -125,6 +125,16 @@ class TestFitOnMeasuredDispatch:
         f2 = fit([v2], "cpu", probed={"CastWide"})  # a long kernel of it is fit, alone
         assert f2.kernels["CastWide"] == 1 and f2.efficiency["CastWide"] == pytest.approx(0.25, rel=0.01)
 
+    def test_a_probed_class_is_not_fit_on_a_kernel_mostly_priced_apart(self) -> None:
+        # BERT's word lookup: 85 us, 40 of them its rows from DRAM (stall_ns, priced apart); the
+        # residual would set the rate of cached lookups too. Unprobed, it is fit as before.
+        cold = NodeResult("words", "Gather", False, 0.0, self.D.kernel_time(85_000.0), 3_000.0, 12_000.0, 40_000.0, "data")
+        adds = (_node("a", self.D.kernel_time(12_000.0), 5_000.0, 7_000.0),)
+        v = self._validation((cold, *adds), self.D.run_ns + 2 * self.D.kernel_ns + 97_000.0)
+        assert 3_000.0 / 85_000.0 < fit([v], "cpu").efficiency["Gather"] < 3_000.0 / 40_000.0  # on the residual
+        f = fit([v], "cpu", probed={"Gather"})
+        assert "Gather" not in f.efficiency and f.kernels["Add"] == 1
+
     def test_probed_classes_are_the_probes_the_unit_has_an_efficiency_for(self) -> None:
         data = host_chip()
         data["units"][0]["efficiency"] = {"CastWide": 0.15, "Asinh": 0.01, "Conv": 0.8}
