@@ -12,7 +12,9 @@ products and the dense vector with a top MLP (-> 512 -> 256 -> 1, ``Sigmoid``):
 
 ``python benchmarks/heldout_unseen10.py DIR --chip FP.yaml`` writes them and validates each
 (:func:`heldout_models.batch_main`). First run (2026-12-05 16:10, AMD EPYC, fingerprint ``fpK``):
-+80.9 / -6.2 / +101.2 % (``docs/fidelity_cpu.md``, "Not done").
++80.9 / -6.2 / +101.2 %; with a reduction's rows and blocks, ids spread over the tables and an
+embedding's rows from the cache or DRAM as a loop of runs leaves them (17:20, ``fpN``): -10.0 / -5.5 /
+-9.7 % (``docs/fidelity_cpu.md``, "Reductions and embedding lookups").
 """
 
 from __future__ import annotations
