@@ -25,6 +25,8 @@ times two row widths (:data:`GATHER_DRAM_PROBES`) both ways and solves for the t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -82,7 +84,7 @@ def gather_dram_times(rounds: int = 3) -> dict[str, float]:
     return out
 
 
-def gather_dram_from(times: dict[str, float]) -> tuple[float, float] | None:
+def gather_dram_from(times: Mapping[str, float]) -> tuple[float, float] | None:
     """``(gather_dram_row_ns, gather_dram_line_ns)`` from the probes' extra times per row
     (:func:`gather_dram_times`): ``t = row + lines x line`` solved on the two widths; None without
     both or for a figure not positive.
