@@ -8,7 +8,8 @@ CumSum and CumProd run a serial scan, NonMaxSuppression compares boxes one pair 
 selects X and Y apart and merges the two (three passes over the data), PRelu branches on each
 element's sign, DepthToSpace and SpaceToDepth shuffle six-axis views of their input, a Cast
 to or from int64 converts one element at a time, a ReduceSum pays a set-up per row beside its
-rate per element (the rows priced apart, :mod:`cost_models.cpu_reduce`). On the
+rate per element (the rows priced apart, :mod:`cost_models.cpu_reduce`), a Gather copies one row
+per id (its rows from DRAM priced apart, :mod:`hwsim.host.gather_probe`). On the
 AMD EPYC host the defaults put Asinh, LRN and CumProd 50-70x faster than onnxruntime ran them,
 RoiAlign and GridSample 10-15x, NonMaxSuppression 2x (``docs/fidelity_cpu.md``, "Op types no
 calibration model holds"); PRelu 35x and DepthToSpace 27x ("PRelu, DepthToSpace and SpaceToDepth").
