@@ -19,7 +19,7 @@ row             lines  ns a row
 ==============  =====  ==========
 
 against 9-44 ns a row from the caches (150 for 3 KB rows). Beyond its time with the rows cached
-(the calibrated rate), a row from DRAM costs 36-46 ns more plus 8 ns a line of 64 bytes: the probe
+(the calibrated rate), a row from DRAM costs 29-46 ns more plus 5.6-8 ns a line of 64 bytes: the probe
 times two row widths (:data:`GATHER_DRAM_PROBES`) both ways and solves for the two figures.
 """
 
