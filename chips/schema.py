@@ -675,6 +675,12 @@ class CpuUnit(Unit):
         description="What such a lookup pays per 64-byte line of each row from DRAM beside gather_dram_row_ns, measured "
         "by `hwsim fingerprint` from rows of 4 and of 48 lines. None: not costed.",
     )
+    fp32_batch_call_ns: PositiveFloat | None = Field(
+        None,
+        description="What onnxruntime's batched float MatMul over run-time matrices (more than one row each) pays per "
+        "matrix beside its FMAs (one MLAS GEMM call per matrix, its B packed), measured by `hwsim fingerprint` from the "
+        "same FMAs in 512 and in 32 matrices. None: not costed.",
+    )
     softmax_row_ns: PositiveFloat | None = Field(
         None,
         description="Fixed time per row of onnxruntime's Softmax kernel, beside its time per element (each row's max, "
@@ -763,7 +769,7 @@ class CpuUnit(Unit):
         "int8_gemv_far_gbps", "softmax_denormal_ns", "nchwc_one_block_efficiency", "norm_row_ns", "fp32_gemv_call_ns", "fp32_gemv_gbps",
         "fp32_pack_ns", "kernel_setup_ns", "step_handoff_ns", "broadcast_span_ns", "softmax_row_ns", "transpose_element_ns",
         "gemm_aliased_factor", "gemv_dram_gbps", "reduce_row_ns", "reduce_block_ns",
-        "gather_dram_row_ns", "gather_dram_line_ns",
+        "gather_dram_row_ns", "gather_dram_line_ns", "fp32_batch_call_ns",
     )
 
     @model_serializer(mode="wrap")

@@ -415,11 +415,12 @@ class CpuModel(UnitModel[CpuUnit]):
         an int8 GEMM on a host whose integer kernels were fingerprinted as the kernel it runs
         (:func:`integer_kernel`); a binary op's broadcast spans where the unit has their measured cost
         (:func:`broadcast_spans_ns`); a reduction's rows or blocks
-        (:func:`~cost_models.cpu_reduce.reduce_passes_ns`)."""
+        (:func:`~cost_models.cpu_reduce.reduce_passes_ns`); a batched product's calls (:func:`batch_calls_ns`)."""
         op = integer_kernel(op, unit, dtype)
         cost = _calibrated(op, unit, dtype, super().cost(op, unit, chip, dtype, in_b, w_b, out_b))
         cost = _with_pass(cost, unit, broadcast_spans_ns(op, unit), "broadcast spans")
         cost = _with_pass(cost, unit, reduce_passes_ns(op, unit), "reduce set-ups")
+        cost = _with_pass(cost, unit, batch_calls_ns(op, unit), "matrix calls")
         cost = _with_fixed(cost, unit, row_pack_ns(op, unit), "B packed")  # a pass before the kernel's
         fixed = measured_setup(op, unit)
         return cost if fixed is None else _with_fixed(cost, unit, *fixed)
@@ -828,6 +829,29 @@ def one_row_call_ns(op: Op, unit: CpuUnit) -> float:
     if unit.fp32_gemv_call_ns and float_one_row(op) and (gemm := gemm_of(op)) is not None:
         return unit.fp32_gemv_call_ns * gemm.batch  # a call per matrix (a row product's heads)
     return 0.0
+
+
+def batch_calls_ns(op: Op, unit: CpuUnit) -> float:
+    """What a batched float ``MatMul`` over run-time matrices (``B`` no weight, two matrices or
+    more, more than one row each) pays per matrix beside its FMAs: ``fp32_batch_call_ns`` per
+    matrix, ns; 0 without the figure or for another op (a one-row product has its own call,
+    :func:`one_row_call_ns`). onnxruntime hands MLAS one GEMM per matrix, each packing its ``B``:
+    on an AMD EPYC, 64 products of 9 x 64 x 9 (a DLRM's pairwise interaction) took 31 us where their
+    FMAs at the peak take 6, and the same FMAs in 512 matrices of K = 16 took 136 us against 45 in 32
+    of K = 256: about 190 ns a matrix.
+
+    >>> from graph_ir.ir import Tensor
+    >>> u = CpuUnit(name="c", domain="d", clock_mhz=1000, flops_per_cycle={"fp32": 32}, l1_kib=32, l1_bandwidth_gbps=100,
+    ...             l2_kib=512, l2_bandwidth_gbps=50, fp32_batch_call_ns=190.0)
+    >>> a, b = Tensor("a", (64, 9, 64), "float32"), Tensor("b", (64, 64, 9), "float32")
+    >>> batch_calls_ns(Op("m", "MatMul", "matmul", (a, b), (Tensor("y", (64, 9, 9), "float32"),)), u)
+    12160.0
+    """
+    if not unit.fp32_batch_call_ns or op.op_type != "MatMul" or len(op.inputs) < 2 or op.inputs[1].is_weight:
+        return 0.0
+    if op.inputs[0].dtype not in ("float32", "float16") or (gemm := gemm_of(op)) is None or gemm.batch < 2 or gemm.m < 2:
+        return 0.0
+    return gemm.batch * unit.fp32_batch_call_ns
 
 
 def _compute_ns(op: Op, unit: CpuUnit, dtype: Dtype) -> float:

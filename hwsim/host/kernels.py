@@ -79,6 +79,7 @@ from hwsim.host.op_probes import probe_efficiencies, probe_rates
 
 __all__ = [
     "ALIAS_PROBE",
+    "BATCH_CALL_PROBE",
     "BROADCAST_DERIVED",
     "BROADCAST_PROBES",
     "FFT_DERIVED",
@@ -101,6 +102,7 @@ __all__ = [
     "SETUP_PROBES",
     "SOFTMAX_PROBE",
     "WALK_PROBE",
+    "batch_call_ns",
     "broadcast_probe",
     "broadcast_span_from",
     "broadcast_times",
@@ -805,14 +807,45 @@ def reduce_block_ns(rounds: int = 5) -> float | None:
     return ns if ns > 0 else None
 
 
+#: The batched product probes: ``(matrices, K)`` of ``9 x K x 9`` float products over run-time
+#: matrices, the same FMAs and the same elements of B in both (:func:`batch_call_ns`).
+BATCH_CALL_PROBE = ((512, 16), (32, 256))
+
+
+def batch_call_ns(rounds: int = 5) -> float | None:
+    """onnxruntime's batched float MatMul time per matrix beside its FMAs (the chip field
+    ``fp32_batch_call_ns``, :func:`cost_models.cpu.batch_calls_ns`): the two products of
+    :data:`BATCH_CALL_PROBE`, the difference of their times over their matrices'. About 190 ns on an
+    AMD EPYC. None when not resolved."""
+    rng = np.random.default_rng(0)
+    t = {}
+    for b, k in BATCH_CALL_PROBE:
+        x = rng.standard_normal((b, 9, k)).astype(np.float32)
+        node = helper.make_node("MatMul", ["x", "y"], ["z"])
+        graph = helper.make_graph(
+            [node], "k", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [b, 9, k]),
+                          helper.make_tensor_value_info("y", TensorProto.FLOAT, [b, k, 9])],
+            [helper.make_tensor_value_info("z", TensorProto.FLOAT, [b, 9, 9])],
+        )  # fmt: skip
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+        y = rng.standard_normal((b, k, 9)).astype(np.float32)
+        sess = make_session(model, 1, "all")
+        t[b] = min(time_session(sess, {"x": x, "y": y}, runs=20, warmup=3, min_total_s=0.02).min_ns for _ in range(rounds))
+    (many, _), (few, _) = BATCH_CALL_PROBE
+    ns = (t[many] - t[few]) / (many - few)
+    return ns if ns > 0 else None
+
+
 def _row_and_walk_rates(rounds: int, notes: list[str]) -> dict[str, float]:
     """``norm_row_ns``, ``softmax_row_ns``, ``reduce_row_ns``, ``reduce_block_ns``,
-    ``transpose_element_ns`` and ``gemm_aliased_factor`` (a note for each not resolved)."""
+    ``fp32_batch_call_ns``, ``transpose_element_ns`` and ``gemm_aliased_factor`` (a note for each
+    not resolved)."""
     out: dict[str, float] = {}
     for key, probe, what in (("norm_row_ns", norm_row_ns, "LayerNormalization time per row"),
                              ("softmax_row_ns", softmax_row_ns, "Softmax time per row"),
                              ("reduce_row_ns", reduce_row_ns, "ReduceSum time per row"),
                              ("reduce_block_ns", reduce_block_ns, "ReduceSum time per block"),
+                             ("fp32_batch_call_ns", batch_call_ns, "batched MatMul time per matrix"),
                              ("transpose_element_ns", transpose_element_ns, "element-at-a-time Transpose rate"),
                              ("gemm_aliased_factor", gemm_aliased_factor,
                               "float GEMM slowdown for A rows 4 KiB apart (none beyond 2 %?)")):  # fmt: skip
