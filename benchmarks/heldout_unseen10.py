@@ -14,7 +14,8 @@ products and the dense vector with a top MLP (-> 512 -> 256 -> 1, ``Sigmoid``):
 (:func:`heldout_models.batch_main`). First run (2026-12-05 16:10, AMD EPYC, fingerprint ``fpK``):
 +80.9 / -6.2 / +101.2 %; with a reduction's rows and blocks, ids spread over the tables and an
 embedding's rows from the cache or DRAM as a loop of runs leaves them (17:20, ``fpN``): -10.0 / -5.5 /
--9.7 % (``docs/fidelity_cpu.md``, "Reductions and embedding lookups").
+-9.7 %; with a batched product's call per matrix (18:21, ``fpO``): -8.7 / -5.0 / -9.5 %
+(``docs/fidelity_cpu.md``, "Reductions and embedding lookups").
 """
 
 from __future__ import annotations
