@@ -678,8 +678,8 @@ class CpuUnit(Unit):
     fp32_batch_call_ns: PositiveFloat | None = Field(
         None,
         description="What onnxruntime's batched float MatMul over run-time matrices (more than one row each) pays per "
-        "matrix beside its FMAs (one MLAS GEMM call per matrix, its B packed), measured by `hwsim fingerprint` from the "
-        "same FMAs in 512 and in 32 matrices. None: not costed.",
+        "matrix beside its FMAs (one MLAS GEMM call per matrix), measured by `hwsim fingerprint` from the same FMAs and "
+        "elements of B in 512 and in 32 matrices. None: not costed.",
     )
     softmax_row_ns: PositiveFloat | None = Field(
         None,
