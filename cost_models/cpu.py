@@ -471,7 +471,7 @@ class CpuModel(UnitModel[CpuUnit]):
     def gather(self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
         """An embedding lookup reads the rows it gathers, not the table; rows in DRAM miss on top
         (:func:`cold_gather_ns`)."""
-        cost = self.roofline(op, unit, chip, dtype, in_b, min(w_b, out_b), out_b)
+        cost = self.roofline(op, unit, chip, dtype, in_b, weight_bytes_read(op, dtype), out_b)
         return _with_pass(cost, unit, cold_gather_ns(op, unit, dtype), "rows from DRAM")
 
     def recurrent(self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:

@@ -411,35 +411,19 @@ def _tensor_in(tensors: Mapping[str, Tensor], t: str, node: str, op_type: str, s
     return tensors[t]
 
 
-def _input_axis(graph: onnx.GraphProto, node: onnx.NodeProto, index: int, default: int) -> int:
-    """Value of an axis given as a constant input (opset 20 DFT), else ``default``."""
-    if len(node.input) <= index or not node.input[index]:
-        return default
-    for init in graph.initializer:
-        if init.name == node.input[index] and init.data_location != onnx.TensorProto.EXTERNAL:
-            values = numpy_helper.to_array(init).reshape(-1)
-            return int(values[0]) if values.size else default
-    for c in graph.node:
-        if c.op_type == "Constant" and c.output and c.output[0] == node.input[index]:
-            for a in c.attribute:
-                if a.name == "value":
-                    values = numpy_helper.to_array(a.t).reshape(-1)
-                    return int(values[0]) if values.size else default
-    return default
-
-
 def _op_attrs(
     graph: onnx.GraphProto, node: onnx.NodeProto, opset: int, seen: dict[bytes, tuple[str, object]],
     int_consts: Callable[[], Mapping[str, tuple[int, ...]]],
 ) -> dict[str, object]:  # fmt: skip
     """The node's attributes (:func:`_node_attrs_cached`) and what the importer adds to them: a
-    DFT's axis input as ``axis``, :data:`COERCED_AXIS_ATTR` on a Softmax of an opset before 13, a
-    reduction's constant axes input as :data:`INPUT_AXES_ATTR` (``int_consts``: the graph's
-    small int64 constants, :func:`_int_constants`)."""
+    DFT's constant axis input as ``axis``, :data:`COERCED_AXIS_ATTR` on a Softmax of an opset before
+    13, a reduction's constant axes input as :data:`INPUT_AXES_ATTR` (``int_consts``: the graph's
+    small int64 constants, :func:`_int_constants`, read once)."""
     attrs = _node_attrs_cached(node, seen)
     op_type = node.op_type
-    if op_type == "DFT" and opset >= 20:
-        attrs["axis"] = _input_axis(graph, node, 2, -2)
+    if op_type == "DFT" and opset >= 20:  # its axis a constant input, -2 when absent
+        given = int_consts().get(node.input[2]) if len(node.input) > 2 and node.input[2] else None
+        attrs["axis"] = given[0] if given else -2
     elif op_type in _COERCING_OP_TYPES and 0 < opset < 13:
         attrs[COERCED_AXIS_ATTR] = 1
     elif op_type in AXES_INPUT_OP_TYPES and len(node.input) > 1 and "axes" not in attrs:
@@ -451,7 +435,7 @@ def _op_attrs(
 
 def _int_constants(graph: onnx.GraphProto) -> dict[str, tuple[int, ...]]:
     """The values of the graph's int64 initializers and Constant outputs of at most 8 values (a
-    reduction's axes), by name."""
+    reduction's axes, a DFT's axis), by name."""
     out: dict[str, tuple[int, ...]] = {}
     for init in graph.initializer:
         if init.data_type == onnx.TensorProto.INT64 and init.data_location != onnx.TensorProto.EXTERNAL and math.prod(init.dims) <= 8:
@@ -537,7 +521,7 @@ def _build(graph: onnx.GraphProto, source: str, name: str, opset: int = 0, ir_ve
     producer: dict[str, str] = {}
     order: list[str] = []
     attr_values: dict[bytes, tuple[str, object]] = {}
-    int_consts = cache(lambda: _int_constants(graph))  # read at the first reduction with an axes input
+    int_consts = cache(lambda: _int_constants(graph))  # read at the first DFT or reduction with an axes input
     # names whose values a run may give: graph inputs (an initializer among them only from IR 4 on,
     # where onnxruntime lets a caller override it) and outputs
     init_names = {t.name for t in graph.initializer}

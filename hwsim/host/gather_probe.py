@@ -31,7 +31,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-__all__ = ["FLUSH_FLOATS", "GATHER_DRAM_PROBES", "gather_dram_from", "gather_dram_probe", "gather_dram_times"]
+__all__ = ["FLUSH_FLOATS", "GATHER_DRAM_DERIVED", "GATHER_DRAM_PROBES", "gather_dram_from", "gather_dram_probe", "gather_dram_times"]
 
 #: ``(table rows, row floats, ids)`` of the two probes, and the key of each probe's time per row:
 #: 4 and 48 lines a row (a recommender's item vector, a transformer's token), tables of 26 and 37 MB.
@@ -42,6 +42,8 @@ GATHER_DRAM_PROBES: dict[str, tuple[int, int, int]] = {
 #: Floats of the pass that runs before each probe's Gather (64 MiB: more than any last-level cache
 #: this project runs on), so that none of the table's rows is cached when it starts.
 FLUSH_FLOATS = 16 * 1024 * 1024
+#: The chip fields :func:`gather_dram_from` gives, in its order.
+GATHER_DRAM_DERIVED = ("gather_dram_row_ns", "gather_dram_line_ns")
 LINE_BYTES = 64
 
 

@@ -56,7 +56,7 @@ from cost_models.table import estimate
 from graph_ir.ir import Op, Tensor
 from graph_ir.onnx_import import from_model_proto
 from graph_ir.op_metrics import metrics
-from hwsim.host.gather_probe import gather_dram_from, gather_dram_times
+from hwsim.host.gather_probe import GATHER_DRAM_DERIVED, gather_dram_from, gather_dram_times
 from hwsim.host.int8_probe import (
     GEMV_LAYERS,
     INT8_RATES,
@@ -86,7 +86,6 @@ __all__ = [
     "FFT_PROBES",
     "FLOAT_GEMV_DERIVED",
     "FLOAT_GEMV_PROBES",
-    "GATHER_DRAM_DERIVED",
     "HANDOFF_PROBES",
     "LAYER_NORM_RATE",
     "NCHWC_BLOCK_PROBE",
@@ -179,9 +178,12 @@ def _model(node: onnx.NodeProto, x: np.ndarray, inits: Mapping[str, np.ndarray])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
-def _fastest_ns(model: onnx.ModelProto, x: np.ndarray, rounds: int) -> float:
+def _fastest_ns(model: onnx.ModelProto, x: np.ndarray | Mapping[str, np.ndarray], rounds: int) -> float:
+    """The fastest timed run of ``model`` on one thread over ``rounds`` rounds, fed ``x`` (its one
+    input ``x``) or the feeds given."""
     sess = make_session(model, 1, "all")
-    return min(time_session(sess, {"x": x}, runs=20, warmup=3, min_total_s=0.02).min_ns for _ in range(rounds))
+    feeds = {"x": x} if isinstance(x, np.ndarray) else x
+    return min(time_session(sess, feeds, runs=20, warmup=3, min_total_s=0.02).min_ns for _ in range(rounds))
 
 
 def gemv_rate(hidden: int = 256, rounds: int = 5) -> float | None:
@@ -828,9 +830,7 @@ def batch_call_ns(rounds: int = 5) -> float | None:
             [helper.make_tensor_value_info("z", TensorProto.FLOAT, [b, 9, 9])],
         )  # fmt: skip
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-        y = rng.standard_normal((b, k, 9)).astype(np.float32)
-        sess = make_session(model, 1, "all")
-        t[b] = min(time_session(sess, {"x": x, "y": y}, runs=20, warmup=3, min_total_s=0.02).min_ns for _ in range(rounds))
+        t[b] = _fastest_ns(model, {"x": x, "y": rng.standard_normal((b, k, 9)).astype(np.float32)}, rounds)
     (many, _), (few, _) = BATCH_CALL_PROBE
     ns = (t[many] - t[few]) / (many - few)
     return ns if ns > 0 else None
@@ -1219,8 +1219,6 @@ def int8_fields(rates: Mapping[str, float], kernel_ns: float) -> dict[str, float
 #: The chip fields derived from probe times that a merge of several fingerprints derives again from the
 #: merged probes (:func:`rederived`); the STFT's constants are not among them, so that an older
 #: fingerprint without the frame times keeps its merged ones.
-#: The fields :func:`hwsim.host.gather_probe.gather_dram_from` gives, in its order.
-GATHER_DRAM_DERIVED = ("gather_dram_row_ns", "gather_dram_line_ns")
 REDERIVED = (*INT8_DERIVED, *FLOAT_GEMV_DERIVED, *ROW_PACK_DERIVED, *BROADCAST_DERIVED, *GATHER_DRAM_DERIVED)
 
 

@@ -342,6 +342,12 @@ class TestMetricsSignal:
         assert op.outputs[0].shape == (1, 10, 512, 2)
         assert op.flops == 10 * fft_flops(512)
 
+    def test_dft_opset20_axis_from_a_constant_input(self) -> None:
+        # the axis is an input from opset 20: read from the initializer, not the default -2
+        op = single_op("DFT", {"x": (1, 512, 10, 1)}, [ints("n", 512), ints("ax", 1)], opset=20)
+        assert op.attrs["axis"] == 1 and op.outputs[0].shape == (1, 512, 10, 2)
+        assert op.flops == 10 * fft_flops(512)
+
 
 class TestMetricsPoolingAndLayout:
     def test_maxpool(self) -> None:
