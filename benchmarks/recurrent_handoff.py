@@ -52,16 +52,6 @@ def layer(op_type: str, hidden: int, bidir: bool, steps: int) -> tuple[onnx.Mode
     return _model(node, x, w), x
 
 
-def second_core_speedup(rounds: int) -> float:
-    """How much faster the fingerprint's 128-cubed MatMul chain runs on two threads than on one."""
-    from hwsim.host.kernels import SECTION_CHECK_N, SECTION_PROBE_COUNT, _matmul_chain
-    from hwsim.host.measure import best_run_ns
-
-    model, x = _matmul_chain(SECTION_CHECK_N, SECTION_PROBE_COUNT)
-    one, two = (best_run_ns({0: (model, x)}, rounds, t)[0] for t in (1, 2))
-    return one / two
-
-
 def predicted_step_ns(chip_file: str, threads: int, models: dict[tuple[str, int, bool, int], onnx.ModelProto],
                       measured_handoffs: bool) -> dict[tuple[str, int, bool], float]:  # fmt: skip
     """Per case, hwsim's time per step on ``threads`` threads (with the chip's ``step_handoff_ns``, or
@@ -82,6 +72,7 @@ def predicted_step_ns(chip_file: str, threads: int, models: dict[tuple[str, int,
 
 def main() -> None:
     from hwsim.host.measure import best_run_ns
+    from hwsim.host.second_core import speedup
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("chip", help="a host fingerprinted on --threads threads")
@@ -89,7 +80,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
     print(
-        f"second core: 128-cubed MatMul chain {second_core_speedup(args.rounds):.2f}x faster on 2 threads (1.8x needed)"
+        f"second core: 128-cubed MatMul chain {speedup(2, args.rounds):.2f}x faster on 2 threads (1.8x needed)"
     )
     feeds = {(*c, s): layer(*c, s) for c in CASES for s in STEPS}
     best = best_run_ns(feeds, args.rounds, args.threads)

@@ -58,6 +58,7 @@ def main(args: argparse.Namespace) -> int:
         append_record,
         cpu_chip,
         format_validation,
+        lag_note,
         merge_rounds,
         record,
         repredict,
@@ -92,6 +93,8 @@ def main(args: argparse.Namespace) -> int:
         print(f"measured times are on the fingerprint's clock: this host ran at x{min(speeds):.3f}..x{max(speeds):.3f} "
               f"of its fingerprinted fp32 MatMul rate ({reference[0]:.1f} GFLOP/s); --raw-times to turn off")  # fmt: skip
     print(format_validation(vs))
+    if note := lag_note(vs, args.threads):
+        print(note)
     if args.calibrate:
         core = [] if args.threads == 1 else core_rate_rounds(
             chip, args.models, vs, args.opt, args.runs, args.rounds, shapes=shapes or None, dispatch=dispatch,

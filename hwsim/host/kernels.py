@@ -76,6 +76,7 @@ from hwsim.host.int8_probe import (
 )
 from hwsim.host.measure import best_run_ns, make_session, nchwc_block, profile_nodes, time_session
 from hwsim.host.op_probes import probe_efficiencies, probe_rates
+from hwsim.host.second_core import CHECK_COUNT, CHECK_N, MIN_SHARE, matmul_chain
 
 __all__ = [
     "ALIAS_PROBE",
@@ -164,9 +165,9 @@ RESIZE_PROBE = (32, 48)
 
 #: Side and count of the MatMuls :func:`parallel_section_ns` times (the smallest cube MLAS splits in two).
 SECTION_PROBE_N, SECTION_PROBE_COUNT = 48, 64
-#: Side of the MatMuls that check that the second core works along (~11 us each), and the
-#: speed-up on two threads they must reach for the section to be read.
-SECTION_CHECK_N, SECTION_MIN_SPEEDUP = 128, 1.8
+#: Side of the MatMuls that check that the second core works along, and the speed-up on two
+#: threads they must reach for the section to be read (:mod:`hwsim.host.second_core`'s check).
+SECTION_CHECK_N, SECTION_MIN_SPEEDUP = CHECK_N, 2 * MIN_SHARE
 
 
 def _model(node: onnx.NodeProto, x: np.ndarray, inits: Mapping[str, np.ndarray]) -> onnx.ModelProto:
@@ -202,21 +203,6 @@ def gemv_rate(hidden: int = 256, rounds: int = 5) -> float | None:
     return 16 * hidden * hidden / step_ns if step_ns > 0 else None
 
 
-def _matmul_chain(n: int, count: int) -> tuple[onnx.ModelProto, np.ndarray]:
-    """``count`` dependent ``n x n`` MatMuls (an ``n x n`` input times its own constant each)."""
-    rng = np.random.default_rng(0)
-    inits = {f"w{i}": (rng.standard_normal((n, n)) * 0.05).astype(np.float32) for i in range(count)}
-    nodes, x = [], "x"
-    for i in range(count):
-        nodes.append(helper.make_node("MatMul", [x, f"w{i}"], [f"y{i}"]))
-        x = f"y{i}"
-    graph = helper.make_graph(nodes, "mm", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, n])],
-                              [helper.make_tensor_value_info(x, TensorProto.FLOAT, None)],
-                              [numpy_helper.from_array(v, k) for k, v in inits.items()])  # fmt: skip
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    return model, (rng.standard_normal((n, n)) * 0.05).astype(np.float32)
-
-
 def parallel_section_ns(kernel_ns: float, rounds: int = 5) -> float | None:
     """What one parallel section of onnxruntime's intra-op thread pool costs (hand the work
     out, join), ns: :data:`SECTION_PROBE_COUNT` MatMuls of :data:`SECTION_PROBE_N` cubed (110 k
@@ -232,7 +218,7 @@ def parallel_section_ns(kernel_ns: float, rounds: int = 5) -> float | None:
     best: dict[tuple[int, int], float] = {}
     sessions = {}
     for n in (SECTION_PROBE_N, SECTION_CHECK_N):
-        model, x = _matmul_chain(n, SECTION_PROBE_COUNT)
+        model, x = matmul_chain(n, SECTION_PROBE_COUNT)
         for t in (1, 2):
             sessions[n, t] = make_session(model, t, "all"), x
             best[n, t] = math.inf
@@ -543,7 +529,7 @@ HANDOFF_PROBED: tuple[str, ...] = ("LSTM", "GRU")
 HANDOFF_HIDDEN = 256
 HANDOFF_STEPS = (8, 56)
 #: MatMuls in the chain that checks, among the hand-off probes, that the second core works along.
-HANDOFF_CHECK_COUNT = 16
+HANDOFF_CHECK_COUNT = CHECK_COUNT
 #: Key of each probe's whole-run time (ns, on the fingerprint's threads) in :func:`kernel_rates`,
 #: by (op type, steps): not chip fields.
 HANDOFF_PROBES: Mapping[tuple[str, int], str] = {(t, n): f"handoff_probe_ns:{t}:{n}" for t in HANDOFF_PROBED
@@ -570,7 +556,7 @@ def handoff_times(threads: int, rounds: int = 3) -> dict[str, float]:
     :data:`HANDOFF_CHECK_COUNT` MatMuls of :data:`SECTION_CHECK_N` cubed, timed among the probes,
     must run :data:`SECTION_MIN_SPEEDUP` times faster than on one thread; else empty (a slow spell
     of the other core: the probes would read its waits). About 2 s."""
-    check = _matmul_chain(SECTION_CHECK_N, HANDOFF_CHECK_COUNT)
+    check = matmul_chain(SECTION_CHECK_N, HANDOFF_CHECK_COUNT)
     one = best_run_ns({"check": check}, rounds)["check"]
     best = best_run_ns({**{key: handoff_probe(*probe) for probe, key in HANDOFF_PROBES.items()}, "check": check},
                        rounds, threads)  # fmt: skip

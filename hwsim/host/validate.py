@@ -92,6 +92,7 @@ from hwsim.host.ort_qdq import (
     qdq_kernel,
     qdq_propagated,
 )
+from hwsim.host.second_core import MIN_SHARE, threads_along
 
 __all__ = [
     "NodePrediction",
@@ -107,6 +108,7 @@ __all__ = [
     "gemm_biases",
     "graph_as_run",
     "integer_conv_strips",
+    "lag_note",
     "layout_kernels",
     "merge_rounds",
     "nchwc_block_efficiency",
@@ -188,6 +190,17 @@ class Validation:
     #: onnxruntime's costs around the kernels on this host, from the chip file's fingerprint
     #: (:func:`hwsim.host.fingerprint.read_dispatch`); None for a chip without them.
     dispatch: Dispatch | None = None
+    #: Per round with ``threads`` > 1: whether the other intra-op threads lagged before or after
+    #: the timed runs (:mod:`hwsim.host.second_core`: the VM's other vCPU in a slow spell, each
+    #: hand-off waiting); empty on one thread.
+    second_core_lagged: tuple[bool, ...] = ()
+
+    @property
+    def lagged(self) -> bool:
+        """Whether every round was measured while the other threads lagged (:func:`merge_rounds`
+        keeps the rounds that did not where there are any): a measurement of a slower host
+        than the one predicted."""
+        return bool(self.second_core_lagged) and all(self.second_core_lagged)
 
     @property
     def run_ns(self) -> float:
@@ -1193,7 +1206,7 @@ def validate_model(
     model = load_with_random_weights(model_path, seed)
     feeds = random_inputs(model, seed, shapes)
     try:
-        measured, prof, speed = _measure(model, feeds, threads, opt, runs, min_total_s, reference)
+        measured, prof, speed, lagged = _measure(model, feeds, threads, opt, runs, min_total_s, reference)
     except MeasureError as exc:
         raise MeasureError(f"{model_path}: {exc}") from None
     if dispatch is not None:  # the profiler's own cost per kernel off, a timed run's dispatch on
@@ -1230,7 +1243,7 @@ def validate_model(
         inserted_ns=inserted, inserted_ops=tuple(sorted(inserted_ops)),
         profiled_total_ns=sum(ns for _, ns in prof.values()),
         measured_ns=measured.low_ns, rounds_ns=(measured.low_ns,), nchwc_block=block, speeds=(speed,),
-        dispatch=dispatch,
+        dispatch=dispatch, second_core_lagged=() if lagged is None else (lagged,),
     )  # fmt: skip
 
 
@@ -1449,19 +1462,23 @@ def _with_calls(
 def _measure(
     model: onnx.ModelProto, feeds: Mapping[str, Any], threads: int, opt: str, runs: int, min_total_s: float,
     reference: tuple[float, int] | None,
-) -> tuple[Timing, dict[str, tuple[str, float]], float]:  # fmt: skip
-    """The timed runs, the profiled kernels and the host's speed against its fingerprint (1 when
-    not normalizing), times already on the fingerprint's clock."""
+) -> tuple[Timing, dict[str, tuple[str, float]], float, bool | None]:  # fmt: skip
+    """The timed runs, the profiled kernels, the host's speed against its fingerprint (1 when
+    not normalizing), times already on the fingerprint's clock, and on several threads whether
+    the other threads lagged before or after the timed runs (:mod:`hwsim.host.second_core`;
+    None on one thread)."""
     sess = make_session(model, threads, opt)
+    along = threads_along(threads) if threads > 1 else None
     probe = _probe(reference, threads)
     measured = time_session(sess, feeds, runs=runs, warmup=3, min_total_s=min_total_s)
+    lagged = None if along is None else not (along and threads_along(threads))
     prof = profile_nodes(model, feeds, threads, runs=max(5, runs // 2), opt=opt)
     if reference is None or probe is None:
-        return measured, prof, 1.0
+        return measured, prof, 1.0, lagged
     after = _probe(reference, threads)
     speed = max(probe, after or 0.0) / reference[0]
     measured = Timing(tuple(t * speed for t in measured.samples_ns))
-    return measured, {p: (kind, ns * speed) for p, (kind, ns) in prof.items()}, speed
+    return measured, {p: (kind, ns * speed) for p, (kind, ns) in prof.items()}, speed, lagged
 
 
 def _probe(reference: tuple[float, int] | None, threads: int) -> float | None:
@@ -1479,9 +1496,10 @@ def merge_rounds(vs: Sequence[Validation], pick: Callable[[Sequence[float]], flo
 
     Each round's figure is already a low quantile of its runs; over rounds the smallest is
     taken (the round least disturbed by other load; ``pick`` another estimate of the undisturbed
-    time, :func:`hwsim.host.host_merge.fastest_half_median`), for the model and for each node. The
-    timing samples of all rounds are pooled (for the spread) and every round's figure is kept
-    in ``rounds_ns``. Predictions are the first round's (they do not depend on timing).
+    time, :func:`hwsim.host.host_merge.fastest_half_median`), for the model and for each node,
+    over the rounds whose other threads did not lag (:attr:`Validation.second_core_lagged`) where
+    there are any. Their timing samples are pooled (for the spread) and every round's figure is
+    kept in ``rounds_ns``. Predictions are the first round's (they do not depend on timing).
 
     Raises
     ------
@@ -1495,14 +1513,15 @@ def merge_rounds(vs: Sequence[Validation], pick: Callable[[Sequence[float]], flo
     first = vs[0]
     if any(v.model != first.model or len(v.nodes) != len(first.nodes) for v in vs):
         raise ValueError(f"merge_rounds: rounds of different models ({', '.join(sorted({v.model for v in vs}))})")
+    kept = [v for v in vs if not v.lagged] or list(vs)
     nodes = tuple(
-        replace(n, measured_ns=pick([v.nodes[i].measured_ns for v in vs])) for i, n in enumerate(first.nodes)
+        replace(n, measured_ns=pick([v.nodes[i].measured_ns for v in kept])) for i, n in enumerate(first.nodes)
     )
-    rounds = tuple(r for v in vs for r in v.rounds_ns)
     return replace(
-        first, measured=Timing(tuple(s for v in vs for s in v.measured.samples_ns)), nodes=nodes,
-        inserted_ns=pick([v.inserted_ns for v in vs]), profiled_total_ns=pick([v.profiled_total_ns for v in vs]),
-        measured_ns=pick(rounds), rounds_ns=rounds, speeds=tuple(x for v in vs for x in v.speeds),
+        first, measured=Timing(tuple(s for v in kept for s in v.measured.samples_ns)), nodes=nodes,
+        inserted_ns=pick([v.inserted_ns for v in kept]), profiled_total_ns=pick([v.profiled_total_ns for v in kept]),
+        measured_ns=pick([r for v in kept for r in v.rounds_ns]), rounds_ns=tuple(r for v in vs for r in v.rounds_ns),
+        speeds=tuple(x for v in vs for x in v.speeds), second_core_lagged=tuple(x for v in vs for x in v.second_core_lagged),
     )  # fmt: skip
 
 
@@ -1534,7 +1553,7 @@ def format_validation(vs: Sequence[Validation]) -> str:
         ins = f"{v.inserted_ns / 1e6:.3f} ms ({', '.join(v.inserted_ops)})" if v.inserted_ops else "-"
         lines.append(
             f"{v.model:<16} {v.predicted_ns / 1e6:>8.3f} ms {v.measured_ns / 1e6:>8.3f} ms "
-            f"{v.measured.spread:>6.1%} {v.error:>+7.1%}  {nf:>5}  {ins}"
+            f"{v.measured.spread:>6.1%} {v.error:>+7.1%}  {nf:>5}  {ins}" + ("  [other threads lagged]" if v.lagged else "")
         )
     lines.append("")
     lines.append(f"{'op type':<24} {'kernels':>7} {'predicted':>11} {'measured':>11} {'median |err|':>12}")
@@ -1542,6 +1561,18 @@ def format_validation(vs: Sequence[Validation]) -> str:
         lines.append(f"{r.op_type:<24} {r.nodes:>7} {r.predicted_ns / 1e6:>8.3f} ms {r.measured_ns / 1e6:>8.3f} ms "
                      f"{r.median_abs_error:>12.1%}")  # fmt: skip
     return "\n".join(lines)
+
+
+def lag_note(vs: Iterable[Validation], threads: int) -> str | None:
+    """One line naming the models measured only while the other threads lagged
+    (:attr:`Validation.lagged`), and why; None where there are none."""
+    lagged = [v.model for v in vs if v.lagged]
+    if not lagged:
+        return None
+    return (f"note: {', '.join(lagged)} measured only while the other {threads - 1} thread(s) lagged (a chain of "
+            f"MatMuls ran under {MIN_SHARE * threads:.1f}x faster on {threads} threads than on one, before or after "
+            "the model: another tenant, or the VM's other vCPU in a slow spell); hwsim predicts the host with every "
+            "thread working along: measure again later, or with more --rounds")  # fmt: skip
 
 
 def _sha256(path: str | Path) -> str:
@@ -1575,6 +1606,7 @@ def record(v: Validation, model_path: str | Path, chip: Chip, chip_path: str | P
         "inserted_ns": v.inserted_ns,
         "profiled_total_ns": v.profiled_total_ns,
         "speed_vs_fingerprint": list(v.speeds),
+        "other_threads_lagged": list(v.second_core_lagged),
         "int8_gemm_vs_fingerprint": None if int8 is None else int8.ratio,
         "nodes": [[n.name, n.op_type, n.fused, n.predicted_ns, n.measured_ns, n.roof_ns, n.memory_ns, n.stall_ns,
                    n.category] for n in v.nodes],

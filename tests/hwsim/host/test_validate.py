@@ -38,7 +38,9 @@ from hwsim.host.validate import (
     Validation,
     cpu_chip,
     folded_batch_norms,
+    format_validation,
     gemm_biases,
+    lag_note,
     layout_kernels,
     merge_rounds,
     nchwc_kernels,
@@ -141,6 +143,18 @@ class TestMergeRounds:
         assert len(m.measured.samples_ns) == 4 * len(rounds)
         assert m.error == pytest.approx(300.0 / m.measured_ns - 1)
         assert m.round_range == pytest.approx((max(m.rounds_ns) - min(m.rounds_ns)) / 2 / m.measured_ns)
+
+    @settings(max_examples=30, deadline=None)
+    @given(rounds=st.lists(st.tuples(st.floats(1e3, 1e6), st.booleans()), min_size=1, max_size=5))
+    def test_rounds_whose_other_threads_lagged_count_only_alone(self, rounds: list[tuple[float, bool]]) -> None:
+        from dataclasses import replace
+
+        m = merge_rounds([replace(_validation("m", t, [t / 2]), threads=2, second_core_lagged=(lag,)) for t, lag in rounds])
+        kept = [t for t, lag in rounds if not lag] or [t for t, _ in rounds]
+        assert m.measured_ns == min(kept) and m.nodes[0].measured_ns == min(kept) / 2
+        assert m.lagged == all(lag for _, lag in rounds)
+        assert m.rounds_ns == tuple(t for t, _ in rounds) and m.second_core_lagged == tuple(lag for _, lag in rounds)
+        assert len(m.measured.samples_ns) == 4 * len(kept)
 
     def test_rounds_of_different_models(self) -> None:
         with pytest.raises(ValueError, match="different models"):
@@ -693,6 +707,42 @@ class TestCommand:
         two = validate_model(chip, mlp(tmp_path / "m.onnx"), threads=2, runs=10, min_total_s=0.0,
                              reference=reference_gflops(path, 2))  # fmt: skip
         assert set(seen) == {2} and two.speeds == (pytest.approx(1.25),) and two.measured_ns == pytest.approx(1.25e6)
+
+    @pytest.mark.parametrize("along", [[True, True], [True, False], [False, True]])
+    def test_a_round_whose_other_threads_lagged_is_marked(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str], along: list[bool]) -> None:  # fmt: skip
+        from hwsim.host import validate
+
+        # the check runs before and after the timed runs; a lag on either side marks the round
+        seen: list[int] = []
+        answers = iter(along)
+
+        def threads_along(threads: int) -> bool:
+            seen.append(threads)
+            return next(answers)
+
+        monkeypatch.setattr(validate, "threads_along", threads_along)
+        chip, model = chip_from_dict(host_chip()), mlp(tmp_path / "m.onnx")
+        one = validate_model(chip, model, runs=10, min_total_s=0.0)
+        assert one.second_core_lagged == () and not one.lagged and seen == []  # one thread: nothing to check
+        two = validate_model(chip, model, threads=2, runs=10, min_total_s=0.0)
+        assert seen == [2] * (2 if along[0] else 1)  # a lag before: no need to check after
+        assert two.second_core_lagged == (not all(along),) and two.lagged == (not all(along))
+        assert ("[other threads lagged]" in format_validation([two])) == two.lagged
+        note = lag_note([one, two], 2)
+        assert (note is not None and "m measured only while the other 1 thread(s) lagged" in note) == two.lagged
+
+    def test_the_command_names_what_it_measured_while_the_other_threads_lagged(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        from hwsim.host import validate
+
+        monkeypatch.setattr(validate, "threads_along", lambda threads: False)
+        chip, model, results = write_chip(tmp_path / "host.yaml"), mlp(tmp_path / "m.onnx"), tmp_path / "v.jsonl"
+        assert main(["validate", str(chip), str(model), "--runs", "10", "--threads", "2", "--results", str(results)]) == 0
+        out = capsys.readouterr().out
+        assert "[other threads lagged]" in out and "note: m measured only while the other 1 thread(s) lagged" in out
+        assert json.loads(results.read_text())["other_threads_lagged"] == [True]
 
     def test_model_onnxruntime_cannot_run(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         g = helper.make_graph([helper.make_node("Frobnicate", ["x"], ["y"], domain="com.example")], "bad",
