@@ -16,6 +16,7 @@ import datetime as _dt
 import hashlib
 import json
 import math
+import os
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -1569,10 +1570,13 @@ def lag_note(vs: Iterable[Validation], threads: int) -> str | None:
     lagged = [v.model for v in vs if v.lagged]
     if not lagged:
         return None
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    why = (f"this process may use {cpus} CPU(s)" if threads > cpus
+           else "another tenant, or the VM's other vCPU in a slow spell")  # fmt: skip
     return (f"note: {', '.join(lagged)} measured only while the other {threads - 1} thread(s) lagged (a chain of "
             f"MatMuls ran under {MIN_SHARE * threads:.1f}x faster on {threads} threads than on one, before or after "
-            "the model: another tenant, or the VM's other vCPU in a slow spell); hwsim predicts the host with every "
-            "thread working along: measure again later, or with more --rounds")  # fmt: skip
+            f"the model: {why}); hwsim predicts the host with every thread working along: measure again later, "
+            "or with more --rounds")  # fmt: skip
 
 
 def _sha256(path: str | Path) -> str:

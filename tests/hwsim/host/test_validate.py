@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -147,8 +148,6 @@ class TestMergeRounds:
     @settings(max_examples=30, deadline=None)
     @given(rounds=st.lists(st.tuples(st.floats(1e3, 1e6), st.booleans()), min_size=1, max_size=5))
     def test_rounds_whose_other_threads_lagged_count_only_alone(self, rounds: list[tuple[float, bool]]) -> None:
-        from dataclasses import replace
-
         m = merge_rounds([replace(_validation("m", t, [t / 2]), threads=2, second_core_lagged=(lag,)) for t, lag in rounds])
         kept = [t for t, lag in rounds if not lag] or [t for t, _ in rounds]
         assert m.measured_ns == min(kept) and m.nodes[0].measured_ns == min(kept) / 2
@@ -731,6 +730,9 @@ class TestCommand:
         assert ("[other threads lagged]" in format_validation([two])) == two.lagged
         note = lag_note([one, two], 2)
         assert (note is not None and "m measured only while the other 1 thread(s) lagged" in note) == two.lagged
+        monkeypatch.setattr(validate.os, "sched_getaffinity", lambda pid: {0, 1})
+        note = lag_note([replace(two, second_core_lagged=(True,))], 4)  # more threads than CPUs: it says so
+        assert note is not None and "this process may use 2 CPU(s)" in note
 
     def test_the_command_names_what_it_measured_while_the_other_threads_lagged(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
