@@ -81,6 +81,8 @@ __all__ = [
     "CODE_REFETCH_ATTR",
     "CODE_REFETCH_NS",
     "CODE_REFETCH_OP_TYPES",
+    "COL2IM_ND_FACTOR",
+    "COL2IM_STRIDED_FACTOR",
     "COLD_DST_ATTR",
     "COLD_DST_TRANSFERS",
     "COLD_SRC_ATTR",
@@ -123,6 +125,7 @@ __all__ = [
     "calibrated_efficiency",
     "calibration_basis_ns",
     "col2im_ns",
+    "col2im_path_factor",
     "cold_destination_ns",
     "cold_source_ns",
     "conv_sym_path",
@@ -1666,12 +1669,46 @@ def recurrent_sections(op: Op, threads: int) -> tuple[int, int]:
     return dirs * (projection > 1) + looped, steps * dirs * split
 
 
+#: The col2im of :func:`col2im_ns` on onnxruntime's slower paths, per column element against its
+#: ``Add`` pass (AMD EPYC, onnxruntime 1.32, 1 thread, ConvTranspose less a MatMul of its GEMM; the
+#: pass priced 0.186 ns there): a 2-D one with stride over 1 and padding or dilation runs the generic
+#: loop, a bounds check and a scalar add at the stride per element (4x4 stride 2 pad 1, 16-256
+#: input channels, 4x4 to 32x32: 0.34-0.39 ns, 0.60 at 4x4; the CI Xeon 0.36-0.42, "ConvTranspose:
+#: the col2im pass"), where a stride-1 or unpadded one (3x3 stride 1, 2x2 stride 2) took 0.14-0.21;
+#: any other rank runs ``Col2imNd``, an index computed per element (1-D, 32-128 input channels,
+#: kernel 4 / 8 / 16 at stride 2 / 8 / 8: 0.40-0.51 ns, 0.79 at 32 positions).
+COL2IM_STRIDED_FACTOR, COL2IM_ND_FACTOR = 1.9, 2.5
+
+
+def col2im_path_factor(op: Op) -> float:
+    """How many times its ``Add`` pass a ConvTranspose's col2im takes on the path onnxruntime runs
+    for its shape (:data:`COL2IM_STRIDED_FACTOR`, :data:`COL2IM_ND_FACTOR`; 1 for the 2-D fast path).
+
+    >>> from graph_ir.ir import Tensor
+    >>> ct = lambda rank, **a: Op("ct", "ConvTranspose", "conv", (Tensor("x", (1, 8) + (4,) * rank, "f"),), (), a)
+    >>> [col2im_path_factor(ct(2, strides=[2, 2])), col2im_path_factor(ct(2, strides=[2, 2], pads=[1] * 4)),
+    ...  col2im_path_factor(ct(2, pads=[1] * 4)), col2im_path_factor(ct(1, strides=[2]))]
+    [1.0, 1.9, 1.0, 2.5]
+    """
+    if not op.inputs or len(op.inputs[0].shape) != 4:
+        return COL2IM_ND_FACTOR
+    strides, pads, dilations = (_ints(op.attrs.get(k)) for k in ("strides", "pads", "dilations"))
+    padded = any(pads) or any(d != 1 for d in dilations) or str(op.attrs.get("auto_pad", "NOTSET")).startswith("SAME")
+    return COL2IM_STRIDED_FACTOR if padded and any(s > 1 for s in strides) else 1.0
+
+
+def _ints(value: object) -> list[int]:
+    """An int-list attribute's values (none where absent or not a list of ints)."""
+    return [v for v in value if isinstance(v, int)] if isinstance(value, (list, tuple)) else []
+
+
 def col2im_ns(op: Op, unit: CpuUnit, dtype: str) -> float:
     """Time of the col2im pass of onnxruntime's ConvTranspose, ns: the GEMM writes a column buffer
     of ``Cout/group x kh x kw`` rows by ``H x W`` input pixels per group, then col2im adds each
     column element into its output pixel (``y[o] += col[i]``: read one, read-modify-write one),
     i.e. an ``Add`` over the column elements, costed at the unit's ``Add`` rate through L1 (its
-    calibrated efficiency, else the elementwise default).
+    calibrated efficiency, else the elementwise default), times the path's factor
+    (:func:`col2im_path_factor`).
 
     Measured, onnxruntime 1.32 on the CI Xeon, ConvTranspose less a MatMul of the same GEMM,
     per column element: 0.15-0.32 ns for 2x2 stride 2 and 3x3 stride 1, 0.36-0.42 for 4x4
@@ -1695,7 +1732,7 @@ def col2im_ns(op: Op, unit: CpuUnit, dtype: str) -> float:
     e_add = unit.efficiency.get("Add", DEFAULT_EFFICIENCY["elementwise"])
     out = op.outputs[0]
     word = deployed_bytes(out, dtype) / max(out.elements, 1)
-    return 3 * columns * word / (unit.l1_bandwidth_gbps * e_add)
+    return 3 * columns * word / (unit.l1_bandwidth_gbps * e_add) * col2im_path_factor(op)
 
 
 def _is_pow2(n: int) -> bool:

@@ -14,6 +14,8 @@ from cost_models.base import OpCost
 from cost_models.cpu import (
     CODE_REFETCH_ATTR,
     CODE_REFETCH_NS,
+    COL2IM_ND_FACTOR,
+    COL2IM_STRIDED_FACTOR,
     COLD_SRC_ATTR,
     GEMM_BIAS_PASSES,
     HALF_EFFICIENCY_FLOPS,
@@ -22,6 +24,8 @@ from cost_models.cpu import (
     RECURRENT_SPLIT_STEP_NS,
     calibration_basis_ns,
     code_refetch_ns,
+    col2im_ns,
+    col2im_path_factor,
     cold_source_ns,
     fft_ns,
     fft_plan,
@@ -338,6 +342,25 @@ class TestConvTranspose:
         half = estimate(op, chip_from_dict(host_chip(efficiency={"ConvTranspose": 0.5, "Add": 0.25})), "cpu", "model")
         assert half is not None and half.stall_ns == pytest.approx(cost.stall_ns)
         assert half.compute_ns - half.stall_ns == pytest.approx(2 * (cost.compute_ns - cost.stall_ns), rel=1e-6)
+
+    @pytest.mark.parametrize(("rank", "attrs", "factor"), [
+        (2, {"strides": (2, 2)}, 1.0),  # unpadded: the fast path
+        (2, {"pads": (1, 1, 1, 1)}, 1.0),  # stride 1: contiguous adds
+        (2, {"strides": (2, 2), "pads": (1, 1, 1, 1)}, COL2IM_STRIDED_FACTOR),  # DCGAN's 4x4 stride 2
+        (2, {"strides": (2, 2), "auto_pad": "SAME_UPPER"}, COL2IM_STRIDED_FACTOR),
+        (1, {"strides": (8,)}, COL2IM_ND_FACTOR),  # a vocoder's 1-D upsampling: Col2imNd
+        (3, {"strides": (1, 1, 1)}, COL2IM_ND_FACTOR),
+    ])  # fmt: skip
+    def test_the_pass_by_onnxruntimes_col2im_path(self, rank: int, attrs: dict[str, object], factor: float) -> None:
+        chip = chip_from_dict(host_chip(efficiency={"ConvTranspose": 1.0, "Add": 0.25}))
+        unit = chip.units[0]
+        assert isinstance(unit, CpuUnit)
+        x = Tensor("x", (1, 16, *(8,) * rank), "float32")
+        w = Tensor("w", (16, 8, *(4,) * rank), "float32", is_weight=True)
+        op = make_op("ConvTranspose", [x, w], [Tensor("y", (1, 8, *(18,) * rank), "float32")], **attrs)
+        assert col2im_path_factor(op) == factor
+        columns = 8 * 4**rank * 8**rank
+        assert col2im_ns(op, unit, "fp32") == pytest.approx(3 * 4 * columns / (unit.l1_bandwidth_gbps * 0.25) * factor)
 
     def test_the_pass_weighs_more_on_a_narrow_input(self) -> None:
         chip = chip_from_dict(host_chip(efficiency={"ConvTranspose": 1.0, "Add": 0.25}))
