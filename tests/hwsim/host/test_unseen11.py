@@ -1,6 +1,6 @@
 """The eleventh unseen batch (``benchmarks/heldout_unseen11.py``): a vocoder, a DeepLabV3-like
-segmenter, a DCGAN generator and a NeRF-like MLP, small ones of the same graphs, which onnxruntime
-runs and hwsim reads with the shapes onnxruntime computes."""
+segmenter, a DCGAN generator, a NeRF-like MLP and a pix2pix-like U-Net, small ones of the same
+graphs, which onnxruntime runs and hwsim reads with the shapes onnxruntime computes."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ CASES = {
     "deeplab": (lambda: MOD.deeplab(64, width=8, classes=3), "Resize", (1, 3, 64, 64)),
     "dcgan": (lambda: MOD.dcgan(16, 8), "ConvTranspose", (1, 3, 16, 16)),
     "nerf": (lambda: MOD.nerf(16, width=16), "Sin", (16, 4)),
+    "pix2pix": (lambda: MOD.pix2pix(32, 4, depth=3), "ConvTranspose", (1, 3, 32, 32)),
 }
 
 
