@@ -9,7 +9,11 @@ selects X and Y apart and merges the two (three passes over the data), PRelu bra
 element's sign, DepthToSpace and SpaceToDepth shuffle six-axis views of their input, a Cast
 to or from int64 converts one element at a time, a ReduceSum pays a set-up per row beside its
 rate per element (the rows priced apart, :mod:`cost_models.cpu_reduce`), a Gather copies one row
-per id (its rows from DRAM priced apart, :mod:`hwsim.host.gather_probe`). On the
+per id (its rows from DRAM priced apart, :mod:`hwsim.host.gather_probe`), ScatterElements adds
+each update alone, GatherElements picks one element at a time, LpPool calls ``pow`` per element and
+a cubic Resize weighs 16 taps per output (on the AMD EPYC 4.5 ns an update, 58-72 ns a pooled
+output, 67 ns a resized one, where the defaults priced copies: ``docs/fidelity_cpu.md``, "A
+twelfth batch"). On the
 AMD EPYC host the defaults put Asinh, LRN and CumProd 50-70x faster than onnxruntime ran them,
 RoiAlign and GridSample 10-15x, NonMaxSuppression 2x (``docs/fidelity_cpu.md``, "Op types no
 calibration model holds"); PRelu 35x and DepthToSpace 27x ("PRelu, DepthToSpace and SpaceToDepth").
@@ -66,7 +70,7 @@ UNARY_PROBES: tuple[str, ...] = (
 OTHER_PROBES: tuple[str, ...] = (
     "LRN", "GridSample", "RoiAlign", "CumSum", "CumProd", "NonMaxSuppression", "RMSNormalization", "RotaryEmbedding",
     "Where", "PRelu", "DepthToSpace", "SpaceToDepth", "Cast", "CastWide", "DynamicQuantizeLinear", "ReduceSum",
-    "Gather",
+    "Gather", "ScatterElements", "GatherElements", "LpPool", "ResizeCubic",
 )  # fmt: skip
 #: Every op type the fingerprint probes alone.
 PROBED_OP_TYPES: tuple[str, ...] = UNARY_PROBES + OTHER_PROBES
@@ -80,6 +84,8 @@ _ABOVE_ONE = frozenset({"Acosh"})
 #: onnx opset of the probes (CumProd is new in 26, RMSNormalization and RotaryEmbedding in 23; the
 #: others run the same kernel from 17 on).
 _OPSET = {"CumProd": 26, "RMSNormalization": 23, "RotaryEmbedding": 23}
+#: The node type of a probe named by its kernel class (:func:`cost_models.cpu.kernel_type`).
+_NODE_TYPE = {"CastWide": "Cast", "ResizeCubic": "Resize"}
 #: The element type of a probe's (first) output, where it is not float32.
 _OUTPUT_TYPE = {"NonMaxSuppression": TensorProto.INT64, "DynamicQuantizeLinear": TensorProto.UINT8}
 
@@ -156,10 +162,25 @@ def probe_model(op_type: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
     elif op_type == "ReduceSum":  # 1024 rows of 256 floats, each summed: its rows' set-ups priced apart
         feeds, inputs = {"x": _unary_input(op_type, rng).reshape(1024, 256)}, ["x", "axes"]
         inits["axes"], extra = np.array([1], np.int64), {"keepdims": 1}
+    elif op_type == "ScatterElements":  # 4096 rows of 64 summed into 1024 (a GNN's messages into its nodes)
+        # onnxruntime adds each update alone, its index computed per element: 6 ns an update on an
+        # AMD EPYC, where the category default priced a copy
+        feeds, inputs, extra = {"x": np.zeros((1024, 64), np.float32)}, ["x", "idx", "upd"], {"axis": 0, "reduction": "add"}
+        inits.update(idx=np.repeat(rng.integers(0, 1024, (4096, 1)), 64, axis=1).astype(np.int64),
+                     upd=rng.standard_normal((4096, 64)).astype(np.float32))  # fmt: skip
+    elif op_type == "GatherElements":  # 64 rows of 4096 picked along the row, positions at random
+        feeds, inputs, extra = {"x": _unary_input(op_type, rng)}, ["x", "idx"], {"axis": 1}
+        inits["idx"] = rng.integers(0, 4096, (64, 4096)).astype(np.int64)
+    elif op_type == "LpPool":  # 64 channels of 64 x 64, 2 x 2 windows at stride 2, p = 2
+        feeds, inputs = {"x": rng.standard_normal((1, 64, 64, 64)).astype(np.float32)}, ["x"]
+        extra = {"kernel_shape": [2, 2], "strides": [2, 2], "p": 2}
+    elif op_type == "ResizeCubic":  # 16 channels of 64 x 64 upsampled x2 by cubic interpolation
+        feeds, inputs = {"x": rng.standard_normal((1, 16, 64, 64)).astype(np.float32)}, ["x", "", "scales"]
+        inits["scales"], extra = np.array([1.0, 1.0, 2.0, 2.0], np.float32), {"mode": "cubic"}
     else:
         raise ValueError(f"no probe for op type {op_type!r}; have {', '.join(PROBED_OP_TYPES)}")
     outputs = ["y", "y_scale", "y_zero"] if op_type == "DynamicQuantizeLinear" else ["y"]
-    node = helper.make_node("Cast" if op_type == "CastWide" else op_type, inputs, outputs, name="probe", **extra)
+    node = helper.make_node(_NODE_TYPE.get(op_type, op_type), inputs, outputs, name="probe", **extra)
     graph = helper.make_graph(
         [node], f"probe_{op_type}",
         [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape)) for k, v in feeds.items()],
