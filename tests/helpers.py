@@ -44,6 +44,23 @@ def load_benchmarks(*names: str) -> ModuleType:
     return sys.modules[names[-1]]
 
 
+def check_unseen_model(model: onnx.ModelProto, path: Path, op_type: str, out_shape: tuple[int, ...]) -> None:
+    """An unseen batch's model (``benchmarks/heldout_unseen*.py``), saved at ``path``: hwsim reads
+    it with ``op_type`` among its ops and ``out_shape`` for its output, and onnxruntime runs it to
+    that shape on the inputs ``hwsim validate`` feeds it."""
+    import onnxruntime as ort
+
+    from graph_ir.onnx_import import load_onnx
+    from hwsim.host.measure import random_inputs
+
+    onnx.save(model, str(path))
+    graph = load_onnx(path)
+    assert op_type in {graph.op(n).op_type for n in graph.order}
+    assert graph.outputs[0].shape == out_shape
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    assert sess.run(None, random_inputs(model, 0))[0].shape == out_shape
+
+
 def make_op(op_type: str, ins: list[Tensor], outs: list[Tensor], **attrs: Any) -> Op:
     """An op named ``op`` with its category, MACs and FLOPs from :func:`graph_ir.op_metrics.metrics`."""
     m = metrics(op_type, ins, outs, attrs)
