@@ -675,6 +675,12 @@ class CpuUnit(Unit):
         description="What such a lookup pays per 64-byte line of each row from DRAM beside gather_dram_row_ns, measured "
         "by `hwsim fingerprint` from rows of 4 and of 48 lines. None: not costed.",
     )
+    scatter_far_update_ns: PositiveFloat | None = Field(
+        None,
+        description="What onnxruntime's ScatterElements pays per update beyond its rate in L2 when its indices and "
+        "updates stream from beyond L2 (it adds one update at a time, each index looked up alone), measured by "
+        "`hwsim fingerprint` from a probe in L2 and one of 12 MiB. None: not costed.",
+    )
     fp32_batch_call_ns: PositiveFloat | None = Field(
         None,
         description="What onnxruntime's batched float MatMul over run-time matrices (more than one row each) pays per "
@@ -769,7 +775,7 @@ class CpuUnit(Unit):
         "int8_gemv_far_gbps", "softmax_denormal_ns", "nchwc_one_block_efficiency", "norm_row_ns", "fp32_gemv_call_ns", "fp32_gemv_gbps",
         "fp32_pack_ns", "kernel_setup_ns", "step_handoff_ns", "broadcast_span_ns", "softmax_row_ns", "transpose_element_ns",
         "gemm_aliased_factor", "gemv_dram_gbps", "reduce_row_ns", "reduce_block_ns",
-        "gather_dram_row_ns", "gather_dram_line_ns", "fp32_batch_call_ns",
+        "gather_dram_row_ns", "gather_dram_line_ns", "fp32_batch_call_ns", "scatter_far_update_ns",
     )
 
     @model_serializer(mode="wrap")

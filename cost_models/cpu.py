@@ -173,6 +173,7 @@ __all__ = [
     "resize_runs_blocked",
     "row_pack_ns",
     "run_levels",
+    "scatter_far_ns",
     "section_ns",
     "sections_ns",
     "sgemm_conv_ns",
@@ -418,12 +419,14 @@ class CpuModel(UnitModel[CpuUnit]):
         an int8 GEMM on a host whose integer kernels were fingerprinted as the kernel it runs
         (:func:`integer_kernel`); a binary op's broadcast spans where the unit has their measured cost
         (:func:`broadcast_spans_ns`); a reduction's rows or blocks
-        (:func:`~cost_models.cpu_reduce.reduce_passes_ns`); a batched product's calls (:func:`batch_calls_ns`)."""
+        (:func:`~cost_models.cpu_reduce.reduce_passes_ns`); a batched product's calls (:func:`batch_calls_ns`);
+        a scatter's updates beyond L2 (:func:`scatter_far_ns`)."""
         op = integer_kernel(op, unit, dtype)
         cost = _calibrated(op, unit, dtype, super().cost(op, unit, chip, dtype, in_b, w_b, out_b))
         cost = _with_pass(cost, unit, broadcast_spans_ns(op, unit), "broadcast spans")
         cost = _with_pass(cost, unit, reduce_passes_ns(op, unit), "reduce set-ups")
         cost = _with_pass(cost, unit, batch_calls_ns(op, unit), "matrix calls")
+        cost = _with_pass(cost, unit, scatter_far_ns(op, unit, dtype), "updates beyond L2")
         cost = _with_fixed(cost, unit, row_pack_ns(op, unit), "B packed")  # a pass before the kernel's
         fixed = measured_setup(op, unit)
         return cost if fixed is None else _with_fixed(cost, unit, *fixed)
@@ -1395,6 +1398,39 @@ def cold_gather_ns(op: Op, unit: CpuUnit, dtype: str) -> float:
     row_bytes = deployed_bytes(op.inputs[0], dtype) / table_rows
     rows = min(ids, table_rows)
     return rows * (unit.gather_dram_row_ns + math.ceil(row_bytes / LINE_BYTES) * unit.gather_dram_line_ns)
+
+
+def scatter_far_ns(op: Op, unit: CpuUnit, dtype: str = "fp32") -> float:
+    """What a ``ScatterElements`` pays beyond its calibrated rate for the updates whose index and
+    value stream from beyond L2, ns: ``scatter_far_update_ns`` for each update past the first
+    ``L2 / (bytes of an index and an update)``. 0 for another op or a unit without the figure.
+
+    onnxruntime adds one update at a time, each index looked up alone, and that loop does not hide
+    a stream from beyond L2 as a vectorized one does. Alone on an Intel Xeon (2 MiB of L2, 1 thread,
+    onnxruntime 1.32; rows of 32 floats summed into 2,000): 3.5-3.9 ns an update up to 131 Ki
+    updates (1.5 MiB of indices and updates), 8.3 at 256 Ki, 11 at 512 Ki, 12.7-12.9 from 1 Mi to
+    4 Mi, whatever the order of the indices or the rows summed into (200 or 10,000); on an AMD EPYC
+    (1 MiB of L2) 4.5 at 256 Ki, 5.5-6.0 at 1 Mi (``docs/fidelity_cpu.md``, "Scatter beyond L2").
+
+    >>> from graph_ir.ir import Tensor
+    >>> u = CpuUnit(name="c", domain="d", clock_mhz=1000, flops_per_cycle={"fp32": 32}, l1_kib=32, l1_bandwidth_gbps=100,
+    ...             l2_kib=1536, l2_bandwidth_gbps=50, scatter_far_update_ns=9.0)
+    >>> def scatter(rows):
+    ...     data, idx, upd = (Tensor("d", (2000, 32), "float32"), Tensor("i", (rows, 32), "int64", True),
+    ...                       Tensor("u", (rows, 32), "float32"))
+    ...     return Op("s", "ScatterElements", "data", (data, idx, upd), (Tensor("y", (2000, 32), "float32"),))
+    >>> [round(scatter_far_ns(scatter(r), u) / (r * 32), 2) for r in (2048, 8192, 32768)]  # ns per update
+    [0.0, 4.5, 7.88]
+    """
+    if op.op_type != "ScatterElements" or not unit.scatter_far_update_ns or len(op.inputs) < 3:
+        return 0.0
+    idx, upd = op.inputs[1], op.inputs[2]
+    n = upd.elements
+    if not n:
+        return 0.0
+    per_update = (deployed_bytes(idx, dtype) + deployed_bytes(upd, dtype)) / n
+    beyond = n - unit.l2_kib * 1024 / per_update
+    return max(0.0, beyond) * unit.scatter_far_update_ns
 
 
 def calibrated_efficiency(op: Op, unit: CpuUnit) -> float | None:

@@ -60,7 +60,7 @@ from hwsim.host.kernels import (
     step_handoffs,
 )
 from hwsim.host.measure import MeasureError, make_session, time_call
-from hwsim.host.op_probes import PROBE_RATES
+from hwsim.host.op_probes import PROBE_RATES, SCATTER_FAR_PROBE, scatter_far_from
 
 __all__ = ["FINGERPRINT_EFFICIENCY", "Dispatch", "Fingerprint", "chip_data", "chip_yaml", "cpu_model", "gemv_dram_gbps", "measure_dispatch",
            "measure_host", "probe_gflops", "read_dispatch", "read_fingerprint", "reference_gflops", "write_chip"]
@@ -629,7 +629,7 @@ def chip_data(fp: Fingerprint, name: str = "host") -> dict[str, Any]:
     # efficiencies below, or probe times fields are derived from: not chip fields
     per_element = {LAYER_NORM_RATE, *RESIZE_RATES.values(), *PROBE_RATES.values(), *INT8_PROBES, *FFT_PROBES.values(),
                    *FLOAT_GEMV_PROBES, *ROW_PACK_PROBES, *SETUP_PROBES.values(), *HANDOFF_PROBES.values(), *BROADCAST_PROBES,
-                   *GATHER_DRAM_PROBES}  # fmt: skip
+                   *GATHER_DRAM_PROBES, SCATTER_FAR_PROBE}  # fmt: skip
     unit.update((k, round(v, 3)) for k, v in fp.kernel_rates.items() if k not in per_element)
     # onnxruntime's dispatch per kernel as measured; 2 us when an older fingerprint has none
     unit["op_overhead_ns"] = fp.dispatch.kernel_ns if fp.dispatch else 2000.0
@@ -647,6 +647,8 @@ def chip_data(fp: Fingerprint, name: str = "host") -> dict[str, Any]:
     if per_element & fp.kernel_rates.keys():
         effs = per_element_efficiencies(chip_from_dict(data), fp.kernel_rates)
         unit["efficiency"].update((k, round(e, 4)) for k, e in effs.items())
+    if (far := scatter_far_from(chip_from_dict(data), fp.kernel_rates)) is not None:
+        unit["scatter_far_update_ns"] = round(far, 3)  # beside the efficiency its probe in L2 gave above
     if handoffs := step_handoffs(chip_from_dict(data), fp.kernel_rates, fp.threads):
         unit["step_handoff_ns"] = handoffs  # from the (merged) probe times, at the efficiencies above
     return data

@@ -297,11 +297,15 @@ def _footprint_once(
 
 
 #: One-row float Gemm probes by their time's key: ``(K, N)`` of the :data:`GEMV_LAYERS` Gemms that
-#: read the same row (:func:`float_gemv_times`), 16 KiB and 1 MiB of weights each (the large ones
-#: 4 MiB together: from L2 and L3 MLAS's kernel ran at one rate on an AMD EPYC); the fixed cost per
-#: call and the weight stream's rate from the two (:func:`float_gemv_from`).
+#: read the same row (:func:`float_gemv_times`), 16 and 192 KiB of weights each (the large ones
+#: 768 KiB together, in the L2 of any CPU this project runs on); the fixed cost per call and the
+#: weight stream's rate in L2 from the two (:func:`float_gemv_from`). Weights from beyond L2 stream
+#: at the lower of this and ``gemv_far_gbps`` (:func:`cost_models.cpu._far_gemv_gbps`). The large
+#: Gemms were 1 MiB each until 2026-12-05: 4 MiB together, which an AMD EPYC streamed at one rate
+#: from L2 and L3 (78 GB/s), but an Intel Xeon at its L3's 27 GB/s where it runs 133 from L2, so
+#: the 784-256-256-10 MLP, 1 MiB of weights in L2, came out 3.2x slow.
 FLOAT_GEMV_PROBES: Mapping[str, tuple[int, int]] = {"gemm_gemv_small_probe_ns": (256, 16),
-                                                    "gemm_gemv_large_probe_ns": (256, 1024)}  # fmt: skip
+                                                    "gemm_gemv_large_probe_ns": (256, 192)}  # fmt: skip
 #: The chip fields :func:`float_gemv_from` derives (again from the merged probe times when
 #: ``hwsim fingerprint --calibrate`` merges its rounds).
 FLOAT_GEMV_DERIVED = ("fp32_gemv_call_ns", "fp32_gemv_gbps")
@@ -340,9 +344,10 @@ def float_gemv_from(rates: Mapping[str, float], kernel_ns: float) -> tuple[float
     stream's rate from their difference, the fixed cost per call from the small one's rest. On an
     AMD EPYC: 0.44 us and 78 GB/s, where the recurrent step's kernel streams at 103 GB/s from L2
     (``gemv_gbps``) and a 256 x 256 Gemm took 4.2-4.5 us, not the 2.8 that rate and the dispatch
-    give. None when a time is missing or a figure is not positive.
+    give; on an Intel Xeon 0.60 us and 135 GB/s (27 with the large Gemms' 4 MiB of the probe before
+    2026-12-05, from its L3). None when a time is missing or a figure is not positive.
 
-    >>> r = {"gemm_gemv_small_probe_ns": 250.0 + 440.0 + 16384 / 78, "gemm_gemv_large_probe_ns": 250.0 + 440.0 + 1048576 / 78}
+    >>> r = {"gemm_gemv_small_probe_ns": 250.0 + 440.0 + 16384 / 78, "gemm_gemv_large_probe_ns": 250.0 + 440.0 + 196608 / 78}
     >>> [round(v, 3) for v in float_gemv_from(r, 250.0)]
     [440.0, 78.0]
     """

@@ -49,9 +49,14 @@ __all__ = [
     "PROBED_OP_TYPES",
     "PROBE_ELEMENTS",
     "PROBE_RATES",
+    "SCATTER_FAR_PROBE",
+    "SCATTER_FAR_SHAPE",
+    "SCATTER_NEAR_SHAPE",
     "probe_efficiencies",
     "probe_model",
     "probe_rates",
+    "scatter_far_from",
+    "scatter_probe",
 ]
 
 #: Elementwise op types with one float input and no required attribute, each probed on a
@@ -88,6 +93,31 @@ _OPSET = {"CumProd": 26, "RMSNormalization": 23, "RotaryEmbedding": 23}
 _NODE_TYPE = {"CastWide": "Cast", "ResizeCubic": "Resize"}
 #: The element type of a probe's (first) output, where it is not float32.
 _OUTPUT_TYPE = {"NonMaxSuppression": TensorProto.INT64, "DynamicQuantizeLinear": TensorProto.UINT8}
+
+
+#: ``(rows of updates, row width, rows summed into)`` of the ScatterElements probe: 384 KiB of
+#: indices and updates, in the L2 of any CPU this project runs on.
+SCATTER_NEAR_SHAPE = (1024, 32, 256)
+#: The same kernel with 12 MiB of indices and updates, beyond any L2
+#: (:func:`cost_models.cpu.scatter_far_ns`), and the key of its time among the kernel rates.
+SCATTER_FAR_SHAPE = (32768, 32, 8192)
+SCATTER_FAR_PROBE = "scatter_far_probe_ns"
+
+
+def scatter_probe(rows: int, width: int, nodes: int) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """A ``ScatterElements`` (node ``probe``, ``reduction="add"``) of ``rows`` rows of ``width``
+    floats into ``nodes`` rows, each update's row at random, and its feeds."""
+    rng = np.random.default_rng(0)
+    inits: dict[str, np.ndarray] = {"idx": np.repeat(rng.integers(0, nodes, (rows, 1)), width, axis=1).astype(np.int64),
+             "upd": rng.standard_normal((rows, width)).astype(np.float32)}  # fmt: skip
+    feeds = {"x": np.zeros((nodes, width), np.float32)}
+    node = helper.make_node("ScatterElements", ["x", "idx", "upd"], ["y"], name="probe", axis=0, reduction="add")
+    graph = helper.make_graph(
+        [node], "probe_ScatterElements", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [nodes, width])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [nodes, width])],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()],
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=10), feeds
 
 
 def _unary_input(op_type: str, rng: np.random.Generator) -> np.ndarray:
@@ -162,12 +192,11 @@ def probe_model(op_type: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
     elif op_type == "ReduceSum":  # 1024 rows of 256 floats, each summed: its rows' set-ups priced apart
         feeds, inputs = {"x": _unary_input(op_type, rng).reshape(1024, 256)}, ["x", "axes"]
         inits["axes"], extra = np.array([1], np.int64), {"keepdims": 1}
-    elif op_type == "ScatterElements":  # 4096 rows of 64 summed into 1024 (a GNN's messages into its nodes)
-        # onnxruntime adds each update alone, its index computed per element: 6 ns an update on an
-        # AMD EPYC, where the category default priced a copy
-        feeds, inputs, extra = {"x": np.zeros((1024, 64), np.float32)}, ["x", "idx", "upd"], {"axis": 0, "reduction": "add"}
-        inits.update(idx=np.repeat(rng.integers(0, 1024, (4096, 1)), 64, axis=1).astype(np.int64),
-                     upd=rng.standard_normal((4096, 64)).astype(np.float32))  # fmt: skip
+    elif op_type == "ScatterElements":  # 1024 rows of 32 summed into 256 (a GNN's messages into its nodes)
+        # onnxruntime adds each update alone, its index computed per element: 3.5 ns an update on an
+        # Intel Xeon with its 384 KiB of indices and updates in L2, where the category default
+        # priced a copy; updates from beyond L2 cost more (SCATTER_FAR_PROBE)
+        return scatter_probe(*SCATTER_NEAR_SHAPE)
     elif op_type == "GatherElements":  # 64 rows of 4096 picked along the row, positions at random
         feeds, inputs, extra = {"x": _unary_input(op_type, rng)}, ["x", "idx"], {"axis": 1}
         inits["idx"] = rng.integers(0, 4096, (64, 4096)).astype(np.int64)
@@ -199,8 +228,10 @@ def probe_rates(rounds: int = 3, op_types: tuple[str, ...] = PROBED_OP_TYPES) ->
 
     out: dict[str, float] = {}
     notes: list[str] = []
-    for op_type in op_types:
-        model, feeds = probe_model(op_type)
+    probes = [(PROBE_RATES[t], t, *probe_model(t)) for t in op_types]
+    if "ScatterElements" in op_types:  # its updates from beyond L2 as well (scatter_far_from)
+        probes.append((SCATTER_FAR_PROBE, "ScatterElements", *scatter_probe(*SCATTER_FAR_SHAPE)))
+    for key, op_type, model, feeds in probes:
         try:
             # every kernel the probe ran (one for each op type probed)
             times = [sum(ns for _, ns in profile_nodes(model, feeds, runs=10, opt="disable").values()) for _ in range(rounds)]
@@ -208,8 +239,30 @@ def probe_rates(rounds: int = 3, op_types: tuple[str, ...] = PROBED_OP_TYPES) ->
             notes.append(f"{op_type} probe not run ({type(exc).__name__}); its efficiency left to the category default")
             continue
         if times and min(times) > 0:
-            out[PROBE_RATES[op_type]] = min(times)
+            out[key] = min(times)
     return out, notes
+
+
+def scatter_far_from(chip: Chip, rates: Mapping[str, float]) -> float | None:
+    """``scatter_far_update_ns`` (:func:`cost_models.cpu.scatter_far_ns`): what the probe of
+    :data:`SCATTER_FAR_SHAPE` took beyond ``chip``'s CPU model's time for it without the figure
+    (the ScatterElements efficiency of the probe in L2 in ``chip``), over its updates beyond L2;
+    None without that probe's time, with no update beyond L2, or where it took no longer."""
+    from cost_models.cpu import scatter_far_ns
+    from cost_models.table import estimate
+    from graph_ir.onnx_import import from_model_proto
+
+    unit = chip.units[0]
+    if SCATTER_FAR_PROBE not in rates or not isinstance(unit, CpuUnit):
+        return None
+    op = from_model_proto(scatter_probe(*SCATTER_FAR_SHAPE)[0], source="scatter probe").op("probe")
+    bare = unit.model_copy(update={"op_overhead_ns": 0.0, "scatter_far_update_ns": None})
+    priced = estimate(op, chip.model_copy(update={"units": [bare]}), unit.name, "model")
+    beyond = scatter_far_ns(op, bare.model_copy(update={"scatter_far_update_ns": 1.0}))
+    if priced is None or beyond <= 0 or rates[SCATTER_FAR_PROBE] <= priced.latency_ns:
+        return None
+    # the figure is added to the op's compute (cost_models.cpu._with_pass), which then exceeds its memory time
+    return (rates[SCATTER_FAR_PROBE] - priced.overhead_ns - priced.compute_ns) / beyond
 
 
 def probe_efficiencies(chip: Chip, rates: Mapping[str, float]) -> dict[str, float]:

@@ -18,9 +18,13 @@ from hwsim.host.measure import profile_nodes
 from hwsim.host.op_probes import (
     PROBE_RATES,
     PROBED_OP_TYPES,
+    SCATTER_FAR_PROBE,
+    SCATTER_FAR_SHAPE,
     probe_efficiencies,
     probe_model,
     probe_rates,
+    scatter_far_from,
+    scatter_probe,
 )
 from tests.helpers import host_chip
 
@@ -89,3 +93,37 @@ def test_a_reduction_probe_less_its_rows_gives_the_rate_that_predicts_it_back(us
     assert cost is not None and cost.stall_ns == pytest.approx(rows_ns)
     if effs["ReduceSum"] < 1.0:
         assert cost.compute_ns == pytest.approx(ns, rel=0.05)
+
+
+def test_the_scatter_is_probed_in_l2_and_beyond() -> None:
+    rates, notes = probe_rates(rounds=1, op_types=("ScatterElements",))
+    assert notes == [] and set(rates) == {PROBE_RATES["ScatterElements"], SCATTER_FAR_PROBE}
+    near_updates = probe_model("ScatterElements")[0].graph.initializer[1].dims
+    far_updates = SCATTER_FAR_SHAPE[0] * SCATTER_FAR_SHAPE[1]
+    per_near = rates[PROBE_RATES["ScatterElements"]] / (near_updates[0] * near_updates[1])
+    # one update at a time: no faster per update with 32x as many (slower beyond L2 on the hosts measured)
+    assert rates[SCATTER_FAR_PROBE] / far_updates > 0.8 * per_near > 0
+
+
+@settings(max_examples=10, deadline=None)
+@given(near_us=st.floats(50.0, 500.0), far_ns=st.floats(0.5, 20.0))
+def test_the_far_scatter_figure_gives_the_far_probe_time_back(near_us: float, far_ns: float) -> None:
+    data = host_chip()
+    data["units"][0]["op_overhead_ns"] = 0.0
+    data["units"][0]["efficiency"] = probe_efficiencies(chip_from_dict(data), {PROBE_RATES["ScatterElements"]: near_us * 1000})
+    op = from_model_proto(scatter_probe(*SCATTER_FAR_SHAPE)[0], source="far").op("probe")
+    base = estimate(op, chip_from_dict(data), "cpu", "model")
+    assert base is not None
+    l2_updates = data["units"][0]["l2_kib"] * 1024 / 12  # an int64 index and a float update each
+    # the figure adds to the op's compute time (its memory time a floor, as before)
+    measured = base.overhead_ns + base.compute_ns + (op.inputs[2].elements - l2_updates) * far_ns
+    assert measured > base.latency_ns
+    got = scatter_far_from(chip_from_dict(data), {SCATTER_FAR_PROBE: measured})
+    assert got == pytest.approx(far_ns, rel=1e-6)
+    data["units"][0]["scatter_far_update_ns"] = got
+    cost = estimate(op, chip_from_dict(data), "cpu", "model")
+    assert cost is not None and cost.latency_ns == pytest.approx(measured, rel=1e-6)
+    # the probe in L2 is not moved by it; a far probe no slower than priced leaves the field out
+    near = estimate(from_model_proto(probe_model("ScatterElements")[0], source="near").op("probe"), chip_from_dict(data), "cpu", "model")
+    assert near is not None and "beyond L2" not in near.note
+    assert scatter_far_from(chip_from_dict(data), {SCATTER_FAR_PROBE: base.latency_ns * 0.9}) is None
