@@ -675,6 +675,13 @@ class CpuUnit(Unit):
         description="What such a lookup pays per 64-byte line of each row from DRAM beside gather_dram_row_ns, measured "
         "by `hwsim fingerprint` from rows of 4 and of 48 lines. None: not costed.",
     )
+    thread_check_speedup: PositiveFloat | None = Field(
+        None,
+        description="How many times faster a chain of 16 MatMuls of 128 cubed ran on all the unit's cores than on one "
+        "when `hwsim fingerprint` measured the host (1.67-1.81 on a 2-vCPU Intel Xeon, 1.9-2.0 on a 2-vCPU AMD EPYC): "
+        "`hwsim validate` marks a round whose chain ran under 0.9 of this (or of the core count) as taken while the "
+        "other threads lagged. None: the core count.",
+    )
     scatter_far_update_ns: PositiveFloat | None = Field(
         None,
         description="What onnxruntime's ScatterElements pays per update beyond its rate in L2 when its indices and "
@@ -775,7 +782,7 @@ class CpuUnit(Unit):
         "int8_gemv_far_gbps", "softmax_denormal_ns", "nchwc_one_block_efficiency", "norm_row_ns", "fp32_gemv_call_ns", "fp32_gemv_gbps",
         "fp32_pack_ns", "kernel_setup_ns", "step_handoff_ns", "broadcast_span_ns", "softmax_row_ns", "transpose_element_ns",
         "gemm_aliased_factor", "gemv_dram_gbps", "reduce_row_ns", "reduce_block_ns",
-        "gather_dram_row_ns", "gather_dram_line_ns", "fp32_batch_call_ns", "scatter_far_update_ns",
+        "gather_dram_row_ns", "gather_dram_line_ns", "fp32_batch_call_ns", "scatter_far_update_ns", "thread_check_speedup",
     )
 
     @model_serializer(mode="wrap")

@@ -1141,16 +1141,20 @@ def _gather_dram_rates(rounds: int, notes: list[str]) -> dict[str, float]:
 
 
 def _pool_rates(threads: int, kernel_ns: float, rounds: int, notes: list[str]) -> dict[str, float]:
-    """``parallel_section_ns`` and, where the second core works along, a first sample of the
-    recurrent hand-off probes' times (:func:`handoff_times`; ``step_handoff_ns`` is derived from
+    """``thread_check_speedup`` (:func:`hwsim.host.second_core.speedup`), ``parallel_section_ns``
+    and, where the second core works along, a first sample of the recurrent hand-off probes' times (:func:`handoff_times`; ``step_handoff_ns`` is derived from
     them: :func:`step_handoffs`); a note in ``notes`` when not resolved."""
+    from hwsim.host.second_core import speedup
+
+    # the host's usual speed-up of validate's lag check (hwsim.host.second_core.threads_along)
+    usual = {"thread_check_speedup": speedup(threads)} if threads > 1 else {}
     section = parallel_section_ns(kernel_ns, rounds)
     if section is None:
         notes.append("parallel section cost not resolved (2 threads ran a 128-cubed MatMul chain under 1.8x faster: "
                      "the other core busy?); parallel_section_ns and step_handoff_ns left out, the CPU model keeps "
                      "its 2 us for each")  # fmt: skip
-        return {}
-    return {"parallel_section_ns": section, **handoff_times(threads, min(rounds, 3))}
+        return usual
+    return {**usual, "parallel_section_ns": section, **handoff_times(threads, min(rounds, 3))}
 
 
 def _second_handoffs(first: Mapping[str, float], threads: int, notes: list[str]) -> dict[str, float]:

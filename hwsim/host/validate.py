@@ -1207,7 +1207,8 @@ def validate_model(
     model = load_with_random_weights(model_path, seed)
     feeds = random_inputs(model, seed, shapes)
     try:
-        measured, prof, speed, lagged = _measure(model, feeds, threads, opt, runs, min_total_s, reference)
+        usual = getattr(one.units[0], "thread_check_speedup", None)  # the host's own, as fingerprinted
+        measured, prof, speed, lagged = _measure(model, feeds, threads, opt, runs, min_total_s, reference, usual)
     except MeasureError as exc:
         raise MeasureError(f"{model_path}: {exc}") from None
     if dispatch is not None:  # the profiler's own cost per kernel off, a timed run's dispatch on
@@ -1462,17 +1463,17 @@ def _with_calls(
 
 def _measure(
     model: onnx.ModelProto, feeds: Mapping[str, Any], threads: int, opt: str, runs: int, min_total_s: float,
-    reference: tuple[float, int] | None,
+    reference: tuple[float, int] | None, usual: float | None = None,
 ) -> tuple[Timing, dict[str, tuple[str, float]], float, bool | None]:  # fmt: skip
     """The timed runs, the profiled kernels, the host's speed against its fingerprint (1 when
     not normalizing), times already on the fingerprint's clock, and on several threads whether
-    the other threads lagged before or after the timed runs (:mod:`hwsim.host.second_core`;
-    None on one thread)."""
+    the other threads lagged before or after the timed runs (:mod:`hwsim.host.second_core`,
+    against the host's ``usual`` speed-up; None on one thread)."""
     sess = make_session(model, threads, opt)
-    along = threads_along(threads) if threads > 1 else None
+    along = threads_along(threads, usual=usual) if threads > 1 else None
     probe = _probe(reference, threads)
     measured = time_session(sess, feeds, runs=runs, warmup=3, min_total_s=min_total_s)
-    lagged = None if along is None else not (along and threads_along(threads))
+    lagged = None if along is None else not (along and threads_along(threads, usual=usual))
     prof = profile_nodes(model, feeds, threads, runs=max(5, runs // 2), opt=opt)
     if reference is None or probe is None:
         return measured, prof, 1.0, lagged
@@ -1574,7 +1575,7 @@ def lag_note(vs: Iterable[Validation], threads: int) -> str | None:
     why = (f"this process may use {cpus} CPU(s)" if threads > cpus
            else "another tenant, or the VM's other vCPU in a slow spell")  # fmt: skip
     return (f"note: {', '.join(lagged)} measured only while the other {threads - 1} thread(s) lagged (a chain of "
-            f"MatMuls ran under {MIN_SHARE * threads:.1f}x faster on {threads} threads than on one, before or after "
+            f"MatMuls ran under {MIN_SHARE:.0%} of the host's usual speed-up on {threads} threads, before or after "
             f"the model: {why}); hwsim predicts the host with every thread working along: measure again later, "
             "or with more --rounds")  # fmt: skip
 

@@ -38,6 +38,9 @@ def test_one_thread_is_along_without_measuring(monkeypatch: pytest.MonkeyPatch) 
     made = _fake(monkeypatch, {1: 1.0})
     assert second_core.threads_along(1) and made == []
     assert second_core.threads_along(4, ratio=3.7) and not second_core.threads_along(4, ratio=3.5) and made == []
+    # a host whose chain never runs 0.9 x the thread count faster is judged against its usual speed-up
+    assert second_core.threads_along(2, ratio=1.6, usual=1.7) and not second_core.threads_along(2, ratio=1.5, usual=1.7)
+    assert not second_core.threads_along(2, ratio=1.7, usual=2.4) and made == []  # never above the thread count
 
 
 def test_the_chain_is_dependent_matmuls_of_the_checked_side() -> None:

@@ -716,16 +716,22 @@ class TestCommand:
         seen: list[int] = []
         answers = iter(along)
 
-        def threads_along(threads: int) -> bool:
+        usuals: list[float | None] = []
+
+        def threads_along(threads: int, usual: float | None = None) -> bool:
             seen.append(threads)
+            usuals.append(usual)
             return next(answers)
 
         monkeypatch.setattr(validate, "threads_along", threads_along)
-        chip, model = chip_from_dict(host_chip()), mlp(tmp_path / "m.onnx")
+        data = host_chip()
+        data["units"][0]["thread_check_speedup"] = 1.69  # the host's own speed-up, as fingerprinted
+        chip, model = chip_from_dict(data), mlp(tmp_path / "m.onnx")
         one = validate_model(chip, model, runs=10, min_total_s=0.0)
         assert one.second_core_lagged == () and not one.lagged and seen == []  # one thread: nothing to check
         two = validate_model(chip, model, threads=2, runs=10, min_total_s=0.0)
         assert seen == [2] * (2 if along[0] else 1)  # a lag before: no need to check after
+        assert set(usuals) == {1.69}  # checked against the host's usual speed-up
         assert two.second_core_lagged == (not all(along),) and two.lagged == (not all(along))
         assert ("[other threads lagged]" in format_validation([two])) == two.lagged
         note = lag_note([one, two], 2)
@@ -739,7 +745,7 @@ class TestCommand:
     ) -> None:
         from hwsim.host import validate
 
-        monkeypatch.setattr(validate, "threads_along", lambda threads: False)
+        monkeypatch.setattr(validate, "threads_along", lambda threads, usual=None: False)
         chip, model, results = write_chip(tmp_path / "host.yaml"), mlp(tmp_path / "m.onnx"), tmp_path / "v.jsonl"
         assert main(["validate", str(chip), str(model), "--runs", "10", "--threads", "2", "--results", str(results)]) == 0
         out = capsys.readouterr().out
