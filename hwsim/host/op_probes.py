@@ -120,32 +120,23 @@ def scatter_probe(rows: int, width: int, nodes: int) -> tuple[onnx.ModelProto, d
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=10), feeds
 
 
+#: A probe's feeds, its node's inputs and its attributes.
+_ProbeIO = tuple[dict[str, np.ndarray], list[str], dict[str, Any]]
+
+
 def _unary_input(op_type: str, rng: np.random.Generator) -> np.ndarray:
     lo, hi = (1.1, 2.0) if op_type in _ABOVE_ONE else (0.1, 0.9) if op_type in _POSITIVE else (-0.9, 0.9)
     return rng.uniform(lo, hi, (64, 4096)).astype(np.float32)
 
 
-def probe_model(op_type: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
-    """The one-node model that probes ``op_type`` (its node named ``probe``) and its feeds."""
-    rng = np.random.default_rng(0)
-    inits: dict[str, np.ndarray] = {}
+def _row_probe(op_type: str, rng: np.random.Generator, inits: dict[str, np.ndarray]) -> _ProbeIO | None:
+    """Inputs (feeds, node inputs, attributes) of the probes over rows of floats or integers; ``inits`` filled in. None for another op type."""
     extra: dict[str, Any] = {}
     if op_type in UNARY_PROBES:
         feeds, inputs = {"x": _unary_input(op_type, rng)}, ["x"]
     elif op_type in ("CumSum", "CumProd"):
         feeds, inputs = {"x": _unary_input(op_type, rng)}, ["x", "axis"]
         inits["axis"] = np.array(1, np.int64)
-    elif op_type == "LRN":  # 64 channels of 64 x 64
-        feeds, inputs, extra = {"x": rng.standard_normal((1, 64, 64, 64)).astype(np.float32)}, ["x"], {"size": 5}
-    elif op_type == "GridSample":  # 64 channels of 64 x 64, sampled at as many points
-        feeds, inputs = {"x": rng.standard_normal((1, 64, 64, 64)).astype(np.float32)}, ["x", "grid"]
-        inits["grid"] = rng.uniform(-1.0, 1.0, (1, 64, 64, 2)).astype(np.float32)
-    elif op_type == "RoiAlign":  # 128 boxes of 64 channels, 7 x 7 each, from a 64 x 64 map
-        feeds, inputs = {"x": rng.standard_normal((1, 64, 64, 64)).astype(np.float32)}, ["x", "rois", "batch"]
-        corner = rng.uniform(0.0, 40.0, (128, 2))
-        inits["rois"] = np.concatenate([corner, corner + rng.uniform(4.0, 24.0, (128, 2))], 1).astype(np.float32)
-        inits["batch"] = np.zeros(128, np.int64)
-        extra = {"output_height": 7, "output_width": 7, "sampling_ratio": 2}
     elif op_type == "RMSNormalization":  # 64 rows of 4096
         feeds, inputs, extra = {"x": _unary_input(op_type, rng)[None]}, ["x", "scale"], {"axis": -1}
         inits["scale"] = np.ones(4096, np.float32)
@@ -157,17 +148,6 @@ def probe_model(op_type: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
     elif op_type == "Where":  # a padding mask's: 3072 of a row of 4096 kept, over 64 rows; a scalar fill
         feeds, inputs = {"x": _unary_input(op_type, rng)}, ["cond", "x", "fill"]
         inits.update(cond=np.arange(4096)[None] < 3072, fill=np.array(-1e4, np.float32))
-    elif op_type == "PRelu":  # 64 channels of 64 x 64, one slope per channel, signs at random
-        # onnxruntime's PRelu branches on each sign: random signs mispredict half the branches, the
-        # worst case and what random inputs give (on an AMD EPYC 4.5 ns per element, 0.34 all
-        # positive). Below ~48 Ki elements a run repeated on the same input learns its signs (0.9
-        # ns): the probe is above that, as different inputs from one run to the next are.
-        feeds, inputs = {"x": rng.uniform(-0.9, 0.9, (1, 64, 64, 64)).astype(np.float32)}, ["x", "slope"]
-        inits["slope"] = np.full((64, 1, 1), 0.25, np.float32)
-    elif op_type in ("DepthToSpace", "SpaceToDepth"):  # 64 x 64 x 64 floats, in blocks of 2 x 2
-        side = 64 if op_type == "DepthToSpace" else 128
-        feeds = {"x": rng.standard_normal((1, 64 * 64 * 64 // side // side, side, side)).astype(np.float32)}
-        inputs, extra = ["x"], {"blocksize": 2}
     elif op_type in ("Cast", "CastWide"):  # 64 rows of 4096 integers to float: int32 (vectorized), int64 (not)
         # the kernel classes of cost_models.cpu.kernel_type; an int32 -> float Cast is what
         # quantize_dynamic's convs and MatMuls end in, an int64 -> float one a mask's or an id's
@@ -192,14 +172,38 @@ def probe_model(op_type: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
     elif op_type == "ReduceSum":  # 1024 rows of 256 floats, each summed: its rows' set-ups priced apart
         feeds, inputs = {"x": _unary_input(op_type, rng).reshape(1024, 256)}, ["x", "axes"]
         inits["axes"], extra = np.array([1], np.int64), {"keepdims": 1}
-    elif op_type == "ScatterElements":  # 1024 rows of 32 summed into 256 (a GNN's messages into its nodes)
-        # onnxruntime adds each update alone, its index computed per element: 3.5 ns an update on an
-        # Intel Xeon with its 384 KiB of indices and updates in L2, where the category default
-        # priced a copy; updates from beyond L2 cost more (SCATTER_FAR_PROBE)
-        return scatter_probe(*SCATTER_NEAR_SHAPE)
     elif op_type == "GatherElements":  # 64 rows of 4096 picked along the row, positions at random
         feeds, inputs, extra = {"x": _unary_input(op_type, rng)}, ["x", "idx"], {"axis": 1}
         inits["idx"] = rng.integers(0, 4096, (64, 4096)).astype(np.int64)
+    else:
+        return None
+    return feeds, inputs, extra
+
+def _map_probe(op_type: str, rng: np.random.Generator, inits: dict[str, np.ndarray]) -> _ProbeIO | None:
+    """Inputs (feeds, node inputs, attributes) of the probes over a feature map or a tensor of their own shape; ``inits`` filled in. None for another op type."""
+    extra: dict[str, Any] = {}
+    if op_type == "LRN":  # 64 channels of 64 x 64
+        feeds, inputs, extra = {"x": rng.standard_normal((1, 64, 64, 64)).astype(np.float32)}, ["x"], {"size": 5}
+    elif op_type == "GridSample":  # 64 channels of 64 x 64, sampled at as many points
+        feeds, inputs = {"x": rng.standard_normal((1, 64, 64, 64)).astype(np.float32)}, ["x", "grid"]
+        inits["grid"] = rng.uniform(-1.0, 1.0, (1, 64, 64, 2)).astype(np.float32)
+    elif op_type == "RoiAlign":  # 128 boxes of 64 channels, 7 x 7 each, from a 64 x 64 map
+        feeds, inputs = {"x": rng.standard_normal((1, 64, 64, 64)).astype(np.float32)}, ["x", "rois", "batch"]
+        corner = rng.uniform(0.0, 40.0, (128, 2))
+        inits["rois"] = np.concatenate([corner, corner + rng.uniform(4.0, 24.0, (128, 2))], 1).astype(np.float32)
+        inits["batch"] = np.zeros(128, np.int64)
+        extra = {"output_height": 7, "output_width": 7, "sampling_ratio": 2}
+    elif op_type == "PRelu":  # 64 channels of 64 x 64, one slope per channel, signs at random
+        # onnxruntime's PRelu branches on each sign: random signs mispredict half the branches, the
+        # worst case and what random inputs give (on an AMD EPYC 4.5 ns per element, 0.34 all
+        # positive). Below ~48 Ki elements a run repeated on the same input learns its signs (0.9
+        # ns): the probe is above that, as different inputs from one run to the next are.
+        feeds, inputs = {"x": rng.uniform(-0.9, 0.9, (1, 64, 64, 64)).astype(np.float32)}, ["x", "slope"]
+        inits["slope"] = np.full((64, 1, 1), 0.25, np.float32)
+    elif op_type in ("DepthToSpace", "SpaceToDepth"):  # 64 x 64 x 64 floats, in blocks of 2 x 2
+        side = 64 if op_type == "DepthToSpace" else 128
+        feeds = {"x": rng.standard_normal((1, 64 * 64 * 64 // side // side, side, side)).astype(np.float32)}
+        inputs, extra = ["x"], {"blocksize": 2}
     elif op_type == "LpPool":  # 64 channels of 64 x 64, 2 x 2 windows at stride 2, p = 2
         feeds, inputs = {"x": rng.standard_normal((1, 64, 64, 64)).astype(np.float32)}, ["x"]
         extra = {"kernel_shape": [2, 2], "strides": [2, 2], "p": 2}
@@ -207,7 +211,22 @@ def probe_model(op_type: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
         feeds, inputs = {"x": rng.standard_normal((1, 16, 64, 64)).astype(np.float32)}, ["x", "", "scales"]
         inits["scales"], extra = np.array([1.0, 1.0, 2.0, 2.0], np.float32), {"mode": "cubic"}
     else:
+        return None
+    return feeds, inputs, extra
+
+def probe_model(op_type: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """The one-node model that probes ``op_type`` (its node named ``probe``) and its feeds."""
+    if op_type == "ScatterElements":  # 1024 rows of 32 summed into 256 (a GNN's messages into its nodes)
+        # onnxruntime adds each update alone, its index computed per element: 3.5 ns an update on an
+        # Intel Xeon with its 384 KiB of indices and updates in L2, where the category default
+        # priced a copy; updates from beyond L2 cost more (SCATTER_FAR_PROBE)
+        return scatter_probe(*SCATTER_NEAR_SHAPE)
+    rng = np.random.default_rng(0)
+    inits: dict[str, np.ndarray] = {}
+    io = _map_probe(op_type, rng, inits) or _row_probe(op_type, rng, inits)
+    if io is None:
         raise ValueError(f"no probe for op type {op_type!r}; have {', '.join(PROBED_OP_TYPES)}")
+    feeds, inputs, extra = io
     outputs = ["y", "y_scale", "y_zero"] if op_type == "DynamicQuantizeLinear" else ["y"]
     node = helper.make_node(_NODE_TYPE.get(op_type, op_type), inputs, outputs, name="probe", **extra)
     graph = helper.make_graph(
