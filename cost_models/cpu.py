@@ -174,6 +174,7 @@ __all__ = [
     "row_pack_ns",
     "run_levels",
     "scatter_far_ns",
+    "scatter_updates_beyond_l2",
     "section_ns",
     "sections_ns",
     "sgemm_conv_ns",
@@ -1400,37 +1401,41 @@ def cold_gather_ns(op: Op, unit: CpuUnit, dtype: str) -> float:
     return rows * (unit.gather_dram_row_ns + math.ceil(row_bytes / LINE_BYTES) * unit.gather_dram_line_ns)
 
 
+def scatter_updates_beyond_l2(op: Op, unit: CpuUnit, dtype: str = "fp32") -> float:
+    """The updates of a ``ScatterElements`` past the first ``L2 / (bytes of an index and an
+    update)``: those whose index and value stream from beyond L2 (0 for another op).
+
+    >>> from graph_ir.ir import Tensor
+    >>> u = CpuUnit(name="c", domain="d", clock_mhz=1000, flops_per_cycle={"fp32": 32}, l2_kib=1536)
+    >>> def scatter(rows):
+    ...     data, idx, upd = (Tensor("d", (2000, 32), "float32"), Tensor("i", (rows, 32), "int64", True),
+    ...                       Tensor("u", (rows, 32), "float32"))
+    ...     return Op("s", "ScatterElements", "data", (data, idx, upd), (Tensor("y", (2000, 32), "float32"),))
+    >>> [scatter_updates_beyond_l2(scatter(r), u) for r in (2048, 8192, 32768)]  # 131,072 updates fit
+    [0.0, 131072.0, 917504.0]
+    """
+    if op.op_type != "ScatterElements" or len(op.inputs) < 3 or not op.inputs[2].elements:
+        return 0.0
+    idx, upd = op.inputs[1], op.inputs[2]
+    per_update = (deployed_bytes(idx, dtype) + deployed_bytes(upd, dtype)) / upd.elements
+    return max(0.0, upd.elements - unit.l2_kib * 1024 / per_update)
+
+
 def scatter_far_ns(op: Op, unit: CpuUnit, dtype: str = "fp32") -> float:
     """What a ``ScatterElements`` pays beyond its calibrated rate for the updates whose index and
-    value stream from beyond L2, ns: ``scatter_far_update_ns`` for each update past the first
-    ``L2 / (bytes of an index and an update)``. 0 for another op or a unit without the figure.
+    value stream from beyond L2 (:func:`scatter_updates_beyond_l2`), ns: ``scatter_far_update_ns``
+    each. 0 for another op or a unit without the figure.
 
     onnxruntime adds one update at a time, each index looked up alone, and that loop does not hide
     a stream from beyond L2 as a vectorized one does. Alone on an Intel Xeon (2 MiB of L2, 1 thread,
     onnxruntime 1.32; rows of 32 floats summed into 2,000): 3.5-3.9 ns an update up to 131 Ki
     updates (1.5 MiB of indices and updates), 8.3 at 256 Ki, 11 at 512 Ki, 12.7-12.9 from 1 Mi to
     4 Mi, whatever the order of the indices or the rows summed into (200 or 10,000); on an AMD EPYC
-    (1 MiB of L2) 4.5 at 256 Ki, 5.5-6.0 at 1 Mi (``docs/fidelity_cpu.md``, "Scatter beyond L2").
-
-    >>> from graph_ir.ir import Tensor
-    >>> u = CpuUnit(name="c", domain="d", clock_mhz=1000, flops_per_cycle={"fp32": 32}, l1_kib=32, l1_bandwidth_gbps=100,
-    ...             l2_kib=1536, l2_bandwidth_gbps=50, scatter_far_update_ns=9.0)
-    >>> def scatter(rows):
-    ...     data, idx, upd = (Tensor("d", (2000, 32), "float32"), Tensor("i", (rows, 32), "int64", True),
-    ...                       Tensor("u", (rows, 32), "float32"))
-    ...     return Op("s", "ScatterElements", "data", (data, idx, upd), (Tensor("y", (2000, 32), "float32"),))
-    >>> [round(scatter_far_ns(scatter(r), u) / (r * 32), 2) for r in (2048, 8192, 32768)]  # ns per update
-    [0.0, 4.5, 7.88]
+    (1 MiB of L2) 4.5 at 256 Ki, 5.5-6.0 at 1 Mi (``docs/fidelity_cpu.md``, "Back on the Intel Xeon").
     """
-    if op.op_type != "ScatterElements" or not unit.scatter_far_update_ns or len(op.inputs) < 3:
+    if not unit.scatter_far_update_ns:
         return 0.0
-    idx, upd = op.inputs[1], op.inputs[2]
-    n = upd.elements
-    if not n:
-        return 0.0
-    per_update = (deployed_bytes(idx, dtype) + deployed_bytes(upd, dtype)) / n
-    beyond = n - unit.l2_kib * 1024 / per_update
-    return max(0.0, beyond) * unit.scatter_far_update_ns
+    return scatter_updates_beyond_l2(op, unit, dtype) * unit.scatter_far_update_ns
 
 
 def calibrated_efficiency(op: Op, unit: CpuUnit) -> float | None:

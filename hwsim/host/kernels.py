@@ -76,7 +76,7 @@ from hwsim.host.int8_probe import (
 )
 from hwsim.host.measure import best_run_ns, make_session, nchwc_block, profile_nodes, time_session
 from hwsim.host.op_probes import probe_efficiencies, probe_rates
-from hwsim.host.second_core import CHECK_COUNT, CHECK_N, MIN_SHARE, matmul_chain
+from hwsim.host.second_core import CHECK_COUNT, CHECK_N, MIN_SHARE, matmul_chain, speedup
 
 __all__ = [
     "ALIAS_PROBE",
@@ -1142,10 +1142,9 @@ def _gather_dram_rates(rounds: int, notes: list[str]) -> dict[str, float]:
 
 def _pool_rates(threads: int, kernel_ns: float, rounds: int, notes: list[str]) -> dict[str, float]:
     """``thread_check_speedup`` (:func:`hwsim.host.second_core.speedup`), ``parallel_section_ns``
-    and, where the second core works along, a first sample of the recurrent hand-off probes' times (:func:`handoff_times`; ``step_handoff_ns`` is derived from
-    them: :func:`step_handoffs`); a note in ``notes`` when not resolved."""
-    from hwsim.host.second_core import speedup
-
+    and, where the second core works along, a first sample of the recurrent hand-off probes' times
+    (:func:`handoff_times`; ``step_handoff_ns`` is derived from them: :func:`step_handoffs`); a
+    note in ``notes`` when not resolved."""
     # the host's usual speed-up of validate's lag check (hwsim.host.second_core.threads_along)
     usual = {"thread_check_speedup": speedup(threads)} if threads > 1 else {}
     section = parallel_section_ns(kernel_ns, rounds)

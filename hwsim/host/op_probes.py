@@ -267,7 +267,7 @@ def scatter_far_from(chip: Chip, rates: Mapping[str, float]) -> float | None:
     :data:`SCATTER_FAR_SHAPE` took beyond ``chip``'s CPU model's time for it without the figure
     (the ScatterElements efficiency of the probe in L2 in ``chip``), over its updates beyond L2;
     None without that probe's time, with no update beyond L2, or where it took no longer."""
-    from cost_models.cpu import scatter_far_ns
+    from cost_models.cpu import scatter_updates_beyond_l2
     from cost_models.table import estimate
     from graph_ir.onnx_import import from_model_proto
 
@@ -277,7 +277,7 @@ def scatter_far_from(chip: Chip, rates: Mapping[str, float]) -> float | None:
     op = from_model_proto(scatter_probe(*SCATTER_FAR_SHAPE)[0], source="scatter probe").op("probe")
     bare = unit.model_copy(update={"op_overhead_ns": 0.0, "scatter_far_update_ns": None})
     priced = estimate(op, chip.model_copy(update={"units": [bare]}), unit.name, "model")
-    beyond = scatter_far_ns(op, bare.model_copy(update={"scatter_far_update_ns": 1.0}))
+    beyond = scatter_updates_beyond_l2(op, bare)
     if priced is None or beyond <= 0 or rates[SCATTER_FAR_PROBE] <= priced.latency_ns:
         return None
     # the figure is added to the op's compute (cost_models.cpu._with_pass), which then exceeds its memory time

@@ -124,6 +124,7 @@ __all__ = [
     "repredict",
     "scaled_products",
     "sgemm_conv_kernels",
+    "usual_speedup",
     "validate_model",
     "work_factors",
 ]
@@ -254,6 +255,23 @@ def cpu_chip(chip: Chip, threads: int, unit: str | None = None) -> Chip:
     data["affinity"] = {}
     data["default_affinity"] = [cpu.name]
     return chip_from_dict(data, source=f"{chip.name} (CPU {cpu.name}, {threads} threads)")
+
+
+def usual_speedup(chip: Chip, threads: int) -> float | None:
+    """The lag check's speed-up as ``chip``'s first CPU was fingerprinted, where that was on
+    ``threads`` threads (``thread_check_speedup``, :func:`hwsim.host.second_core.threads_along`);
+    None otherwise: the thread count holds.
+
+    >>> from chips.schema import chip_from_dict
+    >>> unit = {"name": "cpu", "kind": "cpu", "domain": "d", "clock_mhz": 2000, "cores": 2,
+    ...         "flops_per_cycle": {"fp32": 32}, "thread_check_speedup": 1.7}
+    >>> chip = chip_from_dict({"name": "h", "dram": {"bandwidth_gbps": 20, "latency_ns": 90},
+    ...                        "domains": [{"name": "d", "kind": "dram"}], "host_domain": "d", "units": [unit]})
+    >>> usual_speedup(chip, 2), usual_speedup(chip, 4)
+    (1.7, None)
+    """
+    cpu = next((u for u in chip.units if isinstance(u, CpuUnit)), None)
+    return cpu.thread_check_speedup if cpu is not None and cpu.cores == threads else None
 
 
 def _roofline_chip(chip: Chip, op_types: Iterable[str]) -> Chip:
@@ -1207,8 +1225,9 @@ def validate_model(
     model = load_with_random_weights(model_path, seed)
     feeds = random_inputs(model, seed, shapes)
     try:
-        usual = getattr(one.units[0], "thread_check_speedup", None)  # the host's own, as fingerprinted
-        measured, prof, speed, lagged = _measure(model, feeds, threads, opt, runs, min_total_s, reference, usual)
+        measured, prof, speed, lagged = _measure(
+            model, feeds, threads, opt, runs, min_total_s, reference, usual_speedup(chip, threads)
+        )
     except MeasureError as exc:
         raise MeasureError(f"{model_path}: {exc}") from None
     if dispatch is not None:  # the profiler's own cost per kernel off, a timed run's dispatch on
