@@ -8,6 +8,7 @@ recurrent and STFT rules and the ``--threads 2`` split.
     python benchmarks/micro_cpu_kernels.py retention --threads 1 --rounds 8   # L2 kept by a cyclic stream
     python benchmarks/micro_cpu_kernels.py depthwise --threads 1   # NCHWc depthwise ns per output, k and fused activation
     python benchmarks/micro_cpu_kernels.py conv1d --threads 1      # 1-D convs (im2col + SGEMM) against their FMAs
+    python benchmarks/micro_cpu_kernels.py conv3d --threads 1      # 3x3x3 convs (vol2col + SGEMM): per element and per run
     python benchmarks/micro_cpu_kernels.py edges --threads 1       # depthwise border outputs: ns per output vs edge share
     python benchmarks/micro_cpu_kernels.py grouped --threads 1 --rounds 4   # grouped 3x3 convs: one im2col + SGEMM per group
     python benchmarks/micro_cpu_kernels.py dwplain --threads 1 --rounds 4   # depthwise convs on the plain kernel (1-D; 2-D of c % 4 != 0)
@@ -276,6 +277,39 @@ def grouped_cases() -> list[Case]:
     return cases
 
 
+#: The conv3d suite: (input channels, output channels, (frames, height, width)) of 3x3x3 convs
+#: (vol2col + SGEMM); the first five keep B (channels x taps x outputs) at 1.5 M elements and
+#: vary the width, the runs the vol2col copies.
+CONV3D_SHAPES = ((24, 48, (8, 48, 6)), (24, 48, (8, 24, 12)), (24, 48, (8, 12, 24)), (24, 48, (8, 6, 48)),
+                 (24, 48, (8, 4, 72)), (48, 96, (8, 12, 12)), (3, 24, (16, 48, 48)))  # fmt: skip
+#: The square MatMul the conv3d suite takes its FMA rate from (MLAS's SGEMM, B constant).
+CONV3D_PEAK_N = 768
+
+
+def conv3d_cases() -> list[Case]:
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((CONV3D_PEAK_N, CONV3D_PEAK_N)).astype(np.float32)
+    node = helper.make_node("MatMul", ["x", "W"], ["y"])
+    cases = [(f"matmul {CONV3D_PEAK_N}", _model(node, {"x": a}, {"W": a.copy()}, 2), {"x": a})]
+    for cin, cout, dhw in CONV3D_SHAPES:
+        x = rng.standard_normal((1, cin, *dhw)).astype(np.float32)
+        w = {"W": (rng.standard_normal((cout, cin, 3, 3, 3)) * 0.1).astype(np.float32)}
+        node = helper.make_node("Conv", ["x", "W"], ["y"], pads=[1] * 6)
+        cases.append((f"conv3d {cin}->{cout} {'x'.join(map(str, dhw))}", _model(node, {"x": x}, w, 5), {"x": x}))
+    return cases
+
+
+def conv3d_rows(best: Mapping[str, float]) -> list[tuple[str, int, float]]:
+    """Per conv3d case: (name, output width, ns per element of B beyond its FMAs at the MatMul's rate)."""
+    rate = 2 * CONV3D_PEAK_N**3 / best[f"matmul {CONV3D_PEAK_N}"]  # FLOP per ns
+    rows = []
+    for cin, cout, dhw in CONV3D_SHAPES:
+        name = f"conv3d {cin}->{cout} {'x'.join(map(str, dhw))}"
+        b_elements = cin * 27 * math.prod(dhw)
+        rows.append((name, dhw[2], (best[name] - 2 * cout * b_elements / rate) / b_elements))
+    return rows
+
+
 #: The plain-kernel depthwise suite: (channels, length or side, k, 2-D), depthwise convs onnxruntime
 #: runs on its plain kernel (1-D ones, and 2-D ones whose channels are no multiple of 4): one
 #: im2col + one-row product per channel.
@@ -447,7 +481,7 @@ def gap_stream_report(gap_ns: Mapping[tuple[str, str], float], l2_bytes: float =
 
 
 SUITES: dict[str, Callable[[], list[Case]]] = {
-    "conv1d": conv1d_cases, "depthwise": depthwise_cases, "dwplain": depthwise_plain_cases, "edges": depthwise_edge_cases, "gap": gap_cases, "grouped": grouped_cases,
+    "conv1d": conv1d_cases, "conv3d": conv3d_cases, "depthwise": depthwise_cases, "dwplain": depthwise_plain_cases, "edges": depthwise_edge_cases, "gap": gap_cases, "grouped": grouped_cases,
     "einsum": einsum_cases, "retention": retention_cases, "rnn": rnn_cases,
     "stft": stft_cases, "threads": thread_cases,
 }
@@ -499,6 +533,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         for k in sorted({r[0] for r in rows}):
             interior, extra = edge_fit(rows, k)
             print(f"k{k}: interior {interior:.3f} ns per output, an edge output {extra:.3f} ns more ({extra / k**2:.4f} per tap)")
+    if args.suite == "conv3d" and args.only is None:
+        rows = conv3d_rows({name: best[(name, args.threads[0])] for name, _m, _f in cases})
+        print("\ncase | width | ns per element of B beyond the FMAs")
+        print("\n".join(f"{n} | {w} | {ns:.3f}" for n, w, ns in rows))
+        x, y = np.array([1.0 / w for _n, w, _ in rows]), np.array([ns for _n, _w, ns in rows])
+        slope, icpt = np.polyfit(x, y, 1)
+        print(f"fit: {icpt:.3f} ns per element + {slope:.2f} ns per run (one output row of a tap)")
     if args.suite == "retention" and args.only is None:
         lo, hi = RETENTION_STEPS
         for t in args.threads:

@@ -142,6 +142,7 @@ __all__ = [
     "gemm_rows",
     "gemv_split_speedup",
     "grouped_conv_ns",
+    "im2col_rows",
     "integer_conv_ns",
     "intra_op_threads",
     "is_gemv",
@@ -1004,19 +1005,41 @@ def nchwc_activation_ns(op: Op) -> float:
 def sgemm_conv_ns(op: Op) -> float:
     """What a conv on onnxruntime's plain kernel (:data:`SGEMM_CONV_ATTR`) pays beside its FMAs,
     ns: MLAS packs its B, the ``K x N`` expanded input (``K`` products per output, ``N`` outputs
-    per channel), at :data:`SGEMM_PACK_NS` per element.
+    per channel), at :data:`SGEMM_PACK_NS` per element; a conv of one group also pays
+    :data:`IM2COL_RUN_NS` per run its im2col (vol2col in 3-D) copies (:func:`im2col_rows` per row of
+    B). Measured (Intel Xeon, onnxruntime 1.32, 1 thread, ``benchmarks/micro_cpu_kernels.py
+    conv3d``): 3x3x3 convs of 24 -> 48 channels over 8 frames, B of 1.5 M elements each, took 0.24
+    ns (72 wide) to 0.74 (6 wide) per element of B beyond their FMAs at a 768-cubed MatMul's rate, a
+    fit of 0.24 + 3.1 / width over seven shapes: the per-element figure is :data:`SGEMM_PACK_NS`'s,
+    the per-run one near the plain depthwise kernel's (kept at :data:`IM2COL_RUN_NS`). Without the runs the video CNNs of
+    ``benchmarks/heldout_unseen8.py`` came out -22 / -25 % on that Xeon, with them -13 / -14 %.
 
     >>> from graph_ir.ir import Op, Tensor
     >>> x, w, y = Tensor("x", (1, 64, 4000), "f"), Tensor("w", (64, 64, 3), "f", True), Tensor("y", (1, 64, 4000), "f")
-    >>> round(sgemm_conv_ns(Op("c", "Conv", "conv", (x, w), (y,), {SGEMM_CONV_ATTR: 1})))  # 192 x 4000 x 0.26
-    199680
+    >>> round(sgemm_conv_ns(Op("c", "Conv", "conv", (x, w), (y,), {SGEMM_CONV_ATTR: 1})))  # 192 x (4000 x 0.26 + 2.85)
+    200227
     """
     if SGEMM_CONV_ATTR not in op.attrs:
         return 0.0
     if _one_filter_per_channel(op):
         return depthwise_plain_ns(op)
-    y = op.outputs[0]
-    return _conv_depth(op) * conv_group(op) * (y.elements // max(1, y.shape[1])) * SGEMM_PACK_NS + grouped_conv_ns(op)
+    y, group = op.outputs[0], conv_group(op)
+    packed = _conv_depth(op) * group * (y.elements // max(1, y.shape[1])) * SGEMM_PACK_NS
+    if group > 1:  # the grouped law's row cost carries its im2col's runs
+        return packed + grouped_conv_ns(op)
+    return packed + _conv_depth(op) * im2col_rows(op) * IM2COL_RUN_NS
+
+
+def im2col_rows(op: Op) -> int:
+    """Runs an im2col (a vol2col in 3-D) copies per row of a conv's expanded input: one per output
+    row (every spatial dimension but the last; one in 1-D), each as long as the output is wide.
+
+    >>> from graph_ir.ir import Op, Tensor
+    >>> x, w = Tensor("x", (1, 24, 8, 24, 12), "f"), Tensor("w", (48, 24, 3, 3, 3), "f", True)
+    >>> im2col_rows(Op("c", "Conv", "conv", (x, w), (Tensor("y", (1, 48, 8, 24, 12), "f"),), {}))  # 8 x 24
+    192
+    """
+    return math.prod(op.outputs[0].shape[2:-1])
 
 
 def depthwise_plain_ns(op: Op) -> float:
@@ -1031,8 +1054,7 @@ def depthwise_plain_ns(op: Op) -> float:
     85130
     """
     y, channels = op.outputs[0], conv_group(op)
-    taps = math.prod(op.weights[0].shape[2:])
-    rows = y.shape[2] if len(y.shape) > 3 else 1
+    taps, rows = math.prod(op.weights[0].shape[2:]), im2col_rows(op)
     return channels * (DEPTHWISE_PLAIN_CHANNEL_NS + taps * (y.elements // max(1, channels) * DEPTHWISE_PLAIN_ELEMENT_NS
                                                             + rows * IM2COL_RUN_NS))  # fmt: skip
 

@@ -588,8 +588,9 @@ class TestPredictionStructure:
         chip = cpu_chip(chip_from_dict(host_chip(efficiency={"Conv": 1.0})), 1)
         marked = predict_nodes(graph, chip, 1, set(), layout_kernels=layout_kernels(graph, 16))["c1"]
         plain = predict_nodes(graph, chip, 1, set())["c1"]
-        outputs = math.prod(spatial)
-        assert marked.predicted_ns - plain.predicted_ns == pytest.approx(8 * taps * outputs * SGEMM_PACK_NS, rel=1e-6)
+        outputs, runs = math.prod(spatial), math.prod(spatial[:-1])  # a run per output row and tap
+        want = 8 * taps * (outputs * SGEMM_PACK_NS + runs * IM2COL_RUN_NS)
+        assert marked.predicted_ns - plain.predicted_ns == pytest.approx(want, rel=1e-6)
 
     def test_a_2d_conv_is_not_marked_for_the_sgemm_kernel_but_1d_and_3d_are(self, tmp_path: Path) -> None:
         graph = load_onnx(conv_net(tmp_path / "n.onnx", 24, 24, "relu_reshape"))
