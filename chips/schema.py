@@ -528,6 +528,19 @@ class CpuUnit(Unit):
         "compute: the stream stalls the kernel instead of overlapping it (measured by `hwsim fingerprint`). "
         "None: weights overlap the compute (plain roofline).",
     )
+    weight_cache_kib: PositiveFloat | None = Field(
+        None,
+        description="What a loop of inferences keeps of a model's GEMM weights from one run to the next, KiB: the "
+        "capacity C of the cyclic law (a pass over S bytes of weights keeps max(0, 2 C - S) of them; the rest "
+        "stalls at weight_stream_gbps), measured by `hwsim fingerprint` on chains of MatMuls over distinct weights. "
+        "None: all of them where they fit the last-level cache with the largest working set, none otherwise.",
+    )
+    weight_cached_gbps: PositiveFloat | None = Field(
+        None,
+        description="With weight_cache_kib: the rate at which a MatMul/Gemm kernel stalls on the weights kept "
+        "there (beyond L2), in addition to its compute, as weight_stream_gbps does on the rest (measured by "
+        "`hwsim fingerprint`). None: the kept weights add nothing.",
+    )
     weights_in_cache: bool = Field(
         False,
         exclude=True,
@@ -783,6 +796,7 @@ class CpuUnit(Unit):
         "fp32_pack_ns", "kernel_setup_ns", "step_handoff_ns", "broadcast_span_ns", "softmax_row_ns", "transpose_element_ns",
         "gemm_aliased_factor", "gemv_dram_gbps", "reduce_row_ns", "reduce_block_ns",
         "gather_dram_row_ns", "gather_dram_line_ns", "fp32_batch_call_ns", "scatter_far_update_ns", "thread_check_speedup",
+        "weight_cache_kib", "weight_cached_gbps",
     )
 
     @model_serializer(mode="wrap")

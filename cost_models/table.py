@@ -102,8 +102,10 @@ def steady_state_unit(
     weights = sum(weight_bytes_read(op, deployed(op.name)) for op in graph.ops())
     if weights + largest_working_set(graph, deployed) > last_level_cache_bytes(unit):
         return unit.model_copy(update={"resident_weight_bytes": float(weights)})  # streamed, not kept
+    # a measured weight cache keeps its share (cost_models.cpu.weight_stream_ns); else all of them
+    stream = unit.weight_stream_gbps if unit.weight_cache_kib is not None else None
     return unit.model_copy(
-        update={"weight_stream_gbps": None, "weights_in_cache": True, "resident_weight_bytes": float(weights)}
+        update={"weight_stream_gbps": stream, "weights_in_cache": True, "resident_weight_bytes": float(weights)}
     )
 
 

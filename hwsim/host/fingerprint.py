@@ -61,6 +61,7 @@ from hwsim.host.kernels import (
 )
 from hwsim.host.measure import MeasureError, make_session, time_call
 from hwsim.host.op_probes import PROBE_RATES, SCATTER_FAR_PROBE, scatter_far_from
+from hwsim.host.weight_cache_probe import weight_cache_rates
 
 __all__ = ["FINGERPRINT_EFFICIENCY", "Dispatch", "Fingerprint", "chip_data", "chip_yaml", "cpu_model", "gemv_dram_gbps", "measure_dispatch",
            "measure_host", "probe_gflops", "read_dispatch", "read_fingerprint", "reference_gflops", "write_chip"]
@@ -570,6 +571,7 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
     rates, rate_notes = kernel_rates(quick, l2, threads, dispatch.kernel_ns, dispatch.run_ns, dispatch.profiled_kernel_ns)
     notes += rate_notes
     if not quick:  # a stream of 4x the last-level cache: left to the full fingerprint
+        rates.update(weight_cache_rates(llc, stream_gbps, notes))
         gemv_dram = gemv_dram_gbps(llc, min_s)
         if gemv_dram is None:
             notes.append("one-row float MatMul rate from DRAM not resolved; gemv_dram_gbps left out")

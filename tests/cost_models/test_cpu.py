@@ -16,6 +16,7 @@ from cost_models.cpu import (
     DEPTHWISE_FACTOR,
     HALF_EFFICIENCY_FLOPS,
     core_bytes,
+    cyclic_kept,
     kernel_type,
     shape_factor,
 )
@@ -262,6 +263,34 @@ class TestWeightStream:
             # resident weights are read from the cache level of the working set, not from DRAM
             assert (cost.dram_read_bytes > 0) == stalls
             assert ("weights cached" in cost.note) != stalls
+
+    @pytest.mark.parametrize(("layers", "kept"), [(4, 1.0), (12, 4 / 12), (16, 0.0)])
+    def test_a_measured_weight_cache_keeps_its_cyclic_share(self, layers: int, kept: float) -> None:
+        # 1 MiB a layer through a weight cache of 8 MiB (an L3 of 32): 4 layers stay, 12 keep 4 of
+        # their 12 MiB (2 C - S), 16 none; the kept share stalls at 48 GB/s, the rest at 12
+        x = Tensor("x", (64, 512), "float32")
+        ops = [(f"fc{i}", "MatMul", [x, Tensor(f"w{i}", (512, 512), "float32", True)], [Tensor(f"y{i}", (64, 512), "float32")])
+               for i in range(layers)]  # fmt: skip
+        chip = chip_from_dict(host_chip(l3_kib=32768, weight_stream_gbps=12.0, weight_cache_kib=8192, weight_cached_gbps=48.0))
+        cost = cost_table(graph_from_ops("mlp", [x], ops), chip, "model").costs["fc0"]["cpu"]
+        share = cyclic_kept(layers * 2**20, 8 * 2**20) / (layers * 2**20)
+        assert share == pytest.approx(kept)
+        assert cost.stall_ns == pytest.approx(2**20 * (share / 48.0 + (1 - share) / 12.0))
+
+    @settings(max_examples=30, deadline=None)
+    @given(layers=st.integers(1, 40), cache_mib=st.integers(1, 24))
+    def test_a_weight_cache_stalls_between_the_cached_and_the_dram_rates(self, layers: int, cache_mib: int) -> None:
+        x = Tensor("x", (64, 512), "float32")
+        ops = [(f"fc{i}", "MatMul", [x, Tensor(f"w{i}", (512, 512), "float32", True)], [Tensor(f"y{i}", (64, 512), "float32")])
+               for i in range(layers)]  # fmt: skip
+        chip = chip_from_dict(host_chip(l3_kib=32768, weight_stream_gbps=12.0, weight_cache_kib=cache_mib * 1024,
+                                        weight_cached_gbps=48.0))  # fmt: skip
+        stall = cost_table(graph_from_ops("mlp", [x], ops), chip, "model").costs["fc0"]["cpu"].stall_ns
+        assert 2**20 / 48.0 - 1e-6 <= stall <= 2**20 / 12.0 + 1e-6
+        twice = ops + [(f"gc{i}", "MatMul", [x, Tensor(f"v{i}", (512, 512), "float32", True)], [Tensor(f"z{i}", (64, 512), "float32")])
+                       for i in range(layers)]  # fmt: skip
+        more = cost_table(graph_from_ops("mlp", [x], twice), chip, "model").costs["fc0"]["cpu"].stall_ns
+        assert more >= stall - 1e-6  # more weights never keep more of them
 
     def test_a_layer_whose_model_overflows_l2_reads_its_weights_from_beyond(self) -> None:
         # fc1's own 1 MiB of weights fit the 2 MiB L2, but the loop streams all the model's
