@@ -77,7 +77,9 @@ def steady_state_unit(
 ) -> Unit:
     """``unit`` as it runs ``graph`` in a loop: a CPU whose last-level cache holds all the
     model's weights keeps them there between inferences, so its GEMMs do not stall on weights
-    from DRAM (``weight_stream_gbps`` dropped; :func:`cost_models.cpu.weight_stream_ns`) and every
+    from DRAM (``weight_stream_gbps`` dropped; :func:`cost_models.cpu.weight_stream_ns`; kept where
+    the fingerprint measured what such a loop keeps, ``weight_cache_kib``, which can be far less
+    than the last level: then the GEMMs stall on the share it does not keep) and every
     op reads its weights from the smallest cache level that holds all of them (``weights_in_cache``,
     ``resident_weight_bytes``: the loop streams them cyclically; the 784-256-256-10 MLP's 1 MB of
     weights came out 45 us from DRAM, where onnxruntime runs the whole model in 10-20 us, and the
