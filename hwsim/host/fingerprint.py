@@ -564,8 +564,7 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
                          "latency may be an L3 latency")  # fmt: skip
     llc = float(caches[-1]["kib"]) * KIB if caches else 32.0 * 1024 * KIB
     stream_gbps, stream_ms, why, stream_shape = _weight_stream(llc, min_s, quick)
-    if why:
-        notes.append(why)
+    notes += [why] if why else []
     dispatch = measure_dispatch(min_s)
     l2 = next((float(c["kib"]) * KIB for c in caches if int(c["level"]) == 2), None)
     rates, rate_notes = kernel_rates(quick, l2, threads, dispatch.kernel_ns, dispatch.run_ns, dispatch.profiled_kernel_ns)
