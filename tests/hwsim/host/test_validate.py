@@ -30,6 +30,7 @@ from cost_models.cpu import (
     gemm_bias_ns,
 )
 from cost_models.table import estimate
+from graph_ir.ir import ModelGraph
 from graph_ir.onnx_import import load_onnx
 from hwsim.cli import main
 from hwsim.host.calibration import apply, fit, timed_over_profiled, write_calibration
@@ -47,6 +48,7 @@ from hwsim.host.validate import (
     nchwc_kernels,
     nchwc_reorders,
     nchwc_work,
+    own_biases,
     predict_nodes,
     reordered_transposes,
     repredict,
@@ -453,6 +455,28 @@ class TestPredictionStructure:
         assert with_rule["add"].predicted_ns == 0.0
         assert with_rule["mm"].predicted_ns == pytest.approx(bare["mm"].predicted_ns + bias_ns)
         assert with_rule["mm"].stall_ns == pytest.approx(bare["mm"].stall_ns + bias_ns)  # calibration takes it off
+
+    @pytest.mark.parametrize(("rows", "pays"), [(256, True), (1, False)])
+    def test_a_gemms_own_bias_pays_the_same_passes(self, tmp_path: Path, rows: int, pays: bool) -> None:
+        # onnxruntime's Gemm broadcasts C into Y before MLAS adds the product: a folded bias's passes;
+        # beta 0 leaves C out, and a one-row Gemm's are in its probed call
+        def gemm(beta: float) -> ModelGraph:
+            w = numpy_helper.from_array(np.ones((64, 48), np.float32), "w")
+            c = numpy_helper.from_array(np.ones((64,), np.float32), "c")
+            node = helper.make_node("Gemm", ["x", "w", "c"], ["y"], name="g", transB=1, beta=beta)
+            g = helper.make_graph([node], "gemm", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, 48])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, 64])], [w, c])  # fmt: skip
+            path = tmp_path / f"g{beta}.onnx"
+            onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+            return load_onnx(path)
+
+        with_c, without = gemm(1.0), gemm(0.0)
+        assert own_biases(with_c, set()) == (["g"] if pays else []) and own_biases(without, set()) == []
+        chip = cpu_chip(chip_from_dict(host_chip(l2_kib=1024, l3_kib=16384)), 1)
+        got, bare = (predict_nodes(g, chip, 1, set())["g"] for g in (with_c, without))
+        bias_ns = gemm_bias_ns(rows * 64 * 4, chip.units[0], chip.dram.bandwidth_gbps, weight_bytes=64 * 48 * 4 + 64 * 4)
+        assert got.predicted_ns - bare.predicted_ns == pytest.approx(bias_ns if pays else 0.0, abs=1e-6)
+        assert got.stall_ns - bare.stall_ns == pytest.approx(bias_ns if pays else 0.0, abs=1e-6)  # calibration takes it off
 
     def test_onnxruntime_runs_a_matmul_and_its_bias_as_one_gemm(self, tmp_path: Path) -> None:
         from hwsim.host.measure import profile_nodes
