@@ -1863,7 +1863,11 @@ def weight_stream_ns(op: Op, unit: CpuUnit, weight_bytes: int) -> float:
     when they come from DRAM, whatever their share of the compute; the extra is the weight
     bytes at ~12 GB/s, which is ``weight_stream_gbps``. The packed weight panels are consumed
     at the micro-kernel's rate and the hardware prefetcher does not run ahead of it, so the
-    stream adds to the work instead of hiding under it. 0 without ``weight_stream_gbps`` (the
+    stream adds to the work instead of hiding under it. A ConvTranspose is such a GEMM too, its
+    weights the streamed operand, each used for only the input's pixels (a DCGAN's 512 -> 256
+    channels from 4 x 4: 8 MB of weights, 16 columns; on the Intel Xeon its three largest ran
+    383 / 406 / 453 us priced without the stall and 548 / 465 / 496 measured, the DCGANs -16 % ->
+    -5 / 0 %). 0 without ``weight_stream_gbps`` (the
     roofline's full overlap), for other op categories (convolutions reuse each weight over
     the whole output plane and showed at most half this stall) and for ops without weights
     (attention's activation-by-activation MatMuls). A GEMV (one row: MLAS's vector kernel)
@@ -1882,7 +1886,8 @@ def weight_stream_ns(op: Op, unit: CpuUnit, weight_bytes: int) -> float:
     LLaMA-like model's 26 MB of weights ran its MatMuls 10-14 % over their FMAs.
     """
     gbps = unit.weight_stream_gbps
-    if not gbps or op.category != "matmul" or weight_bytes <= 0 or gemm_rows(op) <= 1:
+    gemm = op.category == "matmul" and gemm_rows(op) > 1
+    if not gbps or weight_bytes <= 0 or not (gemm or op.op_type == "ConvTranspose"):
         return 0.0
     total = unit.resident_weight_bytes
     if unit.weight_cache_kib is None or not total:

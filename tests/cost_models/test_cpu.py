@@ -223,6 +223,15 @@ class TestWeightStream:
         assert stall.compute_ns - stall.stall_ns == pytest.approx(plain.compute_ns)  # the efficiency does not scale it
         assert "weights stall" in stall.note
 
+    def test_a_conv_transpose_streams_its_weights_as_a_gemm_does(self) -> None:
+        # a DCGAN layer: 512 -> 256 channels from 4 x 4, 8 MiB of weights used for 16 pixels each
+        x, w = Tensor("x", (1, 512, 4, 4), "float32"), Tensor("w", (512, 256, 4, 4), "float32", True)
+        op = make_op("ConvTranspose", [x, w], [Tensor("y", (1, 256, 8, 8), "float32")], strides=[2, 2], pads=[1, 1, 1, 1])
+        cost = estimate(op, chip_from_dict(host_chip(weight_stream_gbps=12.0)), "cpu", "fp32")
+        plain = estimate(op, chip_from_dict(host_chip()), "cpu", "fp32")
+        assert cost is not None and plain is not None and "weights stall" in cost.note
+        assert cost.stall_ns - plain.stall_ns == pytest.approx(512 * 256 * 16 * 4 / 12.0)  # beside its col2im
+
     def test_only_matmuls_with_weights(self) -> None:
         chip = chip_from_dict(host_chip(weight_stream_gbps=12.0))
         act = make_op("MatMul", [Tensor("a", (128, 64), "float32"), Tensor("b", (64, 128), "float32")],
