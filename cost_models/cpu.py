@@ -1008,7 +1008,9 @@ def sgemm_conv_ns(op: Op) -> float:
     ns: MLAS packs its B, the ``K x N`` expanded input (``K`` products per output, ``N`` outputs
     per channel), at :data:`SGEMM_PACK_NS` per element; a conv of one group also pays
     :data:`IM2COL_RUN_NS` per run its im2col (vol2col in 3-D) copies (:func:`im2col_rows` per row of
-    B). Measured (Intel Xeon, onnxruntime 1.32, 1 thread, ``benchmarks/micro_cpu_kernels.py
+    B) and, strided, :data:`STRIDED_IM2COL_NS` per element (its gather, as a grouped conv's: a
+    wav2vec-like feature encoder's stride-2 1-D convs, 256 -> 256 channels, ran 0.1-0.36 ns an
+    element of B over their price without it on the Intel Xeon, the model -11.7 %). Measured (Intel Xeon, onnxruntime 1.32, 1 thread, ``benchmarks/micro_cpu_kernels.py
     conv3d``): 3x3x3 convs of 24 -> 48 channels over 8 frames, B of 1.5 M elements each, took 0.24
     ns (72 wide) to 0.74 (6 wide) per element of B beyond their FMAs at a 768-cubed MatMul's rate, a
     fit of 0.24 + 3.1 / width over seven shapes: the per-element figure is :data:`SGEMM_PACK_NS`'s,
@@ -1025,10 +1027,17 @@ def sgemm_conv_ns(op: Op) -> float:
     if _one_filter_per_channel(op):
         return depthwise_plain_ns(op)
     y, group = op.outputs[0], conv_group(op)
-    packed = _conv_depth(op) * group * (y.elements // max(1, y.shape[1])) * SGEMM_PACK_NS
+    b_elements = _conv_depth(op) * group * (y.elements // max(1, y.shape[1]))
     if group > 1:  # the grouped law's row cost carries its im2col's runs
-        return packed + grouped_conv_ns(op)
-    return packed + _conv_depth(op) * im2col_rows(op) * IM2COL_RUN_NS
+        return b_elements * SGEMM_PACK_NS + grouped_conv_ns(op)
+    gather = STRIDED_IM2COL_NS if _strided(op) else 0.0
+    return b_elements * (SGEMM_PACK_NS + gather) + _conv_depth(op) * im2col_rows(op) * IM2COL_RUN_NS
+
+
+def _strided(op: Op) -> bool:
+    """Whether conv ``op`` has a stride other than 1 (its im2col gathers instead of copying rows)."""
+    strides = op.attrs.get("strides", ())
+    return isinstance(strides, (list, tuple)) and any(s != 1 for s in strides)
 
 
 def im2col_rows(op: Op) -> int:
@@ -1165,11 +1174,9 @@ def grouped_conv_ns(op: Op) -> float:
     y = op.outputs[0]
     rows = _conv_depth(op) * group
     b_elements = rows * (y.elements // max(1, y.shape[1]))
-    strides = op.attrs.get("strides", ())
-    strided = isinstance(strides, (list, tuple)) and any(s != 1 for s in strides)
     m = y.shape[1] // group
     small = b_elements * (m % SGEMM_FULL_PASS_ROWS)  # the FMAs of rows outside full passes
-    return rows * GROUPED_CONV_ROW_NS + b_elements * (STRIDED_IM2COL_NS if strided else 0.0) + small * SMALL_M_FMA_NS
+    return rows * GROUPED_CONV_ROW_NS + b_elements * (STRIDED_IM2COL_NS if _strided(op) else 0.0) + small * SMALL_M_FMA_NS
 
 
 #: Passes over its output a GEMM makes for a bias onnxruntime folds into it (``MatMulAddFusion``:

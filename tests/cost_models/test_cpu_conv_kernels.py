@@ -24,6 +24,7 @@ from cost_models.cpu import (
     SGEMM_FULL_PASS_ROWS,
     SGEMM_PACK_NS,
     SMALL_M_FMA_NS,
+    STRIDED_IM2COL_NS,
     grouped_conv_ns,
 )
 from cost_models.table import estimate
@@ -103,6 +104,14 @@ class TestSgemmConv:
         marked = replace(op, attrs={**op.attrs, SGEMM_CONV_ATTR: 1})
         extra = compute(marked, efficiency={"Conv": 1.0}) - compute(op, efficiency={"Conv": 1.0})
         assert abs(extra - 64 * 3 * (4000 * SGEMM_PACK_NS + IM2COL_RUN_NS)) < 1e-6  # one run per row of B in 1-D
+
+    def test_a_strided_one_gathers_each_element_of_b(self) -> None:
+        # wav2vec-like: 256 -> 256 channels, k3, stride 2 over 3199 steps -> 1599 outputs
+        x, w = Tensor("x", (1, 256, 3199), "float32"), Tensor("w", (256, 256, 3), "float32", is_weight=True)
+        op = make_op("Conv", [x, w], [Tensor("y", (1, 256, 1599), "float32")], pads=[1, 1], strides=[2])
+        marked = replace(op, attrs={**op.attrs, SGEMM_CONV_ATTR: 1})
+        extra = compute(marked, efficiency={"Conv": 1.0}) - compute(op, efficiency={"Conv": 1.0})
+        assert abs(extra - 256 * 3 * (1599 * (SGEMM_PACK_NS + STRIDED_IM2COL_NS) + IM2COL_RUN_NS)) < 1e-6
 
     def test_vol2col_pays_per_run(self) -> None:
         # B of 24 x 27 rows by 8 x 48 x 6 outputs: 8 x 48 runs of 6 per row
