@@ -1010,12 +1010,15 @@ def sgemm_conv_ns(op: Op) -> float:
     :data:`IM2COL_RUN_NS` per run its im2col (vol2col in 3-D) copies (:func:`im2col_rows` per row of
     B) and, strided, :data:`STRIDED_IM2COL_NS` per element (its gather, as a grouped conv's: a
     wav2vec-like feature encoder's stride-2 1-D convs, 256 -> 256 channels, ran 0.1-0.36 ns an
-    element of B over their price without it on the Intel Xeon, the model -11.7 %). Measured (Intel Xeon, onnxruntime 1.32, 1 thread, ``benchmarks/micro_cpu_kernels.py
-    conv3d``): 3x3x3 convs of 24 -> 48 channels over 8 frames, B of 1.5 M elements each, took 0.24
-    ns (72 wide) to 0.74 (6 wide) per element of B beyond their FMAs at a 768-cubed MatMul's rate, a
-    fit of 0.24 + 3.1 / width over seven shapes: the per-element figure is :data:`SGEMM_PACK_NS`'s,
-    the per-run one near the plain depthwise kernel's (kept at :data:`IM2COL_RUN_NS`). Without the runs the video CNNs of
-    ``benchmarks/heldout_unseen8.py`` came out -22 / -25 % on that Xeon, with them -13 / -14 %.
+    element of B over their price without it on the Intel Xeon, the model -11.7 %).
+
+    Measured (Intel Xeon, onnxruntime 1.32, 1 thread, ``benchmarks/micro_cpu_kernels.py conv3d``):
+    3x3x3 convs of 24 -> 48 channels over 8 frames, B of 1.5 M elements each, took 0.24 ns (72
+    wide) to 0.74 (6 wide) per element of B beyond their FMAs at a 768-cubed MatMul's rate, a fit
+    of 0.24 + 3.1 / width over seven shapes: the per-element figure is :data:`SGEMM_PACK_NS`'s, the
+    per-run one near the plain depthwise kernel's (kept at :data:`IM2COL_RUN_NS`). Without the runs
+    the video CNNs of ``benchmarks/heldout_unseen8.py`` came out -22 / -25 % on that Xeon, with them
+    -13 / -14 %.
 
     >>> from graph_ir.ir import Op, Tensor
     >>> x, w, y = Tensor("x", (1, 64, 4000), "f"), Tensor("w", (64, 64, 3), "f", True), Tensor("y", (1, 64, 4000), "f")

@@ -909,7 +909,7 @@ def predict_nodes(
     to_float = integer_to_float(graph, fused)
     patterns.update((n, k) for n, k in scaled_row_products(graph, fused).items() if n not in patterns)
     absorbed |= _in_other_kernels(graph, fused, patterns, {*quick, *(g for _, g in swishes.values()), *biases, *to_float})
-    biases.update((g, g) for g in own_biases(graph, fused) if g not in patterns)
+    biases.update((g, g) for g in own_biases(graph, fused) if g not in patterns)  # after: a Gemm is not its own absorbed
     if isinstance(chip.units[0], CpuUnit):  # where a kernel's data sits in the caches (arena plan)
         patterns.update(_resident(graph, chip.units[0], patterns, fused | absorbed, inserted))
     extra = [*patterns.values(), *inserted]

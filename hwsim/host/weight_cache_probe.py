@@ -9,11 +9,12 @@ stalled 44-51 GB/s at 16 MiB of weights, 18 at 24 MiB and 12.5-16 at 32-64 MiB, 
 
 The probe: chains of :data:`CHAIN_ROWS`-row MatMuls, each over its own :data:`CHAIN_SIDE`-square
 weights, whose weights add up to footprints from :data:`FIRST_MIB` MiB to four times the last-level
-cache (:data:`LAST_MIB` at most), against one chain that alternates two weights (in L2). The extra time per weight byte at each
-footprint, between the two smallest footprints' larger (the kept weights' stall, ``weight_cached_gbps``) and the
-DRAM's (``weight_stream_gbps``, measured by the fingerprint's weight-stream MatMul), is the share the
-cache does not keep; :func:`fit_capacity` finds the capacity whose cyclic law
-(:func:`cost_models.cpu.cyclic_kept`) gives those shares (``weight_cache_kib``).
+cache (:data:`LAST_MIB` at most), against one chain that alternates two weights (in L2). Each
+footprint's extra time per weight byte lies between the kept weights' stall (the smaller of the
+two smallest footprints': ``weight_cached_gbps``) and the DRAM's (``weight_stream_gbps``, measured
+by the fingerprint's weight-stream MatMul); where it lies is the share the cache does not keep, and
+:func:`fit_capacity` finds the capacity whose cyclic law (:func:`cost_models.cpu.cyclic_kept`)
+gives those shares (``weight_cache_kib``).
 """
 
 from __future__ import annotations
@@ -66,8 +67,8 @@ def _chain(count: int, distinct: int) -> tuple[onnx.ModelProto, dict[str, np.nda
     for i in range(count):
         nodes.append(helper.make_node("MatMul", [x, f"w{i % distinct}"], [f"y{i}"]))
         x = f"y{i}"
-    graph = helper.make_graph(nodes, "weights", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [CHAIN_ROWS, CHAIN_SIDE])],
-                              [helper.make_tensor_value_info(x, TensorProto.FLOAT, None)], inits)  # fmt: skip
+    x_info = helper.make_tensor_value_info("x", TensorProto.FLOAT, [CHAIN_ROWS, CHAIN_SIDE])
+    graph = helper.make_graph(nodes, "weights", [x_info], [helper.make_tensor_value_info(x, TensorProto.FLOAT, None)], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     return model, {"x": rng.standard_normal((CHAIN_ROWS, CHAIN_SIDE)).astype(np.float32)}
 
