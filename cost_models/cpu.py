@@ -104,6 +104,7 @@ __all__ = [
     "NCHWC_ACTIVATION_PASS_NS",
     "NCHWC_ATTR",
     "ONE_THREAD_OP_TYPES",
+    "QUANTIZE_PARALLEL_MIN_ELEMENTS",
     "RECURRENT_OP_TYPES",
     "RECURRENT_SECTION_OP_TYPES",
     "RECURRENT_STEP_GEMMS",
@@ -357,6 +358,11 @@ PARALLEL_MIN_ELEMENTS: Mapping[str, int] = {"elementwise": 256 * 1024, "activati
 #: 1.00x faster on 2 threads at 88,064 elements and 1.65x at 90,112 (Mul alike; 98,304: 1.8x),
 #: the pool's cost model deciding on the element count (the CI Xeon: 64 Ki 1.0x).
 BROADCAST_PARALLEL_MIN_ELEMENTS = 89_088
+#: Elements from which onnxruntime splits a per-tensor QuantizeLinear over two threads, whatever its
+#: category's floor (:data:`PARALLEL_MIN_ELEMENTS`): eight independent kernels on 1 and 2 threads
+#: (onnxruntime 1.32, Intel Xeon, ``python benchmarks/int8_threads.py --quantize``) ran 0.95-1.00x
+#: at 49,152-69,632 elements and 1.47-1.50x at 73,728.
+QUANTIZE_PARALLEL_MIN_ELEMENTS = 72 * 1024
 #: Cost of one parallel section of onnxruntime's intra-op thread pool (hand the work out, join), ns,
 #: where the unit has no measured ``parallel_section_ns`` (an estimate; the fingerprint measures it).
 PARALLEL_SECTION_NS = 2000.0
@@ -394,8 +400,11 @@ ROW_SPLIT_NORM_OP_TYPES = ("LayerNormalization", "SkipLayerNormalization", "Simp
 #: Op types whose onnxruntime CPU kernels take no thread from the intra-op pool, whatever their
 #: size (:func:`intra_op_threads`): over 1 Mi floats on an AMD EPYC, 2 threads against 1 ran Slice
 #: 1.00x, Expand 0.99x, Tile 0.99x, Pad 1.01x, Where 1.00x (its broadcast passes get no pool,
-#: ``where_op.cc``), where Gather, Split, Cast and Concat ran 1.5-2.4x.
-ONE_THREAD_OP_TYPES = ("Slice", "Expand", "Tile", "Pad", "Where")
+#: ``where_op.cc``), where Gather, Split, Cast and Concat ran 1.5-2.4x. A per-tensor DequantizeLinear
+#: too: 0.95-1.04x from 128 Ki to 1.5 Mi values, 0.85-1.47x at 2 Mi (beyond L2, noise) on the Intel
+#: Xeon (``python benchmarks/int8_threads.py --quantize``), where the CPU model split it as an
+#: activation from 32 Ki values.
+ONE_THREAD_OP_TYPES = ("Slice", "Expand", "Tile", "Pad", "Where", "DequantizeLinear")
 
 
 #: Binary op types onnxruntime's CPU provider runs through its broadcast looper
@@ -1549,7 +1558,8 @@ def intra_op_threads(op: Op, threads: int) -> int:
     """How many of onnxruntime's ``threads`` intra-op threads a kernel for ``op`` runs on.
 
     - STFT/DFT: 1 (the kernel loops over its frames on the calling thread: 1.00x on 2 threads);
-    - :data:`ONE_THREAD_OP_TYPES` (Slice, Expand, Tile, Pad, Where): 1 (1 Mi floats 0.99-1.01x on 2 threads);
+    - :data:`ONE_THREAD_OP_TYPES` (Slice, Expand, Tile, Pad, Where, DequantizeLinear): 1 (1 Mi
+      values 0.95-1.04x on 2 threads);
     - a Transpose that walks its input element by element, and a Softmax over a middle axis whose
       Transposes do (:func:`~cost_models.cpu_layout.walks`): 1;
     - Softmax/LogSoftmax: split over rows only (one 1 Mi row: 1.03x);
@@ -1561,7 +1571,8 @@ def intra_op_threads(op: Op, threads: int) -> int:
       batch-1 Gemm with 10 outputs: one); a recurrent op uses the threads its input projection
       or one of its step products splits over (:func:`recurrent_threads`);
     - elementwise and activations: from :data:`PARALLEL_MIN_ELEMENTS` elements; the binary ops of
-      the broadcast looper from :data:`BROADCAST_PARALLEL_MIN_ELEMENTS`;
+      the broadcast looper from :data:`BROADCAST_PARALLEL_MIN_ELEMENTS`, QuantizeLinear from
+      :data:`QUANTIZE_PARALLEL_MIN_ELEMENTS`;
     - anything else with at least 64 Ki output elements: all threads.
 
     >>> from graph_ir.ir import Op, Tensor
@@ -1588,6 +1599,8 @@ def intra_op_threads(op: Op, threads: int) -> int:
     floor = PARALLEL_MIN_ELEMENTS.get(op.category, 64 * 1024)
     if op.op_type in BROADCAST_OP_TYPES:
         floor = BROADCAST_PARALLEL_MIN_ELEMENTS
+    if op.op_type == "QuantizeLinear":
+        floor = QUANTIZE_PARALLEL_MIN_ELEMENTS
     return threads if out.elements >= floor else 1
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,6 +18,7 @@ from chips.schema import Chip, CpuUnit
 from cost_models.cpu import (
     BROADCAST_PARALLEL_MIN_ELEMENTS,
     PARALLEL_MIN_ELEMENTS,
+    QUANTIZE_PARALLEL_MIN_ELEMENTS,
     broadcast_spans,
     broadcast_spans_ns,
     intra_op_threads,
@@ -202,3 +204,30 @@ def test_a_broadcast_looper_op_splits_over_threads_from_its_own_element_count() 
     assert BROADCAST_PARALLEL_MIN_ELEMENTS < y.elements < PARALLEL_MIN_ELEMENTS["elementwise"]
     assert intra_op_threads(resize, 2) == 1
     assert intra_op_threads(_op("Add", y.shape, y.shape), 2) == 2
+
+
+def _quantize_pair(n: int) -> dict[str, Op]:
+    """A QuantizeLinear -> DequantizeLinear pair over ``n`` values, as the importer builds them."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    inits = [numpy_helper.from_array(np.array(0.05, np.float32), "s"), numpy_helper.from_array(np.array(3, np.uint8), "z")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="Q"),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], name="DQ")]  # fmt: skip
+    graph = helper.make_graph(nodes, "qdq", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, n))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, (1, n))], inits)  # fmt: skip
+    g = from_model_proto(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)]))
+    return {op.op_type: op for op in g.ops()}
+
+
+def test_the_quantize_kernels_split_as_onnxruntime_splits_them() -> None:
+    # measured (onnxruntime 1.32, `benchmarks/int8_threads.py --quantize`): QuantizeLinear 0.95-1.00x on
+    # two threads up to 69,632 values and 1.47x from 73,728; DequantizeLinear 0.95-1.04x up to 1.5 Mi
+    assert 69_632 < QUANTIZE_PARALLEL_MIN_ELEMENTS <= 73_728
+    for n, q_want in ((49_152, 1), (69_632, 1), (73_728, 2), (1 << 20, 2)):
+        ops = _quantize_pair(n)
+        assert intra_op_threads(ops["QuantizeLinear"], 2) == q_want
+        assert intra_op_threads(ops["DequantizeLinear"], 2) == 1
+        assert intra_op_threads(ops["QuantizeLinear"], 1) == 1
+    # the category's floor the two kernels would otherwise take splits them from far fewer values
+    small = _quantize_pair(49_152)
+    assert all(PARALLEL_MIN_ELEMENTS.get(op.category, 64 * 1024) < 49_152 for op in small.values())

@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Integer GEMMs on two threads: how much faster onnxruntime's QLinearMatMul runs on ``--threads``
+intra-op threads than on one, against an fp32 MatMul of the same shape, by shape.
+
+    python benchmarks/int8_threads.py [--threads 2] [--rounds 3] [--shapes 128x384x384 ...] [--quantize]
+
+Each case is a chain of eight products ``M x K x N`` (``K == N``: each feeds the next; uint8
+activations, int8 weights with zero point 0, as ``quantize_static`` writes them); one product is the
+whole run's time / 8, the 10th percentile of 200 runs, the best of ``--rounds`` interleaved rounds
+(:func:`hwsim.host.measure.best_run_ns`). ``C KiB`` is the int32 accumulator MLAS fills for one
+product before it requantizes it (``M x N x 4`` bytes, one temporary buffer of the kernel).
+Nothing here is fitted: it is the measurement behind ``docs/fidelity_cpu.md``, "Two threads and
+the integer GEMMs".
+
+``--quantize``: instead, eight independent per-tensor QuantizeLinear (DequantizeLinear) kernels
+over one input of ``n`` values, one kernel's time on 1 and ``--threads`` threads, at the sizes of
+:data:`QUANTIZE_SIZES`: where onnxruntime starts to split them
+(:data:`cost_models.cpu.QUANTIZE_PARALLEL_MIN_ELEMENTS`; a DequantizeLinear never does:
+:data:`cost_models.cpu.ONE_THREAD_OP_TYPES`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+#: ``M x K x N`` with ``K == N``: rows from 64 to 1024 at 384 wide, and three widths at 128 rows.
+SHAPES = ("64x384x384", "128x384x384", "192x384x384", "256x384x384", "384x384x384", "512x384x384",
+          "1024x384x384", "128x256x256", "128x768x768", "128x1024x1024")  # fmt: skip
+CHAIN = 8
+#: Values per kernel for ``--quantize``, around the measured thresholds.
+QUANTIZE_SIZES = {"QuantizeLinear": (49_152, 65_536, 69_632, 73_728, 81_920, 131_072),
+                  "DequantizeLinear": (131_072, 524_288, 1_048_576, 1_572_864, 2_097_152)}  # fmt: skip
+
+
+def chain(kind: str, m: int, k: int, seed: int = 0) -> tuple[onnx.ModelProto, np.ndarray]:
+    """``CHAIN`` products ``m x k x k`` one after the other: QLinearMatMul (``kind == "int8"``) or MatMul."""
+    rng = np.random.default_rng(seed)
+    inits = [numpy_helper.from_array(np.array(v, dt), n) for n, v, dt in
+             (("s", 0.05, np.float32), ("z", 128, np.uint8), ("ws", 0.01, np.float32), ("wz", 0, np.int8))]  # fmt: skip
+    nodes, cur = [], "x"
+    for i in range(CHAIN):
+        if kind == "int8":
+            inits.append(numpy_helper.from_array(rng.integers(-100, 100, (k, k)).astype(np.int8), f"w{i}"))
+            nodes.append(helper.make_node("QLinearMatMul", [cur, "s", "z", f"w{i}", "ws", "wz", "s", "z"], [f"y{i}"]))
+        else:
+            inits.append(numpy_helper.from_array((rng.standard_normal((k, k)) * 0.05).astype(np.float32), f"w{i}"))
+            nodes.append(helper.make_node("MatMul", [cur, f"w{i}"], [f"y{i}"]))
+        cur = f"y{i}"
+    if kind != "int8":
+        inits = inits[4:]
+    elem = TensorProto.UINT8 if kind == "int8" else TensorProto.FLOAT
+    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", elem, (m, k))],
+                              [helper.make_tensor_value_info(cur, elem, (m, k))], inits)  # fmt: skip
+    x = rng.integers(0, 255, (m, k)).astype(np.uint8) if kind == "int8" else rng.standard_normal((m, k)).astype(np.float32)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)]), x
+
+
+def quantize_kernels(op_type: str, n: int, seed: int = 0) -> tuple[onnx.ModelProto, np.ndarray]:
+    """``CHAIN`` independent ``op_type`` kernels (scale 0.05, zero point 3) over one input of ``n`` values."""
+    rng = np.random.default_rng(seed)
+    quantize = op_type == "QuantizeLinear"
+    src, dst = (TensorProto.FLOAT, TensorProto.UINT8) if quantize else (TensorProto.UINT8, TensorProto.FLOAT)
+    inits = [numpy_helper.from_array(np.array(0.05, np.float32), "s"), numpy_helper.from_array(np.array(3, np.uint8), "z")]
+    nodes = [helper.make_node(op_type, ["x", "s", "z"], [f"y{i}"]) for i in range(CHAIN)]
+    outs = [helper.make_tensor_value_info(f"y{i}", dst, (n,)) for i in range(CHAIN)]
+    graph = helper.make_graph(nodes, "kernels", [helper.make_tensor_value_info("x", src, (n,))], outs, inits)
+    x = rng.random(n, dtype=np.float32) if quantize else rng.integers(0, 255, n).astype(np.uint8)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)]), x
+
+
+def _quantize_table(threads: int, rounds: int) -> None:
+    from hwsim.host.measure import best_run_ns
+
+    cases = {(op, n): quantize_kernels(op, n) for op, sizes in QUANTIZE_SIZES.items() for n in sizes}
+    one, many = best_run_ns(cases, rounds, 1), best_run_ns(cases, rounds, threads)
+    print(f"| kernel | values | 1 thread us | {threads} threads us | speed-up |")
+    print("|---|---:|---:|---:|---:|")
+    for op, n in cases:
+        a, b = one[(op, n)] / CHAIN / 1e3, many[(op, n)] / CHAIN / 1e3
+        print(f"| {op} | {n:,} | {a:.1f} | {b:.1f} | x{a / b:.2f} |")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--shapes", nargs="+", default=list(SHAPES), help="M x K x N with K == N, e.g. 128x384x384")
+    ap.add_argument("--quantize", action="store_true", help="time the quantize kernels' split instead")
+    args = ap.parse_args(argv)
+    if args.quantize:
+        _quantize_table(args.threads, args.rounds)
+        return 0
+    from hwsim.host.measure import best_run_ns
+
+    cases = {}
+    for shape in args.shapes:
+        m, k, n = (int(v) for v in shape.split("x"))
+        if k != n:
+            ap.error(f"--shapes {shape}: K and N must be equal (each product feeds the next)")
+        for kind in ("int8", "fp32"):
+            cases[(shape, kind)] = chain(kind, m, k)
+    one = best_run_ns(cases, args.rounds, 1)
+    many = best_run_ns(cases, args.rounds, args.threads)
+    print(f"| M x K x N | C KiB | int8 1 thread us | int8 {args.threads} threads us | int8 speed-up "
+          f"| fp32 1 thread us | fp32 {args.threads} threads us | fp32 speed-up |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for shape in args.shapes:
+        m, _, n = (int(v) for v in shape.split("x"))
+        i1, i2, f1, f2 = (d[(shape, kind)] / CHAIN / 1e3 for kind in ("int8", "fp32") for d in (one, many))
+        print(f"| {shape} | {m * n * 4 / 1024:.0f} | {i1:.1f} | {i2:.1f} | x{i1 / i2:.2f} | {f1:.1f} | {f2:.1f} | x{f1 / f2:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
