@@ -2,7 +2,7 @@
 """Integer GEMMs on two threads: how much faster onnxruntime's QLinearMatMul runs on ``--threads``
 intra-op threads than on one, against an fp32 MatMul of the same shape, by shape.
 
-    python benchmarks/int8_threads.py [--threads 2] [--rounds 3] [--shapes 128x384x384 ...] [--quantize]
+    python benchmarks/int8_threads.py [--threads 2] [--rounds 3] [--shapes 128x384x384 ...] [--quantize | --handoff]
 
 Each case is a chain of eight products ``M x K x N`` (``K == N``: each feeds the next; uint8
 activations, int8 weights with zero point 0, as ``quantize_static`` writes them); one product is the
@@ -17,6 +17,12 @@ over one input of ``n`` values, one kernel's time on 1 and ``--threads`` threads
 :data:`QUANTIZE_SIZES`: where onnxruntime starts to split them
 (:data:`cost_models.cpu.QUANTIZE_PARALLEL_MIN_ELEMENTS`; a DequantizeLinear never does:
 :data:`cost_models.cpu.ONE_THREAD_OP_TYPES`).
+
+``--handoff``: no onnxruntime. Two processes, each pinned to one of the first two CPUs this one may
+run on, share a buffer; one fills it, then either the same process or the other copies it out
+(``numpy.copyto`` into a buffer of its own), 150 times each, interleaved. The table gives the 25th
+percentile of each copy at :data:`HANDOFF_KIB`: how fast one core reads what the other has just
+written, against what the writer reads back from its own caches.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -64,6 +71,75 @@ def chain(kind: str, m: int, k: int, seed: int = 0) -> tuple[onnx.ModelProto, np
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)]), x
 
 
+#: Buffer sizes (KiB) for ``--handoff``: from the L1 to the L2 (2 MiB a core on the Intel Xeon).
+HANDOFF_KIB = (64, 128, 256, 384, 512, 768, 1024, 1536, 2048)
+HANDOFF_REPEATS = 150
+
+
+def _handoff_worker(name: str, n: int, cpu: int, orders: Any, times: Any) -> None:
+    """One pinned process: ``"w"`` fills the shared buffer, ``"r"`` copies it out and reports the ns."""
+    import os
+    import time
+    from multiprocessing import shared_memory
+
+    os.sched_setaffinity(0, {cpu})
+    shm = shared_memory.SharedMemory(name=name)
+    shared = np.ndarray((n,), np.float32, buffer=shm.buf)
+    own = np.empty_like(shared)
+    while (order := orders.get()) is not None:
+        if order == "w":
+            shared.fill(np.float32(time.perf_counter_ns() % 7))
+            times.put(0)
+        else:
+            t0 = time.perf_counter_ns()
+            np.copyto(own, shared)
+            times.put(time.perf_counter_ns() - t0)
+    del shared
+    shm.close()
+
+
+def _handoff_row(kib: int, cpus: list[int]) -> tuple[float, float]:
+    """(own, other) copy times of a ``kib`` KiB buffer just written by the first process, us."""
+    import multiprocessing as mp
+    from multiprocessing import shared_memory
+
+    n = kib * 1024 // 4
+    shm = shared_memory.SharedMemory(create=True, size=n * 4)
+    queues: list[tuple[Any, Any]] = [(mp.Queue(), mp.Queue()) for _ in cpus]
+    procs = [mp.Process(target=_handoff_worker, args=(shm.name, n, c, q[0], q[1])) for c, q in zip(cpus, queues)]
+    for p in procs:
+        p.start()
+    own: list[int] = []
+    other: list[int] = []
+    for _ in range(HANDOFF_REPEATS):
+        for reader, got in ((0, own), (1, other)):
+            queues[0][0].put("w")
+            queues[0][1].get()
+            queues[reader][0].put("r")
+            got.append(queues[reader][1].get())
+    for orders, _ in queues:
+        orders.put(None)
+    for p in procs:
+        p.join()
+    shm.close()
+    shm.unlink()
+    return float(np.percentile(own, 25)) / 1e3, float(np.percentile(other, 25)) / 1e3
+
+
+def _handoff_table() -> None:
+    import os
+
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    if len(cpus) < 2:
+        raise SystemExit("--handoff needs two CPUs this process may run on")
+    print(f"| KiB | own core us | own GB/s | other core (CPU {cpus[1]}) us | other GB/s |")
+    print("|---:|---:|---:|---:|---:|")
+    for kib in HANDOFF_KIB:
+        own, other = _handoff_row(kib, cpus)
+        gb = kib * 1024 / 1e3
+        print(f"| {kib} | {own:.1f} | {gb / own:.1f} | {other:.1f} | {gb / other:.1f} |")
+
+
 def quantize_kernels(op_type: str, n: int, seed: int = 0) -> tuple[onnx.ModelProto, np.ndarray]:
     """``CHAIN`` independent ``op_type`` kernels (scale 0.05, zero point 3) over one input of ``n`` values."""
     rng = np.random.default_rng(seed)
@@ -95,7 +171,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--shapes", nargs="+", default=list(SHAPES), help="M x K x N with K == N, e.g. 128x384x384")
     ap.add_argument("--quantize", action="store_true", help="time the quantize kernels' split instead")
+    ap.add_argument("--handoff", action="store_true", help="time a buffer read by the core that wrote it and by the other")
     args = ap.parse_args(argv)
+    if args.handoff:
+        _handoff_table()
+        return 0
     if args.quantize:
         _quantize_table(args.threads, args.rounds)
         return 0
