@@ -2,7 +2,7 @@
 """Integer GEMMs on two threads: how much faster onnxruntime's QLinearMatMul runs on ``--threads``
 intra-op threads than on one, against an fp32 MatMul of the same shape, by shape.
 
-    python benchmarks/int8_threads.py [--threads 2] [--rounds 3] [--shapes 128x384x384 ...] [--quantize | --handoff]
+    python benchmarks/int8_threads.py [--threads 2] [--rounds 3] [--shapes 128x384x384 ...] [--conv | --quantize | --handoff]
 
 Each case is a chain of eight products ``M x K x N`` (``K == N``: each feeds the next; uint8
 activations, int8 weights with zero point 0, as ``quantize_static`` writes them); one product is the
@@ -11,6 +11,9 @@ whole run's time / 8, the 10th percentile of 200 runs, the best of ``--rounds`` 
 product before it requantizes it (``M x N x 4`` bytes, one temporary buffer of the kernel).
 Nothing here is fitted: it is the measurement behind ``docs/fidelity_cpu.md``, "Two threads and
 the integer GEMMs".
+
+``--conv``: instead, chains of eight 3x3 convs (``C`` channels in and out, padded, ``H x W``
+pixels): QLinearConv against Conv, at :data:`CONV_SHAPES`.
 
 ``--quantize``: instead, eight independent per-tensor QuantizeLinear (DequantizeLinear) kernels
 over one input of ``n`` values, one kernel's time on 1 and ``--threads`` threads, at the sizes of
@@ -43,6 +46,8 @@ sys.path.insert(0, str(ROOT))
 SHAPES = ("64x384x384", "128x384x384", "192x384x384", "256x384x384", "384x384x384", "512x384x384",
           "1024x384x384", "128x256x256", "128x768x768", "128x1024x1024")  # fmt: skip
 CHAIN = 8
+#: ``(channels, pixels a side)`` for ``--conv``.
+CONV_SHAPES = ((16, 32), (24, 24), (24, 48), (32, 40), (48, 28), (48, 56), (64, 14), (64, 28))
 #: Values per kernel for ``--quantize``, around the measured thresholds.
 QUANTIZE_SIZES = {"QuantizeLinear": (49_152, 65_536, 69_632, 73_728, 81_920, 131_072),
                   "DequantizeLinear": (131_072, 524_288, 1_048_576, 1_572_864, 2_097_152)}  # fmt: skip
@@ -140,6 +145,45 @@ def _handoff_table() -> None:
         print(f"| {kib} | {own:.1f} | {gb / own:.1f} | {other:.1f} | {gb / other:.1f} |")
 
 
+def conv_chain(kind: str, c: int, hw: int, seed: int = 0) -> tuple[onnx.ModelProto, np.ndarray]:
+    """``CHAIN`` padded 3x3 convs of ``c`` channels over ``hw x hw`` pixels: QLinearConv (``kind ==
+    "int8"``, int8 weights with zero point 0) or Conv."""
+    rng = np.random.default_rng(seed)
+    inits = [numpy_helper.from_array(np.array(v, dt), n) for n, v, dt in
+             (("s", 0.05, np.float32), ("z", 128, np.uint8), ("ws", 0.01, np.float32), ("wz", 0, np.int8))]  # fmt: skip
+    nodes, cur = [], "x"
+    for i in range(CHAIN):
+        if kind == "int8":
+            inits.append(numpy_helper.from_array(rng.integers(-100, 100, (c, c, 3, 3)).astype(np.int8), f"w{i}"))
+            nodes.append(helper.make_node("QLinearConv", [cur, "s", "z", f"w{i}", "ws", "wz", "s", "z"], [f"y{i}"], pads=[1] * 4))
+        else:
+            inits.append(numpy_helper.from_array((rng.standard_normal((c, c, 3, 3)) * 0.05).astype(np.float32), f"w{i}"))
+            nodes.append(helper.make_node("Conv", [cur, f"w{i}"], [f"y{i}"], pads=[1] * 4))
+        cur = f"y{i}"
+    if kind != "int8":
+        inits = inits[4:]
+    elem = TensorProto.UINT8 if kind == "int8" else TensorProto.FLOAT
+    shape = (1, c, hw, hw)
+    graph = helper.make_graph(nodes, "convs", [helper.make_tensor_value_info("x", elem, shape)],
+                              [helper.make_tensor_value_info(cur, elem, shape)], inits)  # fmt: skip
+    x = rng.integers(0, 255, shape).astype(np.uint8) if kind == "int8" else rng.standard_normal(shape).astype(np.float32)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)]), x
+
+
+def _conv_table(threads: int, rounds: int) -> None:
+    from hwsim.host.measure import best_run_ns
+
+    cases = {(c, hw, kind): conv_chain(kind, c, hw) for c, hw in CONV_SHAPES for kind in ("int8", "fp32")}
+    one, many = best_run_ns(cases, rounds, 1), best_run_ns(cases, rounds, threads)
+    print(f"| C, H x W | MACs (M) | int8 1 thread us | int8 {threads} threads us | int8 speed-up "
+          f"| fp32 1 thread us | fp32 {threads} threads us | fp32 speed-up |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for c, hw in CONV_SHAPES:
+        i1, i2, f1, f2 = (d[(c, hw, kind)] / CHAIN / 1e3 for kind in ("int8", "fp32") for d in (one, many))
+        print(f"| {c}, {hw} x {hw} | {c * c * 9 * hw * hw / 1e6:.1f} | {i1:.1f} | {i2:.1f} | x{i1 / i2:.2f} "
+              f"| {f1:.1f} | {f2:.1f} | x{f1 / f2:.2f} |")
+
+
 def quantize_kernels(op_type: str, n: int, seed: int = 0) -> tuple[onnx.ModelProto, np.ndarray]:
     """``CHAIN`` independent ``op_type`` kernels (scale 0.05, zero point 3) over one input of ``n`` values."""
     rng = np.random.default_rng(seed)
@@ -171,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--shapes", nargs="+", default=list(SHAPES), help="M x K x N with K == N, e.g. 128x384x384")
     ap.add_argument("--quantize", action="store_true", help="time the quantize kernels' split instead")
+    ap.add_argument("--conv", action="store_true", help="time QLinearConv against Conv chains instead")
     ap.add_argument("--handoff", action="store_true", help="time a buffer read by the core that wrote it and by the other")
     args = ap.parse_args(argv)
     if args.handoff:
@@ -178,6 +223,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.quantize:
         _quantize_table(args.threads, args.rounds)
+        return 0
+    if args.conv:
+        _conv_table(args.threads, args.rounds)
         return 0
     from hwsim.host.measure import best_run_ns
 
