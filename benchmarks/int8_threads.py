@@ -53,27 +53,35 @@ QUANTIZE_SIZES = {"QuantizeLinear": (49_152, 65_536, 69_632, 73_728, 81_920, 131
                   "DequantizeLinear": (131_072, 524_288, 1_048_576, 1_572_864, 2_097_152)}  # fmt: skip
 
 
-def chain(kind: str, m: int, k: int, seed: int = 0) -> tuple[onnx.ModelProto, np.ndarray]:
-    """``CHAIN`` products ``m x k x k`` one after the other: QLinearMatMul (``kind == "int8"``) or MatMul."""
+def _chain(kind: str, shape: tuple[int, ...], weight: tuple[int, ...], ops: tuple[str, str],
+           seed: int = 0, **attrs: Any) -> tuple[onnx.ModelProto, np.ndarray]:
+    """``CHAIN`` kernels one after the other over an input of ``shape``, each with weights of
+    ``weight``: ``ops[0]`` (``kind == "int8"``: uint8 activations, int8 weights with zero point 0)
+    or ``ops[1]`` (fp32)."""
     rng = np.random.default_rng(seed)
+    int8 = kind == "int8"
     inits = [numpy_helper.from_array(np.array(v, dt), n) for n, v, dt in
-             (("s", 0.05, np.float32), ("z", 128, np.uint8), ("ws", 0.01, np.float32), ("wz", 0, np.int8))]  # fmt: skip
+             (("s", 0.05, np.float32), ("z", 128, np.uint8), ("ws", 0.01, np.float32), ("wz", 0, np.int8))] if int8 else []  # fmt: skip
     nodes, cur = [], "x"
     for i in range(CHAIN):
-        if kind == "int8":
-            inits.append(numpy_helper.from_array(rng.integers(-100, 100, (k, k)).astype(np.int8), f"w{i}"))
-            nodes.append(helper.make_node("QLinearMatMul", [cur, "s", "z", f"w{i}", "ws", "wz", "s", "z"], [f"y{i}"]))
+        if int8:
+            inits.append(numpy_helper.from_array(rng.integers(-100, 100, weight).astype(np.int8), f"w{i}"))
+            ins = [cur, "s", "z", f"w{i}", "ws", "wz", "s", "z"]
         else:
-            inits.append(numpy_helper.from_array((rng.standard_normal((k, k)) * 0.05).astype(np.float32), f"w{i}"))
-            nodes.append(helper.make_node("MatMul", [cur, f"w{i}"], [f"y{i}"]))
+            inits.append(numpy_helper.from_array((rng.standard_normal(weight) * 0.05).astype(np.float32), f"w{i}"))
+            ins = [cur, f"w{i}"]
+        nodes.append(helper.make_node(ops[0] if int8 else ops[1], ins, [f"y{i}"], **attrs))
         cur = f"y{i}"
-    if kind != "int8":
-        inits = inits[4:]
-    elem = TensorProto.UINT8 if kind == "int8" else TensorProto.FLOAT
-    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", elem, (m, k))],
-                              [helper.make_tensor_value_info(cur, elem, (m, k))], inits)  # fmt: skip
-    x = rng.integers(0, 255, (m, k)).astype(np.uint8) if kind == "int8" else rng.standard_normal((m, k)).astype(np.float32)
+    elem = TensorProto.UINT8 if int8 else TensorProto.FLOAT
+    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", elem, shape)],
+                              [helper.make_tensor_value_info(cur, elem, shape)], inits)  # fmt: skip
+    x = rng.integers(0, 255, shape).astype(np.uint8) if int8 else rng.standard_normal(shape).astype(np.float32)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)]), x
+
+
+def chain(kind: str, m: int, k: int) -> tuple[onnx.ModelProto, np.ndarray]:
+    """``CHAIN`` products ``m x k x k`` one after the other: QLinearMatMul (``kind == "int8"``) or MatMul."""
+    return _chain(kind, (m, k), (k, k), ("QLinearMatMul", "MatMul"))
 
 
 #: Buffer sizes (KiB) for ``--handoff``: from the L1 to the L2 (2 MiB a core on the Intel Xeon).
@@ -145,29 +153,10 @@ def _handoff_table() -> None:
         print(f"| {kib} | {own:.1f} | {gb / own:.1f} | {other:.1f} | {gb / other:.1f} |")
 
 
-def conv_chain(kind: str, c: int, hw: int, seed: int = 0) -> tuple[onnx.ModelProto, np.ndarray]:
+def conv_chain(kind: str, c: int, hw: int) -> tuple[onnx.ModelProto, np.ndarray]:
     """``CHAIN`` padded 3x3 convs of ``c`` channels over ``hw x hw`` pixels: QLinearConv (``kind ==
-    "int8"``, int8 weights with zero point 0) or Conv."""
-    rng = np.random.default_rng(seed)
-    inits = [numpy_helper.from_array(np.array(v, dt), n) for n, v, dt in
-             (("s", 0.05, np.float32), ("z", 128, np.uint8), ("ws", 0.01, np.float32), ("wz", 0, np.int8))]  # fmt: skip
-    nodes, cur = [], "x"
-    for i in range(CHAIN):
-        if kind == "int8":
-            inits.append(numpy_helper.from_array(rng.integers(-100, 100, (c, c, 3, 3)).astype(np.int8), f"w{i}"))
-            nodes.append(helper.make_node("QLinearConv", [cur, "s", "z", f"w{i}", "ws", "wz", "s", "z"], [f"y{i}"], pads=[1] * 4))
-        else:
-            inits.append(numpy_helper.from_array((rng.standard_normal((c, c, 3, 3)) * 0.05).astype(np.float32), f"w{i}"))
-            nodes.append(helper.make_node("Conv", [cur, f"w{i}"], [f"y{i}"], pads=[1] * 4))
-        cur = f"y{i}"
-    if kind != "int8":
-        inits = inits[4:]
-    elem = TensorProto.UINT8 if kind == "int8" else TensorProto.FLOAT
-    shape = (1, c, hw, hw)
-    graph = helper.make_graph(nodes, "convs", [helper.make_tensor_value_info("x", elem, shape)],
-                              [helper.make_tensor_value_info(cur, elem, shape)], inits)  # fmt: skip
-    x = rng.integers(0, 255, shape).astype(np.uint8) if kind == "int8" else rng.standard_normal(shape).astype(np.float32)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)]), x
+    "int8"``) or Conv."""
+    return _chain(kind, (1, c, hw, hw), (c, c, 3, 3), ("QLinearConv", "Conv"), pads=[1] * 4)
 
 
 def _conv_table(threads: int, rounds: int) -> None:
