@@ -139,12 +139,7 @@ def _handoff_row(kib: int, cpus: list[int]) -> tuple[float, float]:
     return float(np.percentile(own, 25)) / 1e3, float(np.percentile(other, 25)) / 1e3
 
 
-def _handoff_table() -> None:
-    import os
-
-    cpus = sorted(os.sched_getaffinity(0))[:2]
-    if len(cpus) < 2:
-        raise SystemExit("--handoff needs two CPUs this process may run on")
+def _handoff_table(cpus: list[int]) -> None:
     print(f"| KiB | own core us | own GB/s | other core (CPU {cpus[1]}) us | other GB/s |")
     print("|---:|---:|---:|---:|---:|")
     for kib in HANDOFF_KIB:
@@ -198,6 +193,17 @@ def _quantize_table(threads: int, rounds: int) -> None:
         print(f"| {op} | {n:,} | {a:.1f} | {b:.1f} | x{a / b:.2f} |")
 
 
+def _shape(ap: argparse.ArgumentParser, text: str) -> tuple[int, int, int]:
+    """``M x K x N`` from ``--shapes``; a malformed one or ``K != N`` is the parser's one-line error (exit 2)."""
+    parts = text.split("x")
+    if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        ap.error(f"--shapes {text}: expected M x K x N, three positive integers such as 128x384x384")
+    m, k, n = (int(p) for p in parts)
+    if k != n:
+        ap.error(f"--shapes {text}: K and N must be equal (each product feeds the next)")
+    return m, k, n
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=2)
@@ -207,8 +213,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--conv", action="store_true", help="time QLinearConv against Conv chains instead")
     ap.add_argument("--handoff", action="store_true", help="time a buffer read by the core that wrote it and by the other")
     args = ap.parse_args(argv)
+    shapes = [_shape(ap, shape) for shape in args.shapes]
     if args.handoff:
-        _handoff_table()
+        import os
+
+        cpus = sorted(os.sched_getaffinity(0))[:2]
+        if len(cpus) < 2:
+            ap.error("--handoff: this process may run on one CPU only; it needs two")
+        _handoff_table(cpus)
         return 0
     if args.quantize:
         _quantize_table(args.threads, args.rounds)
@@ -218,22 +230,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from hwsim.host.measure import best_run_ns
 
-    cases = {}
-    for shape in args.shapes:
-        m, k, n = (int(v) for v in shape.split("x"))
-        if k != n:
-            ap.error(f"--shapes {shape}: K and N must be equal (each product feeds the next)")
-        for kind in ("int8", "fp32"):
-            cases[(shape, kind)] = chain(kind, m, k)
+    cases = {(shape, kind): chain(kind, shape[0], shape[1]) for shape in shapes for kind in ("int8", "fp32")}
     one = best_run_ns(cases, args.rounds, 1)
     many = best_run_ns(cases, args.rounds, args.threads)
     print(f"| M x K x N | C KiB | int8 1 thread us | int8 {args.threads} threads us | int8 speed-up "
           f"| fp32 1 thread us | fp32 {args.threads} threads us | fp32 speed-up |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for shape in args.shapes:
-        m, _, n = (int(v) for v in shape.split("x"))
-        i1, i2, f1, f2 = (d[(shape, kind)] / CHAIN / 1e3 for kind in ("int8", "fp32") for d in (one, many))
-        print(f"| {shape} | {m * n * 4 / 1024:.0f} | {i1:.1f} | {i2:.1f} | x{i1 / i2:.2f} | {f1:.1f} | {f2:.1f} | x{f1 / f2:.2f} |")
+    for m, k, n in shapes:
+        i1, i2, f1, f2 = (d[((m, k, n), kind)] / CHAIN / 1e3 for kind in ("int8", "fp32") for d in (one, many))
+        print(f"| {m}x{k}x{n} | {m * n * 4 / 1024:.0f} | {i1:.1f} | {i2:.1f} | x{i1 / i2:.2f} | {f1:.1f} | {f2:.1f} | x{f1 / f2:.2f} |")
     return 0
 
 

@@ -119,11 +119,10 @@ def weight_cache_rates(llc_bytes: float, stream_gbps: float | None, notes: list[
         return {}
     per_byte = stall_per_byte(chain_footprints(llc_bytes))
     cached = min(per_byte[f] for f in sorted(per_byte)[:2])
-    dram = 1.0 / stream_gbps
-    if dram <= max(cached, 0.0):
+    dram, floor = 1.0 / stream_gbps, max(cached, 0.0)
+    if dram <= floor:
         notes.append("MatMul weights from the last-level cache stalled no less than from DRAM; weight_cache_kib left out")
         return {}
-    floor = max(cached, 0.0)
     shares = {f: min(1.0, max(0.0, (s - floor) / (dram - floor))) for f, s in per_byte.items()}
     capacity = fit_capacity(shares)
     if capacity is None:
