@@ -21,7 +21,7 @@ from graph_ir.quant_binding import Conversion, ResolvedBinding, insert_conversio
 from hwsim.analysis.analyze import Analysis, analyze
 from hwsim.analysis.frames import FrameStats, frame_stats
 from hwsim.analysis.memory import MemoryUse, fit_memory
-from hwsim.policy_check import Deadline, ScheduleChoice, choose_schedule, replay_schedule, retimed
+from hwsim.policy_check import Deadline, ScheduleChoice, choose_schedule, replay_schedule
 from hwsim.sim.engine import EngineOptions, Trace, simulate
 from scheduler import DEFAULT_POLICY, Schedule
 
@@ -133,8 +133,11 @@ def run_graph(
             latency_budget_ms=latency_budget_ms, deadlines=deadlines, mapping=mapped,
         )  # fmt: skip
     sched = chosen.schedule
-    fit = fit_memory(graph, chip, chosen.table, sched, chosen.trace, options)
-    table, trace = fit.table, fit.trace
+    if chosen.memory is None:
+        fit = fit_memory(graph, chip, chosen.table, sched, chosen.trace, options)
+        table, trace, memory = fit.table, fit.trace, fit.memory
+    else:  # fitted while the schedule was chosen
+        table, trace, memory = chosen.table, chosen.trace, chosen.memory
     stream_trace = simulate(graph, chip, table, sched, options, frames, in_flight) if frames > 1 else None
     stream = frame_stats(chip, stream_trace) if stream_trace is not None else None
     uncapped = None
@@ -142,17 +145,9 @@ def run_graph(
         uncapped = simulate(graph, chip, table, sched, replace(options, max_power_w=None))
     return RunResult(
         graph, chip, precision, table, sched, trace, analyze(graph, chip, trace), stream, stream_trace,
-        chosen.fused, _judged_on(chosen.choice, trace, chosen.trace), quant, conversions, chosen.fusion,
-        options.max_power_w if options is not None else None, uncapped, fit.memory, mapped,
+        chosen.fused, chosen.choice, quant, conversions, chosen.fusion,
+        options.max_power_w if options is not None else None, uncapped, memory, mapped,
     )
-
-
-def _judged_on(choice: ScheduleChoice | None, trace: Trace, chosen_trace: Trace) -> ScheduleChoice | None:
-    """``choice`` with its deadlines re-timed on the run's ``trace`` where the SRAM spills
-    costed after the choice moved it from ``chosen_trace``."""
-    if choice is None or not choice.deadlines or trace is chosen_trace:
-        return choice
-    return replace(choice, deadlines=retimed(choice.deadlines, trace))
 
 
 def deployed(

@@ -4,7 +4,11 @@ The default policy's search works on an abstract problem that leaves out DRAM co
 DMA channels. On graphs of at most :data:`CHECK_MAX_OPS` ops, :func:`choose_schedule` therefore
 also schedules the graph with HEFT, the best single unit and the one-pass ``affinity-list``,
 simulates every candidate with the engine (fusion applied as in the real run) and keeps the
-fastest, ties going to the search. Larger graphs get the search alone.
+fastest, ties going to the search. Larger graphs get the search alone. On a chip with SRAM
+domains of a capacity every simulated schedule is the fitted run (its spills to DRAM costed,
+:func:`hwsim.analysis.memory.fit_memory`), so candidates, energy and deadlines are judged on
+the latency the run reports: judged before the spills, a schedule that overflows the SRAM could
+win the check and then run slower than one that does not.
 
 ``objective="energy"`` then looks for the least energy with a simulated latency within
 ``latency_budget_ms``: every simulated candidate (the default's schedule before re-planning
@@ -33,6 +37,7 @@ from cost_models.mapping import OpMapping
 from cost_models.table import CostTable
 from graph_ir.ir import ModelError, ModelGraph
 from hwsim.analysis.energy import run_energy
+from hwsim.analysis.memory import MemoryUse, capped_domains, fit_memory
 from hwsim.replan import SLOWER, default_plan, replan
 from hwsim.sim.engine import EngineOptions, Trace, simulate, simulate_unless_slower
 from hwsim.sim.floor import placement_floor_ps
@@ -54,7 +59,6 @@ __all__ = [
     "least_power_schedule",
     "replay_schedule",
     "resolve_deadlines",
-    "retimed",
     "with_mapped_cores",
 ]
 
@@ -108,15 +112,6 @@ class DeadlineResult:
         return self.slack_ms >= 0.0
 
 
-def retimed(results: Sequence[DeadlineResult], trace: Trace) -> tuple[DeadlineResult, ...]:
-    """``results`` with each node's finish read from ``trace`` (its first frame): the run's own
-    times once what the choice did not see (the SRAM spills :func:`hwsim.analysis.memory.fit_memory`
-    costs after it) has moved them."""
-    want = {d.node for d in results}
-    finish = {r.op: r.end_ps / PS_PER_MS for r in trace.ops if r.op in want and r.frame == 0}
-    return tuple(replace(d, finish_ms=finish.get(d.node, d.finish_ms)) for d in results)
-
-
 @dataclass(frozen=True, slots=True)
 class ScheduleChoice:
     """How the simulated schedule was chosen.
@@ -161,6 +156,10 @@ class Chosen:
     choice: ScheduleChoice
     #: The fusion mode and decisions of the kept schedule (:func:`cost_models.fusion.fuse`).
     fusion: FusionResult | None = None
+    #: Its memory where the chip has SRAM domains with a capacity: ``table`` and ``trace`` then
+    #: include the spills that keep them to it (:func:`hwsim.analysis.memory.fit_memory`); None:
+    #: not fitted yet.
+    memory: MemoryUse | None = None
 
 
 def resolve_deadlines(
@@ -198,6 +197,7 @@ class _Sim:
     fusion: FusionResult
     trace: Trace
     finish_ms: Mapping[str, float]
+    memory: MemoryUse | None = None
 
     @property
     def latency_ms(self) -> float:
@@ -233,7 +233,11 @@ def _simulate_unless_slower(
     beat_ps: int | None,
 ) -> _Sim | None:
     """:func:`_simulate`, or None when ``beat_ps`` is given and the fused schedule cannot finish
-    before it (:func:`hwsim.sim.engine.simulate_unless_slower`: it is then not run)."""
+    before it (:func:`hwsim.sim.engine.simulate_unless_slower`: it is then not run).
+
+    On a chip with SRAM domains of a capacity the run is the fitted one (the spills that keep
+    them to it costed, :func:`hwsim.analysis.memory.fit_memory`): candidates are compared on
+    the latency the run reports, not on one their SRAM could not hold."""
     forced: dict[str, bool] = {}
     if mapping:
         sched = with_mapped_cores(sched, mapping)
@@ -245,9 +249,13 @@ def _simulate_unless_slower(
         return None
     else:
         trace = got
+    table, memory = fusion.table, None
+    if capped_domains(chip):
+        fit = fit_memory(graph, chip, table, sched, trace, options)
+        table, trace, memory = fit.table, fit.trace, fit.memory
     want = set(nodes)
     finish = {r.op: r.end_ps / PS_PER_MS for r in trace.ops if r.op in want and r.frame == 0}
-    return _Sim(name, sched, fusion.table, fusion, trace, finish)
+    return _Sim(name, sched, table, fusion, trace, finish, memory)
 
 
 def _probe_floor(
@@ -494,7 +502,7 @@ def choose_schedule(
         sched = replace(sched, policy=kept.name)
     results = tuple(DeadlineResult(d.name, d.node, d.deadline_ms, kept.finish_ms.get(d.node, 0.0)) for d in deadlines)
     fusion = kept.fusion
-    return Chosen(sched, kept.table, fusion.pairs, kept.trace, replace(choice, deadlines=results), fusion)
+    return Chosen(sched, kept.table, fusion.pairs, kept.trace, replace(choice, deadlines=results), fusion, kept.memory)
 
 
 def _placement(sched: Schedule) -> tuple[tuple[str, str], ...]:
@@ -589,4 +597,4 @@ def replay_schedule(
     s = _simulate(schedule.policy, graph, chip, table, schedule, options, fuse, nodes, mapping)
     results = tuple(DeadlineResult(d.name, d.node, d.deadline_ms, s.finish_ms.get(d.node, 0.0)) for d in deadlines)
     choice = ScheduleChoice(label, s.name, (Candidate(s.name, s.latency_ms),), deadlines=results)
-    return Chosen(s.schedule, s.table, s.fusion.pairs, s.trace, choice, s.fusion)
+    return Chosen(s.schedule, s.table, s.fusion.pairs, s.trace, choice, s.fusion, s.memory)

@@ -70,7 +70,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from chips.schema import Chip
+from chips.schema import Chip, Domain
 from cost_models.base import OpCost
 from cost_models.energy import dram_energy_pj
 from cost_models.table import CostTable
@@ -92,6 +92,7 @@ __all__ = [
     "Place",
     "Spill",
     "buffers",
+    "capped_domains",
     "choose_spills",
     "fit_memory",
     "in_place",
@@ -540,10 +541,16 @@ def choose_spills(
     """``spilled`` plus the (tensor, domain) to move to DRAM so that no SRAM domain with a
     capacity ever holds more (see the module docstring for the choice)."""
     out = set(spilled)
-    for d in chip.domains:
-        if d.kind == "sram" and d.capacity_kib is not None:
-            _spill_domain([b for b in bufs if b.place == d.name], int(d.capacity_kib * BYTES_PER_KIB), out)
+    for d in capped_domains(chip):
+        assert d.capacity_kib is not None
+        _spill_domain([b for b in bufs if b.place == d.name], int(d.capacity_kib * BYTES_PER_KIB), out)
     return frozenset(out)
+
+
+def capped_domains(chip: Chip) -> list[Domain]:
+    """The chip's SRAM domains with a capacity: the only places a run spills from (none: every
+    schedule's run is already its fitted run)."""
+    return [d for d in chip.domains if d.kind == "sram" and d.capacity_kib is not None]
 
 
 def spill_table(

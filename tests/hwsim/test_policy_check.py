@@ -304,3 +304,31 @@ def test_a_deadline_is_judged_on_the_run_with_its_sram_spills(tmp_path, capsys):
     (d,) = s["deadlines"]
     assert s["spills"] and d["finish_ms"] == pytest.approx(finish[d["node"]], rel=1e-6)
     assert finish[d["node"]] > 0.2 and not d["met"] and code == 1
+
+
+def _edge8_with_npu_sram(capacity_kib: float):
+    """edge8 with the NPU's tensors in an SRAM domain of ``capacity_kib``."""
+    import yaml
+
+    from chips import chip_from_dict
+
+    data = yaml.safe_load((ROOT / "chips" / "edge8.yaml").read_text())
+    for dom in data["domains"]:
+        if dom["name"] == "npu":
+            dom.update(kind="sram", bandwidth_gbps=100, capacity_kib=capacity_kib)
+    return chip_from_dict(data)
+
+
+@pytest.mark.parametrize("model", ["resnet18", "mobilenetv2"])
+def test_the_check_judges_each_candidate_on_its_run_with_the_sram_spills(model):
+    """With the NPU's SRAM too small for the activations, every candidate the check reports is
+    the latency of its run with the spills costed: the kept one is the run's latency and the
+    fastest of them. Judged before the spills (as it was), the check kept a schedule whose run
+    was slower than the figure it reported for it."""
+    chip = _edge8_with_npu_sram(512)
+    r = run_graph(load_onnx(MODELS / f"{model}.onnx"), chip)
+    assert r.memory is not None and r.memory.spills  # the case under test: the SRAM overflows
+    got = {c.name: c.latency_ms for c in r.choice.candidates}
+    latency = r.trace.makespan_ps / 1e9
+    assert got[r.choice.winner] == pytest.approx(latency, rel=1e-12)
+    assert latency <= min(got.values()) * (1 + 1e-12)
