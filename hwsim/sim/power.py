@@ -13,7 +13,10 @@ engine keeps that sum at or below the cap at every instant of the trace with a
   never draws more), and gives it back
   when it ends;
 - a transfer takes the DRAM power of its stream at the link's rate (twice for a DRAM-to-DRAM
-  copy), from the grant of its channel to its last byte.
+  copy), from the grant of its channel to its last byte;
+- the DRAM power all running work took counts at most the DRAM's power at its bandwidth: the
+  streams share it, so together they never draw more (before, four cores each reserving a stream
+  near the DRAM's rate were held to run one by one under a cap their run never reached).
 
 The reservation is at the nominal clock: an op that starts throttled (:mod:`hwsim.sim.thermal`)
 draws less than it holds, so the cap stays met, conservatively.
@@ -87,8 +90,10 @@ class PowerGate:
     def __init__(self, chip: Chip, run_plan: Plan, cap_w: float) -> None:
         self._units: dict[str, Unit] = {u.name: u for u in chip.units}
         base = sum(unit_power_w(u, 0) for u in chip.units)
-        self.budget = PowerBudget(cap_w, base)
         self.dram_capacity = run_plan.capacity_bytes_per_ps["dram"]
+        # the streams' DRAM power is pooled: together they never draw more than the DRAM at its
+        # bandwidth, however many each reserved at its own uncontended rate
+        self.budget = PowerBudget(cap_w, base, dram_power_w(chip.dram, self.dram_capacity))
         #: DRAM watts each running op instance (``("op", inst)``) or transfer took.
         self._held: dict[tuple[str, int], float] = {}
         #: Cores whose ready op did not fit: looked at again when power is given back.
@@ -102,18 +107,18 @@ class PowerGate:
 
     def take_op(self, inst: int, unit: str, busy_before: int, cores: int, dram_w: float) -> bool:
         """Op instance ``inst`` starts on ``cores`` cores of ``unit``, if its power fits."""
-        if not self.budget.request(self.unit_delta_w(unit, busy_before, cores) + dram_w):
+        if not self.budget.request(self.unit_delta_w(unit, busy_before, cores), dram_w):
             return False
         self._held[("op", inst)] = dram_w
         return True
 
     def release_op(self, inst: int, unit: str, busy_after: int, cores: int) -> None:
         """Op instance ``inst`` ended: its cores of ``unit`` are idle again."""
-        self.budget.release(self.unit_delta_w(unit, busy_after, cores) + self._held.pop(("op", inst)))
+        self.budget.release(self.unit_delta_w(unit, busy_after, cores), self._held.pop(("op", inst)))
 
     def take_transfer(self, xi: int, dram_w: float) -> bool:
         """Transfer instance ``xi`` gets its channel, if its DRAM power fits."""
-        if not self.budget.request(dram_w):
+        if not self.budget.request(0.0, dram_w):
             self.links_blocked = True
             return False
         self._held[("x", xi)] = dram_w
@@ -121,7 +126,7 @@ class PowerGate:
 
     def release_transfer(self, xi: int) -> None:
         """Transfer instance ``xi`` ended."""
-        self.budget.release(self._held.pop(("x", xi)))
+        self.budget.release(0.0, self._held.pop(("x", xi)))
 
 
 def largest_solo_power_w(

@@ -156,42 +156,59 @@ class PowerBudget:
 
     Work takes the power it may add when it starts (:meth:`request`) and gives it back when it
     ends (:meth:`release`); a request that would go over the cap takes nothing and the work
-    waits, like a core or a DMA channel.
+    waits, like a core or a DMA channel. Part of a request may be ``pooled``: power drawn from
+    one resource that never draws more than ``pool_max_w`` however many take from it (the
+    DRAM: its streams share its bandwidth), so the pooled takings count at most that much.
 
     >>> cap = PowerBudget(5.0, base_w=1.0)
     >>> cap.request(3.0), cap.request(2.0)  # 1 + 3 fits, 1 + 3 + 2 does not
     (True, False)
     >>> cap.release(3.0); cap.request(2.0), cap.in_use_w
     (True, 3.0)
+    >>> dram = PowerBudget(5.0, base_w=1.0, pool_max_w=1.5)
+    >>> [dram.request(0.8, pooled=1.0) for _ in range(4)], round(dram.drawn_w, 9)  # 1 + 3 x 0.8 + 1.5
+    ([True, True, True, False], 4.9)
     """
 
-    __slots__ = ("cap_w", "in_use_w")
+    __slots__ = ("cap_w", "in_use_w", "pool_max_w", "pooled_w")
 
     #: Relative slack for float round-off when a request just reaches the cap.
     EPS = 1e-9
 
-    def __init__(self, cap_w: float, base_w: float = 0.0) -> None:
+    def __init__(self, cap_w: float, base_w: float = 0.0, pool_max_w: float = math.inf) -> None:
         if not cap_w > 0:
             raise ValueError(f"a power cap must be a positive number of watts, got {cap_w}")
         if base_w > cap_w * (1 + self.EPS):
             raise ValueError(f"the cap ({cap_w:g} W) is below the power drawn regardless ({base_w:g} W)")
         self.cap_w = cap_w
+        #: Watts taken outside the pool, ``base_w`` included.
         self.in_use_w = base_w
+        #: Watts taken from the pool (may pass ``pool_max_w``; only that much counts).
+        self.pooled_w = 0.0
+        self.pool_max_w = pool_max_w
 
-    def fits(self, watts: float) -> bool:
-        """``watts`` more stay within the cap."""
-        return self.in_use_w + watts <= self.cap_w * (1 + self.EPS)
+    @property
+    def drawn_w(self) -> float:
+        """The most the chip can draw with what is taken: the pool counted up to its maximum."""
+        return self.in_use_w + min(self.pooled_w, self.pool_max_w)
 
-    def request(self, watts: float) -> bool:
-        """Take ``watts`` if they fit (True), else take nothing (False)."""
-        if not self.fits(watts):
+    def fits(self, watts: float, pooled: float = 0.0) -> bool:
+        """``watts`` more, and ``pooled`` more from the pool, stay within the cap."""
+        drawn = self.in_use_w + watts + min(self.pooled_w + pooled, self.pool_max_w)
+        return drawn <= self.cap_w * (1 + self.EPS)
+
+    def request(self, watts: float, pooled: float = 0.0) -> bool:
+        """Take ``watts`` and ``pooled`` if they fit (True), else take nothing (False)."""
+        if not self.fits(watts, pooled):
             return False
         self.in_use_w += watts
+        self.pooled_w += pooled
         return True
 
-    def release(self, watts: float) -> None:
-        """Give back ``watts`` taken by :meth:`request`."""
+    def release(self, watts: float, pooled: float = 0.0) -> None:
+        """Give back what :meth:`request` took."""
         self.in_use_w -= watts
+        self.pooled_w -= pooled
 
 
 @dataclass(slots=True)

@@ -169,6 +169,29 @@ def test_the_cap_delays_work_on_a_hand_case():
     assert dram_power_w(chip.dram, 0.0) == 0.0
 
 
+def test_streams_that_share_the_dram_reserve_its_power_once():
+    """Two memory-bound ops on two cores, each streaming at the DRAM's whole rate when alone:
+    together they share it, so the chip never draws more than one full stream's DRAM power. A
+    cap at the uncapped run's own peak changes nothing (it held them to run in turn when each
+    reserved a full stream of its own: 0.5 W of DRAM power counted twice)."""
+    from graph_ir.ir import Tensor
+    from tests.helpers import graph_from_ops
+
+    chip = _powered_chip()
+    x = Tensor("x", (1, 64, 64, 64), "float32")
+    ya, yb = Tensor("ya", (1, 64, 64, 64), "float32"), Tensor("yb", (1, 64, 64, 64), "float32")
+    graph = graph_from_ops("two", [x], [("a", "Relu", [x], [ya]), ("b", "Relu", [x], [yb])])
+    table = cost_table(graph, chip, "fp32")
+    sched = fixed_schedule(graph, chip, table, {"a": ("cpu0", 0), "b": ("cpu1", 0)})
+    free = simulate(graph, chip, table, sched)
+    peak = max(w for _, w in power_timeline(chip, free))
+    full_dram_w = dram_power_w(chip.dram, chip.dram.bandwidth_gbps / 1e3)  # GB/s = 1e-3 B/ps
+    assert peak == pytest.approx(2.0 + 3.0 + 0.4 + full_dram_w)  # both busy, the DRAM at its rate
+    capped = simulate(graph, chip, table, sched, EngineOptions(max_power_w=peak))
+    assert capped.makespan_ps == free.makespan_ps
+    assert max(w for _, w in power_timeline(chip, capped)) <= peak * (1 + 1e-9)
+
+
 class TestCli:
     def test_run_reports_the_cap_and_its_cost(self, tmp_path, capsys):
         model = mlp(tmp_path / "mlp.onnx")
