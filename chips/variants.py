@@ -138,10 +138,11 @@ def _holder(chip: Chip, data: dict[str, Any], target: str, assignment: str) -> d
     # a unit first: domains often share their unit's name
     matches = [i for group in ("units", "domains") for i in data[group] if i["name"] == target]
     if not matches:
-        names = [u["name"] for u in data["units"]] + [d["name"] for d in data["domains"]]
+        units = ", ".join(u["name"] for u in data["units"])
+        domains = ", ".join(d["name"] for d in data["domains"])
         raise ChipError(
-            f"{assignment}: no unit or domain named {target!r}, nor 'dram' or 'link.NAME' "
-            f"(have {', '.join(names)})"
+            f"{assignment}: no unit or domain named {target!r} on chip {chip.name!r}, nor 'dram' or "
+            f"'link.NAME' (units: {units}; domains: {domains})"
         )
     holder = matches[0]
     return holder
