@@ -34,7 +34,10 @@ The effort is a count of schedule evaluations that shrinks with the graph
 ``RICH_MAX_EVALUATIONS`` up to ``RICH`` where every unit has one core, and only ``LARGE_WORK_BUDGET // (tasks + edges)`` above
 ``SMALL``), and the kicks draw from a generator seeded from the problem's size, so the result is
 deterministic: a 10k-op graph gets a handful of evaluations, a graph above ``HUGE`` only the
-HEFT seed.
+HEFT seed. A smaller ``work_budget`` (a model's, :data:`scheduler.onnx_policies.ONNX_WORK_BUDGET`,
+a twentieth) shrinks the one-core budget and the CP-SAT polish's time in proportion: before,
+they ignored it, and a 150-op model on a chip of one-core units spent 10-17 s in the search
+(`docs/scheduling.md`).
 """
 
 from __future__ import annotations
@@ -521,8 +524,9 @@ def affinity_locality(problem: Problem, work_budget: int = DEFAULT_WORK_BUDGET) 
     budget = min(MAX_EVALUATIONS, (work_budget if size <= SMALL else min(work_budget, LARGE_WORK_BUDGET)) // size)
     one_core = rich and all(c == 1 for c in problem.cores)
     if one_core:
-        # One core per unit: ``evaluate``'s fast path, so the search affords more evaluations.
-        budget = min(RICH_MAX_EVALUATIONS, RICH_WORK_BUDGET // size)
+        # One core per unit: ``evaluate``'s fast path, so the search affords more evaluations,
+        # in the proportion of ``work_budget`` to the default (a model's budget is a twentieth)
+        budget = min(RICH_MAX_EVALUATIONS, RICH_WORK_BUDGET * work_budget // DEFAULT_WORK_BUDGET // size)
     chain_of: list[tuple[int, ...]] | None = None
     if rich:
         chain_of = [()] * problem.n
@@ -557,7 +561,7 @@ def affinity_locality(problem: Problem, work_budget: int = DEFAULT_WORK_BUDGET) 
         if RUIN_SHARE:
             best, _ = _ruin_descents(problem, best, budget, chain_of)
     if one_core:
-        cand = polish(problem, best)
+        cand = polish(problem, best, min(1.0, work_budget / DEFAULT_WORK_BUDGET))
         if _key(cand) < _key(best):
             best = cand
     cand, used = order_search(problem, best, (budget - spent) // 2)

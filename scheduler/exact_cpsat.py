@@ -63,14 +63,16 @@ def _workers() -> int:
     return max(1, min(8, os.cpu_count() or 1))
 
 
-def polish(problem: Problem, incumbent: Solution) -> Solution:
-    """``incumbent`` improved by CP-SAT on one worker within ``POLISH_DETERMINISTIC_S``
+def polish(problem: Problem, incumbent: Solution, share: float = 1.0) -> Solution:
+    """``incumbent`` improved by CP-SAT on one worker within ``share`` x ``POLISH_DETERMINISTIC_S``
     (deterministic), or ``incumbent`` itself where nothing shorter was found, the graph is larger
-    than ``POLISH_MAX_SIZE`` or OR-Tools is not installed."""
+    than ``POLISH_MAX_SIZE`` or OR-Tools is not installed. ``share`` is the caller's budget
+    against the default (a model's search passes its twentieth)."""
     small = problem.n + problem.n_edges() <= POLISH_MAX_SIZE
     if not small or problem.n < 2 or not 0.0 < incumbent.makespan_ns < math.inf or not cpsat_available():
         return incumbent
-    best, _, _ = solve_cpsat(problem, incumbent, 0.0, POLISH_WALL_CAP_S, workers=1, deterministic_s=POLISH_DETERMINISTIC_S)
+    limit = POLISH_DETERMINISTIC_S * share
+    best, _, _ = solve_cpsat(problem, incumbent, 0.0, POLISH_WALL_CAP_S * share, workers=1, deterministic_s=limit)
     return best
 
 

@@ -41,7 +41,7 @@ def test_polish_reaches_what_the_search_alone_misses(monkeypatch):
     s = affinity_locality(p)
     check_valid(p, s)
     assert s.makespan_ns == pytest.approx(117.149, abs=1e-3)
-    monkeypatch.setattr(al, "polish", lambda problem, sol: sol)
+    monkeypatch.setattr(al, "polish", lambda problem, sol, share=1.0: sol)
     assert affinity_locality(p).makespan_ns > 117.149 * 1.10
 
 
@@ -58,9 +58,32 @@ def test_polish_leaves_large_graphs_and_a_missing_solver_alone(monkeypatch):
 
 def test_the_search_polishes_only_where_every_unit_has_one_core(monkeypatch):
     calls = []
-    monkeypatch.setattr(al, "polish", lambda problem, sol: calls.append(problem.cores) or sol)
+    monkeypatch.setattr(al, "polish", lambda problem, sol, share=1.0: calls.append(problem.cores) or sol)
     p = random_problem(3, 12, 3, 1.0, "unrelated")
     affinity_locality(p)
     assert calls == [(1, 1, 1)]
     affinity_locality(dataclasses.replace(p, cores=(2, 1, 1)))
     assert calls == [(1, 1, 1)]
+
+
+def test_a_smaller_work_budget_shrinks_the_one_core_search_and_its_polish(monkeypatch):
+    """A model's budget (a twentieth of the default) buys a twentieth of the one-core search's
+    evaluations and of CP-SAT's time; both ignored it, and a 150-op model on one-core units
+    spent 10-17 s in the search."""
+    shares: list[float] = []
+    monkeypatch.setattr(al, "polish", lambda problem, sol, share=1.0: shares.append(share) or sol)
+    evaluations = [0]
+    real = al._eval
+
+    def counted(*args):
+        evaluations[0] += 1
+        return real(*args)
+
+    monkeypatch.setattr(al, "_eval", counted)
+    p = random_problem(13_050_004, 50, 4, 5.0, "related")
+    affinity_locality(p)
+    full = evaluations[0]
+    evaluations[0] = 0
+    affinity_locality(p, al.DEFAULT_WORK_BUDGET // 20)
+    assert shares == [1.0, 0.05]
+    assert 0 < evaluations[0] <= full / 10

@@ -94,7 +94,7 @@ def test_critical_tasks_leave_out_a_task_with_slack():
 
 def _search_alone(monkeypatch):
     """The heuristic search without the CP-SAT polish that ends it (the moves' own tests)."""
-    monkeypatch.setattr(al, "polish", lambda problem, sol: sol)
+    monkeypatch.setattr(al, "polish", lambda problem, sol, share=1.0: sol)
 
 
 def _all_tasks(problem, sol):
