@@ -21,7 +21,7 @@ from graph_ir.quant_binding import Conversion, ResolvedBinding, insert_conversio
 from hwsim.analysis.analyze import Analysis, analyze
 from hwsim.analysis.frames import FrameStats, frame_stats
 from hwsim.analysis.memory import MemoryUse, fit_memory
-from hwsim.policy_check import Deadline, ScheduleChoice, choose_schedule, replay_schedule
+from hwsim.policy_check import Chosen, Deadline, ScheduleChoice, choose_schedule, replay_schedule
 from hwsim.sim.engine import EngineOptions, Trace, simulate
 from scheduler import DEFAULT_POLICY, Schedule
 
@@ -133,11 +133,7 @@ def run_graph(
             latency_budget_ms=latency_budget_ms, deadlines=deadlines, mapping=mapped,
         )  # fmt: skip
     sched = chosen.schedule
-    if chosen.memory is None:
-        fit = fit_memory(graph, chip, chosen.table, sched, chosen.trace, options)
-        table, trace, memory = fit.table, fit.trace, fit.memory
-    else:  # fitted while the schedule was chosen
-        table, trace, memory = chosen.table, chosen.trace, chosen.memory
+    table, trace, memory = _fitted(graph, chip, chosen, options)
     stream_trace = simulate(graph, chip, table, sched, options, frames, in_flight) if frames > 1 else None
     stream = frame_stats(chip, stream_trace) if stream_trace is not None else None
     uncapped = None
@@ -148,6 +144,18 @@ def run_graph(
         chosen.fused, chosen.choice, quant, conversions, chosen.fusion,
         options.max_power_w if options is not None else None, uncapped, memory, mapped,
     )
+
+
+def _fitted(
+    graph: ModelGraph, chip: Chip, chosen: Chosen, options: EngineOptions | None
+) -> tuple[CostTable, Trace, MemoryUse]:
+    """The kept schedule's table, trace and memory with the SRAM spills that keep its domains to
+    capacity (:func:`hwsim.analysis.memory.fit_memory`; the check fitted it already where the chip
+    has capped SRAM domains)."""
+    if chosen.memory is not None:
+        return chosen.table, chosen.trace, chosen.memory
+    fit = fit_memory(graph, chip, chosen.table, chosen.schedule, chosen.trace, options)
+    return fit.table, fit.trace, fit.memory
 
 
 def deployed(
