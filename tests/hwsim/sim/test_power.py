@@ -147,17 +147,22 @@ def test_a_cap_below_one_op_alone_is_refused():
     simulate(graph, chip, table, sched, EngineOptions(max_power_w=least))  # exactly enough runs
 
 
-def test_the_cap_delays_work_on_a_hand_case():
-    """Two independent ops on two units fit together only without the cap: capped, they run in turn."""
+def _two_relus(chip: Chip, side: int, precision: str) -> tuple[Any, Any, Schedule]:
+    """Two independent Relus of a 1 x 64 x side x side tensor, on cpu0 and cpu1."""
     from graph_ir.ir import Tensor
     from tests.helpers import graph_from_ops
 
-    chip = _powered_chip()
-    x = Tensor("x", (1, 64, 16, 16), "float32")
-    ya, yb = Tensor("ya", (1, 64, 16, 16), "float32"), Tensor("yb", (1, 64, 16, 16), "float32")
+    x = Tensor("x", (1, 64, side, side), "float32")
+    ya, yb = Tensor("ya", (1, 64, side, side), "float32"), Tensor("yb", (1, 64, side, side), "float32")
     graph = graph_from_ops("two", [x], [("a", "Relu", [x], [ya]), ("b", "Relu", [x], [yb])])
-    table = cost_table(graph, chip, "int8")
-    sched = fixed_schedule(graph, chip, table, {"a": ("cpu0", 0), "b": ("cpu1", 0)})
+    table = cost_table(graph, chip, precision)
+    return graph, table, fixed_schedule(graph, chip, table, {"a": ("cpu0", 0), "b": ("cpu1", 0)})
+
+
+def test_the_cap_delays_work_on_a_hand_case():
+    """Two independent ops on two units fit together only without the cap: capped, they run in turn."""
+    chip = _powered_chip()
+    graph, table, sched = _two_relus(chip, 16, "int8")
     free = simulate(graph, chip, table, sched)
     least = _least_cap(graph, chip, table, sched, True)
     capped = simulate(graph, chip, table, sched, EngineOptions(max_power_w=least))
@@ -174,15 +179,8 @@ def test_streams_that_share_the_dram_reserve_its_power_once():
     together they share it, so the chip never draws more than one full stream's DRAM power. A
     cap at the uncapped run's own peak changes nothing (it held them to run in turn when each
     reserved a full stream of its own: 0.5 W of DRAM power counted twice)."""
-    from graph_ir.ir import Tensor
-    from tests.helpers import graph_from_ops
-
     chip = _powered_chip()
-    x = Tensor("x", (1, 64, 64, 64), "float32")
-    ya, yb = Tensor("ya", (1, 64, 64, 64), "float32"), Tensor("yb", (1, 64, 64, 64), "float32")
-    graph = graph_from_ops("two", [x], [("a", "Relu", [x], [ya]), ("b", "Relu", [x], [yb])])
-    table = cost_table(graph, chip, "fp32")
-    sched = fixed_schedule(graph, chip, table, {"a": ("cpu0", 0), "b": ("cpu1", 0)})
+    graph, table, sched = _two_relus(chip, 64, "fp32")
     free = simulate(graph, chip, table, sched)
     peak = max(w for _, w in power_timeline(chip, free))
     full_dram_w = dram_power_w(chip.dram, chip.dram.bandwidth_gbps / 1e3)  # GB/s = 1e-3 B/ps
