@@ -84,6 +84,7 @@ def main(args: argparse.Namespace) -> int:
             rounds[i].append(validate_model(chip, m, args.threads, args.opt, args.runs, shapes=shapes or None,
                                             reference=reference, dispatch=dispatch))  # fmt: skip
     vs = [merge_rounds(r) for r in rounds]
+    _warn_if_not_this_host(args.chip, chip.name, unit)
     int8 = _int8_check(vs, chip_path, args.threads)
     for v, m in zip(vs, args.models, strict=True):
         append_record(args.results, record(v, m, chip, chip_path, int8 if _int8_kernels(v) else None))
@@ -109,6 +110,19 @@ def main(args: argparse.Namespace) -> int:
         print(f"\nwrote {out}; the chip YAML includes it with:  calibration: {out.name if chip_path and out.parent.resolve() == chip_path.parent.resolve() else out}")
     print(f"recorded {len(vs)} validation(s) in {args.results}")
     return 0
+
+
+def _warn_if_not_this_host(chip_ref: str, name: str, unit: str) -> None:
+    """A warning where the chip is not this machine (a bundled chip, or a file without this CPU's
+    fingerprint record): what validate measures is this machine, what it predicts the chip's CPU,
+    so the difference is the two CPUs' and not the model's error."""
+    from hwsim.studies.optimize.measure import not_this_host
+
+    if (why := not_this_host(chip_ref)) is not None:
+        log.warning(
+            "%s: the times measured are this machine's and the predictions %s's CPU %r, so their difference is "
+            "not hwsim's error (validate a chip written by `hwsim fingerprint` here)", why, name, unit,
+        )
 
 
 def _int8_kernels(v: Any) -> bool:

@@ -713,6 +713,25 @@ class TestCommand:
         assert main(["validate", str(path), str(model), "--runs", "10", "--results", str(results), "--raw-times"]) == 0
         assert "fingerprint's clock" not in capsys.readouterr().out
 
+    def test_a_chip_that_is_not_this_machine_is_warned_of(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+        """validate measures this machine and predicts the chip's CPU: on a chip that is not this
+        machine the difference is the two CPUs', and it says so; on this machine's fingerprint, not."""
+        from hwsim.host import validate
+        from hwsim.host.fingerprint import cpu_model
+
+        monkeypatch.setattr(validate, "time_session", lambda *a, **k: Timing((1e6, 1e6, 1e6, 1e6)))
+        model, results = mlp(tmp_path / "m.onnx"), tmp_path / "v.jsonl"
+        other = write_chip(tmp_path / "other.yaml")
+        assert main(["validate", str(other), str(model), "--runs", "10", "--results", str(results)]) == 0
+        err = capsys.readouterr().err
+        assert "WARNING: " in err and "carries no fingerprint record" in err and "not hwsim's error" in err
+        here = write_chip(tmp_path / "here.yaml")
+        record = {"cpu_model": cpu_model()[0]}
+        here.write_text(f"# fingerprint-json: {json.dumps(record)}\n" + here.read_text())
+        assert main(["validate", str(here), str(model), "--runs", "10", "--results", str(results), "--raw-times"]) == 0
+        assert "not hwsim's error" not in capsys.readouterr().err
+
     def test_two_threads_go_back_on_the_fingerprints_two_thread_clock(self, tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
         from hwsim.host import fingerprint, validate
