@@ -116,7 +116,7 @@ def _warn_if_not_this_host(chip_ref: str, name: str, unit: str) -> None:
     """A warning where the chip is not this machine (a bundled chip, or a file without this CPU's
     fingerprint record): what validate measures is this machine, what it predicts the chip's CPU,
     so the difference is the two CPUs' and not the model's error."""
-    from hwsim.studies.optimize.measure import not_this_host
+    from hwsim.host.fingerprint import not_this_host
 
     if (why := not_this_host(chip_ref)) is not None:
         log.warning(

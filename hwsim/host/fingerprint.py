@@ -64,7 +64,8 @@ from hwsim.host.op_probes import PROBE_RATES, SCATTER_FAR_PROBE, scatter_far_fro
 from hwsim.host.weight_cache_probe import weight_cache_rates
 
 __all__ = ["FINGERPRINT_EFFICIENCY", "Dispatch", "Fingerprint", "chip_data", "chip_yaml", "cpu_model", "gemv_dram_gbps", "measure_dispatch",
-           "measure_host", "probe_gflops", "read_dispatch", "read_fingerprint", "reference_gflops", "write_chip"]
+           "measure_host", "not_this_host", "probe_gflops", "read_dispatch", "read_fingerprint", "reference_gflops",
+           "write_chip"]
 
 KIB = 1024
 
@@ -743,6 +744,21 @@ def read_fingerprint(path: Path) -> dict[str, Any] | None:
                 return data
     except (OSError, ValueError):
         return None
+    return None
+
+
+def not_this_host(chip_ref: str) -> str | None:
+    """Why the chip ``chip_ref`` (a bundled name or a YAML path) is not this machine, or None
+    when it is (a fingerprinted chip file of this CPU)."""
+    path = Path(chip_ref)
+    if not path.is_file():
+        return f"{chip_ref} is not a chip written by `hwsim fingerprint` on this machine"
+    record = read_fingerprint(path)
+    if record is None:
+        return f"{path} carries no fingerprint record (only a chip written by `hwsim fingerprint` is this machine)"
+    here, _ = cpu_model()
+    if record.get("cpu_model") != here:
+        return f"{path} was fingerprinted on {record.get('cpu_model')!r}, this machine is {here!r}"
     return None
 
 

@@ -190,12 +190,14 @@ class PowerBudget:
     @property
     def drawn_w(self) -> float:
         """The most the chip can draw with what is taken: the pool counted up to its maximum."""
-        return self.in_use_w + min(self.pooled_w, self.pool_max_w)
+        return self._drawn_w(0.0, 0.0)
+
+    def _drawn_w(self, watts: float, pooled: float) -> float:
+        return self.in_use_w + watts + min(self.pooled_w + pooled, self.pool_max_w)
 
     def fits(self, watts: float, pooled: float = 0.0) -> bool:
         """``watts`` more, and ``pooled`` more from the pool, stay within the cap."""
-        drawn = self.in_use_w + watts + min(self.pooled_w + pooled, self.pool_max_w)
-        return drawn <= self.cap_w * (1 + self.EPS)
+        return self._drawn_w(watts, pooled) <= self.cap_w * (1 + self.EPS)
 
     def request(self, watts: float, pooled: float = 0.0) -> bool:
         """Take ``watts`` and ``pooled`` if they fit (True), else take nothing (False)."""

@@ -17,24 +17,7 @@ if TYPE_CHECKING:
 
     from hwsim.studies.optimize.search import Search
 
-__all__ = ["backfill", "host_threads", "measure_ms", "not_this_host"]
-
-
-def not_this_host(chip_ref: str) -> str | None:
-    """Why the chip ``chip_ref`` (a bundled name or a YAML path) is not this machine, or None
-    when it is (a fingerprinted chip file of this CPU)."""
-    from hwsim.host.fingerprint import cpu_model, read_fingerprint
-
-    path = Path(chip_ref)
-    if not path.is_file():
-        return f"{chip_ref} is not a chip written by `hwsim fingerprint` on this machine"
-    record = read_fingerprint(path)
-    if record is None:
-        return f"{path} carries no fingerprint record (only a chip written by `hwsim fingerprint` is this machine)"
-    here, _ = cpu_model()
-    if record.get("cpu_model") != here:
-        return f"{path} was fingerprinted on {record.get('cpu_model')!r}, this machine is {here!r}"
-    return None
+__all__ = ["backfill", "host_threads", "measure_ms"]
 
 
 def host_threads(chip_ref: str) -> int:
@@ -71,6 +54,7 @@ def backfill(s: Search, chip_ref: str) -> None:
     import onnx
 
     from hwsim.host.errors import MeasureError
+    from hwsim.host.fingerprint import not_this_host
 
     why = not_this_host(chip_ref)
     if why is not None:
