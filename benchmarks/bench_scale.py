@@ -110,6 +110,7 @@ def run_cli(n: int, chip_name: str, policy: str, keep: Path | None) -> dict[str,
     with tempfile.TemporaryDirectory() as tmp:
         model = (keep or Path(tmp)) / f"transformer{n}.onnx"
         if not model.exists():
+            model.parent.mkdir(parents=True, exist_ok=True)
             transformer_onnx(n, model)
         cmd = [sys.executable, "-m", "hwsim", "run", chip_name, str(model), "--policy", policy, "--json",
                "--out", str(Path(tmp) / "out")]  # fmt: skip

@@ -11,7 +11,8 @@ therefore prefer a split over several units that the engine runs slower than one
 (contention, splitting and queueing included) and every transfer's, re-run the search on the
 problem with those times (ops and links never observed keep their plan, scaled by what was
 observed on the same unit / link), simulate the new schedule, and repeat for
-:data:`REPLAN_ROUNDS` rounds, every observation kept; the schedule with the shortest simulated
+:data:`REPLAN_ROUNDS` rounds, every observation kept (a round whose search repeats a placement
+simulated already learns that run's times instead); the schedule with the shortest simulated
 makespan wins (the first on ties).
 """
 
@@ -149,7 +150,8 @@ def replan(
 ) -> list[S]:
     """``first`` (the default policy's simulated schedule) and up to ``rounds`` re-plans, each
     simulated by ``simulate`` (None: the run ruled it out, e.g. a power cap). Stops early when
-    a re-plan repeats a placement already simulated or is ruled out. ``problem``: the one
+    a re-plan is ruled out, or repeats the placement of the run it last learned (one repeating
+    another simulated placement learns that run and searches again: :func:`_rounds`). ``problem``: the one
     ``first`` was planned on (:func:`default_plan`), else built again.
 
     ``probe(schedule, beat_ps)``, above :data:`LARGE_OPS` ops, simulates the probe instead of
@@ -164,8 +166,6 @@ def replan(
         problem = default_plan(graph, chip, table)[1]
     large = len(graph.order) > LARGE_OPS
     rounds = min(rounds, 1) if large else rounds
-    solve = get_policy(DEFAULT_POLICY).solve
-    assert solve is not None  # the default is a problem policy
     out = [first]
     seen = Observed()
     ran = {_order(first.schedule.core_order)}
@@ -193,20 +193,41 @@ def replan(
             ran.add(_order(got.schedule.core_order))
             seen.learn(problem, chip, got.trace)
             out.append(got)
+    return _rounds(graph, chip, table, problem, out, seen, simulate, rounds)
+
+
+def _rounds(
+    graph: ModelGraph, chip: Chip, table: CostTable, problem: Problem, out: list[S], seen: Observed,
+    simulate: Callable[[Schedule], S | None], rounds: int,
+) -> list[S]:  # fmt: skip
+    """:func:`replan`'s re-plans after its probes: up to ``rounds`` searches on what ``seen``
+    holds, each new placement simulated and appended to ``out``.
+
+    A search that returns a placement simulated already learns that run's times and searches
+    again (a search's time per op and unit is the latest seen, and a probe running every op
+    fused on its unit overwrites what a mixed plan showed: on a phone-like chip a GPU Sigmoid
+    planned fused at 4.8 us ran 72 us away from its conv, and the first re-plan repeated that
+    plan); it stops when the repeated run was the last one learned."""
+    solve = get_policy(DEFAULT_POLICY).solve
+    assert solve is not None  # the default is a problem policy
     # the placements simulated so far (made only now: a large graph's probe often ends it above)
-    tried = {_placement(s.schedule) for s in out}
+    by_placement = {_placement(s.schedule): s for s in out}
+    learn = out[-1]
     for _ in range(rounds):
-        seen.learn(problem, chip, out[-1].trace)
+        seen.learn(problem, chip, learn.trace)
         p2 = observed_problem(problem, seen)
         solved = solve(p2, model_options())
         key = _solution_placement(p2, solved.solution)  # a repeat is not built into a schedule
-        if key in tried:
-            break
-        tried.add(key)
+        if key in by_placement:
+            if by_placement[key] is learn:
+                break
+            learn = by_placement[key]
+            continue
         sched = schedule_from_solution(graph, chip, table, p2, solved.solution, solved.label, solved.reasons)
         got = simulate(sched)
         if got is None:
             break
+        by_placement[key] = learn = got
         out.append(got)
     return out
 
