@@ -101,10 +101,11 @@ def _unit_ratios(problem: Problem, seen: Mapping[tuple[int, int], float]) -> np.
     return np.where(plan > 0, obs / np.where(plan > 0, plan, 1.0), 1.0)
 
 
-def observed_problem(problem: Problem, seen: Observed) -> Problem:
+def observed_problem(problem: Problem, seen: Observed, cores: tuple[int, ...] | None = None) -> Problem:
     """``problem`` with the observed times: an op's own on a unit where it ran, else its plan
     scaled by its unit's observed/planned ratio; an edge's volume rescaled so that crossing
-    domains takes the observed time (edges never observed keep theirs)."""
+    domains takes the observed time (edges never observed keep theirs). ``cores``: per unit,
+    the cores to plan with (default: ``problem``'s)."""
     ex = problem.exec_ns * _unit_ratios(problem, seen.exec_ns)[None, :]
     for (i, u), ns in seen.exec_ns.items():
         ex[i, u] = ns
@@ -116,7 +117,7 @@ def observed_problem(problem: Problem, seen: Observed) -> Problem:
         ex,
         edges,
         kinds=problem.kinds,
-        cores=problem.cores,
+        cores=problem.cores if cores is None else cores,
         unit_domain=problem.unit_domain,
         comm_scale=problem.comm_scale,
         comm_lat=problem.comm_lat,
@@ -207,15 +208,21 @@ def _rounds(
     again (a search's time per op and unit is the latest seen, and a probe running every op
     fused on its unit overwrites what a mixed plan showed: on a phone-like chip a GPU Sigmoid
     planned fused at 4.8 us ran 72 us away from its conv, and the first re-plan repeated that
-    plan); it stops when the repeated run was the last one learned."""
+    plan); it stops when the repeated run was the last one learned.
+
+    A unit whose cores run in lockstep is searched as one core (:attr:`chips.schema.Unit.ops_at_once`):
+    its observed times are its ops split over every core, or run one at a time, so planning
+    several side by side at those times counted its cores twice (Inception-v1 on rk3588: the
+    re-plans estimated 2.74 ms and ran 4.48; as one core, 3.30 and 3.36)."""
     solve = get_policy(DEFAULT_POLICY).solve
     assert solve is not None  # the default is a problem policy
+    one_at_a_time = tuple(chip.unit(u).ops_at_once for u in problem.units)
     # the placements simulated so far (made only now: a large graph's probe often ends it above)
     by_placement = {_placement(s.schedule): s for s in out}
     learn = out[-1]
     for _ in range(rounds):
         seen.learn(problem, chip, learn.trace)
-        p2 = observed_problem(problem, seen)
+        p2 = observed_problem(problem, seen, one_at_a_time)
         solved = solve(p2, model_options())
         key = _solution_placement(p2, solved.solution)  # a repeat is not built into a schedule
         if key in by_placement:

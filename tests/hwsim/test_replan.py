@@ -360,3 +360,21 @@ def test_a_replan_that_repeats_a_simulated_placement_learns_that_run_and_searche
     assert {"htp", "adreno"} <= {p.unit for p in best.schedule.placements.values()}
     keys = [rp._placement(s.schedule) for s in tried]
     assert len(set(keys)) == len(keys)
+
+
+@pytest.mark.parametrize("model", ["yolov8n", "bert_base"])
+def test_re_plans_search_a_lockstep_unit_as_one_core_and_their_estimate_holds(model: str) -> None:
+    """rk3588's NPU runs its three cores in lockstep: the engine splits each op over them, so
+    the times the re-plans learn there are split times. Searched as three cores, those times
+    counted the cores twice: yolov8n's best re-plan was estimated 9.95 ms and ran 11.35 (bert_base
+    29.54, behind nothing by more than 1 %). As one core, the kept re-plan's estimate is within
+    5 % of its run, and it beats every baseline by 3 % or more."""
+    g = load_onnx(MODELS / f"{model}.onnx")
+    chip = load_chip("rk3588")
+    table = cost_table(g, chip, "int8")
+    assert chip.unit("npu").cores == 3 and chip.unit("npu").ops_at_once == 1
+    own = default_schedule(g, chip, table)
+    est_ms = own.schedule.est_makespan_ns / 1e6
+    assert own.schedule.policy == DEFAULT_POLICY and abs(est_ms / own.latency_ms - 1) < 0.05
+    baselines = [simulate_candidate(n, g, chip, table, POLICIES[n](g, chip, table)).latency_ms for n in CHECKED_AGAINST]
+    assert own.latency_ms < 0.97 * min(baselines)
