@@ -107,7 +107,9 @@ def fit_capacity(shares: Mapping[float, float]) -> float | None:
     grid = np.arange(lo / 2, hi, _MIB / 16)
     errors = [sum((s - (1 - cyclic_kept(f, c) / f)) ** 2 for f, s in shares.items()) for c in grid]
     best = float(grid[int(np.argmin(errors))])
-    return best if lo / 2 < best < hi / 2 else None
+    # Half the largest footprint is a fit still (that footprint just lost every weight, the next
+    # smaller ones tell the rest): a capacity within a grid step below it rounds onto it.
+    return best if lo / 2 < best <= hi / 2 else None
 
 
 def weight_cache_rates(llc_bytes: float, stream_gbps: float | None, notes: list[str]) -> dict[str, float]:
