@@ -230,7 +230,7 @@ def core_orders(problem: Problem, sol: Solution) -> dict[tuple[str, int], tuple[
     topological order, :func:`~scheduler.problem.start_order`): the :class:`Schedule`'s ``order``
     (``core_order``) that :func:`schedule_from_solution` builds, cores running nothing left out."""
     by_core: dict[tuple[str, int], list[str]] = {}
-    for i in start_order(problem, sol.start_ns):
+    for i in start_order(problem, sol.start_ns, sol.finish_ns):
         if (name := problem.tasks[i]) not in (INPUTS, OUTPUTS):
             by_core.setdefault((problem.units[sol.unit[i]], sol.core[i]), []).append(name)
     return {k: tuple(v) for k, v in by_core.items()}

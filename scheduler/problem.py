@@ -323,13 +323,21 @@ def solution_from_times(problem: Problem, assign: Sequence[int], start: Sequence
     return evaluate(problem, assign, start_order(problem, start))
 
 
-def start_order(problem: Problem, start: Sequence[float]) -> list[int]:
-    """The tasks by ``start`` (ties: task index), except that no task comes before one of its
-    predecessors: a topological order that always takes the ready task starting first.
+def start_order(problem: Problem, start: Sequence[float], finish: Sequence[float] | None = None) -> list[int]:
+    """The tasks by ``start`` (ties: ``finish`` where given, then task index), except that no
+    task comes before one of its predecessors: a topological order that always takes the ready
+    task starting first.
 
-    For start times that respect the precedences it is the plain sort by ``(start, index)``.
+    For start times that respect the precedences it is the plain sort by ``(start, index)``
+    (``(start, finish, index)``): on one core a task taking no time and one that does may start
+    at the same instant, and only the order with the one taking no time first keeps both there.
     """
-    return priority_order(problem, [-s for s in start])
+    if finish is None:
+        return priority_order(problem, [-s for s in start])
+    rank = [0.0] * problem.n
+    for k, i in enumerate(sorted(range(problem.n), key=lambda i: (start[i], finish[i], i))):
+        rank[i] = -float(k)
+    return priority_order(problem, rank)
 
 
 def priority_order(problem: Problem, priority: Sequence[float]) -> list[int]:

@@ -64,3 +64,33 @@ def test_start_order_is_the_start_sort_when_times_respect_the_precedences():
     assert start_order(p, [5.0, 5.0, 1.0, 5.0]) == [2, 0, 1, 3]
     # b a hair before a: b still follows a, the other tasks keep their places by start.
     assert start_order(p, [5.0, 5.0 - 1e-12, 1.0, 5.0]) == [2, 0, 1, 3]
+
+
+def test_a_task_taking_no_time_goes_before_the_one_it_starts_with() -> None:
+    # a and b both start at 5 on one core; b takes no time. In (start, index) order a came
+    # first and b waited for a's finish: the engine ran b (and whatever needed it) 2 ns late.
+    p = make_problem(["a", "b"], ["u"], [[2.0], [0.0]], [])
+    assert start_order(p, [5.0, 5.0]) == [0, 1]
+    assert start_order(p, [5.0, 5.0], [7.0, 5.0]) == [1, 0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(2, 16),
+    n_units=st.integers(1, 3),
+    zero=st.sets(st.integers(0, 15)),
+)
+def test_each_core_s_tasks_in_start_order_follow_one_another(seed, n, n_units, zero):
+    # The per-core order of a schedule is its tasks in start_order: run one after another on
+    # their core, they must keep the solution's times (none waits for one planned after it).
+    p = with_zero_time_tasks(random_problem(seed, n, n_units, 0.5, "unrelated"), {i for i in zero if i < n})
+    if any(not caps for caps in p.capable):
+        return
+    sol = heft(p)
+    last: dict[tuple[int, int], int] = {}
+    for i in start_order(p, sol.start_ns, sol.finish_ns):
+        core = (sol.unit[i], sol.core[i])
+        if core in last:
+            assert sol.finish_ns[last[core]] <= sol.start_ns[i]
+        last[core] = i
