@@ -122,6 +122,7 @@ def observed_problem(problem: Problem, seen: Observed, cores: tuple[int, ...] | 
         comm_scale=problem.comm_scale,
         comm_lat=problem.comm_lat,
         affinity=problem.affinity,
+        volume_scale=problem.volume_scale,
     )
 
 

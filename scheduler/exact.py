@@ -209,8 +209,11 @@ class _Milp:
     ) -> None:
         """The transfer term of edge ``i -> j`` in ``row``, with its domain indicators."""
         problem, x = self.problem, self.x
+        # the producer's volume scale: one per domain on every bundled chip; where a domain's
+        # units differ, the least (the transfer is then never over-charged: the bound holds)
+        wide = {a: min(problem.volume_scale[u] for u, d in enumerate(problem.unit_domain) if d == a) for a in domains}
         pair = {
-            (a, b): vol * float(problem.comm_scale[a, b]) + float(problem.comm_lat[a, b])
+            (a, b): vol * float(problem.comm_scale[a, b]) * wide[a] + float(problem.comm_lat[a, b])
             for a in domains for b in domains if a != b
         }  # fmt: skip
         costs = set(pair.values())

@@ -107,7 +107,28 @@ def problem_from_graph(
         comm_scale=scale,
         comm_lat=lat,
         affinity=aff,
+        volume_scale=_volume_scale(graph, table, [u.name for u in chip.units]),
     )
+
+
+def _volume_scale(graph: ModelGraph, table: CostTable, units: Sequence[str]) -> list[float]:
+    """Per unit: the bytes the ops' outputs take stored in the dtype each op runs in there
+    (what the engine moves, :func:`~scheduler.schedule.implied_transfers`) over the bytes at the
+    table's precision (the edges' volumes), summed over the ops the unit can run: 2 for a GPU
+    without int8 that runs an int8 deployment in fp16, 1 where every unit runs the precision."""
+    default_dtype = None if table.precision == "model" else table.precision
+    wide = dict.fromkeys(units, 0.0)
+    base = dict.fromkeys(units, 0.0)
+    costs = table.costs
+    for name in graph.order:
+        outs = graph.op(name).outputs
+        at: dict[str | None, int] = {default_dtype: sum(tensor_bytes(t, default_dtype) for t in outs)}
+        for u, c in costs[name].items():
+            if c.dtype not in at:
+                at[c.dtype] = sum(tensor_bytes(t, c.dtype) for t in outs)
+            wide[u] += at[c.dtype]
+            base[u] += at[default_dtype]
+    return [wide[u] / base[u] if base[u] > 0 else 1.0 for u in units]
 
 
 def _exec_and_affinity(

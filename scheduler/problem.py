@@ -4,7 +4,9 @@ A :class:`Problem` is a DAG of tasks (in topological order) and a set of units, 
 or more identical cores. ``exec_ns[i, u]`` is task ``i``'s run time on one core of unit ``u``
 (``inf``: the unit cannot run it). An edge carries a ``volume``; it costs
 ``volume * comm_scale[a, b] + comm_lat[a, b]`` when its producer runs in domain ``a`` and its
-consumer in a different domain ``b`` (nothing within a domain). A task-graph file gives every
+consumer in a different domain ``b`` (nothing within a domain), times the producer's unit's
+``volume_scale`` (a unit that stores its outputs wider than the volumes assume: an fp16 GPU
+where the volumes are int8 bytes moves twice as many). A task-graph file gives every
 unit its own domain, ``comm_scale = 1`` and ``comm_lat = 0``, so ``volume`` is the edge's
 ``comm`` time. Tasks are non-preemptive, a core runs one task at a time, transfers do not
 contend.
@@ -50,6 +52,7 @@ class Problem:
     preds, succs : per task, ``(other task index, volume)`` pairs.
     unit_domain : domain index of each unit.
     comm_scale, comm_lat : (n_domains, n_domains) time per unit of volume and fixed latency.
+    volume_scale : per unit, the factor on the volume of an edge whose producer runs there.
     affinity : (n_tasks, n_units) preference rank of each unit for the task (0 = most preferred).
     """
 
@@ -64,6 +67,7 @@ class Problem:
     comm_scale: np.ndarray
     comm_lat: np.ndarray
     affinity: np.ndarray
+    volume_scale: tuple[float, ...] = ()
     # Derived, for the inner loops: per unit pair (scale, latency) as plain floats.
     pair_scale: tuple[tuple[float, ...], ...] = field(repr=False, default=())
     pair_lat: tuple[tuple[float, ...], ...] = field(repr=False, default=())
@@ -100,11 +104,12 @@ def make_problem(
     comm_scale: np.ndarray | None = None,
     comm_lat: np.ndarray | None = None,
     affinity: np.ndarray | None = None,
+    volume_scale: Sequence[float] | None = None,
 ) -> Problem:
     """Build a :class:`Problem`; ``tasks`` must be in topological order (edges go forward).
 
     Defaults describe a task-graph file: one core per unit, one domain per unit,
-    ``comm_scale = 1`` and ``comm_lat = 0`` across domains, no affinity.
+    ``comm_scale = 1`` and ``comm_lat = 0`` across domains, no affinity, ``volume_scale = 1``.
     """
     n, m = len(tasks), len(units)
     exec_arr = np.asarray(exec_ns, dtype=float).reshape(n, m)
@@ -123,8 +128,9 @@ def make_problem(
         comm_lat = np.zeros((nd, nd))
     scale = np.asarray(comm_scale, dtype=float)
     lat = np.asarray(comm_lat, dtype=float)
+    wide = tuple(float(x) for x in volume_scale) if volume_scale is not None else (1.0,) * m
     pair_scale = tuple(
-        tuple(0.0 if dom[u] == dom[v] else float(scale[dom[u], dom[v]]) for v in range(m)) for u in range(m)
+        tuple(0.0 if dom[u] == dom[v] else float(scale[dom[u], dom[v]]) * wide[u] for v in range(m)) for u in range(m)
     )
     pair_lat = tuple(
         tuple(0.0 if dom[u] == dom[v] else float(lat[dom[u], dom[v]]) for v in range(m)) for u in range(m)
@@ -143,6 +149,7 @@ def make_problem(
         comm_scale=scale,
         comm_lat=lat,
         affinity=np.asarray(affinity, dtype=int) if affinity is not None else np.zeros((n, m), dtype=int),
+        volume_scale=wide,
         pair_scale=pair_scale,
         pair_lat=pair_lat,
         capable=capable,
