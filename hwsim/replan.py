@@ -9,8 +9,9 @@ therefore prefer a split over several units that the engine runs slower than one
 
 :func:`replan` closes the loop: simulate the search's schedule, take every op's observed time
 (contention, splitting and queueing included) and every transfer's, re-run the search on the
-problem with those times (ops and links never observed keep their plan, scaled by what was
-observed on the same unit / link), simulate the new schedule, and repeat for
+problem with those times (an op never observed keeps its plan, scaled by what was observed on
+the same unit; an edge never observed keeps its volume; an observed one takes its observed
+time, latency and queueing included), simulate the new schedule, and repeat for
 :data:`REPLAN_ROUNDS` rounds, every observation kept (a round whose search repeats a placement
 simulated already learns that run's times instead); the schedule with the shortest simulated
 makespan wins (the first on ties).
@@ -68,6 +69,9 @@ class Observed:
 
     exec_ns: dict[tuple[int, int], float] = field(default_factory=dict)
     edge_ratio: dict[tuple[int, int], float] = field(default_factory=dict)
+    #: per observed edge, its link's latency in units of volume (latency / time per unit of
+    #: volume, the producer's unit's volume scale included): what turns the ratio into a volume
+    edge_lat_volume: dict[tuple[int, int], float] = field(default_factory=dict)
 
     def learn(self, problem: Problem, chip: Chip, trace: Trace) -> None:
         """Record the first frame's op and transfer times of ``trace`` (a run of ``problem``'s
@@ -75,20 +79,26 @@ class Observed:
         task = {name: i for i, name in enumerate(problem.tasks)}
         unit = {name: u for u, name in enumerate(problem.units)}
         dom = {d.name: k for k, d in enumerate(chip.domains)}
+        ran_on: dict[str, int] = {}
         for r in trace.ops:
             if r.frame == 0 and r.op in task:
                 self.exec_ns[task[r.op], unit[r.unit]] = r.duration_ps / PS_PER_NS
+                ran_on[r.op] = unit[r.unit]
         for t in trace.transfers:
             if t.frame or t.producer not in task:
                 continue
             a, b = dom[t.src_domain], dom[t.dst_domain]
-            planned = t.bytes * float(problem.comm_scale[a, b]) + float(problem.comm_lat[a, b])
+            scale, lat = float(problem.comm_scale[a, b]), float(problem.comm_lat[a, b])
+            planned = t.bytes * scale + lat
             if planned <= 0:
                 continue
             ratio = (t.end_ps - t.queued_ps) / PS_PER_NS / planned
+            per_volume = scale * problem.volume_scale[ran_on.get(t.producer, 0)] if problem.volume_scale else scale
+            lat_volume = lat / per_volume if per_volume > 0 else 0.0
             for c in t.consumers:
                 if c in task:
                     self.edge_ratio[task[t.producer], task[c]] = ratio
+                    self.edge_lat_volume[task[t.producer], task[c]] = lat_volume
 
 
 def _unit_ratios(problem: Problem, seen: Mapping[tuple[int, int], float]) -> np.ndarray:
@@ -110,7 +120,12 @@ def observed_problem(problem: Problem, seen: Observed, cores: tuple[int, ...] | 
     for (i, u), ns in seen.exec_ns.items():
         ex[i, u] = ns
     ex[~np.isfinite(problem.exec_ns)] = np.inf
-    edges = [(i, j, vol * seen.edge_ratio.get((i, j), 1.0)) for i, succ in enumerate(problem.succs) for j, vol in succ]
+    ratio, lat_volume = seen.edge_ratio, seen.edge_lat_volume
+    edges = [
+        (i, j, _observed_volume(vol, ratio.get((i, j), 1.0), lat_volume.get((i, j), 0.0)))
+        for i, succ in enumerate(problem.succs)
+        for j, vol in succ
+    ]
     return make_problem(
         problem.tasks,
         problem.units,
@@ -124,6 +139,16 @@ def observed_problem(problem: Problem, seen: Observed, cores: tuple[int, ...] | 
         affinity=problem.affinity,
         volume_scale=problem.volume_scale,
     )
+
+
+def _observed_volume(volume: float, ratio: float, lat_volume: float) -> float:
+    """The volume that takes ``ratio`` times an edge's planned time on the link it was observed
+    on: its latency (``lat_volume``, in units of volume) stretched too. Only the volume was
+    scaled before, so an edge of a few KB behind a 20 us DMA latency that waited 60 us for the
+    link's one channel was re-planned at about 21 us."""
+    if ratio == 1.0 or volume == 0.0:
+        return volume
+    return max(0.0, ratio * volume + (ratio - 1.0) * lat_volume)
 
 
 class Simulated(Protocol):

@@ -402,3 +402,30 @@ def test_an_edge_from_the_fp16_gpu_costs_the_plan_what_the_engine_moves() -> Non
             assert problem.comm(vol, gpu, cpu) == pytest.approx(transfer_ns(chip, "gpu", "cpu", moved), rel=1e-9)
             checked += 1
     assert checked > 20
+
+
+def test_a_re_plan_prices_an_observed_transfer_at_its_observed_time() -> None:
+    # edge8's CPU -> NPU link has one DMA channel and a 20 us latency: small tensors queue
+    # behind each other. Only the volume was scaled by the observed/planned ratio, so a 3 KB
+    # transfer that waited 60 us was re-planned at about 21 us (a NeRF MLP: 3.3 % behind HEFT).
+    chip = load_chip("edge8")
+    g = load_onnx(MODELS / "yolov8n.onnx")
+    table = cost_table(g, chip, "int8")
+    problem = problem_from_graph(g, chip, table, colocated=True)
+    sim = simulate_candidate("x", g, chip, table, POLICIES["heft"](g, chip, table))
+    seen = rp.Observed()
+    seen.learn(problem, chip, sim.trace)
+    p2 = rp.observed_problem(problem, seen)
+    task = {n: i for i, n in enumerate(problem.tasks)}
+    unit = {r.op: problem.units.index(r.unit) for r in sim.trace.ops if r.frame == 0}
+    volume = {(i, j): vol for i, succ in enumerate(p2.succs) for j, vol in succ}
+    one_tensor = Counter((t.producer, c) for t in sim.trace.transfers if t.frame == 0 for c in t.consumers)
+    queued = 0
+    for t in sim.trace.transfers:
+        if t.frame or len(t.consumers) != 1 or one_tensor[t.producer, t.consumers[0]] != 1 or t.producer not in task:
+            continue
+        i, j = task[t.producer], task[t.consumers[0]]
+        took_ns = (t.end_ps - t.queued_ps) / 1000
+        assert p2.comm(volume[i, j], unit[t.producer], unit[t.consumers[0]]) == pytest.approx(took_ns, rel=1e-6)
+        queued += t.start_ps > t.queued_ps
+    assert queued >= 3
