@@ -85,8 +85,10 @@ def test_energy_mode_is_no_worse_than_the_search_from_any_seed():
     """The energy found never depends on which seed won on latency: it is at most the energy of
     every simulated candidate and of the energy search started from each (the default's schedule
     before re-planning included). Pinned on rk3588/squeezenet11 at 40 ms, where the search from the
-    first plan finds 4.33 mJ and from the re-planned default 4.20 mJ (rk3588/resnet18 was the pin
-    until the NPU's job boundaries, hwsim.sim.jobs, made the two searches meet at 9.53 mJ)."""
+    first plan finds 5.04 mJ, from the re-planned default 5.05 and from HEFT's schedule 4.81 (4.33
+    and 4.20 from the first two before the plan priced the fp16 GPU's outputs at two bytes;
+    rk3588/resnet18 was the pin until the NPU's job boundaries, hwsim.sim.jobs, made the two
+    searches meet at 9.53 mJ)."""
     from chips.units import PJ_PER_MJ
     from cost_models.table import cost_table
     from hwsim.analysis.energy import run_energy
@@ -112,8 +114,9 @@ def test_energy_mode_is_no_worse_than_the_search_from_any_seed():
     assert len(found) == 2 * len(seeds)
     assert c.chosen.latency_ms <= budget_ms
     assert all(c.chosen.energy_mj <= mj + 1e-9 for mj in found.values()), (c.chosen, found)
-    # The seeds do differ here: the search from one of them alone is not the least.
-    assert found["from re-planned"] < found[f"from {DEFAULT_POLICY}"]
+    # The seeds do differ here: the search from the default's schedule alone, before or after
+    # re-planning, is not the least.
+    assert c.chosen.energy_mj < min(found["from re-planned"], found[f"from {DEFAULT_POLICY}"]) - 1e-6
 
 
 def test_cli_energy_mode(tmp_path, capsys):
