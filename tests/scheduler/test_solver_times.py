@@ -35,17 +35,26 @@ def early(start: float, ulps: int) -> float:
     return start
 
 
-@settings(max_examples=60, deadline=None)
-@given(
-    seed=st.integers(0, 2**31 - 1),
-    n=st.integers(2, 16),
-    n_units=st.integers(1, 3),
-    zero=st.sets(st.integers(0, 15)),
-    jitter=st.lists(st.integers(0, 2), min_size=16, max_size=16),
-)
-def test_rounded_start_times_rebuild_a_valid_schedule(seed, n, n_units, zero, jitter):
+#: Random problems of up to 16 tasks on 1-3 units, the tasks in ``zero`` taking no time.
+ZERO_TIME_CASES = {
+    "seed": st.integers(0, 2**31 - 1),
+    "n": st.integers(2, 16),
+    "n_units": st.integers(1, 3),
+    "zero": st.sets(st.integers(0, 15)),
+}
+
+
+def zero_time_problem(seed: int, n: int, n_units: int, zero: set[int]) -> Problem | None:
+    """A case of :data:`ZERO_TIME_CASES` (None where a task has no unit to run on)."""
     p = with_zero_time_tasks(random_problem(seed, n, n_units, 0.5, "unrelated"), {i for i in zero if i < n})
-    if any(not caps for caps in p.capable):
+    return None if any(not caps for caps in p.capable) else p
+
+
+@settings(max_examples=60, deadline=None)
+@given(**ZERO_TIME_CASES, jitter=st.lists(st.integers(0, 2), min_size=16, max_size=16))
+def test_rounded_start_times_rebuild_a_valid_schedule(seed, n, n_units, zero, jitter):
+    p = zero_time_problem(seed, n, n_units, zero)
+    if p is None:
         return
     exact_times = heft(p)
     rounded = [early(s, jitter[i]) for i, s in enumerate(exact_times.start_ns)]
@@ -75,17 +84,12 @@ def test_a_task_taking_no_time_goes_before_the_one_it_starts_with() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    seed=st.integers(0, 2**31 - 1),
-    n=st.integers(2, 16),
-    n_units=st.integers(1, 3),
-    zero=st.sets(st.integers(0, 15)),
-)
+@given(**ZERO_TIME_CASES)
 def test_each_core_s_tasks_in_start_order_follow_one_another(seed, n, n_units, zero):
     # The per-core order of a schedule is its tasks in start_order: run one after another on
     # their core, they must keep the solution's times (none waits for one planned after it).
-    p = with_zero_time_tasks(random_problem(seed, n, n_units, 0.5, "unrelated"), {i for i in zero if i < n})
-    if any(not caps for caps in p.capable):
+    p = zero_time_problem(seed, n, n_units, zero)
+    if p is None:
         return
     sol = heft(p)
     last: dict[tuple[int, int], int] = {}
