@@ -3,10 +3,10 @@
 A :class:`Problem` is a DAG of tasks (in topological order) and a set of units, each with one
 or more identical cores. ``exec_ns[i, u]`` is task ``i``'s run time on one core of unit ``u``
 (``inf``: the unit cannot run it). An edge carries a ``volume``; it costs
-``volume * comm_scale[a, b] + comm_lat[a, b]`` when its producer runs in domain ``a`` and its
-consumer in a different domain ``b`` (nothing within a domain), times the producer's unit's
-``volume_scale`` (a unit that stores its outputs wider than the volumes assume: an fp16 GPU
-where the volumes are int8 bytes moves twice as many). A task-graph file gives every
+``volume * w * comm_scale[a, b] + comm_lat[a, b]`` when its producer runs in domain ``a`` and its
+consumer in a different domain ``b`` (nothing within a domain), ``w`` the ``volume_scale`` of the
+producer's unit (a unit that stores its outputs wider than the volumes assume: an fp16 GPU
+where the volumes are int8 bytes moves twice as many; 1 by default). A task-graph file gives every
 unit its own domain, ``comm_scale = 1`` and ``comm_lat = 0``, so ``volume`` is the edge's
 ``comm`` time. Tasks are non-preemptive, a core runs one task at a time, transfers do not
 contend.
