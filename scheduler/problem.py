@@ -341,10 +341,9 @@ def start_order(problem: Problem, start: Sequence[float], finish: Sequence[float
     """
     if finish is None:
         return priority_order(problem, [-s for s in start])
-    rank = [0.0] * problem.n
-    for k, i in enumerate(sorted(range(problem.n), key=lambda i: (start[i], finish[i], i))):
-        rank[i] = -float(k)
-    return priority_order(problem, rank)
+    rank = np.empty(problem.n)
+    rank[np.lexsort((finish, start))] = -np.arange(problem.n, dtype=float)  # stable: ties keep the index order
+    return priority_order(problem, rank.tolist())
 
 
 def priority_order(problem: Problem, priority: Sequence[float]) -> list[int]:
