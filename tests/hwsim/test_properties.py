@@ -27,7 +27,7 @@ from scheduler.bounds import critical_path_bound_ns, load_bound_ns
 from scheduler.heft import heft
 from scheduler.onnx_policies import problem_from_graph, schedule_from_solution
 from scheduler.problem import solution_from_times
-from scheduler.schedule import transfer_ns
+from scheduler.schedule import tensor_bytes, transfer_ns
 from tests.helpers import fixed_schedule, random_chips
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -451,3 +451,34 @@ def test_stretch_is_what_sharing_added_and_waits_start_when_inputs_arrive(
         for r in trace.ops:
             ready = max((arrival(t.name, domain[r.op]) for t in graph.op(r.op).activations), default=0)
             assert r.start_ps - r.wait_core_ps == ready
+
+
+@SETTINGS
+@given(graph=graphs, chip=random_chips(), precision=st.sampled_from(["int8", "fp16", "fp32"]))
+def test_the_plan_prices_an_edge_at_the_bytes_the_engine_moves(graph, chip, precision):
+    # The engine stores a tensor in the dtype its producer ran in (a GPU without int8 runs fp16),
+    # the plan's volumes are the precision's bytes: the producer's unit's volume scale must make
+    # up the difference. Exact where the unit runs every op in one dtype (every unit of these chips).
+    table = cost_table(graph, chip, precision)
+    problem = problem_from_graph(graph, chip, table)
+    units = {u.name: u for u in chip.units}
+    one_dtype = {
+        uname for uname in units if len({row[uname].dtype for row in table.costs.values() if uname in row}) == 1
+    }
+    for i, name in enumerate(problem.tasks):
+        if name not in table.costs or len(graph.op(name).outputs) != 1:
+            continue
+        out = graph.op(name).outputs[0]
+        for uname, cost in table.costs[name].items():
+            if uname not in one_dtype:
+                continue
+            u = problem.units.index(uname)
+            moved = tensor_bytes(out, cost.dtype)
+            for other in chip.units:
+                if other.domain == units[uname].domain:
+                    continue
+                v = problem.units.index(other.name)
+                for _, vol in problem.succs[i]:
+                    assert problem.comm(vol, u, v) == pytest.approx(
+                        transfer_ns(chip, units[uname].domain, other.domain, moved), rel=1e-9, abs=1e-9
+                    )
