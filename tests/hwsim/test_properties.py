@@ -7,6 +7,7 @@ import itertools
 import json
 import math
 import random
+from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -482,3 +483,31 @@ def test_the_plan_prices_an_edge_at_the_bytes_the_engine_moves(graph, chip, prec
                     assert problem.comm(vol, u, v) == pytest.approx(
                         transfer_ns(chip, units[uname].domain, other.domain, moved), rel=1e-9, abs=1e-9
                     )
+
+
+@SETTINGS
+@given(graph=graphs, chip=random_chips(), policy=st.sampled_from(["heft", "single-unit", "affinity-list"]))
+def test_a_re_plan_prices_each_observed_transfer_at_its_observed_time(graph, chip, policy):
+    # What the re-plans learn of a run (hwsim.replan.Observed): an edge that carried one tensor
+    # costs, on the units it ran between, the time its transfer took, queueing and latency
+    # included (only the bytes term was stretched before).
+    from hwsim import replan as rp
+
+    table = cost_table(graph, chip, "int8")
+    problem = problem_from_graph(graph, chip, table)
+    trace = run_graph(graph, chip, "int8", policy).trace
+    seen = rp.Observed()
+    seen.learn(problem, chip, trace)
+    p2 = rp.observed_problem(problem, seen)
+    task = {n: i for i, n in enumerate(problem.tasks)}
+    unit = {r.op: problem.units.index(r.unit) for r in trace.ops if r.frame == 0}
+    volume = {(i, j): vol for i, succ in enumerate(p2.succs) for j, vol in succ}
+    carried = Counter((t.producer, c) for t in trace.transfers if t.frame == 0 for c in t.consumers)
+    for t in trace.transfers:
+        if t.frame or t.producer not in task or len(t.consumers) != 1 or t.consumers[0] not in task:
+            continue
+        if carried[t.producer, t.consumers[0]] != 1 or len(graph.g.edges[t.producer, t.consumers[0]]["tensors"]) != 1:
+            continue
+        i, j = task[t.producer], task[t.consumers[0]]
+        took_ns = (t.end_ps - t.queued_ps) / PS_PER_NS
+        assert p2.comm(volume[i, j], unit[t.producer], unit[t.consumers[0]]) == pytest.approx(took_ns, rel=1e-6, abs=1e-6)
