@@ -25,7 +25,12 @@ from hwsim.studies.optimize.stages import (
     signature_queue,
     top_ops,
 )
-from hwsim.studies.optimize.transfer import source_bests, transferred
+from hwsim.studies.optimize.transfer import (
+    carried_best,
+    source_best_trials,
+    source_bests,
+    transferred,
+)
 
 if TYPE_CHECKING:
     import onnx
@@ -329,7 +334,7 @@ def refine_first(s: Search, first: Record) -> None:
         return left if total is None else min(left, total - reserve - s.budget.used)
 
     try:
-        _rounds(s, s.result.baseline, first, left_now, 1)
+        _rounds(s, first if first.candidate.transforms else s.result.baseline, first, left_now, 1)
     finally:
         s.rng.setstate(state)
         s.budget.transferred += s.budget.used - before
@@ -424,10 +429,12 @@ def run_search(s: Search) -> SearchResult:
 
 
 def transfer_first(s: Search) -> None:
-    """With ``--transfer-from``: the first transferred candidate (in :func:`ranked_transfer`
-    order: the source chips' bests made one, else the composed one) that the screen predicts
-    faster than the baseline (:func:`predicted_win`), on the original graph, right after the
-    baseline, before stage 1."""
+    """With ``--transfer-from``, right after the baseline, before stage 1: the first transferred
+    candidate (in :func:`ranked_transfer` order: the source chips' bests made one, else the
+    composed one) that the screen predicts faster than the baseline (:func:`predicted_win`), on
+    the original graph; then each source chip's best as it was found, graph rewrites included
+    (:func:`_whole_bests`); then one stage 2 round on the best of them where it beats the
+    baseline (:func:`refine_first`)."""
     base = s.result.baseline
     if not s.inputs.transfer_from or s.budget.kernel_left(1) < 1:
         return
@@ -435,12 +442,54 @@ def transfer_first(s: Search) -> None:
     graph, _ = s.graph_and_table(())
     ctx = _context(s, ())
     backed = next((m for m in ranked if predicted_win(ctx, graph, m, base)), None)
+    recs: list[Record] = []
     if backed is not None:
         first = _to_simulate(s, Candidate.of((), {op: m.as_dict() for op, m in backed.items()}), base)
         if first is not None:
             recs = s.run_round("transfer", [first], base.outcome.latency_ms, frozenset({first.key}))
-            if recs and _better(recs[0], base):
-                refine_first(s, recs[0])
+    best = min([base, *recs, *_whole_bests(s)], key=Record.rank)
+    if _better(best, base):
+        refine_first(s, best)
+
+
+def _whole_bests(s: Search) -> list[Record]:
+    """Each source chip's best trial of this model (nearest first,
+    :func:`~hwsim.studies.optimize.transfer.source_best_trials`) as it was found: its graph
+    rewrites (those of the search file, where they apply here) and its signatures re-legalized
+    for this chip, each simulated only where the screen backs its signatures (:func:`predicted_win`:
+    on the original graph against the best of it so far, on a rewritten one against its
+    defaults), up to :data:`TRANSFER_TRIALS` and none once every transferred trial so far lost
+    to its parent (:func:`transfer_refuted`). The bests made one
+    (:func:`ranked_transfer`) sit on the original graph: on the RK3588 family a source whose
+    best was on ``concat_fold`` carried its gain to the target only with it."""
+    from hwsim.studies.optimize.evaluate import apply_transforms
+
+    names = s.inputs.transfer_from
+    allowed = set(s.inputs.config.stage_graph.transforms)
+    base = s.result.baseline
+    done = {r.candidate.key for r in s.result.records}
+    cache: dict[tuple[str, ...], onnx.ModelProto] = {}
+    out: list[Record] = []
+    bests = source_best_trials(s.db, s.inputs.model_sha256, s.inputs.chip, from_chips=None if names == ("auto",) else names)
+    for trial in bests:
+        if len(out) >= TRANSFER_TRIALS or s.budget.kernel_left(1) < 1 or transfer_refuted(s.result.records):
+            break
+        applied, model = apply_transforms(s.inputs.model, s.inputs.chip, [t for t in trial.transforms if t in allowed], cache)
+        s.bytes_of.setdefault(applied, model.SerializeToString())
+        graph, table = s.graph_and_table(applied)
+        mapping = carried_best(trial, s.inputs.chip, graph, table)
+        # on the original graph against its best so far; on another, against its defaults
+        held = min([base, *(r for r in s.result.records if r.stage == "transfer" and not r.candidate.transforms)],
+                   key=Record.rank) if not applied else base  # fmt: skip
+        if not predicted_win(_context(s, applied), graph, mapping, held):
+            continue
+        raw = Candidate.of(applied, {op: m.as_dict() for op, m in mapping.items()})
+        c = raw if applied else _to_simulate(s, raw, base)
+        if c is None or c.key in done:
+            continue
+        done.add(c.key)
+        out += s.run_round("transfer", [c], base.outcome.latency_ms, frozenset({c.key}))
+    return out
 
 
 def transfer_mappings(s: Search, start: Record) -> list[dict[str, OpMapping]]:

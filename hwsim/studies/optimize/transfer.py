@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from cost_models.table import CostTable
     from hwsim.studies.optimize.db import Trial
 
-__all__ = ["MATCH_FEATURES", "MATCH_INTENSITY_RADIUS", "MATCH_KIND_PREFIXES", "MATCH_RADIUS", "TrialSource", "match_ops", "named_chips", "nearest_chips", "source_bests", "transferred"]
+__all__ = ["MATCH_FEATURES", "MATCH_INTENSITY_RADIUS", "MATCH_KIND_PREFIXES", "MATCH_RADIUS", "TrialSource", "carried_best", "match_ops", "named_chips", "nearest_chips", "source_best_trials", "source_bests", "transferred"]
 
 #: Op features that must be equal for two ops to match across models: the op's type (category
 #: one-hot), depthwise or not, and its precision.
@@ -194,6 +194,34 @@ def _sources(db: TrialSource, chip: Chip, k: int, from_chips: Sequence[str] | No
     """The source chips of a transfer: the ``k`` nearest (:func:`nearest_chips`), or those called
     ``from_chips`` (:func:`named_chips`), nearest first."""
     return nearest_chips(db, chip, k) if from_chips is None else named_chips(db, chip, from_chips)
+
+
+def source_best_trials(
+    db: TrialSource, model_sha256: str, chip: Chip, k: int = 3, from_chips: Sequence[str] | None = None
+) -> list[Trial]:
+    """The best trial of the same model each source chip found, graph rewrites and all
+    (:func:`transferred`'s sources, nearest first; a trial of rewrites alone counts too); a
+    chip with no useful trial of this model gives none.
+
+    Raises
+    ------
+    hwsim.studies.optimize.db.DbError
+        A name of ``from_chips`` no chip of ``db`` has.
+    """
+    out: list[Trial] = []
+    for fp, _, _ in _sources(db, chip, k, from_chips):
+        ok = [t for t in db.trials(chip_fingerprint=fp, model_sha256=model_sha256)
+              if t.feasible and t.error is None and t.latency_ms > 0 and (t.signatures or t.transforms)]  # fmt: skip
+        if ok:
+            out.append(min(ok, key=lambda t: (t.objective, t.candidate_key)))
+    return out
+
+
+def carried_best(trial: Trial, chip: Chip, graph: ModelGraph, table: CostTable) -> dict[str, OpMapping]:
+    """``trial``'s signatures (a trial of this model) on ``graph``'s ops of the same name,
+    re-legalized for ``chip`` as :func:`source_bests` does."""
+    here = {op.name: op_features(op, table) for op in graph.ops()}
+    return _relegalized(chip, graph, table, _carried(trial, graph, here, True))
 
 
 def source_bests(
