@@ -93,7 +93,7 @@ class Observed:
             if planned <= 0:
                 continue
             ratio = (t.end_ps - t.queued_ps) / PS_PER_NS / planned
-            per_volume = scale * problem.volume_scale[ran_on.get(t.producer, 0)] if problem.volume_scale else scale
+            per_volume = scale * problem.volume_scale[ran_on[t.producer]]
             lat_volume = lat / per_volume if per_volume > 0 else 0.0
             for c in t.consumers:
                 if c in task:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -195,23 +196,25 @@ class _Milp:
         problem = self.problem
         domains = sorted(set(problem.unit_domain))
         dom_slots = {d: [k for k, (u, _c) in enumerate(self.slots) if problem.unit_domain[u] == d] for d in domains}
+        # the producer's volume scale: one per domain on every bundled chip; where a domain's
+        # units differ, the least (the transfer is then never over-charged: the bound holds)
+        wide = {a: min(problem.volume_scale[u] for u, d in enumerate(problem.unit_domain) if d == a) for a in domains}
         for j in range(problem.n):
             for i, vol in problem.preds[j]:
                 row = {self.s[j]: 1.0, self.s[i]: -1.0}
                 for v, w in self.dur(i).items():
                     row[v] = row.get(v, 0.0) - w
                 if vol and len(domains) > 1:
-                    self._add_comm(row, i, j, vol, domains, dom_slots)
+                    self._add_comm(row, i, j, vol, domains, dom_slots, wide)
                 self.rows.append((row, 0.0, math.inf))
 
     def _add_comm(
-        self, row: dict[int, float], i: int, j: int, vol: float, domains: list[int], dom_slots: dict[int, list[int]]
+        self, row: dict[int, float], i: int, j: int, vol: float, domains: list[int], dom_slots: dict[int, list[int]],
+        wide: Mapping[int, float],
     ) -> None:
-        """The transfer term of edge ``i -> j`` in ``row``, with its domain indicators."""
+        """The transfer term of edge ``i -> j`` in ``row``, with its domain indicators (``wide``:
+        per domain, the volume scale of its producers)."""
         problem, x = self.problem, self.x
-        # the producer's volume scale: one per domain on every bundled chip; where a domain's
-        # units differ, the least (the transfer is then never over-charged: the bound holds)
-        wide = {a: min(problem.volume_scale[u] for u, d in enumerate(problem.unit_domain) if d == a) for a in domains}
         pair = {
             (a, b): vol * float(problem.comm_scale[a, b]) * wide[a] + float(problem.comm_lat[a, b])
             for a in domains for b in domains if a != b

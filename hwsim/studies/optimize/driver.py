@@ -478,9 +478,10 @@ def _whole_bests(s: Search) -> list[Record]:
         s.bytes_of.setdefault(applied, model.SerializeToString())
         graph, table = s.graph_and_table(applied)
         mapping = carried_best(trial, s.inputs.chip, graph, table)
-        # on the original graph against its best so far; on another, against its defaults
-        held = min([base, *(r for r in s.result.records if r.stage == "transfer" and not r.candidate.transforms)],
-                   key=Record.rank) if not applied else base  # fmt: skip
+        held = base  # on a rewritten graph: against its defaults
+        if not applied:  # on the original graph: against its best so far
+            held = min([base, *(r for r in s.result.records if r.stage == "transfer" and not r.candidate.transforms)],
+                       key=Record.rank)  # fmt: skip
         if not predicted_win(_context(s, applied), graph, mapping, held):
             continue
         raw = Candidate.of(applied, {op: m.as_dict() for op, m in mapping.items()})
