@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from cost_models.table import CostTable
     from hwsim.studies.optimize.db import Trial
 
-__all__ = ["MATCH_FEATURES", "MATCH_INTENSITY_RADIUS", "MATCH_KIND_PREFIXES", "MATCH_RADIUS", "TrialSource", "carried_best", "match_ops", "named_chips", "nearest_chips", "source_best_trials", "source_bests", "transferred"]
+__all__ = ["MATCH_FEATURES", "MATCH_INTENSITY_RADIUS", "MATCH_KIND_PREFIXES", "MATCH_RADIUS", "WHOLE_BEST_SOURCES", "TrialSource", "carried_best", "match_ops", "named_chips", "nearest_chips", "source_best_trials", "source_bests", "transferred"]
 
 #: Op features that must be equal for two ops to match across models: the op's type (category
 #: one-hot), depthwise or not, and its precision.
@@ -196,12 +196,22 @@ def _sources(db: TrialSource, chip: Chip, k: int, from_chips: Sequence[str] | No
     return nearest_chips(db, chip, k) if from_chips is None else named_chips(db, chip, from_chips)
 
 
+#: Source chips whose best trial of the model :func:`source_best_trials` gives (nearest first):
+#: more than the 3 the mappings come from. A best is simulated only where the screen backs it
+#: (:func:`hwsim.studies.optimize.driver.predicted_win`), up to
+#: :data:`~hwsim.studies.optimize.driver.TRANSFER_TRIALS`, and what pays on a chip is not always
+#: on its nearest ones: on the RK3588 family, yolov8n's best with the NPU clock at x0.75 is the
+#: best found at x1.25 (its 5th nearest chip), ``concat_fold`` and two signatures, while its 3
+#: nearest chips' bests are on the original graph and run 4-5 % slower there.
+WHOLE_BEST_SOURCES = 8
+
+
 def source_best_trials(
-    db: TrialSource, model_sha256: str, chip: Chip, k: int = 3, from_chips: Sequence[str] | None = None
+    db: TrialSource, model_sha256: str, chip: Chip, k: int = WHOLE_BEST_SOURCES, from_chips: Sequence[str] | None = None
 ) -> list[Trial]:
-    """The best trial of the same model each source chip found, graph rewrites and all
-    (:func:`transferred`'s sources, nearest first; a trial of rewrites alone counts too); a
-    chip with no useful trial of this model gives none.
+    """The best trial of the same model each of the ``k`` nearest source chips found (or each
+    of ``from_chips``, nearest first), graph rewrites and all (a trial of rewrites alone counts
+    too); a chip with no useful trial of this model gives none.
 
     Raises
     ------

@@ -16,6 +16,7 @@ from hwsim.studies.optimize.transfer import (
     MATCH_INTENSITY_RADIUS,
     match_ops,
     nearest_chips,
+    source_best_trials,
     source_bests,
     transferred,
 )
@@ -33,6 +34,23 @@ def test_nearest_chips_skip_the_chip_itself_and_sort_by_distance(experience_db: 
     assert len(near) == 3 and [d for *_, d in near] == sorted(d for *_, d in near)
     assert nearest_chips(experience_db, rk, k=1)[0][0] != make_trial(rk, {}).chip_fingerprint
     assert nearest_chips(experience_db, rk, k=0) == []
+
+
+def test_source_best_trials_reach_past_the_three_nearest_chips(experience_db: Any, make_trial: TrialFactory) -> None:
+    """Each source chip's best trial of the model, nearest first, from more chips than the 3
+    the mappings come from (on the RK3588 family the x0.75 NPU clock's best is the x1.25's, its
+    5th nearest chip); a plain trial (nothing to carry) and another model's are not taken."""
+    rk = load_chip("rk3588")
+    variants = [override(rk, [f"npu.clock_mhz={1000 * f:g}"]) for f in (0.9, 1.1, 1.25, 1.5, 2.0)]
+    for i, chip in enumerate(variants):
+        experience_db.add(make_trial(chip, {"x": {"unit": "npu"}}, latency_ms=2.0 + i))
+        experience_db.add(make_trial(chip, {}, transforms=("concat_fold",), latency_ms=1.5 + i))
+        experience_db.add(make_trial(chip, {}, latency_ms=0.5))  # the baseline: nothing to carry
+        experience_db.add(make_trial(chip, {"x": {"unit": "gpu"}}, latency_ms=0.1, model_sha256="o" * 64))
+    got = source_best_trials(experience_db, "m" * 64, rk)
+    assert [t.chip_fingerprint for t in got] == [fp for fp, _, _ in nearest_chips(experience_db, rk, k=5)]
+    assert all(t.transforms == ("concat_fold",) and t.model_sha256 == "m" * 64 for t in got)
+    assert len(got) == 5 and len(source_best_trials(experience_db, "m" * 64, rk, k=3)) == 3
 
 
 def test_transferred_same_model_by_name_relegalized(
