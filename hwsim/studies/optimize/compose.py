@@ -27,7 +27,7 @@ from hwsim.studies.optimize.stages import SignatureContext, predicted_ns, screen
 if TYPE_CHECKING:
     from graph_ir.ir import ModelGraph, Op
 
-__all__ = ["REDERIVE_MARGIN", "SCREENED_KNOBS", "UNITED_KEPT_KNOBS", "Scored", "composed", "rederived", "rerank", "score", "screen_score", "united"]
+__all__ = ["REDERIVE_MARGIN", "SCREENED_KNOBS", "UNITED_KEPT_KNOBS", "Scored", "composed", "rederived", "rerank", "screen_score", "united"]
 
 #: Knobs of a transferred signature the screen judges (:func:`~.stages.predicted_ns`: the split,
 #: the NPU's dataflow, layout and SRAM buffering), re-derived on this chip by :func:`rederived`.
@@ -58,15 +58,23 @@ def _screen_log_gain(parent_ns: float, saved_ns: float) -> float:
     return math.log(parent_ns / max(parent_ns - saved_ns, 1e-3 * parent_ns))
 
 
-def _prior_log_gain(ctx: SignatureContext, graph: ModelGraph, mapping: Mapping[str, OpMapping]) -> float | None:
-    """The prior's predicted log gain of ``mapping``: the sum over its ops (a trial's gain is
-    shared by its ops, :func:`~hwsim.studies.optimize.prior.samples_of`); None without samples."""
+def _prior_log_gains(ctx: SignatureContext, graph: ModelGraph,
+                     mappings: Sequence[Mapping[str, OpMapping]]) -> list[float | None]:  # fmt: skip
+    """The prior's predicted log gain of each of ``mappings``: the sum over its ops (a trial's
+    gain is shared by its ops, :func:`~hwsim.studies.optimize.prior.samples_of`); None without
+    samples. Each op's distinct signatures are predicted in one call."""
     if ctx.prior is None or ctx.prior.samples == 0:
-        return None
-    return sum(
-        float(ctx.prior.log_gains(op_features(graph.op(op), ctx.table), ctx.chip_features, [m])[0])
-        for op, m in sorted(mapping.items())
-    )
+        return [None] * len(mappings)
+    by_op: dict[str, dict[OpMapping, None]] = {}
+    for m in mappings:
+        for op, om in m.items():
+            by_op.setdefault(op, {})[om] = None
+    gain: dict[tuple[str, OpMapping], float] = {}
+    for op, seen in by_op.items():
+        ms = list(seen)
+        logs = ctx.prior.log_gains(op_features(graph.op(op), ctx.table), ctx.chip_features, ms)
+        gain.update(((op, om), float(g)) for om, g in zip(ms, logs, strict=True))
+    return [sum(gain[(op, om)] for op, om in sorted(m.items())) for m in mappings]
 
 
 def screen_score(ctx: SignatureContext, graph: ModelGraph, mapping: Mapping[str, OpMapping], parent_ns: float,
@@ -83,20 +91,16 @@ def screen_score(ctx: SignatureContext, graph: ModelGraph, mapping: Mapping[str,
     return _screen_log_gain(parent_ns, saved if not math.isnan(saved) else -math.inf)
 
 
-def score(ctx: SignatureContext, graph: ModelGraph, mapping: Mapping[str, OpMapping], parent_ns: float,
-          current: Mapping[str, OpMapping] | None = None) -> float:  # fmt: skip
-    """``mapping``'s predicted log gain on ``ctx.chip`` over ``current`` (default: every op's
-    default): the screen's (:func:`screen_score`), averaged with the prior's where it has
-    samples. -inf where the screen finds an op no unit runs so."""
-    screen = screen_score(ctx, graph, mapping, parent_ns, current)
-    prior = _prior_log_gain(ctx, graph, mapping)
+def _score(screen: float, prior: float | None) -> float:
+    """A mapping's predicted log gain: the screen's (:func:`screen_score`), averaged with the
+    prior's where it has samples; -inf where the screen finds an op no unit runs so."""
     return screen if prior is None or screen == -math.inf else (screen + prior) / 2
 
 
 def rerank(ctx: SignatureContext, graph: ModelGraph, mappings: Sequence[dict[str, OpMapping]],
            parent_ns: float) -> list[Scored]:  # fmt: skip
     """``mappings`` scored on this chip, the best first: by the screen's predicted gain
-    (:func:`screen_score`), the screen's and the prior's averaged (:func:`score`) breaking its
+    (:func:`screen_score`), the screen's and the prior's averaged (:func:`_score`) breaking its
     ties (fusion, which the screen does not predict); then the given order (nearer chips,
     better trials first).
 
@@ -104,7 +108,9 @@ def rerank(ctx: SignatureContext, graph: ModelGraph, mappings: Sequence[dict[str
     ops, sums its errors over a whole mapping: on mobilenetv2 it predicted a loss for each of
     the nearest chips' best 9-10-op mappings and ranked a one-op mapping first.
     """
-    scored = [Scored(m, score(ctx, graph, m, parent_ns), screen_score(ctx, graph, m, parent_ns)) for m in mappings]
+    screens = [screen_score(ctx, graph, m, parent_ns) for m in mappings]
+    priors = _prior_log_gains(ctx, graph, mappings)
+    scored = [Scored(m, _score(sc, p), sc) for m, sc, p in zip(mappings, screens, priors, strict=True)]
     order = sorted(range(len(scored)), key=lambda i: (-scored[i].screen_log_gain, -scored[i].log_gain, i))
     return [scored[i] for i in order]
 

@@ -65,12 +65,25 @@ def nearest_chips(db: TrialSource, chip: Chip, k: int = 3) -> list[tuple[str, st
     return sorted(found, key=lambda c: (c[2], c[1], c[0]))[: max(k, 0)]
 
 
-def _kind(f: Mapping[str, float]) -> tuple[tuple[str, float], ...]:
+_Kind = tuple[tuple[str, float], ...]
+
+
+def _kind(f: Mapping[str, float]) -> _Kind:
     return tuple(sorted((n, v) for n, v in f.items() if n.startswith(MATCH_KIND_PREFIXES) and v))
 
 
-def _op_distance(a: Mapping[str, float], b: Mapping[str, float]) -> float:
-    if _kind(a) != _kind(b) or abs(a.get("intensity_log2", 0.0) - b.get("intensity_log2", 0.0)) > MATCH_INTENSITY_RADIUS:
+def _by_kind(feats: Mapping[str, Mapping[str, float]]) -> dict[_Kind, list[tuple[str, Mapping[str, float]]]]:
+    """Ops by kind (:func:`_kind`), each kind's by name: an op of another kind is never a match."""
+    out: dict[_Kind, list[tuple[str, Mapping[str, float]]]] = {}
+    for name, f in sorted(feats.items()):
+        out.setdefault(_kind(f), []).append((name, f))
+    return out
+
+
+def _shape_distance(a: Mapping[str, float], b: Mapping[str, float]) -> float:
+    """The distance of two ops of one kind (:func:`_kind`): ``inf`` beyond
+    :data:`MATCH_INTENSITY_RADIUS` in intensity alone."""
+    if abs(a.get("intensity_log2", 0.0) - b.get("intensity_log2", 0.0)) > MATCH_INTENSITY_RADIUS:
         return math.inf
     return math.sqrt(sum((a.get(n, 0.0) - b.get(n, 0.0)) ** 2 for n in MATCH_FEATURES))
 
@@ -91,12 +104,21 @@ def match_ops(
     ...            "w": conv | {"intensity_log2": 7.2}})
     {'x': 'a', 'z': 'b'}
     """
+    return _matched(source, _by_kind(target))
+
+
+def _matched(source: Mapping[str, Mapping[str, float]],
+             target: Mapping[_Kind, list[tuple[str, Mapping[str, float]]]]) -> dict[str, str]:  # fmt: skip
+    """:func:`match_ops` on target ops already grouped by kind (:func:`_by_kind`)."""
+    of_kind = _by_kind(source)
     out: dict[str, str] = {}
-    for t, tf in sorted(target.items()):
-        d, s = min(((_op_distance(sf, tf), s) for s, sf in source.items()), default=(math.inf, ""))
-        if d <= MATCH_RADIUS:
-            out[t] = s
-    return out
+    for kind, targets in target.items():
+        pool = of_kind.get(kind, ())
+        for t, tf in targets if pool else ():
+            d, s = min((_shape_distance(sf, tf), s) for s, sf in pool)
+            if d <= MATCH_RADIUS:
+                out[t] = s
+    return dict(sorted(out.items()))
 
 
 def _ranked(trials: Sequence[Trial], model_sha256: str) -> list[Trial]:
@@ -110,33 +132,43 @@ def _ranked(trials: Sequence[Trial], model_sha256: str) -> list[Trial]:
     return same + other
 
 
-def _carried(trial: Trial, graph: ModelGraph, here: Mapping[str, Mapping[str, float]],
-             same_model: bool) -> dict[str, tuple[str, Mapping[str, object]]]:  # fmt: skip
+def _carried(trial: Trial, graph: ModelGraph, here: Mapping[str, Mapping[str, float]], same_model: bool,
+             kinds: Mapping[_Kind, list[tuple[str, Mapping[str, float]]]] | None = None,
+             ) -> dict[str, tuple[str, Mapping[str, object]]]:  # fmt: skip
     """``trial``'s signatures on ``graph``'s ops, as target op -> (source op, signature): by op
-    name for the same model, else by op features (:func:`match_ops`)."""
+    name for the same model, else by op features (:func:`match_ops`; ``kinds``: ``here`` by
+    kind, :func:`_by_kind`, made once for many trials)."""
     if same_model:
         return {op: (op, sig) for op, sig in trial.signatures.items() if op in here}
     source = {op: trial.op_features.get(op, {}) for op in trial.signatures}
-    return {t: (s, trial.signatures[s]) for t, s in match_ops(source, here).items()}
+    return {t: (s, trial.signatures[s]) for t, s in _matched(source, _by_kind(here) if kinds is None else kinds).items()}
 
 
 def _relegalized(chip: Chip, graph: ModelGraph, table: CostTable,
-                 carried: Mapping[str, tuple[str, Mapping[str, object]]]) -> dict[str, OpMapping]:  # fmt: skip
+                 carried: Mapping[str, tuple[str, Mapping[str, object]]],
+                 memo: dict[tuple[str, OpMapping], float] | None = None) -> dict[str, OpMapping]:  # fmt: skip
     """``carried`` re-legalized for ``chip`` (:func:`cost_models.mapping.legalize`), all-default
     ones dropped; a source op's signature carried to several ops (another model's op matched
     by features) is kept only on those where this chip's screen
-    (:func:`~hwsim.studies.optimize.stages.predicted_ns`) predicts it no slower than the default."""
+    (:func:`~hwsim.studies.optimize.stages.predicted_ns`) predicts it no slower than the default
+    (``memo``: the screen's times by op and mapping, kept over many calls)."""
     from cost_models.mapping import OpMapping, legalize  # at call time: only transfer needs it
     from hwsim.studies.optimize.stages import predicted_ns
+
+    memo = {} if memo is None else memo
+
+    def screened_ns(name: str, m: OpMapping) -> float:
+        if (name, m) not in memo:
+            memo[(name, m)] = predicted_ns(graph.op(name), chip, table, m)
+        return memo[(name, m)]
 
     served = Counter(src for src, _ in carried.values())
     out: dict[str, OpMapping] = {}
     for name, (src, sig) in sorted(carried.items()):
-        op = graph.op(name)
-        m = legalize(op, chip, table, OpMapping.from_dict(sig))
+        m = legalize(graph.op(name), chip, table, OpMapping.from_dict(sig))
         if m.is_default():
             continue
-        if served[src] > 1 and predicted_ns(op, chip, table, m) > predicted_ns(op, chip, table, OpMapping()):
+        if served[src] > 1 and screened_ns(name, m) > screened_ns(name, OpMapping()):
             continue
         out[name] = m
     return out
@@ -177,12 +209,14 @@ def transferred(
         A name of ``from_chips`` no chip of ``db`` has.
     """
     here = {op.name: op_features(op, table) for op in graph.ops()}
+    kinds = _by_kind(here)  # made once for every trial
+    memo: dict[tuple[str, OpMapping], float] = {}
     out: list[dict[str, OpMapping]] = []
     seen: set[str] = set()
     for fp, _, _ in _sources(db, chip, k, from_chips):
         for trial in _ranked(db.trials(chip_fingerprint=fp), model_sha256):
-            carried = _carried(trial, graph, here, trial.model_sha256 == model_sha256)
-            cand = _relegalized(chip, graph, table, carried)
+            carried = _carried(trial, graph, here, trial.model_sha256 == model_sha256, kinds)
+            cand = _relegalized(chip, graph, table, carried, memo)
             key = json.dumps({n: m.as_dict() for n, m in cand.items()}, sort_keys=True)
             if cand and key not in seen:
                 seen.add(key)

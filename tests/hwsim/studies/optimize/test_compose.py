@@ -96,6 +96,26 @@ def test_rerank_averages_in_the_prior(ctx: SignatureContext, yolov8n: ModelGraph
     assert got[0].log_gain > rerank(ctx, yolov8n, [b], PARENT_NS)[0].log_gain
 
 
+def test_rerank_scores_each_mapping_of_a_batch_as_it_would_alone(ctx: SignatureContext, yolov8n: ModelGraph) -> None:
+    """The prior predicts each op's distinct signatures of a batch in one call: every mapping's
+    score is the one it gets reranked alone, shared ops and signatures included."""
+    from dataclasses import replace
+
+    from hwsim.studies.optimize.features import op_features
+
+    ops = _convs(yolov8n)[3:6]
+    rng = random.Random(7)
+    samples = [Sample(op_features(o, ctx.table), ctx.chip_features, {"unit": u, "cores": c}, rng.uniform(-1, 1))
+               for o in ops for u in ("npu", "gpu", "cpu_big") for c in (1, 2, 3)]  # fmt: skip
+    learned = replace(ctx, prior=Prior.fit_samples(samples, k=3))
+    maps = [{o.name: OpMapping(unit=rng.choice(("npu", "gpu")), cores=rng.choice((1, 3))) for o in rng.sample(ops, 2)}
+            for _ in range(8)]  # fmt: skip
+    batch = {repr(s.mapping): s.log_gain for s in rerank(learned, yolov8n, maps, PARENT_NS)}
+    for m in maps:
+        assert batch[repr(m)] == pytest.approx(rerank(learned, yolov8n, [m], PARENT_NS)[0].log_gain, rel=1e-9, abs=1e-12)
+    assert len(set(batch.values())) > 1  # the prior tells them apart
+
+
 def test_the_default_is_a_candidate_only_for_a_mapped_op(ctx: SignatureContext, yolov8n: ModelGraph) -> None:
     op = _convs(yolov8n)[3]
     assert all(not m.is_default() for m in signature_pool(random.Random(0), op, ctx, {}))

@@ -6,6 +6,8 @@ import types
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chips import load_chip, override
 from cost_models.table import cost_table
@@ -13,7 +15,9 @@ from graph_ir.ir import ModelGraph
 from hwsim.studies.optimize.db import DbError
 from hwsim.studies.optimize.stages import predicted_ns
 from hwsim.studies.optimize.transfer import (
+    MATCH_FEATURES,
     MATCH_INTENSITY_RADIUS,
+    MATCH_RADIUS,
     match_ops,
     nearest_chips,
     source_best_trials,
@@ -51,6 +55,37 @@ def test_source_best_trials_reach_past_the_three_nearest_chips(experience_db: An
     assert [t.chip_fingerprint for t in got] == [fp for fp, _, _ in nearest_chips(experience_db, rk, k=5)]
     assert all(t.transforms == ("concat_fold",) and t.model_sha256 == "m" * 64 for t in got)
     assert len(got) == 5 and len(source_best_trials(experience_db, "m" * 64, rk, k=3)) == 3
+
+
+_FEATS = st.fixed_dictionaries(
+    {"cat.conv": st.sampled_from([0.0, 1.0]), "depthwise": st.sampled_from([0.0, 1.0])},
+    optional={n: st.floats(0.0, 8.0).map(lambda x: round(x, 1)) for n in MATCH_FEATURES},
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.sampled_from("abcdef"), _FEATS, max_size=6),
+       st.dictionaries(st.sampled_from("uvwxyz"), _FEATS, max_size=6))  # fmt: skip
+def test_match_ops_takes_the_nearest_op_of_the_same_kind(source: dict[str, Any], target: dict[str, Any]) -> None:
+    """Each target op's match is, of the source ops of its kind within the intensity radius,
+    the nearest by shape and intensity (ties by name), where within the radius; no other op is
+    matched (the definition, checked against every pair)."""
+    import math
+
+    def kind(f: dict[str, float]) -> tuple[float, float]:
+        return (f["cat.conv"], f["depthwise"])
+
+    def dist(a: dict[str, float], b: dict[str, float]) -> float:
+        if kind(a) != kind(b) or abs(a.get("intensity_log2", 0.0) - b.get("intensity_log2", 0.0)) > MATCH_INTENSITY_RADIUS:
+            return math.inf
+        return math.sqrt(sum((a.get(n, 0.0) - b.get(n, 0.0)) ** 2 for n in MATCH_FEATURES))
+
+    want = {}
+    for t, tf in target.items():
+        d, s = min(((dist(sf, tf), s) for s, sf in source.items()), default=(math.inf, ""))
+        if d <= MATCH_RADIUS:
+            want[t] = s
+    assert match_ops(source, target) == want
 
 
 def test_transferred_same_model_by_name_relegalized(
