@@ -177,8 +177,14 @@ class Prior:
 
     @classmethod
     def fit(cls, trials: Sequence[Trial], *, alpha: float = 0.01, k: int = 3, blend: float = 1.0) -> Prior:
-        """Train on the trials of stages :data:`STAGES` (see :func:`samples_of`); 0 trials is fine."""
-        return cls.fit_samples(samples_of(trials), alpha=alpha, k=k, blend=blend)
+        """Train on the trials of stages :data:`STAGES` (see :func:`samples_of`); 0 trials is fine.
+
+        The trials are taken in one order whatever order they come in (by chip, model and
+        candidate: what identifies a trial in a database), so the same trials give the same
+        prior: the order a database holds them in is the order parallel workers finished them,
+        and the nearest-neighbour part breaks ties between samples by their order."""
+        canonical = sorted(trials, key=lambda t: (t.chip_fingerprint, t.model_sha256, t.candidate_key, t.stage))
+        return cls.fit_samples(samples_of(canonical), alpha=alpha, k=k, blend=blend)
 
     @classmethod
     def fit_samples(cls, samples: Sequence[Sample], *, alpha: float = 0.01, k: int = 3, blend: float = 1.0) -> Prior:

@@ -127,7 +127,7 @@ def _ranked(trials: Sequence[Trial], model_sha256: str) -> list[Trial]:
     same = sorted((t for t in ok if t.model_sha256 == model_sha256), key=lambda t: (t.objective, t.candidate_key))
     other = sorted(
         (t for t in ok if t.model_sha256 != model_sha256),
-        key=lambda t: (-t.parent_latency_ms / t.latency_ms, t.candidate_key),
+        key=lambda t: (-t.parent_latency_ms / t.latency_ms, t.candidate_key, t.model_sha256),  # keys repeat across models
     )
     return same + other
 

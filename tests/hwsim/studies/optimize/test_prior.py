@@ -99,3 +99,25 @@ def test_a_measurement_corrects_the_prediction(make_trial: TrialFactory) -> None
     assert Prior.fit(trials).expected_gain(CONV, trials[1].chip_features, NPU) < 1.0
     # without the parent's measurement, the chip's median measured/predicted ratio (4) scales it
     assert [round(math.exp(s.log_gain), 6) for s in samples_of(trials[1:])] == [2.0] * 3
+
+
+@given(st.randoms(use_true_random=False))
+@settings(max_examples=10, deadline=None)
+def test_the_same_trials_in_any_order_give_the_same_prior(rnd: Any) -> None:
+    """A database holds a search's trials in the order its workers finished them: the prior
+    (ridge and nearest neighbours, whose ties go by sample order) must not depend on it. The
+    trials here tie: one op and signature at one gain twice, at another once."""
+    from hwsim.studies.optimize.db import Trial
+
+    def make(sig: dict[str, object], key: str, gain: float) -> Trial:
+        return Trial(chip_fingerprint="f", chip_name="rk3588", chip_features=RK, model_sha256="m", model_name="m",
+                     graph_features={}, search_id="s", stage="kernel", candidate_key=key, transforms=(),
+                     signatures={"c": sig}, op_features={"c": CONV}, objective=10.0 / gain, latency_ms=10.0 / gain,
+                     energy_mj=0.0, peak_memory_bytes=0, parent_latency_ms=10.0, feasible=True)  # fmt: skip
+
+    trials = [make(NPU, "a", 4.0), make(NPU, "b", 4.0), make(NPU, "c", 0.5), make(CPU, "d", 0.5), make(CPU, "e", 2.0)]
+    shuffled = list(trials)
+    rnd.shuffle(shuffled)
+    for k in (1, 2, 3):
+        want = Prior.fit(trials, k=k).log_gains(CONV, RK, [NPU, CPU])
+        assert Prior.fit(shuffled, k=k).log_gains(CONV, RK, [NPU, CPU]).tolist() == want.tolist()
