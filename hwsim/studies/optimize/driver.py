@@ -475,7 +475,8 @@ def _whole_bests(s: Search) -> list[Record]:
         if len(out) >= TRANSFER_TRIALS or s.budget.kernel_left(1) < 1 or transfer_refuted(s.result.records):
             break
         applied, model = apply_transforms(s.inputs.model, s.inputs.chip, [t for t in trial.transforms if t in allowed], cache)
-        s.bytes_of.setdefault(applied, model.SerializeToString())
+        if applied not in s.bytes_of:  # the original graph's, or one stage 1 proposed, are known
+            s.bytes_of[applied] = model.SerializeToString()
         graph, table = s.graph_and_table(applied)
         mapping = carried_best(trial, s.inputs.chip, graph, table)
         held = base  # on a rewritten graph: against its defaults
