@@ -27,6 +27,7 @@ from hwsim.studies.optimize.stages import (
 )
 from hwsim.studies.optimize.transfer import (
     carried_best,
+    consensus,
     source_best_trials,
     source_bests,
     transferred,
@@ -35,6 +36,7 @@ from hwsim.studies.optimize.transfer import (
 if TYPE_CHECKING:
     import onnx
 
+    from cost_models.table import CostTable
     from graph_ir.ir import ModelGraph
 
 __all__ = ["BEAM_WIDTH", "KERNEL_GRAPHS", "TRANSFER_TRIALS", "combined_signatures", "kernel_graphs", "op_time_ns", "predicted_win", "ranked_transfer", "refine_first", "run_search", "transfer_bests", "transfer_first", "transfer_refuted"]
@@ -453,37 +455,38 @@ def transfer_first(s: Search) -> None:
 
 
 def _whole_bests(s: Search) -> list[Record]:
-    """Each source chip's best trial of this model (nearest first,
-    :func:`~hwsim.studies.optimize.transfer.source_best_trials`) as it was found: its graph
-    rewrites (those of the search file, where they apply here) and its signatures re-legalized
-    for this chip, each simulated only where the screen backs its signatures (:func:`predicted_win`:
-    on the original graph against the best of it so far, on a rewritten one against its
-    defaults), up to :data:`TRANSFER_TRIALS` and none once every transferred trial so far lost
-    to its parent (:func:`transfer_refuted`). The bests made one
+    """What the source chips' best trials of this model agree on (:func:`~hwsim.studies.optimize.
+    transfer.consensus`), then each of those bests (nearest first,
+    :func:`~hwsim.studies.optimize.transfer.source_best_trials`) as it was found: graph rewrites
+    (those of the search file, where they apply here) and signatures re-legalized for this chip,
+    each simulated only where the screen backs its signatures (:func:`predicted_win`: a best on
+    the original graph against the best of it so far, one on a rewritten graph and the consensus
+    against their defaults), up to :data:`TRANSFER_TRIALS` and none once every transferred trial
+    so far lost to its parent (:func:`transfer_refuted`). The bests made one
     (:func:`ranked_transfer`) sit on the original graph: on the RK3588 family a source whose
-    best was on ``concat_fold`` carried its gain to the target only with it."""
-    from hwsim.studies.optimize.evaluate import apply_transforms
+    best was on ``concat_fold`` carried its gain to the target only with it.
 
+    The consensus is judged against the defaults, not against the bests made one: it keeps a
+    subset of their knobs, and the screen, which prices each op alone and adds them up, counts
+    every knob dropped as a loss (yolov8n with two NPU cores: the bests made one ran 11.220 ms,
+    the consensus 10.980, the cold search's best)."""
     names = s.inputs.transfer_from
-    allowed = set(s.inputs.config.stage_graph.transforms)
     base = s.result.baseline
     done = {r.candidate.key for r in s.result.records}
     cache: dict[tuple[str, ...], onnx.ModelProto] = {}
     out: list[Record] = []
     bests = source_best_trials(s.db, s.inputs.model_sha256, s.inputs.chip, from_chips=None if names == ("auto",) else names)
-    for trial in bests:
+    found = [(*consensus(bests), True), *((t.transforms, t.signatures, False) for t in bests)]
+    for transforms, signatures, against_defaults in found:
         if len(out) >= TRANSFER_TRIALS or s.budget.kernel_left(1) < 1 or transfer_refuted(s.result.records):
             break
-        applied, model = apply_transforms(s.inputs.model, s.inputs.chip, [t for t in trial.transforms if t in allowed], cache)
-        if applied not in s.bytes_of:  # the original graph's, or one stage 1 proposed, are known
-            s.bytes_of[applied] = model.SerializeToString()
-        graph, table = s.graph_and_table(applied)
-        mapping = carried_best(trial, s.inputs.chip, graph, table)
-        held = base  # on a rewritten graph: against its defaults
-        if not applied:  # on the original graph: against its best so far
+        applied, graph, table = _rewritten(s, transforms, cache)
+        mapping = carried_best(signatures, s.inputs.chip, graph, table)
+        held = base  # on a rewritten graph, or the consensus: against its defaults
+        if not applied and not against_defaults:  # on the original graph: against its best so far
             held = min([base, *(r for r in s.result.records if r.stage == "transfer" and not r.candidate.transforms)],
                        key=Record.rank)  # fmt: skip
-        if not predicted_win(_context(s, applied), graph, mapping, held):
+        if not mapping or not predicted_win(_context(s, applied), graph, mapping, held):
             continue
         raw = Candidate.of(applied, {op: m.as_dict() for op, m in mapping.items()})
         c = raw if applied else _to_simulate(s, raw, base)
@@ -492,6 +495,21 @@ def _whole_bests(s: Search) -> list[Record]:
         done.add(c.key)
         out += s.run_round("transfer", [c], base.outcome.latency_ms, frozenset({c.key}))
     return out
+
+
+def _rewritten(s: Search, transforms: Sequence[str], cache: dict[tuple[str, ...], onnx.ModelProto],
+               ) -> tuple[tuple[str, ...], ModelGraph, CostTable]:  # fmt: skip
+    """The search file's ``transforms`` applied where they apply here, as ``(applied, graph,
+    table)`` (``cache``: :func:`~hwsim.studies.optimize.evaluate.apply_transforms`'); the
+    rewritten model's bytes kept for the trials (``Search.bytes_of``)."""
+    from hwsim.studies.optimize.evaluate import apply_transforms
+
+    allowed = set(s.inputs.config.stage_graph.transforms)
+    applied, model = apply_transforms(s.inputs.model, s.inputs.chip, [t for t in transforms if t in allowed], cache)
+    if applied not in s.bytes_of:  # the original graph's, or one stage 1 proposed, are known
+        s.bytes_of[applied] = model.SerializeToString()
+    graph, table = s.graph_and_table(applied)
+    return applied, graph, table
 
 
 def transfer_mappings(s: Search, start: Record) -> list[dict[str, OpMapping]]:

@@ -242,3 +242,55 @@ def test_with_transfer_a_source_s_best_on_a_rewritten_graph_is_tried_with_its_re
     assert rows[whole[0]]["signatures"] == sigs and rows[whole[0]]["transferred"]
     assert all(r["stage"] in ("baseline", "transfer") for r in rows[: whole[0]])  # before stage 1
     assert rows[whole[0]]["latency_ms"] < rows[0]["latency_ms"]
+
+
+#: The best trial of yolov8n each RK3588 family member's cold search found (``bench_transfer.py
+#: --budget 40 --seed 0``): (overrides, rewrites, signatures, latency, baseline) in ms.
+_YOLO_BESTS: list[tuple[list[str], tuple[str, ...], dict[str, dict[str, object]], float, float]] = [
+    ([], (), {"/model.0/conv/Conv": {"layout": "im2col"}, "/model.18/cv2/conv/Conv": {"cores": 3, "unit": "npu"},
+              "/model.19/conv/Conv": {"tile": "single"},
+              "/model.7/conv/Conv": {"cores": 3, "dataflow": "os", "unit": "npu"}}, 10.573, 10.818),
+    (["npu.clock_mhz=750"], ("concat_fold",), {"/model.0/conv/Conv": {"cores": 2, "layout": "im2col", "unit": "npu"},
+                                               "/model.7/conv/Conv": {"cores": 3, "dataflow": "os", "unit": "npu"}},
+     10.931, 11.655),
+    (["npu.clock_mhz=1250"], ("concat_fold",), {"/model.0/conv/Conv": {"layout": "im2col"},
+                                                "/model.7/conv/Conv": {"cores": 3, "dataflow": "os", "unit": "npu"}},
+     10.089, 10.5),
+    (["npu.sram_kib=192"], (), {"/model.0/conv/Conv": {"layout": "im2col"}, "/model.18/cv2/conv/Conv": {"cores": 3, "unit": "npu"},
+                                "/model.19/conv/Conv": {"tile": "single"},
+                                "/model.7/conv/Conv": {"cores": 3, "dataflow": "os", "unit": "npu"}}, 10.579, 10.822),
+    (["npu.sram_kib=768"], (), {"/model.0/conv/Conv": {"layout": "im2col"}, "/model.14/Concat": {"cores": 1, "unit": "npu"},
+                                "/model.18/cv2/conv/Conv": {"cores": 3, "unit": "npu"},
+                                "/model.7/conv/Conv": {"cores": 3, "dataflow": "os", "unit": "npu"}}, 10.582, 10.815),
+    (["dram.bandwidth_gbps=17.05"], ("concat_fold",), {"/model.0/conv/Conv": {"layout": "im2col"},
+                                                       "/model.1/conv/Conv": {"cores": 2, "unit": "npu"}}, 12.808, 13.249),
+]  # fmt: skip
+
+
+def test_with_transfer_what_most_sources_chose_is_tried_after_their_bests_made_one(tmp_path: Path) -> None:
+    """Six RK3588 family members' bests of yolov8n all put the stem conv in ``im2col`` layout,
+    five split ``model.7`` over the NPU's cores as ``os``; the rest each chip chose alone. On
+    two NPU cores their consensus, on the original graph (half of them ran on ``concat_fold``:
+    not more than half), is trial 2, right after the bests made one, and runs faster than
+    them: the screen, adding up ops priced alone, would have judged it slower than those."""
+    from hwsim.report.provenance import file_sha256
+    from tests.hwsim.studies.optimize.conftest import build_trial
+
+    yolo = ROOT / "examples" / "models" / "yolov8n.onnx"
+    rk = load_chip("rk3588")
+    db = ExperienceDB.open(tmp_path / "e.sqlite")
+    for sets, transforms, sigs, best, base in _YOLO_BESTS:
+        db.add(build_trial(override(rk, sets), sigs, transforms=transforms, model_sha256=file_sha256(yolo),
+                           latency_ms=best, parent_latency_ms=base))  # fmt: skip
+    db.close()
+    chip_file = tmp_path / "rk3588_npu2.yaml"
+    chip_file.write_text(yaml.safe_dump(override(rk, ["npu.cores=2"]).model_dump(mode="json", exclude_none=True)))
+    _optimize(tmp_path, str(chip_file), tmp_path / "e.sqlite", "out", "--budget", "3", "--transfer-from", "auto",
+              model=str(yolo))  # fmt: skip
+    rows = _log(tmp_path / "out")
+    assert [r["stage"] for r in rows] == ["baseline", "transfer", "transfer"]
+    assert rows[2]["transforms"] == [] and rows[2]["signatures"] == {
+        "/model.0/conv/Conv": {"layout": "im2col"}, "/model.7/conv/Conv": {"cores": 2, "dataflow": "os", "unit": "npu"},
+    }  # fmt: skip
+    assert len(rows[1]["signatures"]) > 2  # type: ignore[arg-type]
+    assert rows[2]["latency_ms"] < rows[1]["latency_ms"] < rows[0]["latency_ms"]  # type: ignore[operator]

@@ -18,6 +18,7 @@ from hwsim.studies.optimize.transfer import (
     MATCH_FEATURES,
     MATCH_INTENSITY_RADIUS,
     MATCH_RADIUS,
+    consensus,
     match_ops,
     nearest_chips,
     source_best_trials,
@@ -55,6 +56,45 @@ def test_source_best_trials_reach_past_the_three_nearest_chips(experience_db: An
     assert [t.chip_fingerprint for t in got] == [fp for fp, _, _ in nearest_chips(experience_db, rk, k=5)]
     assert all(t.transforms == ("concat_fold",) and t.model_sha256 == "m" * 64 for t in got)
     assert len(got) == 5 and len(source_best_trials(experience_db, "m" * 64, rk, k=3)) == 3
+
+
+def test_consensus_keeps_what_more_than_half_of_the_bests_chose(make_trial: TrialFactory) -> None:
+    rk = load_chip("rk3588")
+    bests = [
+        make_trial(rk, {"a": {"layout": "im2col", "unit": "npu"}, "b": {"cores": 3}}, transforms=("concat_fold",)),
+        make_trial(rk, {"a": {"layout": "im2col"}, "b": {"cores": 3, "dataflow": "os"}}),
+        make_trial(rk, {"a": {"layout": "im2col", "cores": 2}, "c": {"tile": "single"}}, transforms=("concat_fold",)),
+    ]
+    assert consensus(bests) == (("concat_fold",), {"a": {"layout": "im2col"}, "b": {"cores": 3}})
+    # a half is not more than half: neither graph, nor the unit or dataflow one of two chose
+    assert consensus(bests[:2]) == ((), {"a": {"layout": "im2col"}, "b": {"cores": 3}})
+    assert consensus(bests[:1]) == ((), {}) and consensus([]) == ((), {})
+
+
+_KNOBS = st.dictionaries(st.sampled_from(["unit", "cores", "layout"]), st.sampled_from(["npu", "cpu", 1, 2]), max_size=3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([(), ("concat_fold",), ("fold_bn", "concat_fold")]),
+                          st.dictionaries(st.sampled_from("xyz"), _KNOBS, max_size=3)), max_size=6))  # fmt: skip
+def test_consensus_is_each_knob_value_set_by_more_than_half(found: list[tuple[tuple[str, ...], dict[str, Any]]]) -> None:
+    """The definition, checked knob by knob against a count over the bests: a value is in the
+    consensus exactly where more than half of two or more bests set that op's knob to it; the
+    rewrites are those more than half ran on, else none."""
+    from tests.hwsim.studies.optimize.conftest import build_trial
+
+    rk = load_chip("rk3588")
+    bests = [build_trial(rk, sigs, transforms=tr, candidate_key=str(i)) for i, (tr, sigs) in enumerate(found)]
+    transforms, agreed = consensus(bests)
+    n = len(bests)
+    for op in "xyz":
+        for knob in ("unit", "cores", "layout"):
+            for value in ("npu", "cpu", 1, 2):
+                count = sum(1 for _, sigs in found if knob in sigs.get(op, {}) and sigs[op][knob] == value
+                            and type(sigs[op][knob]) is type(value))  # fmt: skip
+                assert (agreed.get(op, {}).get(knob, object()) == value) == (n >= 2 and 2 * count > n)
+    majority = [tr for tr in {tr for tr, _ in found} if 2 * sum(1 for t, _ in found if t == tr) > n]
+    assert transforms == (majority[0] if majority and n >= 2 else ())
 
 
 _FEATS = st.fixed_dictionaries(
