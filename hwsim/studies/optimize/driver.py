@@ -38,8 +38,9 @@ if TYPE_CHECKING:
 
     from cost_models.table import CostTable
     from graph_ir.ir import ModelGraph
+    from hwsim.studies.optimize.db import Trial
 
-__all__ = ["BEAM_WIDTH", "KERNEL_GRAPHS", "TRANSFER_TRIALS", "combined_signatures", "kernel_graphs", "op_time_ns", "predicted_win", "ranked_transfer", "refine_first", "run_search", "transfer_bests", "transfer_first", "transfer_refuted"]
+__all__ = ["BEAM_WIDTH", "KERNEL_GRAPHS", "TRANSFER_TRIALS", "combined_signatures", "kernel_graphs", "op_time_ns", "predicted_win", "prior_trials", "ranked_transfer", "refine_first", "run_search", "transfer_bests", "transfer_first", "transfer_refuted"]
 
 log = logging.getLogger("hwsim")
 
@@ -411,7 +412,7 @@ def run_search(s: Search) -> SearchResult:
     cfg = s.inputs.config
     try:
         s.run_round("baseline", [Candidate()], 0.0)
-        s.prior = Prior.fit([t for t in s.db.trials(chip_fingerprint=None) if t.search_id != s.search_id])
+        s.prior = Prior.fit(prior_trials(s))
         transfer_first(s)
         graphs = kernel_graphs(s, graph_stage(s))
         kernel_total = cfg.stage_kernel.k * cfg.stage_kernel.trials_per_op
@@ -428,6 +429,20 @@ def run_search(s: Search) -> SearchResult:
         s.result.notes.append(f"interrupted after {len(s.result.records)} trials: the best found so far is kept")
     s.result.beam = _best_distinct(s.result.records, BEAM_WIDTH)
     return s.result
+
+
+def prior_trials(s: Search) -> list[Trial]:
+    """What the learned prior learns from: the earlier searches' trials of this model, on every
+    chip of the database. Other models' trials still give transfer its candidates (ops matched by
+    their features, :func:`~hwsim.studies.optimize.transfer.transferred`), but do not rank this
+    search's own: on the RK3588 family a prior fitted on two other models' searches made the
+    third's stage 2 queues worse than the screen alone (``bench_transfer.py``'s cross-model rows,
+    budget 40: without it 4 -> 6 of 6 targets reached, yolov8n and MobileNetV2 with NPU SRAM x0.5
+    from not reached in 40 to 23 and 10 trials, ResNet-18 24 -> 11; held out, yolov5n, ResNet50-v2,
+    SqueezeNet and MobileNetV1, 1.54x -> 1.89x, four rows sooner, MobileNetV1 NPU SRAM x0.5 23 -> 7,
+    none later). On the same model's searches the prior is as before (and with no prior at all the
+    six yolov8n same-model rows take the same trials)."""
+    return [t for t in s.db.trials(model_sha256=s.inputs.model_sha256) if t.search_id != s.search_id]
 
 
 def transfer_first(s: Search) -> None:

@@ -238,3 +238,21 @@ def test_source_bests_one_best_mapping_of_this_model_per_source_chip_nearest_fir
                    {b: OpMapping(unit="npu", tile="single")}]  # fmt: skip
     assert source_bests(experience_db, slow, yolov8n, table, "m" * 64, from_chips=["rk3588"])[0] == got[0]
     assert source_bests(experience_db, slow, yolov8n, table, "x" * 64) == []
+
+
+def test_the_prior_learns_from_this_model_s_earlier_trials_only(experience_db: Any, make_trial: TrialFactory) -> None:
+    """Other models' trials give transfer candidates but do not teach the prior that ranks this
+    search's own (on the RK3588 family they made a third model's queues worse than the screen
+    alone); this model's trials on every chip do, but not the running search's own."""
+    from hwsim.studies.optimize.driver import prior_trials
+
+    rk = load_chip("rk3588")
+    fast = override(rk, ["npu.clock_mhz=1250"])
+    kept = [make_trial(rk, {"x": {"unit": "npu"}}, search_id="a"), make_trial(fast, {"x": {"unit": "cpu"}}, search_id="b")]
+    for t in kept:
+        experience_db.add(t)
+    experience_db.add(make_trial(fast, {"x": {"unit": "gpu"}}, search_id="c", model_sha256="o" * 64))
+    experience_db.add(make_trial(rk, {"y": {"unit": "gpu"}}, search_id="now"))
+    s = types.SimpleNamespace(db=experience_db, inputs=types.SimpleNamespace(model_sha256="m" * 64), search_id="now")
+    got = prior_trials(s)  # type: ignore[arg-type]
+    assert sorted(t.candidate_key for t in got) == sorted(t.candidate_key for t in kept)
