@@ -515,8 +515,9 @@ def _whole_bests(s: Search) -> list[Record]:
 def _rewritten(s: Search, transforms: Sequence[str], cache: dict[tuple[str, ...], onnx.ModelProto],
                ) -> tuple[tuple[str, ...], ModelGraph, CostTable]:  # fmt: skip
     """The search file's ``transforms`` applied where they apply here, as ``(applied, graph,
-    table)`` (``cache``: :func:`~hwsim.studies.optimize.evaluate.apply_transforms`'); the
-    rewritten model's bytes kept for the trials (``Search.bytes_of``)."""
+    table)``, ``cache`` the rewritten models
+    (:func:`~hwsim.studies.optimize.evaluate.apply_transforms`); the rewritten model's bytes kept
+    for the trials (``Search.bytes_of``)."""
     from hwsim.studies.optimize.evaluate import apply_transforms
 
     allowed = set(s.inputs.config.stage_graph.transforms)

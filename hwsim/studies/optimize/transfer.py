@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from chips.schema import Chip
@@ -139,9 +139,16 @@ def _carried(trial: Trial, graph: ModelGraph, here: Mapping[str, Mapping[str, fl
     name for the same model, else by op features (:func:`match_ops`; ``kinds``: ``here`` by
     kind, :func:`_by_kind`, made once for many trials)."""
     if same_model:
-        return {op: (op, sig) for op, sig in trial.signatures.items() if op in here}
+        return _by_name(trial.signatures, here)
     source = {op: trial.op_features.get(op, {}) for op in trial.signatures}
     return {t: (s, trial.signatures[s]) for t, s in _matched(source, _by_kind(here) if kinds is None else kinds).items()}
+
+
+def _by_name(signatures: Mapping[str, Mapping[str, object]],
+             names: Container[str]) -> dict[str, tuple[str, Mapping[str, object]]]:  # fmt: skip
+    """A trial of the same model's ``signatures`` on the ops of ``names`` it names, as target op ->
+    (source op, signature)."""
+    return {op: (op, sig) for op, sig in signatures.items() if op in names}
 
 
 def _relegalized(chip: Chip, graph: ModelGraph, table: CostTable,
@@ -265,8 +272,7 @@ def carried_best(signatures: Mapping[str, Mapping[str, object]], chip: Chip, gra
                  table: CostTable) -> dict[str, OpMapping]:  # fmt: skip
     """``signatures`` (of a trial of this model, or :func:`consensus`'s) on ``graph``'s ops of the
     same name, re-legalized for ``chip`` as :func:`source_bests` does."""
-    here = {op.name: op_features(op, table) for op in graph.ops()}
-    return _relegalized(chip, graph, table, {op: (op, sig) for op, sig in signatures.items() if op in here})
+    return _relegalized(chip, graph, table, _by_name(signatures, set(graph.order)))
 
 
 def consensus(bests: Sequence[Trial]) -> tuple[tuple[str, ...], dict[str, dict[str, object]]]:
@@ -312,11 +318,11 @@ def source_bests(
     hwsim.studies.optimize.db.DbError
         A name of ``from_chips`` no chip of ``db`` has.
     """
-    here = {op.name: op_features(op, table) for op in graph.ops()}
+    names = set(graph.order)
     out: list[dict[str, OpMapping]] = []
     for fp, _, _ in _sources(db, chip, k, from_chips):
         for trial in _ranked(db.trials(chip_fingerprint=fp, model_sha256=model_sha256), model_sha256):
-            cand = _relegalized(chip, graph, table, _carried(trial, graph, here, True))
+            cand = _relegalized(chip, graph, table, _by_name(trial.signatures, names))
             if cand:
                 out.append(cand)
                 break
