@@ -177,7 +177,7 @@ class Constraint:
         return value - self.bound if self.op in ("<=", "<") else self.bound - value
 
 
-def parse_constraint(objective: str, text: str) -> Constraint:
+def parse_constraint(objective: str, text: str | float) -> Constraint:
     """Read ``"<= 30"`` for ``objective``.
 
     Raises
@@ -192,7 +192,9 @@ def parse_constraint(objective: str, text: str) -> Constraint:
     except ValueError:
         bound = math.nan
     if op is None or not math.isfinite(bound):
-        raise SweepError(f"constraints.{objective}: {text!r}: expected '<= N', '>= N', '< N' or '> N'")
+        raise SweepError(
+            f"constraints.{objective}: {text!r}: expected a quoted condition: '<= N', '>= N', '< N' or '> N'"
+        )
     return Constraint(objective, op, bound)
 
 
@@ -208,7 +210,7 @@ class SweepSpec(BaseModel):
     chips: tuple[str, ...] = Field(min_length=1)
     grid: dict[str, tuple[GridValue, ...]]
     objectives: tuple[str, ...] = Field(min_length=1)
-    constraints: dict[str, str] = Field(default_factory=dict)
+    constraints: dict[str, str | int | float] = Field(default_factory=dict)  # a bare number: parse_constraint says why not
 
     def constraint_list(self) -> list[Constraint]:
         return [parse_constraint(k, v) for k, v in self.constraints.items()]

@@ -69,7 +69,7 @@ class SearchConfig(BaseModel):
     stage_graph: GraphStage = GraphStage()
     stage_kernel: KernelStage = KernelStage()
     objective: str | dict[str, float] = "latency_ms"
-    constraints: dict[str, str] = Field(default_factory=dict)
+    constraints: dict[str, str | int | float] = Field(default_factory=dict)  # a bare number: parse_constraint says why not
     exploit: float = Field(0.5, ge=0.0, le=1.0)
 
     def objective_weights(self) -> tuple[tuple[str, float], ...]:

@@ -139,6 +139,7 @@ BAD = {
     "unknown objective": (SMALL.replace("[latency_ms, energy_mj]", "[latency_ms, speed]"), "objectives[1]"),
     "constraint on no objective": (SMALL.replace("{latency_ms:", "{lat:"), "constraints.lat: unknown objective"),
     "bad constraint": (SMALL.replace('"<= 2.5"', '"about 3"'), "constraints.latency_ms: 'about 3'"),
+    "unquoted constraint": (SMALL.replace('"<= 2.5"', "2.5"), "constraints.latency_ms: 2.5: expected a quoted condition"),
     "no model": (SMALL.replace("mlp_mnist.onnx", "nope.onnx"), "models[0]"),
 }
 

@@ -37,6 +37,7 @@ def _log(out: Path) -> list[dict[str, object]]:
         ("stage_graph: {transforms: [fold_bn, no_such_pass]}\n", "stage_graph.transforms[1]: 'no_such_pass' is not a rewrite pass"),
         ("objective: speed\n", "objective: unknown objective 'speed'"),
         ("mystery: 1\n", "mystery: unknown key"),
+        ("constraints: {latency_ms: 30}\n", "constraints.latency_ms: 30: expected a quoted condition"),
     ],
 )
 def test_bad_config_is_one_line_exit_2_nothing_written(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, words: str) -> None:
