@@ -1,6 +1,7 @@
 """``hwsim optimize`` against a plain ``hwsim run``: every bundled model on every bundled chip.
 
     python benchmarks/bench_optimize.py [--budget 40] [--seed 0] [--quick] [--write-doc]
+    python benchmarks/bench_optimize.py --model-dir DIR --budget 6    # models the project never searched
 
 For each (model, chip) pair: ``hwsim optimize CHIP MODEL --budget B --seed S`` with a fresh
 experience database of its own (nothing to transfer from, nothing to resume), then the default
@@ -9,6 +10,10 @@ latency (``hwsim run CHIP MODEL``) and the optimized one (``hwsim run CHIP OUTDI
 A replay that disagrees with ``summary.json`` is flagged in the table. A model that fails on a
 chip is listed with its error. Only the CLI (``hwsim.cli.main``, in this process so that the
 imports are paid once) and its public outputs are used.
+
+``--model-dir DIR``: the ONNX files of DIR instead of the bundled models (for instance the 52
+held-out models ``python benchmarks/heldout_models.py DIR`` writes: int8 QDQ CNNs and encoders,
+recurrent stacks, STFT front ends, U-Nets, EfficientNet- and ConvNeXt-like CNNs).
 
 Prints a Markdown table; ``--write-doc`` also puts it in docs/optimize.md under
 "Measured: optimized vs default" (replacing that section). ``--quick``: 3 models x 3 chips, budget 20.
@@ -146,15 +151,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true", help=f"{', '.join(QUICK_MODELS)} only, budget 20")
     ap.add_argument("--models", default=None, help="comma-separated model names (default: all bundled)")
+    ap.add_argument("--model-dir", type=Path, default=None, help="the ONNX files of DIR instead of the bundled models")
     ap.add_argument("--write-doc", action="store_true", help="put the table in docs/optimize.md")
     args = ap.parse_args(argv)
+    if args.model_dir is not None and (args.write_doc or not args.model_dir.is_dir()):
+        ap.error(f"--model-dir {args.model_dir}: " + ("not a folder" if not args.model_dir.is_dir() else "no --write-doc with it (the doc's table is the bundled models')"))
     budget = args.budget or (20 if args.quick else 40)
     wanted = args.models.split(",") if args.models else QUICK_MODELS if args.quick else None
-    models = [m for m in MODELS if wanted is None or m.stem in wanted]
+    pool = sorted(args.model_dir.glob("*.onnx")) if args.model_dir is not None else MODELS
+    models = [m for m in pool if wanted is None or m.stem in wanted]
     t0 = time.perf_counter()
     lines = table(models, CHIPS, budget, args.seed)
     total_s = time.perf_counter() - t0
     cmd = "python benchmarks/bench_optimize.py" + (" --quick" if args.quick else "") + f" --budget {budget} --seed {args.seed}"
+    cmd += f" --model-dir {args.model_dir}" if args.model_dir is not None else ""
     foot = f"\n{len(lines) - 2} pairs in {total_s / 60:.1f} min wall (`{cmd}`)."
     print(foot)
     if args.write_doc:

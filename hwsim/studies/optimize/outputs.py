@@ -82,7 +82,8 @@ def best_so_far_png(result: SearchResult, objective: str) -> bytes:
 
 
 def _bought(result: SearchResult) -> tuple[list[str], list[str]]:
-    """Lines of changes.md: each transform and each op signature of the best, with its gain."""
+    """Lines of changes.md: each transform of the best with its gain, then its op signatures, one
+    line per knob setting and the trial that bought it (the ops it was set on, in graph order)."""
     best = result.best
     by_cand = {(r.candidate.transforms, r.candidate.signatures): r for r in result.records}
     lines_t, prev = [], result.baseline.outcome.latency_ms
@@ -91,13 +92,20 @@ def _bought(result: SearchResult) -> tuple[list[str], list[str]]:
         ms = r.outcome.latency_ms if r is not None else float("nan")
         lines_t.append(f"- `{name}`: {prev:.6g} -> {ms:.6g} ms ({prev - ms:+.6g} ms)")
         prev = ms
-    lines_s = []
+    groups: dict[tuple[str, int], list[str]] = {}  # (knobs, trial or -1) -> ops
+    hits: dict[int, Record] = {}
     for op, sig in best.candidate.signature_dict().items():
         hit = next((r for r in result.records if r.candidate.transforms == best.candidate.transforms
                     and r.candidate.signature_dict().get(op) == sig and r.outcome.latency_ms < r.parent_latency_ms), None)  # fmt: skip
-        knobs = ", ".join(f"{k}={v}" for k, v in sig.items())
-        gain = f"{hit.parent_latency_ms:.6g} -> {hit.outcome.latency_ms:.6g} ms" if hit is not None else "gain not isolated"
-        lines_s.append(f"- `{op}`: {knobs} ({gain}; trial {hit.index if hit else '-'})")
+        if hit is not None:
+            hits[hit.index] = hit
+        groups.setdefault((", ".join(f"{k}={v}" for k, v in sig.items()), hit.index if hit else -1), []).append(op)
+    lines_s = []
+    for (knobs, index), ops in sorted(groups.items(), key=lambda g: (g[0][1] < 0, g[0][1], g[0][0])):
+        hit = hits.get(index)
+        gain = f"{hit.parent_latency_ms:.6g} -> {hit.outcome.latency_ms:.6g} ms; trial {index}" if hit else "gain not isolated"
+        where = f"`{ops[0]}`" if len(ops) == 1 else f"{len(ops)} ops: " + ", ".join(f"`{o}`" for o in ops)
+        lines_s.append(f"- {knobs} ({gain}) on {where}")
     return lines_t, lines_s
 
 

@@ -224,3 +224,18 @@ def test_a_search_without_transfer_proposes_the_pinned_trial_sequence(tmp_path: 
     assert len(rows) == 24
     assert hashlib.sha256(sequence.encode()).hexdigest() == "16ac30733a067b12f77fe983a4bc2b40577b91c2771fefd93256b8c08ad29a37"
     assert min(float(r["objective"]) for r in rows) == pytest.approx(10.566353, abs=1e-6)  # type: ignore[arg-type]
+
+
+def test_changes_md_gives_a_knob_setting_bought_by_one_trial_on_many_ops_one_line(tmp_path: Path) -> None:
+    """MobileNetV2 on the RK3588: the first kernel trial runs every op on one NPU core (each
+    depthwise 3x3 would end a three-core job), one setting on 97 ops, listed once with them all."""
+    out = tmp_path / "out"
+    assert main(["optimize", "rk3588", "examples/models/mobilenetv2.onnx", "--budget", "3", "--workers", "1", "--quiet",
+                 "--db", str(tmp_path / "e.sqlite"), "-o", str(out)]) == 0  # fmt: skip
+    sigs = json.loads((out / "summary.json").read_text())["best"]["signatures"]
+    section = (out / "changes.md").read_text().split("## Op mappings (stage 2)")[1].split("##")[0]
+    lines = [ln for ln in section.splitlines() if ln.startswith("- ")]
+    assert len(sigs) > 1 and len(lines) < len(sigs)
+    for op in sigs:  # every op of the best, on exactly one line
+        assert sum(f"`{op}`" in ln for ln in lines) == 1, op
+    assert any(" ops: " in ln for ln in lines)
