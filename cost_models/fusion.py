@@ -45,7 +45,7 @@ legal group, ``mode="off"`` none; both still record the decisions they overrode.
 that spills runs with its spill charged, in either mode.
 
 >>> sorted(model_for("npu").default_fuses)[:3]
-['Add', 'Clip', 'HardSigmoid']
+['Add', 'BatchNormalization', 'Clip']
 """
 
 from __future__ import annotations

@@ -295,8 +295,10 @@ class GpuModel(UnitModel[GpuUnit]):
     elided (:meth:`elided`), everything else a wave-quantized roofline on the vector cores."""
 
     unit_class = GpuUnit
-    #: Epilogue fusion as cuDNN/TensorRT do it.
-    default_fuses = frozenset((*ACTIVATIONS, "Add", "Mul"))
+    #: Epilogue fusion as cuDNN/TensorRT do it, and a BatchNormalization after a conv folded into
+    #: its weights: TensorRT's ONNX parser imports it as a Scale layer, and "Convolution and
+    #: Scale" is one of its fusions (TensorRT Developer Guide, "Types of Fusions").
+    default_fuses = frozenset((*ACTIVATIONS, "Add", "Mul", "BatchNormalization"))
     default_efficiency = DEFAULT_EFFICIENCY
 
     def elided(self, op: Op, unit: GpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:

@@ -254,8 +254,10 @@ class NpuModel(UnitModel[NpuUnit]):
 
     unit_class = NpuUnit
     #: RKNN-class compilers emit Conv+activation, Conv+Add(+activation) and Conv+Sigmoid+Mul
-    #: (SiLU) as one layer (assumption from rknn-toolkit2's fused-layer listings).
-    default_fuses = frozenset((*ACTIVATIONS, "Add", "Mul"))
+    #: (SiLU) as one layer (assumption from rknn-toolkit2's fused-layer listings), and fold a
+    #: BatchNormalization after a conv into its weights when they convert the model (RKNN's
+    #: converter does: ``chips/rk3588.yaml``).
+    default_fuses = frozenset((*ACTIVATIONS, "Add", "Mul", "BatchNormalization"))
     default_efficiency = DEFAULT_EFFICIENCY
     #: The array's accumulators drain into the SRAM tile the epilogue reads (assumption).
     accumulates_in_buffer = True
