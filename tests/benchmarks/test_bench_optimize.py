@@ -100,3 +100,21 @@ def test_a_tiny_real_pair_and_search_read_back(tmp_path: Path) -> None:
     assert len(found.curve) == 4 and found.curve[0] == found.baseline
     assert list(found.curve) == sorted(found.curve, reverse=True)
     assert float(cells[3]) == pytest.approx(found.best, abs=5e-4)
+
+
+def test_model_dir_compares_the_folder_s_models_on_every_chip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    shutil.copy(ROOT / "examples" / "models" / "mlp_mnist.onnx", tmp_path / "unseen.onnx")
+    assert bench_optimize.main(["--model-dir", str(tmp_path), "--budget", "2"]) == 0
+    rows = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("| unseen |")]
+    assert [r.split(" | ")[1] for r in rows] == bench_optimize.CHIPS
+    assert not any("failed" in r or "**" in r for r in rows)  # every search ran and replayed as it said
+
+
+@pytest.mark.parametrize("extra", [[], ["--write-doc"]])
+def test_model_dir_must_be_a_folder_and_never_writes_the_doc(tmp_path: Path, extra: list[str]) -> None:
+    folder = tmp_path / ("missing" if not extra else "")
+    with pytest.raises(SystemExit) as exc:
+        bench_optimize.main(["--model-dir", str(folder), *extra])
+    assert exc.value.code == 2
