@@ -10,7 +10,7 @@ its input in the other core's cache. The table gives each kernel's profiled time
 profile, the low quantile of the runs; its resolution is 1 us) on 1 and 2 intra-op threads,
 measured alternately ``--repeats`` times, the lowest of each. What it showed on the Intel Xeon
 of 2026-12-06 (``docs/fidelity_cpu.md``, "Two threads and the integer GEMMs"): the readers run
-no faster on two threads and mostly slower (16:28, idle: the pools 1.0-2.1x and the Relus
+no faster on two threads and mostly slower (16:28, idle: the pools 0.84-2.1x and the Relus
 1.1-2.3x their one-thread time, a Relu of 67,200 values after the 672-channel conv 7 -> 16 us),
 which hwsim does not model.
 """
