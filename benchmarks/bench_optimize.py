@@ -154,8 +154,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--model-dir", type=Path, default=None, help="the ONNX files of DIR instead of the bundled models")
     ap.add_argument("--write-doc", action="store_true", help="put the table in docs/optimize.md")
     args = ap.parse_args(argv)
-    if args.model_dir is not None and (args.write_doc or not args.model_dir.is_dir()):
-        ap.error(f"--model-dir {args.model_dir}: " + ("not a folder" if not args.model_dir.is_dir() else "no --write-doc with it (the doc's table is the bundled models')"))
+    if args.model_dir is not None and not args.model_dir.is_dir():
+        ap.error(f"--model-dir {args.model_dir}: not a folder")
+    if args.model_dir is not None and args.write_doc:
+        ap.error("--model-dir: no --write-doc with it (the doc's table is the bundled models')")
     budget = args.budget or (20 if args.quick else 40)
     wanted = args.models.split(",") if args.models else QUICK_MODELS if args.quick else None
     pool = sorted(args.model_dir.glob("*.onnx")) if args.model_dir is not None else MODELS

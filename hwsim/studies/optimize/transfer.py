@@ -290,18 +290,12 @@ def consensus(bests: Sequence[Trial]) -> tuple[tuple[str, ...], dict[str, dict[s
         return (), {}
     graphs = Counter(tuple(t.transforms) for t in bests)
     transforms, held = min(graphs.items(), key=lambda kv: (-kv[1], kv[0]))
-    votes: Counter[tuple[str, str, str]] = Counter()
-    value: dict[tuple[str, str, str], object] = {}
-    for t in bests:
-        for op, sig in t.signatures.items():
-            for knob, v in sig.items():
-                key = (op, knob, json.dumps(v, sort_keys=True))
-                votes[key] += 1
-                value[key] = v
+    votes = Counter((op, knob, json.dumps(v, sort_keys=True)) for t in bests for op, sig in t.signatures.items()
+                    for knob, v in sig.items())  # fmt: skip
     agreed: dict[str, dict[str, object]] = {}
-    for key, count in sorted(votes.items()):
+    for (op, knob, text), count in sorted(votes.items()):
         if 2 * count > n:
-            agreed.setdefault(key[0], {})[key[1]] = value[key]
+            agreed.setdefault(op, {})[knob] = json.loads(text)
     return (transforms if 2 * held > n else ()), agreed
 
 
