@@ -27,7 +27,13 @@ from graph_ir.contrib import lower_contrib
 from graph_ir.files import MAX_ONNX_BYTES, oversize
 from graph_ir.functions import BODY_KEY, expand_functions
 from graph_ir.ir import FlagAdvice, ModelError, ModelGraph, Op, Tensor, add_data_edge
-from graph_ir.op_metrics import AXES_INPUT_OP_TYPES, COERCED_AXIS_ATTR, INPUT_AXES_ATTR, metrics
+from graph_ir.op_metrics import (
+    AXES_INPUT_OP_TYPES,
+    COERCED_AXIS_ATTR,
+    CUM_AXIS_ATTR,
+    INPUT_AXES_ATTR,
+    metrics,
+)
 
 __all__ = ["densify_sparse", "from_model_proto", "load_onnx", "name_nodes", "node_attrs", "parse_input_shape"]
 
@@ -441,8 +447,9 @@ def _op_attrs(
 ) -> dict[str, object]:  # fmt: skip
     """The node's attributes (:func:`_node_attrs_cached`) and what the importer adds to them: a
     DFT's constant axis input as ``axis``, :data:`COERCED_AXIS_ATTR` on a Softmax of an opset before
-    13, a reduction's constant axes input as :data:`INPUT_AXES_ATTR` (``int_consts``: the graph's
-    small int64 constants, :func:`_int_constants`, read once)."""
+    13, a reduction's constant axes input as :data:`INPUT_AXES_ATTR`, a CumSum's or CumProd's as
+    :data:`CUM_AXIS_ATTR` (``int_consts``: the graph's small int64 constants, :func:`_int_constants`,
+    read once)."""
     attrs = _node_attrs_cached(node, seen)
     op_type = node.op_type
     if op_type == "DFT" and opset >= 20:  # its axis a constant input, -2 when absent
@@ -454,6 +461,10 @@ def _op_attrs(
         axes = int_consts().get(node.input[1]) if node.input[1] else None
         if axes is not None:
             attrs[INPUT_AXES_ATTR] = axes
+    elif op_type in ("CumSum", "CumProd") and len(node.input) > 1:
+        axis = int_consts().get(node.input[1])
+        if axis is not None and len(axis) == 1:
+            attrs[CUM_AXIS_ATTR] = axis[0]
     return attrs
 
 

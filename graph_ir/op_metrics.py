@@ -216,6 +216,10 @@ COERCED_AXIS_ATTR = "hwsim_coerced_axis"
 #: Attribute (not ONNX's) the importer sets on a reduction whose axes come as a constant input
 #: (ReduceSum from opset 13, every Reduce* from 18): those axes, as a tuple of ints, as given.
 INPUT_AXES_ATTR = "hwsim_axes"
+#: Attribute (not ONNX's) the importer sets on a CumSum or CumProd whose axis input is a constant
+#: int64: that axis, as given (where the scan runs: along the contiguous last axis one element after
+#: another, along an outer one a row at a time).
+CUM_AXIS_ATTR = "hwsim_cum_axis"
 #: Op types whose second input, where present, holds the axes they reduce (opset 13/18 on).
 AXES_INPUT_OP_TYPES = frozenset({"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
                                  "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"})  # fmt: skip

@@ -4,14 +4,17 @@ The calibration fits an efficiency per op type on the bundled models; an op type
 holds keeps the CPU model's category default, which assumes a vectorized streaming kernel.
 Many of onnxruntime's kernels are not that: the inverse hyperbolics call libm once per
 element, LRN sums a window of squares per element, GridSample and RoiAlign gather bilinear taps,
-CumSum and CumProd run a serial scan, NonMaxSuppression compares boxes one pair at a time, Where
+CumSum and CumProd run a serial scan along the last axis (a CumSum along an outer axis adds
+whole rows, ``CumSumRows``), NonMaxSuppression compares boxes one pair at a time, Where
 selects X and Y apart and merges the two (three passes over the data), PRelu branches on each
 element's sign, DepthToSpace and SpaceToDepth shuffle six-axis views of their input, a Cast
 to or from int64 converts one element at a time, a ReduceSum pays a set-up per row beside its
 rate per element (the rows priced apart, :mod:`cost_models.cpu_reduce`), a Gather copies one row
 per id (its rows from DRAM priced apart, :mod:`hwsim.host.gather_probe`), ScatterElements adds
-each update alone, GatherElements picks one element at a time, LpPool calls ``pow`` per element and
-a cubic Resize weighs 16 taps per output (on the AMD EPYC 4.5 ns an update, 58-72 ns a pooled
+each update alone, GatherElements picks one element at a time, LpPool calls ``pow`` per element,
+a cubic Resize weighs 16 taps per output, a MaxPool that outputs its ``Indices`` computes each
+window's position element by element (not MLAS's pooling) and MaxUnpool writes each value to its
+place in a zeroed output (on the AMD EPYC 4.5 ns an update, 58-72 ns a pooled
 output, 67 ns a resized one, where the defaults priced copies: ``docs/fidelity_cpu.md``, "A
 twelfth batch"). On the
 AMD EPYC host the defaults put Asinh, LRN and CumProd 50-70x faster than onnxruntime ran them,
@@ -75,7 +78,7 @@ UNARY_PROBES: tuple[str, ...] = (
 OTHER_PROBES: tuple[str, ...] = (
     "LRN", "GridSample", "RoiAlign", "CumSum", "CumProd", "NonMaxSuppression", "RMSNormalization", "RotaryEmbedding",
     "Where", "PRelu", "DepthToSpace", "SpaceToDepth", "Cast", "CastWide", "DynamicQuantizeLinear", "ReduceSum",
-    "Gather", "ScatterElements", "GatherElements", "LpPool", "ResizeCubic",
+    "Gather", "ScatterElements", "GatherElements", "LpPool", "ResizeCubic", "MaxPoolIndices", "MaxUnpool", "CumSumRows",
 )  # fmt: skip
 #: Every op type the fingerprint probes alone.
 PROBED_OP_TYPES: tuple[str, ...] = UNARY_PROBES + OTHER_PROBES
@@ -90,9 +93,12 @@ _ABOVE_ONE = frozenset({"Acosh"})
 #: others run the same kernel from 17 on).
 _OPSET = {"CumProd": 26, "RMSNormalization": 23, "RotaryEmbedding": 23}
 #: The node type of a probe named by its kernel class (:func:`cost_models.cpu.kernel_type`).
-_NODE_TYPE = {"CastWide": "Cast", "ResizeCubic": "Resize"}
+_NODE_TYPE = {"CastWide": "Cast", "ResizeCubic": "Resize", "MaxPoolIndices": "MaxPool", "CumSumRows": "CumSum"}
 #: The element type of a probe's (first) output, where it is not float32.
 _OUTPUT_TYPE = {"NonMaxSuppression": TensorProto.INT64, "DynamicQuantizeLinear": TensorProto.UINT8}
+#: A probe's node outputs beyond ``y`` and whether the graph outputs them too (a MaxPool's
+#: ``Indices`` must be an output for onnxruntime to run the kernel that computes them).
+_MORE_OUTPUTS = {"DynamicQuantizeLinear": (["y_scale", "y_zero"], False), "MaxPoolIndices": (["idx"], True)}
 
 
 #: ``(rows of updates, row width, rows summed into)`` of the ScatterElements probe: 384 KiB of
@@ -134,9 +140,9 @@ def _row_probe(op_type: str, rng: np.random.Generator, inits: dict[str, np.ndarr
     extra: dict[str, Any] = {}
     if op_type in UNARY_PROBES:
         feeds, inputs = {"x": _unary_input(op_type, rng)}, ["x"]
-    elif op_type in ("CumSum", "CumProd"):
+    elif op_type in ("CumSum", "CumProd", "CumSumRows"):  # along each row of 4096; CumSumRows down the 64 rows
         feeds, inputs = {"x": _unary_input(op_type, rng)}, ["x", "axis"]
-        inits["axis"] = np.array(1, np.int64)
+        inits["axis"] = np.array(0 if op_type == "CumSumRows" else 1, np.int64)
     elif op_type == "RMSNormalization":  # 64 rows of 4096
         feeds, inputs, extra = {"x": _unary_input(op_type, rng)[None]}, ["x", "scale"], {"axis": -1}
         inits["scale"] = np.ones(4096, np.float32)
@@ -207,6 +213,14 @@ def _map_probe(op_type: str, rng: np.random.Generator, inits: dict[str, np.ndarr
     elif op_type == "LpPool":  # 64 channels of 64 x 64, 2 x 2 windows at stride 2, p = 2
         feeds, inputs = {"x": rng.standard_normal((1, 64, 64, 64)).astype(np.float32)}, ["x"]
         extra = {"kernel_shape": [2, 2], "strides": [2, 2], "p": 2}
+    elif op_type == "MaxPoolIndices":  # 64 channels of 64 x 64, 2 x 2 windows at stride 2, with their Indices
+        feeds, inputs = {"x": rng.standard_normal((1, 64, 64, 64)).astype(np.float32)}, ["x"]
+        extra = {"kernel_shape": [2, 2], "strides": [2, 2]}
+    elif op_type == "MaxUnpool":  # 64 channels of 32 x 32 back to 64 x 64, each value to one place of its window
+        feeds, inputs = {"x": rng.standard_normal((1, 64, 32, 32)).astype(np.float32)}, ["x", "idx"]
+        c, i, j = np.meshgrid(np.arange(64), np.arange(32), np.arange(32), indexing="ij")
+        row, col = 2 * i + rng.integers(0, 2, i.shape), 2 * j + rng.integers(0, 2, j.shape)
+        inits["idx"], extra = (c * 4096 + row * 64 + col)[None].astype(np.int64), {"kernel_shape": [2, 2], "strides": [2, 2]}
     elif op_type == "ResizeCubic":  # 16 channels of 64 x 64 upsampled x2 by cubic interpolation
         feeds, inputs = {"x": rng.standard_normal((1, 16, 64, 64)).astype(np.float32)}, ["x", "", "scales"]
         inits["scales"], extra = np.array([1.0, 1.0, 2.0, 2.0], np.float32), {"mode": "cubic"}
@@ -227,13 +241,14 @@ def probe_model(op_type: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
     if io is None:
         raise ValueError(f"no probe for op type {op_type!r}; have {', '.join(PROBED_OP_TYPES)}")
     feeds, inputs, extra = io
-    outputs = ["y", "y_scale", "y_zero"] if op_type == "DynamicQuantizeLinear" else ["y"]
-    node = helper.make_node(_NODE_TYPE.get(op_type, op_type), inputs, outputs, name="probe", **extra)
+    more, declared = _MORE_OUTPUTS.get(op_type, ([], False))
+    node = helper.make_node(_NODE_TYPE.get(op_type, op_type), inputs, ["y", *more], name="probe", **extra)
+    graph_outputs = [helper.make_tensor_value_info("y", _OUTPUT_TYPE.get(op_type, TensorProto.FLOAT), None)]
+    graph_outputs += [helper.make_tensor_value_info(y, TensorProto.INT64, None) for y in more if declared]
     graph = helper.make_graph(
         [node], f"probe_{op_type}",
         [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape)) for k, v in feeds.items()],
-        [helper.make_tensor_value_info(y, _OUTPUT_TYPE.get(op_type, TensorProto.FLOAT), None) for y in outputs[:1]],
-        [numpy_helper.from_array(v, k) for k, v in inits.items()],
+        graph_outputs, [numpy_helper.from_array(v, k) for k, v in inits.items()],
     )  # fmt: skip
     opset = _OPSET.get(op_type, 17)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)

@@ -764,7 +764,7 @@ def _nchwc_plan(
             channels = acts[0].shape[1] if len(acts[0].shape) == 4 else block
             if (op.op_type in _NCHWC_UNARY or _fused_into_blocked_conv(graph, op, blocked)) and len(acts) == 1 and (
                 op.op_type not in RESIZE_OP_TYPES or resize_runs_blocked(op)
-            ):
+            ) and len(op.outputs) == 1:  # a MaxPool with its Indices is left plain
                 kept.add(op.name)
                 keep_blocked(op, _pad(channels, block))
                 continue
