@@ -12,7 +12,8 @@ to or from int64 converts one element at a time, a ReduceSum pays a set-up per r
 rate per element (the rows priced apart, :mod:`cost_models.cpu_reduce`), a Gather copies one row
 per id (its rows from DRAM priced apart, :mod:`hwsim.host.gather_probe`), ScatterElements adds
 each update alone, GatherElements picks one element at a time, LpPool calls ``pow`` per element,
-a cubic Resize weighs 16 taps per output, a MaxPool that outputs its ``Indices`` computes each
+a cubic Resize weighs 16 taps per output, a linear one over a 3-D signal runs a generic N-linear
+loop, TopK keeps a heap per row, a MaxPool that outputs its ``Indices`` computes each
 window's position element by element (not MLAS's pooling) and MaxUnpool writes each value to its
 place in a zeroed output (on the AMD EPYC 4.5 ns an update, 58-72 ns a pooled
 output, 67 ns a resized one, where the defaults priced copies: ``docs/fidelity_cpu.md``, "A
@@ -79,6 +80,7 @@ OTHER_PROBES: tuple[str, ...] = (
     "LRN", "GridSample", "RoiAlign", "CumSum", "CumProd", "NonMaxSuppression", "RMSNormalization", "RotaryEmbedding",
     "Where", "PRelu", "DepthToSpace", "SpaceToDepth", "Cast", "CastWide", "DynamicQuantizeLinear", "ReduceSum",
     "Gather", "ScatterElements", "GatherElements", "LpPool", "ResizeCubic", "MaxPoolIndices", "MaxUnpool", "CumSumRows",
+    "TopK", "ResizeLinearND",
 )  # fmt: skip
 #: Every op type the fingerprint probes alone.
 PROBED_OP_TYPES: tuple[str, ...] = UNARY_PROBES + OTHER_PROBES
@@ -93,12 +95,14 @@ _ABOVE_ONE = frozenset({"Acosh"})
 #: others run the same kernel from 17 on).
 _OPSET = {"CumProd": 26, "RMSNormalization": 23, "RotaryEmbedding": 23}
 #: The node type of a probe named by its kernel class (:func:`cost_models.cpu.kernel_type`).
-_NODE_TYPE = {"CastWide": "Cast", "ResizeCubic": "Resize", "MaxPoolIndices": "MaxPool", "CumSumRows": "CumSum"}
+_NODE_TYPE = {"CastWide": "Cast", "ResizeCubic": "Resize", "MaxPoolIndices": "MaxPool", "CumSumRows": "CumSum",
+              "ResizeLinearND": "Resize"}
 #: The element type of a probe's (first) output, where it is not float32.
 _OUTPUT_TYPE = {"NonMaxSuppression": TensorProto.INT64, "DynamicQuantizeLinear": TensorProto.UINT8}
 #: A probe's node outputs beyond ``y`` and whether the graph outputs them too (a MaxPool's
 #: ``Indices`` must be an output for onnxruntime to run the kernel that computes them).
-_MORE_OUTPUTS = {"DynamicQuantizeLinear": (["y_scale", "y_zero"], False), "MaxPoolIndices": (["idx"], True)}
+_MORE_OUTPUTS = {"DynamicQuantizeLinear": (["y_scale", "y_zero"], False), "MaxPoolIndices": (["idx"], True),
+                 "TopK": (["idx"], False)}
 
 
 #: ``(rows of updates, row width, rows summed into)`` of the ScatterElements probe: 384 KiB of
@@ -178,6 +182,9 @@ def _row_probe(op_type: str, rng: np.random.Generator, inits: dict[str, np.ndarr
     elif op_type == "ReduceSum":  # 1024 rows of 256 floats, each summed: its rows' set-ups priced apart
         feeds, inputs = {"x": _unary_input(op_type, rng).reshape(1024, 256)}, ["x", "axes"]
         inits["axes"], extra = np.array([1], np.int64), {"keepdims": 1}
+    elif op_type == "TopK":  # the 16 largest of each of 64 rows of 4096 (a k-nearest-neighbour search's)
+        feeds, inputs, extra = {"x": _unary_input(op_type, rng)}, ["x", "k"], {"axis": -1}
+        inits["k"] = np.array([16], np.int64)
     elif op_type == "GatherElements":  # 64 rows of 4096 picked along the row, positions at random
         feeds, inputs, extra = {"x": _unary_input(op_type, rng)}, ["x", "idx"], {"axis": 1}
         inits["idx"] = rng.integers(0, 4096, (64, 4096)).astype(np.int64)
@@ -221,6 +228,9 @@ def _map_probe(op_type: str, rng: np.random.Generator, inits: dict[str, np.ndarr
         c, i, j = np.meshgrid(np.arange(64), np.arange(32), np.arange(32), indexing="ij")
         row, col = 2 * i + rng.integers(0, 2, i.shape), 2 * j + rng.integers(0, 2, j.shape)
         inits["idx"], extra = (c * 4096 + row * 64 + col)[None].astype(np.int64), {"kernel_shape": [2, 2], "strides": [2, 2]}
+    elif op_type == "ResizeLinearND":  # 64 channels of a 4096-sample signal upsampled x2 by linear interpolation
+        feeds, inputs = {"x": rng.standard_normal((1, 64, 4096)).astype(np.float32)}, ["x", "", "scales"]
+        inits["scales"], extra = np.array([1.0, 1.0, 2.0], np.float32), {"mode": "linear"}
     elif op_type == "ResizeCubic":  # 16 channels of 64 x 64 upsampled x2 by cubic interpolation
         feeds, inputs = {"x": rng.standard_normal((1, 16, 64, 64)).astype(np.float32)}, ["x", "", "scales"]
         inits["scales"], extra = np.array([1.0, 1.0, 2.0, 2.0], np.float32), {"mode": "cubic"}
