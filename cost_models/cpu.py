@@ -2351,7 +2351,7 @@ def kernel_type(op: Op) -> str:
     - ``MaxPoolIndices`` for a ``MaxPool`` that also outputs its ``Indices`` (SegNet's, for a
       ``MaxUnpool``): onnxruntime runs MLAS's pooling only for a MaxPool of one output, and this
       one on a loop that computes each window's position element by element, never blocked
-      (``MaxPool<8>``): on the CI Xeon 12.8 ns an output where the calibrated MaxPool priced 0.6.
+      (``MaxPool<8>``): on the CI Xeon 13-15 ns an output where the calibrated MaxPool priced 0.6.
 
     A class without an efficiency of its own takes its op type's."""
     if op.op_type in RESIZE_OP_TYPES:
