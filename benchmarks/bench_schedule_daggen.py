@@ -26,30 +26,22 @@ import argparse
 import random
 import statistics
 import sys
-import time
-from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from scheduler import DEFAULT_POLICY
-from scheduler.best import CHEAP_POLICIES
-from scheduler.bounds import problem_bounds
-from scheduler.exact import exact
 from scheduler.problem import Problem
 from scheduler.taskgraph import parse_task_graph
 
-SHOWN = (DEFAULT_POLICY, "heft", "peft", "cpop")
-
-
-@dataclass(frozen=True, slots=True)
-class Config:
-    n: int
-    units: int
-    ccr: float
-    kind: str
-    count: int
-    limit_s: float
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_scheduler_quality import (  # the random-DAG table: its row, its cells
+    SHOWN,
+    Config,
+    against_exact,
+    mean_max,
+)
 
 
 def graph_json(seed: int, n: int, units: int, ccr: float, kind: str) -> dict[str, Any]:
@@ -89,36 +81,22 @@ def problem(seed: int, c: Config) -> Problem:
     return parse_task_graph(graph_json(seed, c.n, c.units, c.ccr, c.kind), f"daggen seed {seed}").problem
 
 
-def _mm(xs: list[float]) -> str:
-    return f"{np.mean(xs):.3f} / {np.max(xs):.3f}" if xs else "-"
-
-
 def row(c: Config, seed_base: int, proven_all: dict[str, list[float]], known_all: dict[str, list[float]]) -> None:
     proven: dict[str, list[float]] = {k: [] for k in SHOWN}
     known: dict[str, list[float]] = {k: [] for k in SHOWN}
     t_def, t_ex = [], []
     for k in range(c.count):
-        p = problem(seed_base + 1000 * c.n + k, c)
-        res, inc = {}, None
-        for name, fn in CHEAP_POLICIES.items():
-            t0 = time.perf_counter()
-            s = fn(p)
-            if name == DEFAULT_POLICY:
-                t_def.append(time.perf_counter() - t0)
-            res[name] = s.makespan_ns
-            inc = s if inc is None or s.makespan_ns < inc.makespan_ns else inc
-        assert inc is not None
-        t0 = time.perf_counter()
-        r = exact(p, inc, problem_bounds(p).best_ns, c.limit_s)
-        t_ex.append(time.perf_counter() - t0)
+        res, r, s_def, s_ex = against_exact(problem(seed_base + 1000 * c.n + k, c), c.limit_s)
+        t_def.append(s_def)
+        t_ex.append(s_ex)
         for name in SHOWN:
             (proven if r.proven else known)[name].append(res[name] / r.solution.makespan_ns)
     for name in SHOWN:
         proven_all[name] += proven[name]
         known_all[name] += known[name]
-    cells = " | ".join(_mm(proven[name]) for name in SHOWN)
+    cells = " | ".join(mean_max(proven[name]) for name in SHOWN)
     print(f"| n={c.n} ({c.count}) | {c.units} | {c.ccr:g} | {c.kind} | {len(proven['heft'])}/{c.count} | {cells} "
-          f"| {_mm(known[DEFAULT_POLICY])} | {_mm(known['heft'])} | {statistics.median(t_def):.2f} "
+          f"| {mean_max(known[DEFAULT_POLICY])} | {mean_max(known['heft'])} | {statistics.median(t_def):.2f} "
           f"| {statistics.median(t_ex):.1f} |", flush=True)  # fmt: skip
 
 
@@ -126,7 +104,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--count", type=int, default=10, help="graphs per row at n = 10 and 20 (half at n = 50)")
     ap.add_argument("--seed-base", type=int, default=0, help="graph k of a row at n tasks has seed this + 1000 n + k")
-    ap.add_argument("--limit", type=float, default=10.0, help="seconds CP-SAT may spend on one graph")
+    ap.add_argument("--limit", type=float, default=10.0, help="seconds CP-SAT may spend on one graph (Config.limit_s)")
     args = ap.parse_args()
     try:
         import daggen  # noqa: F401
@@ -146,8 +124,8 @@ def main() -> int:
     print()
     print("| over | instances | default | HEFT | PEFT | CPOP |")
     print("|---|---|---|---|---|---|")
-    print(f"| proven optima (mean / max) | {len(proven['heft'])} | " + " | ".join(_mm(proven[k]) for k in SHOWN) + " |")
-    print(f"| unproven, best known (mean / max) | {len(known['heft'])} | " + " | ".join(_mm(known[k]) for k in SHOWN) + " |")
+    print(f"| proven optima (mean / max) | {len(proven['heft'])} | " + " | ".join(mean_max(proven[k]) for k in SHOWN) + " |")
+    print(f"| unproven, best known (mean / max) | {len(known['heft'])} | " + " | ".join(mean_max(known[k]) for k in SHOWN) + " |")
     return 0
 
 

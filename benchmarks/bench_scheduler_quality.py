@@ -27,8 +27,9 @@ import numpy as np
 from scheduler import DEFAULT_POLICY
 from scheduler.best import CHEAP_POLICIES
 from scheduler.bounds import problem_bounds
-from scheduler.exact import exact
+from scheduler.exact import ExactResult, exact
 from scheduler.generators import random_problem
+from scheduler.problem import Problem
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOWN = (DEFAULT_POLICY, "heft", "peft", "cpop")
@@ -46,8 +47,28 @@ class Config:
     limit_s: float
 
 
-def _mm(xs: list[float]) -> str:
+def mean_max(xs: list[float]) -> str:
+    """``mean / max`` of ratios to three decimals, ``-`` for none."""
     return f"{np.mean(xs):.3f} / {np.max(xs):.3f}" if xs else "-"
+
+
+def against_exact(p: Problem, limit_s: float) -> tuple[dict[str, float], ExactResult, float, float]:
+    """Each cheap policy's makespan on ``p`` by name, the ``exact`` policy's result seeded with the
+    best of them (``limit_s`` seconds), and the seconds the default and the exact policy took."""
+    res: dict[str, float] = {}
+    inc, t_def = None, 0.0
+    for name, fn in CHEAP_POLICIES.items():
+        t0 = time.perf_counter()
+        s = fn(p)
+        if name == DEFAULT_POLICY:
+            t_def = time.perf_counter() - t0
+        res[name] = s.makespan_ns
+        if inc is None or s.makespan_ns < inc.makespan_ns:
+            inc = s
+    assert inc is not None
+    t0 = time.perf_counter()
+    r = exact(p, inc, problem_bounds(p).best_ns, limit_s)
+    return res, r, t_def, time.perf_counter() - t0
 
 
 def quality(configs: list[Config], seed_base: int = 0) -> None:
@@ -69,20 +90,9 @@ def quality(configs: list[Config], seed_base: int = 0) -> None:
         t_def, t_ex = [], []
         for seed in range(c.count):
             p = random_problem(seed_base + 1000 * c.n + seed, c.n, c.units, c.ccr, c.kind)
-            res: dict[str, float] = {}
-            inc = None
-            for name, fn in CHEAP_POLICIES.items():
-                t0 = time.perf_counter()
-                s = fn(p)
-                if name == DEFAULT_POLICY:
-                    t_def.append(time.perf_counter() - t0)
-                res[name] = s.makespan_ns
-                if inc is None or s.makespan_ns < inc.makespan_ns:
-                    inc = s
-            assert inc is not None
-            t0 = time.perf_counter()
-            r = exact(p, inc, problem_bounds(p).best_ns, c.limit_s)
-            t_ex.append(time.perf_counter() - t0)
+            res, r, s_def, s_ex = against_exact(p, c.limit_s)
+            t_def.append(s_def)
+            t_ex.append(s_ex)
             opt = r.solution.makespan_ns
             for k in SHOWN:
                 every_r[k].append(res[k] / opt)
@@ -96,11 +106,11 @@ def quality(configs: list[Config], seed_base: int = 0) -> None:
             everything[k] += every_r[k]
             all_proven[k] += proven_r[k]
         better = "yes" if np.mean(every_r[DEFAULT_POLICY]) < np.mean(every_r["heft"]) else "no"
-        cells = " | ".join(_mm(proven_r[k]) for k in SHOWN)
+        cells = " | ".join(mean_max(proven_r[k]) for k in SHOWN)
         gap = f"{np.mean(gaps):.3f} / {np.max(gaps):.3f}" if gaps else "-"
         print(
             f"| n={c.n} ({c.count}) | {c.units} | {c.ccr:g} | {c.kind} | {len(proven_r['heft'])}/{c.count} | {cells} "
-            f"| {better} | {_mm(open_default)} | {_mm(open_heft)} | {gap} | {statistics.median(t_def):.2f} | {statistics.median(t_ex):.1f} |",
+            f"| {better} | {mean_max(open_default)} | {mean_max(open_heft)} | {gap} | {statistics.median(t_def):.2f} | {statistics.median(t_ex):.1f} |",
             flush=True,
         )
     total = len(everything["heft"])
@@ -108,8 +118,8 @@ def quality(configs: list[Config], seed_base: int = 0) -> None:
     print("| over | instances | default | HEFT | PEFT | CPOP |")
     print("|---|---|---|---|---|---|")
     n_pr = len(all_proven["heft"])
-    print(f"| proven optima (mean / max) | {n_pr} | " + " | ".join(_mm(all_proven[k]) for k in SHOWN) + " |")
-    print(f"| all, best known (mean / max) | {total} | " + " | ".join(_mm(everything[k]) for k in SHOWN) + " |")
+    print(f"| proven optima (mean / max) | {n_pr} | " + " | ".join(mean_max(all_proven[k]) for k in SHOWN) + " |")
+    print(f"| all, best known (mean / max) | {total} | " + " | ".join(mean_max(everything[k]) for k in SHOWN) + " |")
 
 
 def real_models(energy_slack: float) -> None:

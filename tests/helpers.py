@@ -61,6 +61,18 @@ def check_unseen_model(model: onnx.ModelProto, path: Path, op_type: str, out_sha
     assert sess.run(None, random_inputs(model, 0))[0].shape == out_shape
 
 
+def runs_finite(model: onnx.ModelProto, path: Path) -> None:
+    """An unseen batch's model, saved at ``path``, runs under onnxruntime on the inputs ``hwsim
+    validate`` feeds it to a finite first output."""
+    import onnxruntime as ort
+
+    from hwsim.host.measure import random_inputs
+
+    onnx.save(model, str(path))
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    assert np.all(np.isfinite(sess.run(None, random_inputs(model, 0))[0]))
+
+
 def make_op(op_type: str, ins: list[Tensor], outs: list[Tensor], **attrs: Any) -> Op:
     """An op named ``op`` with its category, MACs and FLOPs from :func:`graph_ir.op_metrics.metrics`."""
     m = metrics(op_type, ins, outs, attrs)

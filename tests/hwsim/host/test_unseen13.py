@@ -15,24 +15,11 @@ from chips.schema import CpuUnit
 from cost_models.cpu import batch_calls_ns, kernel_type
 from graph_ir.onnx_import import load_onnx
 from hwsim.host.validate import nchwc_reorders
-from tests.helpers import load_benchmarks
+from tests.helpers import load_benchmarks, runs_finite
 
 
 def _unseen13() -> ModuleType:
     return load_benchmarks("heldout_models", "heldout_unseen13")
-
-
-def _run(model: onnx.ModelProto, path: Path) -> None:
-    import onnxruntime as ort
-
-    onnx.save(model, str(path))
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    feeds = {}
-    for i in model.graph.input:
-        shape = [d.dim_value for d in i.type.tensor_type.shape.dim]
-        is_ids = i.type.tensor_type.elem_type == onnx.TensorProto.INT64
-        feeds[i.name] = np.arange(int(np.prod(shape))).reshape(shape) if is_ids else np.full(shape, 0.1, np.float32)
-    assert np.all(np.isfinite(sess.run(None, feeds)[0]))
 
 
 def test_two_sizes_a_family_and_each_runs(tmp_path: Path) -> None:
@@ -44,7 +31,7 @@ def test_two_sizes_a_family_and_each_runs(tmp_path: Path) -> None:
              "quartznet": mod.quartznet(64, 32, blocks=2), "scan": mod.scan(128, 16), "unpool": mod.unpool(32, 8),
              "linattn": mod.linattn(32, 32, 2)}  # fmt: skip
     for name, model in small.items():
-        _run(model, tmp_path / f"{name}.onnx")
+        runs_finite(model, tmp_path / f"{name}.onnx")
 
 
 def test_a_maxpool_with_its_indices_runs_its_own_kernel_off_the_blocked_layout(tmp_path: Path) -> None:
