@@ -182,9 +182,9 @@ def _row_probe(op_type: str, rng: np.random.Generator, inits: dict[str, np.ndarr
     elif op_type == "ReduceSum":  # 1024 rows of 256 floats, each summed: its rows' set-ups priced apart
         feeds, inputs = {"x": _unary_input(op_type, rng).reshape(1024, 256)}, ["x", "axes"]
         inits["axes"], extra = np.array([1], np.int64), {"keepdims": 1}
-    elif op_type == "TopK":  # the 16 largest of each of 64 rows of 4096 (a k-nearest-neighbour search's)
-        feeds, inputs, extra = {"x": _unary_input(op_type, rng)}, ["x", "k"], {"axis": -1}
-        inits["k"] = np.array([16], np.int64)
+    elif op_type == "TopK":  # the 64 largest of each of 256 rows of 1024 (a shape graph_ir.op_metrics.TOPK_SIFT_WORK was fit on)
+        feeds, inputs, extra = {"x": _unary_input(op_type, rng).reshape(256, 1024)}, ["x", "k"], {"axis": -1}
+        inits["k"] = np.array([64], np.int64)
     elif op_type == "GatherElements":  # 64 rows of 4096 picked along the row, positions at random
         feeds, inputs, extra = {"x": _unary_input(op_type, rng)}, ["x", "idx"], {"axis": 1}
         inits["idx"] = rng.integers(0, 4096, (64, 4096)).astype(np.int64)
