@@ -104,6 +104,7 @@ __all__ = [
     "NCHWC_ACTIVATION_ATTR",
     "NCHWC_ACTIVATION_PASS_NS",
     "NCHWC_ATTR",
+    "ONE_THREAD_KERNELS",
     "ONE_THREAD_OP_TYPES",
     "QUANTIZE_PARALLEL_MIN_ELEMENTS",
     "RECURRENT_OP_TYPES",
@@ -405,7 +406,15 @@ ROW_SPLIT_NORM_OP_TYPES = ("LayerNormalization", "SkipLayerNormalization", "Simp
 #: too: 0.95-1.04x from 128 Ki to 1.5 Mi values, 0.85-1.47x at 2 Mi (beyond L2, noise) on the Intel
 #: Xeon (``python benchmarks/int8_threads.py --quantize``), where the CPU model split it as an
 #: activation from 32 Ki values.
-ONE_THREAD_OP_TYPES = ("Slice", "Expand", "Tile", "Pad", "Where", "DequantizeLinear")
+#: On the CI Xeon (onnxruntime 1.32, the fingerprint's probes at 1 and 2 threads): CumSum 1.00x
+#: (along the last axis or an outer one), Sin 0.99x, Cos 0.97x, a Sum of three 1 Mi-float tensors
+#: 1.00x, MaxUnpool 0.96x, where Softplus, Exp and Sigmoid ran 1.9-2.4x.
+ONE_THREAD_OP_TYPES = ("Slice", "Expand", "Tile", "Pad", "Where", "DequantizeLinear", "CumSum", "Sin", "Cos", "Sum",
+                       "MaxUnpool")  # fmt: skip
+#: Kernel classes (:func:`kernel_type`) that take no thread from the pool either: on the CI Xeon
+#: every Resize but the bilinear kernel ran 0.99-1.00x on 2 threads (nearest with either
+#: coordinates, cubic, linear over a 3-D signal), the bilinear one 2.00x.
+ONE_THREAD_KERNELS = frozenset(("Resize", "ResizeNearest", "ResizeLinearND", "ResizeCubic"))
 
 
 #: Binary op types onnxruntime's CPU provider runs through its broadcast looper
@@ -1580,8 +1589,10 @@ def intra_op_threads(op: Op, threads: int) -> int:
     """How many of onnxruntime's ``threads`` intra-op threads a kernel for ``op`` runs on.
 
     - STFT/DFT: 1 (the kernel loops over its frames on the calling thread: 1.00x on 2 threads);
-    - :data:`ONE_THREAD_OP_TYPES` (Slice, Expand, Tile, Pad, Where, DequantizeLinear): 1 (1 Mi
-      values 0.95-1.04x on 2 threads);
+    - :data:`ONE_THREAD_OP_TYPES` (Slice, Expand, Tile, Pad, Where, DequantizeLinear, CumSum, Sin,
+      Cos, Sum, MaxUnpool) and the Resize kernels of :data:`ONE_THREAD_KERNELS`: 1 (0.94-1.04x on 2
+      threads);
+    - TopK: split over its rows (a probe of 256 rows: 2.01x);
     - a Transpose that walks its input element by element, and a Softmax over a middle axis whose
       Transposes do (:func:`~cost_models.cpu_layout.walks`): 1;
     - Softmax/LogSoftmax: split over rows only (one 1 Mi row: 1.03x);
@@ -1605,8 +1616,10 @@ def intra_op_threads(op: Op, threads: int) -> int:
     if threads <= 1 or not op.outputs:
         return 1
     out = op.outputs[0]
-    if op.category == "signal" or op.op_type in ONE_THREAD_OP_TYPES or walks(op):
+    if op.category == "signal" or op.op_type in ONE_THREAD_OP_TYPES or kernel_type(op) in ONE_THREAD_KERNELS or walks(op):
         return 1
+    if op.op_type == "TopK" and op.inputs and op.inputs[0].shape:  # its rows over the pool, however few values (2.01x)
+        return max(1, min(threads, op.inputs[0].elements // max(1, op.inputs[0].shape[int(op.attrs.get("axis", -1))])))  # type: ignore[call-overload]
     if op.op_type in SOFTMAX_OP_TYPES:
         return max(1, min(threads, softmax_rows(op) or 1))
     if op.op_type in ROW_SPLIT_NORM_OP_TYPES:

@@ -244,6 +244,24 @@ class TestThreads:
         assert intra_op_threads(rnn("LSTM", 256, 10), 2) == 2
         assert intra_op_threads(make_op("Add", [big, big], [big]), 1) == 1
 
+    def test_kernels_that_stay_on_one_thread_and_topk_s_rows(self) -> None:
+        # measured on the CI Xeon at 1 and 2 threads (cost_models.cpu.ONE_THREAD_OP_TYPES / _KERNELS)
+        big = Tensor("x", (1, 64, 128, 128), "float32")
+        up = Tensor("u", (1, 64, 256, 256), "float32")
+        for op_type, ins in (("CumSum", [big]), ("Sin", [big]), ("Cos", [big]), ("Sum", [big, big, big])):
+            assert intra_op_threads(make_op(op_type, ins, [big]), 2) == 1, op_type
+        assert intra_op_threads(make_op("Exp", [big], [big]), 2) == 2
+        for attrs in ({"mode": "nearest"}, {"mode": "cubic"}, {"mode": "nearest", "coordinate_transformation_mode": "asymmetric"}):
+            assert intra_op_threads(make_op("Resize", [big], [up], **attrs), 2) == 1, attrs
+        assert intra_op_threads(make_op("Resize", [big], [up], mode="linear"), 2) == 2  # the bilinear kernel splits
+        signal = Tensor("s", (1, 64, 16384), "float32")
+        assert intra_op_threads(make_op("Resize", [signal], [Tensor("t", (1, 64, 32768), "float32")], mode="linear"), 2) == 1
+        rows = Tensor("r", (1024, 1024), "float32")
+        top = make_op("TopK", [rows], [Tensor("v", (1024, 20), "float32"), Tensor("i", (1024, 20), "int64")], axis=-1)
+        assert intra_op_threads(top, 2) == 2  # 20 Ki values out, but 1,024 rows to split
+        one = Tensor("o", (1, 4096), "float32")
+        assert intra_op_threads(make_op("TopK", [one], [Tensor("w", (1, 16), "float32")], axis=-1), 2) == 1
+
     def test_a_matmul_splits_in_mlas_chunks(self) -> None:
         # MlasGemmBatch: MACs / 64 Ki + 1 threads, at most one per 16 columns when N > M
         def gemv(k: int, n: int) -> Op:
