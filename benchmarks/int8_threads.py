@@ -19,7 +19,7 @@ pixels): QLinearConv against Conv, at :data:`CONV_SHAPES`.
 over one input of ``n`` values, one kernel's time on 1 and ``--threads`` threads, at the sizes of
 :data:`QUANTIZE_SIZES`: where onnxruntime starts to split them
 (:data:`cost_models.cpu.QUANTIZE_PARALLEL_MIN_ELEMENTS`; a DequantizeLinear never does:
-:data:`cost_models.cpu.ONE_THREAD_OP_TYPES`).
+:data:`cost_models.cpu.ONE_THREAD_KERNELS`).
 
 ``--handoff``: no onnxruntime. Two processes, each pinned to one of the first two CPUs this one may
 run on, share a buffer; one fills it, then either the same process or the other copies it out

@@ -105,7 +105,6 @@ __all__ = [
     "NCHWC_ACTIVATION_PASS_NS",
     "NCHWC_ATTR",
     "ONE_THREAD_KERNELS",
-    "ONE_THREAD_OP_TYPES",
     "QUANTIZE_PARALLEL_MIN_ELEMENTS",
     "RECURRENT_OP_TYPES",
     "RECURRENT_SECTION_OP_TYPES",
@@ -119,6 +118,7 @@ __all__ = [
     "SMALL_M_FMA_NS",
     "SOFTMAX_DENORMAL_ATTR",
     "STRIDED_IM2COL_NS",
+    "TAP_KERNELS",
     "WIDE_DTYPES",
     "CpuModel",
     "RecurrentTime",
@@ -188,6 +188,7 @@ __all__ = [
     "step_section_ns",
     "stream_ns",
     "stream_parts_ns",
+    "topk_rows",
     "weight_stream_ns",
 ]
 
@@ -399,22 +400,21 @@ ROW_NORM_OP_TYPES = ("LayerNormalization",)
 #: threads on an AMD EPYC (:func:`intra_op_threads`).
 ROW_SPLIT_NORM_OP_TYPES = ("LayerNormalization", "SkipLayerNormalization", "SimplifiedLayerNormalization",
                            "SkipSimplifiedLayerNormalization", "RMSNormalization")  # fmt: skip
-#: Op types whose onnxruntime CPU kernels take no thread from the intra-op pool, whatever their
-#: size (:func:`intra_op_threads`): over 1 Mi floats on an AMD EPYC, 2 threads against 1 ran Slice
-#: 1.00x, Expand 0.99x, Tile 0.99x, Pad 1.01x, Where 1.00x (its broadcast passes get no pool,
-#: ``where_op.cc``), where Gather, Split, Cast and Concat ran 1.5-2.4x. A per-tensor DequantizeLinear
-#: too: 0.95-1.04x from 128 Ki to 1.5 Mi values, 0.85-1.47x at 2 Mi (beyond L2, noise) on the Intel
-#: Xeon (``python benchmarks/int8_threads.py --quantize``), where the CPU model split it as an
-#: activation from 32 Ki values.
-#: On the CI Xeon (onnxruntime 1.32, the fingerprint's probes at 1 and 2 threads): CumSum 1.00x
-#: (along the last axis or an outer one), Sin 0.99x, Cos 0.97x, a Sum of three 1 Mi-float tensors
-#: 1.00x, MaxUnpool 0.96x, where Softplus, Exp and Sigmoid ran 1.9-2.4x.
-ONE_THREAD_OP_TYPES = ("Slice", "Expand", "Tile", "Pad", "Where", "DequantizeLinear", "CumSum", "Sin", "Cos", "Sum",
-                       "MaxUnpool")  # fmt: skip
-#: Kernel classes (:func:`kernel_type`) that take no thread from the pool either: on the CI Xeon
-#: every Resize but the bilinear kernel ran 0.99-1.00x on 2 threads (nearest with either
-#: coordinates, cubic, linear over a 3-D signal), the bilinear one 2.00x.
-ONE_THREAD_KERNELS = frozenset(("Resize", "ResizeNearest", "ResizeLinearND", "ResizeCubic"))
+#: Kernel classes (:func:`kernel_type`) whose onnxruntime CPU kernels take no thread from the
+#: intra-op pool, whatever their size (:func:`intra_op_threads`): over 1 Mi floats on an AMD EPYC,
+#: 2 threads against 1 ran Slice 1.00x, Expand 0.99x, Tile 0.99x, Pad 1.01x, Where 1.00x (its
+#: broadcast passes get no pool, ``where_op.cc``), where Gather, Split, Cast and Concat ran
+#: 1.5-2.4x. A per-tensor DequantizeLinear too: 0.95-1.04x from 128 Ki to 1.5 Mi values, 0.85-1.47x
+#: at 2 Mi (beyond L2, noise) on the Intel Xeon (``python benchmarks/int8_threads.py --quantize``),
+#: where the CPU model split it as an activation from 32 Ki values. On the CI Xeon (onnxruntime
+#: 1.32, the fingerprint's probes at 1 and 2 threads): CumSum 1.00x along the last axis or an outer
+#: one (``CumSumRows``), Sin 0.99x, Cos 0.97x, a Sum of three 1 Mi-float tensors 1.00x, MaxUnpool
+#: 0.96x, and every Resize but the bilinear kernel 0.99-1.00x (nearest with either coordinates,
+#: cubic, linear over a 3-D signal), where the bilinear one ran 2.00x and Softplus, Exp and
+#: Sigmoid 1.9-2.4x.
+ONE_THREAD_KERNELS = frozenset(("Slice", "Expand", "Tile", "Pad", "Where", "DequantizeLinear", "CumSum", "CumSumRows",
+                                "Sin", "Cos", "Sum", "MaxUnpool", "Resize", "ResizeNearest", "ResizeLinearND",
+                                "ResizeCubic"))  # fmt: skip
 
 
 #: Binary op types onnxruntime's CPU provider runs through its broadcast looper
@@ -1589,9 +1589,8 @@ def intra_op_threads(op: Op, threads: int) -> int:
     """How many of onnxruntime's ``threads`` intra-op threads a kernel for ``op`` runs on.
 
     - STFT/DFT: 1 (the kernel loops over its frames on the calling thread: 1.00x on 2 threads);
-    - :data:`ONE_THREAD_OP_TYPES` (Slice, Expand, Tile, Pad, Where, DequantizeLinear, CumSum, Sin,
-      Cos, Sum, MaxUnpool) and the Resize kernels of :data:`ONE_THREAD_KERNELS`: 1 (0.94-1.04x on 2
-      threads);
+    - :data:`ONE_THREAD_KERNELS` (Slice, Expand, Tile, Pad, Where, DequantizeLinear, CumSum, Sin,
+      Cos, Sum, MaxUnpool, every Resize but the bilinear kernel): 1 (0.94-1.04x on 2 threads);
     - TopK: split over its rows (a probe of 256 rows: 2.01x);
     - a Transpose that walks its input element by element, and a Softmax over a middle axis whose
       Transposes do (:func:`~cost_models.cpu_layout.walks`): 1;
@@ -1616,10 +1615,10 @@ def intra_op_threads(op: Op, threads: int) -> int:
     if threads <= 1 or not op.outputs:
         return 1
     out = op.outputs[0]
-    if op.category == "signal" or op.op_type in ONE_THREAD_OP_TYPES or kernel_type(op) in ONE_THREAD_KERNELS or walks(op):
+    if op.category == "signal" or kernel_type(op) in ONE_THREAD_KERNELS or walks(op):
         return 1
-    if op.op_type == "TopK" and op.inputs and op.inputs[0].shape:  # its rows over the pool, however few values (2.01x)
-        return max(1, min(threads, op.inputs[0].elements // max(1, op.inputs[0].shape[int(op.attrs.get("axis", -1))])))  # type: ignore[call-overload]
+    if op.op_type == "TopK":  # its rows over the pool, however few values it keeps (2.01x)
+        return max(1, min(threads, topk_rows(op)))
     if op.op_type in SOFTMAX_OP_TYPES:
         return max(1, min(threads, softmax_rows(op) or 1))
     if op.op_type in ROW_SPLIT_NORM_OP_TYPES:
@@ -1637,6 +1636,21 @@ def intra_op_threads(op: Op, threads: int) -> int:
     if op.op_type == "QuantizeLinear":
         floor = QUANTIZE_PARALLEL_MIN_ELEMENTS
     return threads if out.elements >= floor else 1
+
+
+def topk_rows(op: Op) -> int:
+    """The rows a TopK selects from, one at a time: its input's elements over the length of its
+    axis (1 without shapes or with an axis out of range).
+
+    >>> from graph_ir.ir import Tensor
+    >>> topk_rows(Op("t", "TopK", "reduce", (Tensor("x", (4, 256, 1024), "float32"),), (), {"axis": -1}))
+    1024
+    """
+    shape = op.inputs[0].shape if op.inputs else ()
+    axis = op.attrs.get("axis", -1)
+    if not shape or not isinstance(axis, int) or not -len(shape) <= axis < len(shape):
+        return 1
+    return math.prod(shape) // max(1, shape[axis])
 
 
 def mlas_threads(m: int, n: int, k: int, threads: int) -> int:

@@ -245,7 +245,7 @@ class TestThreads:
         assert intra_op_threads(make_op("Add", [big, big], [big]), 1) == 1
 
     def test_kernels_that_stay_on_one_thread_and_topk_s_rows(self) -> None:
-        # measured on the CI Xeon at 1 and 2 threads (cost_models.cpu.ONE_THREAD_OP_TYPES / _KERNELS)
+        # measured on the CI Xeon at 1 and 2 threads (cost_models.cpu.ONE_THREAD_KERNELS)
         big = Tensor("x", (1, 64, 128, 128), "float32")
         up = Tensor("u", (1, 64, 256, 256), "float32")
         for op_type, ins in (("CumSum", [big]), ("Sin", [big]), ("Cos", [big]), ("Sum", [big, big, big])):
