@@ -411,10 +411,12 @@ ROW_SPLIT_NORM_OP_TYPES = ("LayerNormalization", "SkipLayerNormalization", "Simp
 #: one (``CumSumRows``), Sin 0.99x, Cos 0.97x, a Sum of three 1 Mi-float tensors 1.00x, MaxUnpool
 #: 0.96x, and every Resize but the bilinear kernel 0.99-1.00x (nearest with either coordinates,
 #: cubic, linear over a 3-D signal), where the bilinear one ran 2.00x and Softplus, Exp and
-#: Sigmoid 1.9-2.4x.
+#: Sigmoid 1.9-2.4x. A OneHot's Eigen generator runs on the calling thread (``onehot.cc``), its
+#: probes 0.99-1.01x; a ScatterND copies its data input on it before the updates (a static
+#: key/value cache's six 3 MiB ScatterNDs: 1.36 ms on 1 thread, 1.30 on 2).
 ONE_THREAD_KERNELS = frozenset(("Slice", "Expand", "Tile", "Pad", "Where", "DequantizeLinear", "CumSum", "CumSumRows",
-                                "Sin", "Cos", "Sum", "MaxUnpool", "Resize", "ResizeNearest", "ResizeLinearND",
-                                "ResizeCubic"))  # fmt: skip
+                                "Sin", "Cos", "Sum", "MaxUnpool", "OneHot", "OneHotOuter", "ScatterND", "Resize",
+                                "ResizeNearest", "ResizeLinearND", "ResizeCubic"))  # fmt: skip
 
 
 #: Binary op types onnxruntime's CPU provider runs through its broadcast looper
@@ -1590,7 +1592,8 @@ def intra_op_threads(op: Op, threads: int) -> int:
 
     - STFT/DFT: 1 (the kernel loops over its frames on the calling thread: 1.00x on 2 threads);
     - :data:`ONE_THREAD_KERNELS` (Slice, Expand, Tile, Pad, Where, DequantizeLinear, CumSum, Sin,
-      Cos, Sum, MaxUnpool, every Resize but the bilinear kernel): 1 (0.94-1.04x on 2 threads);
+      Cos, Sum, MaxUnpool, OneHot, ScatterND, every Resize but the bilinear kernel): 1 (0.94-1.04x
+      on 2 threads);
     - TopK: split over its rows (a probe of 256 rows: 2.01x);
     - a Transpose that walks its input element by element, and a Softmax over a middle axis whose
       Transposes do (:func:`~cost_models.cpu_layout.walks`): 1;
@@ -2379,6 +2382,11 @@ def kernel_type(op: Op) -> str:
       ``MaxUnpool``): onnxruntime runs MLAS's pooling only for a MaxPool of one output, and this
       one on a loop that computes each window's position element by element, never blocked
       (``MaxPool<8>``): on the CI Xeon 13-15 ns an output where the calibrated MaxPool priced 0.6.
+    - ``OneHotOuter`` for a ``OneHot`` whose depth is not its output's last axis (:func:`onehot_suffix`):
+      onnxruntime fills a ``OneHot``'s output by an Eigen generator, one call per value that splits
+      its position into (rows, depth, suffix); with a suffix of one (the default ``axis=-1``) each
+      value is computed alone, 1.7-1.9 ns on the CI Xeon (depth 64-1024), with a longer suffix
+      Eigen vectorizes along it, 0.23 ns (a copy priced 0.08).
 
     A class without an efficiency of its own takes its op type's."""
     if op.op_type in RESIZE_OP_TYPES:
@@ -2391,11 +2399,30 @@ def kernel_type(op: Op) -> str:
         return "CastWide"
     if op.op_type == "MaxPool" and len(op.outputs) > 1:
         return "MaxPoolIndices"
+    if op.op_type == "OneHot" and onehot_suffix(op) > 1:
+        return "OneHotOuter"
     if op.op_type == "CumSum" and isinstance(axis := op.attrs.get(CUM_AXIS_ATTR), int) and op.inputs:
         shape = op.inputs[0].shape
         if -len(shape) <= axis < len(shape) and math.prod(shape[axis % len(shape) + 1 :]) > 1:
             return "CumSumRows"
     return "DepthwiseConv" if op.category == "conv" and _is_depthwise(op) else op.op_type
+
+
+def onehot_suffix(op: Op) -> int:
+    """The values after the depth axis of a ``OneHot``'s output (its ``axis``, -1 by default: 1).
+
+    >>> from graph_ir.ir import Tensor
+    >>> y = lambda *s: Op("o", "OneHot", "data", (), (Tensor("y", s, "float32"),), {"axis": 1})
+    >>> onehot_suffix(y(8, 100)), onehot_suffix(y(8, 100, 16))
+    (1, 16)
+    """
+    if not op.outputs:
+        return 1
+    shape = op.outputs[0].shape
+    axis = op.attrs.get("axis", -1)
+    if not isinstance(axis, int) or not -len(shape) <= axis < len(shape):
+        return 1
+    return math.prod(shape[axis % len(shape) + 1 :])
 
 
 def resize_kernel(op: Op, blocked: bool = False) -> str:

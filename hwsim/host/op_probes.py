@@ -14,8 +14,9 @@ per id (its rows from DRAM priced apart, :mod:`hwsim.host.gather_probe`), Scatte
 each update alone, GatherElements picks one element at a time, LpPool calls ``pow`` per element,
 a cubic Resize weighs 16 taps per output, a linear one over a 3-D signal runs a generic N-linear
 loop, TopK keeps a heap per row, a MaxPool that outputs its ``Indices`` computes each
-window's position element by element (not MLAS's pooling) and MaxUnpool writes each value to its
-place in a zeroed output (on the AMD EPYC 4.5 ns an update, 58-72 ns a pooled
+window's position element by element (not MLAS's pooling), MaxUnpool writes each value to its
+place in a zeroed output and OneHot computes each output value alone (Eigen's generator, vectorized
+only along an axis after the depth: ``OneHotOuter``) (on the AMD EPYC 4.5 ns an update, 58-72 ns a pooled
 output, 67 ns a resized one, where the defaults priced copies: ``docs/fidelity_cpu.md``, "A
 twelfth batch"). On the
 AMD EPYC host the defaults put Asinh, LRN and CumProd 50-70x faster than onnxruntime ran them,
@@ -80,7 +81,7 @@ OTHER_PROBES: tuple[str, ...] = (
     "LRN", "GridSample", "RoiAlign", "CumSum", "CumProd", "NonMaxSuppression", "RMSNormalization", "RotaryEmbedding",
     "Where", "PRelu", "DepthToSpace", "SpaceToDepth", "Cast", "CastWide", "DynamicQuantizeLinear", "ReduceSum",
     "Gather", "ScatterElements", "GatherElements", "LpPool", "ResizeCubic", "MaxPoolIndices", "MaxUnpool", "CumSumRows",
-    "TopK", "ResizeLinearND",
+    "TopK", "ResizeLinearND", "OneHot", "OneHotOuter",
 )  # fmt: skip
 #: Every op type the fingerprint probes alone.
 PROBED_OP_TYPES: tuple[str, ...] = UNARY_PROBES + OTHER_PROBES
@@ -96,7 +97,7 @@ _ABOVE_ONE = frozenset({"Acosh"})
 _OPSET = {"CumProd": 26, "RMSNormalization": 23, "RotaryEmbedding": 23}
 #: The node type of a probe named by its kernel class (:func:`cost_models.cpu.kernel_type`).
 _NODE_TYPE = {"CastWide": "Cast", "ResizeCubic": "Resize", "MaxPoolIndices": "MaxPool", "CumSumRows": "CumSum",
-              "ResizeLinearND": "Resize"}
+              "ResizeLinearND": "Resize", "OneHotOuter": "OneHot"}
 #: The element type of a probe's (first) output, where it is not float32.
 _OUTPUT_TYPE = {"NonMaxSuppression": TensorProto.INT64, "DynamicQuantizeLinear": TensorProto.UINT8}
 #: A probe's node outputs beyond ``y`` and whether the graph outputs them too (a MaxPool's
@@ -185,6 +186,10 @@ def _row_probe(op_type: str, rng: np.random.Generator, inits: dict[str, np.ndarr
     elif op_type == "TopK":  # the 64 largest of each of 256 rows of 1024 (a shape graph_ir.op_metrics.TOPK_SIFT_WORK was fit on)
         feeds, inputs, extra = {"x": _unary_input(op_type, rng).reshape(256, 1024)}, ["x", "k"], {"axis": -1}
         inits["k"] = np.array([64], np.int64)
+    elif op_type in ("OneHot", "OneHotOuter"):  # 256 ids over a depth of 1024: on the last axis, or the first (a suffix of 256)
+        feeds, inputs = {"x": rng.integers(0, 1024, 256).astype(np.int64)}, ["x", "depth", "values"]
+        inits.update(depth=np.array([1024], np.int64), values=np.array([0.0, 1.0], np.float32))
+        extra = {"axis": 0 if op_type == "OneHotOuter" else -1}
     elif op_type == "GatherElements":  # 64 rows of 4096 picked along the row, positions at random
         feeds, inputs, extra = {"x": _unary_input(op_type, rng)}, ["x", "idx"], {"axis": 1}
         inits["idx"] = rng.integers(0, 4096, (64, 4096)).astype(np.int64)
