@@ -728,6 +728,14 @@ class CpuUnit(Unit):
         "together fall in the same L1 cache sets. Measured by `hwsim fingerprint` from MatMuls of K = 2048 and 2304 "
         "(0.90 on an AMD EPYC). None: not costed.",
     )
+    gemm_revisit_gbps: PositiveFloat | None = Field(
+        None,
+        description="Rate at which onnxruntime's float GEMM (MLAS SGEMM) reads again from beyond L2 what it cannot "
+        "keep there: the slices of its output it adds into once per slice of K, and A once per slice of 128 "
+        "columns of B (1,024 rows and more on a 2 MiB L2), not overlapped with its FMAs. Measured by `hwsim "
+        "fingerprint` from MatMuls of 256 and 2,048 rows (about 40 GB/s on the CI Xeon, its L3's streaming "
+        "rate). None: not costed.",
+    )
     int8_gemv_gbps: PositiveFloat | None = Field(
         None,
         description="Rate at which a one-row integer GEMM streams its int8 weights from L1/L2 (the slope of the "
@@ -794,7 +802,7 @@ class CpuUnit(Unit):
         "int8_im2col_pixel_ns", "int8_conv_mac_ps", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps",
         "int8_gemv_far_gbps", "softmax_denormal_ns", "nchwc_one_block_efficiency", "norm_row_ns", "fp32_gemv_call_ns", "fp32_gemv_gbps",
         "fp32_pack_ns", "kernel_setup_ns", "step_handoff_ns", "broadcast_span_ns", "softmax_row_ns", "transpose_element_ns",
-        "gemm_aliased_factor", "gemv_dram_gbps", "reduce_row_ns", "reduce_block_ns",
+        "gemm_aliased_factor", "gemm_revisit_gbps", "gemv_dram_gbps", "reduce_row_ns", "reduce_block_ns",
         "gather_dram_row_ns", "gather_dram_line_ns", "fp32_batch_call_ns", "scatter_far_update_ns", "thread_check_speedup",
         "weight_cache_kib", "weight_cached_gbps",
     )

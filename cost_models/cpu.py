@@ -101,6 +101,7 @@ __all__ = [
     "HALF_EFFICIENCY_FLOPS",
     "IM2COL_RUN_NS",
     "INTEGER_GEMM_OP_TYPES",
+    "MLAS_SGEMM_PACKED_STRIDE_K",
     "NCHWC_ACTIVATION_ATTR",
     "NCHWC_ACTIVATION_PASS_NS",
     "NCHWC_ATTR",
@@ -143,6 +144,7 @@ __all__ = [
     "first_pass_gbps",
     "float_one_row",
     "gemm_bias_ns",
+    "gemm_revisit_ns",
     "gemm_rows",
     "gemv_split_speedup",
     "grouped_conv_ns",
@@ -176,6 +178,7 @@ __all__ = [
     "resident_stream_ns",
     "resize_kernel",
     "resize_runs_blocked",
+    "revisit_bytes",
     "row_pack_ns",
     "run_levels",
     "scatter_far_ns",
@@ -352,6 +355,13 @@ MLAS_THREAD_MACS = 64 * 1024
 #: Columns per thread at least, when MLAS splits a product with ``N > M`` by columns
 #: (``MLAS_SGEMM_STRIDEN_THREAD_ALIGN``).
 MLAS_STRIDE_N = 16
+#: MLAS's SGEMM steps through B in slices of ``MLAS_SGEMM_PACKED_STRIDEN`` columns and, for each,
+#: through K in slices of ``MLAS_SGEMM_PACKED_STRIDEK`` (a packed, constant B) or
+#: ``MLAS_SGEMM_STRIDEK`` (a B made at run time), running every row of A against each slice and
+#: adding into the same block of C (:func:`revisit_bytes`).
+MLAS_SGEMM_STRIDE_N = 128
+MLAS_SGEMM_PACKED_STRIDE_K = 256
+MLAS_SGEMM_STRIDE_K = 128
 #: Elements from which onnxruntime's ``TryParallelFor`` splits an elementwise kernel: cheap
 #: binary ops (Add 64 Ki elements: 1.0x on 2 threads, 1 Mi: 2.0x) and transcendental
 #: activations (Sigmoid 64 Ki: 1.5x, 1 Mi: 2.1x), measured with onnxruntime 1.32.
@@ -444,13 +454,15 @@ class CpuModel(UnitModel[CpuUnit]):
         (:func:`integer_kernel`); a binary op's broadcast spans where the unit has their measured cost
         (:func:`broadcast_spans_ns`); a reduction's rows or blocks
         (:func:`~cost_models.cpu_reduce.reduce_passes_ns`); a batched product's calls (:func:`batch_calls_ns`);
-        a scatter's updates beyond L2 (:func:`scatter_far_ns`)."""
+        a scatter's updates beyond L2 (:func:`scatter_far_ns`); a float GEMM's A and C read again
+        from beyond L2 (:func:`gemm_revisit_ns`)."""
         op = integer_kernel(op, unit, dtype)
         cost = _calibrated(op, unit, dtype, super().cost(op, unit, chip, dtype, in_b, w_b, out_b))
         cost = _with_pass(cost, unit, broadcast_spans_ns(op, unit), "broadcast spans")
         cost = _with_pass(cost, unit, reduce_passes_ns(op, unit), "reduce set-ups")
         cost = _with_pass(cost, unit, batch_calls_ns(op, unit), "matrix calls")
         cost = _with_pass(cost, unit, scatter_far_ns(op, unit, dtype), "updates beyond L2")
+        cost = _with_pass(cost, unit, gemm_revisit_ns(op, unit, dtype), "A and C again beyond L2")
         cost = _with_fixed(cost, unit, row_pack_ns(op, unit), "B packed")  # a pass before the kernel's
         fixed = measured_setup(op, unit)
         return cost if fixed is None else _with_fixed(cost, unit, *fixed)
@@ -911,6 +923,68 @@ def _compute_ns(op: Op, unit: CpuUnit, dtype: Dtype) -> float:
     eff *= aliased_factor(op, unit, dtype)
     flops = op.flops * (valid_tap_share(op) if key == "Conv" and NCHWC_ATTR in op.attrs else 1.0)
     return flops / (_peak_flops_per_ns(op, unit, dtype) * eff) if flops else 0.0
+
+
+def revisit_bytes(rows: int, k: int, n: int, stride_k: int, l2_bytes: float, elem: int = 4) -> float:
+    """Bytes MLAS's SGEMM reads again from beyond L2 in a product of ``rows`` rows, ``k`` and ``n``.
+    It takes B in slices of :data:`MLAS_SGEMM_STRIDE_N` columns, each in slices of ``stride_k`` of
+    K, and runs every row of A against each:
+
+    - the slice of C is added into once per slice of K: every pass after the first reads and
+      writes it again, from beyond L2 where the rows' A and C of one step (``stride_k`` + 128
+      values a row, and the B panel) do not keep within L2;
+    - A is read once per slice of N: every slice after the first reads it again, from beyond L2
+      where all of A and a slice of C do not keep within L2.
+
+    Each is from L2 up to half of ``l2_bytes`` (the other half holds the lines just streamed past
+    and what the prefetchers bring) and from beyond from the whole L2 on, a linear share between.
+    Measured (CI Xeon, 1.7 MiB of L2 usable, onnxruntime 1.32, 1 thread, constant B; 11 shapes of
+    256-8,192 rows, K 500-3,072, N 128-3,072): the time beyond the FMAs is these bytes at 30-52 GB/s
+    (median 42), not overlapped; 13-34 GB/s counting the C passes alone.
+
+    >>> mib = 1.7 * 2**20
+    >>> revisit_bytes(4096, 768, 128, 256, mib) == 2 * 2 * 4096 * 128 * 4  # three passes over C, A read once
+    True
+    >>> revisit_bytes(4096, 256, 256, 256, mib) == 4096 * 256 * 4  # one pass over C, A read twice
+    True
+    >>> revisit_bytes(128, 768, 768, 256, mib)  # C and A stay in L2
+    0.0
+    """
+    slices_n, passes_k = -(-n // MLAS_SGEMM_STRIDE_N), -(-k // stride_k)
+    if rows <= 0 or l2_bytes <= 0:
+        return 0.0
+    step = rows * (stride_k + MLAS_SGEMM_STRIDE_N) * elem + stride_k * MLAS_SGEMM_STRIDE_N * elem
+    a_bytes = rows * k * elem
+    c_far = (passes_k - 1) * 2 * rows * n * elem * _beyond_share(step, l2_bytes)
+    a_far = (slices_n - 1) * a_bytes * _beyond_share(a_bytes + rows * MLAS_SGEMM_STRIDE_N * elem, l2_bytes)
+    return c_far + a_far
+
+
+def _beyond_share(stream: float, l2_bytes: float) -> float:
+    """Share of a stream of ``stream`` bytes read again that comes from beyond an L2 of ``l2_bytes``
+    (:func:`revisit_bytes`): none up to half of it, all from the whole of it on."""
+    return min(1.0, max(0.0, (stream - l2_bytes / 2) / (l2_bytes / 2)))
+
+
+def gemm_revisit_ns(op: Op, unit: CpuUnit, dtype: Dtype) -> float:
+    """What a float32 MatMul or Gemm (not a one-row product) spends reading its A and C again from
+    beyond L2 (:func:`revisit_bytes`) at the unit's ``gemm_revisit_gbps``, ns; 0 without the figure.
+
+    A B of two dimensions (a weight) makes one product of all the rows (onnxruntime flattens A), a
+    batched B one product per matrix. Those reads do not overlap the kernel's FMAs: on the CI Xeon
+    a 2,048 x 768 x 768 product's ran at about 40 GB/s, the L3's streaming rate. On several threads
+    they split with the product (each core's own L2 holding its rows is not priced apart)."""
+    gbps = unit.gemm_revisit_gbps
+    if not gbps or op.op_type not in FLOAT_GEMM_OP_TYPES or dtype != "fp32" or is_gemv(op):
+        return 0.0
+    gemm = gemm_of(op)
+    if gemm is None:
+        return 0.0
+    weight_b = len(op.inputs) > 1 and op.inputs[1].is_weight and len(op.inputs[1].shape) == 2
+    rows, products = (gemm.batch * gemm.m, 1) if weight_b else (gemm.m, gemm.batch)
+    l2 = run_levels(unit, _cache_levels(unit))[1][0] * 1024
+    stride_k = MLAS_SGEMM_PACKED_STRIDE_K if op.inputs[1].is_weight else MLAS_SGEMM_STRIDE_K
+    return products * revisit_bytes(rows, gemm.k, gemm.n, stride_k, l2) / gbps
 
 
 def aliased_factor(op: Op, unit: CpuUnit, dtype: Dtype) -> float:

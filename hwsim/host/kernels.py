@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from functools import partial
 
 import numpy as np
 import onnx
@@ -37,6 +38,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from chips.schema import Chip, CpuUnit
 from cost_models.cpu import (
+    MLAS_SGEMM_PACKED_STRIDE_K,
     NCHWC_ATTR,
     RECURRENT_GATE_NS,
     RECURRENT_STEP_NS,
@@ -49,6 +51,7 @@ from cost_models.cpu import (
     recurrent_sections,
     recurrent_time,
     requant_ns,
+    revisit_bytes,
     sections_ns,
     step_handoff_ns,
 )
@@ -114,6 +117,7 @@ __all__ = [
     "float_gemv_probe",
     "float_gemv_times",
     "gemm_aliased_factor",
+    "gemm_revisit_gbps",
     "gemv_rate",
     "handoff_probe",
     "handoff_times",
@@ -765,6 +769,33 @@ def gemm_aliased_factor(rounds: int = 5) -> float | None:
     return factor if factor < 0.98 else None
 
 
+#: The GEMM revisit probe (:func:`gemm_revisit_gbps`): ``(K, N)`` of a MatMul over a constant B, and
+#: its rows: few enough that its A and its slices of C stay in a 2 MiB L2 (0.75 MiB of A), and
+#: enough that they do not (6 MiB of A, 3 MiB a step).
+REVISIT_PROBE = ((768, 768), 256, 2048)
+
+
+def gemm_revisit_gbps(l2_bytes: float, rounds: int = 5) -> float | None:
+    """GB/s at which onnxruntime's float MatMul reads its A and C again from beyond an L2 of
+    ``l2_bytes`` (the chip field ``gemm_revisit_gbps``, :func:`cost_models.cpu.gemm_revisit_ns`):
+    the two MatMuls of :data:`REVISIT_PROBE` as their FMAs at one rate plus the bytes each reads again
+    (:func:`cost_models.cpu.revisit_bytes`) at another, solved for the second. About 40 GB/s on the
+    CI Xeon. None when the large one runs within 2 % of the small one's rate (an L2 that keeps them)."""
+    (k, n), near, far = REVISIT_PROBE
+    rng = np.random.default_rng(0)
+    w = {"W": (rng.standard_normal((k, n)) * 0.05).astype(np.float32)}
+    t, again = {}, {}
+    for m in (near, far):
+        x = rng.standard_normal((m, k)).astype(np.float32)
+        t[m] = _fastest_ns(_model(helper.make_node("MatMul", ["x", "W"], ["y"]), x, w), x, rounds)
+        again[m] = revisit_bytes(m, k, n, MLAS_SGEMM_PACKED_STRIDE_K, l2_bytes)
+    # t = FMAs / rate + bytes / gbps for both: the large one's time and bytes beyond the small one's, scaled
+    extra, nbytes = t[far] - t[near] * far / near, again[far] - again[near] * far / near
+    if nbytes <= 0 or extra <= 0.02 * t[far]:
+        return None
+    return nbytes / extra
+
+
 #: The reduction probes: 256 Ki floats summed in rows of 2 and of 256 (:func:`reduce_row_ns`), and
 #: over the middle axis of 2,048 blocks of 2 x 64 and of 64 blocks of 64 x 64 (:func:`reduce_block_ns`).
 REDUCE_PROBE_ELEMENTS = 256 * 1024
@@ -827,10 +858,10 @@ def batch_call_ns(rounds: int = 5) -> float | None:
     return ns if ns > 0 else None
 
 
-def _row_and_walk_rates(rounds: int, notes: list[str]) -> dict[str, float]:
+def _row_and_walk_rates(rounds: int, notes: list[str], l2_bytes: float | None) -> dict[str, float]:
     """``norm_row_ns``, ``softmax_row_ns``, ``reduce_row_ns``, ``reduce_block_ns``,
-    ``fp32_batch_call_ns``, ``transpose_element_ns`` and ``gemm_aliased_factor`` (a note for each
-    not resolved)."""
+    ``fp32_batch_call_ns``, ``transpose_element_ns``, ``gemm_aliased_factor`` and ``gemm_revisit_gbps``
+    (a note for each not resolved)."""
     out: dict[str, float] = {}
     for key, probe, what in (("norm_row_ns", norm_row_ns, "LayerNormalization time per row"),
                              ("softmax_row_ns", softmax_row_ns, "Softmax time per row"),
@@ -839,7 +870,9 @@ def _row_and_walk_rates(rounds: int, notes: list[str]) -> dict[str, float]:
                              ("fp32_batch_call_ns", batch_call_ns, "batched MatMul time per matrix"),
                              ("transpose_element_ns", transpose_element_ns, "element-at-a-time Transpose rate"),
                              ("gemm_aliased_factor", gemm_aliased_factor,
-                              "float GEMM slowdown for A rows 4 KiB apart (none beyond 2 %?)")):  # fmt: skip
+                              "float GEMM slowdown for A rows 4 KiB apart (none beyond 2 %?)"),
+                             ("gemm_revisit_gbps", partial(gemm_revisit_gbps, l2_bytes) if l2_bytes else lambda _: None,
+                              "float GEMM rate reading A and C again beyond L2 (none beyond 2 %, or no L2 size?)")):  # fmt: skip
         got = probe(rounds)
         if got is None:
             notes.append(f"{what} not resolved; {key} left out")
@@ -1109,7 +1142,7 @@ def kernel_rates(
         notes.append("LayerNormalization rate not resolved; its efficiency left to calibration")
     else:
         out[LAYER_NORM_RATE] = norm
-    out.update(_row_and_walk_rates(rounds, notes))
+    out.update(_row_and_walk_rates(rounds, notes, l2_bytes))
     denormal = softmax_denormal_ns(2 if quick else 3)
     if denormal is None:
         notes.append("masked Softmax no slower than an unmasked one (denormals flushed?); softmax_denormal_ns left out")
