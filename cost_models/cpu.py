@@ -1015,10 +1015,10 @@ def gemm_revisit_ns(op: Op, unit: CpuUnit, dtype: Dtype) -> float:
     gemm = gemm_of(op)
     if gemm is None:
         return 0.0
-    weight_b = len(op.inputs) > 1 and op.inputs[1].is_weight and len(op.inputs[1].shape) == 2
-    rows, products = (gemm.batch * gemm.m, 1) if weight_b else (gemm.m, gemm.batch)
+    b = op.inputs[1]  # a GEMM has two operands
+    rows, products = (gemm.batch * gemm.m, 1) if b.is_weight and len(b.shape) == 2 else (gemm.m, gemm.batch)
     l2 = run_levels(unit, _cache_levels(unit))[1][0] * 1024
-    stride_k = MLAS_SGEMM_PACKED_STRIDE_K if op.inputs[1].is_weight else MLAS_SGEMM_STRIDE_K
+    stride_k = MLAS_SGEMM_PACKED_STRIDE_K if b.is_weight else MLAS_SGEMM_STRIDE_K
     return products * revisit_bytes(rows, gemm.k, gemm.n, stride_k, l2) / gbps
 
 
@@ -2510,10 +2510,8 @@ def kernel_type(op: Op) -> str:
         return "MaxPoolIndices"
     if op.op_type == "OneHot" and onehot_suffix(op) > 1:
         return "OneHotOuter"
-    if op.op_type == "CumSum" and isinstance(axis := op.attrs.get(CUM_AXIS_ATTR), int) and op.inputs:
-        shape = op.inputs[0].shape
-        if -len(shape) <= axis < len(shape) and math.prod(shape[axis % len(shape) + 1 :]) > 1:
-            return "CumSumRows"
+    if op.op_type == "CumSum" and op.inputs and (_after_axis(op.inputs[0].shape, op.attrs.get(CUM_AXIS_ATTR)) or 1) > 1:
+        return "CumSumRows"
     return "DepthwiseConv" if op.category == "conv" and _is_depthwise(op) else op.op_type
 
 
@@ -2525,12 +2523,14 @@ def onehot_suffix(op: Op) -> int:
     >>> onehot_suffix(y(8, 100)), onehot_suffix(y(8, 100, 16))
     (1, 16)
     """
-    if not op.outputs:
-        return 1
-    shape = op.outputs[0].shape
-    axis = op.attrs.get("axis", -1)
+    return (_after_axis(op.outputs[0].shape, op.attrs.get("axis", -1)) or 1) if op.outputs else 1
+
+
+def _after_axis(shape: tuple[int, ...], axis: object) -> int | None:
+    """The values after ``axis`` of ``shape`` (a negative axis counts from the end); None where the
+    axis is no int within the shape's rank."""
     if not isinstance(axis, int) or not -len(shape) <= axis < len(shape):
-        return 1
+        return None
     return math.prod(shape[axis % len(shape) + 1 :])
 
 
