@@ -169,6 +169,11 @@ def mlp_model(widths: Sequence[int], seed: int = 0) -> onnx.ModelProto:
     return b.model("mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, widths[0]])], x)
 
 
+def batch_norm(b: _Builder, x: str, c: int) -> str:
+    """An inference BatchNormalization over ``c`` channels at identity (scale 1, bias 0, mean 0, var 1)."""
+    return b.op("BatchNormalization", [x, *(b.weight((c,), value=v) for v in (1.0, 0.0, 0.0, 1.0))])
+
+
 def _layer_norm(b: _Builder, x: str, width: int) -> str:
     return b.op("LayerNormalization", [x, b.weight((width,), value=1.0), b.weight((width,), value=0.0)], axis=-1,
                 epsilon=1e-5)  # fmt: skip

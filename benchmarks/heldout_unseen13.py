@@ -42,18 +42,14 @@ import heldout_models as hm  # the builder the held-out families share
 __all__ = ["SIZES", "capsule", "cliptext", "linattn", "perceiver", "quartznet", "scan", "unpool"]
 
 
-def _bn(b: hm._Builder, x: str, c: int) -> str:
-    return b.op("BatchNormalization", [x, b.weight((c,), value=1.0), b.weight((c,), value=0.0),
-                                       b.weight((c,), value=0.0), b.weight((c,), value=1.0)])  # fmt: skip
-
 
 def quartznet(frames: int, width: int, blocks: int = 5, kernel: int = 33) -> onnx.ModelProto:
     """A mel-spectrogram (64 bins x ``frames``) through ``blocks`` depthwise-separable 1D blocks."""
     b = hm._Builder(50)
-    x = b.op("Relu", [_bn(b, b.op("Conv", ["x", b.weight((width, 64, 11))], pads=[5, 5], strides=[2]), width)])
+    x = b.op("Relu", [hm.batch_norm(b, b.op("Conv", ["x", b.weight((width, 64, 11))], pads=[5, 5], strides=[2]), width)])
     for _ in range(blocks):
         dw = b.op("Conv", [x, b.weight((width, 1, kernel))], group=width, pads=[kernel // 2] * 2)
-        pw = _bn(b, b.op("Conv", [dw, b.weight((width, width, 1))]), width)
+        pw = hm.batch_norm(b, b.op("Conv", [dw, b.weight((width, width, 1))]), width)
         x = b.op("Relu", [b.op("Add", [pw, x])])
     return b.model("quartznet", hm.graph_input([1, 64, frames]), b.op("Conv", [x, b.weight((29, width, 1))]))
 

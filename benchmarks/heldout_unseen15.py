@@ -38,10 +38,6 @@ import heldout_models as hm  # the builder the held-out families share
 __all__ = ["SIZES", "arcface", "decode", "mishnet", "scache", "tabular"]
 
 
-def _ln(b: hm._Builder, x: str, width: int) -> str:
-    return b.op("LayerNormalization", [x, b.weight((width,), value=1.0), b.weight((width,), value=0.0)], axis=-1)
-
-
 def _heads(b: hm._Builder, t: str, heads: int, hd: int) -> str:
     """``[1, 1, width]`` -> ``[1, heads, 1, hd]``."""
     return b.op("Transpose", [b.op("Reshape", [t, b.const(hm.i64([1, 1, heads, hd]))])], perm=[0, 2, 1, 3])
@@ -51,7 +47,7 @@ def _step(b: hm._Builder, x: str, width: int, heads: int, cache: Callable[[str, 
     """One decoder layer on one token: attention of its query over the cache ``cache(k, v)`` gives
     (the new token's key and value put in), then the MLP, each with a residual."""
     hd = width // heads
-    h = _ln(b, x, width)
+    h = hm._layer_norm(b, x, width)
     qkv = b.op("Add", [b.op("MatMul", [h, b.weight((width, 3 * width))]), b.weight((3 * width,))])
     q, k, v = (b.name("q"), b.name("k"), b.name("v"))
     b.nodes.append(helper.make_node("Split", [qkv, b.const(hm.i64([width] * 3))], [q, k, v], name=b.name("Split"), axis=-1))
@@ -63,7 +59,7 @@ def _step(b: hm._Builder, x: str, width: int, heads: int, cache: Callable[[str, 
     ctx = b.op("MatMul", [b.op("Softmax", [scores], axis=-1), values])
     ctx = b.op("Reshape", [b.op("Transpose", [ctx], perm=[0, 2, 1, 3]), b.const(hm.i64([1, 1, width]))])
     x = b.op("Add", [x, b.op("Add", [b.op("MatMul", [ctx, b.weight((width, width))]), b.weight((width,))])])
-    up = b.op("Add", [b.op("MatMul", [_ln(b, x, width), b.weight((width, 4 * width))]), b.weight((4 * width,))])
+    up = b.op("Add", [b.op("MatMul", [hm._layer_norm(b, x, width), b.weight((width, 4 * width))]), b.weight((4 * width,))])
     down = b.op("Add", [b.op("MatMul", [hm._gelu(b, up), b.weight((4 * width, width))]), b.weight((width,))])
     return b.op("Add", [x, down])
 
@@ -82,7 +78,7 @@ def decode(past: int, width: int, heads: int, layers: int, vocab: int) -> onnx.M
             return (b.op("Concat", [f"past_key_{i}", k], axis=2), b.op("Concat", [f"past_value_{i}", v], axis=2))
 
         x = _step(b, x, width, heads, cat, None)
-    logits = b.op("MatMul", [_ln(b, x, width), b.weight((width, vocab))])
+    logits = b.op("MatMul", [hm._layer_norm(b, x, width), b.weight((width, vocab))])
     inputs = hm.graph_input([1, 1, width]) + _cache_inputs(layers, heads, past, width // heads)
     return b.model("decode", inputs, logits)
 
@@ -99,13 +95,13 @@ def scache(cache: int, pos: int, width: int, heads: int, layers: int) -> onnx.Mo
 
         x = _step(b, x, width, heads, put, mask)
     inputs = hm.graph_input([1, 1, width]) + _cache_inputs(layers, heads, cache, width // heads)
-    return b.model("scache", inputs, _ln(b, x, width))
+    return b.model("scache", inputs, hm._layer_norm(b, x, width))
 
 
 def _cbm(b: hm._Builder, x: str, cin: int, cout: int, k: int, stride: int = 1) -> str:
     """Conv, BatchNormalization and Mish (``x * tanh(softplus(x))``)."""
     y = b.op("Conv", [x, b.weight((cout, cin, k, k), scale=1.0 / np.sqrt(cin * k * k))], pads=[k // 2] * 4, strides=[stride] * 2)
-    y = b.op("BatchNormalization", [y, *(b.weight((cout,), value=v) for v in (1.0, 0.0, 0.0, 1.0))])
+    y = hm.batch_norm(b, y, cout)
     return b.op("Mul", [y, b.op("Tanh", [b.op("Softplus", [y])])])
 
 
@@ -132,10 +128,6 @@ def mishnet(res: int, width: int) -> onnx.ModelProto:
                    b.op("Concat", [b.op("Flatten", [h]) for h in heads], axis=1))  # fmt: skip
 
 
-def _bn(b: hm._Builder, x: str, c: int) -> str:
-    return b.op("BatchNormalization", [x, *(b.weight((c,), value=v) for v in (1.0, 0.0, 0.0, 1.0))])
-
-
 def arcface(res: int, widths: tuple[int, ...], blocks: int, embed: int) -> onnx.ModelProto:
     """An IR-ResNet embedder over a ``res`` x ``res`` face (see the module docstring)."""
     b = hm._Builder(73)
@@ -144,19 +136,19 @@ def arcface(res: int, widths: tuple[int, ...], blocks: int, embed: int) -> onnx.
         w = b.weight((cout, cin, k, k), scale=1.0 / np.sqrt(cin * k * k))
         return b.op("Conv", [t, w], pads=[k // 2] * 4, strides=[stride] * 2)
 
-    x = b.op("PRelu", [_bn(b, conv("x", 3, widths[0], 3), widths[0]), b.weight((widths[0], 1, 1), value=0.25)])
+    x = b.op("PRelu", [hm.batch_norm(b, conv("x", 3, widths[0], 3), widths[0]), b.weight((widths[0], 1, 1), value=0.25)])
     c = widths[0]
     for w in widths:
         for i in range(blocks):
             stride = 2 if i == 0 else 1
-            y = conv(_bn(b, x, c), c, w, 3)
-            y = _bn(b, conv(b.op("PRelu", [_bn(b, y, w), b.weight((w, 1, 1), value=0.25)]), w, w, 3, stride), w)
-            short = x if i else _bn(b, conv(x, c, w, 1, 2), w)
+            y = conv(hm.batch_norm(b, x, c), c, w, 3)
+            y = hm.batch_norm(b, conv(b.op("PRelu", [hm.batch_norm(b, y, w), b.weight((w, 1, 1), value=0.25)]), w, w, 3, stride), w)
+            short = x if i else hm.batch_norm(b, conv(x, c, w, 1, 2), w)
             x, c = b.op("Add", [y, short]), w
     side = res // 2 ** len(widths)
-    flat = b.op("Flatten", [_bn(b, x, c)])
+    flat = b.op("Flatten", [hm.batch_norm(b, x, c)])
     emb = b.op("Gemm", [flat, b.weight((embed, c * side * side), scale=0.01), b.weight((embed,))], transB=1)
-    return b.model("arcface", hm.graph_input([1, 3, res, res]), b.op("LpNormalization", [_bn(b, emb, embed)], p=2, axis=1))
+    return b.model("arcface", hm.graph_input([1, 3, res, res]), b.op("LpNormalization", [hm.batch_norm(b, emb, embed)], p=2, axis=1))
 
 
 def tabular(rows: int, depths: tuple[int, ...], numeric: int, hidden: int) -> onnx.ModelProto:
