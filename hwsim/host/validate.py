@@ -560,8 +560,28 @@ def sgemm_conv_kernels(graph: ModelGraph) -> dict[str, Op]:
     at ~125 GFLOP/s where 2-D NCHWc convs reach 0.97 of the 181 GFLOP/s peak; on an AMD EPYC the
     3x3x3 convs of a video CNN ran 19-27 % over their FMAs at the NCHWc rate, which that packing
     of the expanded input accounts for (``benchmarks/heldout_unseen8.py``)."""
-    return {op.name: replace(op, attrs={**op.attrs, SGEMM_CONV_ATTR: 1}) for op in graph.ops()
-            if op.op_type == "Conv" and op.weights and len(op.weights[0].shape) in (3, 5)}  # fmt: skip
+    plain = {op.name: replace(op, attrs={**op.attrs, SGEMM_CONV_ATTR: 1}) for op in graph.ops()
+             if op.op_type == "Conv" and op.weights and len(op.weights[0].shape) in (3, 5)}  # fmt: skip
+    return {**plain, **{op.name: _run_time_filter_conv(op) for op in graph.ops() if _filter_at_run_time(op)}}
+
+
+def _filter_at_run_time(op: Op) -> bool:
+    """Whether conv ``op``'s filter (its second input) is computed at run time, not a constant
+    (StyleGAN2's modulated convs: the style times the weight), or its data (the first input) is a
+    constant (StyleGAN2's learned 4x4 input). onnxruntime's NCHWc transformer takes a conv only
+    with a constant filter; the rest run its plain kernel."""
+    return op.op_type == "Conv" and len(op.inputs) >= 2 and (op.inputs[0].is_weight or not op.inputs[1].is_weight)
+
+
+def _run_time_filter_conv(op: Op) -> Op:
+    """Conv ``op`` (:func:`_filter_at_run_time`) as onnxruntime's plain kernel runs it, marked with
+    :data:`~cost_models.cpu.SGEMM_CONV_ATTR`: its data an activation and its filter the GEMM's
+    weight, by position, whichever of them is the constant (the cost model reads a conv's filter
+    from its weights). Measured (Intel Xeon, 1 thread): StyleGAN2's modulated 3x3 convs, 32-128
+    channels at 32-128 pixels square, ran 1.15-1.5x their price at the NCHWc rate."""
+    x, w, *rest = op.inputs
+    inputs = (replace(x, is_weight=False), replace(w, is_weight=True), *rest)
+    return replace(op, inputs=inputs, attrs={**op.attrs, SGEMM_CONV_ATTR: 1})
 
 
 def _grouped_blocked(op: Op, block: int) -> bool:
@@ -594,7 +614,7 @@ def grouped_conv_kernels(graph: ModelGraph, block: int) -> dict[str, Op]:
     112 x 112 took 319 us where the NCHWc depthwise rate says 44."""
     return {op.name: replace(op, attrs={**op.attrs, SGEMM_CONV_ATTR: 1}) for op in graph.ops()
             if op.op_type == "Conv" and op.weights and len(op.weights[0].shape) == 4 and conv_group(op) > 1
-            and not _grouped_blocked(op, block) and not _depthwise_blocked(op, block)}  # fmt: skip
+            and not _filter_at_run_time(op) and not _grouped_blocked(op, block) and not _depthwise_blocked(op, block)}  # fmt: skip
 
 
 def layout_kernels(graph: ModelGraph, block: int, fused: Iterable[str] = ()) -> dict[str, Op]:
@@ -742,7 +762,7 @@ def _nchwc_plan(
 
     for op in graph.ops():
         acts = op.activations
-        if op.op_type == "Conv" and acts and len(acts[0].shape) == 4 and op.weights:
+        if op.op_type == "Conv" and acts and len(acts[0].shape) == 4 and op.weights and not _filter_at_run_time(op):
             x, w = acts[0], op.weights[0]
             cout = w.shape[0]
             group = op.attrs.get("group", 1)
