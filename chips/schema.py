@@ -677,6 +677,12 @@ class CpuUnit(Unit):
         "of ones per block of the kept leading axes), beside the time per element, measured by `hwsim fingerprint` from "
         "2,048 and 64 blocks at the same element count. None: not costed.",
     )
+    gather_row_ns: PositiveFloat | None = Field(
+        None,
+        description="Fixed time per row of onnxruntime's Gather (each id read, its offset computed and one copy "
+        "called for its row), beside the time per byte, measured by `hwsim fingerprint` from rows of 1 and of 256 "
+        "floats at the same output size. None: not costed.",
+    )
     gather_dram_row_ns: PositiveFloat | None = Field(
         None,
         description="What an embedding lookup (Gather from a weight table) pays per row beyond its time with the rows "
@@ -803,7 +809,7 @@ class CpuUnit(Unit):
         "int8_gemv_far_gbps", "softmax_denormal_ns", "nchwc_one_block_efficiency", "norm_row_ns", "fp32_gemv_call_ns", "fp32_gemv_gbps",
         "fp32_pack_ns", "kernel_setup_ns", "step_handoff_ns", "broadcast_span_ns", "softmax_row_ns", "transpose_element_ns",
         "gemm_aliased_factor", "gemm_revisit_gbps", "gemv_dram_gbps", "reduce_row_ns", "reduce_block_ns",
-        "gather_dram_row_ns", "gather_dram_line_ns", "fp32_batch_call_ns", "scatter_far_update_ns", "thread_check_speedup",
+        "gather_row_ns", "gather_dram_row_ns", "gather_dram_line_ns", "fp32_batch_call_ns", "scatter_far_update_ns", "thread_check_speedup",
         "weight_cache_kib", "weight_cached_gbps",
     )
 

@@ -90,6 +90,7 @@ __all__ = [
     "FFT_PROBES",
     "FLOAT_GEMV_DERIVED",
     "FLOAT_GEMV_PROBES",
+    "GATHER_ROW_PROBE",
     "HANDOFF_PROBES",
     "LAYER_NORM_RATE",
     "NCHWC_BLOCK_PROBE",
@@ -118,6 +119,7 @@ __all__ = [
     "float_gemv_times",
     "gemm_aliased_factor",
     "gemm_revisit_gbps",
+    "gather_row_ns",
     "gemv_rate",
     "handoff_probe",
     "handoff_times",
@@ -831,6 +833,34 @@ def reduce_block_ns(rounds: int = 5) -> float | None:
     return ns if ns > 0 else None
 
 
+#: The Gather probes: ``(ids, row floats, table rows)``, 256 Ki floats gathered in rows of 1 and of
+#: 256 from tables of 256 KiB (in L2 of any CPU this project runs on; :func:`gather_row_ns`).
+GATHER_ROW_PROBE = ((256 * 1024, 1, 64 * 1024), (1024, 256, 256))
+
+
+def gather_row_ns(rounds: int = 5) -> float | None:
+    """onnxruntime's Gather time per row (the chip field ``gather_row_ns``,
+    :func:`cost_models.cpu.gather_rows_ns`): the same floats gathered in rows of 1 and of 256
+    (:data:`GATHER_ROW_PROBE`), (narrow - wide) / (their id counts' difference). onnxruntime reads
+    each id, computes its row's offset and calls a copy per row: 8-9 ns a row on an AMD EPYC
+    (2026-12-06, tables of 0.1-4 MiB), where a copy priced by the bytes gave 0.3. None when not
+    resolved."""
+    rng = np.random.default_rng(0)
+    t = []
+    for ids, width, rows in GATHER_ROW_PROBE:
+        table = rng.standard_normal((rows, width)).astype(np.float32)
+        node = helper.make_node("Gather", ["table", "x"], ["y"], axis=0)
+        graph = helper.make_graph(
+            [node], "k", [helper.make_tensor_value_info("x", TensorProto.INT64, [ids])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [numpy_helper.from_array(table, "table")],
+        )  # fmt: skip
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+        t.append(_fastest_ns(model, rng.integers(0, rows, ids).astype(np.int64), rounds))
+    (narrow, _, _), (wide, _, _) = GATHER_ROW_PROBE
+    ns = (t[0] - t[1]) / (narrow - wide)
+    return ns if ns > 0 else None
+
+
 #: The batched product probes: ``(matrices, K)`` of ``9 x K x 9`` float products over run-time
 #: matrices, the same FMAs and the same elements of B in both (:func:`batch_call_ns`).
 BATCH_CALL_PROBE = ((512, 16), (32, 256))
@@ -859,7 +889,7 @@ def batch_call_ns(rounds: int = 5) -> float | None:
 
 
 def _row_and_walk_rates(rounds: int, notes: list[str], l2_bytes: float | None) -> dict[str, float]:
-    """``norm_row_ns``, ``softmax_row_ns``, ``reduce_row_ns``, ``reduce_block_ns``,
+    """``norm_row_ns``, ``softmax_row_ns``, ``reduce_row_ns``, ``reduce_block_ns``, ``gather_row_ns``,
     ``fp32_batch_call_ns``, ``transpose_element_ns``, ``gemm_aliased_factor`` and ``gemm_revisit_gbps``
     (a note for each not resolved)."""
     out: dict[str, float] = {}
@@ -867,6 +897,7 @@ def _row_and_walk_rates(rounds: int, notes: list[str], l2_bytes: float | None) -
                              ("softmax_row_ns", softmax_row_ns, "Softmax time per row"),
                              ("reduce_row_ns", reduce_row_ns, "ReduceSum time per row"),
                              ("reduce_block_ns", reduce_block_ns, "ReduceSum time per block"),
+                             ("gather_row_ns", gather_row_ns, "Gather time per row"),
                              ("fp32_batch_call_ns", batch_call_ns, "batched MatMul time per matrix"),
                              ("transpose_element_ns", transpose_element_ns, "element-at-a-time Transpose rate"),
                              ("gemm_aliased_factor", gemm_aliased_factor,

@@ -10,7 +10,8 @@ selects X and Y apart and merges the two (three passes over the data), PRelu bra
 element's sign, DepthToSpace and SpaceToDepth shuffle six-axis views of their input, a Cast
 to or from int64 converts one element at a time, a ReduceSum pays a set-up per row beside its
 rate per element (the rows priced apart, :mod:`cost_models.cpu_reduce`), a Gather copies one row
-per id (its rows from DRAM priced apart, :mod:`hwsim.host.gather_probe`), ScatterElements adds
+per id (its fixed time per row and its rows from DRAM priced apart: ``gather_row_ns``,
+:mod:`hwsim.host.gather_probe`), ScatterElements adds
 each update alone, GatherElements picks one element at a time, LpPool calls ``pow`` per element,
 a cubic Resize weighs 16 taps per output, a linear one over a 3-D signal runs a generic N-linear
 loop, TopK keeps a heap per row, a MaxPool that outputs its ``Indices`` computes each
@@ -317,8 +318,10 @@ def scatter_far_from(chip: Chip, rates: Mapping[str, float]) -> float | None:
 def probe_efficiencies(chip: Chip, rates: Mapping[str, float]) -> dict[str, float]:
     """The efficiency of each op type probed (:func:`probe_rates`) on ``chip``'s CPU: the one
     calibration would fit from the probe's kernel time, on the op as hwsim reads the probe model;
-    a reduction's rows, priced apart where ``chip`` has their figure
-    (:func:`cost_models.cpu_reduce.reduce_passes_ns`), taken out of its time first."""
+    a reduction's rows and a Gather's, priced apart where ``chip`` has their figures
+    (:func:`cost_models.cpu_reduce.reduce_passes_ns`, :func:`cost_models.cpu.gather_rows_ns`), taken
+    out of its time first."""
+    from cost_models.cpu import gather_rows_ns
     from cost_models.cpu_reduce import reduce_passes_ns
     from graph_ir.onnx_import import from_model_proto
     from hwsim.host.kernels import kernel_efficiency
@@ -330,6 +333,6 @@ def probe_efficiencies(chip: Chip, rates: Mapping[str, float]) -> dict[str, floa
             continue
         model, _ = probe_model(op_type)
         op = from_model_proto(model, source=f"probe {op_type}", name=f"probe_{op_type}").op("probe")
-        apart = reduce_passes_ns(op, unit) if isinstance(unit, CpuUnit) else 0.0
+        apart = reduce_passes_ns(op, unit) + gather_rows_ns(op, unit) if isinstance(unit, CpuUnit) else 0.0
         out[op_type] = kernel_efficiency(chip, op, max(rates[key] - apart, 0.1 * rates[key]))
     return out

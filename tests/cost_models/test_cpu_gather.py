@@ -37,8 +37,15 @@ class TestColdRows:
     def test_a_row_and_its_lines_from_dram(self, ids: int, width: int, rows: int) -> None:
         name, op_type, ins, outs = lookup(rows, width, ids)
         op = Op(name, op_type, "data", tuple(ins), tuple(outs))
-        want = min(ids, rows) * (ROW_NS + math.ceil(width * 4 / LINE_BYTES) * LINE_NS)
-        assert cold_gather_ns(op, unit(), "fp32") == pytest.approx(want)
+        per_miss = ROW_NS + math.ceil(width * 4 / LINE_BYTES) * LINE_NS
+        misses = cold_gather_ns(op, unit(), "fp32") / per_miss
+        # at most a miss per id; at least one per distinct row (or line, for rows narrower than one)
+        # the ids are expected to reach: most of those they could
+        places = rows if width * 4 > LINE_BYTES else math.ceil(rows * width * 4 / LINE_BYTES)
+        assert misses <= ids * (1 + 1e-9)
+        assert misses >= min(ids, places) * (1 - 1 / math.e) * (1 - 1e-9)
+        more = Op(name, op_type, "data", (ins[0], Tensor("more", (ids + 1,), "int64")), tuple(outs))
+        assert cold_gather_ns(more, unit(), "fp32") >= misses * per_miss
         # cached from run to run, or without the figures: nothing
         assert cold_gather_ns(op, unit().model_copy(update={"weights_in_cache": True}), "fp32") == 0.0
         assert cold_gather_ns(op, unit(gather_dram_row_ns=None), "fp32") == 0.0
@@ -68,7 +75,8 @@ class TestSteadyState:
         words = lookup(30522, 768, 128, "words")
         graph = graph_from_ops("bert", [big[2][0], words[2][1]], [big, words])
         cost = cost_table(graph, chip_from_dict(host_chip(**FINGERPRINTED)), "model").costs["words"]["cpu"]
-        assert "rows from DRAM" in cost.note and cost.stall_ns >= 128 * (ROW_NS + 48 * LINE_NS)
+        # 128 ids spread over 30,522 rows: 127.7 distinct, a repeat missing again (the L2 holds 2 % of the table)
+        assert "rows from DRAM" in cost.note and cost.stall_ns == pytest.approx(128 * (ROW_NS + 48 * LINE_NS), rel=1e-4)
 
 
 class TestProbe:
