@@ -1,0 +1,43 @@
+"""The eighteenth unseen batch (``benchmarks/heldout_unseen18.py``): each family builds, runs under
+onnxruntime to a finite output, and is priced by ``hwsim validate`` kernel by kernel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+
+import onnx
+
+from chips.schema import chip_from_dict
+from graph_ir.onnx_import import load_onnx
+from hwsim.host.validate import cpu_chip, predict_nodes
+from tests.helpers import host_chip, load_benchmarks, runs_finite
+
+
+def _unseen18() -> ModuleType:
+    return load_benchmarks("heldout_models", "heldout_unseen18")
+
+
+def _small(mod: ModuleType) -> dict[str, onnx.ModelProto]:
+    return {"cbam": mod.cbam(32, (16, 32)), "centernet": mod.centernet(64, 32, 4), "convmixer": mod.convmixer(32, 16, 1, 9, 4),
+            "nonlocal": mod.nonlocal_net(8, 16, 1), "tasnet": mod.tasnet(256, 16, 16, 1, 2)}  # fmt: skip
+
+
+def test_two_sizes_a_family_and_each_runs(tmp_path: Path) -> None:
+    mod = _unseen18()
+    families = ("cbam", "centernet", "convmixer", "nonlocal", "tasnet")
+    assert sorted({k.split("_")[0] for k in mod.SIZES}) == sorted(families)
+    assert all(sum(k.startswith(f + "_") for k in mod.SIZES) == 2 for f in families)
+    for name, model in _small(mod).items():
+        runs_finite(model, tmp_path / f"{name}.onnx")
+
+
+def test_every_node_of_each_family_is_priced(tmp_path: Path) -> None:
+    chip = cpu_chip(chip_from_dict(host_chip()), 1)
+    for name, model in _small(_unseen18()).items():
+        path = tmp_path / f"{name}.onnx"
+        onnx.save(model, str(path))
+        graph = load_onnx(path)
+        preds = predict_nodes(graph, chip, 1, set())
+        assert {op.name for op in graph.ops()} <= preds.keys(), name
+        assert all(p.predicted_ns > 0 for n, p in preds.items() if graph.op(n).op_type in ("Conv", "ConvTranspose", "MatMul")), name
