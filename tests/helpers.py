@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -71,6 +72,15 @@ def runs_finite(model: onnx.ModelProto, path: Path) -> None:
     onnx.save(model, str(path))
     sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     assert np.all(np.isfinite(sess.run(None, random_inputs(model, 0))[0]))
+
+
+def batch_runs(mod: ModuleType, small: Mapping[str, onnx.ModelProto], tmp_path: Path) -> None:
+    """An unseen batch ``mod`` (``benchmarks/heldout_unseenN.py``) holds two sizes of each family of
+    ``small`` (family -> a small model of it), and each small model runs (:func:`runs_finite`)."""
+    assert sorted({k.split("_")[0] for k in mod.SIZES}) == sorted(small)
+    assert all(sum(k.startswith(f + "_") for k in mod.SIZES) == 2 for f in small)
+    for name, model in small.items():
+        runs_finite(model, tmp_path / f"{name}.onnx")
 
 
 def make_op(op_type: str, ins: list[Tensor], outs: list[Tensor], **attrs: Any) -> Op:

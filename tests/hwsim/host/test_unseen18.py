@@ -11,7 +11,7 @@ import onnx
 from chips.schema import chip_from_dict
 from graph_ir.onnx_import import load_onnx
 from hwsim.host.validate import cpu_chip, predict_nodes
-from tests.helpers import host_chip, load_benchmarks, runs_finite
+from tests.helpers import batch_runs, host_chip, load_benchmarks
 
 
 def _unseen18() -> ModuleType:
@@ -25,11 +25,7 @@ def _small(mod: ModuleType) -> dict[str, onnx.ModelProto]:
 
 def test_two_sizes_a_family_and_each_runs(tmp_path: Path) -> None:
     mod = _unseen18()
-    families = ("cbam", "centernet", "convmixer", "nonlocal", "tasnet")
-    assert sorted({k.split("_")[0] for k in mod.SIZES}) == sorted(families)
-    assert all(sum(k.startswith(f + "_") for k in mod.SIZES) == 2 for f in families)
-    for name, model in _small(mod).items():
-        runs_finite(model, tmp_path / f"{name}.onnx")
+    batch_runs(mod, _small(mod), tmp_path)
 
 
 def test_every_node_of_each_family_is_priced(tmp_path: Path) -> None:
