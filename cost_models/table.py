@@ -18,7 +18,7 @@ from cost_models.base import (
 )
 from cost_models.cpu import last_level_cache_bytes
 from cost_models.quant import with_scale_read
-from graph_ir.ir import ModelGraph, Op, deployed_bytes
+from graph_ir.ir import ModelGraph, Op, constant_tensors, deployed_bytes
 
 if TYPE_CHECKING:
     from cost_models.mapping import OpMapping
@@ -143,12 +143,11 @@ def largest_working_set(graph: ModelGraph, deployed: Callable[[str], str | None]
     keeps the weights cached only where they and this fit together: on an AMD EPYC (16 MiB of L3
     that the read sweep holds) MobileNetV2's 14 MB of weights beside its 5.6 MB expansion conv
     left the classifier's 5 MB Gemm at 21 GB/s, a DRAM rate."""
-    const = {t.name for op in graph.ops() for t in op.weights}
+    const = constant_tensors(graph)
     largest = 0
     for op in graph.ops():
         live = [t for t in op.inputs if t.name not in const]
         if not live:
-            const.update(t.name for t in op.outputs)
             continue
         p = deployed(op.name)
         largest = max(largest, sum(deployed_bytes(t, p) for t in (*live, *op.outputs)))

@@ -32,6 +32,7 @@ __all__ = [
     "Op",
     "Tensor",
     "add_data_edge",
+    "constant_tensors",
     "deployed_bytes",
 ]
 
@@ -223,3 +224,14 @@ class ModelGraph:
 
     def __len__(self) -> int:
         return int(self.g.number_of_nodes())
+
+
+def constant_tensors(graph: ModelGraph) -> set[str]:
+    """Names of the tensors of ``graph`` that are weights or computed from weights alone (a QDQ
+    model's dequantized weights, which onnxruntime folds or fuses into the integer kernel, a
+    transposed or reshaped constant): every op whose inputs are all such makes its outputs such."""
+    const = {t.name for op in graph.ops() for t in op.weights}
+    for op in graph.ops():
+        if all(t.name in const for t in op.inputs):
+            const.update(t.name for t in op.outputs)
+    return const

@@ -57,7 +57,7 @@ from cost_models.fusion import folds_into
 from cost_models.table import cost_table, steady_state_unit
 from graph_ir.categories import GEMM_CATEGORIES
 from graph_ir.gemm import conv_group
-from graph_ir.ir import ModelGraph, Op, Tensor
+from graph_ir.ir import ModelGraph, Op, Tensor, constant_tensors
 from hwsim.host.errors import MeasureError, ValidateError
 from hwsim.host.fingerprint import Dispatch
 from hwsim.host.int8_check import Int8Check
@@ -562,22 +562,25 @@ def sgemm_conv_kernels(graph: ModelGraph) -> dict[str, Op]:
     of the expanded input accounts for (``benchmarks/heldout_unseen8.py``)."""
     plain = {op.name: replace(op, attrs={**op.attrs, SGEMM_CONV_ATTR: 1}) for op in graph.ops()
              if op.op_type == "Conv" and op.weights and len(op.weights[0].shape) in (3, 5)}  # fmt: skip
-    return {**plain, **{op.name: _run_time_filter_conv(op) for op in graph.ops() if _filter_at_run_time(op)}}
+    return {**plain, **{op.name: _run_time_filter_conv(op) for op in _run_time_filters(graph)}}
 
 
-def _filter_at_run_time(op: Op) -> bool:
-    """Whether conv ``op``'s filter (its second input) is computed at run time, not a constant
-    (StyleGAN2's modulated convs: the style times the weight), or its data (the first input) is a
-    constant (StyleGAN2's learned 4x4 input). onnxruntime's NCHWc transformer takes a conv only
-    with a constant filter; the rest run its plain kernel."""
-    return op.op_type == "Conv" and len(op.inputs) >= 2 and (op.inputs[0].is_weight or not op.inputs[1].is_weight)
+def _run_time_filters(graph: ModelGraph) -> list[Op]:
+    """The float convs of ``graph`` whose filter (the second input) is computed at run time, not
+    from weights alone (StyleGAN2's modulated convs: the style times the weight; a QDQ model's
+    dequantized filter is constant), or whose data (the first input) is a weight (StyleGAN2's
+    learned 4x4 input). onnxruntime's NCHWc transformer takes a conv only with a constant filter;
+    these run its plain kernel."""
+    const = constant_tensors(graph)
+    return [op for op in graph.ops() if op.op_type == "Conv" and len(op.inputs) >= 2
+            and (op.inputs[0].is_weight or op.inputs[1].name not in const)]  # fmt: skip
 
 
 def _run_time_filter_conv(op: Op) -> Op:
-    """Conv ``op`` (:func:`_filter_at_run_time`) as onnxruntime's plain kernel runs it, marked with
+    """Conv ``op`` (:func:`_run_time_filters`) as onnxruntime's plain kernel runs it, marked with
     :data:`~cost_models.cpu.SGEMM_CONV_ATTR`: its data an activation and its filter the GEMM's
     weight, by position, whichever of them is the constant (the cost model reads a conv's filter
-    from its weights). Measured (Intel Xeon, 1 thread): StyleGAN2's modulated 3x3 convs, 32-128
+    from its weights). Measured (AMD EPYC, 1 thread): StyleGAN2's modulated 3x3 convs, 32-128
     channels at 32-128 pixels square, ran 1.15-1.5x their price at the NCHWc rate."""
     x, w, *rest = op.inputs
     inputs = (replace(x, is_weight=False), replace(w, is_weight=True), *rest)
@@ -612,9 +615,10 @@ def grouped_conv_kernels(graph: ModelGraph, block: int) -> dict[str, Op]:
     Measured (CI Xeon, loaded, 1 thread): ResNeXt's 3x3 convs of 32 groups of 4-8 channels took
     330-460 us where the dense rate says 52; (AMD EPYC) a 3x3 depthwise conv of 18 channels at
     112 x 112 took 319 us where the NCHWc depthwise rate says 44."""
+    run_time = {op.name for op in _run_time_filters(graph)}
     return {op.name: replace(op, attrs={**op.attrs, SGEMM_CONV_ATTR: 1}) for op in graph.ops()
             if op.op_type == "Conv" and op.weights and len(op.weights[0].shape) == 4 and conv_group(op) > 1
-            and not _filter_at_run_time(op) and not _grouped_blocked(op, block) and not _depthwise_blocked(op, block)}  # fmt: skip
+            and op.name not in run_time and not _grouped_blocked(op, block) and not _depthwise_blocked(op, block)}  # fmt: skip
 
 
 def layout_kernels(graph: ModelGraph, block: int, fused: Iterable[str] = ()) -> dict[str, Op]:
@@ -749,6 +753,7 @@ def _nchwc_plan(
     padding: dict[str, float] = {}
     kept: set[str] = set()
     dense_convs: set[str] = set()
+    run_time = {op.name for op in _run_time_filters(graph)}
 
     def reorder(kind: str, t: Tensor) -> None:
         if t.name not in done:
@@ -762,7 +767,7 @@ def _nchwc_plan(
 
     for op in graph.ops():
         acts = op.activations
-        if op.op_type == "Conv" and acts and len(acts[0].shape) == 4 and op.weights and not _filter_at_run_time(op):
+        if op.op_type == "Conv" and acts and len(acts[0].shape) == 4 and op.weights and op.name not in run_time:
             x, w = acts[0], op.weights[0]
             cout = w.shape[0]
             group = op.attrs.get("group", 1)

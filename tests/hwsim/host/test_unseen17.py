@@ -9,8 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from types import ModuleType
 
+import numpy as np
 import onnx
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 
 from chips.schema import chip_from_dict
 from cost_models.cpu import SGEMM_CONV_ATTR, cold_gather_ns, gather_rows_ns
@@ -47,6 +49,20 @@ def test_a_conv_whose_filter_is_computed_at_run_time_runs_the_plain_kernel(tmp_p
         assert (x.is_weight, w.is_weight, w.shape) == (False, True, op.inputs[1].shape)
     first = next(op for op in convs if op.inputs[0].is_weight)  # the learned 4x4 input is a constant
     assert marked[first.name].weights[0].shape[0] == first.outputs[0].shape[1]
+
+
+def test_a_conv_whose_filter_is_dequantized_from_a_weight_keeps_its_constant_filter(tmp_path: Path) -> None:
+    # a QDQ model's conv reads its filter through a DequantizeLinear of an int8 weight: constant
+    w = numpy_helper.from_array(np.ones((8, 4, 3, 3), np.int8), "wq")
+    scales = [numpy_helper.from_array(np.array(0.1, np.float32), "s"), numpy_helper.from_array(np.array(0, np.int8), "z")]
+    nodes = [helper.make_node("DequantizeLinear", ["wq", "s", "z"], ["w"], name="dq"),
+             helper.make_node("Conv", ["x", "w"], ["y"], name="conv", pads=[1, 1, 1, 1])]  # fmt: skip
+    graph = helper.make_graph(nodes, "qconv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 16, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 16, 16])], [w, *scales])  # fmt: skip
+    path = tmp_path / "qconv.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    marked = layout_kernels(load_onnx(path), 16)
+    assert "conv" not in marked or SGEMM_CONV_ATTR not in marked["conv"].attrs
 
 
 def test_a_gather_pays_its_rows_beside_its_bytes() -> None:
