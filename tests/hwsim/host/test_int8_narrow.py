@@ -257,7 +257,7 @@ class TestConvCallCost:
 
 class TestAgainstOnnxruntime:
     def test_the_same_conv_over_a_bigger_plane_adds_more_to_a_run(self) -> None:
-        times = conv_call_times(rounds=1)
+        times = conv_call_times(rounds=3)  # the best of three interleaved rounds: one round on a loaded machine can invert them
         small, large = (times[k] for k, _ in sorted(CONV_CALL_PROBES.items(), key=lambda kv: kv[1]))
         assert 0.0 < small < large
 
@@ -270,6 +270,6 @@ class TestAgainstOnnxruntime:
         assert rates[IM2COL_CONV] / (stem_cin * stem_cout) > 3 * rates[INT8_RATES["QLinearConv"]] / CONV_PROBE[0] ** 2
 
     def test_a_one_row_qgemm_adds_more_to_a_run_with_more_weights(self) -> None:
-        times = gemv_call_times(rounds=1)
+        times = gemv_call_times(rounds=3)  # the best of three interleaved rounds: one round on a loaded machine can invert them
         small, large = (times[k] for k, _ in sorted(GEMV_PROBES.items(), key=lambda kv: kv[1]))
         assert 0.0 < small < large
