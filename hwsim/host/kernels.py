@@ -843,7 +843,7 @@ def gather_row_ns(rounds: int = 5) -> float | None:
     :func:`cost_models.cpu.gather_rows_ns`): the same floats gathered in rows of 1 and of 256
     (:data:`GATHER_ROW_PROBE`), (narrow - wide) / (their id counts' difference). onnxruntime reads
     each id, computes its row's offset and calls a copy per row: 8-9 ns a row on an AMD EPYC
-    (2026-12-06, tables of 0.1-4 MiB), where a copy priced by the bytes gave 0.3. None when not
+    (2026-12-06, tables of 0.1-4 MiB), where a copy priced by the bytes gave 0.5. None when not
     resolved."""
     rng = np.random.default_rng(0)
     t = []
