@@ -1295,12 +1295,7 @@ def norm_rows(op: Op) -> int:
     """
     if not op.inputs or not op.inputs[0].shape:
         return 0
-    shape = op.inputs[0].shape
-    axis = op.attrs.get("axis", -1)
-    axis = axis + len(shape) if isinstance(axis, int) and axis < 0 else axis
-    if not isinstance(axis, int) or not 0 <= axis < len(shape):
-        return 0
-    return int(math.prod(shape[:axis]))
+    return _before_axis(op.inputs[0].shape, op.attrs.get("axis", -1)) or 0
 
 
 def grouped_conv_ns(op: Op) -> float:
@@ -1566,10 +1561,7 @@ def gather_rows_ns(op: Op, unit: CpuUnit) -> float:
     """
     if op.op_type != "Gather" or not unit.gather_row_ns or len(op.inputs) < 2 or not op.inputs[0].shape:
         return 0.0
-    data = op.inputs[0].shape
-    axis = op.attrs.get("axis", 0)
-    axis = axis + len(data) if isinstance(axis, int) and axis < 0 else axis
-    outer = math.prod(data[:axis]) if isinstance(axis, int) and 0 <= axis < len(data) else 1
+    outer = _before_axis(op.inputs[0].shape, op.attrs.get("axis", 0)) or 1
     return outer * op.inputs[1].elements * unit.gather_row_ns
 
 
@@ -2565,12 +2557,24 @@ def onehot_suffix(op: Op) -> int:
     return (_after_axis(op.outputs[0].shape, op.attrs.get("axis", -1)) or 1) if op.outputs else 1
 
 
-def _after_axis(shape: tuple[int, ...], axis: object) -> int | None:
-    """The values after ``axis`` of ``shape`` (a negative axis counts from the end); None where the
-    axis is no int within the shape's rank."""
+def _axis_index(shape: tuple[int, ...], axis: object) -> int | None:
+    """``axis`` of ``shape`` as an index from the front (a negative axis counts from the end); None
+    where it is no int within the shape's rank."""
     if not isinstance(axis, int) or not -len(shape) <= axis < len(shape):
         return None
-    return math.prod(shape[axis % len(shape) + 1 :])
+    return axis % len(shape)
+
+
+def _after_axis(shape: tuple[int, ...], axis: object) -> int | None:
+    """The values after ``axis`` of ``shape`` (:func:`_axis_index`); None for no such axis."""
+    i = _axis_index(shape, axis)
+    return None if i is None else math.prod(shape[i + 1 :])
+
+
+def _before_axis(shape: tuple[int, ...], axis: object) -> int | None:
+    """The values before ``axis`` of ``shape`` (:func:`_axis_index`); None for no such axis."""
+    i = _axis_index(shape, axis)
+    return None if i is None else math.prod(shape[:i])
 
 
 def resize_kernel(op: Op, blocked: bool = False) -> str:

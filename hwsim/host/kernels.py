@@ -177,8 +177,10 @@ SECTION_CHECK_N, SECTION_MIN_SPEEDUP = CHECK_N, 2 * MIN_SHARE
 
 
 def _model(node: onnx.NodeProto, x: np.ndarray, inits: Mapping[str, np.ndarray]) -> onnx.ModelProto:
+    """A one-node model of ``node`` over the input ``x`` (its shape and element type) and ``inits``."""
+    x_type = helper.np_dtype_to_tensor_dtype(x.dtype)
     graph = helper.make_graph(
-        [node], "k", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+        [node], "k", [helper.make_tensor_value_info("x", x_type, list(x.shape))],
         [helper.make_tensor_value_info(node.output[0], TensorProto.FLOAT, None)],
         [numpy_helper.from_array(v, k) for k, v in inits.items()],
     )  # fmt: skip
@@ -849,13 +851,8 @@ def gather_row_ns(rounds: int = 5) -> float | None:
     t = []
     for ids, width, rows in GATHER_ROW_PROBE:
         table = rng.standard_normal((rows, width)).astype(np.float32)
-        node = helper.make_node("Gather", ["table", "x"], ["y"], axis=0)
-        graph = helper.make_graph(
-            [node], "k", [helper.make_tensor_value_info("x", TensorProto.INT64, [ids])],
-            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [numpy_helper.from_array(table, "table")],
-        )  # fmt: skip
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-        t.append(_fastest_ns(model, rng.integers(0, rows, ids).astype(np.int64), rounds))
+        x = rng.integers(0, rows, ids).astype(np.int64)
+        t.append(_fastest_ns(_model(helper.make_node("Gather", ["table", "x"], ["y"], axis=0), x, {"table": table}), x, rounds))
     (narrow, _, _), (wide, _, _) = GATHER_ROW_PROBE
     ns = (t[0] - t[1]) / (narrow - wide)
     return ns if ns > 0 else None
