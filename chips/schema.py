@@ -555,8 +555,8 @@ class CpuUnit(Unit):
         description="With weights_in_cache: the bytes of all the model's weights, which a loop of inferences "
         "streams cyclically, so an op's weights come from the smallest cache level holding all of them, not "
         "from the level of its own working set. Set with weights_in_cache; without it, the bytes the loop streams "
-        "through the caches from DRAM (a one-row product's weights: the part the last level keeps from one pass "
-        "to the next). Left out of dumps.",
+        "through the caches from DRAM, the weights and the run's other bytes (a one-row product's weights: the "
+        "part the last level keeps from one pass to the next). Left out of dumps.",
     )
     gemv_gbps: PositiveFloat | None = Field(
         None,

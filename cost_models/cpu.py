@@ -96,6 +96,7 @@ __all__ = [
     "DEPTHWISE_OUTPUT_TAPS",
     "DEPTHWISE_PLAIN_CHANNEL_NS",
     "DEPTHWISE_PLAIN_ELEMENT_NS",
+    "FAR_SRC_ATTR",
     "GEMM_BIAS_PASSES",
     "GROUPED_CONV_ROW_NS",
     "HALF_EFFICIENCY_FLOPS",
@@ -333,6 +334,12 @@ COLD_DST_TRANSFERS = 2
 #: onnxruntime's arena plan (:func:`hwsim.host.ort_arena.cold_source_bytes`) on streaming kernels
 #: (:data:`hwsim.host.validate.COLD_SRC_CATEGORIES`); :func:`cold_source_ns` prices them.
 COLD_SRC_ATTR = "hwsim_cold_src_bytes"
+#: Attribute (not ONNX's) with the bytes of a kernel's graph inputs that a loop of runs no longer
+#: finds in the last-level cache: each was last touched a run ago, and the run's cyclic pass over
+#: its weights and other bytes (``resident_weight_bytes``, :func:`cyclic_kept`) evicted them. Set by
+#: :func:`hwsim.host.validate.cache_residency`; :func:`far_source_bytes` reads it, and they come
+#: from DRAM instead of the cache they would be priced from.
+FAR_SRC_ATTR = "hwsim_far_src_bytes"
 #: Op attribute (set by :mod:`hwsim.host.validate`) marking a product that onnxruntime runs with a
 #: constant scale folded in as its alpha (``MatMulScaleFusion``: a ``FusedMatMul``), :func:`row_pack_ns`.
 SCALED_ATTR = "hwsim_scaled"
@@ -500,7 +507,8 @@ class CpuModel(UnitModel[CpuUnit]):
                 if dram_w == 0 < w_b:
                     gbps = _resident_weights_gbps(op, unit, levels, act, w_b, gbps)
                 note = f"{dtype}, fits {kib:g} KiB" + (", weights cached" if dram_w == 0 < w_b else "")
-                cost = finish(op, unit, chip, dtype, compute_ns + stall_ns, cached + rfo, gbps, dram_w, 0, note)
+                far = 0 if sources is not None else far_source_bytes(op, in_b)  # else in cold_source_ns
+                cost = finish(op, unit, chip, dtype, compute_ns + stall_ns, cached + rfo - far, gbps, dram_w + far, 0, note)
                 cost = _evicted_gemv(cost, op, unit, chip, levels, dram_w)  # weights no loop keeps cached
                 break
         else:
@@ -2164,6 +2172,12 @@ def marked_cold_sources(op: Op) -> int | None:
     return max(cold, 0) if isinstance(cold, int) else None
 
 
+def far_source_bytes(op: Op, most: int) -> int:
+    """The op's :data:`FAR_SRC_ATTR` bytes (0 unmarked), at most ``most``: its inputs' bytes from DRAM."""
+    far = op.attrs.get(FAR_SRC_ATTR)
+    return min(max(far, 0), max(most, 0)) if isinstance(far, int) else 0
+
+
 def cold_source_ns(op: Op, unit: CpuUnit, chip: Chip) -> float:
     """Time a streaming kernel whose inputs sit in L2 waits for the part that does not, ns: the
     op's :data:`COLD_SRC_ATTR` bytes once at the last-level cache's bandwidth (DRAM's without an
@@ -2186,8 +2200,10 @@ def cold_source_ns(op: Op, unit: CpuUnit, chip: Chip) -> float:
     cold = marked_cold_sources(op)
     if not cold:
         return 0.0
-    gbps = unit.l3_bandwidth_gbps if unit.l3_kib and unit.l3_bandwidth_gbps else unit_bandwidth_gbps(unit, chip)
-    return cold / gbps
+    dram = unit_bandwidth_gbps(unit, chip)
+    gbps = unit.l3_bandwidth_gbps if unit.l3_kib and unit.l3_bandwidth_gbps else dram
+    far = far_source_bytes(op, cold)  # a graph input the run's traffic evicted (FAR_SRC_ATTR)
+    return (cold - far) / gbps + far / dram
 
 
 def code_refetch_ns(op: Op, unit: CpuUnit) -> float:

@@ -23,7 +23,7 @@ from graph_ir.ir import ModelGraph, Op, constant_tensors, deployed_bytes
 if TYPE_CHECKING:
     from cost_models.mapping import OpMapping
 
-__all__ = ["PRECISIONS", "CostTable", "UnplaceableError", "cost_table", "estimate", "op_signature", "run_weight_bytes", "steady_state_unit"]
+__all__ = ["PRECISIONS", "CostTable", "UnplaceableError", "cost_table", "estimate", "op_signature", "run_activation_bytes", "run_weight_bytes", "steady_state_unit"]
 
 PRECISIONS = ("int4", "int8", "fp16", "bf16", "fp32", "model")
 
@@ -90,9 +90,13 @@ def steady_state_unit(
     in the L3 between runs (21 ns a row, against 80-180 ns from DRAM). Only a fingerprinted CPU
     (one with a measured weight stream or GEMV rate) runs in such a loop: on a host whose weight
     stream shows no stall (an AMD EPYC here: the same MatMul with its weights in DRAM and in cache)
-    the GEMV rate marks it. Where they do not fit, ``resident_weight_bytes`` alone says how many
-    bytes the loop streams cyclically (:func:`cost_models.cpu.stream_ns`: the part the last level
-    keeps from one pass to the next)."""
+    the GEMV rate marks it. Where they do not fit beside the run's other bytes (the largest working
+    set, or all the run touches besides its weights, :func:`run_activation_bytes`: a static
+    key/value cache fed as an input), ``resident_weight_bytes`` alone says how many bytes the loop
+    streams cyclically, the weights and those (:func:`cost_models.cpu.stream_ns`: the part the last
+    level keeps from one pass to the next). A decoding step over an 18 MB static cache with 20 MB of
+    weights (AMD EPYC, 25 MiB of L3 the sweep keeps) ran its one-row products at the DRAM's rate,
+    82-117 us where a pass over the weights alone, all kept, priced 33."""
     if not isinstance(unit, CpuUnit) or (unit.weight_stream_gbps is None and unit.gemv_gbps is None):
         return unit
     dtypes = dtypes or {}
@@ -102,8 +106,9 @@ def steady_state_unit(
         return None if p == "model" else p
 
     weights = run_weight_bytes(graph, deployed)
-    if weights + largest_working_set(graph, deployed) > last_level_cache_bytes(unit):
-        return unit.model_copy(update={"resident_weight_bytes": float(weights)})  # streamed, not kept
+    other = max(largest_working_set(graph, deployed), run_activation_bytes(graph, deployed))
+    if weights + other > last_level_cache_bytes(unit):  # streamed with the run's other bytes, not kept
+        return unit.model_copy(update={"resident_weight_bytes": float(weights + other)})
     # a measured weight cache keeps its share (cost_models.cpu.weight_stream_ns); else all of them
     stream = unit.weight_stream_gbps if unit.weight_cache_kib is not None else None
     return unit.model_copy(
@@ -133,6 +138,30 @@ def run_weight_bytes(graph: ModelGraph, deployed: Callable[[str], str | None] = 
             dense[t.name] = max(dense.get(t.name, 0), deployed_bytes(t, precision))
     looked_up = sum(min(n, tables[name]) for name, n in rows.items() if name not in dense)
     return sum(dense.values()) + looked_up
+
+
+def run_activation_bytes(graph: ModelGraph, deployed: Callable[[str], str | None] = lambda name: None) -> int:
+    """Bytes besides its weights that one run of ``graph`` touches, each op at its ``deployed``
+    precision: the graph's inputs and outputs, and its intermediates at the most of them live at
+    once in the graph's order (a runtime that reuses freed buffers touches at least that many
+    distinct bytes); tensors computed from weights alone left out. What passes through the
+    last-level cache between two runs' uses of the same weights."""
+    const = constant_tensors(graph)
+    outputs = {t.name for t in graph.outputs}
+    ops = graph.ops()
+    last = {t.name: i for i, op in enumerate(ops) for t in op.inputs}
+    freed = [0] * (len(ops) + 1)
+    live = peak = 0
+    for i, op in enumerate(ops):
+        p = deployed(op.name)
+        made = [t for t in op.outputs if t.name not in const and t.name not in outputs]
+        live += sum(deployed_bytes(t, p) for t in made)
+        peak = max(peak, live)
+        for t in made:
+            freed[max(i, last.get(t.name, i))] += deployed_bytes(t, p)
+        live -= freed[i]
+    io = [*graph.inputs, *graph.outputs]
+    return peak + sum(deployed_bytes(t, None) for t in io)
 
 
 def largest_working_set(graph: ModelGraph, deployed: Callable[[str], str | None] = lambda name: None) -> int:

@@ -342,6 +342,49 @@ class TestWeightStream:
         assert steady_state_unit(unit, small, "model").weights_in_cache  # type: ignore[union-attr]
         assert not steady_state_unit(unit, both, "model").weights_in_cache  # type: ignore[union-attr]
 
+    def test_a_run_touches_its_inputs_outputs_and_its_live_intermediates_at_their_peak(self) -> None:
+        # x -> a -> b -> c -> y, 1 MiB each: a and b are live together, then b and c
+        from cost_models.table import run_activation_bytes
+
+        mib = 1 << 18
+        t = [Tensor(n, (1, mib), "float32") for n in "xabcy"]
+        ops = [(f"r{i}", "Relu", [t[i]], [t[i + 1]]) for i in range(4)]
+        assert run_activation_bytes(graph_from_ops("g", [t[0]], ops)) == 4 << 20  # x, y, and two at once
+        # a skip kept to the end: a stays live beside b and c
+        skip = [*ops[:3], ("add", "Add", [t[3], t[1]], [t[4]])]
+        assert run_activation_bytes(graph_from_ops("g", [t[0]], skip)) == 5 << 20
+
+    @given(widths=st.lists(st.integers(1, 64), min_size=2, max_size=8), skips=st.lists(st.integers(0, 7), max_size=4))
+    def test_a_run_touches_at_least_each_ops_working_set_and_at_most_every_tensor(
+        self, widths: list[int], skips: list[int]
+    ) -> None:
+        from cost_models.table import run_activation_bytes
+
+        t = [Tensor(f"t{i}", (w, 256), "float32") for i, w in enumerate(widths)]
+        ops: list[tuple[str, str, list[Tensor], list[Tensor]]] = []
+        for i in range(1, len(t)):
+            ins = [t[i - 1]] + [t[s] for s in skips if s < i - 1 and t[s].shape == t[i - 1].shape][:1]
+            ops.append((f"o{i}", "Add" if len(ins) > 1 else "Relu", ins, [t[i]]))
+        graph = graph_from_ops("g", [t[0]], ops)
+        run = run_activation_bytes(graph)
+        assert run <= sum(x.nbytes for x in t)
+        assert all(run >= sum({x.name: x.nbytes for x in (*op.inputs, *op.outputs)}.values()) for op in graph.ops())
+
+    def test_a_runs_other_traffic_evicts_the_weights_a_gemv_reads(self) -> None:
+        # 1 MiB of weights in an 8 MiB L3: beside a pass over 2 x 1 MiB they stay there; beside a
+        # pass over 2 x 12 MiB (each run's other bytes past twice the L3) they come from DRAM
+        x, w = Tensor("x", (1, 512), "float32"), Tensor("w", (512, 512), "float32", True)
+        fc = ("fc", "MatMul", [x, w], [Tensor("y", (1, 512), "float32")])
+        chip = chip_from_dict(host_chip(l2_kib=512, l3_kib=8192, gemv_gbps=90.0, gemv_far_gbps=60.0, gemv_dram_gbps=20.0))
+
+        def fc_ns(pass_mib: int) -> float:
+            a, b = (Tensor(n, (1, pass_mib << 18), "float32") for n in "ab")
+            graph = graph_from_ops("g", [x, a], [fc, ("neg", "Neg", [a], [b])])
+            return cost_table(graph, chip, "model").costs["fc"]["cpu"].latency_ns
+
+        assert fc_ns(12) > 1.5 * fc_ns(1)
+        assert fc_ns(12) == pytest.approx((1 << 20) / 20.0, rel=0.15)
+
     def test_a_dequantized_weight_is_no_working_set(self) -> None:
         # a QDQ model's weight -> DequantizeLinear -> MatMul: the fp32 weight is never an activation
         from cost_models.table import largest_working_set

@@ -247,6 +247,26 @@ class TestResidencyMarks:
         heavy = predict_nodes(conv_then_pool(4096), cpu_chip(chip, 1), 1, set())["gap"]
         assert light.stall_ns == 0 < heavy.stall_ns
 
+    def test_a_graph_input_the_runs_traffic_evicts_comes_from_dram(self) -> None:
+        # a ScatterND copying a 3 MiB cache fed as an input, beside w MiB of GEMV weights, 16 MiB of
+        # L3: with 1 MiB everything stays; with 24 MiB the run's cyclic pass keeps none of it
+        from cost_models.cpu import FAR_SRC_ATTR
+
+        def scatter(weight_mib: int) -> tuple:
+            kv, idx, upd = Tensor("kv", (768, 1024), "float32"), Tensor("i", (1, 1), "int64", True), Tensor("u", (1, 1024), "float32")
+            x, out = Tensor("x", (1, 1024), "float32"), Tensor("kv2", (768, 1024), "float32")
+            ops = [("put", "ScatterND", [kv, idx, upd], [out]), ("neg", "Neg", [out], [Tensor("n", out.shape, "float32")])]
+            ops += [(f"fc{i}", "MatMul", [x, Tensor(f"w{i}", (1024, 256), "float32", True)], [Tensor(f"y{i}", (1, 256), "float32")])
+                    for i in range(weight_mib)]  # fmt: skip
+            return graph_from_ops("s", [kv, upd, x], ops)
+
+        chip = cpu_chip(chip_from_dict(host_chip(l2_kib=512, l3_kib=16384, gemv_gbps=90.0)), 1)
+        unit = chip.units[0]
+        assert FAR_SRC_ATTR not in cache_residency(scatter(1), unit).get("put", {})
+        assert cache_residency(scatter(24), unit)["put"][FAR_SRC_ATTR] == (768 + 1) * 1024 * 4  # the cache and the update
+        light, heavy = (predict_nodes(scatter(w), chip, 1, set())["put"].predicted_ns for w in (1, 24))
+        assert heavy > light + 768 * 1024 * 4 * (1 / chip.dram.bandwidth_gbps - 1 / unit.l3_bandwidth_gbps) * 0.9
+
     def test_integer_kernels_keep_their_probes_rates(self) -> None:
         unit = cpu_chip(chip_from_dict(host_chip()), 1).units[0]
         x, y = Tensor("x", (1, 8, 32, 32), "uint8"), Tensor("y", (1, 8, 32, 32), "uint8")
