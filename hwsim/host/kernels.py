@@ -136,6 +136,7 @@ __all__ = [
     "per_element_efficiencies",
     "rederived",
     "reduce_block_ns",
+    "reduce_column_row_ns",
     "reduce_row_ns",
     "resize_ns",
     "resize_probe",
@@ -805,6 +806,8 @@ def gemm_revisit_gbps(l2_bytes: float, rounds: int = 5) -> float | None:
 REDUCE_PROBE_ELEMENTS = 256 * 1024
 REDUCE_ROW_PROBE = (2, 256)
 REDUCE_BLOCK_PROBE = ((2048, 2, 64), (64, 64, 64))
+#: Blocks one column wide, over the middle axis: 2,048 of 64 x 1 and of 2 x 1 (:func:`reduce_column_row_ns`).
+REDUCE_COLUMN_PROBE = ((2048, 64, 1), (2048, 2, 1))
 
 
 def _reduce_sum_ns(shape: tuple[int, ...], axis: int, rounds: int) -> float:
@@ -832,6 +835,18 @@ def reduce_block_ns(rounds: int = 5) -> float | None:
     120 ns on an AMD EPYC. None when not resolved."""
     many, few = REDUCE_BLOCK_PROBE
     ns = (_reduce_sum_ns(many, 1, rounds) - _reduce_sum_ns(few, 1, rounds)) / (many[0] - few[0])
+    return ns if ns > 0 else None
+
+
+def reduce_column_row_ns(rounds: int = 5) -> float | None:
+    """onnxruntime's ReduceSum time per reduced row of a block one column wide (the chip field
+    ``reduce_column_row_ns``, :func:`cost_models.cpu_reduce.reduce_passes_ns`): 2,048 blocks of 64 and
+    of 2 rows (:data:`REDUCE_COLUMN_PROBE`), the difference of their times over their rows'. About 2.2
+    ns on an AMD EPYC (2026-12-07: blocks of 2 / 16 / 64 / 256 rows of one float took 133 / 162-170 /
+    269 / 679 ns; blocks of 16 rows of 16 floats 137). None when not resolved."""
+    (blocks, tall, _), (_, short, _) = REDUCE_COLUMN_PROBE
+    tall_ns, short_ns = (_reduce_sum_ns(shape, 1, rounds) for shape in REDUCE_COLUMN_PROBE)
+    ns = (tall_ns - short_ns) / (blocks * (tall - short))
     return ns if ns > 0 else None
 
 
@@ -886,7 +901,7 @@ def batch_call_ns(rounds: int = 5) -> float | None:
 
 
 def _row_and_walk_rates(rounds: int, notes: list[str], l2_bytes: float | None) -> dict[str, float]:
-    """``norm_row_ns``, ``softmax_row_ns``, ``reduce_row_ns``, ``reduce_block_ns``, ``gather_row_ns``,
+    """``norm_row_ns``, ``softmax_row_ns``, ``reduce_row_ns``, ``reduce_block_ns``, ``reduce_column_row_ns``, ``gather_row_ns``,
     ``fp32_batch_call_ns``, ``transpose_element_ns``, ``gemm_aliased_factor`` and ``gemm_revisit_gbps``
     (a note for each not resolved)."""
     out: dict[str, float] = {}
@@ -894,6 +909,7 @@ def _row_and_walk_rates(rounds: int, notes: list[str], l2_bytes: float | None) -
                              ("softmax_row_ns", softmax_row_ns, "Softmax time per row"),
                              ("reduce_row_ns", reduce_row_ns, "ReduceSum time per row"),
                              ("reduce_block_ns", reduce_block_ns, "ReduceSum time per block"),
+                             ("reduce_column_row_ns", reduce_column_row_ns, "ReduceSum time per row of a one-column block"),
                              ("gather_row_ns", gather_row_ns, "Gather time per row"),
                              ("fp32_batch_call_ns", batch_call_ns, "batched MatMul time per matrix"),
                              ("transpose_element_ns", transpose_element_ns, "element-at-a-time Transpose rate"),

@@ -15,7 +15,12 @@ from onnx import TensorProto, helper, numpy_helper
 
 from chips.schema import chip_from_dict
 from cost_models.base import OpCost
-from cost_models.cpu_reduce import fast_reduce, reduce_passes_ns, reduced_axes
+from cost_models.cpu_reduce import (
+    REDUCE_NARROW_COLUMNS,
+    fast_reduce,
+    reduce_passes_ns,
+    reduced_axes,
+)
 from cost_models.table import estimate
 from graph_ir.ir import Op, Tensor
 from graph_ir.onnx_import import from_model_proto
@@ -99,6 +104,15 @@ class TestPasses:
         op = reduce_op(op_type, (64, 20, 64), (1,))
         unit = {"reduce_row_ns": ROW_NS, "reduce_block_ns": BLOCK_NS}
         assert cost(op, **unit).stall_ns == pytest.approx(cost(op).stall_ns + blocks * BLOCK_NS)
+
+    @given(blocks=st.integers(2, 4096), rows=st.integers(1, 256), width=st.integers(1, 64))
+    def test_a_block_narrower_than_a_vector_pays_each_of_its_rows(self, blocks: int, rows: int, width: int) -> None:
+        # a capsule network's agreement: blocks of 16 rows of one float, each row walked alone
+        op = reduce_op("ReduceSum", (blocks, rows + 1, width), (1,))
+        unit = {"reduce_row_ns": ROW_NS, "reduce_block_ns": BLOCK_NS}
+        walked = cost(op, reduce_column_row_ns=2.2, **unit).stall_ns - cost(op, **unit).stall_ns
+        narrow = width < REDUCE_NARROW_COLUMNS
+        assert walked == pytest.approx(blocks * (rows + 1) * 2.2 if narrow else 0.0, abs=1e-6)
 
     def test_no_pass_off_the_fast_paths_or_for_other_reductions(self) -> None:
         chip = chip_from_dict({**host_chip(), "units": [{**host_chip()["units"][0], "reduce_row_ns": ROW_NS, "reduce_block_ns": BLOCK_NS}]})
