@@ -683,6 +683,13 @@ class CpuUnit(Unit):
         "is narrower than 16 floats (its matrix product of ones walks the rows one at a time), beside the time per "
         "element, measured by `hwsim fingerprint` from 2,048 blocks of 64 x 1 and of 2 x 1. None: not costed.",
     )
+    reduce_generic_ns: PositiveFloat | None = Field(
+        None,
+        description="Time per element of onnxruntime's ReduceSum/Mean/Max/Min on its generic loop (off the "
+        "KR, RK and KRK fast paths: a middle axis of a single block, a short leading axis), beside the fast "
+        "paths' time per element, measured by `hwsim fingerprint` from one block of 64 x 3,000 floats against two "
+        "of 32 x 3,000. None: not costed.",
+    )
     gather_row_ns: PositiveFloat | None = Field(
         None,
         description="Fixed time per row of onnxruntime's Gather (each id read, its offset computed and one copy "
@@ -814,7 +821,7 @@ class CpuUnit(Unit):
         "int8_im2col_pixel_ns", "int8_conv_mac_ps", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps",
         "int8_gemv_far_gbps", "softmax_denormal_ns", "nchwc_one_block_efficiency", "norm_row_ns", "fp32_gemv_call_ns", "fp32_gemv_gbps",
         "fp32_pack_ns", "kernel_setup_ns", "step_handoff_ns", "broadcast_span_ns", "softmax_row_ns", "transpose_element_ns",
-        "gemm_aliased_factor", "gemm_revisit_gbps", "gemv_dram_gbps", "reduce_row_ns", "reduce_block_ns", "reduce_column_row_ns",
+        "gemm_aliased_factor", "gemm_revisit_gbps", "gemv_dram_gbps", "reduce_row_ns", "reduce_block_ns", "reduce_column_row_ns", "reduce_generic_ns",
         "gather_row_ns", "gather_dram_row_ns", "gather_dram_line_ns", "fp32_batch_call_ns", "scatter_far_update_ns", "thread_check_speedup",
         "weight_cache_kib", "weight_cached_gbps",
     )

@@ -69,7 +69,7 @@ from cost_models.cpu_layout import (
     walk_ns,
     walks,
 )
-from cost_models.cpu_reduce import reduce_passes_ns
+from cost_models.cpu_reduce import reduce_passes_ns, reduce_threads
 from cost_models.energy import dram_energy_pj, energy_pj
 from graph_ir.categories import Category
 from graph_ir.ir import Op, deployed_bytes
@@ -1753,6 +1753,8 @@ def intra_op_threads(op: Op, threads: int) -> int:
       product also on at most one thread per :data:`MLAS_STRIDE_N` columns when ``N > M`` (a
       batch-1 Gemm with 10 outputs: one); a recurrent op uses the threads its input projection
       or one of its step products splits over (:func:`recurrent_threads`);
+    - the reductions (``Reduce*``): as the pool's cost model splits their input
+      (:func:`~cost_models.cpu_reduce.reduce_threads`: two threads from about 8,500 floats);
     - elementwise and activations: from :data:`PARALLEL_MIN_ELEMENTS` elements; the binary ops of
       the broadcast looper from :data:`BROADCAST_PARALLEL_MIN_ELEMENTS`, QuantizeLinear from
       :data:`QUANTIZE_PARALLEL_MIN_ELEMENTS`;
@@ -1781,6 +1783,8 @@ def intra_op_threads(op: Op, threads: int) -> int:
         return _mlas_gemm_threads(op, threads)
     if op.category == "conv":
         return max(1, min(threads, op.macs // MLAS_THREAD_MACS))
+    if op.op_type.startswith("Reduce"):
+        return reduce_threads(op, threads)
     floor = PARALLEL_MIN_ELEMENTS.get(op.category, 64 * 1024)
     if op.op_type in BROADCAST_OP_TYPES:
         floor = BROADCAST_PARALLEL_MIN_ELEMENTS

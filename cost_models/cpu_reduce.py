@@ -29,7 +29,10 @@ ReduceSum, shape   axes         us                per output
 So a reduction costs its elements at a rate (0.08-0.1 ns here, an efficiency like any op type's)
 plus ``reduce_row_ns`` per row on the KR path (about 1.8 ns) and ``reduce_block_ns`` per block on
 ReduceSum's and ReduceMean's KRK path (about 120 ns), both measured by ``hwsim fingerprint``
-(:func:`reduce_passes_ns`). ReduceMean and ReduceMax ran within 10 % of ReduceSum on the KR
+(:func:`reduce_passes_ns`), with ``reduce_column_row_ns`` per row of a block narrower than a vector
+and, off the fast paths, ``reduce_generic_ns`` per element (the generic loop: 0.6-0.9 ns an element
+measured, :func:`generic_reduce`). On more threads the pool splits a reduction by its input's size
+(:func:`reduce_threads`), not its output's. ReduceMean and ReduceMax ran within 10 % of ReduceSum on the KR
 path; ReduceMax over (2048, 2, 64) took 41 us on its KRK path, a sixth of ReduceSum's. A DLRM
 embedding bag sums 20 rows of 64 per sample: (64, 20, 64) over axis 1, 64 blocks.
 """
@@ -40,8 +43,16 @@ from chips.schema import CpuUnit
 from graph_ir.ir import Op
 from graph_ir.op_metrics import INPUT_AXES_ATTR
 
-__all__ = ["REDUCE_BLOCK_OP_TYPES", "REDUCE_NARROW_COLUMNS", "REDUCE_ROW_OP_TYPES", "fast_reduce", "reduce_passes_ns", "reduced_axes"]
+__all__ = ["REDUCE_BLOCK_OP_TYPES", "REDUCE_NARROW_COLUMNS", "REDUCE_ROW_OP_TYPES", "RK_FAST_OP_TYPES", "RK_MIN_ROWS", "RK_MIN_SIDE", "fast_reduce", "generic_reduce", "reduce_passes_ns", "reduce_threads", "reduced_axes"]
 
+#: What onnxruntime tells its thread pool a reduction costs per byte of input
+#: (``ParallelReduceFastCost``: the bytes loaded, and 6 compute cycles a byte) and the pool's Eigen
+#: cost model's thresholds (``TensorCostModel``: a load at 11/64 cycle a byte, 100,000 cycles to
+#: start and 100,000 more per thread): a reduction of ``E`` floats runs on
+#: ``(24.7 E - 100,000) / 100,000 + 0.9`` threads, two from about 8,500 floats (:func:`reduce_threads`).
+REDUCE_CYCLES_PER_BYTE = 11 / 64 + 6
+REDUCE_STARTUP_CYCLES = 100_000
+REDUCE_CYCLES_PER_THREAD = 100_000
 #: Reductions whose KR path aggregates each row on its own (a set-up per row).
 REDUCE_ROW_OP_TYPES = frozenset({"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"})
 #: Reductions whose KRK path calls a matrix product per block.
@@ -108,13 +119,75 @@ def fast_reduce(op: Op) -> tuple[str, tuple[int, ...]] | None:
     return name, tuple(merged)
 
 
+def reduce_threads(op: Op, threads: int) -> int:
+    """How many of ``threads`` onnxruntime's reduction ``op`` runs on: its rows (or blocks) handed to
+    the thread pool with :data:`REDUCE_CYCLES_PER_BYTE` per input byte, split as the pool's cost model
+    says. Measured (AMD EPYC, 2026-12-07, ReduceSum, 1 and 2 threads): 18,432 floats in blocks of 16 x 1
+    1.78x, (2048, 2, 64) 1.86x, (64, 20, 64) 1.28x, (1024, 256) 1.47x, (4096, 8) 1.20x; 1,024 floats
+    0.92x (one thread).
+
+    >>> from graph_ir.ir import Tensor
+    >>> def red(shape):
+    ...     return Op("r", "ReduceSum", "reduce", (Tensor("x", shape, "float32"),), (Tensor("y", shape[:1], "float32"),), {"axes": (1,)})
+    >>> reduce_threads(red((64, 16)), 2), reduce_threads(red((1152, 16)), 2), reduce_threads(red((4096, 256)), 8)
+    (1, 2, 8)
+    """
+    if threads <= 1 or not op.inputs:
+        return 1
+    x = op.inputs[0]
+    cycles = x.nbytes * REDUCE_CYCLES_PER_BYTE
+    return max(1, min(threads, int((cycles - REDUCE_STARTUP_CYCLES) / REDUCE_CYCLES_PER_THREAD + 0.9)))
+
+
+#: Fast-path thresholds onnxruntime 1.32 checks (``CommonFastReduceSwitch``, one thread): the RK path
+#: takes more than this many reduced rows and a side longer than :data:`RK_MIN_SIDE`; the KRK path two
+#: blocks or more.
+RK_MIN_ROWS = 16
+RK_MIN_SIDE = 256
+#: Reductions whose RK path is their fast one: ReduceMax and ReduceMin over the leading axis ran
+#: 0.87-1.12 ns an element (AMD EPYC, 2026-12-07: (2048, 256) and (64, 4096)), the generic loop's rate,
+#: where ReduceSum and ReduceMean ran 0.10-0.13.
+RK_FAST_OP_TYPES = frozenset({"ReduceSum", "ReduceMean"})
+
+
+def generic_reduce(op: Op) -> bool:
+    """Whether onnxruntime runs reduction ``op`` (one of :data:`REDUCE_ROW_OP_TYPES`) on its generic
+    loop, not a fast path: a KRK of one block, an RK below :data:`RK_MIN_ROWS` rows or
+    :data:`RK_MIN_SIDE` (or of ReduceMax/Min, :data:`RK_FAST_OP_TYPES`), any other merged shape but
+    KR. The loop reads every element through an index table, 0.6-0.9 ns an element on an AMD EPYC
+    against 0.06-0.13 on the fast paths (``reduce_generic_ns``). CBAM's channel pooling (a ReduceMean
+    and a ReduceMax over the channels of a batch-1 map) runs it.
+
+    >>> from graph_ir.ir import Tensor
+    >>> def red(op_type, shape, axes):
+    ...     x = Tensor("x", shape, "float32")
+    ...     return generic_reduce(Op("r", op_type, "reduce", (x,), (x,), {"axes": axes}))
+    >>> red("ReduceMean", (1, 64, 56, 56), (1,)), red("ReduceMean", (2, 64, 56, 56), (1,)), red("ReduceSum", (1024, 256), (1,))
+    (True, False, False)
+    >>> red("ReduceSum", (2048, 512), (0,)), red("ReduceMax", (2048, 512), (0,)), red("ReduceSum", (16, 4096), (0,))
+    (False, True, True)
+    """
+    got = fast_reduce(op) if op.op_type in REDUCE_ROW_OP_TYPES else None
+    if got is None:
+        return False
+    kind, merged = got
+    if kind in ("KR", "K"):
+        return False
+    if kind == "KRK":
+        return merged[0] < 2
+    if kind == "RK":
+        return op.op_type not in RK_FAST_OP_TYPES or merged[0] <= RK_MIN_ROWS or max(merged) <= RK_MIN_SIDE
+    return True
+
+
 def reduce_passes_ns(op: Op, unit: CpuUnit) -> float:
     """What onnxruntime's reduction ``op`` pays beside its time per element, ns: ``reduce_row_ns``
     per row on the KR path (:data:`REDUCE_ROW_OP_TYPES`), ``reduce_block_ns`` per block on the KRK
     path of :data:`REDUCE_BLOCK_OP_TYPES` (two blocks or more), and ``reduce_column_row_ns`` per row
     of such a block narrower than :data:`REDUCE_NARROW_COLUMNS` (a capsule network's agreement sums
-    16 rows of one float per block: 170 ns a block where the set-up alone is 126); 0 on other paths,
-    for other op types, or without the unit's figure.
+    16 rows of one float per block: 170 ns a block where the set-up alone is 126); on the generic loop
+    (:func:`generic_reduce`), ``reduce_generic_ns`` per element instead; 0 on other paths, for other op
+    types, or without the unit's figure.
 
     >>> from graph_ir.ir import Tensor
     >>> unit = CpuUnit(name="c", domain="d", clock_mhz=1000, flops_per_cycle={"fp32": 64}, l1_kib=32, l2_kib=1024,
@@ -129,6 +202,8 @@ def reduce_passes_ns(op: Op, unit: CpuUnit) -> float:
     """
     if op.op_type not in REDUCE_ROW_OP_TYPES:
         return 0.0
+    if unit.reduce_generic_ns and generic_reduce(op):
+        return op.inputs[0].elements * unit.reduce_generic_ns
     got = fast_reduce(op)
     if got is None:
         return 0.0

@@ -137,6 +137,7 @@ __all__ = [
     "rederived",
     "reduce_block_ns",
     "reduce_column_row_ns",
+    "reduce_generic_ns",
     "reduce_row_ns",
     "resize_ns",
     "resize_probe",
@@ -808,6 +809,9 @@ REDUCE_ROW_PROBE = (2, 256)
 REDUCE_BLOCK_PROBE = ((2048, 2, 64), (64, 64, 64))
 #: Blocks one column wide, over the middle axis: 2,048 of 64 x 1 and of 2 x 1 (:func:`reduce_column_row_ns`).
 REDUCE_COLUMN_PROBE = ((2048, 64, 1), (2048, 2, 1))
+#: The same floats over the middle axis in one block of 64 x 3,000 (the generic loop) and in two of
+#: 32 x 3,000 (the KRK path; rows 12,000 bytes apart, no multiple of 4 KiB: :func:`reduce_generic_ns`).
+REDUCE_GENERIC_PROBE = ((1, 64, 3000), (2, 32, 3000))
 
 
 def _reduce_sum_ns(shape: tuple[int, ...], axis: int, rounds: int) -> float:
@@ -847,6 +851,16 @@ def reduce_column_row_ns(rounds: int = 5) -> float | None:
     (blocks, tall, _), (_, short, _) = REDUCE_COLUMN_PROBE
     tall_ns, short_ns = (_reduce_sum_ns(shape, 1, rounds) for shape in REDUCE_COLUMN_PROBE)
     ns = (tall_ns - short_ns) / (blocks * (tall - short))
+    return ns if ns > 0 else None
+
+
+def reduce_generic_ns(rounds: int = 5) -> float | None:
+    """onnxruntime's ReduceSum time per element on its generic loop beyond its fast paths' (the chip
+    field ``reduce_generic_ns``, :func:`cost_models.cpu_reduce.generic_reduce`): the two shapes of
+    :data:`REDUCE_GENERIC_PROBE`, the difference of their times over their elements. About 0.6 ns on
+    an AMD EPYC (2026-12-07: 136 against 19 us). None when not resolved."""
+    generic, fast = (_reduce_sum_ns(shape, 1, rounds) for shape in REDUCE_GENERIC_PROBE)
+    ns = (generic - fast) / math.prod(REDUCE_GENERIC_PROBE[0])
     return ns if ns > 0 else None
 
 
@@ -901,7 +915,7 @@ def batch_call_ns(rounds: int = 5) -> float | None:
 
 
 def _row_and_walk_rates(rounds: int, notes: list[str], l2_bytes: float | None) -> dict[str, float]:
-    """``norm_row_ns``, ``softmax_row_ns``, ``reduce_row_ns``, ``reduce_block_ns``, ``reduce_column_row_ns``, ``gather_row_ns``,
+    """``norm_row_ns``, ``softmax_row_ns``, ``reduce_row_ns``, ``reduce_block_ns``, ``reduce_column_row_ns``, ``reduce_generic_ns``, ``gather_row_ns``,
     ``fp32_batch_call_ns``, ``transpose_element_ns``, ``gemm_aliased_factor`` and ``gemm_revisit_gbps``
     (a note for each not resolved)."""
     out: dict[str, float] = {}
@@ -910,6 +924,7 @@ def _row_and_walk_rates(rounds: int, notes: list[str], l2_bytes: float | None) -
                              ("reduce_row_ns", reduce_row_ns, "ReduceSum time per row"),
                              ("reduce_block_ns", reduce_block_ns, "ReduceSum time per block"),
                              ("reduce_column_row_ns", reduce_column_row_ns, "ReduceSum time per row of a one-column block"),
+                             ("reduce_generic_ns", reduce_generic_ns, "ReduceSum time per element off its fast paths"),
                              ("gather_row_ns", gather_row_ns, "Gather time per row"),
                              ("fp32_batch_call_ns", batch_call_ns, "batched MatMul time per matrix"),
                              ("transpose_element_ns", transpose_element_ns, "element-at-a-time Transpose rate"),

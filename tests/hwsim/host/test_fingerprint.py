@@ -179,6 +179,7 @@ class TestCommand:
         assert (unit.reduce_row_ns or 0.0) > 0 or "reduce_row_ns left out" in text
         assert (unit.reduce_block_ns or 0.0) > 0 or "reduce_block_ns left out" in text
         assert (unit.reduce_column_row_ns or 0.0) > 0 or "reduce_column_row_ns left out" in text
+        assert (unit.reduce_generic_ns or 0.0) > 0 or "reduce_generic_ns left out" in text
         assert (unit.fp32_batch_call_ns or 0.0) > 0 or "fp32_batch_call_ns left out" in text
         # an embedding's rows from DRAM (hwsim.host.gather_probe): measured, or a note
         assert ((unit.gather_dram_row_ns or 0.0) > 0 and (unit.gather_dram_line_ns or 0.0) > 0) or "gather_dram_row_ns" in text
