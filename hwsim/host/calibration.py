@@ -140,11 +140,12 @@ def timed_over_profiled(v: Validation) -> float:
 
 
 def probed_classes(chip: Chip, unit: str) -> frozenset[str]:
-    """The kernel classes of :data:`hwsim.host.op_probes.PROBED_OP_TYPES` that ``chip``'s ``unit``
-    has an efficiency for (a fingerprint writes one for each probe it ran)."""
-    from hwsim.host.op_probes import PROBED_OP_TYPES
+    """The kernel classes of :data:`hwsim.host.op_probes.PRICED_BY_PROBES` that ``chip``'s ``unit``
+    has an efficiency for (a fingerprint writes one for each probe it ran, and for the op types
+    sharing a probe's rate)."""
+    from hwsim.host.op_probes import PRICED_BY_PROBES
 
-    return frozenset(PROBED_OP_TYPES) & chip.unit(unit).efficiency.keys()
+    return frozenset(PRICED_BY_PROBES) & chip.unit(unit).efficiency.keys()
 
 
 def own_kernel_times(v: Validation) -> list[NodeResult]:

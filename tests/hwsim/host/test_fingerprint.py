@@ -31,7 +31,7 @@ from hwsim.host.kernels import (
     per_element_efficiencies,
     streaming_efficiency,
 )
-from hwsim.host.op_probes import PROBE_RATES, PROBED_OP_TYPES
+from hwsim.host.op_probes import PRICED_BY_PROBES, PROBE_RATES
 
 
 class TestSweepArrays:
@@ -184,7 +184,7 @@ class TestCommand:
         # an embedding's rows from DRAM (hwsim.host.gather_probe): measured, or a note
         assert ((unit.gather_dram_row_ns or 0.0) > 0 and (unit.gather_dram_line_ns or 0.0) > 0) or "gather_dram_row_ns" in text
         assert set(unit.efficiency) <= {*FINGERPRINT_EFFICIENCY, "LayerNormalization", *RESIZE_RATES, *INT8_RATES,
-                                        *PROBED_OP_TYPES}
+                                        *PRICED_BY_PROBES}
         # each op type probed alone has its efficiency from its kernel time (a note where onnxruntime could not run it)
         for op_type, key in PROBE_RATES.items():
             assert (op_type in unit.efficiency and fp["kernel_rates"][key] > 0) or f"{op_type} probe not run" in text

@@ -20,6 +20,7 @@ from hwsim.host.op_probes import (
     PROBED_OP_TYPES,
     SCATTER_FAR_PROBE,
     SCATTER_FAR_SHAPE,
+    SHARED_PROBE_RATES,
     probe_efficiencies,
     probe_model,
     probe_rates,
@@ -64,7 +65,7 @@ def test_rates_are_measured_kernel_times() -> None:
 def test_the_efficiency_predicts_the_probe_time_back(op_type: str, us: float) -> None:
     chip = chip_from_dict(host_chip())
     effs = probe_efficiencies(chip, {PROBE_RATES[op_type]: us * 1000})
-    assert set(effs) == {op_type} and 0.0 < effs[op_type] <= 1.0
+    assert set(effs) == {op_type, *SHARED_PROBE_RATES.get(op_type, ())} and 0.0 < effs[op_type] <= 1.0
     assert per_element_efficiencies(chip, {PROBE_RATES[op_type]: us * 1000}) == effs
     data = host_chip()
     data["units"][0]["efficiency"] = effs
@@ -93,6 +94,19 @@ def test_a_reduction_probe_less_its_rows_gives_the_rate_that_predicts_it_back(us
     assert cost is not None and cost.stall_ns == pytest.approx(rows_ns)
     if effs["ReduceSum"] < 1.0:
         assert cost.compute_ns == pytest.approx(ns, rel=0.05)
+
+
+@given(us=st.floats(20.0, 2_000.0), op_type=st.sampled_from(SHARED_PROBE_RATES["ReduceSum"]))
+def test_the_other_reductions_run_at_the_reduce_sum_probe_s_rate(us: float, op_type: str) -> None:
+    # ReduceMean, ReduceMax and ReduceMin aggregate rows as ReduceSum does; calibration then leaves
+    # them as probed, as it does ReduceSum
+    from hwsim.host.calibration import probed_classes
+
+    effs = probe_efficiencies(chip_from_dict(host_chip()), {PROBE_RATES["ReduceSum"]: us * 1000})
+    assert effs[op_type] == effs["ReduceSum"]
+    data = host_chip()
+    data["units"][0]["efficiency"] = effs
+    assert {"ReduceSum", op_type} <= probed_classes(chip_from_dict(data), "cpu")
 
 
 def test_the_scatter_is_probed_in_l2_and_beyond() -> None:
