@@ -535,6 +535,13 @@ class CpuUnit(Unit):
         "stalls at weight_stream_gbps), measured by `hwsim fingerprint` on chains of MatMuls over distinct weights. "
         "None: all of them where they fit the last-level cache with the largest working set, none otherwise.",
     )
+    loop_cache_kib: PositiveFloat | None = Field(
+        None,
+        description="What a loop of inferences keeps of the last-level cache between two runs' uses of a byte, KiB: "
+        "the capacity C of the cyclic law (a pass over S bytes keeps max(0, 2 C - S) of them) for the model's weights "
+        "and the run's other bytes, measured by `hwsim fingerprint` on chains of memory-bound 4-row MatMuls over "
+        "distinct weights (a VM's neighbours share the L3). None: l3_kib.",
+    )
     weight_cached_gbps: PositiveFloat | None = Field(
         None,
         description="With weight_cache_kib: the rate at which a MatMul/Gemm kernel stalls on the weights kept "
@@ -823,7 +830,7 @@ class CpuUnit(Unit):
         "fp32_pack_ns", "kernel_setup_ns", "step_handoff_ns", "broadcast_span_ns", "softmax_row_ns", "transpose_element_ns",
         "gemm_aliased_factor", "gemm_revisit_gbps", "gemv_dram_gbps", "reduce_row_ns", "reduce_block_ns", "reduce_column_row_ns", "reduce_generic_ns",
         "gather_row_ns", "gather_dram_row_ns", "gather_dram_line_ns", "fp32_batch_call_ns", "scatter_far_update_ns", "thread_check_speedup",
-        "weight_cache_kib", "weight_cached_gbps",
+        "weight_cache_kib", "weight_cached_gbps", "loop_cache_kib",
     )
 
     @model_serializer(mode="wrap")

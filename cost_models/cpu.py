@@ -159,6 +159,7 @@ __all__ = [
     "kernel_setup_ns",
     "kernel_type",
     "last_level_cache_bytes",
+    "loop_cache_bytes",
     "looper_passes",
     "marked_cold_bytes",
     "marked_cold_sources",
@@ -1519,7 +1520,8 @@ def resident_stream_ns(op: Op, unit: CpuUnit, levels: list[tuple[float, float]],
 
 def run_levels(unit: CpuUnit, levels: list[tuple[float, float]]) -> list[tuple[float, float]]:
     """``levels`` as a stream of weights read once per onnxruntime run call sees them: the L2
-    (the second level) less the run call's own footprint (``run_footprint_kib``). A 2.5 MiB
+    (the second level) less the run call's own footprint (``run_footprint_kib``), the L3 no more
+    than a loop of runs keeps of it (``loop_cache_kib``, :func:`loop_cache_bytes`). A 2.5 MiB
     two-matrix Gemm chain kept 1.84 MiB of a pass in L2 from its second pass in a run on, 1.62 MiB
     on its first (the 784-512-512-10 MLP's only pass per run): the interpreter and onnxruntime's
     run path between two runs take ~0.2 MiB.
@@ -1530,10 +1532,13 @@ def run_levels(unit: CpuUnit, levels: list[tuple[float, float]]) -> list[tuple[f
     >>> run_levels(u, [(32.0, 100.0), (2048.0, 50.0)])
     [(32.0, 100.0), (1792.0, 50.0)]
     """
-    if not unit.run_footprint_kib or len(levels) < 2:
+    if len(levels) < 2:
         return levels
     kib, gbps = levels[1]
-    return [levels[0], (max(0.0, kib - unit.run_footprint_kib), gbps), *levels[2:]]
+    out = [levels[0], (max(0.0, kib - (unit.run_footprint_kib or 0.0)), gbps), *levels[2:]]
+    if len(out) > 2 and unit.loop_cache_kib:  # what the loop keeps of the L3 (loop_cache_bytes)
+        out[2] = (min(out[2][0], unit.loop_cache_kib), out[2][1])
+    return out
 
 
 def gemv_split_speedup(op: Op, unit: CpuUnit, threads: int) -> float:
@@ -2254,6 +2259,17 @@ def gemm_rows(op: Op) -> int:
 def last_level_cache_bytes(unit: CpuUnit) -> float:
     """Capacity of the unit's last cache level (L3 if it has one, else L2)."""
     return (unit.l3_kib or unit.l2_kib) * 1024
+
+
+def loop_cache_bytes(unit: CpuUnit) -> float:
+    """What a loop of inferences keeps of the unit's last cache level between two runs' uses of a
+    byte: the fingerprint's ``loop_cache_kib`` where measured (at most the level), else the whole
+    level (:func:`last_level_cache_bytes`). On the AMD EPYC VM here (L3 26 MiB by the read sweep)
+    chains of 4-row MatMuls kept 16-19 MiB of weights between runs; a decoding step over a 6 MB
+    static cache with 7 MB of weights (19 MB a run), priced as all kept, ran its cache copies and
+    products 14-34 % slower (``docs/fidelity_cpu.md``, "What a loop keeps of a shared L3")."""
+    whole = last_level_cache_bytes(unit)
+    return min(whole, unit.loop_cache_kib * 1024) if unit.loop_cache_kib else whole
 
 
 def recurrent_bytes(op: Op, dtype: str) -> tuple[int, int]:

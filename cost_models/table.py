@@ -16,7 +16,7 @@ from cost_models.base import (
     model_for,
     weight_bytes_read,
 )
-from cost_models.cpu import last_level_cache_bytes
+from cost_models.cpu import loop_cache_bytes
 from cost_models.quant import with_scale_read
 from graph_ir.ir import ModelGraph, Op, constant_tensors, deployed_bytes
 
@@ -107,7 +107,7 @@ def steady_state_unit(
 
     weights = run_weight_bytes(graph, deployed)
     other = max(largest_working_set(graph, deployed), run_activation_bytes(graph, deployed))
-    if weights + other > last_level_cache_bytes(unit):  # streamed with the run's other bytes, not kept
+    if weights + other > loop_cache_bytes(unit):  # streamed with the run's other bytes, not kept
         return unit.model_copy(update={"resident_weight_bytes": float(weights + other)})
     # a measured weight cache keeps its share (cost_models.cpu.weight_stream_ns); else all of them
     stream = unit.weight_stream_gbps if unit.weight_cache_kib is not None else None

@@ -61,7 +61,7 @@ from hwsim.host.kernels import (
 )
 from hwsim.host.measure import MeasureError, make_session, time_call
 from hwsim.host.op_probes import PROBE_RATES, SCATTER_FAR_PROBE, scatter_far_from
-from hwsim.host.weight_cache_probe import weight_cache_rates
+from hwsim.host.weight_cache_probe import loop_cache_rates, weight_cache_rates
 
 __all__ = ["FINGERPRINT_EFFICIENCY", "Dispatch", "Fingerprint", "chip_data", "chip_yaml", "cpu_model", "gemv_dram_gbps", "measure_dispatch",
            "measure_host", "not_this_host", "probe_gflops", "read_dispatch", "read_fingerprint", "reference_gflops",
@@ -571,12 +571,7 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
     rates, rate_notes = kernel_rates(quick, l2, threads, dispatch.kernel_ns, dispatch.run_ns, dispatch.profiled_kernel_ns)
     notes += rate_notes
     if not quick:  # a stream of 4x the last-level cache: left to the full fingerprint
-        rates.update(weight_cache_rates(llc, stream_gbps, notes))
-        gemv_dram = gemv_dram_gbps(llc, min_s)
-        if gemv_dram is None:
-            notes.append("one-row float MatMul rate from DRAM not resolved; gemv_dram_gbps left out")
-        else:
-            rates["gemv_dram_gbps"] = gemv_dram
+        rates.update(_beyond_llc_rates(llc, stream_gbps, min_s, notes))
     versions = {"onnxruntime": ort.__version__, "numpy": np.__version__, "onnx": onnx.__version__,
                 "python": platform.python_version()}  # fmt: skip
     return Fingerprint(
@@ -589,6 +584,19 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
         dispatch=dispatch,
         kernel_rates=rates, cpus_allowed=cpus_allowed(),
     )  # fmt: skip
+
+
+def _beyond_llc_rates(llc: float, stream_gbps: float | None, min_s: float, notes: list[str]) -> dict[str, float]:
+    """The kernel figures whose probes stream up to four times the last-level cache ``llc``: what a
+    loop keeps of a GEMM's weights (with the weight stream's stall ``stream_gbps``) and of the last
+    level (:mod:`hwsim.host.weight_cache_probe`), and a one-row float MatMul's rate from DRAM."""
+    rates = {**weight_cache_rates(llc, stream_gbps, notes), **loop_cache_rates(llc, notes)}
+    gemv_dram = gemv_dram_gbps(llc, min_s)
+    if gemv_dram is None:
+        notes.append("one-row float MatMul rate from DRAM not resolved; gemv_dram_gbps left out")
+    else:
+        rates["gemv_dram_gbps"] = gemv_dram
+    return rates
 
 
 def _mask_note() -> str | None:

@@ -48,7 +48,7 @@ from cost_models.cpu import (
     intra_op_threads,
     is_row_product,
     kernel_type,
-    last_level_cache_bytes,
+    loop_cache_bytes,
     parallel_sections,
     recurrent_sections,
     recurrent_time,
@@ -710,7 +710,7 @@ def evicted_input_share(graph: ModelGraph, unit: CpuUnit) -> float:
     total = loop.resident_weight_bytes if isinstance(loop, CpuUnit) and not loop.weights_in_cache else None
     if not total:
         return 0.0
-    return 1.0 - cyclic_kept(total, last_level_cache_bytes(unit)) / total
+    return 1.0 - cyclic_kept(total, loop_cache_bytes(unit)) / total
 
 
 def _float_stream(op: Op) -> bool:

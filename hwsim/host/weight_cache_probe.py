@@ -28,11 +28,15 @@ from onnx import TensorProto, helper, numpy_helper
 from cost_models.cpu import cyclic_kept
 from hwsim.host.measure import make_session, time_session
 
-__all__ = ["CHAIN_ROWS", "CHAIN_SIDE", "FIRST_MIB", "LAST_MIB", "chain_footprints", "fit_capacity", "stall_per_byte", "weight_cache_rates"]
+__all__ = ["CHAIN_ROWS", "CHAIN_SIDE", "FIRST_MIB", "LAST_MIB", "LOOP_ROWS", "chain_footprints", "fit_capacity", "loop_cache_rates",
+           "stall_per_byte", "weight_cache_rates"]
 
 #: Rows of each chained MatMul (a transformer's 128 tokens) and the side of its square weights
 #: (256 KiB each: any L2 holds two).
 CHAIN_ROWS, CHAIN_SIDE = 128, 256
+#: Rows of the memory-bound chain (:func:`loop_cache_rates`): four rows do too little work per
+#: weight byte to hide where the weights come from, on any host.
+LOOP_ROWS = 4
 #: The smallest footprint probed, MiB: beyond any L2, within any L3 this project meets.
 FIRST_MIB = 4.0
 #: The largest footprint probed, MiB, whatever the last-level cache says.
@@ -57,8 +61,8 @@ def chain_footprints(llc_bytes: float) -> list[float]:
     return out
 
 
-def _chain(count: int, distinct: int) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
-    """``count`` dependent MatMuls over ``distinct`` weights in turn, and its feed."""
+def _chain(count: int, distinct: int, rows: int = CHAIN_ROWS) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """``count`` dependent ``rows``-row MatMuls over ``distinct`` weights in turn, and its feed."""
     rng = np.random.default_rng(0)
     scale = 1.0 / np.sqrt(CHAIN_SIDE)
     inits = [numpy_helper.from_array((rng.standard_normal((CHAIN_SIDE, CHAIN_SIDE)) * scale).astype(np.float32), f"w{i}")
@@ -67,20 +71,20 @@ def _chain(count: int, distinct: int) -> tuple[onnx.ModelProto, dict[str, np.nda
     for i in range(count):
         nodes.append(helper.make_node("MatMul", [x, f"w{i % distinct}"], [f"y{i}"]))
         x = f"y{i}"
-    x_info = helper.make_tensor_value_info("x", TensorProto.FLOAT, [CHAIN_ROWS, CHAIN_SIDE])
+    x_info = helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, CHAIN_SIDE])
     graph = helper.make_graph(nodes, "weights", [x_info], [helper.make_tensor_value_info(x, TensorProto.FLOAT, None)], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    return model, {"x": rng.standard_normal((CHAIN_ROWS, CHAIN_SIDE)).astype(np.float32)}
+    return model, {"x": rng.standard_normal((rows, CHAIN_SIDE)).astype(np.float32)}
 
 
-def stall_per_byte(footprints: Sequence[float], rounds: int = 3) -> dict[float, float]:
-    """Per footprint, the ns per weight byte a MatMul of the chain over that many bytes of distinct
-    weights takes beyond one of a chain alternating two (the fastest run of each, the chains
-    interleaved over ``rounds`` rounds)."""
+def stall_per_byte(footprints: Sequence[float], rounds: int = 3, rows: int = CHAIN_ROWS) -> dict[float, float]:
+    """Per footprint, the ns per weight byte a ``rows``-row MatMul of the chain over that many bytes
+    of distinct weights takes beyond one of a chain alternating two (the fastest run of each, the
+    chains interleaved over ``rounds`` rounds)."""
     weight = CHAIN_SIDE * CHAIN_SIDE * 4
     counts = {f: max(2, round(f / weight)) for f in footprints}
-    chains = {f: _chain(n, n) for f, n in counts.items()}
-    chains[0.0] = _chain(64, 2)
+    chains = {f: _chain(n, n, rows) for f, n in counts.items()}
+    chains[0.0] = _chain(64, 2, rows)
     sessions = {f: (make_session(m, 1, "all"), feeds) for f, (m, feeds) in chains.items()}
     best = dict.fromkeys(sessions, float("inf"))
     for _ in range(rounds):
@@ -134,3 +138,32 @@ def weight_cache_rates(llc_bytes: float, stream_gbps: float | None, notes: list[
     if cached > 0:
         out["weight_cached_gbps"] = 1.0 / cached
     return out
+
+
+def loop_cache_rates(llc_bytes: float, notes: list[str]) -> dict[str, float]:
+    """``loop_cache_kib`` (:func:`cost_models.cpu.loop_cache_bytes`): the capacity whose cyclic law
+    gives the shares of their weights chains of :data:`LOOP_ROWS`-row MatMuls lose per footprint,
+    between the two smallest footprints' time per byte (kept) and the largest's (four times the
+    last level, where a cyclic stream keeps nothing), where it resolves below ``llc_bytes``; a note
+    in ``notes`` where not. About 5 s.
+
+    Where the fingerprint's weight stream shows no stall (a GEMM of 128 rows hides DRAM: the AMD
+    EPYC here), such a chain still tells where the weights came from: 52 GB/s a MatMul up to 16 MB
+    of distinct weights, 22-38 at 18 MB, 20 (DRAM) from 22 MB (2026-12-07), where the read sweep
+    put the L3 at 26 MiB. A neighbour VM's traffic through a shared L3 takes its share between two
+    runs: a 4 MiB pass after 3 ms of idling ran at 43 GB/s, at 77 back to back."""
+    per_byte = stall_per_byte(chain_footprints(llc_bytes), rows=LOOP_ROWS)
+    if len(per_byte) < 4:
+        notes.append("the last-level cache is too small for the loop probe; loop_cache_kib left out")
+        return {}
+    kept = min(per_byte[f] for f in sorted(per_byte)[:2])
+    lost = per_byte[max(per_byte)]
+    if lost <= kept:
+        notes.append("MatMul weights of four times the last level ran no slower than kept ones; loop_cache_kib left out")
+        return {}
+    shares = {f: min(1.0, max(0.0, (s - kept) / (lost - kept))) for f, s in per_byte.items()}
+    capacity = fit_capacity(shares)
+    if capacity is None or capacity >= llc_bytes:
+        notes.append("what a loop of runs keeps of the last level not resolved below it; loop_cache_kib left out")
+        return {}
+    return {"loop_cache_kib": capacity / 1024}

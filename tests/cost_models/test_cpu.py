@@ -385,6 +385,23 @@ class TestWeightStream:
         assert fc_ns(12) > 1.5 * fc_ns(1)
         assert fc_ns(12) == pytest.approx((1 << 20) / 20.0, rel=0.15)
 
+    def test_what_the_loop_keeps_of_the_l3_bounds_the_steady_state(self) -> None:
+        # 6 MiB of weights beside a 2 x 4 MiB pass (14 MiB a run) in a 24 MiB L3: all kept; a loop
+        # that keeps 8 MiB of it between runs (a VM's neighbours) streams them, a GEMV's from DRAM
+        x, w = Tensor("x", (1, 1536), "float32"), Tensor("w", (1536, 1024), "float32", True)
+        fc = ("fc", "MatMul", [x, w], [Tensor("y", (1, 1024), "float32")])
+        a, b = (Tensor(n, (1, 4 << 18), "float32") for n in "ab")
+        graph = graph_from_ops("g", [x, a], [fc, ("neg", "Neg", [a], [b])])
+
+        def fc_ns(**loop: float) -> float:
+            chip = chip_from_dict(host_chip(l2_kib=512, l3_kib=24576, gemv_gbps=90.0, gemv_far_gbps=60.0,
+                                            gemv_dram_gbps=20.0, **loop))  # fmt: skip
+            return cost_table(graph, chip, "model").costs["fc"]["cpu"].latency_ns
+
+        whole, kept = fc_ns(), fc_ns(loop_cache_kib=8192.0)
+        assert fc_ns(loop_cache_kib=24576.0) == whole
+        assert kept > 1.5 * whole and kept == pytest.approx(6 * 2**20 / 20.0, rel=0.2)
+
     def test_a_dequantized_weight_is_no_working_set(self) -> None:
         # a QDQ model's weight -> DequantizeLinear -> MatMul: the fp32 weight is never an activation
         from cost_models.table import largest_working_set

@@ -127,6 +127,12 @@ class TestMergeFingerprints:
             (truth.dispatch.kernel_ns, truth.dispatch.run_ns, truth.dispatch.profiled_kernel_ns))
         assert merged.kernel_rates == pytest.approx(truth.kernel_rates)
 
+    def test_a_weight_stream_stall_one_round_in_three_saw_is_dropped(self) -> None:
+        truth = undisturbed()
+        none = replace(truth, weight_stream_gbps=None)
+        assert merge_fingerprints([truth, none, none], fastest).weight_stream_gbps is None
+        assert merge_fingerprints([truth, none, truth], fastest).weight_stream_gbps == pytest.approx(20.0)
+
     def test_the_least_disturbed_round_is_not_needed_whole(self) -> None:
         # round 1's MatMul was disturbed, round 2's stream: no single round is right, the merge is
         truth = undisturbed()

@@ -68,3 +68,31 @@ class TestWeightCacheRates:
             assert fit is None or abs(fit / MIB - capacity) < 1.0
         else:
             assert fit is not None and abs(fit / MIB - capacity) <= 1 / 16 + 1e-9
+
+
+class TestLoopCacheRates:
+    def test_the_amd_epyc_vm_of_the_docs(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        # the read sweep puts the L3 at 26 MiB; 4-row chains keep ~18 MiB, 52 GB/s kept and 20 from DRAM
+        rows: list[int] = []
+
+        def stalls(footprints: list[float], rounds: int = 3, rows_: int = 0, **kw: int) -> dict[float, float]:
+            rows.append(kw.get("rows", rows_))
+            return fake_stalls(18.0, 52.0, 20.0)(footprints)
+
+        monkeypatch.setattr(probe, "stall_per_byte", stalls)
+        notes: list[str] = []
+        got = probe.loop_cache_rates(26 * MIB, notes)
+        assert notes == [] and rows == [probe.LOOP_ROWS]
+        assert got["loop_cache_kib"] / 1024 == pytest.approx(18.0, abs=0.1)
+
+    def test_a_loop_that_keeps_the_whole_level_adds_nothing(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(probe, "stall_per_byte", lambda f, *a, **k: fake_stalls(26.0, 52.0, 20.0)(f))
+        notes: list[str] = []
+        assert probe.loop_cache_rates(24 * MIB, notes) == {}
+        assert "loop_cache_kib left out" in notes[0]
+
+    def test_weights_far_beyond_the_level_no_slower_are_refused(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(probe, "stall_per_byte", lambda f, *a, **k: dict.fromkeys(f, 0.02))
+        notes: list[str] = []
+        assert probe.loop_cache_rates(26 * MIB, notes) == {}
+        assert "no slower" in notes[0]
