@@ -28,7 +28,7 @@ from onnx import TensorProto, helper, numpy_helper
 from cost_models.cpu import cyclic_kept
 from hwsim.host.measure import make_session, time_session
 
-__all__ = ["CHAIN_ROWS", "CHAIN_SIDE", "FIRST_MIB", "LAST_MIB", "LOOP_ROWS", "chain_footprints", "fit_capacity", "loop_cache_rates",
+__all__ = ["CHAIN_ROWS", "CHAIN_SIDE", "FIRST_MIB", "LAST_MIB", "LOOP_ROWS", "chain_footprints", "fit_capacity", "loop_cache_rates", "lost_shares",
            "stall_per_byte", "weight_cache_rates"]
 
 #: Rows of each chained MatMul (a transformer's 128 tokens) and the side of its square weights
@@ -94,6 +94,16 @@ def stall_per_byte(footprints: Sequence[float], rounds: int = 3, rows: int = CHA
     return {f: (best[f] / counts[f] - near) / weight for f in footprints}
 
 
+def lost_shares(per_byte: Mapping[float, float], kept: float, lost: float) -> dict[float, float]:
+    """Per footprint, the share of its weights the loop did not keep: where its time per weight byte
+    lies between ``kept`` (all kept) and ``lost`` (none), clipped to [0, 1].
+
+    >>> lost_shares({4.0: 0.5, 20.0: 2.5, 60.0: 6.0}, 0.5, 4.5)
+    {4.0: 0.0, 20.0: 0.5, 60.0: 1.0}
+    """
+    return {f: min(1.0, max(0.0, (s - kept) / (lost - kept))) for f, s in per_byte.items()}
+
+
 def fit_capacity(shares: Mapping[float, float]) -> float | None:
     """The capacity (bytes) whose cyclic law gives the measured ``shares`` (footprint -> share of
     its weights not kept) with the least squared error, on a grid of 1/16 MiB steps; None where the
@@ -129,8 +139,7 @@ def weight_cache_rates(llc_bytes: float, stream_gbps: float | None, notes: list[
     if dram <= floor:
         notes.append("MatMul weights from the last-level cache stalled no less than from DRAM; weight_cache_kib left out")
         return {}
-    shares = {f: min(1.0, max(0.0, (s - floor) / (dram - floor))) for f, s in per_byte.items()}
-    capacity = fit_capacity(shares)
+    capacity = fit_capacity(lost_shares(per_byte, floor, dram))
     if capacity is None:
         notes.append("what a loop keeps of its MatMul weights not resolved (no footprint lost half); weight_cache_kib left out")
         return {}
@@ -161,8 +170,7 @@ def loop_cache_rates(llc_bytes: float, notes: list[str]) -> dict[str, float]:
     if lost <= kept:
         notes.append("MatMul weights of four times the last level ran no slower than kept ones; loop_cache_kib left out")
         return {}
-    shares = {f: min(1.0, max(0.0, (s - kept) / (lost - kept))) for f, s in per_byte.items()}
-    capacity = fit_capacity(shares)
+    capacity = fit_capacity(lost_shares(per_byte, kept, lost))
     if capacity is None or capacity >= llc_bytes:
         notes.append("what a loop of runs keeps of the last level not resolved below it; loop_cache_kib left out")
         return {}
