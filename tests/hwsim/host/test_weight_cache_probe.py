@@ -96,3 +96,23 @@ class TestLoopCacheRates:
         notes: list[str] = []
         assert probe.loop_cache_rates(26 * MIB, notes) == {}
         assert "no slower" in notes[0]
+
+
+class TestLoopCacheBenchmark:
+    def test_the_chain_passes_over_the_weights_it_is_named_for(self) -> None:
+        import onnx
+
+        from tests.helpers import load_benchmarks
+
+        bench = load_benchmarks("loop_cache")
+        for mb in (4, 18, 32):
+            model = bench._chain(mb)
+            onnx.checker.check_model(model)
+            nbytes = sum(4 * t.dims[0] * t.dims[1] for t in model.graph.initializer)
+            assert [n.op_type for n in model.graph.node] == ["MatMul"] * len(model.graph.initializer)
+            assert abs(nbytes - mb * 1e6) <= bench.SIDE * bench.SIDE * 2
+
+    def test_a_pass_reads_the_bytes_it_is_timed_over(self) -> None:
+        from tests.helpers import load_benchmarks
+
+        assert load_benchmarks("loop_cache").pause_gbps(1, 0.0, passes=4) > 0.5
