@@ -1536,8 +1536,8 @@ def run_levels(unit: CpuUnit, levels: list[tuple[float, float]]) -> list[tuple[f
         return levels
     kib, gbps = levels[1]
     out = [levels[0], (max(0.0, kib - (unit.run_footprint_kib or 0.0)), gbps), *levels[2:]]
-    if len(out) > 2 and unit.loop_cache_kib:  # what the loop keeps of the L3 (loop_cache_bytes)
-        out[2] = (min(out[2][0], unit.loop_cache_kib), out[2][1])
+    if len(out) > 2:  # the L3: no more than the loop keeps of it
+        out[2] = (min(out[2][0], loop_cache_bytes(unit) / 1024), out[2][1])
     return out
 
 

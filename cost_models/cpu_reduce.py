@@ -168,15 +168,17 @@ def generic_reduce(op: Op) -> bool:
     (False, True, True)
     """
     got = fast_reduce(op) if op.op_type in REDUCE_ROW_OP_TYPES else None
-    if got is None:
-        return False
-    kind, merged = got
+    return got is not None and _on_generic_loop(op.op_type, *got)
+
+
+def _on_generic_loop(op_type: str, kind: str, merged: tuple[int, ...]) -> bool:
+    """:func:`generic_reduce` on the path :func:`fast_reduce` gave."""
     if kind in ("KR", "K"):
         return False
     if kind == "KRK":
         return merged[0] < 2
     if kind == "RK":
-        return op.op_type not in RK_FAST_OP_TYPES or merged[0] <= RK_MIN_ROWS or max(merged) <= RK_MIN_SIDE
+        return op_type not in RK_FAST_OP_TYPES or merged[0] <= RK_MIN_ROWS or max(merged) <= RK_MIN_SIDE
     return True
 
 
@@ -202,12 +204,12 @@ def reduce_passes_ns(op: Op, unit: CpuUnit) -> float:
     """
     if op.op_type not in REDUCE_ROW_OP_TYPES:
         return 0.0
-    if unit.reduce_generic_ns and generic_reduce(op):
-        return op.inputs[0].elements * unit.reduce_generic_ns
     got = fast_reduce(op)
     if got is None:
         return 0.0
     kind, merged = got
+    if unit.reduce_generic_ns and _on_generic_loop(op.op_type, kind, merged):
+        return op.inputs[0].elements * unit.reduce_generic_ns
     if kind == "KR" and unit.reduce_row_ns:
         return merged[0] * unit.reduce_row_ns
     if kind == "KRK" and merged[0] >= 2 and op.op_type in REDUCE_BLOCK_OP_TYPES and unit.reduce_block_ns:

@@ -106,8 +106,8 @@ def _most(values: Sequence[float | None], how: Callable[[Sequence[float]], float
     round of three saw is that round's noise (an AMD EPYC VM, 2026-12-07: one round's MatMul ran 2 %
     slower with its weights in DRAM, the other two no slower, and the merge had kept a 42 GB/s
     weight stream for every GEMM)."""
-    got = [v for v in values if v is not None]
-    return how(got) if 2 * len(got) > len(values) else None
+    measured = sum(v is not None for v in values)
+    return _optional(values, how) if 2 * measured > len(values) else None
 
 
 def _caches(fps: Sequence[Fingerprint], pick: Pick) -> list[dict[str, float | str]]:
