@@ -592,6 +592,19 @@ class CpuUnit(Unit):
     fft_point_ns: PositiveFloat | None = Field(
         None, description="Time per point of one transform of onnxruntime's STFT/DFT kernel, beside its butterflies."
     )
+    fft_stride_ns: PositiveFloat | None = Field(
+        None,
+        description="Time per butterfly of each stage of onnxruntime's radix-2 DFT along an axis that is not the "
+        "last whose points no longer fit the L1 sets they fall in, the other stages in its shadow (the transform "
+        "takes the longer of this and its time on contiguous points), measured by `hwsim fingerprint` from two "
+        "transforms 1 KiB apart. None: not costed.",
+    )
+    fft_page_stride_ns: PositiveFloat | None = Field(
+        None,
+        description="fft_stride_ns where the points lie a multiple of 4 KiB apart (one L1 set, and each load waits "
+        "on the store before it with the same low address bits), measured from a transform 4 KiB apart. None: "
+        "fft_stride_ns.",
+    )
     parallel_section_ns: PositiveFloat | None = Field(
         None,
         description="Cost of one parallel section of onnxruntime's intra-op thread pool (hand the work out, join), "
@@ -823,7 +836,8 @@ class CpuUnit(Unit):
     #: Fields a dump leaves out while unset, so that a chip without them dumps (and hashes,
     #: :func:`hwsim.report.provenance.chip_sha256`) as it did before they existed.
     omitted_when_unset: ClassVar[tuple[str, ...]] = (
-        "gemv_gbps", "gemv_far_gbps", "fft_butterfly_ns", "fft_point_ns", "parallel_section_ns",
+        "gemv_gbps", "gemv_far_gbps", "fft_butterfly_ns", "fft_point_ns", "fft_stride_ns", "fft_page_stride_ns",
+        "parallel_section_ns",
         "recurrent_section_ns", "run_footprint_kib", "requant_ns", "int8_pack_ns", "int8_conv_call_ns", "int8_conv_pixel_ns",
         "int8_im2col_pixel_ns", "int8_conv_mac_ps", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps",
         "int8_gemv_far_gbps", "softmax_denormal_ns", "nchwc_one_block_efficiency", "norm_row_ns", "fp32_gemv_call_ns", "fp32_gemv_gbps",

@@ -35,7 +35,10 @@ runs in a loop).
 STFT/DFT on a unit with ``fft_butterfly_ns`` and ``fft_point_ns`` run as onnxruntime's kernel
 does (:func:`fft_ns`): a radix-2 FFT for a power-of-two length, otherwise Bluestein's chirp-z
 transform, i.e. two radix-2 FFTs of the next power of two at or above ``2 n - 1``, one frame
-after the other on one thread.
+after the other on one thread. A radix-2 DFT along an axis that is not the last works in place on
+its strided output; on a unit with ``fft_stride_ns`` it takes the longer of that time and the time
+its misses set, where the stages whose points no longer fit the L1 sets they fall in pay more per
+butterfly (:func:`strided_fft_ns`).
 """
 
 from __future__ import annotations
@@ -72,7 +75,7 @@ from cost_models.cpu_layout import (
 from cost_models.cpu_reduce import reduce_passes_ns, reduce_threads
 from cost_models.energy import dram_energy_pj, energy_pj
 from graph_ir.categories import Category
-from graph_ir.ir import Op, deployed_bytes
+from graph_ir.ir import DTYPE_BYTES, Op, deployed_bytes
 from graph_ir.op_metrics import CUM_AXIS_ATTR
 
 __all__ = [
@@ -143,6 +146,7 @@ __all__ = [
     "depthwise_plain_ns",
     "dram_gemv_gbps",
     "fft_ns",
+    "fft_stride_bytes",
     "first_pass_gbps",
     "float_one_row",
     "gather_rows_ns",
@@ -195,6 +199,8 @@ __all__ = [
     "step_section_ns",
     "stream_ns",
     "stream_parts_ns",
+    "strided_fft_ns",
+    "strided_fft_stages",
     "topk_rows",
     "variadic_passes",
     "weight_stream_ns",
@@ -212,6 +218,8 @@ HALF_EFFICIENCY_FLOPS = 20_000.0
 DEPTHWISE_FACTOR = 0.35
 #: Distance apart at which two addresses fall in the same L1 cache sets (x86's 4 KiB page): a
 #: float GEMM whose A rows lie a multiple of it apart runs at ``gemm_aliased_factor`` (:func:`aliased_factor`).
+#: It is also the bytes one way of an x86 L1 holds (indexed by the address bits inside a page; Zen 4:
+#: 32 KiB, 8 ways of 64 sets; Golden Cove: 48 KiB, 12 ways of 64 sets: :func:`strided_fft_stages`).
 ALIAS_STRIDE_BYTES = 4096
 #: onnxruntime's integer GEMM kernels, as a QDQ model's Conv/MatMul/Gemm run (``hwsim.host.ort_qdq``).
 INTEGER_GEMM_OP_TYPES = ("QLinearConv", "QLinearMatMul", "QGemm")
@@ -549,9 +557,12 @@ class CpuModel(UnitModel[CpuUnit]):
         if not (unit.fft_butterfly_ns and unit.fft_point_ns) or plan is None:
             return cost
         transforms, n = plan
-        compute_ns = transforms * fft_ns(n, unit.fft_butterfly_ns, unit.fft_point_ns)
+        contiguous = fft_ns(n, unit.fft_butterfly_ns, unit.fft_point_ns)
+        strided = strided_fft_ns(n, fft_stride_bytes(op), unit)
+        compute_ns = transforms * max(contiguous, strided)
         extra_pj = energy_pj(unit.active_w, max(compute_ns, cost.memory_ns) - max(cost.compute_ns, cost.memory_ns))
         path = "radix-2" if _is_pow2(n) else f"Bluestein via {_next_pow2(2 * n - 1)}"
+        path += f" strided ({fft_stride_bytes(op)} B apart, its stalls)" if strided > contiguous else ""
         return replace(cost, compute_ns=compute_ns, energy_pj=cost.energy_pj + extra_pj,
                        note=f"{cost.note}, {transforms} x {n}-point {path}")  # fmt: skip
 
@@ -2085,6 +2096,76 @@ def fft_plan(op: Op) -> tuple[int, int] | None:
     n = 2 * (m - 1) if op.attrs.get("onesided", 0) and m > 1 else m
     total = math.prod(int(d) for d in y[:-1])
     return total // max(m, 1), max(n, 1)
+
+
+def fft_stride_bytes(op: Op) -> int:
+    """Bytes between the points of one transform where onnxruntime's DFT runs its butterflies in
+    place on the output: a two-sided radix-2 DFT along an axis that is not the last (the axis's
+    stride in the output, complex values of its element size). 0 where they run in a buffer of their
+    own: an STFT, a one-sided DFT, Bluestein's transform (any length not a power of two)."""
+    plan = fft_plan(op)
+    if op.op_type != "DFT" or plan is None or op.attrs.get("onesided", 0) or not _is_pow2(plan[1]):
+        return 0
+    y = op.outputs[0].shape
+    axis = int(op.attrs.get("axis", 1)) % len(y)  # type: ignore[call-overload]
+    return math.prod(int(d) for d in y[axis + 1 :]) * DTYPE_BYTES.get(op.outputs[0].dtype, 4)
+
+
+def strided_fft_stages(n: int, stride_bytes: int, l1_bytes: float) -> float:
+    """Stages of an ``n``-point radix-2 transform whose points ``stride_bytes`` apart miss the L1.
+
+    Its ``n`` points lie on ``n`` lines that fall in few of the L1's sets when the stride is a
+    multiple of a large power of two (all in one set at a multiple of 4 KiB: :data:`ALIAS_STRIDE_BYTES`).
+    Where those sets hold ``1/r`` of the lines, the first ``log2 n - log2 r`` stages find their
+    points in the L1 and the last ``log2 r`` do not (the radix-2 FFT's cache bound: a transform
+    that fits ``C`` lines pays ``log2(n / C)`` passes beyond them). Measured on an AMD EPYC
+    (2026-12-07, ``DFT`` along axis 1 of (1, n, w, 2) against the same along axis 2, 1 thread): the
+    extra time per butterfly over 45 shapes of 32-512 points 128 B-8 KiB apart followed this count
+    at one rate per butterfly and stage, and another where the stride is a multiple of 4 KiB.
+
+    >>> strided_fft_stages(128, 2048, 32 * 1024)  # 2 sets of 8 ways: 16 lines hold 128 / 8
+    3.0
+    >>> strided_fft_stages(128, 256, 32 * 1024), strided_fft_stages(4096, 8, 32 * 1024)
+    (0.0, 0.0)
+    """
+    if n < 2 or stride_bytes < LINE_BYTES:
+        return 0.0
+    ways = max(1, int(l1_bytes // ALIAS_STRIDE_BYTES))
+    lines = np.unique(np.arange(n, dtype=np.int64) * stride_bytes // LINE_BYTES)
+    sets = np.unique(lines % (ALIAS_STRIDE_BYTES // LINE_BYTES)).size
+    r = lines.size / (sets * ways)
+    return min(math.log2(n), math.log2(r)) if r > 1 else 0.0
+
+
+def strided_fft_ns(n: int, stride_bytes: int, unit: CpuUnit) -> float:
+    """Time of one ``n``-point radix-2 transform whose points lie ``stride_bytes`` apart
+    (:func:`fft_stride_bytes`) as its misses set it, ns: ``fft_stride_ns`` per butterfly of each
+    stage that misses the L1 (:func:`strided_fft_stages`; ``fft_page_stride_ns`` where the points lie
+    a multiple of 4 KiB apart, each load also waiting on the store before it to an address with the
+    same low 12 bits), the stages that hit running in their shadow. The transform takes the longer
+    of this and its time on contiguous points (:func:`fft_ns`). 0 on a unit without
+    ``fft_stride_ns`` or where no stage misses.
+
+    The longer of the two, not their sum: on an AMD EPYC VM (2026-12-07) the contiguous DFT of
+    (1, 128, 256, 2) ran 0.50, 0.69 and 0.99 ms within an hour while the strided one ran
+    1.15-1.29 ms throughout. Per butterfly of a stage past the L1 the strided DFTs of the fast hour
+    took 23.8-30.9 ns over 19 shapes of 64-512 points 256 B-6 KiB apart with 2-5 such stages
+    (34.6-39.3 ns 4 and 8 KiB apart with 3-5, 26.1 with 6); with one such stage, 36-46 ns: the two
+    paths overlap less there, and those transforms run 20-30 % above the longer (measured, not
+    modelled).
+
+    >>> u = CpuUnit(name="c", domain="d", clock_mhz=1000, flops_per_cycle={"fp32": 32}, l1_kib=32,
+    ...             fft_stride_ns=25.0, fft_page_stride_ns=37.0)
+    >>> strided_fft_ns(128, 2048, u)  # 64 butterflies x 3 stages past a 32 KiB L1 x 25 ns
+    4800.0
+    >>> strided_fft_ns(128, 4096, u), strided_fft_ns(128, 256, u)  # 4 stages at 37; none
+    (9472.0, 0.0)
+    """
+    if not unit.fft_stride_ns or not stride_bytes:
+        return 0.0
+    stages = strided_fft_stages(n, stride_bytes, unit.l1_kib * 1024)
+    rate = unit.fft_page_stride_ns if stride_bytes % ALIAS_STRIDE_BYTES == 0 and unit.fft_page_stride_ns else unit.fft_stride_ns
+    return rate * n / 2 * stages
 
 
 def weight_stream_ns(op: Op, unit: CpuUnit, weight_bytes: int) -> float:

@@ -48,6 +48,7 @@ from hwsim.host.int8_probe import INT8_PROBES
 from hwsim.host.kernels import (
     BROADCAST_PROBES,
     FFT_PROBES,
+    FFT_STRIDE_PROBES,
     FLOAT_GEMV_PROBES,
     HANDOFF_PROBES,
     LAYER_NORM_RATE,
@@ -575,7 +576,8 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
     notes += [why] if why else []
     dispatch = measure_dispatch(min_s)
     l2 = next((float(c["kib"]) * KIB for c in caches if int(c["level"]) == 2), None)
-    rates, rate_notes = kernel_rates(quick, l2, threads, dispatch.kernel_ns, dispatch.run_ns, dispatch.profiled_kernel_ns)
+    l1 = next((float(c["kib"]) * KIB for c in caches if int(c["level"]) == 1), None)
+    rates, rate_notes = kernel_rates(quick, l2, threads, dispatch.kernel_ns, dispatch.run_ns, dispatch.profiled_kernel_ns, l1)
     notes += rate_notes
     if not quick:  # a stream of 4x the last-level cache: left to the full fingerprint
         rates.update(_beyond_llc_rates(llc, stream_gbps, min_s, notes))
@@ -646,7 +648,7 @@ def chip_data(fp: Fingerprint, name: str = "host") -> dict[str, Any]:
     # efficiencies below, or probe times fields are derived from: not chip fields
     per_element = {LAYER_NORM_RATE, *RESIZE_RATES.values(), *PROBE_RATES.values(), *INT8_PROBES, *FFT_PROBES.values(),
                    *FLOAT_GEMV_PROBES, *ROW_PACK_PROBES, *SETUP_PROBES.values(), *HANDOFF_PROBES.values(), *BROADCAST_PROBES,
-                   *GATHER_DRAM_PROBES, SCATTER_FAR_PROBE}  # fmt: skip
+                   *GATHER_DRAM_PROBES, SCATTER_FAR_PROBE, *(key for _, key, _, _ in FFT_STRIDE_PROBES)}  # fmt: skip
     unit.update((k, round(v, 3)) for k, v in fp.kernel_rates.items() if k not in per_element)
     # onnxruntime's dispatch per kernel as measured; 2 us when an older fingerprint has none
     unit["op_overhead_ns"] = fp.dispatch.kernel_ns if fp.dispatch else 2000.0

@@ -128,8 +128,9 @@ def _caches(fps: Sequence[Fingerprint], pick: Pick) -> list[dict[str, float | st
 def _kernel_rates(fps: Sequence[Fingerprint], pick: Pick, kernel_ns: float) -> dict[str, float]:
     """:attr:`Fingerprint.kernel_rates` merged: GB/s and speed-ups the highest, times the fastest, figures of
     :data:`MEDIAN_KERNEL_FIGURES` the median; the fields derived from probe times (the integer
-    kernels', the one-row float Gemm's, the STFT's) derived again from the merged probes with the
-    merged dispatch per kernel ``kernel_ns`` (:func:`hwsim.host.kernels.rederived`)."""
+    kernels', the one-row float Gemm's, the STFT's and the strided DFT's, on the first round's L1)
+    derived again from the merged probes with the merged dispatch per kernel ``kernel_ns``
+    (:func:`hwsim.host.kernels.rederived`)."""
     from hwsim.host.kernels import REDERIVED, rederived
 
     rates = [fp.kernel_rates for fp in fps]
@@ -137,7 +138,8 @@ def _kernel_rates(fps: Sequence[Fingerprint], pick: Pick, kernel_ns: float) -> d
                else _rate(vs, pick) if k.endswith(("_gbps", "_speedup")) else pick(vs))
            for k, vs in ((k, [r[k] for r in rates if k in r]) for k in dict.fromkeys(k for r in rates for k in r))
            if k not in REDERIVED}  # fmt: skip
-    out.update(rederived(out, kernel_ns))
+    l1 = next((float(c["kib"]) * 1024 for c in fps[0].caches if int(c["level"]) == 1), None)
+    out.update(rederived(out, kernel_ns, l1))
     return out
 
 

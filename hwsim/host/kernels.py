@@ -54,6 +54,7 @@ from cost_models.cpu import (
     revisit_bytes,
     sections_ns,
     step_handoff_ns,
+    strided_fft_stages,
 )
 from cost_models.table import estimate
 from graph_ir.ir import Op, Tensor
@@ -88,6 +89,8 @@ __all__ = [
     "BROADCAST_PROBES",
     "FFT_DERIVED",
     "FFT_PROBES",
+    "FFT_STRIDE_DERIVED",
+    "FFT_STRIDE_PROBES",
     "FLOAT_GEMV_DERIVED",
     "FLOAT_GEMV_PROBES",
     "GATHER_ROW_PROBE",
@@ -114,6 +117,8 @@ __all__ = [
     "fft_constants",
     "fft_frame_times",
     "fft_from",
+    "fft_stride_from",
+    "fft_stride_times",
     "float_gemv_from",
     "float_gemv_probe",
     "float_gemv_times",
@@ -681,6 +686,44 @@ def fft_from(rates: Mapping[str, float]) -> tuple[float, float] | None:
     return (float(butterfly), float(point)) if butterfly > 0 and point > 0 else None
 
 
+#: The strided DFT probes: ``(chip field, probe time key, points, complex columns)``, transforms
+#: along axis 1 of (1, points, columns, 2): two 1 KiB apart, 3 of 8 and 4 of 9 stages past a 32 KiB
+#: L1 of 8 ways (:func:`~cost_models.cpu.strided_fft_stages`), and one 4 KiB apart (3 of 6). FNet's
+#: transforms (128 points 2 KiB apart, 512 points 3 KiB apart) are held out of them.
+FFT_STRIDE_PROBES = (("fft_stride_ns", "fft_stride_probe_ns:256x128", 256, 128),
+                     ("fft_stride_ns", "fft_stride_probe_ns:512x128", 512, 128),
+                     ("fft_page_stride_ns", "fft_stride_probe_ns:64x512", 64, 512))  # fmt: skip
+#: The chip fields :func:`fft_stride_from` derives.
+FFT_STRIDE_DERIVED = ("fft_stride_ns", "fft_page_stride_ns")
+
+
+def fft_stride_times(rounds: int = 5) -> dict[str, float]:
+    """The time of each strided DFT of :data:`FFT_STRIDE_PROBES`, ns, under its probe key."""
+    out = {}
+    for _, key, n, w in FFT_STRIDE_PROBES:
+        x = np.random.default_rng(0).standard_normal((1, n, w, 2)).astype(np.float32)
+        out[key] = _fastest_ns(_model(helper.make_node("DFT", ["x"], ["y"], axis=1), x, {}), x, rounds)
+    return out
+
+
+def fft_stride_from(rates: Mapping[str, float], l1_bytes: float) -> dict[str, float]:
+    """:data:`FFT_STRIDE_DERIVED` (:func:`cost_models.cpu.strided_fft_ns`) on an L1 of ``l1_bytes``
+    from the probe times in ``rates`` (:func:`fft_stride_times`): each field's probes' times over
+    their butterflies in the stages past the L1; left out where they have none or no time.
+
+    The strided times alone, not their differences from the same transforms on contiguous points:
+    those moved 2.5x with the VM's state within an hour while the strided times held
+    (:func:`~cost_models.cpu.strided_fft_ns`). On an AMD EPYC in its fast hour (2026-12-07): 25.2
+    and 37.4 ns."""
+    sums: dict[str, list[float]] = {}
+    for field_name, key, n, w in FFT_STRIDE_PROBES:
+        if key in rates:
+            got = sums.setdefault(field_name, [0.0, 0.0])
+            got[0] += rates[key]
+            got[1] += w * n / 2 * strided_fft_stages(n, 8 * w, l1_bytes)
+    return {k: t / b for k, (t, b) in sums.items() if t > 0 and b > 0}
+
+
 def layer_norm_ns(rounds: int = 5) -> float | None:
     """ns per element of onnxruntime's ``LayerNormalization`` over cache-resident rows
     (:data:`NORM_PROBE`): (256-row run - 64-row run) / (192 x 768), the dispatch cancelling.
@@ -1147,10 +1190,11 @@ def _one_row_rates(rounds: int, kernel_ns: float, notes: list[str]) -> dict[str,
 
 def kernel_rates(
     quick: bool = False, l2_bytes: float | None = None, threads: int = 1, kernel_ns: float = 0.0, run_ns: float = 0.0,
-    profiled_kernel_ns: float = 0.0,
+    profiled_kernel_ns: float = 0.0, l1_bytes: float | None = None,
 ) -> tuple[dict[str, float], list[str]]:
     """The chip fields these kernels give (``gemv_gbps``, ``gemv_far_gbps`` and ``run_footprint_kib``
-    where the L2 size ``l2_bytes`` is known, ``fft_butterfly_ns``, ``fft_point_ns``, the one-row float
+    where the L2 size ``l2_bytes`` is known, ``fft_butterfly_ns``, ``fft_point_ns``, where the L1 size
+    ``l1_bytes`` is known ``fft_stride_ns`` and ``fft_page_stride_ns``, the one-row float
     Gemm's ``fp32_gemv_call_ns`` and ``fp32_gemv_gbps`` with their probe times (:func:`float_gemv_from`);
     ``parallel_section_ns`` and the recurrent hand-off probes' times (:func:`handoff_times`) on a host
     with ``threads`` > 1; the dispatch per kernel is ``kernel_ns``,
@@ -1188,6 +1232,11 @@ def kernel_rates(
         notes.append("STFT radix-2 constants not resolved; fft_butterfly_ns/fft_point_ns left out")
     else:
         out["fft_butterfly_ns"], out["fft_point_ns"] = fft
+    if l1_bytes and not quick:
+        out.update(fft_stride_times(rounds))
+        out.update(strided := fft_stride_from(out, l1_bytes))
+        notes.extend(f"{k} not resolved (strided DFTs no slower past the L1?); left out"
+                     for k in FFT_STRIDE_DERIVED if k not in strided)  # fmt: skip
     out.update(setup_times(2 if quick else 3))
     out.update(broadcast_times(2 if quick else 3))
     span = broadcast_span_from(out)
@@ -1305,15 +1354,16 @@ def int8_fields(rates: Mapping[str, float], kernel_ns: float) -> dict[str, float
 #: The chip fields derived from probe times that a merge of several fingerprints derives again from the
 #: merged probes (:func:`rederived`); the STFT's constants are not among them, so that an older
 #: fingerprint without the frame times keeps its merged ones.
-REDERIVED = (*INT8_DERIVED, *FLOAT_GEMV_DERIVED, *ROW_PACK_DERIVED, *BROADCAST_DERIVED, *GATHER_DRAM_DERIVED)
+REDERIVED = (*INT8_DERIVED, *FLOAT_GEMV_DERIVED, *ROW_PACK_DERIVED, *BROADCAST_DERIVED, *GATHER_DRAM_DERIVED, *FFT_STRIDE_DERIVED)
 
 
-def rederived(rates: Mapping[str, float], kernel_ns: float) -> dict[str, float]:
+def rederived(rates: Mapping[str, float], kernel_ns: float, l1_bytes: float | None = None) -> dict[str, float]:
     """The chip fields derived from the probe times in ``rates`` (:func:`int8_fields`,
     :func:`float_gemv_from`, :func:`fft_from`, :func:`broadcast_span_from`,
-    :func:`~hwsim.host.gather_probe.gather_dram_from`) with the dispatch per
-    kernel ``kernel_ns``, those resolved."""
+    :func:`~hwsim.host.gather_probe.gather_dram_from`, and on an L1 of ``l1_bytes``
+    :func:`fft_stride_from`) with the dispatch per kernel ``kernel_ns``, those resolved."""
     out = {k: v for k, v in int8_fields(rates, kernel_ns).items() if v is not None}
+    out.update(fft_stride_from(rates, l1_bytes) if l1_bytes else {})
     if (span := broadcast_span_from(rates)) is not None:
         out["broadcast_span_ns"] = span
     for names, got in ((FLOAT_GEMV_DERIVED, float_gemv_from(rates, kernel_ns)), (FFT_DERIVED, fft_from(rates)),

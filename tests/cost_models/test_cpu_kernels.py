@@ -29,6 +29,7 @@ from cost_models.cpu import (
     cold_source_ns,
     fft_ns,
     fft_plan,
+    fft_stride_bytes,
     gemm_bias_ns,
     gemv_split_speedup,
     intra_op_threads,
@@ -39,6 +40,8 @@ from cost_models.cpu import (
     section_ns,
     sections_ns,
     stream_ns,
+    strided_fft_ns,
+    strided_fft_stages,
 )
 from cost_models.table import estimate
 from graph_ir.ir import Op, Tensor
@@ -230,6 +233,60 @@ class TestFft:
 
     def test_plan_reads_frames_and_window(self) -> None:
         assert fft_plan(stft(400, frames=98)) == (98, 400)
+
+
+def dft(n: int, columns: int, axis: int, onesided: int = 0) -> Op:
+    """A DFT of ``n`` points over each of ``columns`` complex columns: along axis 1 of (1, n, columns, 2)
+    (its points ``8 columns`` bytes apart) or axis 2 of (1, columns, n, 2) (contiguous)."""
+    shape = (1, n, columns, 2) if axis == 1 else (1, columns, n, 2)
+    out = (1, n // 2 + 1, columns, 2) if onesided else shape
+    return make_op("DFT", [Tensor("x", shape, "float32")], [Tensor("y", out, "float32")], axis=axis, onesided=onesided)
+
+
+#: The AMD EPYC's figures of 2026-12-07 (its fast hour).
+STRIDED = {**KERNELS, "fft_butterfly_ns": 2.0, "fft_point_ns": 6.2, "l1_kib": 32, "fft_stride_ns": 25.0,
+           "fft_page_stride_ns": 37.0}
+
+
+class TestStridedFft:
+    def test_where_onnxruntime_runs_the_butterflies_on_strided_output(self) -> None:
+        assert fft_stride_bytes(dft(128, 256, 1)) == 2048  # 256 complex floats apart
+        assert fft_stride_bytes(dft(128, 256, 2)) == 8  # the next complex value
+        assert fft_stride_bytes(dft(128, 256, 1, onesided=1)) == 0  # a buffer of its own
+        assert fft_stride_bytes(dft(100, 256, 1)) == 0  # Bluestein: a buffer of its own
+        assert fft_stride_bytes(stft(256)) == 0
+
+    def test_measured_fnet_transforms_take_the_time_their_misses_set(self) -> None:
+        # AMD EPYC, 2026-12-07: 128 points 2 KiB apart ran 1.26 ms over 256 columns, 0.47 contiguous;
+        # 512 points 3 KiB apart 9.8 ms against 4.5 (held out of the probes' shapes)
+        assert ns(dft(128, 256, 1), **STRIDED) == pytest.approx(1.26e6, rel=0.05)
+        assert ns(dft(512, 384, 1), **STRIDED) == pytest.approx(9.8e6, rel=0.05)
+        assert ns(dft(128, 256, 1), **KERNELS) == ns(dft(128, 256, 2), **KERNELS)  # unfingerprinted: as before
+
+    def test_never_faster_than_on_contiguous_points(self) -> None:
+        # one stage past the L1 (128 points 512 B apart): its misses alone would take less
+        assert ns(dft(128, 64, 1), **STRIDED) == ns(dft(128, 64, 2), **STRIDED)
+        assert ns(dft(128, 512, 1), **STRIDED) > 3 * ns(dft(128, 512, 2), **STRIDED)  # a page apart: 5.1x measured
+
+    def test_points_a_page_apart_take_the_page_rate(self) -> None:
+        u = chip_from_dict(host_chip(**STRIDED)).units[0]
+        assert isinstance(u, CpuUnit)
+        # 128 lines in one set of 8 ways: 4 stages at 37 ns; 6 KiB apart, two sets: 3 stages at 25 ns
+        assert strided_fft_ns(128, 4096, u) == pytest.approx(64 * 4 * 37.0)
+        assert strided_fft_ns(128, 6144, u) == pytest.approx(64 * 3 * 25.0)
+
+    @given(st.integers(1, 12), st.integers(0, 14), st.integers(3, 64))
+    def test_stages_past_the_l1_grow_with_the_stride_s_power_of_two(self, log_n: int, log_p: int, odd: int) -> None:
+        # an odd multiple of a power of two falls in as many L1 sets as the power of two alone;
+        # a larger power of two in fewer, so at least as many stages miss, and never more than log2 n
+        n, p = 1 << log_n, 1 << log_p
+        odd |= 1
+        stages = strided_fft_stages(n, p * odd, 32 * 1024)
+        assert 0.0 <= stages <= log_n
+        if p >= 64:
+            assert stages == pytest.approx(strided_fft_stages(n, p, 32 * 1024))
+        assert strided_fft_stages(n, 2 * p, 32 * 1024) >= strided_fft_stages(n, p, 32 * 1024)
+        assert strided_fft_stages(n, p, 48 * 1024) <= strided_fft_stages(n, p, 32 * 1024)  # more ways hold more
 
 
 class TestThreads:

@@ -5,13 +5,14 @@ parallel section (a MatMul chain on one and two threads)."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cost_models.cpu import cyclic_capacity_bytes, stream_ns
+from cost_models.cpu import cyclic_capacity_bytes, stream_ns, strided_fft_stages
 from hwsim.host import kernels
 from hwsim.host.fingerprint import KIB, _cyclic_l2, _cyclic_l3
 from hwsim.host.measure import Timing
@@ -298,3 +299,45 @@ def test_one_block_probe_on_this_host() -> None:
         assert e is not None and 0.3 < e <= 1.5  # measured: 0.68 on the CI Xeon, 0.93 on an AMD EPYC
     else:
         assert e is None
+
+
+class TestStridedFftProbe:
+    def rates(self, miss_ns: float, page_ns: float) -> dict[str, float]:
+        """Probe times of a host whose strided transforms follow the law at these rates."""
+        rate = {"fft_stride_ns": miss_ns, "fft_page_stride_ns": page_ns}
+        return {key: rate[f] * w * n / 2 * strided_fft_stages(n, 8 * w, 32 * KIB) for f, key, n, w in kernels.FFT_STRIDE_PROBES}
+
+    @given(st.floats(0.5, 60.0), st.floats(0.5, 80.0))
+    def test_recovers_the_rates_of_a_host_that_follows_the_law(self, miss: float, page: float) -> None:
+        got = kernels.fft_stride_from(self.rates(miss, page), 32 * KIB)
+        assert got == pytest.approx({"fft_stride_ns": miss, "fft_page_stride_ns": page})
+
+    def test_left_out_where_no_stage_misses_or_not_timed(self) -> None:
+        # an L1 of 512 KiB holds every probe's lines: no stage misses, nothing to divide by
+        assert kernels.fft_stride_from(self.rates(25.0, 37.0), 512 * KIB) == {}
+        page_key = next(key for f, key, _, _ in kernels.FFT_STRIDE_PROBES if f == "fft_page_stride_ns")
+        rates = {k: v for k, v in self.rates(25.0, 37.0).items() if k != page_key}
+        assert kernels.fft_stride_from(rates, 32 * KIB) == pytest.approx({"fft_stride_ns": 25.0})
+
+    def test_derived_again_from_merged_times(self) -> None:
+        assert kernels.rederived(self.rates(25.0, 37.0), 250.0, 32 * KIB)["fft_stride_ns"] == pytest.approx(25.0)
+        assert "fft_stride_ns" not in kernels.rederived(self.rates(25.0, 37.0), 250.0)  # no L1 size: not derived
+        assert set(kernels.FFT_STRIDE_DERIVED) <= set(kernels.REDERIVED)  # merged rounds derive them again
+
+
+class TestStridedFftBenchmark:
+    def test_prices_and_measures_the_shapes_it_names(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        import yaml
+
+        from tests.helpers import host_chip, load_benchmarks
+
+        chip = tmp_path / "host.yaml"
+        chip.write_text(yaml.safe_dump(host_chip(fft_butterfly_ns=2.0, fft_point_ns=6.2, l1_kib=32, fft_stride_ns=25.0)))
+        bench = load_benchmarks("strided_fft")
+        model = bench.dft_model(64, 16, 1)
+        assert [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim] == [1, 64, 16, 2]
+        assert bench.main(["--chip", str(chip), "--rounds", "1", "--shapes", "64x16,64x512"]) == 0
+        rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| 64 |")]
+        assert [r.split("|")[2].strip() for r in rows] == ["128", "4096"]  # bytes apart
+        # 64 points 4 KiB apart: 3 stages past the L1 at 25 ns, 512 columns (and the op's dispatch)
+        assert float(rows[1].split("|")[6]) == pytest.approx(25.0 * 32 * 3 * 512 / 1e3, rel=0.01)
