@@ -710,6 +710,17 @@ class CpuUnit(Unit):
         "paths' time per element, measured by `hwsim fingerprint` from one block of 64 x 3,000 floats against two "
         "of 32 x 3,000. None: not costed.",
     )
+    slice_run_ns: PositiveFloat | None = Field(
+        None,
+        description="Time per run of contiguous elements onnxruntime's Slice copies (each run a copy and a step "
+        "of its multi-axis index), beside the time per byte, measured by `hwsim fingerprint` from runs of one "
+        "float. None: not costed.",
+    )
+    slice_step_element_ns: PositiveFloat | None = Field(
+        None,
+        description="Time per element of onnxruntime's Slice where its innermost sliced axis steps by other than "
+        "1 (a decimation, copied element by element), measured by `hwsim fingerprint`. None: not costed.",
+    )
     gather_row_ns: PositiveFloat | None = Field(
         None,
         description="Fixed time per row of onnxruntime's Gather (each id read, its offset computed and one copy "
@@ -843,7 +854,7 @@ class CpuUnit(Unit):
         "int8_gemv_far_gbps", "softmax_denormal_ns", "nchwc_one_block_efficiency", "norm_row_ns", "fp32_gemv_call_ns", "fp32_gemv_gbps",
         "fp32_pack_ns", "kernel_setup_ns", "step_handoff_ns", "broadcast_span_ns", "softmax_row_ns", "transpose_element_ns",
         "gemm_aliased_factor", "gemm_revisit_gbps", "gemv_dram_gbps", "reduce_row_ns", "reduce_block_ns", "reduce_column_row_ns", "reduce_generic_ns",
-        "gather_row_ns", "gather_dram_row_ns", "gather_dram_line_ns", "fp32_batch_call_ns", "scatter_far_update_ns", "thread_check_speedup",
+        "slice_run_ns", "slice_step_element_ns", "gather_row_ns", "gather_dram_row_ns", "gather_dram_line_ns", "fp32_batch_call_ns", "scatter_far_update_ns", "thread_check_speedup",
         "weight_cache_kib", "weight_cached_gbps", "loop_cache_kib",
     )
 

@@ -66,6 +66,7 @@ from cost_models.base import (
 from cost_models.cpu_layout import (
     SOFTMAX_OP_TYPES,
     einsum_moves,
+    slice_ns,
     softmax_rows,
     softmax_rows_ns,
     transpose_path,
@@ -613,6 +614,11 @@ class CpuModel(UnitModel[CpuUnit]):
         return replace(cost, compute_ns=walk, stall_ns=walk, energy_pj=cost.energy_pj + extra_pj,
                        note=f"{cost.note}, walked element by element {walk / 1e3:.3g} us")  # fmt: skip
 
+    def slice_op(self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
+        """A Slice: a copy at its calibrated rate (the roofline) and its runs one after another
+        (:func:`~cost_models.cpu_layout.slice_ns`)."""
+        return _with_pass(self.roofline(op, unit, chip, dtype, in_b, w_b, out_b), unit, slice_ns(op, unit), "runs")
+
     def einsum(self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
         """An Einsum: its GEMM (the roofline, at the MatMul kernel's efficiency: :func:`kernel_type`),
         then the copies and Transposes onnxruntime makes around it (:func:`einsum_move_ns`)."""
@@ -639,7 +645,7 @@ class CpuModel(UnitModel[CpuUnit]):
                        note=f"{cost.note}, output passed again x{passes} {extra / 1e3:.3g} us")  # fmt: skip
 
     handlers = op_handlers(
-        (VARIADIC_OP_TYPES, variadic), (ROW_NORM_OP_TYPES, layer_norm), (SOFTMAX_OP_TYPES, softmax), (("Transpose",), transpose), (("Conv",), conv), (("Gather",), gather), (RECURRENT_OP_TYPES, recurrent), (FFT_OP_TYPES, fft), (("ConvTranspose",), conv_transpose),
+        (VARIADIC_OP_TYPES, variadic), (ROW_NORM_OP_TYPES, layer_norm), (SOFTMAX_OP_TYPES, softmax), (("Transpose",), transpose), (("Slice",), slice_op), (("Conv",), conv), (("Gather",), gather), (RECURRENT_OP_TYPES, recurrent), (FFT_OP_TYPES, fft), (("ConvTranspose",), conv_transpose),
         (INTEGER_GEMM_OP_TYPES, integer_gemm), (("Einsum",), einsum),
     )
 

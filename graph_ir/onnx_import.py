@@ -32,6 +32,7 @@ from graph_ir.op_metrics import (
     COERCED_AXIS_ATTR,
     CUM_AXIS_ATTR,
     INPUT_AXES_ATTR,
+    SLICE_STEPS_ATTR,
     metrics,
 )
 
@@ -448,7 +449,7 @@ def _op_attrs(
     """The node's attributes (:func:`_node_attrs_cached`) and what the importer adds to them: a
     DFT's constant axis input as ``axis``, :data:`COERCED_AXIS_ATTR` on a Softmax of an opset before
     13, a reduction's constant axes input as :data:`INPUT_AXES_ATTR`, a CumSum's or CumProd's as
-    :data:`CUM_AXIS_ATTR` (``int_consts``: the graph's small int64 constants, :func:`_int_constants`,
+    :data:`CUM_AXIS_ATTR`, a Slice's constant steps as :data:`SLICE_STEPS_ATTR` (``int_consts``: the graph's small int64 constants, :func:`_int_constants`,
     read once)."""
     attrs = _node_attrs_cached(node, seen)
     op_type = node.op_type
@@ -465,7 +466,19 @@ def _op_attrs(
         axis = int_consts().get(node.input[1])
         if axis is not None and len(axis) == 1:
             attrs[CUM_AXIS_ATTR] = axis[0]
+    elif op_type == "Slice" and len(node.input) > 4 and node.input[4]:
+        attrs.update(_slice_steps(node, int_consts()))
     return attrs
+
+
+def _slice_steps(node: onnx.NodeProto, int_consts: Mapping[str, tuple[int, ...]]) -> dict[str, object]:
+    """:data:`SLICE_STEPS_ATTR` of a Slice whose steps (and axes, where given) are constants and one
+    of the steps is not 1; else nothing."""
+    steps = int_consts.get(node.input[4])
+    axes = int_consts.get(node.input[3]) if node.input[3] else tuple(range(len(steps or ())))
+    if steps is None or axes is None or len(axes) != len(steps) or all(s == 1 for s in steps):
+        return {}
+    return {SLICE_STEPS_ATTR: tuple(v for pair in zip(axes, steps) for v in pair)}
 
 
 def _int_constants(graph: onnx.GraphProto) -> dict[str, tuple[int, ...]]:

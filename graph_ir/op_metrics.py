@@ -234,6 +234,10 @@ INPUT_AXES_ATTR = "hwsim_axes"
 #: int64: that axis, as given (where the scan runs: along the contiguous last axis one element after
 #: another, along an outer one a row at a time).
 CUM_AXIS_ATTR = "hwsim_cum_axis"
+#: Attribute (not ONNX's) the importer sets on a Slice whose axes and steps come as constant inputs and
+#: step other than 1 somewhere: ``(axis, step)`` pairs flattened, axes as given (a decimation ``x[..., ::2]``
+#: copies element by element where every other slice copies runs of elements).
+SLICE_STEPS_ATTR = "hwsim_slice_steps"
 #: Op types whose second input, where present, holds the axes they reduce (opset 13/18 on).
 AXES_INPUT_OP_TYPES = frozenset({"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
                                  "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"})  # fmt: skip

@@ -107,6 +107,8 @@ __all__ = [
     "ROW_PACK_SHAPE",
     "SETUP_PROBED",
     "SETUP_PROBES",
+    "SLICE_RUN_PROBE",
+    "SLICE_STEP_PROBE",
     "SOFTMAX_PROBE",
     "WALK_PROBE",
     "batch_call_ns",
@@ -152,6 +154,8 @@ __all__ = [
     "run_footprint_kib",
     "setup_probe",
     "setup_times",
+    "slice_run_ns",
+    "slice_step_element_ns",
     "softmax_denormal_ns",
     "softmax_row_ns",
     "step_handoffs",
@@ -930,6 +934,40 @@ def gather_row_ns(rounds: int = 5) -> float | None:
     return ns if ns > 0 else None
 
 
+#: The Slice probes: runs of one float, ``(1, R, 2)`` to ``[..., 0:1]`` for these R
+#: (:func:`slice_run_ns`), and decimations ``(1, 16, 2 W)`` to ``[..., ::2]`` for these W
+#: (:func:`slice_step_element_ns`).
+SLICE_RUN_PROBE, SLICE_STEP_PROBE = (65536, 8192), (16384, 2048)
+
+
+def _slice_ns(shape: tuple[int, ...], end: int, step: int, rounds: int) -> float:
+    """The fastest run of a Slice of an input of ``shape`` to ``[..., 0:end:step]``, ns."""
+    inits = {k: np.array([v], np.int64) for k, v in (("s", 0), ("e", end), ("a", -1), ("p", step))}
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    return _fastest_ns(_model(helper.make_node("Slice", ["x", "s", "e", "a", "p"], ["y"]), x, inits), x, rounds)
+
+
+def slice_run_ns(rounds: int = 5) -> float | None:
+    """onnxruntime's Slice time per run of contiguous elements (the chip field ``slice_run_ns``,
+    :func:`cost_models.cpu_layout.slice_ns`): the real parts of two complex tensors of
+    :data:`SLICE_RUN_PROBE` rows, runs of one float each, the difference of their times over their
+    runs'. 3.9 ns on an AMD EPYC (2026-12-07), where a copy of the bytes priced 0.06. None when not
+    resolved."""
+    many, few = (_slice_ns((1, r, 2), 1, 1, rounds) for r in SLICE_RUN_PROBE)
+    ns = (many - few) / (SLICE_RUN_PROBE[0] - SLICE_RUN_PROBE[1])
+    return ns if ns > 0 else None
+
+
+def slice_step_element_ns(rounds: int = 5) -> float | None:
+    """onnxruntime's Slice time per element where it steps along the innermost axis (the chip field
+    ``slice_step_element_ns``): every other value of 16 rows of :data:`SLICE_STEP_PROBE` pairs, the
+    difference of their times over their outputs'. 0.9-1.3 ns on an AMD EPYC (2026-12-07). None
+    when not resolved."""
+    long, short = (_slice_ns((1, 16, 2 * w), 2 * w, 2, rounds) for w in SLICE_STEP_PROBE)
+    ns = (long - short) / (16 * (SLICE_STEP_PROBE[0] - SLICE_STEP_PROBE[1]))
+    return ns if ns > 0 else None
+
+
 #: The batched product probes: ``(matrices, K)`` of ``9 x K x 9`` float products over run-time
 #: matrices, the same FMAs and the same elements of B in both (:func:`batch_call_ns`).
 BATCH_CALL_PROBE = ((512, 16), (32, 256))
@@ -959,6 +997,7 @@ def batch_call_ns(rounds: int = 5) -> float | None:
 
 def _row_and_walk_rates(rounds: int, notes: list[str], l2_bytes: float | None) -> dict[str, float]:
     """``norm_row_ns``, ``softmax_row_ns``, ``reduce_row_ns``, ``reduce_block_ns``, ``reduce_column_row_ns``, ``reduce_generic_ns``, ``gather_row_ns``,
+    ``slice_run_ns``, ``slice_step_element_ns``,
     ``fp32_batch_call_ns``, ``transpose_element_ns``, ``gemm_aliased_factor`` and ``gemm_revisit_gbps``
     (a note for each not resolved)."""
     out: dict[str, float] = {}
@@ -969,6 +1008,8 @@ def _row_and_walk_rates(rounds: int, notes: list[str], l2_bytes: float | None) -
                              ("reduce_column_row_ns", reduce_column_row_ns, "ReduceSum time per row of a one-column block"),
                              ("reduce_generic_ns", reduce_generic_ns, "ReduceSum time per element off its fast paths"),
                              ("gather_row_ns", gather_row_ns, "Gather time per row"),
+                             ("slice_run_ns", slice_run_ns, "Slice time per run"),
+                             ("slice_step_element_ns", slice_step_element_ns, "Slice time per stepped element"),
                              ("fp32_batch_call_ns", batch_call_ns, "batched MatMul time per matrix"),
                              ("transpose_element_ns", transpose_element_ns, "element-at-a-time Transpose rate"),
                              ("gemm_aliased_factor", gemm_aliased_factor,

@@ -16,6 +16,8 @@ from chips.schema import chip_from_dict
 from cost_models.cpu import EINSUM_MOVE_NS
 from cost_models.cpu_layout import (
     einsum_moves,
+    slice_ns,
+    slice_runs,
     softmax_axis,
     softmax_rows,
     transpose_path,
@@ -219,3 +221,60 @@ def test_an_einsum_walk_costs_a_copy_where_the_unit_has_no_walk_rate() -> None:
     cost = estimate(op, _chip(), "cpu", "model")
     assert cost is not None
     assert cost.stall_ns == pytest.approx(EINSUM_MOVE_NS * (3 * 32768 + 2 * 65536))  # the walked q among them
+
+
+def _slice_model(shape: tuple[int, ...], starts: list[int], ends: list[int], axes: list[int], steps: list[int] | None) -> onnx.ModelProto:
+    inits = [helper.make_tensor(k, TensorProto.INT64, [len(v)], v) for k, v in (("s", starts), ("e", ends), ("a", axes))]
+    inputs = ["x", "s", "e", "a"]
+    if steps is not None:
+        inits.append(helper.make_tensor("p", TensorProto.INT64, [len(steps)], steps))
+        inputs.append("p")
+    graph = helper.make_graph([helper.make_node("Slice", inputs, ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _slice(shape: tuple[int, ...], starts: list[int], ends: list[int], axes: list[int], steps: list[int] | None = None) -> Op:
+    return next(iter(from_model_proto(_slice_model(shape, starts, ends, axes, steps)).ops()))
+
+
+@pytest.mark.parametrize(
+    ("shape", "starts", "ends", "axes", "steps", "runs"),
+    [
+        ((1, 128, 256, 2), [0], [1], [3], None, (32768, 0)),  # FNet's real part: runs of one value
+        ((1, 128, 512), [0], [256], [2], [1], (128, 0)),  # half of each row: one run a row
+        ((1, 3, 640, 640), [0], [640], [-2], [2], (960, 0)),  # every other row: whole rows
+        ((1, 3, 640, 640), [0, 0], [640, 640], [2, 3], [2, 2], (960, 307200)),  # YOLOv5's Focus: element by element
+        ((1, 12, 65536), [0], [65536], [2], [2], (12, 393216)),  # Wave-U-Net's decimation
+        ((4, 8), [0], [4], [0], None, (1, 0)),  # leading rows: one block
+    ],
+)
+def test_runs_of_measured_slices(shape: tuple[int, ...], starts: list[int], ends: list[int], axes: list[int],
+                                 steps: list[int] | None, runs: tuple[int, int]) -> None:  # fmt: skip
+    assert slice_runs(_slice(shape, starts, ends, axes, steps)) == runs
+
+
+def test_a_slice_pays_its_runs_where_the_unit_has_their_rates() -> None:
+    # AMD EPYC, 2026-12-07: the real part of (1, 128, 256, 2) 129 us; (1, 12, 65536)[..., ::2] 362 us in a model
+    chip, plain = _chip(slice_run_ns=3.9, slice_step_element_ns=0.92), _chip()
+    real = _slice((1, 128, 256, 2), [0], [1], [3])
+    decimate = _slice((1, 12, 65536), [0], [65536], [2], [2])
+    for op, measured in ((real, 129e3), (decimate, 362e3)):
+        got = estimate(op, chip, "cpu", "model")
+        assert got is not None and got.latency_ns == pytest.approx(measured, rel=0.12)
+        before = estimate(op, plain, "cpu", "model")
+        assert before is not None and before.latency_ns < 0.4 * measured  # a copy of the bytes
+    assert slice_ns(real, chip.units[0]) == pytest.approx(32768 * 3.9)  # type: ignore[arg-type]
+
+
+@given(st.lists(st.integers(1, 6), min_size=1, max_size=4), st.data())
+def test_runs_times_their_length_is_the_output(dims: list[int], data: st.DataObject) -> None:
+    # the runs of a step-1 slice tile its output: each run as long as the trailing axes it keeps
+    axis = data.draw(st.integers(0, len(dims) - 1))
+    keep = data.draw(st.integers(1, dims[axis]))
+    op = _slice(tuple(dims), [0], [keep], [axis])
+    runs, stepped = slice_runs(op)
+    out = math.prod(op.outputs[0].shape)
+    assert stepped == 0 and out % runs == 0
+    assert out // runs == keep * math.prod(dims[axis + 1 :]) or keep == dims[axis]

@@ -341,3 +341,24 @@ class TestStridedFftBenchmark:
         assert [r.split("|")[2].strip() for r in rows] == ["128", "4096"]  # bytes apart
         # 64 points 4 KiB apart: 3 stages past the L1 at 25 ns, 512 columns (and the op's dispatch)
         assert float(rows[1].split("|")[6]) == pytest.approx(25.0 * 32 * 3 * 512 / 1e3, rel=0.01)
+
+
+class TestSliceProbes:
+    def test_the_time_per_run_and_per_stepped_element_of_a_kernel_that_pays_them(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        # a fake onnxruntime: 5 us a call, 0.1 ns a byte, 4 ns a run, 1 ns an element copied one at a time
+        def fake(shape: tuple[int, ...], end: int, step: int, rounds: int) -> float:
+            rows = math.prod(shape[:-1])
+            out = rows * len(range(0, end, step))
+            runs, stepped = (rows, out) if step != 1 else (rows if end < shape[-1] else 1, 0)
+            return 5000.0 + 0.4 * out + 4.0 * runs + 1.0 * stepped
+
+        monkeypatch.setattr(kernels, "_slice_ns", fake)
+        assert kernels.slice_run_ns(1) == pytest.approx(4.0 + 0.4)  # a run of one float: its bytes too
+        assert kernels.slice_step_element_ns(1) == pytest.approx(1.0 + 0.4)
+        monkeypatch.setattr(kernels, "_slice_ns", lambda *a: 5000.0)
+        assert kernels.slice_run_ns(1) is None and kernels.slice_step_element_ns(1) is None
+
+    def test_the_probes_slice_what_they_say(self) -> None:
+        # the probe models are Slices onnxruntime loads and runs (a malformed one raises)
+        assert kernels._slice_ns((1, 64, 2), 1, 1, 1) > 0
+        assert kernels._slice_ns((1, 16, 64), 64, 2, 1) > 0
