@@ -449,8 +449,8 @@ def _op_attrs(
     """The node's attributes (:func:`_node_attrs_cached`) and what the importer adds to them: a
     DFT's constant axis input as ``axis``, :data:`COERCED_AXIS_ATTR` on a Softmax of an opset before
     13, a reduction's constant axes input as :data:`INPUT_AXES_ATTR`, a CumSum's or CumProd's as
-    :data:`CUM_AXIS_ATTR`, a Slice's constant steps as :data:`SLICE_STEPS_ATTR` (``int_consts``: the graph's small int64 constants, :func:`_int_constants`,
-    read once)."""
+    :data:`CUM_AXIS_ATTR`, a Slice's constant steps as :data:`SLICE_STEPS_ATTR` (``int_consts``: the
+    graph's small int64 constants, :func:`_int_constants`, read once)."""
     attrs = _node_attrs_cached(node, seen)
     op_type = node.op_type
     if op_type == "DFT" and opset >= 20:  # its axis a constant input, -2 when absent
