@@ -169,6 +169,7 @@ __all__ = [
     "marked_cold_bytes",
     "marked_cold_sources",
     "measured_setup",
+    "missed_butterflies",
     "mlas_threads",
     "nchwc_activation_ns",
     "norm_rows",
@@ -2143,6 +2144,16 @@ def strided_fft_stages(n: int, stride_bytes: int, l1_bytes: float) -> float:
     return min(math.log2(n), math.log2(r)) if r > 1 else 0.0
 
 
+def missed_butterflies(n: int, stride_bytes: int, l1_bytes: float) -> float:
+    """Butterflies of one ``n``-point radix-2 transform in the stages whose points ``stride_bytes``
+    apart miss an L1 of ``l1_bytes`` (:func:`strided_fft_stages`): ``n/2`` a stage.
+
+    >>> missed_butterflies(128, 2048, 32 * 1024)
+    192.0
+    """
+    return n / 2 * strided_fft_stages(n, stride_bytes, l1_bytes)
+
+
 def strided_fft_ns(n: int, stride_bytes: int, unit: CpuUnit) -> float:
     """Time of one ``n``-point radix-2 transform whose points lie ``stride_bytes`` apart
     (:func:`fft_stride_bytes`) as its misses set it, ns: ``fft_stride_ns`` per butterfly of each
@@ -2169,9 +2180,8 @@ def strided_fft_ns(n: int, stride_bytes: int, unit: CpuUnit) -> float:
     """
     if not unit.fft_stride_ns or not stride_bytes:
         return 0.0
-    stages = strided_fft_stages(n, stride_bytes, unit.l1_kib * 1024)
     rate = unit.fft_page_stride_ns if stride_bytes % ALIAS_STRIDE_BYTES == 0 and unit.fft_page_stride_ns else unit.fft_stride_ns
-    return rate * n / 2 * stages
+    return rate * missed_butterflies(n, stride_bytes, unit.l1_kib * 1024)
 
 
 def weight_stream_ns(op: Op, unit: CpuUnit, weight_bytes: int) -> float:

@@ -48,13 +48,13 @@ from cost_models.cpu import (
     integer_conv_ns,
     intra_op_threads,
     kernel_type,
+    missed_butterflies,
     recurrent_sections,
     recurrent_time,
     requant_ns,
     revisit_bytes,
     sections_ns,
     step_handoff_ns,
-    strided_fft_stages,
 )
 from cost_models.table import estimate
 from graph_ir.ir import Op, Tensor
@@ -724,7 +724,7 @@ def fft_stride_from(rates: Mapping[str, float], l1_bytes: float) -> dict[str, fl
         if key in rates:
             got = sums.setdefault(field_name, [0.0, 0.0])
             got[0] += rates[key]
-            got[1] += w * n / 2 * strided_fft_stages(n, 8 * w, l1_bytes)
+            got[1] += w * missed_butterflies(n, 8 * w, l1_bytes)
     return {k: t / b for k, (t, b) in sums.items() if t > 0 and b > 0}
 
 
