@@ -560,11 +560,12 @@ class CpuModel(UnitModel[CpuUnit]):
             return cost
         transforms, n = plan
         contiguous = fft_ns(n, unit.fft_butterfly_ns, unit.fft_point_ns)
-        strided = strided_fft_ns(n, fft_stride_bytes(op), unit)
+        stride = fft_stride_bytes(op)
+        strided = strided_fft_ns(n, stride, unit)
         compute_ns = transforms * max(contiguous, strided)
         extra_pj = energy_pj(unit.active_w, max(compute_ns, cost.memory_ns) - max(cost.compute_ns, cost.memory_ns))
         path = "radix-2" if _is_pow2(n) else f"Bluestein via {_next_pow2(2 * n - 1)}"
-        path += f" strided ({fft_stride_bytes(op)} B apart, its stalls)" if strided > contiguous else ""
+        path += f" strided ({stride} B apart, its stalls)" if strided > contiguous else ""
         return replace(cost, compute_ns=compute_ns, energy_pj=cost.energy_pj + extra_pj,
                        note=f"{cost.note}, {transforms} x {n}-point {path}")  # fmt: skip
 

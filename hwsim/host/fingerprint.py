@@ -64,7 +64,7 @@ from hwsim.host.measure import MeasureError, make_session, time_call
 from hwsim.host.op_probes import PROBE_RATES, SCATTER_FAR_PROBE, scatter_far_from
 from hwsim.host.weight_cache_probe import loop_cache_rates, weight_cache_rates
 
-__all__ = ["FINGERPRINT_EFFICIENCY", "Dispatch", "Fingerprint", "chip_data", "chip_yaml", "cpu_model", "gemv_dram_gbps", "measure_dispatch",
+__all__ = ["FINGERPRINT_EFFICIENCY", "Dispatch", "Fingerprint", "cache_bytes", "chip_data", "chip_yaml", "cpu_model", "gemv_dram_gbps", "measure_dispatch",
            "measure_host", "not_this_host", "probe_gflops", "read_dispatch", "read_fingerprint", "reference_gflops",
            "write_chip"]
 
@@ -575,8 +575,7 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
     stream_gbps, stream_ms, why, stream_shape = _weight_stream(llc, min_s, quick)
     notes += [why] if why else []
     dispatch = measure_dispatch(min_s)
-    l2 = next((float(c["kib"]) * KIB for c in caches if int(c["level"]) == 2), None)
-    l1 = next((float(c["kib"]) * KIB for c in caches if int(c["level"]) == 1), None)
+    l2, l1 = cache_bytes(caches, 2), cache_bytes(caches, 1)
     rates, rate_notes = kernel_rates(quick, l2, threads, dispatch.kernel_ns, dispatch.run_ns, dispatch.profiled_kernel_ns, l1)
     notes += rate_notes
     if not quick:  # a stream of 4x the last-level cache: left to the full fingerprint
@@ -593,6 +592,15 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
         dispatch=dispatch,
         kernel_rates=rates, cpus_allowed=cpus_allowed(),
     )  # fmt: skip
+
+
+def cache_bytes(caches: Sequence[Mapping[str, float | str]], level: int) -> float | None:
+    """Bytes of the cache ``level`` in a fingerprint's ``caches``; None where it has none.
+
+    >>> cache_bytes([{"level": 1, "kib": 32.0}, {"level": 2, "kib": 1024.0}], 2)
+    1048576.0
+    """
+    return next((float(c["kib"]) * KIB for c in caches if int(c["level"]) == level), None)
 
 
 def _beyond_llc_rates(llc: float, stream_gbps: float | None, min_s: float, notes: list[str]) -> dict[str, float]:

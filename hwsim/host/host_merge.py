@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TypeVar
 
-from hwsim.host.fingerprint import Dispatch, Fingerprint
+from hwsim.host.fingerprint import Dispatch, Fingerprint, cache_bytes
 from hwsim.host.validate import Validation
 
 __all__ = ["DEFAULT_PICK", "Pick", "describe", "fastest", "fastest_half_median", "merge_fingerprints", "on_clock"]
@@ -140,8 +140,7 @@ def _kernel_rates(fps: Sequence[Fingerprint], pick: Pick, kernel_ns: float) -> d
                else _rate(vs, pick) if k.endswith(("_gbps", "_speedup")) else pick(vs))
            for k, vs in ((k, [r[k] for r in rates if k in r]) for k in dict.fromkeys(k for r in rates for k in r))
            if k not in REDERIVED}  # fmt: skip
-    l1 = next((float(c["kib"]) * 1024 for c in fps[0].caches if int(c["level"]) == 1), None)
-    out.update(rederived(out, kernel_ns, l1))
+    out.update(rederived(out, kernel_ns, cache_bytes(fps[0].caches, 1)))
     return out
 
 
