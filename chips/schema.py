@@ -769,6 +769,33 @@ class CpuUnit(Unit):
         "than one axis moves and the last does not stay; a Softmax over another axis than the last runs two such), "
         "measured by `hwsim fingerprint`. None: such a Transpose is priced as a copy.",
     )
+    transpose_block_ns: PositiveFloat | None = Field(
+        None,
+        description="Time per 16- or 32-bit unit of onnxruntime's Transpose that moves one axis (NCHW <-> NHWC, the "
+        "last two axes swapped) where MLAS moves it in its 4 x 4 blocks, the axis moving inwards (NCHW -> NHWC), "
+        "measured by `hwsim fingerprint` from floats. None (or without transpose_edge_ns): such a Transpose is priced "
+        "as a copy.",
+    )
+    transpose_outward_factor: float | None = Field(
+        None,
+        ge=1.0,
+        description="How much longer MLAS's blocks take where onnxruntime's Transpose moves an axis outwards (NHWC -> "
+        "NCHW, the last two axes swapped: each block written to as many output rows) than inwards, measured by `hwsim "
+        "fingerprint` from the block probes moved both ways (1.3-1.5 on the CI Xeon). None: 1.",
+    )
+    transpose_byte_block_ns: PositiveFloat | None = Field(
+        None,
+        description="Time per byte-sized unit of onnxruntime's Transpose that moves one axis where MLAS moves it in "
+        "its 8 x 8 blocks, the axis moving inwards, measured by `hwsim fingerprint` from bytes. None: a Transpose of "
+        "bytes is priced as a copy.",
+    )
+    transpose_edge_ns: PositiveFloat | None = Field(
+        None,
+        description="Time per unit of onnxruntime's Transpose that moves one axis where MLAS moves it one at a time "
+        "(the rows and columns no square block covers: a camera frame's 3 channels), measured by `hwsim "
+        "fingerprint` from 3 channels of bytes moved both ways; a unit of 8 bytes counts twice. None: such a "
+        "Transpose is priced as a copy.",
+    )
     gemm_aliased_factor: float | None = Field(
         None,
         gt=0.0,
@@ -853,7 +880,7 @@ class CpuUnit(Unit):
         "int8_im2col_pixel_ns", "int8_conv_mac_ps", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps",
         "int8_gemv_far_gbps", "softmax_denormal_ns", "nchwc_one_block_efficiency", "norm_row_ns", "fp32_gemv_call_ns", "fp32_gemv_gbps",
         "fp32_pack_ns", "kernel_setup_ns", "step_handoff_ns", "broadcast_span_ns", "softmax_row_ns", "transpose_element_ns",
-        "gemm_aliased_factor", "gemm_revisit_gbps", "gemv_dram_gbps", "reduce_row_ns", "reduce_block_ns", "reduce_column_row_ns", "reduce_generic_ns",
+        "transpose_block_ns", "transpose_outward_factor", "transpose_byte_block_ns", "transpose_edge_ns", "gemm_aliased_factor", "gemm_revisit_gbps", "gemv_dram_gbps", "reduce_row_ns", "reduce_block_ns", "reduce_column_row_ns", "reduce_generic_ns",
         "slice_run_ns", "slice_step_element_ns", "gather_row_ns", "gather_dram_row_ns", "gather_dram_line_ns", "fp32_batch_call_ns", "scatter_far_update_ns", "thread_check_speedup",
         "weight_cache_kib", "weight_cached_gbps", "loop_cache_kib",
     )

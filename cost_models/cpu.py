@@ -66,9 +66,12 @@ from cost_models.base import (
 from cost_models.cpu_layout import (
     SOFTMAX_OP_TYPES,
     einsum_moves,
+    single_axis_far_bytes,
+    single_axis_ns,
     slice_ns,
     softmax_rows,
     softmax_rows_ns,
+    transpose_moves,
     transpose_path,
     walk_ns,
     walks,
@@ -605,16 +608,23 @@ class CpuModel(UnitModel[CpuUnit]):
         return _with_pass(cost, unit, walk_ns(op, unit), "axis transposes")
 
     def transpose(self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
-        """A Transpose: a copy at its calibrated rate (the roofline), or where onnxruntime walks it one
-        element at a time (:func:`~cost_models.cpu_layout.walk_ns`), that walk instead, which no
-        efficiency scales."""
+        """A Transpose: a copy at its calibrated rate (the roofline); where onnxruntime walks it one
+        element at a time (:func:`~cost_models.cpu_layout.walk_ns`) or moves one axis in blocks
+        (:func:`~cost_models.cpu_layout.single_axis_ns`), that time instead, which no efficiency
+        scales."""
         cost = self.roofline(op, unit, chip, dtype, in_b, w_b, out_b)
         walk = walk_ns(op, unit)
-        if not walk:
+        element_bytes = in_b // max(1, op.inputs[0].elements) if op.inputs else 0
+        moved = walk or single_axis_ns(op, unit, element_bytes)
+        if not moved:
             return cost
-        extra_pj = energy_pj(unit.active_w, max(walk, cost.memory_ns) - max(cost.compute_ns, cost.memory_ns))
-        return replace(cost, compute_ns=walk, stall_ns=walk, energy_pj=cost.energy_pj + extra_pj,
-                       note=f"{cost.note}, walked element by element {walk / 1e3:.3g} us")  # fmt: skip
+        if far := (0.0 if walk else single_axis_far_bytes(op, element_bytes, unit.l2_kib * 1024)):
+            levels = _cache_levels(unit)
+            moved = max(moved, far / next((g for kib, g in levels if in_b + out_b <= kib * 1024), unit_bandwidth_gbps(unit, chip)))
+        what = "walked element by element" if walk else "one axis moved in blocks"
+        extra_pj = energy_pj(unit.active_w, max(moved, cost.memory_ns) - max(cost.compute_ns, cost.memory_ns))
+        return replace(cost, compute_ns=moved, stall_ns=moved, energy_pj=cost.energy_pj + extra_pj,
+                       note=f"{cost.note}, {what} {moved / 1e3:.3g} us")  # fmt: skip
 
     def slice_op(self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
         """A Slice: a copy at its calibrated rate (the roofline) and its runs one after another
@@ -1699,7 +1709,9 @@ def _calibrated(op: Op, unit: CpuUnit, dtype: Dtype, cost: OpCost) -> OpCost:
     calibrated = calibrated_efficiency(op, unit)
     if calibrated is None:
         return cost
-    if _kernel_modelled(op, unit):  # onnxruntime's own kernel structure: e scales its core part
+    # onnxruntime's own kernel structure: e scales its core part (a Transpose priced as it walks or
+    # moves one axis has none: its time, all in stall_ns, was measured as a whole)
+    if _kernel_modelled(op, unit) or (op.op_type == "Transpose" and cost.stall_ns > 0):
         core = cost.compute_ns - cost.stall_ns  # (a recurrent kernel's RecurrentTime.core_ns)
         new_compute, new_memory = core / calibrated + cost.stall_ns, cost.memory_ns
         extra_pj = energy_pj(unit.active_w, max(new_compute, new_memory) - max(cost.compute_ns, cost.memory_ns))
@@ -1769,6 +1781,9 @@ def intra_op_threads(op: Op, threads: int) -> int:
     - TopK: split over its rows (a probe of 256 rows: 2.01x);
     - a Transpose that walks its input element by element, and a Softmax over a middle axis whose
       Transposes do (:func:`~cost_models.cpu_layout.walks`): 1;
+    - a Transpose that moves one axis inwards (NCHW -> NHWC; :func:`~cost_models.cpu_layout.transpose_moves`):
+      1 (MLAS splits the few moving rows, both threads then write every output line: 0.73-1.22x on
+      two threads on the CI Xeon); outwards, as elementwise (1.86-1.98x);
     - Softmax/LogSoftmax: split over rows only (one 1 Mi row: 1.03x);
     - the layer normalizations (:data:`ROW_SPLIT_NORM_OP_TYPES`): over their rows, however few
       elements (onnxruntime's kernels hand each row to the pool as a task of its own);
@@ -1794,6 +1809,8 @@ def intra_op_threads(op: Op, threads: int) -> int:
     out = op.outputs[0]
     if op.category == "signal" or kernel_type(op) in ONE_THREAD_KERNELS or walks(op):
         return 1
+    if (moves := transpose_moves(op)) is not None and not moves[4]:
+        return 1  # MLAS splits the rows, here the few moving ones: both threads write every output line
     if op.op_type == "TopK":  # its rows over the pool, however few values it keeps (2.01x)
         return max(1, min(threads, topk_rows(op)))
     if op.op_type in SOFTMAX_OP_TYPES:
@@ -1946,23 +1963,27 @@ def step_handoff_ns(op: Op, unit: CpuUnit) -> float:
 
 def sections_ns(op: Op, unit: CpuUnit, threads_used: int) -> float:
     """What ``op``'s kernel pays onnxruntime's intra-op pool on ``threads_used`` threads, ns: a
-    section (:func:`section_ns`) each, and :func:`step_section_ns` for each split product of a
-    recurrent step (:func:`recurrent_sections`); 0 on one thread."""
+    section (:func:`section_ns`) each (:func:`parallel_sections`), and :func:`step_section_ns` for
+    each split product of a recurrent step (:func:`recurrent_sections`); 0 on one thread."""
     if threads_used <= 1:
         return 0.0
     if op.category == "rnn" and len(op.inputs) >= 3:
         calls, steps = recurrent_sections(op, threads_used)
         return calls * section_ns(unit) + steps * step_handoff_ns(op, unit)
-    return section_ns(unit)
+    return parallel_sections(op, threads_used) * section_ns(unit)
 
 
 def parallel_sections(op: Op, threads_used: int) -> int:
     """Parallel sections a kernel on ``threads_used`` threads pays the pool for: one, but for a
-    recurrent op one per split MLAS call (:func:`recurrent_sections`), none on one thread."""
+    recurrent op one per split MLAS call (:func:`recurrent_sections`) and for a Transpose that moves
+    one axis one per matrix (:func:`~cost_models.cpu_layout.transpose_moves`: 12 heads' K^T, 12 on
+    the CI Xeon took 54-57 us on two threads against 29-31 on one), none on one thread."""
     if threads_used <= 1:
         return 0
     if op.category == "rnn" and len(op.inputs) >= 3:
         return sum(recurrent_sections(op, threads_used))
+    if (moves := transpose_moves(op)) is not None:
+        return moves[0]  # one MLAS transpose, split over the pool, per matrix
     return 1
 
 

@@ -6,15 +6,19 @@ onnxruntime 1.32's Transpose takes one of three paths (measured on an AMD EPYC, 
 fastest of 30 runs):
 
 - **one axis moves** (every other axis keeps its order: NCHW <-> NHWC, the last two swapped, a
-  2-D transpose): a blocked 2-D transpose, 0.10-0.27 ns per element;
+  2-D transpose): MLAS's blocked 2-D transpose where the axes after the moving one make 1, 2 or 4
+  bytes, 0.10-0.27 ns per element in its blocks and about 0.25 outside them (:func:`single_axis_ns`);
 - **the last axis stays**: contiguous runs of the inner dimensions copied, 0.2 ns per element for
   runs of 64 floats, 0.63 for runs of 8 (attention's ``(0, 2, 1, 3)``, a Swin window shuffle);
 - **anything else**: one element at a time through a multi-axis index, **3.4-4.6 ns** per element
   ((1, 16, 4, 8400) by ``(0, 3, 2, 1)``: 1.83 ms; (1, 64, 32, 32) by ``(0, 3, 2, 1)``: 220 us;
   (1, 8, 16, 16, 64) by ``(0, 2, 1, 4, 3)``: 452 us), 15-30x the other two.
 
-The first two are copies at the op type's calibrated rate (the roofline); the third is priced at
-the fingerprint's ``transpose_element_ns`` per element (:func:`walk_ns`), no efficiency applied.
+The second is a copy at the op type's calibrated rate (the roofline), as is the first without the
+fingerprint's single-axis rates; the first is priced per unit of MLAS's blocks and of what they
+leave (:func:`single_axis_ns`), and by what it reads again beyond L2 (:func:`single_axis_far_bytes`);
+the third at the fingerprint's ``transpose_element_ns`` per element (:func:`walk_ns`). No
+efficiency scales the first or the third.
 Axes of one element are left out first: they do not change the order in memory.
 
 A Softmax (or LogSoftmax) of opset 13 and later over an axis other than the last runs as a
@@ -46,11 +50,20 @@ from chips.schema import CpuUnit
 from graph_ir.ir import Op
 from graph_ir.op_metrics import COERCED_AXIS_ATTR, SLICE_STEPS_ATTR
 
-__all__ = ["SOFTMAX_OP_TYPES", "einsum_moves", "slice_ns", "slice_runs", "softmax_axis", "softmax_rows", "softmax_rows_ns",
-           "transpose_path", "transpose_walks", "walk_ns", "walks"]
+__all__ = ["LINE_BYTES", "MLAS_BLOCK_SIDE", "SOFTMAX_OP_TYPES", "WIDE_UNIT_BYTES", "einsum_moves",
+           "single_axis_far_bytes", "single_axis_moves", "single_axis_ns", "slice_ns", "slice_runs", "softmax_axis",
+           "softmax_rows", "softmax_rows_ns", "transpose_moves", "transpose_path", "transpose_walks", "walk_ns",
+           "walks"]
 
 #: Op types onnxruntime runs as its Softmax kernel (rows, and the axis swap of opset 13 and later).
 SOFTMAX_OP_TYPES = ("Softmax", "LogSoftmax")
+
+
+def _squeezed(shape: Sequence[int], perm: Sequence[int]) -> tuple[list[int], list[int]]:
+    """``shape`` and ``perm`` without the axes of one element (they do not change the order in memory)."""
+    kept = [a for a in perm if 0 <= a < len(shape) and shape[a] != 1]
+    order = {a: i for i, a in enumerate(sorted(kept))}
+    return [int(shape[a]) for a in sorted(kept)], [order[a] for a in kept]
 
 
 def transpose_walks(shape: Sequence[int], perm: Sequence[int]) -> bool:
@@ -63,9 +76,7 @@ def transpose_walks(shape: Sequence[int], perm: Sequence[int]) -> bool:
     >>> transpose_walks((1, 128, 12, 64), (0, 2, 1, 3)), transpose_walks((2, 3, 4), (2, 1, 0))
     (False, True)
     """
-    kept = [a for a in perm if 0 <= a < len(shape) and shape[a] != 1]
-    order = {a: i for i, a in enumerate(sorted(kept))}
-    return transpose_path([shape[a] for a in sorted(kept)], [order[a] for a in kept]) == "walk"
+    return transpose_path(*_squeezed(shape, perm)) == "walk"
 
 
 def transpose_path(shape: Sequence[int], perm: Sequence[int]) -> str:
@@ -264,6 +275,162 @@ def walks(op: Op) -> int:
     swap = list(range(len(shape)))
     swap[axis], swap[-1] = swap[-1], swap[axis]
     return 2 * int(transpose_walks(shape, swap))
+
+
+#: The side of the square blocks MLAS transposes with vector shuffles, by the bytes of the unit it
+#: moves (``MlasTranspose``: 8 x 8 of bytes; 4 x 4 of 16- and 32-bit units). A unit of 8 bytes takes
+#: onnxruntime's own scalar loop; any other size a strided copy (not this path).
+MLAS_BLOCK_SIDE: dict[int, int] = {1: 8, 2: 4, 4: 4}
+#: Bytes of the unit onnxruntime's scalar single-axis loop moves (``SimpleTransposeSingleAxis*``).
+WIDE_UNIT_BYTES = 8
+
+
+def single_axis_moves(shape: Sequence[int], perm: Sequence[int]) -> tuple[int, int, int, int, bool] | None:
+    """``(loops, rows, columns, unit, outwards)`` of onnxruntime's Transpose of ``shape`` by
+    ``perm`` where it moves one axis (axes of one element left out first): ``loops`` matrices of
+    ``rows x columns`` units transposed one after another, a unit being ``unit`` elements (the
+    axes after the moving one, which travel with it). None where more than one axis moves or none
+    does.
+
+    Moved ``outwards`` (to an earlier place, NHWC -> NCHW) the moving axis is the columns and the
+    axes it passes the rows; moved inwards (NCHW -> NHWC) the moving axis is the rows.
+
+    >>> single_axis_moves((1, 56, 56, 32), (0, 3, 1, 2)), single_axis_moves((1, 32, 56, 56), (0, 2, 3, 1))
+    ((1, 3136, 32, 1, True), (1, 32, 3136, 1, False))
+    >>> single_axis_moves((1, 12, 64, 128), (0, 1, 3, 2)), single_axis_moves((1, 128, 12, 64), (0, 2, 1, 3))
+    ((12, 64, 128, 1, True), (1, 128, 12, 64, True))
+    >>> single_axis_moves((2, 3, 4), (2, 1, 0)) is None
+    True
+    """
+    dims, order = _squeezed(shape, perm)
+    i = next((k for k, a in enumerate(order) if a != k), None)
+    if i is None:
+        return None
+    if order[i] > i and _ascending([b for b in order if b != order[i]]):
+        src, dst = order[i], i  # outwards, as onnxruntime checks first
+        rows, cols = math.prod(dims[dst:src]), dims[src]
+    elif _ascending([b for b in order if b != i]):
+        src, dst = i, order.index(i)  # inwards
+        rows, cols = dims[src], math.prod(dims[src + 1 : dst + 1])
+    else:
+        return None
+    return math.prod(dims[: min(src, dst)]), rows, cols, math.prod(dims[max(src, dst) + 1 :]), src > dst
+
+
+def transpose_moves(op: Op) -> tuple[int, int, int, int, bool] | None:
+    """:func:`single_axis_moves` of a Transpose op (its ``perm``, or the axes reversed), else None."""
+    if op.op_type != "Transpose" or not op.inputs or not op.inputs[0].shape:
+        return None
+    shape = op.inputs[0].shape
+    perm = op.attrs.get("perm")
+    return single_axis_moves(shape, tuple(perm) if isinstance(perm, Sequence) else tuple(range(len(shape)))[::-1])
+
+
+def single_axis_ns(op: Op, unit: CpuUnit, element_bytes: int) -> float:
+    """Time of onnxruntime's Transpose of ``op`` where it moves one axis in units of 1, 2, 4 or 8
+    bytes (:func:`single_axis_moves`), ns; 0 on any other path or without the unit's figures.
+
+    MLAS transposes each matrix in square blocks of :data:`MLAS_BLOCK_SIDE` and the rows and
+    columns left over one unit at a time: ``transpose_block_ns`` per unit in a block of 16- or
+    32-bit units, ``transpose_byte_block_ns`` in a block of bytes (16-bit units between the two,
+    :func:`_block_ns`; ``transpose_outward_factor``
+    times either where the axis moves outwards: each block is written to as many output rows),
+    ``transpose_edge_ns`` per unit left over. A unit of 8 bytes goes through onnxruntime's scalar
+    loop, priced as two left-over units of 4 bytes. On the CI Xeon (onnxruntime 1.32, 1 thread, in
+    L2): a float 0.15-0.21 ns in blocks moved inwards and 0.21-0.29 outwards, a byte 0.05-0.08 and
+    0.07-0.11, a left-over unit 0.22-0.35 (1, 2 or 4 bytes alike) and an 8-byte unit 0.56-0.80, so
+    a camera frame's 3 channels of bytes (no block: fewer than 8 columns) run 3x the time per
+    element of 8 or more channels.
+
+    >>> from graph_ir.ir import Tensor
+    >>> u = CpuUnit(name="c", domain="d", clock_mhz=1000, flops_per_cycle={"fp32": 64}, l1_kib=32, l2_kib=1024,
+    ...             l1_bandwidth_gbps=200, l2_bandwidth_gbps=100, transpose_block_ns=0.25, transpose_byte_block_ns=0.1,
+    ...             transpose_edge_ns=0.3)
+    >>> t = lambda shape, perm: Op("t", "Transpose", "data", (Tensor("x", shape, "uint8"),), (), {"perm": perm})
+    >>> single_axis_ns(t((1, 480, 640, 3), (0, 3, 1, 2)), u, 1)  # 3 columns: no block of 8
+    276480.0
+    >>> single_axis_ns(t((1, 480, 640, 9), (0, 3, 1, 2)), u, 1)  # 8 of 9 columns in blocks
+    337920.0
+    >>> round(single_axis_ns(t((1, 480, 640, 9), (0, 3, 1, 2)), u.model_copy(update={"transpose_outward_factor": 1.5}), 1))
+    460800
+    >>> single_axis_ns(t((1, 128, 12, 64), (0, 2, 1, 3)), u, 4)  # units of 256 bytes: a strided copy
+    0.0
+    """
+    moves = transpose_moves(op)
+    if moves is None:
+        return 0.0
+    loops, rows, cols, elements, outwards = moves
+    size = elements * element_bytes
+    edge = unit.transpose_edge_ns
+    if size == WIDE_UNIT_BYTES:
+        return loops * rows * cols * 2 * edge if edge else 0.0
+    side = MLAS_BLOCK_SIDE.get(size)
+    block = _block_ns(unit, size)
+    if side is None or not (edge and block):
+        return 0.0
+    block *= (unit.transpose_outward_factor or 1.0) if outwards else 1.0
+    blocked = (rows // side * side) * (cols // side * side)
+    return loops * (blocked * block + (rows * cols - blocked) * edge)
+
+
+#: Bytes of a cache line: what a pass over strided rows reads per row (:func:`single_axis_far_bytes`).
+LINE_BYTES = 64
+
+
+def _block_ns(unit: CpuUnit, size: int) -> float | None:
+    """Time per unit of ``size`` bytes in MLAS's blocks moved inwards: the fingerprint's rate for
+    floats or bytes, and for 16-bit units the mean of their rates per byte, times 2 (a block's
+    cost follows its bytes: 0.050 ns a byte of floats, 0.047 of bytes and of halves on the CI
+    Xeon)."""
+    if size == 1:
+        return unit.transpose_byte_block_ns
+    if size == 2 and unit.transpose_block_ns and unit.transpose_byte_block_ns:
+        return unit.transpose_block_ns / 4 + unit.transpose_byte_block_ns
+    return unit.transpose_block_ns
+
+
+def single_axis_far_bytes(op: Op, element_bytes: int, l2_bytes: float) -> float:
+    """Bytes onnxruntime's Transpose of ``op`` that moves one axis (:func:`single_axis_ns`) moves
+    beyond L2, 0 where it all stays there or on another path.
+
+    Moved outwards, MLAS passes over every row of a matrix once per strip of
+    :data:`MLAS_BLOCK_SIDE` columns and once per column left over. A pass reads all of the input's
+    lines where a row is at most a line, else a line a row and the line beside it (the L2's
+    adjacent-line prefetch); where those lines and what the pass writes outgrow L2, every pass
+    reads them again from beyond it. Moved inwards, the input is read once, where it and the output
+    outgrow L2. Writes beyond L2 count twice: each line is read for ownership first.
+
+    On the CI Xeon (2026-12-07, 1 thread, the input in L3) these bytes at the L3's read rate come
+    within 0.72-0.94x of float Transposes of 3.2-12.8 MB moved inwards and of 3 channels moved
+    outwards; strided passes over 6.4 MB 0.85x (`benchmarks/single_axis_transposes.py`).
+
+    >>> from graph_ir.ir import Tensor
+    >>> t = lambda shape, perm: Op("t", "Transpose", "data", (Tensor("x", shape, "float32"),), (), {"perm": perm})
+    >>> single_axis_far_bytes(t((1, 480, 640, 3), (0, 3, 1, 2)), 4, 2**21) / 3686400  # 3 passes, 2 writes
+    5.0
+    >>> single_axis_far_bytes(t((1, 3, 480, 640), (0, 2, 3, 1)), 4, 2**21) / 3686400  # inwards: one read
+    3.0
+    >>> single_axis_far_bytes(t((1, 224, 224, 32), (0, 3, 1, 2)), 4, 2**21) / (224 * 224 * 32)  # 8 strips, 2 lines a row
+    40.0
+    >>> single_axis_far_bytes(t((1, 56, 56, 96), (0, 3, 1, 2)), 4, 2**21)  # 24 strips of 3136 rows: each in L2
+    0.0
+    """
+    moves = transpose_moves(op)
+    if moves is None:
+        return 0.0
+    loops, rows, cols, elements, outwards = moves
+    size = elements * element_bytes
+    if size not in MLAS_BLOCK_SIDE and size != WIDE_UNIT_BYTES:
+        return 0.0
+    matrix = float(rows * cols * size)
+    total = loops * matrix
+    if not outwards:
+        return 3 * total if 2 * total > l2_bytes else 0.0
+    side = MLAS_BLOCK_SIDE.get(size, 1)
+    read = matrix if cols * size <= LINE_BYTES else 2.0 * rows * LINE_BYTES
+    if read + rows * min(side, cols) * size <= l2_bytes:
+        return 0.0
+    return loops * (cols // side + cols % side) * read + 2 * total
 
 
 def slice_runs(op: Op) -> tuple[int, int]:

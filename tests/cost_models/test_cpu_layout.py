@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import math
 
+import numpy as np
 import onnx
 import pytest
 from hypothesis import given
@@ -16,6 +17,9 @@ from chips.schema import chip_from_dict
 from cost_models.cpu import EINSUM_MOVE_NS
 from cost_models.cpu_layout import (
     einsum_moves,
+    single_axis_far_bytes,
+    single_axis_moves,
+    single_axis_ns,
     slice_ns,
     slice_runs,
     softmax_axis,
@@ -132,6 +136,107 @@ def test_a_walk_takes_no_second_thread() -> None:
     assert intra_op_threads(_transpose(shape, (0, 3, 2, 1)), 2) == 1  # measured 1.00x on two threads
     assert intra_op_threads(_softmax(shape, axis=1), 2) == 1  # measured 0.57-0.71x: no faster on two
     assert intra_op_threads(_softmax(shape, axis=-1), 2) == 2  # its rows split
+
+
+@pytest.mark.parametrize(
+    ("shape", "perm", "moves"),
+    [
+        ((1, 480, 640, 3), (0, 3, 1, 2), (1, 307200, 3, 1, True)),  # a camera frame to NCHW: 3 columns
+        ((1, 3, 480, 640), (0, 2, 3, 1), (1, 3, 307200, 1, False)),  # and back: 3 rows
+        ((1, 12, 64, 128), (0, 1, 3, 2), (12, 64, 128, 1, True)),  # K^T per head
+        ((1, 128, 12, 64), (0, 2, 1, 3), (1, 128, 12, 64, True)),  # heads apart: units of 64 floats
+        ((256, 1024), (1, 0), (1, 256, 1024, 1, True)),
+        ((1, 1, 64, 64), (1, 0, 3, 2), (1, 64, 64, 1, True)),  # axes of one element do not count
+        ((1, 16, 4, 8400), (0, 3, 2, 1), None),  # two axes move
+        ((2, 3, 4), (0, 1, 2), None),  # none does
+    ],
+)
+def test_the_matrices_onnxruntime_transposes_when_one_axis_moves(shape: tuple[int, ...], perm: tuple[int, ...],
+                                                                  moves: tuple[int, int, int, int, bool] | None) -> None:  # fmt: skip
+    assert single_axis_moves(shape, perm) == moves
+
+
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=5), st.data())
+def test_one_moving_axis_is_a_batch_of_matrix_transposes(dims: list[int], data: st.DataObject) -> None:
+    # what single_axis_moves says onnxruntime does gives numpy's transpose exactly
+    perm = tuple(data.draw(st.permutations(range(len(dims)))))
+    moves = single_axis_moves(dims, perm)
+    kept = [a for a in perm if dims[a] != 1]  # axes of one element left out, as onnxruntime's order stays
+    dims_kept, perm_kept = [dims[a] for a in sorted(kept)], [sorted(kept).index(a) for a in kept]
+    assert (moves is not None) == (transpose_path(dims_kept, perm_kept) == "single"), (dims, perm)
+    if moves is None:
+        return
+    loops, rows, cols, unit, _ = moves
+    x = np.arange(math.prod(dims)).reshape(dims)
+    want = np.transpose(x, perm).ravel()
+    got = x.reshape(loops, rows, cols, unit).transpose(0, 2, 1, 3).ravel()
+    assert np.array_equal(got, want), (dims_kept, perm_kept, moves)
+
+
+BLOCK, BYTE_BLOCK, EDGE = 0.25, 0.09, 0.24
+
+
+def _moving(shape: tuple[int, ...], perm: tuple[int, ...], dtype: str = "float32") -> Op:
+    x = Tensor("x", shape, dtype)
+    return Op("t", "Transpose", "data", (x,), (Tensor("y", tuple(shape[a] for a in perm), dtype),), {"perm": perm})
+
+
+@pytest.mark.parametrize(
+    ("shape", "perm", "dtype", "ns"),
+    [
+        ((1, 224, 224, 3), (0, 3, 1, 2), "uint8", 150528 * EDGE),  # 3 columns of bytes: no 8 x 8 block
+        ((1, 224, 224, 9), (0, 3, 1, 2), "uint8", 50176 * (8 * BYTE_BLOCK + EDGE)),  # 8 of 9 in blocks
+        ((1, 32, 56, 56), (0, 2, 3, 1), "float32", 100352 * BLOCK),  # every float in a 4 x 4 block
+        ((1, 5, 56, 56), (0, 2, 3, 1), "float32", 3136 * (4 * BLOCK + EDGE)),  # the fifth row left over
+        ((1, 56, 56, 8), (0, 3, 1, 2), "int64", 25088 * 2 * EDGE),  # 8-byte units: the scalar loop
+        ((1, 56, 56, 8), (0, 3, 1, 2), "float16", 25088 * (BLOCK / 4 + BYTE_BLOCK)),  # between the two per byte
+        ((1, 128, 12, 64), (0, 2, 1, 3), "float32", 0.0),  # units of 256 bytes: a strided copy
+        ((1, 16, 4, 8400), (0, 3, 2, 1), "float32", 0.0),  # a walk
+    ],
+)
+def test_a_transpose_moving_one_axis_pays_its_blocks_and_what_is_left(shape: tuple[int, ...], perm: tuple[int, ...],
+                                                                      dtype: str, ns: float) -> None:  # fmt: skip
+    unit = _chip(transpose_block_ns=BLOCK, transpose_byte_block_ns=BYTE_BLOCK, transpose_edge_ns=EDGE).units[0]
+    from graph_ir.ir import DTYPE_BYTES
+
+    assert single_axis_ns(_moving(shape, perm, dtype), unit, DTYPE_BYTES[dtype]) == pytest.approx(ns)  # type: ignore[arg-type]
+
+
+def test_a_camera_frame_to_nchw_costs_its_edges_not_a_calibrated_copy() -> None:
+    # CI Xeon, onnxruntime 1.32, 2026-12-07: (1, 480, 640, 3) bytes to NCHW 197-227 us; floats 492-570
+    # us (3.7 MB: 3 passes over the input from L3); a calibrated copy priced them 148 and 591
+    fields = {"transpose_block_ns": BLOCK, "transpose_byte_block_ns": BYTE_BLOCK, "transpose_edge_ns": EDGE}
+    frame = _moving((1, 480, 640, 3), (0, 3, 1, 2), "uint8")
+    chip, plain = _chip(**fields), _chip()
+    got, before = estimate(frame, chip, "cpu", "model"), estimate(frame, plain, "cpu", "model")
+    assert got is not None and before is not None
+    assert got.stall_ns == got.compute_ns == pytest.approx(921600 * EDGE)  # nothing for calibration to scale
+    assert got.latency_ns == pytest.approx(212e3, rel=0.1)
+    assert before.stall_ns == 0.0 and before.latency_ns < 0.5 * got.latency_ns
+    floats = estimate(_moving((1, 480, 640, 3), (0, 3, 1, 2)), chip, "cpu", "model")
+    unit = chip.units[0]
+    far = single_axis_far_bytes(_moving((1, 480, 640, 3), (0, 3, 1, 2)), 4, unit.l2_kib * 1024)  # type: ignore[union-attr]
+    assert far == 5 * 3686400  # read 3 times, written (and read for ownership) once
+    assert floats is not None and floats.compute_ns == pytest.approx(max(921600 * EDGE, far / unit.l3_bandwidth_gbps))  # type: ignore[union-attr]
+
+
+def test_a_transpose_moving_one_axis_within_l2_reads_nothing_twice() -> None:
+    chip = _chip(transpose_block_ns=BLOCK, transpose_byte_block_ns=BYTE_BLOCK, transpose_edge_ns=EDGE)
+    l2 = chip.units[0].l2_kib * 1024  # type: ignore[union-attr]
+    assert single_axis_far_bytes(_moving((1, 56, 56, 32), (0, 3, 1, 2)), 4, l2) == 0.0
+    assert single_axis_far_bytes(_moving((1, 56, 56, 32), (0, 3, 1, 2)), 4, 100_000) > 0.0
+
+
+def test_a_transpose_moving_one_axis_inwards_takes_no_second_thread() -> None:
+    # CI Xeon, 2026-12-07, two threads against one: NHWC -> NCHW 1.86-1.98x, NCHW -> NHWC 0.73-1.22x,
+    # 12 heads' K^T 0.54x (a parallel section per head)
+    from cost_models.cpu import intra_op_threads, parallel_sections
+
+    outwards, inwards = _moving((1, 112, 112, 16), (0, 3, 1, 2)), _moving((1, 16, 112, 112), (0, 2, 3, 1))
+    assert intra_op_threads(outwards, 2) == 2 and parallel_sections(outwards, 2) == 1
+    assert intra_op_threads(inwards, 2) == 1 and parallel_sections(inwards, 1) == 0
+    heads = _moving((1, 12, 64, 128), (0, 1, 3, 2))
+    assert intra_op_threads(heads, 2) == 2 and parallel_sections(heads, 2) == 12
 
 
 @pytest.mark.parametrize(
