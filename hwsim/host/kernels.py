@@ -107,6 +107,8 @@ __all__ = [
     "ROW_PACK_SHAPE",
     "SETUP_PROBED",
     "SETUP_PROBES",
+    "SINGLE_AXIS_FIELDS",
+    "SINGLE_AXIS_PROBES",
     "SLICE_RUN_PROBE",
     "SLICE_STEP_PROBE",
     "SOFTMAX_PROBE",
@@ -154,6 +156,7 @@ __all__ = [
     "run_footprint_kib",
     "setup_probe",
     "setup_times",
+    "single_axis_rates",
     "slice_run_ns",
     "slice_step_element_ns",
     "softmax_denormal_ns",
@@ -187,12 +190,13 @@ SECTION_PROBE_N, SECTION_PROBE_COUNT = 48, 64
 SECTION_CHECK_N, SECTION_MIN_SPEEDUP = CHECK_N, 2 * MIN_SHARE
 
 
-def _model(node: onnx.NodeProto, x: np.ndarray, inits: Mapping[str, np.ndarray]) -> onnx.ModelProto:
-    """A one-node model of ``node`` over the input ``x`` (its shape and element type) and ``inits``."""
+def _model(node: onnx.NodeProto, x: np.ndarray, inits: Mapping[str, np.ndarray], same_type: bool = False) -> onnx.ModelProto:
+    """A one-node model of ``node`` over the input ``x`` (its shape and element type) and ``inits``;
+    its output a float, or of ``x``'s type where ``same_type``."""
     x_type = helper.np_dtype_to_tensor_dtype(x.dtype)
     graph = helper.make_graph(
         [node], "k", [helper.make_tensor_value_info("x", x_type, list(x.shape))],
-        [helper.make_tensor_value_info(node.output[0], TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info(node.output[0], x_type if same_type else TensorProto.FLOAT, None)],
         [numpy_helper.from_array(v, k) for k, v in inits.items()],
     )  # fmt: skip
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
@@ -800,6 +804,61 @@ def transpose_element_ns(rounds: int = 5) -> float | None:
     return ns if ns > 0 else None
 
 
+#: The single-axis Transpose probes (:func:`single_axis_rates`): ``(dtype, (fewer, more) channels,
+#: (smaller, larger) side)`` of square planes moved both ways (NCHW -> NHWC and back), in L2 on any
+#: CPU this project runs on: 32 channels of floats and of bytes (every unit in MLAS's blocks), 3
+#: channels of bytes (none), each at two plane sizes, so that what MLAS pays per strip of columns
+#: counts as it does for such channel counts (16 and 48 channels of one plane size gave 0.16 ns a
+#: float where 32 channels of 28 x 28 and 56 x 56 give 0.21, as the benchmark's shapes run). No
+#: plane is a multiple of 4 KiB: 8 rows of 64 x 64 bytes read together fall in one L1 set and ran
+#: 2x slower on the CI Xeon.
+#: The chip fields :func:`single_axis_rates` measures.
+SINGLE_AXIS_FIELDS = ("transpose_block_ns", "transpose_byte_block_ns", "transpose_edge_ns", "transpose_outward_factor")
+SINGLE_AXIS_PROBES: Mapping[str, tuple[type[np.generic], tuple[int, int], tuple[int, int]]] = {
+    "transpose_block_ns": (np.float32, (32, 32), (28, 56)),
+    "transpose_byte_block_ns": (np.uint8, (32, 32), (56, 112)),
+    "transpose_edge_ns": (np.uint8, (3, 3), (112, 224)),
+}
+
+
+def _single_axis_ns(dtype: type[np.generic], channels: int, side: int, rounds: int) -> tuple[float, float]:
+    """The profiled kernel times of a Transpose of ``channels`` planes of ``side`` squared ``dtype``
+    values to NHWC (the axis moves inwards) and of as many back to NCHW (outwards), ns, each the
+    fastest of ``rounds`` profiled runs of 10: a timed run would add what onnxruntime does with the
+    graph's output, which a Transpose inside a model does not pay."""
+    x = np.random.default_rng(0).integers(0, 100, (1, channels, side, side)).astype(dtype)
+    times = []
+    for data, perm in ((x, (0, 2, 3, 1)), (np.ascontiguousarray(x.transpose(0, 2, 3, 1)), (0, 3, 1, 2))):
+        model = _model(helper.make_node("Transpose", ["x"], ["y"], perm=list(perm)), data, {}, True)
+        times.append(min(ns for _ in range(rounds) for _, ns in profile_nodes(model, {"x": data}, runs=10).values()))
+    return times[0], times[1]
+
+
+def single_axis_rates(rounds: int = 5) -> dict[str, float]:
+    """onnxruntime's Transpose time per unit where it moves one axis (the chip fields of
+    :func:`cost_models.cpu_layout.single_axis_ns`), from the two sizes of each of
+    :data:`SINGLE_AXIS_PROBES`, the difference of their times over their elements' (the dispatch
+    cancels): ``transpose_block_ns`` and ``transpose_byte_block_ns`` moved inwards,
+    ``transpose_edge_ns`` both ways, and ``transpose_outward_factor`` how much longer the blocks of
+    both took moved outwards. On the CI Xeon (2026-12-07): 0.21, 0.05 and 0.22 ns, 1.28x (floats
+    1.2x, bytes 1.7x).
+    A figure not resolved (not positive) is left out."""
+    out: dict[str, float] = {}
+    moved: dict[str, tuple[float, float]] = {}
+    for key, (dtype, (few, many), (small, large)) in SINGLE_AXIS_PROBES.items():
+        t_few, t_many = _single_axis_ns(dtype, few, small, rounds), _single_axis_ns(dtype, many, large, rounds)
+        elements = many * large * large - few * small * small
+        moved[key] = ((t_many[0] - t_few[0]) / elements, (t_many[1] - t_few[1]) / elements)
+    for key, (inwards, outwards) in moved.items():
+        ns = (inwards + outwards) / 2 if key == "transpose_edge_ns" else inwards
+        if ns > 0:
+            out[key] = ns
+    blocks = [moved[k] for k in ("transpose_block_ns", "transpose_byte_block_ns")]
+    if all(i > 0 and o > 0 for i, o in blocks):
+        out["transpose_outward_factor"] = max(1.0, sum(o for _, o in blocks) / sum(i for i, _ in blocks))
+    return out
+
+
 #: The aliased GEMM probe (:func:`gemm_aliased_factor`): ``(M, N)`` of a MatMul over a constant B,
 #: a K whose A rows lie a multiple of 4 KiB apart and one whose rows do not.
 ALIAS_PROBE = ((128, 768), 2048, 2304)
@@ -998,8 +1057,8 @@ def batch_call_ns(rounds: int = 5) -> float | None:
 def _row_and_walk_rates(rounds: int, notes: list[str], l2_bytes: float | None) -> dict[str, float]:
     """``norm_row_ns``, ``softmax_row_ns``, ``reduce_row_ns``, ``reduce_block_ns``, ``reduce_column_row_ns``, ``reduce_generic_ns``, ``gather_row_ns``,
     ``slice_run_ns``, ``slice_step_element_ns``,
-    ``fp32_batch_call_ns``, ``transpose_element_ns``, ``gemm_aliased_factor`` and ``gemm_revisit_gbps``
-    (a note for each not resolved)."""
+    ``fp32_batch_call_ns``, ``transpose_element_ns``, the single-axis Transpose rates (:func:`single_axis_rates`),
+    ``gemm_aliased_factor`` and ``gemm_revisit_gbps`` (a note for each not resolved)."""
     out: dict[str, float] = {}
     for key, probe, what in (("norm_row_ns", norm_row_ns, "LayerNormalization time per row"),
                              ("softmax_row_ns", softmax_row_ns, "Softmax time per row"),
@@ -1021,7 +1080,9 @@ def _row_and_walk_rates(rounds: int, notes: list[str], l2_bytes: float | None) -
             notes.append(f"{what} not resolved; {key} left out")
         else:
             out[key] = got
-    return out
+    moved = single_axis_rates(rounds)
+    notes.extend(f"single-axis Transpose rate not resolved; {key} left out" for key in SINGLE_AXIS_FIELDS if key not in moved)
+    return out | moved
 
 
 def _resize_attrs(kernel: str) -> dict[str, str]:

@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -343,6 +344,33 @@ class TestStridedFftBenchmark:
         assert float(rows[1].split("|")[6]) == pytest.approx(25.0 * 32 * 3 * 512 / 1e3, rel=0.01)
 
 
+class TestSingleAxisTransposeProbes:
+    def test_each_rate_is_the_difference_of_its_two_sizes_over_their_elements(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        # a fake onnxruntime: 4 us of profiled set-up per kernel; per unit, inwards and outwards, by dtype and channels
+        rate = {("float32", 32): (0.2, 0.28), ("uint8", 32): (0.06, 0.09),
+                ("uint8", 3): (0.24, 0.22)}  # fmt: skip
+
+        def fake(dtype: type, channels: int, side: int, rounds: int) -> tuple[float, float]:
+            inwards, outwards = rate[(np.dtype(dtype).name, channels)]
+            return 4000.0 + inwards * channels * side * side, 4000.0 + outwards * channels * side * side
+
+        monkeypatch.setattr(kernels, "_single_axis_ns", fake)
+        assert kernels.single_axis_rates(1) == pytest.approx({"transpose_block_ns": 0.2, "transpose_byte_block_ns": 0.06,
+                                                              "transpose_edge_ns": 0.23, "transpose_outward_factor": 0.37 / 0.26})  # fmt: skip
+        assert set(kernels.single_axis_rates(1)) == set(kernels.SINGLE_AXIS_FIELDS)
+        monkeypatch.setattr(kernels, "_single_axis_ns", lambda *a: (8000.0, 8000.0))
+        assert kernels.single_axis_rates(1) == {}
+
+    def test_the_probes_move_one_axis_of_planes_no_page_apart(self) -> None:
+        from cost_models.cpu_layout import single_axis_moves
+
+        for key, (dtype, channels, sides) in kernels.SINGLE_AXIS_PROBES.items():
+            for c, side in zip(channels, sides, strict=True):
+                assert (side * side * np.dtype(dtype).itemsize) % 4096 != 0, key
+                assert single_axis_moves((1, c, side, side), (0, 2, 3, 1)) is not None
+                assert min(kernels._single_axis_ns(dtype, c, side, 1)) > 0  # onnxruntime loads and runs both ways
+
+
 class TestSliceProbes:
     def test_the_time_per_run_and_per_stepped_element_of_a_kernel_that_pays_them(self, monkeypatch: pytest.MonkeyPatch) -> None:
         # a fake onnxruntime: 5 us a call, 0.1 ns a byte, 4 ns a run, 1 ns an element copied one at a time
@@ -362,3 +390,22 @@ class TestSliceProbes:
         # the probe models are Slices onnxruntime loads and runs (a malformed one raises)
         assert kernels._slice_ns((1, 64, 2), 1, 1, 1) > 0
         assert kernels._slice_ns((1, 16, 64), 64, 2, 1) > 0
+
+
+class TestSingleAxisTransposeBenchmark:
+    def test_prices_and_measures_the_cases_it_names(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        import yaml
+
+        from tests.helpers import host_chip, load_benchmarks
+
+        chip = tmp_path / "host.yaml"
+        fields = {"transpose_block_ns": 0.25, "transpose_byte_block_ns": 0.09, "transpose_edge_ns": 0.24}
+        chip.write_text(yaml.safe_dump(host_chip(**fields)))
+        bench = load_benchmarks("single_axis_transposes")
+        assert bench.main(["--chip", str(chip), "--rounds", "1", "--cases", "u8:3x64x64,f32:8x16x16"]) == 0
+        rows = [line.split("|") for line in capsys.readouterr().out.splitlines() if line.startswith(("| u8 |", "| f32 |"))]
+        assert [(r[1].strip(), r[3].strip()) for r in rows] == [("u8", "NCHW -> NHWC"), ("u8", "NHWC -> NCHW"),
+                                                                 ("f32", "NCHW -> NHWC"), ("f32", "NHWC -> NCHW")]  # fmt: skip
+        # 3 channels of bytes: every unit left over, at 0.24 ns, and the chip's 2 us of dispatch
+        assert float(rows[0][5]) == pytest.approx(3 * 64 * 64 * 0.24 / 1e3 + 2.0, abs=0.06)
+        assert float(rows[2][5]) == pytest.approx(8 * 16 * 16 * 0.25 / 1e3 + 2.0, abs=0.06)  # every float in a block
