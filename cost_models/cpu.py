@@ -64,6 +64,7 @@ from cost_models.base import (
     weight_bytes_read,
 )
 from cost_models.cpu_layout import (
+    LINE_BYTES,
     SOFTMAX_OP_TYPES,
     einsum_moves,
     single_axis_far_bytes,
@@ -1582,10 +1583,6 @@ def gemv_split_speedup(op: Op, unit: CpuUnit, threads: int) -> float:
     one = resident_stream_ns(op, unit, levels, w_b)
     split = resident_stream_ns(op, unit, levels, w_b, threads)
     return one / split if split > 0 else float(threads)
-
-
-#: Bytes of a cache line, the unit an embedding row from DRAM is fetched in (:func:`cold_gather_ns`).
-LINE_BYTES = 64
 
 
 def gather_rows_ns(op: Op, unit: CpuUnit) -> float:

@@ -283,6 +283,9 @@ def walks(op: Op) -> int:
 MLAS_BLOCK_SIDE: dict[int, int] = {1: 8, 2: 4, 4: 4}
 #: Bytes of the unit onnxruntime's scalar single-axis loop moves (``SimpleTransposeSingleAxis*``).
 WIDE_UNIT_BYTES = 8
+#: Bytes of a cache line: what a pass over strided rows reads per row (:func:`single_axis_far_bytes`),
+#: the unit an embedding row from DRAM is fetched in (:func:`cost_models.cpu.cold_gather_ns`).
+LINE_BYTES = 64
 
 
 def single_axis_moves(shape: Sequence[int], perm: Sequence[int]) -> tuple[int, int, int, int, bool] | None:
@@ -373,10 +376,6 @@ def single_axis_ns(op: Op, unit: CpuUnit, element_bytes: int) -> float:
     return loops * (blocked * block + (rows * cols - blocked) * edge)
 
 
-#: Bytes of a cache line: what a pass over strided rows reads per row (:func:`single_axis_far_bytes`).
-LINE_BYTES = 64
-
-
 def _block_ns(unit: CpuUnit, size: int) -> float | None:
     """Time per unit of ``size`` bytes in MLAS's blocks moved inwards: the fingerprint's rate for
     floats or bytes, and for 16-bit units the mean of their rates per byte, times 2 (a block's
@@ -400,9 +399,10 @@ def single_axis_far_bytes(op: Op, element_bytes: int, l2_bytes: float) -> float:
     reads them again from beyond it. Moved inwards, the input is read once, where it and the output
     outgrow L2. Writes beyond L2 count twice: each line is read for ownership first.
 
-    On the CI Xeon (2026-12-07, 1 thread, the input in L3) these bytes at the L3's read rate come
-    within 0.72-0.94x of float Transposes of 3.2-12.8 MB moved inwards and of 3 channels moved
-    outwards; strided passes over 6.4 MB 0.85x (`benchmarks/single_axis_transposes.py`).
+    On the CI Xeon (2026-12-07, 1 thread, the input in L3; `benchmarks/single_axis_transposes.py`)
+    these bytes at the L3's read rate give 0.84-1.0x the time of floats of 6.4-12.8 MB moved
+    inwards, 0.94-1.05x of 3 channels of 3.7 MB moved outwards, 0.92x of 8 strided passes over
+    6.4 MB; (1, 112, 112, 64) moved outwards, its passes within L2 by this rule, took 5x the price.
 
     >>> from graph_ir.ir import Tensor
     >>> t = lambda shape, perm: Op("t", "Transpose", "data", (Tensor("x", shape, "float32"),), (), {"perm": perm})

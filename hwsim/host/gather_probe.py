@@ -31,6 +31,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from cost_models.cpu_layout import LINE_BYTES
+
 __all__ = ["FLUSH_FLOATS", "GATHER_DRAM_DERIVED", "GATHER_DRAM_PROBES", "gather_dram_from", "gather_dram_probe", "gather_dram_times"]
 
 #: ``(table rows, row floats, ids)`` of the two probes, and the key of each probe's time per row:
@@ -44,7 +46,6 @@ GATHER_DRAM_PROBES: dict[str, tuple[int, int, int]] = {
 FLUSH_FLOATS = 16 * 1024 * 1024
 #: The chip fields :func:`gather_dram_from` gives, in its order.
 GATHER_DRAM_DERIVED = ("gather_dram_row_ns", "gather_dram_line_ns")
-LINE_BYTES = 64
 
 
 def gather_dram_probe(rows: int, width: int, ids: int, flush: int = FLUSH_FLOATS) -> onnx.ModelProto:
