@@ -329,6 +329,15 @@ def transpose_moves(op: Op) -> tuple[int, int, int, int, bool] | None:
     return single_axis_moves(shape, tuple(perm) if isinstance(perm, Sequence) else tuple(range(len(shape)))[::-1])
 
 
+def _unit_moves(op: Op, element_bytes: int) -> tuple[int, int, int, int, bool] | None:
+    """:func:`transpose_moves` of ``op`` with its unit in bytes (elements of ``element_bytes``)."""
+    moves = transpose_moves(op)
+    if moves is None:
+        return None
+    loops, rows, cols, elements, outwards = moves
+    return loops, rows, cols, elements * element_bytes, outwards
+
+
 def single_axis_ns(op: Op, unit: CpuUnit, element_bytes: int) -> float:
     """Time of onnxruntime's Transpose of ``op`` where it moves one axis in units of 1, 2, 4 or 8
     bytes (:func:`single_axis_moves`), ns; 0 on any other path or without the unit's figures.
@@ -359,11 +368,10 @@ def single_axis_ns(op: Op, unit: CpuUnit, element_bytes: int) -> float:
     >>> single_axis_ns(t((1, 128, 12, 64), (0, 2, 1, 3)), u, 4)  # units of 256 bytes: a strided copy
     0.0
     """
-    moves = transpose_moves(op)
+    moves = _unit_moves(op, element_bytes)
     if moves is None:
         return 0.0
-    loops, rows, cols, elements, outwards = moves
-    size = elements * element_bytes
+    loops, rows, cols, size, outwards = moves
     edge = unit.transpose_edge_ns
     if size == WIDE_UNIT_BYTES:
         return loops * rows * cols * 2 * edge if edge else 0.0
@@ -415,13 +423,10 @@ def single_axis_far_bytes(op: Op, element_bytes: int, l2_bytes: float) -> float:
     >>> single_axis_far_bytes(t((1, 56, 56, 96), (0, 3, 1, 2)), 4, 2**21)  # 24 strips of 3136 rows: each in L2
     0.0
     """
-    moves = transpose_moves(op)
-    if moves is None:
+    moves = _unit_moves(op, element_bytes)
+    if moves is None or (moves[3] not in MLAS_BLOCK_SIDE and moves[3] != WIDE_UNIT_BYTES):
         return 0.0
-    loops, rows, cols, elements, outwards = moves
-    size = elements * element_bytes
-    if size not in MLAS_BLOCK_SIDE and size != WIDE_UNIT_BYTES:
-        return 0.0
+    loops, rows, cols, size, outwards = moves
     matrix = float(rows * cols * size)
     total = loops * matrix
     if not outwards:
