@@ -18,15 +18,14 @@ cases whose input and output fit the chip's L2 apart from those that do not.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import numpy as np
 import onnx
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from one_op_kernels import kernel_ns, parser, price_ns  # the one-op benchmarks share it
 
 #: (dtype, channels, height, width): camera frames, feature maps in and beyond L2, channel counts
 #: off MLAS's blocks.
@@ -51,23 +50,8 @@ def transpose_model(dtype: str, shape: tuple[int, ...], perm: tuple[int, ...]) -
 
 def measured_ns(model: onnx.ModelProto, dtype: str) -> float:
     """The Transpose kernel's time, the fastest of 11 profiled runs, 1 thread."""
-    from hwsim.host.measure import profile_nodes
-
     shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
-    feeds = {"x": np.random.default_rng(0).integers(0, 100, shape).astype(DTYPES[dtype][1])}
-    return min(ns for _, ns in profile_nodes(model, feeds, threads=1, runs=11).values())
-
-
-def predicted_ns(model: onnx.ModelProto, chip_path: str) -> float:
-    """hwsim's price of the model's Transpose on the chip's CPU."""
-    from chips import load_chip
-    from cost_models.table import estimate
-    from graph_ir.onnx_import import from_model_proto
-
-    chip = load_chip(chip_path)
-    cost = estimate(next(iter(from_model_proto(model).ops())), chip, chip.units[0].name, "model")
-    assert cost is not None
-    return cost.latency_ns
+    return kernel_ns(model, {"x": np.random.default_rng(0).integers(0, 100, shape).astype(DTYPES[dtype][1])})
 
 
 def _cases(text: str | None) -> tuple[tuple[str, int, int, int], ...]:
@@ -90,9 +74,7 @@ def _summary(label: str, errors: list[float]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--chip", required=True, help="a fingerprinted host's chip file")
-    ap.add_argument("--rounds", type=int, default=3, help="rounds, interleaved (default 3)")
+    ap = parser(__doc__)
     ap.add_argument("--cases", help="DTYPE:CxHxW,... (u8, f16, f32, i64; default: 19 shapes the probes do not run)")
     args = ap.parse_args(argv)
     from chips import load_chip
@@ -115,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---:|---:|---:|")
     within, beyond = [], []
     for (dtype, c, h, w, way), times in got.items():
-        pred = predicted_ns(models[dtype, c, h, w, way], args.chip)
+        pred = price_ns(models[dtype, c, h, w, way], args.chip)
         err = [pred / t - 1 for t in times]
         size = 2 * c * h * w * np.dtype(DTYPES[dtype][1]).itemsize
         (within if size <= l2 else beyond).append(min(err, key=abs))

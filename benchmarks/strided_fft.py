@@ -16,15 +16,14 @@ fingerprint's three probes (256x128, 512x128, 64x512) and 15 shapes it does not 
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import numpy as np
 import onnx
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from one_op_kernels import kernel_ns, parser, price_ns  # the one-op benchmarks share it
 
 #: (points, complex columns): the fingerprint's probes (:data:`hwsim.host.kernels.FFT_STRIDE_PROBES`)
 #: first, then shapes it does not run.
@@ -45,24 +44,8 @@ def dft_model(n: int, w: int, axis: int) -> onnx.ModelProto:
 
 def measured_ns(model: onnx.ModelProto) -> float:
     """The DFT kernel's time, the fastest of 11 profiled runs, 1 thread."""
-    from hwsim.host.measure import profile_nodes
-
     shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
-    feeds = {"x": np.random.default_rng(0).standard_normal(shape).astype(np.float32)}
-    return min(ns for _, ns in profile_nodes(model, feeds, threads=1, runs=11).values())
-
-
-def predicted_ns(model: onnx.ModelProto, chip_path: str) -> float:
-    """hwsim's price of the model's DFT on the chip's CPU."""
-    from chips import load_chip
-    from cost_models.table import estimate
-    from graph_ir.onnx_import import from_model_proto
-
-    chip = load_chip(chip_path)
-    op = next(iter(from_model_proto(model).ops()))
-    cost = estimate(op, chip, chip.units[0].name, "model")
-    assert cost is not None
-    return cost.latency_ns
+    return kernel_ns(model, {"x": np.random.default_rng(0).standard_normal(shape).astype(np.float32)})
 
 
 def _shapes(text: str | None) -> tuple[tuple[int, int], ...]:
@@ -72,9 +55,7 @@ def _shapes(text: str | None) -> tuple[tuple[int, int], ...]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--chip", required=True, help="a fingerprinted host's chip file")
-    ap.add_argument("--rounds", type=int, default=3, help="rounds, interleaved (default 3)")
+    ap = parser(__doc__)
     ap.add_argument("--shapes", help="NxW,NxW,... (default: the fingerprint's probes and 16 more)")
     args = ap.parse_args(argv)
     shapes = _shapes(args.shapes)
@@ -89,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     errors = []
     for n, w in shapes:
         cont, strided = got[n, w, 2], got[n, w, 1]
-        p_cont, p_strided = (predicted_ns(models[n, w, a], args.chip) for a in (2, 1))
+        p_cont, p_strided = (price_ns(models[n, w, a], args.chip) for a in (2, 1))
         err = [p_strided / t - 1 for t in strided]
         errors.append(min(err, key=abs))
         print(f"| {n} | {8 * w} | {min(cont) / 1e3:.0f}-{max(cont) / 1e3:.0f} | {p_cont / 1e3:.0f} | "

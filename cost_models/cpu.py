@@ -620,8 +620,7 @@ class CpuModel(UnitModel[CpuUnit]):
         if not moved:
             return cost
         if far := (0.0 if walk else single_axis_far_bytes(op, element_bytes, unit.l2_kib * 1024)):
-            levels = _cache_levels(unit)
-            moved = max(moved, far / next((g for kib, g in levels if in_b + out_b <= kib * 1024), unit_bandwidth_gbps(unit, chip)))
+            moved = max(moved, far / (_holding_gbps(_cache_levels(unit), in_b + out_b) or unit_bandwidth_gbps(unit, chip)))
         what = "walked element by element" if walk else "one axis moved in blocks"
         extra_pj = energy_pj(unit.active_w, max(moved, cost.memory_ns) - max(cost.compute_ns, cost.memory_ns))
         return replace(cost, compute_ns=moved, stall_ns=moved, energy_pj=cost.energy_pj + extra_pj,
@@ -1400,6 +1399,12 @@ def _cache_levels(unit: CpuUnit) -> list[tuple[float, float]]:
     if unit.l3_kib:
         levels.append((unit.l3_kib, unit.l3_bandwidth_gbps))
     return levels
+
+
+def _holding_gbps(levels: list[tuple[float, float]], nbytes: float) -> float:
+    """GB/s of the smallest of ``levels`` (:func:`_cache_levels`) that holds ``nbytes``; 0 where none
+    does (DRAM)."""
+    return next((g for kib, g in levels if nbytes <= kib * 1024), 0.0)
 
 
 def _far_gemv_gbps(op: Op, unit: CpuUnit) -> float | None:
@@ -2513,7 +2518,7 @@ def first_pass_gbps(unit: CpuUnit, levels: list[tuple[float, float]], w_b: int) 
     if not unit.weights_in_cache:
         return 0.0
     held = max(float(w_b), unit.resident_weight_bytes or 0.0)
-    return next((g for kib, g in levels if held <= kib * 1024), 0.0)
+    return _holding_gbps(levels, held)
 
 
 def _ort_recurrent(op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
@@ -2617,7 +2622,7 @@ def _recurrence(op: Op, unit: CpuUnit, chip: Chip, dtype: str, cost: OpCost) -> 
     state = (op.input_bytes(dtype) + op.output_bytes(dtype)) // steps
     levels = _cache_levels(unit)
     reread = (steps - 1) * r_b
-    gbps = next((g for kib, g in levels if r_b + state <= kib * 1024), 0.0)
+    gbps = _holding_gbps(levels, r_b + state)
     if gbps > 0:
         memory_ns = cost.memory_ns + reread / gbps
         dram_read = cost.dram_read_bytes
