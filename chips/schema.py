@@ -783,6 +783,15 @@ class CpuUnit(Unit):
         "NCHW, the last two axes swapped: each block written to as many output rows) than inwards, measured by `hwsim "
         "fingerprint` from the block probes moved both ways (1.3-1.5 on the CI Xeon). None: 1.",
     )
+    transpose_pass_lines: float | None = Field(
+        None,
+        ge=1.0,
+        le=2.0,
+        description="Cache lines per row a pass of onnxruntime's Transpose that moves an axis outwards (NHWC -> NCHW) "
+        "reads again from beyond L2 once its rows' lines outgrow L2: 2 where the L2 fetches each line's 128-byte pair "
+        "with it (the CI Xeon), 1 where it does not (an AMD EPYC, Zen 5). Measured by `hwsim fingerprint` from floats "
+        "whose passes fit L2 at one line a row and not at two. None: 2.",
+    )
     transpose_byte_block_ns: PositiveFloat | None = Field(
         None,
         description="Time per byte-sized unit of onnxruntime's Transpose that moves one axis where MLAS moves it in "
@@ -880,7 +889,7 @@ class CpuUnit(Unit):
         "int8_im2col_pixel_ns", "int8_conv_mac_ps", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps",
         "int8_gemv_far_gbps", "softmax_denormal_ns", "nchwc_one_block_efficiency", "norm_row_ns", "fp32_gemv_call_ns", "fp32_gemv_gbps",
         "fp32_pack_ns", "kernel_setup_ns", "step_handoff_ns", "broadcast_span_ns", "softmax_row_ns", "transpose_element_ns",
-        "transpose_block_ns", "transpose_outward_factor", "transpose_byte_block_ns", "transpose_edge_ns", "gemm_aliased_factor", "gemm_revisit_gbps", "gemv_dram_gbps", "reduce_row_ns", "reduce_block_ns", "reduce_column_row_ns", "reduce_generic_ns",
+        "transpose_block_ns", "transpose_outward_factor", "transpose_pass_lines", "transpose_byte_block_ns", "transpose_edge_ns", "gemm_aliased_factor", "gemm_revisit_gbps", "gemv_dram_gbps", "reduce_row_ns", "reduce_block_ns", "reduce_column_row_ns", "reduce_generic_ns",
         "slice_run_ns", "slice_step_element_ns", "gather_row_ns", "gather_dram_row_ns", "gather_dram_line_ns", "fp32_batch_call_ns", "scatter_far_update_ns", "thread_check_speedup",
         "weight_cache_kib", "weight_cached_gbps", "loop_cache_kib",
     )

@@ -64,14 +64,17 @@ from cost_models.base import (
     weight_bytes_read,
 )
 from cost_models.cpu_layout import (
+    ALIAS_STRIDE_BYTES,
     LINE_BYTES,
     SOFTMAX_OP_TYPES,
     einsum_moves,
+    page_slots,
     single_axis_far_bytes,
     single_axis_ns,
     slice_ns,
     softmax_rows,
     softmax_rows_ns,
+    spread_bytes,
     transpose_moves,
     transpose_path,
     walk_ns,
@@ -222,11 +225,6 @@ DEFAULT_EFFICIENCY: Mapping[Category, float] = {
 HALF_EFFICIENCY_FLOPS = 20_000.0
 #: Depthwise convolutions reuse little data per load: this factor scales conv efficiency.
 DEPTHWISE_FACTOR = 0.35
-#: Distance apart at which two addresses fall in the same L1 cache sets (x86's 4 KiB page): a
-#: float GEMM whose A rows lie a multiple of it apart runs at ``gemm_aliased_factor`` (:func:`aliased_factor`).
-#: It is also the bytes one way of an x86 L1 holds (indexed by the address bits inside a page; Zen 4:
-#: 32 KiB, 8 ways of 64 sets; Golden Cove: 48 KiB, 12 ways of 64 sets: :func:`strided_fft_stages`).
-ALIAS_STRIDE_BYTES = 4096
 #: onnxruntime's integer GEMM kernels, as a QDQ model's Conv/MatMul/Gemm run (``hwsim.host.ort_qdq``).
 INTEGER_GEMM_OP_TYPES = ("QLinearConv", "QLinearMatMul", "QGemm")
 #: The float GEMMs over a weight matrix whose one-row calls run MLAS's own kernel (:func:`one_row_call_ns`).
@@ -619,8 +617,11 @@ class CpuModel(UnitModel[CpuUnit]):
         moved = walk or single_axis_ns(op, unit, element_bytes)
         if not moved:
             return cost
-        if far := (0.0 if walk else single_axis_far_bytes(op, element_bytes, unit.l2_kib * 1024)):
-            moved = max(moved, far / (_holding_gbps(_cache_levels(unit), in_b + out_b) or unit_bandwidth_gbps(unit, chip)))
+        hidden, waited = (0.0, 0.0) if walk else single_axis_far_bytes(op, element_bytes, unit.l2_kib * 1024,
+                                                                         unit.transpose_pass_lines or 2.0)
+        if hidden or waited:
+            gbps = _holding_gbps(run_levels(unit, _cache_levels(unit)), in_b + out_b) or unit_bandwidth_gbps(unit, chip)
+            moved = max(moved, hidden / gbps) + waited / gbps
         what = "walked element by element" if walk else "one axis moved in blocks"
         extra_pj = energy_pj(unit.active_w, max(moved, cost.memory_ns) - max(cost.compute_ns, cost.memory_ns))
         return replace(cost, compute_ns=moved, stall_ns=moved, energy_pj=cost.energy_pj + extra_pj,
@@ -2161,10 +2162,8 @@ def strided_fft_stages(n: int, stride_bytes: int, l1_bytes: float) -> float:
     """
     if n < 2 or stride_bytes < LINE_BYTES:
         return 0.0
-    ways = max(1, int(l1_bytes // ALIAS_STRIDE_BYTES))
     lines = np.unique(np.arange(n, dtype=np.int64) * stride_bytes // LINE_BYTES)
-    sets = np.unique(lines % (ALIAS_STRIDE_BYTES // LINE_BYTES)).size
-    r = lines.size / (sets * ways)
+    r = spread_bytes(lines.size * LINE_BYTES, page_slots(lines)) / max(l1_bytes, ALIAS_STRIDE_BYTES)
     return min(math.log2(n), math.log2(r)) if r > 1 else 0.0
 
 

@@ -42,17 +42,21 @@ step other than 1 on the innermost axis (a decimation ``x[..., ::2]``) copies el
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
+
+import numpy as np
 
 from chips.schema import CpuUnit
 from graph_ir.ir import Op
 from graph_ir.op_metrics import COERCED_AXIS_ATTR, SLICE_STEPS_ATTR
 
-__all__ = ["LINE_BYTES", "MLAS_BLOCK_SIDE", "SOFTMAX_OP_TYPES", "WIDE_UNIT_BYTES", "einsum_moves",
-           "single_axis_far_bytes", "single_axis_moves", "single_axis_ns", "slice_ns", "slice_runs", "softmax_axis",
-           "softmax_rows", "softmax_rows_ns", "transpose_moves", "transpose_path", "transpose_walks", "walk_ns",
+__all__ = ["ALIAS_STRIDE_BYTES", "LINE_BYTES", "MLAS_BLOCK_SIDE", "PAGE_LINES", "PREFETCH_PAGE_ROWS", "SOFTMAX_OP_TYPES",
+           "WIDE_UNIT_BYTES", "einsum_moves", "l1_crowded", "page_slots", "pass_slots", "single_axis_far_bytes",
+           "single_axis_moves", "single_axis_ns", "slice_ns", "slice_runs", "softmax_axis", "softmax_rows",
+           "softmax_rows_ns", "spread_bytes", "transpose_moves", "transpose_path", "transpose_walks", "walk_ns",
            "walks"]
 
 #: Op types onnxruntime runs as its Softmax kernel (rows, and the axis swap of opset 13 and later).
@@ -286,6 +290,54 @@ WIDE_UNIT_BYTES = 8
 #: Bytes of a cache line: what a pass over strided rows reads per row (:func:`single_axis_far_bytes`),
 #: the unit an embedding row from DRAM is fetched in (:func:`cost_models.cpu.cold_gather_ns`).
 LINE_BYTES = 64
+#: Distance apart at which two addresses fall in the same cache sets (x86's 4 KiB page): a
+#: float GEMM whose A rows lie a multiple of it apart runs at ``gemm_aliased_factor``
+#: (:func:`cost_models.cpu.aliased_factor`). It is also the bytes one way of an x86 L1 holds
+#: (indexed by the address bits inside a page; Zen 4: 32 KiB, 8 ways of 64 sets; Golden Cove and
+#: Zen 5: 48 KiB, 12 ways of 64 sets), and a larger cache's sets a line can use follow from its
+#: place in the page too, the page's frame picking among them (:func:`spread_bytes`).
+ALIAS_STRIDE_BYTES = 4096
+#: Lines of a 4 KiB page.
+PAGE_LINES = ALIAS_STRIDE_BYTES // LINE_BYTES
+#: Rows of a 4 KiB page a strided pass must read for the L2's stride prefetcher, which keeps to a
+#: page, to fetch the pass's lines from beyond L2 ahead of it (:func:`single_axis_far_bytes`): on
+#: an AMD EPYC (Zen 5) passes over rows 128 and 256 bytes apart lost from L2 ran at the rate of the
+#: longer of the blocks and the re-reads, rows 512-2048 bytes apart at their sum or more.
+PREFETCH_PAGE_ROWS = 16
+
+
+def page_slots(lines: np.ndarray) -> int:
+    """How many of a page's :data:`PAGE_LINES` places the cache ``lines`` (line indices) take.
+
+    >>> page_slots(np.arange(128) * 16), page_slots(np.arange(128) * 44)  # rows 1 KiB and 2.75 KiB apart
+    (4, 16)
+    """
+    return int(np.unique(np.asarray(lines) % PAGE_LINES).size)
+
+
+def spread_bytes(nbytes: float, slots: int) -> float:
+    """The cache ``nbytes`` on ``slots`` of a page's line places (:func:`page_slots`) take up: the
+    sets the other places index count as taken. Where it exceeds a cache's bytes, a pass over those
+    lines loses them before it comes back to them (an L1 of 48 KiB holds 12 lines in one place).
+
+    >>> spread_bytes(16 * LINE_BYTES, 1), spread_bytes(16 * LINE_BYTES, 64)
+    (65536.0, 1024.0)
+    """
+    return float(nbytes) * PAGE_LINES / max(1, slots)
+
+
+@functools.lru_cache(maxsize=4096)
+def pass_slots(rows: int, row_bytes: int, pair: bool) -> int:
+    """:func:`page_slots` of one pass of MLAS's Transpose down ``rows`` rows ``row_bytes`` apart:
+    the line each row's first strip reads, and where ``pair`` the line beside it (the other half
+    of its 128-byte pair, which the L2's adjacent-line prefetch brings).
+
+    >>> pass_slots(784, 1024, True), pass_slots(784, 960, True), pass_slots(16, 200704, False)
+    (8, 64, 1)
+    """
+    period = ALIAS_STRIDE_BYTES // math.gcd(row_bytes, ALIAS_STRIDE_BYTES)
+    lines = np.arange(min(rows, period), dtype=np.int64) * row_bytes // LINE_BYTES
+    return page_slots(np.concatenate([lines, lines ^ 1]) if pair else lines)
 
 
 def single_axis_moves(shape: Sequence[int], perm: Sequence[int]) -> tuple[int, int, int, int, bool] | None:
@@ -346,7 +398,9 @@ def single_axis_ns(op: Op, unit: CpuUnit, element_bytes: int) -> float:
     columns left over one unit at a time: ``transpose_block_ns`` per unit in a block of 16- or
     32-bit units, ``transpose_byte_block_ns`` in a block of bytes (16-bit units between the two,
     :func:`_block_ns`; ``transpose_outward_factor``
-    times either where the axis moves outwards: each block is written to as many output rows),
+    times either where the axis moves outwards: each block is written to as many output rows, and
+    each strip down the thousands of rows finds the lines it shares with the strip before gone from
+    the L1; so too moved inwards where the few rows crowd the L1's sets, :func:`l1_crowded`),
     ``transpose_edge_ns`` per unit left over. A unit of 8 bytes goes through onnxruntime's scalar
     loop, priced as two left-over units of 4 bytes. On the CI Xeon (onnxruntime 1.32, 1 thread, in
     L2): a float 0.15-0.21 ns in blocks moved inwards and 0.21-0.29 outwards, a byte 0.05-0.08 and
@@ -365,6 +419,9 @@ def single_axis_ns(op: Op, unit: CpuUnit, element_bytes: int) -> float:
     337920.0
     >>> round(single_axis_ns(t((1, 480, 640, 9), (0, 3, 1, 2)), u.model_copy(update={"transpose_outward_factor": 1.5}), 1))
     460800
+    >>> v = u.model_copy(update={"transpose_outward_factor": 1.5})  # 16 planes 4 KiB apart crowd a 32 KiB L1
+    >>> round(single_axis_ns(t((1, 16, 64, 64), (0, 2, 3, 1)), v, 1)), round(single_axis_ns(t((1, 16, 64, 63), (0, 2, 3, 1)), v, 1))
+    (9830, 6451)
     >>> single_axis_ns(t((1, 128, 12, 64), (0, 2, 1, 3)), u, 4)  # units of 256 bytes: a strided copy
     0.0
     """
@@ -379,9 +436,35 @@ def single_axis_ns(op: Op, unit: CpuUnit, element_bytes: int) -> float:
     block = _block_ns(unit, size)
     if side is None or not (edge and block):
         return 0.0
-    block *= (unit.transpose_outward_factor or 1.0) if outwards else 1.0
+    if outwards or l1_crowded(rows, cols * size, unit.l1_kib * 1024):
+        block *= unit.transpose_outward_factor or 1.0
     blocked = (rows // side * side) * (cols // side * side)
     return loops * (blocked * block + (rows * cols - blocked) * edge)
+
+
+def l1_crowded(rows: int, row_bytes: int, l1_bytes: float) -> bool:
+    """Whether a pass of MLAS's Transpose down ``rows`` rows ``row_bytes`` apart loses the line it
+    reads in each row from an L1 of ``l1_bytes`` before the next strip reads it again: the rows'
+    lines crowd the sets they fall in (:func:`spread_bytes`; planes a multiple of 4 KiB apart all
+    fall in one, 12 lines in a 48 KiB L1).
+
+    Measured on an AMD EPYC (Zen 5, 48 KiB L1 of 12 ways; 2026-12-07, 1 thread, floats of NCHW to
+    NHWC): planes of 224 x 224 (49 pages apart) ran 0.100 ns per element at 8 channels, 0.118 at
+    12, 0.147 at 16 and 0.17-0.18 at 24-32 where planes of 223 x 224 ran 0.10-0.11 at 8-32; planes
+    of 112 x 112 (rows in 4 places) 0.10-0.11 up to 48 channels and 0.158 at 64; planes of 176 x
+    288 (2 places) 0.098 at 16 and 0.147 at 32. A pass whose lines the L1 loses runs as an outward
+    pass does (the outward factor: 1.35 there).
+
+    >>> l1_crowded(16, 224 * 224 * 4, 48 * 1024), l1_crowded(12, 224 * 224 * 4, 48 * 1024)
+    (True, False)
+    >>> l1_crowded(64, 112 * 112 * 4, 48 * 1024), l1_crowded(48, 112 * 112 * 4, 48 * 1024)
+    (True, False)
+    >>> l1_crowded(32, 223 * 224 * 4, 48 * 1024)
+    False
+    """
+    if row_bytes < LINE_BYTES:
+        return False
+    return spread_bytes(rows * LINE_BYTES, pass_slots(rows, row_bytes, False)) > l1_bytes
 
 
 def _block_ns(unit: CpuUnit, size: int) -> float | None:
@@ -396,46 +479,69 @@ def _block_ns(unit: CpuUnit, size: int) -> float | None:
     return unit.transpose_block_ns
 
 
-def single_axis_far_bytes(op: Op, element_bytes: int, l2_bytes: float) -> float:
-    """Bytes onnxruntime's Transpose of ``op`` that moves one axis (:func:`single_axis_ns`) moves
-    beyond L2, 0 where it all stays there or on another path.
+def single_axis_far_bytes(op: Op, element_bytes: int, l2_bytes: float, pass_lines: float = 2.0) -> tuple[float, float]:
+    """``(hidden, waited)``: bytes onnxruntime's Transpose of ``op`` that moves one axis
+    (:func:`single_axis_ns`) moves beyond L2, those the blocks' time hides and those it waits on;
+    ``(0, 0)`` where it all stays in L2 or takes another path.
 
     Moved outwards, MLAS passes over every row of a matrix once per strip of
     :data:`MLAS_BLOCK_SIDE` columns and once per column left over. A pass reads all of the input's
-    lines where a row is at most a line, else a line a row and the line beside it (the L2's
-    adjacent-line prefetch); where those lines and what the pass writes outgrow L2, every pass
-    reads them again from beyond it. Moved inwards, the input is read once, where it and the output
+    lines where a row is at most a line, else ``pass_lines`` lines a row (2 where the L2 fetches
+    each line's 128-byte pair with it: the CI Xeon; 1 where it does not: an AMD EPYC, Zen 5). Where
+    those lines, spread over the L2's sets as their places in a page allow (:func:`spread_bytes`:
+    rows 512 bytes apart use an eighth of them), and what the pass writes outgrow L2, every pass
+    reads them again from beyond it. A stride prefetcher that keeps to a 4 KiB page fetches them
+    ahead of the pass where it reads :data:`PREFETCH_PAGE_ROWS` rows or more of a page; rows
+    further apart it waits on. Moved inwards, the input is read once, where it and the output
     outgrow L2. Writes beyond L2 count twice: each line is read for ownership first.
 
     On the CI Xeon (2026-12-07, 1 thread, the input in L3; `benchmarks/single_axis_transposes.py`)
-    these bytes at the L3's read rate give 0.84-1.0x the time of floats of 6.4-12.8 MB moved
+    these bytes at the L3's read rate gave 0.84-1.0x the time of floats of 6.4-12.8 MB moved
     inwards, 0.94-1.05x of 3 channels of 3.7 MB moved outwards, 0.92x of 8 strided passes over
-    6.4 MB; (1, 112, 112, 64) moved outwards, its passes within L2 by this rule, took 5x the price.
+    6.4 MB; (1, 112, 112, 64) moved outwards took 5x the price while its passes were counted
+    within L2 (1.6 MB of lines in 2 MiB, but on half of its sets). On an AMD EPYC (Zen 5, L2 853 KiB
+    by the read sweep, L3 at 154 GB/s; 2026-12-07), floats moved outwards over 40 x 40 to 64 x 64
+    ran 0.155-0.163 ns per element at 112-192 channels, rows 448-768 bytes apart, within L2 on
+    16 or more of a page's 64 line places, but 0.21-0.28 at 128 and 384 channels (8 places),
+    0.32-0.33 at 256 (4) and 0.51 at 512 (2): the blocks' time plus the re-reads at the L3's rate
+    gives 0.9-1.0x at 8 places, 0.77-0.82x at 4 and 0.48x at 2. Rows 256 bytes apart (16 a
+    page) lost from L2 ran 1.06-1.11x the rate within it: the re-reads hidden.
 
     >>> from graph_ir.ir import Tensor
     >>> t = lambda shape, perm: Op("t", "Transpose", "data", (Tensor("x", shape, "float32"),), (), {"perm": perm})
-    >>> single_axis_far_bytes(t((1, 480, 640, 3), (0, 3, 1, 2)), 4, 2**21) / 3686400  # 3 passes, 2 writes
+    >>> single_axis_far_bytes(t((1, 480, 640, 3), (0, 3, 1, 2)), 4, 2**21)[0] / 3686400  # 3 passes, 2 writes
     5.0
-    >>> single_axis_far_bytes(t((1, 3, 480, 640), (0, 2, 3, 1)), 4, 2**21) / 3686400  # inwards: one read
+    >>> single_axis_far_bytes(t((1, 3, 480, 640), (0, 2, 3, 1)), 4, 2**21)[0] / 3686400  # inwards: one read
     3.0
-    >>> single_axis_far_bytes(t((1, 224, 224, 32), (0, 3, 1, 2)), 4, 2**21) / (224 * 224 * 32)  # 8 strips, 2 lines a row
+    >>> single_axis_far_bytes(t((1, 224, 224, 32), (0, 3, 1, 2)), 4, 2**21)[0] / (224 * 224 * 32)  # 8 strips, 2 lines a row
     40.0
+    >>> single_axis_far_bytes(t((1, 224, 224, 32), (0, 3, 1, 2)), 4, 2**21, 1.0)[0] / (224 * 224 * 32)  # 1 line a row
+    24.0
     >>> single_axis_far_bytes(t((1, 56, 56, 96), (0, 3, 1, 2)), 4, 2**21)  # 24 strips of 3136 rows: each in L2
-    0.0
+    (0.0, 0.0)
+    >>> single_axis_far_bytes(t((1, 112, 112, 64), (0, 3, 1, 2)), 4, 2**21)[0] / (112 * 112 * 64)  # rows on half the sets
+    40.0
+    >>> [b / (48 * 48 * 128) for b in single_axis_far_bytes(t((1, 48, 48, 128), (0, 3, 1, 2)), 4, 873_000, 1.0)]
+    [8.0, 16.0]
     """
     moves = _unit_moves(op, element_bytes)
     if moves is None or (moves[3] not in MLAS_BLOCK_SIDE and moves[3] != WIDE_UNIT_BYTES):
-        return 0.0
+        return 0.0, 0.0
     loops, rows, cols, size, outwards = moves
     matrix = float(rows * cols * size)
     total = loops * matrix
     if not outwards:
-        return 3 * total if 2 * total > l2_bytes else 0.0
+        return (3 * total if 2 * total > l2_bytes else 0.0), 0.0
     side = MLAS_BLOCK_SIDE.get(size, 1)
-    read = matrix if cols * size <= LINE_BYTES else 2.0 * rows * LINE_BYTES
-    if read + rows * min(side, cols) * size <= l2_bytes:
-        return 0.0
-    return loops * (cols // side + cols % side) * read + 2 * total
+    row = cols * size
+    read = pass_lines * rows * LINE_BYTES if row > LINE_BYTES else matrix
+    slots = pass_slots(rows, row, pass_lines > 1) if row > LINE_BYTES else PAGE_LINES
+    if spread_bytes(read, slots) + rows * min(side, cols) * size <= l2_bytes:
+        return 0.0, 0.0
+    again = loops * (cols // side + cols % side) * read
+    if ALIAS_STRIDE_BYTES // row >= PREFETCH_PAGE_ROWS:
+        return again + 2 * total, 0.0
+    return 2 * total, again
 
 
 def slice_runs(op: Op) -> tuple[int, int]:

@@ -56,6 +56,7 @@ from cost_models.cpu import (
     sections_ns,
     step_handoff_ns,
 )
+from cost_models.cpu_layout import LINE_BYTES
 from cost_models.table import estimate
 from graph_ir.ir import Op, Tensor
 from graph_ir.onnx_import import from_model_proto
@@ -99,6 +100,7 @@ __all__ = [
     "NCHWC_BLOCK_PROBE",
     "NORM_PROBE",
     "NORM_ROW_PROBE",
+    "PASS_LINES_PROBE",
     "REDERIVED",
     "RESIZE_PROBE",
     "RESIZE_RATES",
@@ -142,6 +144,7 @@ __all__ = [
     "norm_row_ns",
     "op_chain",
     "parallel_section_ns",
+    "pass_lines_from",
     "per_element_efficiencies",
     "rederived",
     "reduce_block_ns",
@@ -813,7 +816,13 @@ def transpose_element_ns(rounds: int = 5) -> float | None:
 #: plane is a multiple of 4 KiB: 8 rows of 64 x 64 bytes read together fall in one L1 set and ran
 #: 2x slower on the CI Xeon.
 #: The chip fields :func:`single_axis_rates` measures.
-SINGLE_AXIS_FIELDS = ("transpose_block_ns", "transpose_byte_block_ns", "transpose_edge_ns", "transpose_outward_factor")
+SINGLE_AXIS_FIELDS = ("transpose_block_ns", "transpose_byte_block_ns", "transpose_edge_ns", "transpose_outward_factor",
+                      "transpose_pass_lines")
+#: The pass-lines probe (:func:`pass_lines_from`): floats of this many channels (rows 192 bytes apart,
+#: on every line place of a page) moved outwards over the square plane whose rows' lines fill this
+#: share of the L2 at one line a row (twice it at two) and over one of half its rows, and the
+#: slowdown per element of the first over the second above which a pass reads two lines a row.
+PASS_LINES_PROBE = (48, 0.6, 1.3)
 SINGLE_AXIS_PROBES: Mapping[str, tuple[type[np.generic], tuple[int, int], tuple[int, int]]] = {
     "transpose_block_ns": (np.float32, (32, 32), (28, 56)),
     "transpose_byte_block_ns": (np.uint8, (32, 32), (56, 112)),
@@ -834,14 +843,30 @@ def _single_axis_ns(dtype: type[np.generic], channels: int, side: int, rounds: i
     return times[0], times[1]
 
 
-def single_axis_rates(rounds: int = 5) -> dict[str, float]:
+def pass_lines_from(l2_bytes: float, rounds: int = 5) -> float:
+    """The chip field ``transpose_pass_lines`` (:func:`cost_models.cpu_layout.single_axis_far_bytes`)
+    on an L2 of ``l2_bytes``: 2 where the float Transpose of :data:`PASS_LINES_PROBE` whose passes
+    fit L2 at one line a row and not at two runs its elements more than the probe's slowdown
+    slower than over half the rows (within L2 either way), else 1. On an AMD EPYC (Zen 5,
+    2026-12-07) 48 channels over 90 x 90 ran 0.162-0.165 ns per element, as within L2: 1."""
+    channels, share, slowdown = PASS_LINES_PROBE
+    side = max(8, int(math.sqrt(share * l2_bytes / LINE_BYTES)))
+    sides = (side, max(4, round(side / math.sqrt(2))))
+    times: dict[int, list[float]] = {s: [] for s in sides}
+    for _ in range(rounds):  # interleaved: a slow spell slows both
+        for s in sides:
+            times[s].append(_single_axis_ns(np.float32, channels, s, 1)[1] / (channels * s * s))
+    return 2.0 if min(times[sides[0]]) > slowdown * min(times[sides[1]]) else 1.0
+
+
+def single_axis_rates(rounds: int = 5, l2_bytes: float | None = None) -> dict[str, float]:
     """onnxruntime's Transpose time per unit where it moves one axis (the chip fields of
     :func:`cost_models.cpu_layout.single_axis_ns`), from the two sizes of each of
     :data:`SINGLE_AXIS_PROBES`, the difference of their times over their elements' (the dispatch
     cancels): ``transpose_block_ns`` and ``transpose_byte_block_ns`` moved inwards,
     ``transpose_edge_ns`` both ways, and ``transpose_outward_factor`` how much longer the blocks of
     both took moved outwards. On the CI Xeon (2026-12-07): 0.21, 0.05 and 0.22 ns, 1.28x (floats
-    1.2x, bytes 1.7x).
+    1.2x, bytes 1.7x). Given the L2's size, ``transpose_pass_lines`` too (:func:`pass_lines_from`).
     A figure not resolved (not positive) is left out."""
     out: dict[str, float] = {}
     moved: dict[str, tuple[float, float]] = {}
@@ -856,6 +881,8 @@ def single_axis_rates(rounds: int = 5) -> dict[str, float]:
     blocks = [moved[k] for k in ("transpose_block_ns", "transpose_byte_block_ns")]
     if all(i > 0 and o > 0 for i, o in blocks):
         out["transpose_outward_factor"] = max(1.0, sum(o for _, o in blocks) / sum(i for i, _ in blocks))
+    if l2_bytes:
+        out["transpose_pass_lines"] = pass_lines_from(l2_bytes, rounds)
     return out
 
 
@@ -1080,7 +1107,7 @@ def _row_and_walk_rates(rounds: int, notes: list[str], l2_bytes: float | None) -
             notes.append(f"{what} not resolved; {key} left out")
         else:
             out[key] = got
-    moved = single_axis_rates(rounds)
+    moved = single_axis_rates(rounds, l2_bytes)
     notes.extend(f"single-axis Transpose rate not resolved; {key} left out" for key in SINGLE_AXIS_FIELDS if key not in moved)
     return out | moved
 

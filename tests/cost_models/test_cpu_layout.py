@@ -17,6 +17,7 @@ from chips.schema import chip_from_dict
 from cost_models.cpu import EINSUM_MOVE_NS
 from cost_models.cpu_layout import (
     einsum_moves,
+    pass_slots,
     single_axis_far_bytes,
     single_axis_moves,
     single_axis_ns,
@@ -24,6 +25,7 @@ from cost_models.cpu_layout import (
     slice_runs,
     softmax_axis,
     softmax_rows,
+    spread_bytes,
     transpose_path,
     transpose_walks,
     walk_ns,
@@ -215,16 +217,61 @@ def test_a_camera_frame_to_nchw_costs_its_edges_not_a_calibrated_copy() -> None:
     assert before.stall_ns == 0.0 and before.latency_ns < 0.5 * got.latency_ns
     floats = estimate(_moving((1, 480, 640, 3), (0, 3, 1, 2)), chip, "cpu", "model")
     unit = chip.units[0]
-    far = single_axis_far_bytes(_moving((1, 480, 640, 3), (0, 3, 1, 2)), 4, unit.l2_kib * 1024)  # type: ignore[union-attr]
-    assert far == 5 * 3686400  # read 3 times, written (and read for ownership) once
+    far, waited = single_axis_far_bytes(_moving((1, 480, 640, 3), (0, 3, 1, 2)), 4, unit.l2_kib * 1024)  # type: ignore[union-attr]
+    assert far == 5 * 3686400 and waited == 0.0  # read 3 times, written (and read for ownership) once
     assert floats is not None and floats.compute_ns == pytest.approx(max(921600 * EDGE, far / unit.l3_bandwidth_gbps))  # type: ignore[union-attr]
 
 
 def test_a_transpose_moving_one_axis_within_l2_reads_nothing_twice() -> None:
     chip = _chip(transpose_block_ns=BLOCK, transpose_byte_block_ns=BYTE_BLOCK, transpose_edge_ns=EDGE)
     l2 = chip.units[0].l2_kib * 1024  # type: ignore[union-attr]
-    assert single_axis_far_bytes(_moving((1, 56, 56, 32), (0, 3, 1, 2)), 4, l2) == 0.0
-    assert single_axis_far_bytes(_moving((1, 56, 56, 32), (0, 3, 1, 2)), 4, 100_000) > 0.0
+    assert single_axis_far_bytes(_moving((1, 56, 56, 32), (0, 3, 1, 2)), 4, l2) == (0.0, 0.0)
+    assert single_axis_far_bytes(_moving((1, 56, 56, 32), (0, 3, 1, 2)), 4, 100_000)[0] > 0.0
+
+
+#: An AMD EPYC (Zen 5) as `hwsim fingerprint` measured it, 2026-12-07 10:26: L2 853 KiB by the read
+#: sweep, L3 154 GB/s, a loop keeping 19.5 MiB of it; 1 line a row per pass.
+ZEN5 = {"l1_kib": 48.0, "l2_kib": 853.4, "l3_kib": 27091.9, "l1_bandwidth_gbps": 282.3, "l2_bandwidth_gbps": 295.7,
+        "l3_bandwidth_gbps": 154.3, "loop_cache_kib": 19488.0, "transpose_block_ns": 0.106, "transpose_byte_block_ns": 0.0332,
+        "transpose_edge_ns": 0.142, "transpose_outward_factor": 1.35, "transpose_pass_lines": 1.0}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("shape", "perm", "us"),
+    [
+        # measured on that EPYC, 2026-12-07 (the kernel's profiled time, the fastest of 15 runs);
+        # floats of NCHW to NHWC, planes 49 pages apart: 16 rows in one place of a page crowd the L1
+        ((1, 16, 224, 224), (0, 2, 3, 1), 109.2),
+        ((1, 32, 223, 224), (0, 2, 3, 1), 175.2),  # rows in 32 places
+        ((1, 32, 176, 288), (0, 2, 3, 1), 239.2),  # planes 2 KiB past a page: 16 rows a place
+        # to NCHW, rows 512 bytes apart: the passes on an eighth of the L2's sets, lost and waited on
+        ((1, 48, 48, 128), (0, 3, 1, 2), 76.7),
+        ((1, 48, 48, 120), (0, 3, 1, 2), 43.2),
+        ((1, 56, 56, 128), (0, 3, 1, 2), 110.4),
+        # rows 128 and 192 bytes apart: one line a row, fetched ahead (two a row priced them 1.5-1.7x)
+        ((1, 224, 224, 32), (0, 3, 1, 2), 262.2),
+        ((1, 96, 96, 48), (0, 3, 1, 2), 69.9),
+    ],
+)
+def test_a_transpose_moving_one_axis_is_priced_by_the_sets_its_rows_fall_in(shape: tuple[int, ...], perm: tuple[int, ...], us: float) -> None:
+    got = estimate(_moving(shape, perm), _chip(**ZEN5), "cpu", "model")
+    assert got is not None
+    assert got.latency_ns == pytest.approx(us * 1e3, rel=0.15)
+
+
+def test_two_lines_a_row_price_a_pass_lost_from_l2_higher() -> None:
+    op = _moving((1, 224, 224, 32), (0, 3, 1, 2))
+    one, two = (estimate(op, _chip(**(ZEN5 | {"transpose_pass_lines": lines})), "cpu", "model") for lines in (1.0, 2.0))
+    assert one is not None and two is not None
+    assert two.latency_ns / one.latency_ns == pytest.approx(40 / 24, rel=0.05)  # bytes a float: 8 strips' reads and writes
+
+
+@given(rows=st.integers(1, 5000), row_bytes=st.integers(1, 20000), pair=st.booleans())
+def test_a_pass_takes_the_line_places_its_rows_fall_on(rows: int, row_bytes: int, pair: bool) -> None:
+    lines = np.arange(rows, dtype=np.int64) * row_bytes // 64
+    everything = np.concatenate([lines, lines ^ 1]) if pair else lines
+    assert pass_slots(rows, row_bytes, pair) == np.unique(everything % 64).size  # its first period stands for all
+    assert spread_bytes(64.0 * rows, pass_slots(rows, row_bytes, False)) >= 64.0 * rows
 
 
 def test_a_transpose_moving_one_axis_inwards_takes_no_second_thread() -> None:

@@ -348,7 +348,7 @@ class TestSingleAxisTransposeProbes:
     def test_each_rate_is_the_difference_of_its_two_sizes_over_their_elements(self, monkeypatch: pytest.MonkeyPatch) -> None:
         # a fake onnxruntime: 4 us of profiled set-up per kernel; per unit, inwards and outwards, by dtype and channels
         rate = {("float32", 32): (0.2, 0.28), ("uint8", 32): (0.06, 0.09),
-                ("uint8", 3): (0.24, 0.22)}  # fmt: skip
+                ("uint8", 3): (0.24, 0.22), ("float32", 48): (0.2, 0.28)}  # fmt: skip
 
         def fake(dtype: type, channels: int, side: int, rounds: int) -> tuple[float, float]:
             inwards, outwards = rate[(np.dtype(dtype).name, channels)]
@@ -357,9 +357,29 @@ class TestSingleAxisTransposeProbes:
         monkeypatch.setattr(kernels, "_single_axis_ns", fake)
         assert kernels.single_axis_rates(1) == pytest.approx({"transpose_block_ns": 0.2, "transpose_byte_block_ns": 0.06,
                                                               "transpose_edge_ns": 0.23, "transpose_outward_factor": 0.37 / 0.26})  # fmt: skip
-        assert set(kernels.single_axis_rates(1)) == set(kernels.SINGLE_AXIS_FIELDS)
+        assert set(kernels.single_axis_rates(1, 2**21)) == set(kernels.SINGLE_AXIS_FIELDS)
+        assert kernels.single_axis_rates(1, 2**21)["transpose_pass_lines"] == 1.0  # no slower beyond L2
         monkeypatch.setattr(kernels, "_single_axis_ns", lambda *a: (8000.0, 8000.0))
         assert kernels.single_axis_rates(1) == {}
+
+    @pytest.mark.parametrize(("far_ns", "lines"), [(0.28, 1.0), (0.30, 1.0), (0.45, 2.0), (1.1, 2.0)])
+    def test_a_pass_reads_two_lines_a_row_where_the_plane_that_fits_l2_only_at_one_runs_slower(
+        self, monkeypatch: pytest.MonkeyPatch, far_ns: float, lines: float
+    ) -> None:
+        # a fake onnxruntime: 0.28 ns a float moved outwards while a pass's lines (2 a row) fit the
+        # L2, far_ns beyond it (0.45: twice the lines from an L3 at 154 GB/s; 1.1: at 38)
+        l2 = 873_882
+        channels, share, _ = kernels.PASS_LINES_PROBE
+
+        def fake(dtype: type, c: int, side: int, rounds: int) -> tuple[float, float]:
+            assert c == channels and np.dtype(dtype) == np.float32
+            beyond = 2 * side * side * 64 > l2
+            return 1.0, 1000.0 + (far_ns if beyond else 0.28) * c * side * side
+
+        monkeypatch.setattr(kernels, "_single_axis_ns", fake)
+        assert kernels.pass_lines_from(l2, 2) == lines
+        side = int(math.sqrt(share * l2 / 64))
+        assert side * side * 64 < l2 < 2 * side * side * 64  # fits at one line a row, not at two
 
     def test_the_probes_move_one_axis_of_planes_no_page_apart(self) -> None:
         from cost_models.cpu_layout import single_axis_moves
