@@ -779,9 +779,17 @@ class CpuUnit(Unit):
     transpose_outward_factor: float | None = Field(
         None,
         ge=1.0,
-        description="How much longer MLAS's blocks take where onnxruntime's Transpose moves an axis outwards (NHWC -> "
-        "NCHW, the last two axes swapped: each block written to as many output rows) than inwards, measured by `hwsim "
-        "fingerprint` from the block probes moved both ways (1.3-1.5 on the CI Xeon). None: 1.",
+        description="How much longer MLAS's blocks of floats take where onnxruntime's Transpose moves an axis outwards "
+        "(NHWC -> NCHW, the last two axes swapped: each block written to as many output rows) than inwards, measured "
+        "by `hwsim fingerprint` from the float probes moved both ways (1.2 on the CI Xeon, 1.48 on an AMD EPYC; an "
+        "older fingerprint's is that of floats and bytes together, 1.3-1.5). None: 1.",
+    )
+    transpose_byte_outward_factor: float | None = Field(
+        None,
+        ge=1.0,
+        description="transpose_outward_factor for blocks of bytes (1.7 on the CI Xeon where floats took 1.2; 2.0 and "
+        "1.48 on an AMD EPYC, Zen 5), measured by `hwsim fingerprint` from the byte probes moved both ways. None: "
+        "transpose_outward_factor.",
     )
     transpose_pass_lines: float | None = Field(
         None,
@@ -889,7 +897,7 @@ class CpuUnit(Unit):
         "int8_im2col_pixel_ns", "int8_conv_mac_ps", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps",
         "int8_gemv_far_gbps", "softmax_denormal_ns", "nchwc_one_block_efficiency", "norm_row_ns", "fp32_gemv_call_ns", "fp32_gemv_gbps",
         "fp32_pack_ns", "kernel_setup_ns", "step_handoff_ns", "broadcast_span_ns", "softmax_row_ns", "transpose_element_ns",
-        "transpose_block_ns", "transpose_outward_factor", "transpose_pass_lines", "transpose_byte_block_ns", "transpose_edge_ns", "gemm_aliased_factor", "gemm_revisit_gbps", "gemv_dram_gbps", "reduce_row_ns", "reduce_block_ns", "reduce_column_row_ns", "reduce_generic_ns",
+        "transpose_block_ns", "transpose_outward_factor", "transpose_byte_outward_factor", "transpose_pass_lines", "transpose_byte_block_ns", "transpose_edge_ns", "gemm_aliased_factor", "gemm_revisit_gbps", "gemv_dram_gbps", "reduce_row_ns", "reduce_block_ns", "reduce_column_row_ns", "reduce_generic_ns",
         "slice_run_ns", "slice_step_element_ns", "gather_row_ns", "gather_dram_row_ns", "gather_dram_line_ns", "fp32_batch_call_ns", "scatter_far_update_ns", "thread_check_speedup",
         "weight_cache_kib", "weight_cached_gbps", "loop_cache_kib",
     )

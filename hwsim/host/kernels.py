@@ -817,7 +817,7 @@ def transpose_element_ns(rounds: int = 5) -> float | None:
 #: 2x slower on the CI Xeon.
 #: The chip fields :func:`single_axis_rates` measures.
 SINGLE_AXIS_FIELDS = ("transpose_block_ns", "transpose_byte_block_ns", "transpose_edge_ns", "transpose_outward_factor",
-                      "transpose_pass_lines")
+                      "transpose_byte_outward_factor", "transpose_pass_lines")
 #: The pass-lines probe (:func:`pass_lines_from`): floats of this many channels (rows 192 bytes apart,
 #: on every line place of a page) moved outwards over the square plane whose rows' lines fill this
 #: share of the L2 at one line a row (twice it at two) and over one of half its rows, and the
@@ -864,9 +864,9 @@ def single_axis_rates(rounds: int = 5, l2_bytes: float | None = None) -> dict[st
     :func:`cost_models.cpu_layout.single_axis_ns`), from the two sizes of each of
     :data:`SINGLE_AXIS_PROBES`, the difference of their times over their elements' (the dispatch
     cancels): ``transpose_block_ns`` and ``transpose_byte_block_ns`` moved inwards,
-    ``transpose_edge_ns`` both ways, and ``transpose_outward_factor`` how much longer the blocks of
-    both took moved outwards. On the CI Xeon (2026-12-07): 0.21, 0.05 and 0.22 ns, 1.28x (floats
-    1.2x, bytes 1.7x). Given the L2's size, ``transpose_pass_lines`` too (:func:`pass_lines_from`).
+    ``transpose_edge_ns`` both ways, and ``transpose_outward_factor`` and
+    ``transpose_byte_outward_factor`` how much longer the blocks of floats and of bytes took moved
+    outwards. On the CI Xeon (2026-12-07): 0.21, 0.05 and 0.22 ns, 1.2x and 1.7x. Given the L2's size, ``transpose_pass_lines`` too (:func:`pass_lines_from`).
     A figure not resolved (not positive) is left out."""
     out: dict[str, float] = {}
     moved: dict[str, tuple[float, float]] = {}
@@ -878,9 +878,10 @@ def single_axis_rates(rounds: int = 5, l2_bytes: float | None = None) -> dict[st
         ns = (inwards + outwards) / 2 if key == "transpose_edge_ns" else inwards
         if ns > 0:
             out[key] = ns
-    blocks = [moved[k] for k in ("transpose_block_ns", "transpose_byte_block_ns")]
-    if all(i > 0 and o > 0 for i, o in blocks):
-        out["transpose_outward_factor"] = max(1.0, sum(o for _, o in blocks) / sum(i for i, _ in blocks))
+    for key, block in (("transpose_outward_factor", "transpose_block_ns"), ("transpose_byte_outward_factor", "transpose_byte_block_ns")):
+        inwards, outwards = moved[block]
+        if inwards > 0 and outwards > 0:
+            out[key] = max(1.0, outwards / inwards)
     if l2_bytes:
         out["transpose_pass_lines"] = pass_lines_from(l2_bytes, rounds)
     return out

@@ -356,7 +356,8 @@ class TestSingleAxisTransposeProbes:
 
         monkeypatch.setattr(kernels, "_single_axis_ns", fake)
         assert kernels.single_axis_rates(1) == pytest.approx({"transpose_block_ns": 0.2, "transpose_byte_block_ns": 0.06,
-                                                              "transpose_edge_ns": 0.23, "transpose_outward_factor": 0.37 / 0.26})  # fmt: skip
+                                                              "transpose_edge_ns": 0.23, "transpose_outward_factor": 0.28 / 0.2,
+                                                              "transpose_byte_outward_factor": 0.09 / 0.06})  # fmt: skip
         assert set(kernels.single_axis_rates(1, 2**21)) == set(kernels.SINGLE_AXIS_FIELDS)
         assert kernels.single_axis_rates(1, 2**21)["transpose_pass_lines"] == 1.0  # no slower beyond L2
         monkeypatch.setattr(kernels, "_single_axis_ns", lambda *a: (8000.0, 8000.0))
