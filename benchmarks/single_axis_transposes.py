@@ -11,7 +11,7 @@ has the fingerprint's dispatch figures), the cases' rounds interleaved; the tabl
 rounds beside hwsim's price of the same node on ``--chip`` (a fingerprinted host with
 ``transpose_block_ns``, ``transpose_byte_block_ns``, ``transpose_edge_ns`` and
 ``transpose_outward_factor``). The fingerprint probes 32 channels of floats of 28 x 28 and 56 x 56,
-32 channels of bytes of 56 x 56 and 112 x 112, and 3 channels of bytes of 112 x 112 and 224 x 224;
+128 channels of bytes of 40 x 40 and 56 x 56, and 3 channels of bytes of 112 x 112 and 224 x 224;
 the default cases are other shapes. The summary counts the
 cases whose input and output fit the chip's L2 apart from those that do not.
 """

@@ -791,6 +791,13 @@ class CpuUnit(Unit):
         "1.48 on an AMD EPYC, Zen 5), measured by `hwsim fingerprint` from the byte probes moved both ways. None: "
         "transpose_outward_factor.",
     )
+    transpose_shared_line_factor: float | None = Field(
+        None,
+        ge=1.0,
+        description="transpose_outward_factor where the rows lie less than a cache line apart (several share each line "
+        "a pass reads, in order): 1.0 on an AMD EPYC (Zen 5), 1.7 on the CI Xeon, measured by `hwsim fingerprint` "
+        "from 32 channels of bytes moved both ways. None: the factor of the unit's size.",
+    )
     transpose_pass_lines: float | None = Field(
         None,
         ge=1.0,
@@ -897,7 +904,7 @@ class CpuUnit(Unit):
         "int8_im2col_pixel_ns", "int8_conv_mac_ps", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps",
         "int8_gemv_far_gbps", "softmax_denormal_ns", "nchwc_one_block_efficiency", "norm_row_ns", "fp32_gemv_call_ns", "fp32_gemv_gbps",
         "fp32_pack_ns", "kernel_setup_ns", "step_handoff_ns", "broadcast_span_ns", "softmax_row_ns", "transpose_element_ns",
-        "transpose_block_ns", "transpose_outward_factor", "transpose_byte_outward_factor", "transpose_pass_lines", "transpose_byte_block_ns", "transpose_edge_ns", "gemm_aliased_factor", "gemm_revisit_gbps", "gemv_dram_gbps", "reduce_row_ns", "reduce_block_ns", "reduce_column_row_ns", "reduce_generic_ns",
+        "transpose_block_ns", "transpose_outward_factor", "transpose_byte_outward_factor", "transpose_shared_line_factor", "transpose_pass_lines", "transpose_byte_block_ns", "transpose_edge_ns", "gemm_aliased_factor", "gemm_revisit_gbps", "gemv_dram_gbps", "reduce_row_ns", "reduce_block_ns", "reduce_column_row_ns", "reduce_generic_ns",
         "slice_run_ns", "slice_step_element_ns", "gather_row_ns", "gather_dram_row_ns", "gather_dram_line_ns", "fp32_batch_call_ns", "scatter_far_update_ns", "thread_check_speedup",
         "weight_cache_kib", "weight_cached_gbps", "loop_cache_kib",
     )

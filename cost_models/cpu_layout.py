@@ -433,7 +433,7 @@ def single_axis_ns(op: Op, unit: CpuUnit, element_bytes: int) -> float:
     if size == WIDE_UNIT_BYTES:
         return loops * rows * cols * 2 * edge if edge else 0.0
     side = MLAS_BLOCK_SIDE.get(size)
-    block = _block_ns(unit, size, outwards or l1_crowded(rows, cols * size, unit.l1_kib * 1024))
+    block = _block_ns(unit, size, outwards or l1_crowded(rows, cols * size, unit.l1_kib * 1024), cols * size)
     if side is None or not (edge and block):
         return 0.0
     blocked = (rows // side * side) * (cols // side * side)
@@ -465,17 +465,20 @@ def l1_crowded(rows: int, row_bytes: int, l1_bytes: float) -> bool:
     return spread_bytes(rows * LINE_BYTES, pass_slots(rows, row_bytes, False)) > l1_bytes
 
 
-def _block_ns(unit: CpuUnit, size: int, away: bool) -> float | None:
+def _block_ns(unit: CpuUnit, size: int, away: bool, row_bytes: int) -> float | None:
     """Time per unit of ``size`` bytes in MLAS's blocks: the fingerprint's rate for floats or bytes
     moved inwards, and for 16-bit units the mean of the two per byte, times 2 (a block's cost
     follows its bytes: 0.050 ns a byte of floats, 0.047 of bytes and of halves on the CI Xeon);
     where ``away`` (moved outwards, or inwards over rows that crowd the L1), each rate times its
     outward factor: ``transpose_outward_factor`` for floats, ``transpose_byte_outward_factor`` for
-    bytes (that of floats where unset). Floats ran 1.2x and bytes 1.7x on the CI Xeon, 1.48x and
-    2.0x on an AMD EPYC (Zen 5)."""
-    common = (unit.transpose_outward_factor or 1.0) if away else 1.0
+    bytes (that of floats where unset), and ``transpose_shared_line_factor`` for either where
+    ``row_bytes`` is under a line (a pass reads the lines its rows share in order). Floats ran 1.2x
+    and bytes of 32 channels 1.7x on the CI Xeon; 1.48x, bytes of 128-256 channels 1.8-2.2x and of
+    16-32 channels 0.7-1.0x on an AMD EPYC (Zen 5)."""
+    shared = unit.transpose_shared_line_factor if away and row_bytes < LINE_BYTES else None
+    common = (shared or unit.transpose_outward_factor or 1.0) if away else 1.0
     floats = unit.transpose_block_ns and unit.transpose_block_ns * common
-    byte_factor = (unit.transpose_byte_outward_factor or common) if away else 1.0
+    byte_factor = (shared or unit.transpose_byte_outward_factor or common) if away else 1.0
     octets = unit.transpose_byte_block_ns and unit.transpose_byte_block_ns * byte_factor
     if size == 1:
         return octets

@@ -100,6 +100,7 @@ __all__ = [
     "NCHWC_BLOCK_PROBE",
     "NORM_PROBE",
     "NORM_ROW_PROBE",
+    "OUTWARD_FACTORS",
     "PASS_LINES_PROBE",
     "REDERIVED",
     "RESIZE_PROBE",
@@ -809,25 +810,32 @@ def transpose_element_ns(rounds: int = 5) -> float | None:
 
 #: The single-axis Transpose probes (:func:`single_axis_rates`): ``(dtype, (fewer, more) channels,
 #: (smaller, larger) side)`` of square planes moved both ways (NCHW -> NHWC and back), in L2 on any
-#: CPU this project runs on: 32 channels of floats and of bytes (every unit in MLAS's blocks), 3
-#: channels of bytes (none), each at two plane sizes, so that what MLAS pays per strip of columns
+#: CPU this project runs on, each at two plane sizes, so that what MLAS pays per strip of columns
 #: counts as it does for such channel counts (16 and 48 channels of one plane size gave 0.16 ns a
-#: float where 32 channels of 28 x 28 and 56 x 56 give 0.21, as the benchmark's shapes run). No
-#: plane is a multiple of 4 KiB: 8 rows of 64 x 64 bytes read together fall in one L1 set and ran
-#: 2x slower on the CI Xeon.
+#: float where 32 channels of 28 x 28 and 56 x 56 give 0.21, as the benchmark's shapes run):
+#: 32 channels of floats and 128 of bytes (every unit in MLAS's blocks, rows 128 bytes apart moved
+#: outwards, each a line of its own to every pass), 32 channels of bytes (rows 32 bytes apart: two
+#: share each line a pass reads; on an AMD EPYC they ran outwards as fast as inwards where 128-256
+#: channels ran 1.8-2.2x, on the CI Xeon 1.7x), and 3 channels of bytes (no block). No plane is a
+#: multiple of 4 KiB: 8 rows of 64 x 64 bytes read together fall in one L1 set and ran 2x slower
+#: on the CI Xeon.
+SINGLE_AXIS_PROBES: Mapping[str, tuple[type[np.generic], tuple[int, int], tuple[int, int]]] = {
+    "floats": (np.float32, (32, 32), (28, 56)),
+    "bytes": (np.uint8, (128, 128), (40, 56)),
+    "shared lines": (np.uint8, (32, 32), (56, 112)),
+    "edges": (np.uint8, (3, 3), (112, 224)),
+}
 #: The chip fields :func:`single_axis_rates` measures.
 SINGLE_AXIS_FIELDS = ("transpose_block_ns", "transpose_byte_block_ns", "transpose_edge_ns", "transpose_outward_factor",
-                      "transpose_byte_outward_factor", "transpose_pass_lines")
+                      "transpose_byte_outward_factor", "transpose_shared_line_factor", "transpose_pass_lines")
+#: Each outward factor of :data:`SINGLE_AXIS_FIELDS` and the probe of :data:`SINGLE_AXIS_PROBES` it is read from.
+OUTWARD_FACTORS = {"transpose_outward_factor": "floats", "transpose_byte_outward_factor": "bytes",
+                   "transpose_shared_line_factor": "shared lines"}  # fmt: skip
 #: The pass-lines probe (:func:`pass_lines_from`): floats of this many channels (rows 192 bytes apart,
 #: on every line place of a page) moved outwards over the square plane whose rows' lines fill this
 #: share of the L2 at one line a row (twice it at two) and over one of half its rows, and the
 #: slowdown per element of the first over the second above which a pass reads two lines a row.
 PASS_LINES_PROBE = (48, 0.6, 1.3)
-SINGLE_AXIS_PROBES: Mapping[str, tuple[type[np.generic], tuple[int, int], tuple[int, int]]] = {
-    "transpose_block_ns": (np.float32, (32, 32), (28, 56)),
-    "transpose_byte_block_ns": (np.uint8, (32, 32), (56, 112)),
-    "transpose_edge_ns": (np.uint8, (3, 3), (112, 224)),
-}
 
 
 def _single_axis_ns(dtype: type[np.generic], channels: int, side: int, rounds: int) -> tuple[float, float]:
@@ -864,22 +872,21 @@ def single_axis_rates(rounds: int = 5, l2_bytes: float | None = None) -> dict[st
     :func:`cost_models.cpu_layout.single_axis_ns`), from the two sizes of each of
     :data:`SINGLE_AXIS_PROBES`, the difference of their times over their elements' (the dispatch
     cancels): ``transpose_block_ns`` and ``transpose_byte_block_ns`` moved inwards,
-    ``transpose_edge_ns`` both ways, and ``transpose_outward_factor`` and
-    ``transpose_byte_outward_factor`` how much longer the blocks of floats and of bytes took moved
-    outwards. On the CI Xeon (2026-12-07): 0.21, 0.05 and 0.22 ns, 1.2x and 1.7x. Given the L2's size, ``transpose_pass_lines`` too (:func:`pass_lines_from`).
-    A figure not resolved (not positive) is left out."""
-    out: dict[str, float] = {}
+    ``transpose_edge_ns`` both ways, and the :data:`OUTWARD_FACTORS`, how much longer each probe's
+    blocks took moved outwards. On the CI Xeon (2026-12-07): 0.21, 0.05 and 0.22 ns, floats 1.2x
+    and bytes of 32 channels 1.7x; on an AMD EPYC: 0.106, 0.036 and 0.14 ns, floats 1.38-1.5x,
+    bytes of 128 channels 2.0-2.25x. Given the L2's size, ``transpose_pass_lines`` too
+    (:func:`pass_lines_from`). A figure not resolved (not positive) is left out."""
     moved: dict[str, tuple[float, float]] = {}
-    for key, (dtype, (few, many), (small, large)) in SINGLE_AXIS_PROBES.items():
+    for kind, (dtype, (few, many), (small, large)) in SINGLE_AXIS_PROBES.items():
         t_few, t_many = _single_axis_ns(dtype, few, small, rounds), _single_axis_ns(dtype, many, large, rounds)
         elements = many * large * large - few * small * small
-        moved[key] = ((t_many[0] - t_few[0]) / elements, (t_many[1] - t_few[1]) / elements)
-    for key, (inwards, outwards) in moved.items():
-        ns = (inwards + outwards) / 2 if key == "transpose_edge_ns" else inwards
-        if ns > 0:
-            out[key] = ns
-    for key, block in (("transpose_outward_factor", "transpose_block_ns"), ("transpose_byte_outward_factor", "transpose_byte_block_ns")):
-        inwards, outwards = moved[block]
+        moved[kind] = ((t_many[0] - t_few[0]) / elements, (t_many[1] - t_few[1]) / elements)
+    rates = {"transpose_block_ns": moved["floats"][0], "transpose_byte_block_ns": moved["bytes"][0],
+             "transpose_edge_ns": sum(moved["edges"]) / 2}  # fmt: skip
+    out = {key: ns for key, ns in rates.items() if ns > 0}
+    for key, kind in OUTWARD_FACTORS.items():
+        inwards, outwards = moved[kind]
         if inwards > 0 and outwards > 0:
             out[key] = max(1.0, outwards / inwards)
     if l2_bytes:

@@ -347,7 +347,7 @@ class TestStridedFftBenchmark:
 class TestSingleAxisTransposeProbes:
     def test_each_rate_is_the_difference_of_its_two_sizes_over_their_elements(self, monkeypatch: pytest.MonkeyPatch) -> None:
         # a fake onnxruntime: 4 us of profiled set-up per kernel; per unit, inwards and outwards, by dtype and channels
-        rate = {("float32", 32): (0.2, 0.28), ("uint8", 32): (0.06, 0.09),
+        rate = {("float32", 32): (0.2, 0.28), ("uint8", 128): (0.06, 0.09), ("uint8", 32): (0.05, 0.045),
                 ("uint8", 3): (0.24, 0.22), ("float32", 48): (0.2, 0.28)}  # fmt: skip
 
         def fake(dtype: type, channels: int, side: int, rounds: int) -> tuple[float, float]:
@@ -357,7 +357,8 @@ class TestSingleAxisTransposeProbes:
         monkeypatch.setattr(kernels, "_single_axis_ns", fake)
         assert kernels.single_axis_rates(1) == pytest.approx({"transpose_block_ns": 0.2, "transpose_byte_block_ns": 0.06,
                                                               "transpose_edge_ns": 0.23, "transpose_outward_factor": 0.28 / 0.2,
-                                                              "transpose_byte_outward_factor": 0.09 / 0.06})  # fmt: skip
+                                                              "transpose_byte_outward_factor": 0.09 / 0.06,
+                                                              "transpose_shared_line_factor": 1.0})  # fmt: skip
         assert set(kernels.single_axis_rates(1, 2**21)) == set(kernels.SINGLE_AXIS_FIELDS)
         assert kernels.single_axis_rates(1, 2**21)["transpose_pass_lines"] == 1.0  # no slower beyond L2
         monkeypatch.setattr(kernels, "_single_axis_ns", lambda *a: (8000.0, 8000.0))
