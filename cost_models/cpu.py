@@ -620,7 +620,7 @@ class CpuModel(UnitModel[CpuUnit]):
         hidden, waited = (0.0, 0.0) if walk else single_axis_far_bytes(op, element_bytes, unit.l2_kib * 1024,
                                                                          unit.transpose_pass_lines or 2.0)
         if hidden or waited:
-            gbps = _holding_gbps(run_levels(unit, _cache_levels(unit)), in_b + out_b) or unit_bandwidth_gbps(unit, chip)
+            gbps = _holding_gbps(_cache_levels(unit), in_b + out_b) or unit_bandwidth_gbps(unit, chip)
             moved = max(moved, hidden / gbps) + waited / gbps
         what = "walked element by element" if walk else "one axis moved in blocks"
         extra_pj = energy_pj(unit.active_w, max(moved, cost.memory_ns) - max(cost.compute_ns, cost.memory_ns))
