@@ -433,8 +433,10 @@ def single_axis_ns(op: Op, unit: CpuUnit, element_bytes: int) -> float:
     if size == WIDE_UNIT_BYTES:
         return loops * rows * cols * 2 * edge if edge else 0.0
     side = MLAS_BLOCK_SIDE.get(size)
+    if side is None or not edge:
+        return 0.0
     block = _block_ns(unit, size, outwards or l1_crowded(rows, cols * size, unit.l1_kib * 1024), cols * size)
-    if side is None or not (edge and block):
+    if not block:
         return 0.0
     blocked = (rows // side * side) * (cols // side * side)
     return loops * (blocked * block + (rows * cols - blocked) * edge)
