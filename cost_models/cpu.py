@@ -596,7 +596,7 @@ class CpuModel(UnitModel[CpuUnit]):
         packing of the expanded input (:func:`sgemm_conv_ns`), which no efficiency scales."""
         cost = self.roofline(op, unit, chip, dtype, in_b, w_b, out_b)
         cost = _with_pass(cost, unit, nchwc_activation_ns(op), "activation pass")
-        return _with_pass(cost, unit, sgemm_conv_ns(op), "B packing")
+        return _with_pass(cost, unit, sgemm_conv_ns(op, unit), "B packing")
 
     def softmax(self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
         """A Softmax: the roofline, the denormals of its masked elements (:func:`denormal_softmax_ns`),
@@ -1187,10 +1187,11 @@ def nchwc_activation_ns(op: Op) -> float:
     return op.outputs[0].elements * NCHWC_ACTIVATION_PASS_NS if op.attrs.get(NCHWC_ACTIVATION_ATTR) else 0.0
 
 
-def sgemm_conv_ns(op: Op) -> float:
+def sgemm_conv_ns(op: Op, unit: CpuUnit | None = None) -> float:
     """What a conv on onnxruntime's plain kernel (:data:`SGEMM_CONV_ATTR`) pays beside its FMAs,
     ns: MLAS packs its B, the ``K x N`` expanded input (``K`` products per output, ``N`` outputs
-    per channel), at :data:`SGEMM_PACK_NS` per element; a conv of one group also pays
+    per channel), at the ``unit``'s ``im2col_pack_ns`` per element (:data:`SGEMM_PACK_NS`, the CI
+    Xeon's, without it: an AMD EPYC, Zen 5, with AVX-512 at full width, measured 0.15); a conv of one group also pays
     :data:`IM2COL_RUN_NS` per run its im2col (vol2col in 3-D) copies (:func:`im2col_rows` per row of
     B) and, strided, :data:`STRIDED_IM2COL_NS` per element (its gather, as a grouped conv's: a
     wav2vec-like feature encoder's stride-2 1-D convs, 256 -> 256 channels, ran 0.1-0.36 ns an
@@ -1215,10 +1216,11 @@ def sgemm_conv_ns(op: Op) -> float:
         return depthwise_plain_ns(op)
     y, group = op.outputs[0], conv_group(op)
     b_elements = _conv_depth(op) * group * (y.elements // max(1, y.shape[1]))
+    pack = (unit.im2col_pack_ns if unit is not None else None) or SGEMM_PACK_NS
     if group > 1:  # the grouped law's row cost carries its im2col's runs
-        return b_elements * SGEMM_PACK_NS + grouped_conv_ns(op)
+        return b_elements * pack + grouped_conv_ns(op)
     gather = STRIDED_IM2COL_NS if _strided(op) else 0.0
-    return b_elements * (SGEMM_PACK_NS + gather) + _conv_depth(op) * im2col_rows(op) * IM2COL_RUN_NS
+    return b_elements * (pack + gather) + _conv_depth(op) * im2col_rows(op) * IM2COL_RUN_NS
 
 
 def _strided(op: Op) -> bool:

@@ -431,3 +431,22 @@ class TestSingleAxisTransposeBenchmark:
         # 3 channels of bytes: every unit left over, at 0.24 ns, and the chip's 2 us of dispatch
         assert float(rows[0][5]) == pytest.approx(3 * 64 * 64 * 0.24 / 1e3 + 2.0, abs=0.06)
         assert float(rows[2][5]) == pytest.approx(8 * 16 * 16 * 0.25 / 1e3 + 2.0, abs=0.06)  # every float in a block
+
+
+class TestIm2colProbe:
+    def test_the_pack_is_what_the_two_convs_share_beside_their_fmas(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        # a fake onnxruntime: FMAs at 250 GFLOP/s, 0.15 ns an element of B packed, 3 us a kernel
+        channels, taps, steps = kernels.IM2COL_PROBE
+
+        def fake(model: object, feeds: dict[str, np.ndarray], runs: int) -> dict[str, tuple[str, float]]:
+            out = model.graph.initializer[0].dims[0]  # type: ignore[attr-defined]
+            flops = 2 * out * channels * taps * steps
+            return {"y": ("Conv", 3000.0 + flops / 250.0 + 0.15 * channels * taps * steps)}
+
+        monkeypatch.setattr(kernels, "profile_nodes", fake)
+        assert kernels.im2col_pack_ns(1) == pytest.approx(0.15 + 3000.0 / (channels * taps * steps))
+        monkeypatch.setattr(kernels, "profile_nodes", lambda m, f, runs: {"y": ("Conv", 1000.0 * m.graph.initializer[0].dims[0])})
+        assert kernels.im2col_pack_ns(1) is None  # all FMAs: nothing left to pack
+
+    def test_the_probe_convs_run(self) -> None:
+        assert kernels.im2col_pack_ns(1) is not None  # onnxruntime loads and runs both
