@@ -836,6 +836,12 @@ class CpuUnit(Unit):
         "fingerprint` from 1-D convs of 64 channels, k = 3, over 4,000 steps to 64 and to 128 channels (0.15 on an "
         "AMD EPYC, Zen 5). None: 0.26, the CI Xeon's.",
     )
+    im2col_stride_ns: PositiveFloat | None = Field(
+        None,
+        description="What a strided conv on onnxruntime's plain kernel pays beyond im2col_pack_ns per element of its "
+        "B (its im2col gathers instead of copying rows). Measured by `hwsim fingerprint` from the same 1-D conv at "
+        "stride 2 over twice the steps (0.18 on an AMD EPYC, Zen 5). None: 0.32, the CI Xeon's.",
+    )
     gemm_revisit_gbps: PositiveFloat | None = Field(
         None,
         description="Rate at which onnxruntime's float GEMM (MLAS SGEMM) reads again from beyond L2 what it cannot "
@@ -911,7 +917,7 @@ class CpuUnit(Unit):
         "int8_im2col_pixel_ns", "int8_conv_mac_ps", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps",
         "int8_gemv_far_gbps", "softmax_denormal_ns", "nchwc_one_block_efficiency", "norm_row_ns", "fp32_gemv_call_ns", "fp32_gemv_gbps",
         "fp32_pack_ns", "kernel_setup_ns", "step_handoff_ns", "broadcast_span_ns", "softmax_row_ns", "transpose_element_ns",
-        "im2col_pack_ns", "transpose_block_ns", "transpose_outward_factor", "transpose_byte_outward_factor", "transpose_shared_line_factor", "transpose_pass_lines", "transpose_byte_block_ns", "transpose_edge_ns", "gemm_aliased_factor", "gemm_revisit_gbps", "gemv_dram_gbps", "reduce_row_ns", "reduce_block_ns", "reduce_column_row_ns", "reduce_generic_ns",
+        "im2col_pack_ns", "im2col_stride_ns", "transpose_block_ns", "transpose_outward_factor", "transpose_byte_outward_factor", "transpose_shared_line_factor", "transpose_pass_lines", "transpose_byte_block_ns", "transpose_edge_ns", "gemm_aliased_factor", "gemm_revisit_gbps", "gemv_dram_gbps", "reduce_row_ns", "reduce_block_ns", "reduce_column_row_ns", "reduce_generic_ns",
         "slice_run_ns", "slice_step_element_ns", "gather_row_ns", "gather_dram_row_ns", "gather_dram_line_ns", "fp32_batch_call_ns", "scatter_far_update_ns", "thread_check_speedup",
         "weight_cache_kib", "weight_cached_gbps", "loop_cache_kib",
     )

@@ -1218,9 +1218,16 @@ def sgemm_conv_ns(op: Op, unit: CpuUnit | None = None) -> float:
     b_elements = _conv_depth(op) * group * (y.elements // max(1, y.shape[1]))
     pack = (unit.im2col_pack_ns if unit is not None else None) or SGEMM_PACK_NS
     if group > 1:  # the grouped law's row cost carries its im2col's runs
-        return b_elements * pack + grouped_conv_ns(op)
-    gather = STRIDED_IM2COL_NS if _strided(op) else 0.0
-    return b_elements * (pack + gather) + _conv_depth(op) * im2col_rows(op) * IM2COL_RUN_NS
+        return b_elements * pack + grouped_conv_ns(op, unit)
+    return b_elements * (pack + _gather_ns(op, unit)) + _conv_depth(op) * im2col_rows(op) * IM2COL_RUN_NS
+
+
+def _gather_ns(op: Op, unit: CpuUnit | None) -> float:
+    """What a plain conv's im2col pays per element of B for its stride: the ``unit``'s
+    ``im2col_stride_ns`` (:data:`STRIDED_IM2COL_NS` without it) where strided, else 0."""
+    if not _strided(op):
+        return 0.0
+    return (unit.im2col_stride_ns if unit is not None else None) or STRIDED_IM2COL_NS
 
 
 def _strided(op: Op) -> bool:
@@ -1339,11 +1346,11 @@ def norm_rows(op: Op) -> int:
     return _before_axis(op.inputs[0].shape, op.attrs.get("axis", -1)) or 0
 
 
-def grouped_conv_ns(op: Op) -> float:
+def grouped_conv_ns(op: Op, unit: CpuUnit | None = None) -> float:
     """What a grouped conv on onnxruntime's plain kernel (:data:`SGEMM_CONV_ATTR`, ``group`` > 1)
     pays beside its FMAs and its B packing, ns: each group's im2col + SGEMM call per row of its
     expanded input (:data:`GROUPED_CONV_ROW_NS`), a strided im2col's gather per element of B
-    (:data:`STRIDED_IM2COL_NS`) and the FMAs of its rows outside MLAS's full passes
+    (:func:`_gather_ns`: the ``unit``'s ``im2col_stride_ns`` or :data:`STRIDED_IM2COL_NS`) and the FMAs of its rows outside MLAS's full passes
     (:data:`SMALL_M_FMA_NS`, :data:`SGEMM_FULL_PASS_ROWS`). 0 for a
     conv of one group.
 
@@ -1360,7 +1367,7 @@ def grouped_conv_ns(op: Op) -> float:
     b_elements = rows * (y.elements // max(1, y.shape[1]))
     m = y.shape[1] // group
     small = b_elements * (m % SGEMM_FULL_PASS_ROWS)  # the FMAs of rows outside full passes
-    return rows * GROUPED_CONV_ROW_NS + b_elements * (STRIDED_IM2COL_NS if _strided(op) else 0.0) + small * SMALL_M_FMA_NS
+    return rows * GROUPED_CONV_ROW_NS + b_elements * _gather_ns(op, unit) + small * SMALL_M_FMA_NS
 
 
 #: Passes over its output a GEMM makes for a bias onnxruntime folds into it (``MatMulAddFusion``:

@@ -918,28 +918,43 @@ def gemm_aliased_factor(rounds: int = 5) -> float | None:
     return factor if factor < 0.98 else None
 
 
-#: The im2col probe (:func:`im2col_pack_ns`): 1-D convs of ``(channels, taps, steps)``, to as many
-#: channels and to twice as many (a TCN's, from which :data:`~cost_models.cpu.SGEMM_PACK_NS` came).
+#: The im2col probes (:func:`im2col_pack_ns`, :func:`im2col_stride_ns`): 1-D convs of ``(channels,
+#: taps, steps)`` (a TCN's, from which :data:`~cost_models.cpu.SGEMM_PACK_NS` came), to as many
+#: channels and to twice as many, and at stride 2 over twice the steps.
 IM2COL_PROBE = (64, 3, 4000)
+
+
+def _conv1d_ns(out: int, steps: int, stride: int, rounds: int) -> float:
+    """The profiled kernel time of a 1-D conv of :data:`IM2COL_PROBE`'s channels and taps to ``out``
+    channels over ``steps`` at ``stride``, the fastest of ``rounds`` runs of 10, ns."""
+    channels, taps, _ = IM2COL_PROBE
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, channels, steps)).astype(np.float32)
+    w = {"W": (rng.standard_normal((out, channels, taps)) * 0.05).astype(np.float32)}
+    model = _model(helper.make_node("Conv", ["x", "W"], ["y"], pads=[taps // 2] * 2, strides=[stride]), x, w)
+    return min(ns for _ in range(rounds) for _, ns in profile_nodes(model, {"x": x}, runs=10).values())
 
 
 def im2col_pack_ns(rounds: int = 5) -> float | None:
     """What MLAS's SGEMM pays per element of the B it builds and packs for a conv on onnxruntime's
     plain kernel (the chip field ``im2col_pack_ns``, :func:`cost_models.cpu.sgemm_conv_ns`): the
     two 1-D convs of :data:`IM2COL_PROBE` share their B and differ by their FMAs, so twice the
-    first one's kernel time less the second one's, over B's elements (profiled kernel times, the
-    fastest of ``rounds`` runs of 10). On an AMD EPYC (Zen 5, 2026-12-07): 0.154, the FMAs at 263
-    GFLOP/s, a TCN's convs priced 1.16-1.22x their time with the CI Xeon's 0.26. None where not
-    positive."""
+    first one's kernel time less the second one's, over B's elements. On an AMD EPYC (Zen 5,
+    2026-12-07): 0.14-0.16, the FMAs at 263 GFLOP/s; a TCN's convs came out 1.16-1.22x their time
+    with the CI Xeon's 0.26. None where not positive."""
     channels, taps, steps = IM2COL_PROBE
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((1, channels, steps)).astype(np.float32)
-    times = []
-    for out in (channels, 2 * channels):
-        w = {"W": (rng.standard_normal((out, channels, taps)) * 0.05).astype(np.float32)}
-        model = _model(helper.make_node("Conv", ["x", "W"], ["y"], pads=[taps // 2] * 2), x, w)
-        times.append(min(ns for _ in range(rounds) for _, ns in profile_nodes(model, {"x": x}, runs=10).values()))
-    ns = (2 * times[0] - times[1]) / (channels * taps * steps)
+    ns = (2 * _conv1d_ns(channels, steps, 1, rounds) - _conv1d_ns(2 * channels, steps, 1, rounds)) / (channels * taps * steps)
+    return ns if ns > 0 else None
+
+
+def im2col_stride_ns(rounds: int = 5) -> float | None:
+    """What a strided conv's im2col pays beyond :func:`im2col_pack_ns` per element of B (a gather
+    instead of row copies; the chip field ``im2col_stride_ns``, :data:`~cost_models.cpu.STRIDED_IM2COL_NS`
+    without it): the 1-D conv of :data:`IM2COL_PROBE` at stride 2 over twice the steps (the same B
+    and FMAs) less it at stride 1, over B's elements. On an AMD EPYC (Zen 5): 0.178, where the CI
+    Xeon's fit says 0.32. None where not positive."""
+    channels, taps, steps = IM2COL_PROBE
+    ns = (_conv1d_ns(channels, 2 * steps, 2, rounds) - _conv1d_ns(channels, steps, 1, rounds)) / (channels * taps * steps)
     return ns if ns > 0 else None
 
 
@@ -1119,7 +1134,7 @@ def batch_call_ns(rounds: int = 5) -> float | None:
 def _row_and_walk_rates(rounds: int, notes: list[str], l2_bytes: float | None) -> dict[str, float]:
     """``norm_row_ns``, ``softmax_row_ns``, ``reduce_row_ns``, ``reduce_block_ns``, ``reduce_column_row_ns``, ``reduce_generic_ns``, ``gather_row_ns``,
     ``slice_run_ns``, ``slice_step_element_ns``,
-    ``fp32_batch_call_ns``, ``transpose_element_ns``, ``im2col_pack_ns``, the single-axis Transpose rates (:func:`single_axis_rates`),
+    ``fp32_batch_call_ns``, ``transpose_element_ns``, ``im2col_pack_ns``, ``im2col_stride_ns``, the single-axis Transpose rates (:func:`single_axis_rates`),
     ``gemm_aliased_factor`` and ``gemm_revisit_gbps`` (a note for each not resolved)."""
     out: dict[str, float] = {}
     for key, probe, what in (("norm_row_ns", norm_row_ns, "LayerNormalization time per row"),
@@ -1134,6 +1149,7 @@ def _row_and_walk_rates(rounds: int, notes: list[str], l2_bytes: float | None) -
                              ("fp32_batch_call_ns", batch_call_ns, "batched MatMul time per matrix"),
                              ("transpose_element_ns", transpose_element_ns, "element-at-a-time Transpose rate"),
                              ("im2col_pack_ns", im2col_pack_ns, "a plain conv's B packing per element"),
+                             ("im2col_stride_ns", im2col_stride_ns, "a strided plain conv's gather per element"),
                              ("gemm_aliased_factor", gemm_aliased_factor,
                               "float GEMM slowdown for A rows 4 KiB apart (none beyond 2 %?)"),
                              ("gemm_revisit_gbps", partial(gemm_revisit_gbps, l2_bytes) if l2_bytes else lambda _: None,

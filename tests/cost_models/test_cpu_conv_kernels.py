@@ -228,3 +228,7 @@ def test_a_plain_conv_packs_its_b_at_the_hosts_rate() -> None:
     unit = CpuUnit(name="c", domain="d", clock_mhz=1000, flops_per_cycle={"fp32": 32}, l1_kib=48, im2col_pack_ns=0.15)
     assert sgemm_conv_ns(op, unit) - sgemm_conv_ns(op) == pytest.approx(768_000 * (0.15 - SGEMM_PACK_NS))
     assert sgemm_conv_ns(op, unit.model_copy(update={"im2col_pack_ns": None})) == sgemm_conv_ns(op)
+    # at stride 2 (B of 64 x 3 x 2000) the gather per element of B is the host's too
+    strided = Op("c", "Conv", "conv", (x, w), (Tensor("y", (1, 64, 2000), "float32"),), {SGEMM_CONV_ATTR: 1, "strides": (2,)})
+    fast = unit.model_copy(update={"im2col_stride_ns": 0.18})
+    assert sgemm_conv_ns(strided, fast) - sgemm_conv_ns(strided, unit) == pytest.approx(384_000 * (0.18 - STRIDED_IM2COL_NS))
