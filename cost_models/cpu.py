@@ -1216,7 +1216,7 @@ def sgemm_conv_ns(op: Op, unit: CpuUnit | None = None) -> float:
         return depthwise_plain_ns(op)
     y, group = op.outputs[0], conv_group(op)
     b_elements = _conv_depth(op) * group * (y.elements // max(1, y.shape[1]))
-    pack = (unit.im2col_pack_ns if unit is not None else None) or SGEMM_PACK_NS
+    pack = getattr(unit, "im2col_pack_ns", None) or SGEMM_PACK_NS
     if group > 1:  # the grouped law's row cost carries its im2col's runs
         return b_elements * pack + grouped_conv_ns(op, unit)
     return b_elements * (pack + _gather_ns(op, unit)) + _conv_depth(op) * im2col_rows(op) * IM2COL_RUN_NS
@@ -1227,7 +1227,7 @@ def _gather_ns(op: Op, unit: CpuUnit | None) -> float:
     ``im2col_stride_ns`` (:data:`STRIDED_IM2COL_NS` without it) where strided, else 0."""
     if not _strided(op):
         return 0.0
-    return (unit.im2col_stride_ns if unit is not None else None) or STRIDED_IM2COL_NS
+    return getattr(unit, "im2col_stride_ns", None) or STRIDED_IM2COL_NS
 
 
 def _strided(op: Op) -> bool:

@@ -96,6 +96,7 @@ __all__ = [
     "FLOAT_GEMV_PROBES",
     "GATHER_ROW_PROBE",
     "HANDOFF_PROBES",
+    "IM2COL_FIELDS",
     "IM2COL_PROBE",
     "LAYER_NORM_RATE",
     "NCHWC_BLOCK_PROBE",
@@ -136,7 +137,7 @@ __all__ = [
     "gemv_rate",
     "handoff_probe",
     "handoff_times",
-    "im2col_pack_ns",
+    "im2col_rates",
     "int8_efficiencies",
     "kernel_efficiency",
     "kernel_rates",
@@ -918,7 +919,7 @@ def gemm_aliased_factor(rounds: int = 5) -> float | None:
     return factor if factor < 0.98 else None
 
 
-#: The im2col probes (:func:`im2col_pack_ns`, :func:`im2col_stride_ns`): 1-D convs of ``(channels,
+#: The im2col probes (:func:`im2col_rates`): 1-D convs of ``(channels,
 #: taps, steps)`` (a TCN's, from which :data:`~cost_models.cpu.SGEMM_PACK_NS` came), to as many
 #: channels and to twice as many, and at stride 2 over twice the steps.
 IM2COL_PROBE = (64, 3, 4000)
@@ -935,27 +936,31 @@ def _conv1d_ns(out: int, steps: int, stride: int, rounds: int) -> float:
     return min(ns for _ in range(rounds) for _, ns in profile_nodes(model, {"x": x}, runs=10).values())
 
 
-def im2col_pack_ns(rounds: int = 5) -> float | None:
-    """What MLAS's SGEMM pays per element of the B it builds and packs for a conv on onnxruntime's
-    plain kernel (the chip field ``im2col_pack_ns``, :func:`cost_models.cpu.sgemm_conv_ns`): the
-    two 1-D convs of :data:`IM2COL_PROBE` share their B and differ by their FMAs, so twice the
-    first one's kernel time less the second one's, over B's elements. On an AMD EPYC (Zen 5,
-    2026-12-07): 0.14-0.16, the FMAs at 263 GFLOP/s; a TCN's convs came out 1.16-1.22x their time
-    with the CI Xeon's 0.26. None where not positive."""
-    channels, taps, steps = IM2COL_PROBE
-    ns = (2 * _conv1d_ns(channels, steps, 1, rounds) - _conv1d_ns(2 * channels, steps, 1, rounds)) / (channels * taps * steps)
-    return ns if ns > 0 else None
+#: The chip fields :func:`im2col_rates` measures.
+IM2COL_FIELDS = ("im2col_pack_ns", "im2col_stride_ns")
 
 
-def im2col_stride_ns(rounds: int = 5) -> float | None:
-    """What a strided conv's im2col pays beyond :func:`im2col_pack_ns` per element of B (a gather
-    instead of row copies; the chip field ``im2col_stride_ns``, :data:`~cost_models.cpu.STRIDED_IM2COL_NS`
-    without it): the 1-D conv of :data:`IM2COL_PROBE` at stride 2 over twice the steps (the same B
-    and FMAs) less it at stride 1, over B's elements. On an AMD EPYC (Zen 5): 0.178, where the CI
-    Xeon's fit says 0.32. None where not positive."""
+def im2col_rates(rounds: int = 5) -> dict[str, float]:
+    """What a conv on onnxruntime's plain kernel pays per element of the B MLAS builds and packs
+    (:func:`cost_models.cpu.sgemm_conv_ns`), from three 1-D convs of :data:`IM2COL_PROBE`, each
+    measured once:
+
+    - ``im2col_pack_ns``: the convs to as many channels and to twice as many share their B and
+      differ by their FMAs, so twice the first one's kernel time less the second one's, over B's
+      elements. On an AMD EPYC (Zen 5, 2026-12-07): 0.14-0.16, the FMAs at 263 GFLOP/s; a TCN's
+      convs came out 1.16-1.22x their time with the CI Xeon's 0.26;
+    - ``im2col_stride_ns``: what a strided conv's im2col pays beyond that (a gather instead of row
+      copies): the first conv at stride 2 over twice the steps (the same B and FMAs) less it at
+      stride 1, over B's elements. 0.176-0.192 there, where the CI Xeon's fit says 0.32.
+
+    A figure not resolved (not positive) is left out."""
     channels, taps, steps = IM2COL_PROBE
-    ns = (_conv1d_ns(channels, 2 * steps, 2, rounds) - _conv1d_ns(channels, steps, 1, rounds)) / (channels * taps * steps)
-    return ns if ns > 0 else None
+    plain = _conv1d_ns(channels, steps, 1, rounds)
+    twice = _conv1d_ns(2 * channels, steps, 1, rounds)
+    strided = _conv1d_ns(channels, 2 * steps, 2, rounds)
+    b_elements = channels * taps * steps
+    rates = {"im2col_pack_ns": (2 * plain - twice) / b_elements, "im2col_stride_ns": (strided - plain) / b_elements}
+    return {key: ns for key, ns in rates.items() if ns > 0}
 
 
 #: The GEMM revisit probe (:func:`gemm_revisit_gbps`): ``(K, N)`` of a MatMul over a constant B, and
@@ -1134,7 +1139,8 @@ def batch_call_ns(rounds: int = 5) -> float | None:
 def _row_and_walk_rates(rounds: int, notes: list[str], l2_bytes: float | None) -> dict[str, float]:
     """``norm_row_ns``, ``softmax_row_ns``, ``reduce_row_ns``, ``reduce_block_ns``, ``reduce_column_row_ns``, ``reduce_generic_ns``, ``gather_row_ns``,
     ``slice_run_ns``, ``slice_step_element_ns``,
-    ``fp32_batch_call_ns``, ``transpose_element_ns``, ``im2col_pack_ns``, ``im2col_stride_ns``, the single-axis Transpose rates (:func:`single_axis_rates`),
+    ``fp32_batch_call_ns``, ``transpose_element_ns``, the single-axis Transpose rates (:func:`single_axis_rates`), the
+    im2col figures (:func:`im2col_rates`),
     ``gemm_aliased_factor`` and ``gemm_revisit_gbps`` (a note for each not resolved)."""
     out: dict[str, float] = {}
     for key, probe, what in (("norm_row_ns", norm_row_ns, "LayerNormalization time per row"),
@@ -1148,8 +1154,6 @@ def _row_and_walk_rates(rounds: int, notes: list[str], l2_bytes: float | None) -
                              ("slice_step_element_ns", slice_step_element_ns, "Slice time per stepped element"),
                              ("fp32_batch_call_ns", batch_call_ns, "batched MatMul time per matrix"),
                              ("transpose_element_ns", transpose_element_ns, "element-at-a-time Transpose rate"),
-                             ("im2col_pack_ns", im2col_pack_ns, "a plain conv's B packing per element"),
-                             ("im2col_stride_ns", im2col_stride_ns, "a strided plain conv's gather per element"),
                              ("gemm_aliased_factor", gemm_aliased_factor,
                               "float GEMM slowdown for A rows 4 KiB apart (none beyond 2 %?)"),
                              ("gemm_revisit_gbps", partial(gemm_revisit_gbps, l2_bytes) if l2_bytes else lambda _: None,
@@ -1161,7 +1165,9 @@ def _row_and_walk_rates(rounds: int, notes: list[str], l2_bytes: float | None) -
             out[key] = got
     moved = single_axis_rates(rounds, l2_bytes)
     notes.extend(f"single-axis Transpose rate not resolved; {key} left out" for key in SINGLE_AXIS_FIELDS if key not in moved)
-    return out | moved
+    packed = im2col_rates(rounds)
+    notes.extend(f"a plain conv's B packing not resolved; {key} left out" for key in IM2COL_FIELDS if key not in packed)
+    return out | moved | packed
 
 
 def _resize_attrs(kernel: str) -> dict[str, str]:

@@ -444,9 +444,9 @@ class TestIm2colProbe:
             return {"y": ("Conv", 3000.0 + flops / 250.0 + 0.15 * channels * taps * steps)}
 
         monkeypatch.setattr(kernels, "profile_nodes", fake)
-        assert kernels.im2col_pack_ns(1) == pytest.approx(0.15 + 3000.0 / (channels * taps * steps))
+        assert kernels.im2col_rates(1)["im2col_pack_ns"] == pytest.approx(0.15 + 3000.0 / (channels * taps * steps))
         monkeypatch.setattr(kernels, "profile_nodes", lambda m, f, runs: {"y": ("Conv", 1000.0 * m.graph.initializer[0].dims[0])})
-        assert kernels.im2col_pack_ns(1) is None  # all FMAs: nothing left to pack
+        assert kernels.im2col_rates(1).get("im2col_pack_ns") is None  # all FMAs: nothing left to pack
 
     def test_the_gather_is_what_stride_2_over_twice_the_steps_adds(self, monkeypatch: pytest.MonkeyPatch) -> None:
         # a fake onnxruntime: the same B and FMAs, 0.18 ns an element of B more at stride 2
@@ -457,8 +457,8 @@ class TestIm2colProbe:
             return {"y": ("Conv", 500_000.0 + (0.18 * channels * taps * steps if strided else 0.0))}
 
         monkeypatch.setattr(kernels, "profile_nodes", fake)
-        assert kernels.im2col_stride_ns(1) == pytest.approx(0.18)
+        assert kernels.im2col_rates(1)["im2col_stride_ns"] == pytest.approx(0.18)
 
     def test_the_probe_convs_run(self) -> None:
-        assert kernels.im2col_pack_ns(1) is not None  # onnxruntime loads and runs both
+        assert "im2col_pack_ns" in kernels.im2col_rates(1)  # onnxruntime loads and runs both
         assert kernels._conv1d_ns(64, 8000, 2, 1) > 0
