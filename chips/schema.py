@@ -571,6 +571,12 @@ class CpuUnit(Unit):
         "its matrix from a cache level that is faster still: core-bound (measured by `hwsim fingerprint`). "
         "None: recurrent ops keep the cache-level roofline.",
     )
+    gemv_l1_gbps: PositiveFloat | None = Field(
+        None,
+        description="Rate at which that matrix-vector kernel streams a matrix that fits the L1 (an LSTM's R of "
+        "hidden 40 on a 48 KiB L1), measured by `hwsim fingerprint`; a matrix larger than the L1 keeps none of it "
+        "there. None: `gemv_gbps` holds in L1 too.",
+    )
     gemv_far_gbps: PositiveFloat | None = Field(
         None,
         description="Rate at which that matrix-vector kernel streams a matrix at least twice the L2 (from L3 or "
@@ -911,7 +917,7 @@ class CpuUnit(Unit):
     #: Fields a dump leaves out while unset, so that a chip without them dumps (and hashes,
     #: :func:`hwsim.report.provenance.chip_sha256`) as it did before they existed.
     omitted_when_unset: ClassVar[tuple[str, ...]] = (
-        "gemv_gbps", "gemv_far_gbps", "fft_butterfly_ns", "fft_point_ns", "fft_stride_ns", "fft_page_stride_ns",
+        "gemv_gbps", "gemv_l1_gbps", "gemv_far_gbps", "fft_butterfly_ns", "fft_point_ns", "fft_stride_ns", "fft_page_stride_ns",
         "parallel_section_ns",
         "recurrent_section_ns", "run_footprint_kib", "requant_ns", "int8_pack_ns", "int8_conv_call_ns", "int8_conv_pixel_ns",
         "int8_im2col_pixel_ns", "int8_conv_mac_ps", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps",

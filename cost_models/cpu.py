@@ -2469,21 +2469,33 @@ def stream_parts_ns(
     core_gbps: float,
     dram_gbps: float,
     far_gbps: float | None = None,
+    l1_gbps: float | None = None,
 ) -> list[float]:
     """:func:`stream_ns` level by level, ns: what the bytes each cache level serves take (``levels``
     order, L1 first), then DRAM's share last. The first two (L1, L2) are where the kernel's own rate
     ``core_gbps`` binds; beyond them the level's bandwidth (or ``far_gbps``) does.
 
+    With ``l1_gbps`` (the kernel's measured rate on a matrix that fits the L1) L1 serves the whole
+    stream at that rate where it fits and none of it where it does not: an L1's near-LRU
+    replacement keeps nothing of a cyclic stream larger than itself (an LSTM step of hidden 48, a
+    36 KiB ``R``, ran 355 ns on a 48 KiB L1, hidden 64, 64 KiB, 694: the L2 rate for all of it).
+
     >>> [round(t, 1) for t in stream_parts_ns(3e6, [(1024.0, 200.0), (2048.0, 100.0)], 80.0, 10.0, 8.0)]
     [0.0, 14928.8, 225712.0]
+    >>> [round(t, 1) for t in stream_parts_ns(40e3, [(48.0, 400.0), (1024.0, 150.0)], 120.0, 10.0, 8.0, 200.0)]
+    [200.0, 0.0, 0.0]
     """
     far = far_gbps or math.inf
     left, parts = float(nbytes), []
     for i, (kib, gbps) in enumerate(levels):
         cap = kib * 1024
         keep = cap if far_gbps is None else cyclic_kept(nbytes, cap)
+        if i == 0 and l1_gbps is not None:
+            keep, core = (nbytes if nbytes <= cap else 0.0), l1_gbps
+        else:
+            core = core_gbps
         part = min(left, max(0.0, keep - (nbytes - left)))  # beyond what the levels above served
-        parts.append(part / (min(gbps, core_gbps, far) if i >= 2 else min(gbps, core_gbps)))
+        parts.append(part / (min(gbps, core, far) if i >= 2 else min(gbps, core)))
         left -= part
     return [*parts, left / min(dram_gbps, core_gbps, far)]
 
@@ -2556,7 +2568,8 @@ class RecurrentTime:
     each, ns; the calibration basis of a recurrent op is ``core_ns`` (:func:`calibration_basis_ns`)."""
 
     #: The input projection's GEMM at the core's peak, and each step's share of ``R`` served from
-    #: L1/L2 at the GEMV kernel's rate (``gemv_gbps``): the core's rate, which an efficiency scales.
+    #: L1/L2 at the GEMV kernel's rate (``gemv_gbps``; from L1, ``gemv_l1_gbps`` where measured): the
+    #: core's rate, which an efficiency scales.
     core_ns: float
     #: The weights' first pass (the level holding them) and each step's share of ``R`` from beyond
     #: L2 (``gemv_far_gbps``, the level's or DRAM's bandwidth): rates the fingerprint measured
@@ -2612,7 +2625,8 @@ def recurrent_time(op: Op, unit: CpuUnit, chip: Chip, dtype: str, w_b: int, thre
     # factor; no MatMul efficiency, the op's own calibrated efficiency scales the core part
     shape = proj_flops / (proj_flops + HALF_EFFICIENCY_FLOPS)
     proj_ns = proj_flops / (unit.peak_flops_per_ns(dtype) * shape) / proj_threads if proj_flops else 0.0
-    r_parts = stream_parts_ns(r_b / dirs * r_share, levels, unit.gemv_gbps, dram_gbps, unit.gemv_far_gbps)
+    r_parts = stream_parts_ns(r_b / dirs * r_share, levels, unit.gemv_gbps, dram_gbps, unit.gemv_far_gbps,
+                              unit.gemv_l1_gbps)  # fmt: skip
     # the weights' first pass: each thread reads its share from the cache level (DRAM's bandwidth is shared)
     w_ns = w_b / w_gbps / max(step_threads) if w_gbps else w_b / dram_gbps
     products = steps * dirs

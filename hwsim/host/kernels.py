@@ -1,6 +1,6 @@
 """Rates of onnxruntime CPU kernels that run on a structure of their own, measured for a
-fingerprint: the matrix-vector product of a recurrent step (``gemv_gbps``; ``gemv_far_gbps`` for a
-matrix four times the L2) and the radix-2
+fingerprint: the matrix-vector product of a recurrent step (``gemv_gbps``; ``gemv_l1_gbps`` for a
+matrix that fits the L1, ``gemv_far_gbps`` for one four times the L2) and the radix-2
 FFT of STFT/DFT (``fft_butterfly_ns``, ``fft_point_ns``). See :mod:`cost_models.cpu`
 (:func:`~cost_models.cpu.recurrent_steps_ns`, :func:`~cost_models.cpu.fft_ns`) for how they are used.
 Also the time per element of onnxruntime's ``LayerNormalization`` (:data:`LAYER_NORM_RATE`), which
@@ -142,6 +142,7 @@ __all__ = [
     "kernel_efficiency",
     "kernel_rates",
     "kernel_setups",
+    "l1_hidden",
     "layer_norm_ns",
     "nchwc_one_block_efficiency",
     "near_hidden",
@@ -1280,6 +1281,18 @@ def near_hidden(l2_bytes: float | None) -> int:
     return max(16, min(256, int(math.sqrt(5 / 8 * l2_bytes / 16)) // 16 * 16))
 
 
+def l1_hidden(l1_bytes: float) -> int:
+    """Hidden size of the LSTM whose step rate is ``gemv_l1_gbps``: ``R`` (16 hidden² bytes) in at
+    most 5/8 of ``l1_bytes``, a multiple of 8, at least 8: 40 (25 KiB) on a 48 KiB L1, 32 on a 32
+    KiB one. (On an AMD EPYC, Zen 5, the step streamed such an ``R`` at 195-203 GB/s, where one of
+    hidden 192 in L2 went at 124-128.)
+
+    >>> l1_hidden(48 * 1024), l1_hidden(32 * 1024), l1_hidden(1024)
+    (40, 32, 8)
+    """
+    return max(8, int(math.sqrt(5 / 8 * l1_bytes / 16)) // 8 * 8)
+
+
 def far_hidden(l2_bytes: float) -> int:
     """Hidden size whose LSTM ``R`` (16 hidden² bytes) is four times ``l2_bytes``: streamed from
     beyond L2 with no L2 reuse (:func:`cost_models.cpu.stream_ns`), a multiple of 16.
@@ -1375,6 +1388,39 @@ def _one_row_rates(rounds: int, kernel_ns: float, notes: list[str]) -> dict[str,
     return out
 
 
+def _gemv_rates(quick: bool, l1_bytes: float | None, l2_bytes: float | None, dispatch: tuple[float, float],
+                rounds: int, notes: list[str]) -> dict[str, float]:  # fmt: skip
+    """The recurrent step's GEMV rates (:func:`gemv_rate`): ``gemv_gbps`` near the L2's size, and
+    where the caches' sizes are known (not ``quick``) ``gemv_l1_gbps`` near the L1's
+    (:func:`l1_hidden`; kept where faster than ``gemv_gbps``), ``gemv_far_gbps`` at four times the
+    L2 and the run call's L2 footprint (``run_footprint_kib``, with the dispatch ``(per kernel, per
+    run call)``); a note in ``notes`` for each not resolved."""
+    out: dict[str, float] = {}
+    gemv = gemv_rate(64 if quick else near_hidden(l2_bytes), rounds)
+    if gemv is None:
+        notes.append("LSTM step rate not resolved (steps no slower than their fixed cost); gemv_gbps left out")
+    else:
+        out["gemv_gbps"] = gemv
+    if l1_bytes and not quick and gemv is not None:
+        near = gemv_rate(l1_hidden(l1_bytes), rounds)
+        if near is None or near <= gemv:
+            notes.append("LSTM step rate in L1 no faster than in L2; gemv_l1_gbps left out")
+        else:
+            out["gemv_l1_gbps"] = near
+    if l2_bytes and not quick:
+        far = gemv_rate(far_hidden(l2_bytes), 3)
+        if far is None or gemv is None or far >= gemv:
+            notes.append("LSTM step rate beyond L2 not resolved; gemv_far_gbps left out")
+        else:
+            out["gemv_far_gbps"] = far
+            footprint = run_footprint_kib(l2_bytes, gemv, far, dispatch[1], dispatch[0], rounds)
+            if footprint is None:
+                notes.append("run call's L2 footprint not resolved; run_footprint_kib left out")
+            else:
+                out["run_footprint_kib"] = footprint
+    return out
+
+
 def kernel_rates(
     quick: bool = False, l2_bytes: float | None = None, threads: int = 1, kernel_ns: float = 0.0, run_ns: float = 0.0,
     profiled_kernel_ns: float = 0.0, l1_bytes: float | None = None,
@@ -1396,22 +1442,7 @@ def kernel_rates(
     rounds = 2 if quick else 5
     notes: list[str] = []
     out = _pool_rates(threads, kernel_ns, rounds, notes) if threads > 1 else {}
-    gemv = gemv_rate(64 if quick else near_hidden(l2_bytes), rounds)
-    if gemv is None:
-        notes.append("LSTM step rate not resolved (steps no slower than their fixed cost); gemv_gbps left out")
-    else:
-        out["gemv_gbps"] = gemv
-    if l2_bytes and not quick:
-        far = gemv_rate(far_hidden(l2_bytes), 3)
-        if far is None or gemv is None or far >= gemv:
-            notes.append("LSTM step rate beyond L2 not resolved; gemv_far_gbps left out")
-        else:
-            out["gemv_far_gbps"] = far
-            footprint = run_footprint_kib(l2_bytes, out["gemv_gbps"], far, run_ns, kernel_ns, rounds)
-            if footprint is None:
-                notes.append("run call's L2 footprint not resolved; run_footprint_kib left out")
-            else:
-                out["run_footprint_kib"] = footprint
+    out.update(_gemv_rates(quick, l1_bytes, l2_bytes, (kernel_ns, run_ns), rounds, notes))
     frames = fft_frame_times(rounds=rounds)
     out.update(frames)
     fft = fft_from(frames)

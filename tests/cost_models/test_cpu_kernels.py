@@ -95,6 +95,22 @@ class TestRecurrentSteps:
         assert 16 * 128 * 128 / 110.0 < per_step < 16 * 128 * 128 / 110.0 * 1.8
         assert ns(rnn("LSTM", 128, 60), **{**KERNELS, "gemv_gbps": 55.0}) > 1.5 * ns(rnn("LSTM", 128, 60), **KERNELS)
 
+    def test_an_r_that_fits_the_l1_streams_at_the_l1_rate_and_one_that_does_not_none_of_it(self) -> None:
+        # a GRU's R of hidden 64 is 48 KiB, the L1's size; an LSTM's is 64 KiB: near-LRU keeps none
+        def step_ns(op_type: str, **unit: Any) -> float:
+            chip = chip_from_dict(host_chip(**KERNELS, **unit))
+            u = chip.units[0]
+            assert isinstance(u, CpuUnit)
+            long, short = rnn(op_type, 64, 60), rnn(op_type, 64, 10)
+            return (recurrent_kernel_ns(long, u, chip, "fp32", long.weight_bytes(None), 1)
+                    - recurrent_kernel_ns(short, u, chip, "fp32", short.weight_bytes(None), 1)) / 50  # fmt: skip
+
+        saved = step_ns("GRU") - step_ns("GRU", gemv_l1_gbps=180.0)
+        assert saved == pytest.approx(48 * 1024 * (1 / 110.0 - 1 / 180.0), rel=1e-6)
+        assert step_ns("LSTM", gemv_l1_gbps=180.0) == pytest.approx(step_ns("LSTM"), rel=1e-9)
+        # the L1's own bandwidth still bounds it
+        assert step_ns("GRU", gemv_l1_gbps=400.0) == pytest.approx(step_ns("GRU", gemv_l1_gbps=200.0), rel=1e-9)
+
     def test_bidirectional_streams_each_directions_r_from_its_own_level(self) -> None:
         # hidden 320: one direction's R is 1.6 MB (fits the 2 MiB L2), both together 3.3 MB do not
         one, two = ns(rnn("LSTM", 320, 40), **KERNELS), ns(rnn("LSTM", 320, 40, dirs=2), **KERNELS)

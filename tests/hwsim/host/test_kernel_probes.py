@@ -234,6 +234,21 @@ def test_rates_read_the_footprint_with_the_far_rate(monkeypatch: pytest.MonkeyPa
     assert "run_footprint_kib" not in kernels.kernel_rates(quick=True, l2_bytes=2 << 20)[0]
 
 
+def test_the_l1_rate_is_kept_only_where_faster_than_the_l2_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    rates = {kernels.near_hidden(2 << 20): NEAR, kernels.l1_hidden(48 * 1024): 1.6 * NEAR, kernels.far_hidden(2 << 20): FAR,
+             64: NEAR}  # quick: hidden 64 alone
+    monkeypatch.setattr(kernels, "gemv_rate", lambda hidden, rounds=5: rates[hidden])
+    monkeypatch.setattr(kernels, "run_footprint_kib", lambda *a, **kw: 200.0)
+    notes: list[str] = []
+    got = kernels._gemv_rates(False, 48 * 1024, 2 << 20, (250.0, 4000.0), 5, notes)
+    assert got == {"gemv_gbps": NEAR, "gemv_l1_gbps": 1.6 * NEAR, "gemv_far_gbps": FAR, "run_footprint_kib": 200.0}
+    assert not notes
+    rates[kernels.l1_hidden(48 * 1024)] = NEAR  # no faster in L1: nothing to price apart
+    got = kernels._gemv_rates(False, 48 * 1024, 2 << 20, (250.0, 4000.0), 5, notes)
+    assert "gemv_l1_gbps" not in got and any("gemv_l1_gbps left out" in n for n in notes)
+    assert "gemv_l1_gbps" not in kernels._gemv_rates(True, 48 * 1024, 2 << 20, (250.0, 4000.0), 2, [])
+
+
 def test_footprint_is_the_median_of_its_readings(monkeypatch: pytest.MonkeyPatch) -> None:
     readings = iter([None, 100.0, 320.0, 50.0, 200.0])
     monkeypatch.setattr(kernels, "_footprint_once", lambda *a: next(readings))
