@@ -452,7 +452,8 @@ def nchwc_work(graph: ModelGraph, block: int, one_block: float | None = None) ->
     - **Padding**: a blocked dense conv computes ``ceil(Cout / block)`` blocks of output channels
       from ``ceil(Cin / block)`` blocks of input channels when ``Cin >= block`` (a narrower input
       is read unpadded, NCHW); a depthwise one, and a pool, activation, Resize or same-shape
-      binary op on a blocked tensor, its padded channels. Measured with onnxruntime 1.32
+      binary op on a blocked tensor, its padded channels. (A dense conv of one group is priced as
+      that padded conv, :func:`_padded_conv`; its factor is only the next point's.) Measured with onnxruntime 1.32
       (AVX-512, 16-channel blocks), a 3x3 conv at 96x96: 24 -> 24 channels 1141 us, 32 -> 32
       1149 us, 16 -> 24 669 us, 16 -> 32 668 us, while 8 -> 16 (298 us) and 12 -> 16 (385 us)
       scale with their input channels.
@@ -537,8 +538,44 @@ def nchwc_kernels(graph: ModelGraph, block: int, fused: Iterable[str] = ()) -> d
             act = after[0]
             if act.name in fused and act.op_type in _NCHWC_PASS_ACTIVATIONS:
                 attrs[NCHWC_ACTIVATION_ATTR] = act.op_type
-        out[op.name] = replace(op, attrs=attrs)
+        plain_dense = op.name in dense and conv_group(op) == 1
+        out[op.name] = _padded_conv(replace(op, attrs=attrs), block) if plain_dense else replace(op, attrs=attrs)
     return out
+
+
+def _padded_conv(op: Op, block: int) -> Op:
+    """A dense blocked conv of one group as MLAS's NCHWc kernel runs it: its output channels, and
+    its input channels where it reads a blocked tensor (``block`` or more of them), padded up to
+    whole blocks, its MACs with them (:func:`nchwc_work` gives the time factor that is left).
+
+    Pricing the padded work, not the real work times the padding, keeps a small kernel's set-up
+    (``shape_factor``) out of the product: a U-Net's last conv, 16 -> 1 channel 1x1 over 64 x 64
+    (one 16-channel block of output), ran 11.2 us on an AMD EPYC (Zen 5); its real work times 16
+    and the one-block rate priced 24.7, the padded work at that rate 13.0.
+
+    >>> x, w, y = Tensor("x", (1, 16, 8, 8), "f"), Tensor("w", (1, 16, 1, 1), "f", True), Tensor("y", (1, 1, 8, 8), "f")
+    >>> k = _padded_conv(Op("c", "Conv", "conv", (x, w), (y,), {}, 1024, 2048), 16)
+    >>> k.weights[0].shape, k.outputs[0].shape, k.macs
+    ((16, 16, 1, 1), (1, 16, 8, 8), 16384)
+    """
+    x, y = op.activations[0], op.outputs[0]
+    cout, cin = y.shape[1], x.shape[1]
+    out_p = -(-cout // block) * block
+    in_p = -(-cin // block) * block if cin >= block else cin
+    if (out_p, in_p) == (cout, cin):
+        return op
+
+    def widened(t: Tensor) -> Tensor:
+        if t is x:
+            return replace(t, shape=(t.shape[0], in_p, *t.shape[2:]))
+        if t.is_weight and len(t.shape) == 4:
+            return replace(t, shape=(out_p, in_p, *t.shape[2:]))
+        return replace(t, shape=(out_p,)) if t.is_weight and t.shape == (cout,) else t
+
+    factor = out_p * in_p / (cout * cin)
+    outputs = (replace(y, shape=(y.shape[0], out_p, *y.shape[2:])), *op.outputs[1:])
+    return replace(op, inputs=tuple(widened(t) for t in op.inputs), outputs=outputs,
+                   macs=round(op.macs * factor), flops=round(op.flops * factor))  # fmt: skip
 
 
 def _bn_as_depthwise(op: Op, block: int) -> Op:
@@ -803,7 +840,8 @@ def _nchwc_plan(
                 elif not narrow and x.name not in blocked:
                     reorder("ReorderInput", x)
                 wide = dense and not narrow
-                pad = _pad(cout, block) * (_pad(cin, block) if wide else 1.0)
+                # a plain dense conv's padded channels are in its kernel (nchwc_kernels: _padded_conv)
+                pad = 1.0 if dense and group == 1 else _pad(cout, block) * (_pad(cin, block) if wide else 1.0)
                 blocks = -(-cout // conv_group(op) // block)
                 keep_blocked(op, pad / (nchwc_block_efficiency(blocks, one_block) if dense else 1.0))
                 (kept if depthwise else dense_convs).add(op.name)

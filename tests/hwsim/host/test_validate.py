@@ -409,14 +409,15 @@ class TestPredictionStructure:
 
     @pytest.mark.parametrize(("act", "fused", "mark"), [("Clip", True, "Clip"), ("Relu", True, None), ("Clip", False, None)])
     def test_dense_blocked_conv_pays_the_activation_pass(self, tmp_path: Path, act: str, fused: bool, mark: str | None) -> None:
-        # MobileNetV2's expansion convs: 1x1, 24 -> 144 channels, ReLU6 as a Clip that MLAS applies in a pass
+        # MobileNetV2's expansion convs: 1x1, 32 -> 192 channels (whole blocks: nothing padded), ReLU6 as a
+        # Clip that MLAS applies in a pass
         path = tmp_path / "pw.onnx"
-        inits = [numpy_helper.from_array(np.ones((144, 24, 1, 1), np.float32), "w"),
+        inits = [numpy_helper.from_array(np.ones((192, 32, 1, 1), np.float32), "w"),
                  numpy_helper.from_array(np.array(0, np.float32), "lo"), numpy_helper.from_array(np.array(6, np.float32), "hi")]  # fmt: skip
         nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="pw"),
                  helper.make_node(act, ["c", "lo", "hi"] if act == "Clip" else ["c"], ["y"], name="act")]  # fmt: skip
-        g = helper.make_graph(nodes, "net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 24, 28, 28])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 144, 28, 28])], inits)  # fmt: skip
+        g = helper.make_graph(nodes, "net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32, 28, 28])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 192, 28, 28])], inits)  # fmt: skip
         onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
         graph = load_onnx(path)
         done = {"act"} if fused else set()
@@ -427,7 +428,7 @@ class TestPredictionStructure:
         blocked = predict_nodes(graph, chip, 1, done, layout_kernels=layout)
         plain = predict_nodes(graph, chip, 1, done)
         marked, alone = blocked["pw"].predicted_ns, plain["pw"].predicted_ns
-        extra = 144 * 28 * 28 * NCHWC_ACTIVATION_PASS_NS if mark else 0.0
+        extra = 192 * 28 * 28 * NCHWC_ACTIVATION_PASS_NS if mark else 0.0
         assert marked == pytest.approx(alone + extra)
         # the pass is the activation's whole work: the fused node costs nothing of its own there
         # (MobileNetV3's HardSwishes were priced twice), and its epilogue compute elsewhere
@@ -624,8 +625,9 @@ class TestPredictionStructure:
     @pytest.mark.parametrize(
         ("cin", "cout", "block", "factor"),
         [
-            (24, 24, 16, (32 / 24) ** 2 / (8 / 9)),  # both sides padded to two blocks; two output blocks
-            (3, 36, 16, 48 / 36),  # the first conv reads plain x: only its outputs are padded
+            # a plain dense conv's padded channels are in its kernel (nchwc_kernels), not the factor
+            (24, 24, 16, 9 / 8),  # both sides padded to two blocks; two output blocks
+            (3, 36, 16, None),  # the first conv reads plain x: only its outputs are padded, to three blocks
             (8, 32, 16, 9 / 8),  # a narrow input is read unpadded; 32 outputs fill two blocks
             (32, 16, 16, 1.5),  # one output block: each input load feeds one filter block
             (32, 48, 16, None),  # three whole blocks: full rate
@@ -638,6 +640,11 @@ class TestPredictionStructure:
         padded = nchwc_work(graph, block)
         conv = next(op.name for op in graph.ops() if op.op_type == "Conv")
         assert padded.get(conv) == (pytest.approx(factor) if factor else None)
+        if block:  # the kernel it runs as computes whole blocks of output, and of a blocked input
+            kernel = nchwc_kernels(graph, block)[conv]
+            assert kernel.outputs[0].shape[1] == -(-cout // block) * block
+            assert kernel.weights[0].shape[1] == (-(-cin // block) * block if cin >= block else cin)
+            assert kernel.macs * cout * cin == graph.op(conv).macs * kernel.outputs[0].shape[1] * kernel.weights[0].shape[1]
         chip = cpu_chip(chip_from_dict(host_chip()), 1)
         plain = predict_nodes(graph, chip, 1, {"relu"})
         pred = predict_nodes(graph, chip, 1, {"relu"}, padded=padded)
