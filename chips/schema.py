@@ -835,6 +835,17 @@ class CpuUnit(Unit):
         "together fall in the same L1 cache sets. Measured by `hwsim fingerprint` from MatMuls of K = 2048 and 2304 "
         "(0.90 on an AMD EPYC). None: not costed.",
     )
+    col2im_ns: PositiveFloat | None = Field(
+        None,
+        description="What a ConvTranspose's col2im pays per element of its column buffer on onnxruntime's 2-D fast "
+        "path (stride 1, or no padding), ns, measured by `hwsim fingerprint` (a ConvTranspose less a MatMul of its "
+        "GEMM). None: an Add pass over the columns through L1.",
+    )
+    col2im_strided_ns: PositiveFloat | None = Field(
+        None,
+        description="The same on onnxruntime's generic col2im loop (2-D, strided and padded; Col2imNd in other ranks "
+        "at 1.3x it), ns, measured by `hwsim fingerprint`. None: the Add pass times the path's factor.",
+    )
     im2col_pack_ns: PositiveFloat | None = Field(
         None,
         description="What MLAS's SGEMM pays per element of a B it builds and packs on the run (a conv on onnxruntime's "
@@ -923,7 +934,7 @@ class CpuUnit(Unit):
         "int8_im2col_pixel_ns", "int8_conv_mac_ps", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps",
         "int8_gemv_far_gbps", "softmax_denormal_ns", "nchwc_one_block_efficiency", "norm_row_ns", "fp32_gemv_call_ns", "fp32_gemv_gbps",
         "fp32_pack_ns", "kernel_setup_ns", "step_handoff_ns", "broadcast_span_ns", "softmax_row_ns", "transpose_element_ns",
-        "im2col_pack_ns", "im2col_stride_ns", "transpose_block_ns", "transpose_outward_factor", "transpose_byte_outward_factor", "transpose_shared_line_factor", "transpose_pass_lines", "transpose_byte_block_ns", "transpose_edge_ns", "gemm_aliased_factor", "gemm_revisit_gbps", "gemv_dram_gbps", "reduce_row_ns", "reduce_block_ns", "reduce_column_row_ns", "reduce_generic_ns",
+        "im2col_pack_ns", "im2col_stride_ns", "col2im_ns", "col2im_strided_ns", "transpose_block_ns", "transpose_outward_factor", "transpose_byte_outward_factor", "transpose_shared_line_factor", "transpose_pass_lines", "transpose_byte_block_ns", "transpose_edge_ns", "gemm_aliased_factor", "gemm_revisit_gbps", "gemv_dram_gbps", "reduce_row_ns", "reduce_block_ns", "reduce_column_row_ns", "reduce_generic_ns",
         "slice_run_ns", "slice_step_element_ns", "gather_row_ns", "gather_dram_row_ns", "gather_dram_line_ns", "fp32_batch_call_ns", "scatter_far_update_ns", "thread_check_speedup",
         "weight_cache_kib", "weight_cached_gbps", "loop_cache_kib",
     )

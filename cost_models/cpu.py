@@ -175,6 +175,7 @@ __all__ = [
     "looper_passes",
     "marked_cold_bytes",
     "marked_cold_sources",
+    "measured_col2im_ns",
     "measured_setup",
     "missed_butterflies",
     "mlas_threads",
@@ -2056,7 +2057,8 @@ def col2im_ns(op: Op, unit: CpuUnit, dtype: str) -> float:
     column element into its output pixel (``y[o] += col[i]``: read one, read-modify-write one),
     i.e. an ``Add`` over the column elements, costed at the unit's ``Add`` rate through L1 (its
     calibrated efficiency, else the elementwise default), times the path's factor
-    (:func:`col2im_path_factor`).
+    (:func:`col2im_path_factor`); where the host measured it, at its own figure
+    (:func:`measured_col2im_ns`).
 
     Measured, onnxruntime 1.32 on the CI Xeon, ConvTranspose less a MatMul of the same GEMM,
     per column element: 0.15-0.32 ns for 2x2 stride 2 and 3x3 stride 1, 0.36-0.42 for 4x4
@@ -2077,10 +2079,31 @@ def col2im_ns(op: Op, unit: CpuUnit, dtype: str) -> float:
     cin = int(op.inputs[0].shape[1])
     group = op.attrs.get("group", 1)
     columns = op.macs * (group if isinstance(group, int) else 1) // max(cin, 1)
+    if (measured := measured_col2im_ns(op, unit)) is not None:
+        return columns * measured
     e_add = unit.efficiency.get("Add", DEFAULT_EFFICIENCY["elementwise"])
     out = op.outputs[0]
     word = deployed_bytes(out, dtype) / max(out.elements, 1)
     return 3 * columns * word / (unit.l1_bandwidth_gbps * e_add) * col2im_path_factor(op)
+
+
+def measured_col2im_ns(op: Op, unit: CpuUnit) -> float | None:
+    """What the ``unit``'s measured figures say a ConvTranspose's col2im pays per column element on
+    the path onnxruntime runs for its shape (:func:`col2im_path_factor`): ``col2im_ns`` on the 2-D
+    fast path, ``col2im_strided_ns`` on the generic loop, and that times
+    :data:`COL2IM_ND_FACTOR` / :data:`COL2IM_STRIDED_FACTOR` for ``Col2imNd`` (the two slow paths'
+    ratio on the AMD EPYC they were measured on). None where the path's figure is not measured.
+
+    On an AMD EPYC (Zen 5) the L1 sweep's 283 GB/s and the calibrated ``Add`` priced the pass at
+    0.10 ns (fast) and 0.20 (strided); ConvTransposes less a MatMul of their GEMM took 0.14-0.15
+    and 0.29-0.36 (64-256 input channels, 8 x 8 to 32 x 32), and DCGAN came out -16..-19 %.
+    """
+    path = col2im_path_factor(op)
+    if path == 1.0:
+        return unit.col2im_ns
+    if unit.col2im_strided_ns is None:
+        return None
+    return unit.col2im_strided_ns * (COL2IM_ND_FACTOR / COL2IM_STRIDED_FACTOR if path == COL2IM_ND_FACTOR else 1.0)
 
 
 def _is_pow2(n: int) -> bool:

@@ -88,6 +88,7 @@ __all__ = [
     "BATCH_CALL_PROBE",
     "BROADCAST_DERIVED",
     "BROADCAST_PROBES",
+    "COL2IM_PROBES",
     "FFT_DERIVED",
     "FFT_PROBES",
     "FFT_STRIDE_DERIVED",
@@ -122,6 +123,7 @@ __all__ = [
     "broadcast_probe",
     "broadcast_span_from",
     "broadcast_times",
+    "col2im_rates",
     "far_hidden",
     "fft_constants",
     "fft_frame_times",
@@ -937,6 +939,36 @@ def _conv1d_ns(out: int, steps: int, stride: int, rounds: int) -> float:
     return min(ns for _ in range(rounds) for _, ns in profile_nodes(model, {"x": x}, runs=10).values())
 
 
+#: The col2im probes (:func:`col2im_rates`): per chip field, the ConvTranspose ``(input channels,
+#: output channels, side, kernel, stride, pad)`` over a square input: unpadded (onnxruntime's 2-D
+#: fast path) and a DCGAN's 4x4 stride 2 pad 1 (its generic loop).
+COL2IM_PROBES = {"col2im_ns": (64, 32, 16, 2, 2, 0), "col2im_strided_ns": (64, 32, 16, 4, 2, 1)}
+
+
+def col2im_rates(rounds: int = 5) -> dict[str, float]:
+    """What a ConvTranspose's col2im pays per element of its column buffer
+    (:func:`cost_models.cpu.measured_col2im_ns`), per :data:`COL2IM_PROBES`: the ConvTranspose's
+    profiled kernel time less that of a MatMul of its GEMM (its transposed filter, constant,
+    times the input's channels by pixels), over the columns (output channels x taps x input
+    pixels), the fastest of ``rounds`` runs of 10 each. On an AMD EPYC (Zen 5): 0.15 and 0.35 ns.
+    A figure not resolved (not positive) is left out."""
+    rng = np.random.default_rng(0)
+    out: dict[str, float] = {}
+    for key, (cin, cout, side, k, stride, pad) in COL2IM_PROBES.items():
+        x = rng.standard_normal((1, cin, side, side)).astype(np.float32)
+        w = {"W": (rng.standard_normal((cin, cout, k, k)) * 0.05).astype(np.float32)}
+        ct = _model(helper.make_node("ConvTranspose", ["x", "W"], ["y"], strides=[stride] * 2, pads=[pad] * 4), x, w)
+        a = {"A": (rng.standard_normal((cout * k * k, cin)) * 0.05).astype(np.float32)}
+        pixels = x.reshape(cin, side * side)
+        gemm = _model(helper.make_node("MatMul", ["A", "x"], ["y"]), pixels, a)
+        ns = [min(t for _ in range(rounds) for _, t in profile_nodes(model, {"x": feed}, runs=10).values())
+              for model, feed in ((ct, x), (gemm, pixels))]  # fmt: skip
+        per = (ns[0] - ns[1]) / (cout * k * k * side * side)
+        if per > 0:
+            out[key] = per
+    return out
+
+
 #: The chip fields :func:`im2col_rates` measures.
 IM2COL_FIELDS = ("im2col_pack_ns", "im2col_stride_ns")
 
@@ -1141,7 +1173,7 @@ def _row_and_walk_rates(rounds: int, notes: list[str], l2_bytes: float | None) -
     """``norm_row_ns``, ``softmax_row_ns``, ``reduce_row_ns``, ``reduce_block_ns``, ``reduce_column_row_ns``, ``reduce_generic_ns``, ``gather_row_ns``,
     ``slice_run_ns``, ``slice_step_element_ns``,
     ``fp32_batch_call_ns``, ``transpose_element_ns``, the single-axis Transpose rates (:func:`single_axis_rates`), the
-    im2col figures (:func:`im2col_rates`),
+    im2col figures (:func:`im2col_rates`), the col2im ones (:func:`col2im_rates`),
     ``gemm_aliased_factor`` and ``gemm_revisit_gbps`` (a note for each not resolved)."""
     out: dict[str, float] = {}
     for key, probe, what in (("norm_row_ns", norm_row_ns, "LayerNormalization time per row"),
@@ -1168,7 +1200,9 @@ def _row_and_walk_rates(rounds: int, notes: list[str], l2_bytes: float | None) -
     notes.extend(f"single-axis Transpose rate not resolved; {key} left out" for key in SINGLE_AXIS_FIELDS if key not in moved)
     packed = im2col_rates(rounds)
     notes.extend(f"a plain conv's B packing not resolved; {key} left out" for key in IM2COL_FIELDS if key not in packed)
-    return out | moved | packed
+    added = col2im_rates(rounds)
+    notes.extend(f"a ConvTranspose's col2im not resolved; {key} left out" for key in COL2IM_PROBES if key not in added)
+    return out | moved | packed | added
 
 
 def _resize_attrs(kernel: str) -> dict[str, str]:

@@ -453,6 +453,25 @@ class TestConvTranspose:
         columns = 8 * 4**rank * 8**rank
         assert col2im_ns(op, unit, "fp32") == pytest.approx(3 * 4 * columns / (unit.l1_bandwidth_gbps * 0.25) * factor)
 
+    @pytest.mark.parametrize(("rank", "attrs", "per_column"), [
+        (2, {"strides": (2, 2)}, 0.15),  # the fast path: col2im_ns
+        (2, {"strides": (2, 2), "pads": (1, 1, 1, 1)}, 0.35),  # the generic loop: col2im_strided_ns
+        (1, {"strides": (8,)}, 0.35 * COL2IM_ND_FACTOR / COL2IM_STRIDED_FACTOR),  # Col2imNd
+    ])  # fmt: skip
+    def test_a_measured_figure_prices_the_pass_per_column(self, rank: int, attrs: dict[str, object], per_column: float) -> None:
+        measured = chip_from_dict(host_chip(efficiency={"ConvTranspose": 1.0, "Add": 0.25}, col2im_ns=0.15, col2im_strided_ns=0.35))
+        unit = measured.units[0]
+        assert isinstance(unit, CpuUnit)
+        x = Tensor("x", (1, 16, *(8,) * rank), "float32")
+        w = Tensor("w", (16, 8, *(4,) * rank), "float32", is_weight=True)
+        op = make_op("ConvTranspose", [x, w], [Tensor("y", (1, 8, *(18,) * rank), "float32")], **attrs)
+        assert col2im_ns(op, unit, "fp32") == pytest.approx(8 * 4**rank * 8**rank * per_column)
+        # the fast figure alone leaves the slow paths to the Add pass
+        fast_only = chip_from_dict(host_chip(efficiency={"Add": 0.25}, col2im_ns=0.15)).units[0]
+        assert isinstance(fast_only, CpuUnit)
+        expected = 8 * 4**rank * 8**rank * (0.15 if per_column == 0.15 else 12 / (fast_only.l1_bandwidth_gbps * 0.25) * col2im_path_factor(op))
+        assert col2im_ns(op, fast_only, "fp32") == pytest.approx(expected)
+
     def test_the_pass_weighs_more_on_a_narrow_input(self) -> None:
         chip = chip_from_dict(host_chip(efficiency={"ConvTranspose": 1.0, "Add": 0.25}))
         share = []

@@ -249,6 +249,16 @@ def test_the_l1_rate_is_kept_only_where_faster_than_the_l2_one(monkeypatch: pyte
     assert "gemv_l1_gbps" not in kernels._gemv_rates(True, 48 * 1024, 2 << 20, (250.0, 4000.0), 2, [])
 
 
+def test_col2im_is_the_conv_transpose_less_its_gemm_per_column(monkeypatch: pytest.MonkeyPatch) -> None:
+    times = {"ConvTranspose": 60_000.0, "MatMul": 20_000.0}
+    monkeypatch.setattr(kernels, "profile_nodes", lambda model, feeds, runs=10: {"n": ("k", times[model.graph.node[0].op_type])})
+    got = kernels.col2im_rates(rounds=1)
+    for key, (_cin, cout, side, k, _s, _p) in kernels.COL2IM_PROBES.items():
+        assert got[key] == pytest.approx(40_000.0 / (cout * k * k * side * side))
+    times["MatMul"] = 70_000.0  # no slower than its GEMM: nothing to price, left out
+    assert kernels.col2im_rates(rounds=1) == {}
+
+
 def test_footprint_is_the_median_of_its_readings(monkeypatch: pytest.MonkeyPatch) -> None:
     readings = iter([None, 100.0, 320.0, 50.0, 200.0])
     monkeypatch.setattr(kernels, "_footprint_once", lambda *a: next(readings))
