@@ -2095,7 +2095,7 @@ def measured_col2im_ns(op: Op, unit: CpuUnit) -> float | None:
     ratio on the AMD EPYC they were measured on). None where the path's figure is not measured.
 
     On an AMD EPYC (Zen 5) the L1 sweep's 283 GB/s and the calibrated ``Add`` priced the pass at
-    0.10 ns (fast) and 0.20 (strided); ConvTransposes less a MatMul of their GEMM took 0.14-0.15
+    0.10 ns (fast) and 0.20 (strided); ConvTransposes less a MatMul of their GEMM took 0.12-0.15
     and 0.29-0.36 (64-256 input channels, 8 x 8 to 32 x 32), and DCGAN came out -16..-19 %.
     """
     path = col2im_path_factor(op)

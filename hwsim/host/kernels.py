@@ -950,7 +950,7 @@ def col2im_rates(rounds: int = 5) -> dict[str, float]:
     (:func:`cost_models.cpu.measured_col2im_ns`), per :data:`COL2IM_PROBES`: the ConvTranspose's
     profiled kernel time less that of a MatMul of its GEMM (its transposed filter, constant,
     times the input's channels by pixels), over the columns (output channels x taps x input
-    pixels), the fastest of ``rounds`` runs of 10 each. On an AMD EPYC (Zen 5): 0.15 and 0.35 ns.
+    pixels), the fastest of ``rounds`` runs of 10 each. On an AMD EPYC (Zen 5): 0.12 and 0.34-0.35 ns.
     A figure not resolved (not positive) is left out."""
     rng = np.random.default_rng(0)
     out: dict[str, float] = {}
