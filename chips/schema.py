@@ -577,6 +577,15 @@ class CpuUnit(Unit):
         "hidden 40 on a 48 KiB L1), measured by `hwsim fingerprint`; a matrix larger than the L1 keeps none of it "
         "there. None: `gemv_gbps` holds in L1 too.",
     )
+    lstm_direction_ns: PositiveFloat | None = Field(
+        None,
+        description="What onnxruntime's LSTM pays per direction beside its steps (its buffers, a reversed "
+        "direction's copies), ns, measured by `hwsim fingerprint` from one and two directions. None: nothing.",
+    )
+    gru_direction_ns: PositiveFloat | None = Field(
+        None,
+        description="The same for onnxruntime's GRU, ns. None: nothing.",
+    )
     gemv_far_gbps: PositiveFloat | None = Field(
         None,
         description="Rate at which that matrix-vector kernel streams a matrix at least twice the L2 (from L3 or "
@@ -928,7 +937,7 @@ class CpuUnit(Unit):
     #: Fields a dump leaves out while unset, so that a chip without them dumps (and hashes,
     #: :func:`hwsim.report.provenance.chip_sha256`) as it did before they existed.
     omitted_when_unset: ClassVar[tuple[str, ...]] = (
-        "gemv_gbps", "gemv_l1_gbps", "gemv_far_gbps", "fft_butterfly_ns", "fft_point_ns", "fft_stride_ns", "fft_page_stride_ns",
+        "gemv_gbps", "gemv_l1_gbps", "gemv_far_gbps", "lstm_direction_ns", "gru_direction_ns", "fft_butterfly_ns", "fft_point_ns", "fft_stride_ns", "fft_page_stride_ns",
         "parallel_section_ns",
         "recurrent_section_ns", "run_footprint_kib", "requant_ns", "int8_pack_ns", "int8_conv_call_ns", "int8_conv_pixel_ns",
         "int8_im2col_pixel_ns", "int8_conv_mac_ps", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps",

@@ -112,6 +112,19 @@ class TestRecurrentSteps:
         # the L1's own bandwidth still bounds it
         assert step_ns("GRU", gemv_l1_gbps=400.0) == pytest.approx(step_ns("GRU", gemv_l1_gbps=200.0), rel=1e-9)
 
+    def test_each_direction_pays_its_measured_set_up(self) -> None:
+        def fixed(op: Op, **unit: Any) -> float:
+            chip = chip_from_dict(host_chip(**KERNELS, **unit))
+            u = chip.units[0]
+            assert isinstance(u, CpuUnit)
+            return recurrent_time(op, u, chip, "fp32", op.weight_bytes(None), 1).fixed_ns
+
+        measured = {"lstm_direction_ns": 1600.0, "gru_direction_ns": 1100.0}
+        for op_type, each in (("LSTM", 1600.0), ("GRU", 1100.0)):
+            for dirs in (1, 2):
+                op = rnn(op_type, 32, 4, dirs=dirs)
+                assert fixed(op, **measured) - fixed(op) == pytest.approx(dirs * each)
+
     def test_bidirectional_streams_each_directions_r_from_its_own_level(self) -> None:
         # hidden 320: one direction's R is 1.6 MB (fits the 2 MiB L2), both together 3.3 MB do not
         one, two = ns(rnn("LSTM", 320, 40), **KERNELS), ns(rnn("LSTM", 320, 40, dirs=2), **KERNELS)

@@ -229,6 +229,7 @@ def test_rates_read_the_footprint_with_the_far_rate(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(kernels, "layer_norm_ns", lambda rounds=5: 0.4)
     monkeypatch.setattr(kernels, "resize_ns", lambda rounds=3: {})
     monkeypatch.setattr(kernels, "run_footprint_kib", lambda *a, **kw: calls.append(a) or 200.0)
+    monkeypatch.setattr(kernels, "direction_setups", lambda rounds=5: {})
     rates, _ = kernels.kernel_rates(l2_bytes=2 << 20, kernel_ns=250.0, run_ns=4000.0)
     assert rates["run_footprint_kib"] == 200.0 and calls == [(2 << 20, NEAR, FAR, 4000.0, 250.0, 5)]
     assert "run_footprint_kib" not in kernels.kernel_rates(quick=True, l2_bytes=2 << 20)[0]
@@ -239,14 +240,30 @@ def test_the_l1_rate_is_kept_only_where_faster_than_the_l2_one(monkeypatch: pyte
              64: NEAR}  # quick: hidden 64 alone
     monkeypatch.setattr(kernels, "gemv_rate", lambda hidden, rounds=5: rates[hidden])
     monkeypatch.setattr(kernels, "run_footprint_kib", lambda *a, **kw: 200.0)
+    monkeypatch.setattr(kernels, "direction_setups", lambda rounds=5: {"lstm_direction_ns": 1600.0, "gru_direction_ns": 1100.0})
     notes: list[str] = []
     got = kernels._gemv_rates(False, 48 * 1024, 2 << 20, (250.0, 4000.0), 5, notes)
-    assert got == {"gemv_gbps": NEAR, "gemv_l1_gbps": 1.6 * NEAR, "gemv_far_gbps": FAR, "run_footprint_kib": 200.0}
+    assert got == {"gemv_gbps": NEAR, "gemv_l1_gbps": 1.6 * NEAR, "gemv_far_gbps": FAR, "run_footprint_kib": 200.0,
+                   "lstm_direction_ns": 1600.0, "gru_direction_ns": 1100.0}  # fmt: skip
     assert not notes
     rates[kernels.l1_hidden(48 * 1024)] = NEAR  # no faster in L1: nothing to price apart
     got = kernels._gemv_rates(False, 48 * 1024, 2 << 20, (250.0, 4000.0), 5, notes)
     assert "gemv_l1_gbps" not in got and any("gemv_l1_gbps left out" in n for n in notes)
     assert "gemv_l1_gbps" not in kernels._gemv_rates(True, 48 * 1024, 2 << 20, (250.0, 4000.0), 2, [])
+
+
+def test_a_directions_set_up_is_bidirectional_less_forward_at_no_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    setup = {"LSTM": 1600.0, "GRU": 1100.0}
+
+    def fake(model: Any, x: Any, rounds: int) -> float:  # 3 us of dispatch, a set-up per direction, 100 ns a step
+        node = model.graph.node[0]
+        dirs = 2 if any(a.s == b"bidirectional" for a in node.attribute) else 1
+        return 3000.0 + dirs * (setup[node.op_type] + 100.0 * x.shape[0])
+
+    monkeypatch.setattr(kernels, "_fastest_ns", fake)
+    assert kernels.direction_setups(rounds=1) == pytest.approx({"lstm_direction_ns": 1600.0, "gru_direction_ns": 1100.0})
+    setup["GRU"] = -500.0  # bidirectional no slower at no steps: left out
+    assert set(kernels.direction_setups(rounds=1)) == {"lstm_direction_ns"}
 
 
 def test_col2im_is_the_conv_transpose_less_its_gemm_per_column(monkeypatch: pytest.MonkeyPatch) -> None:
