@@ -2632,10 +2632,12 @@ def recurrent_time(op: Op, unit: CpuUnit, chip: Chip, dtype: str, w_b: int, thre
     a hidden-512 LSTM ran 4x faster on 2 threads here), plus each step's fixed and gate costs.
     The projection and each product run on the threads MLAS gives them (:func:`recurrent_threads`).
     The weights' first pass (``W`` and ``R`` from the level holding them) splits over the
-    products' threads too, unless it comes from DRAM, and streams under the projection's FMAs:
-    only what it takes beyond them adds. (On an AMD EPYC, Zen 5, LSTMs and GRUs of hidden 384-768
-    over 4 and 64 steps put that first pass at 9-28 us where its bytes at the L3's rate are
-    28-90: an LSTM of hidden 512 ran 204 us over 4 steps, 48 a step, priced 256.)
+    products' threads too, unless it comes from DRAM; from a cache it streams under the
+    projection's FMAs, and only what it takes beyond them adds. (On an AMD EPYC, Zen 5, LSTMs and
+    GRUs of hidden 384-768 over 4 and 64 steps, their weights in the L3, put that first pass at
+    9-28 us where its bytes at the L3's rate are 28-90: an LSTM of hidden 512 ran 204 us over 4
+    steps, 48 a step, priced 256. Weights from DRAM did not hide: a bidirectional LSTM of hidden
+    768, 19 MB of W, spent 618 us at no steps, about W at DRAM's rate.)
     Parallel sections are not included (:func:`parallel_sections`)."""
     assert unit.gemv_gbps is not None
     steps, r_b = recurrent_bytes(op, dtype)
@@ -2658,8 +2660,8 @@ def recurrent_time(op: Op, unit: CpuUnit, chip: Chip, dtype: str, w_b: int, thre
     # the weights' first pass: each thread reads its share from the cache level (DRAM's bandwidth is shared)
     w_ns = w_b / w_gbps / max(step_threads) if w_gbps else w_b / dram_gbps
     products = steps * dirs
-    # the projection reads W as it computes: its first pass streams under the projection's FMAs
-    w_left = max(0.0, w_ns - proj_ns)
+    # the projection reads W as it computes: a first pass from the caches streams under its FMAs
+    w_left = max(0.0, w_ns - proj_ns) if w_gbps else w_ns
     return RecurrentTime(proj_ns + products * sum(r_parts[:2]), w_left + products * sum(r_parts[2:]),
                          recurrent_steps_ns(op, dtype, 0.0) + dirs * (direction_setup_ns(op, unit) or 0.0))
 
