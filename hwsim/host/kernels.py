@@ -57,8 +57,8 @@ from cost_models.cpu import (
     step_handoff_ns,
 )
 from cost_models.cpu_layout import LINE_BYTES
-from cost_models.table import estimate
-from graph_ir.ir import Op, Tensor
+from cost_models.table import estimate, steady_state_unit
+from graph_ir.ir import ModelGraph, Op, Tensor
 from graph_ir.onnx_import import from_model_proto
 from graph_ir.op_metrics import metrics
 from hwsim.host.gather_probe import GATHER_DRAM_DERIVED, gather_dram_from, gather_dram_times
@@ -639,11 +639,13 @@ def handoff_times(threads: int, rounds: int = 3) -> dict[str, float]:
     return {key: best[key] for key in HANDOFF_PROBES.values()}
 
 
-def _modelled_split(op: Op, chip: Chip, threads: int) -> tuple[float, int]:
-    """(``op``'s kernel on ``threads`` threads without its step hand-offs, ns; its split step
-    products), as ``hwsim validate`` prices it: the core's rate split over the threads
+def _modelled_split(graph: ModelGraph, op_type: str, chip: Chip, threads: int) -> tuple[float, int]:
+    """(the ``op_type`` op of the one-op ``graph``: its kernel on ``threads`` threads without its
+    step hand-offs, ns; its split step products), as ``hwsim validate`` prices it in a loop of runs
+    (:func:`~cost_models.table.steady_state_unit`): the core's rate split over the threads
     (:func:`~cost_models.cpu.recurrent_time`) and the sections outside the steps."""
-    unit = chip.units[0]
+    op = next(o for o in graph.ops() if o.op_type == op_type)
+    unit = steady_state_unit(chip.units[0], graph, "model")
     assert isinstance(unit, CpuUnit)
     used = intra_op_threads(op, threads)
     products = recurrent_sections(op, used)[1] if used > 1 else 0
@@ -668,9 +670,8 @@ def step_handoffs(chip: Chip, rates: Mapping[str, float], threads: int) -> dict[
         keys = (HANDOFF_PROBES[op_type, short], HANDOFF_PROBES[op_type, long])
         if not all(k in rates for k in keys):
             continue
-        ops = [next(o for o in from_model_proto(handoff_probe(op_type, n)[0]).ops() if o.op_type == op_type)
-               for n in (short, long)]  # fmt: skip
-        (a_ns, a_products), (b_ns, b_products) = (_modelled_split(op, chip, threads) for op in ops)
+        graphs = [from_model_proto(handoff_probe(op_type, n)[0]) for n in (short, long)]
+        (a_ns, a_products), (b_ns, b_products) = (_modelled_split(g, op_type, chip, threads) for g in graphs)
         left = rates[keys[1]] - rates[keys[0]] - (b_ns - a_ns)
         if b_products > a_products and left > 0:
             out[op_type] = round(left / (b_products - a_products), 1)

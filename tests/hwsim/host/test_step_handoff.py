@@ -51,7 +51,7 @@ def _measured(
     kernel without hand-offs, the products' hand-offs, and a run call."""
     out = {}
     for (op_type, steps), key in HANDOFF_PROBES.items():
-        ns, products = _modelled_split(_probe_op(op_type, steps), chip, threads)
+        ns, products = _modelled_split(from_model_proto(handoff_probe(op_type, steps)[0]), op_type, chip, threads)
         out[key] = run_ns + ns + products * handoff[op_type]
     return out
 
