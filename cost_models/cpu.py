@@ -184,6 +184,7 @@ __all__ = [
     "norm_rows",
     "norm_rows_ns",
     "one_row_call_ns",
+    "one_thread_pass_ns",
     "parallel_sections",
     "recurrent_bytes",
     "recurrent_dims",
@@ -2086,6 +2087,15 @@ def col2im_ns(op: Op, unit: CpuUnit, dtype: str) -> float:
     out = op.outputs[0]
     word = deployed_bytes(out, dtype) / max(out.elements, 1)
     return 3 * columns * word / (unit.l1_bandwidth_gbps * e_add) * col2im_path_factor(op)
+
+
+def one_thread_pass_ns(op: Op, unit: CpuUnit, dtype: str) -> float:
+    """The part of ``op``'s kernel onnxruntime runs on one thread whatever its intra-op threads, ns:
+    a ConvTranspose's col2im (its GEMM splits, the col2im loop does not). On an AMD EPYC (Zen 5), 2
+    threads, ConvTransposes of 64 -> 32 and 128 -> 64 channels (4x4 stride 2, 16 x 16; 2x2 stride 2,
+    32 x 32) less a MatMul of their GEMM took 48 / 91 / 13 us, where the same on one thread took
+    47 / 94 / 12: DCGAN's ConvTransposes ran 1.35-1.8x faster on 2 threads, priced 2.0-2.2x."""
+    return col2im_ns(op, unit, dtype) if op.op_type == "ConvTranspose" else 0.0
 
 
 def measured_col2im_ns(op: Op, unit: CpuUnit) -> float | None:

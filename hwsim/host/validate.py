@@ -49,6 +49,7 @@ from cost_models.cpu import (
     is_row_product,
     kernel_type,
     loop_cache_bytes,
+    one_thread_pass_ns,
     parallel_sections,
     recurrent_sections,
     recurrent_time,
@@ -328,8 +329,11 @@ def _threading(op: Op, chip: Chip, threads: int) -> tuple[int, int, float]:
 
 def _time(op: Op, c: OpCost, chip: Chip, threads: int, with_overhead: bool) -> float:
     """The kernel's time on onnxruntime's ``threads`` intra-op threads: its roofline over the
-    thread speed-up (:func:`_speedup`), plus its parallel sections."""
-    roof = max(c.compute_ns, c.memory_ns) / _speedup(op, chip, threads) + _sections_ns(op, chip, threads)
+    thread speed-up (:func:`_speedup`), but for the pass it runs on one thread
+    (:func:`~cost_models.cpu.one_thread_pass_ns`), plus its parallel sections."""
+    speedup, unit = _speedup(op, chip, threads), chip.units[0]
+    alone = one_thread_pass_ns(op, unit, c.dtype) if speedup > 1 and isinstance(unit, CpuUnit) else 0.0
+    roof = max(c.compute_ns - alone, c.memory_ns) / speedup + alone + _sections_ns(op, chip, threads)
     return roof + (c.overhead_ns if with_overhead else 0.0)
 
 

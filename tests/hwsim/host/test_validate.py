@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
-from chips.schema import chip_from_dict, load_chip
+from chips.schema import CpuUnit, chip_from_dict, load_chip
 from cost_models.cpu import (
     DEPTHWISE_PLAIN_CHANNEL_NS,
     DEPTHWISE_PLAIN_ELEMENT_NS,
@@ -28,6 +28,8 @@ from cost_models.cpu import (
     SGEMM_CONV_ATTR,
     SGEMM_PACK_NS,
     gemm_bias_ns,
+    intra_op_threads,
+    sections_ns,
 )
 from cost_models.table import estimate
 from graph_ir.ir import ModelGraph
@@ -234,6 +236,28 @@ def _preact_net(path: Path) -> Path:
 
 
 class TestPredictionStructure:
+    def test_a_conv_transposes_col2im_stays_on_one_thread(self, tmp_path: Path) -> None:
+        # DCGAN's 4x4 stride 2 upsampling, 64 -> 32 channels over 16 x 16: its GEMM splits, its col2im does not
+        path = tmp_path / "ct.onnx"
+        w = numpy_helper.from_array(np.ones((64, 32, 4, 4), np.float32), "w")
+        node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="ct", strides=[2, 2], pads=[1, 1, 1, 1])
+        g = helper.make_graph([node], "net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64, 16, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32, 32, 32])], [w])  # fmt: skip
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+        graph = load_onnx(path)
+        one, two = (cpu_chip(chip_from_dict(host_chip(col2im_strided_ns=0.35)), t) for t in (1, 2))
+        t1, t2 = (predict_nodes(graph, c, t, set())["ct"].predicted_ns for c, t in ((one, 1), (two, 2)))
+        unit = two.units[0]
+        assert isinstance(unit, CpuUnit)
+        col2im = 32 * 16 * 16 * 16 * 0.35  # columns: output channels x taps x input pixels
+        cost = estimate(graph.op("ct"), two, "cpu", "model")
+        assert cost is not None and cost.compute_ns > cost.memory_ns
+        used = intra_op_threads(graph.op("ct"), 2)
+        assert used == 2
+        overhead, sections = cost.overhead_ns, sections_ns(graph.op("ct"), unit, used)
+        assert t2 - overhead - sections == pytest.approx((cost.compute_ns - col2im) / 2 + col2im)
+        assert t1 - overhead == pytest.approx(cost.compute_ns)
+
     def test_silu_runs_as_one_quick_gelu_kernel(self, tmp_path: Path) -> None:
         graph = load_onnx(conv_net(tmp_path / "n.onnx", 16, 32, "silu"))
         chip = cpu_chip(chip_from_dict(host_chip()), 1)
