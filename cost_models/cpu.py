@@ -94,6 +94,7 @@ __all__ = [
     "CODE_REFETCH_NS",
     "CODE_REFETCH_OP_TYPES",
     "COL2IM_ND_FACTOR",
+    "COL2IM_PATH_FACTORS",
     "COL2IM_STRIDED_FACTOR",
     "COLD_DST_ATTR",
     "COLD_DST_TRANSFERS",
@@ -142,6 +143,7 @@ __all__ = [
     "calibrated_efficiency",
     "calibration_basis_ns",
     "col2im_ns",
+    "col2im_path",
     "col2im_path_factor",
     "cold_destination_ns",
     "cold_source_ns",
@@ -2029,11 +2031,25 @@ def recurrent_sections(op: Op, threads: int) -> tuple[int, int]:
 #: any other rank runs ``Col2imNd``, an index computed per element (1-D, 32-128 input channels,
 #: kernel 4 / 8 / 16 at stride 2 / 8 / 8: 0.40-0.51 ns, 0.79 at 32 positions).
 COL2IM_STRIDED_FACTOR, COL2IM_ND_FACTOR = 1.9, 2.5
+#: Each col2im path (:func:`col2im_path`) and its factor over the ``Add`` pass.
+COL2IM_PATH_FACTORS: Mapping[str, float] = {"fast": 1.0, "strided": COL2IM_STRIDED_FACTOR, "nd": COL2IM_ND_FACTOR}
+
+
+def col2im_path(op: Op) -> str:
+    """The col2im path onnxruntime runs for a ConvTranspose's shape: ``"fast"`` (2-D, stride 1 or
+    unpadded), ``"strided"`` (2-D, strided with padding or dilation: the generic loop) or ``"nd"``
+    (any other rank: ``Col2imNd``)."""
+    if not op.inputs or len(op.inputs[0].shape) != 4:
+        return "nd"
+    strides, pads, dilations = (_ints(op.attrs.get(k)) for k in ("strides", "pads", "dilations"))
+    padded = any(pads) or any(d != 1 for d in dilations) or str(op.attrs.get("auto_pad", "NOTSET")).startswith("SAME")
+    return "strided" if padded and any(s > 1 for s in strides) else "fast"
 
 
 def col2im_path_factor(op: Op) -> float:
     """How many times its ``Add`` pass a ConvTranspose's col2im takes on the path onnxruntime runs
-    for its shape (:data:`COL2IM_STRIDED_FACTOR`, :data:`COL2IM_ND_FACTOR`; 1 for the 2-D fast path).
+    for its shape (:func:`col2im_path`: :data:`COL2IM_STRIDED_FACTOR`, :data:`COL2IM_ND_FACTOR`; 1
+    for the 2-D fast path).
 
     >>> from graph_ir.ir import Tensor
     >>> ct = lambda rank, **a: Op("ct", "ConvTranspose", "conv", (Tensor("x", (1, 8) + (4,) * rank, "f"),), (), a)
@@ -2041,11 +2057,7 @@ def col2im_path_factor(op: Op) -> float:
     ...  col2im_path_factor(ct(2, pads=[1] * 4)), col2im_path_factor(ct(1, strides=[2]))]
     [1.0, 1.9, 1.0, 2.5]
     """
-    if not op.inputs or len(op.inputs[0].shape) != 4:
-        return COL2IM_ND_FACTOR
-    strides, pads, dilations = (_ints(op.attrs.get(k)) for k in ("strides", "pads", "dilations"))
-    padded = any(pads) or any(d != 1 for d in dilations) or str(op.attrs.get("auto_pad", "NOTSET")).startswith("SAME")
-    return COL2IM_STRIDED_FACTOR if padded and any(s > 1 for s in strides) else 1.0
+    return COL2IM_PATH_FACTORS[col2im_path(op)]
 
 
 def _ints(value: object) -> list[int]:
@@ -2100,7 +2112,7 @@ def one_thread_pass_ns(op: Op, unit: CpuUnit, dtype: str) -> float:
 
 def measured_col2im_ns(op: Op, unit: CpuUnit) -> float | None:
     """What the ``unit``'s measured figures say a ConvTranspose's col2im pays per column element on
-    the path onnxruntime runs for its shape (:func:`col2im_path_factor`): ``col2im_ns`` on the 2-D
+    the path onnxruntime runs for its shape (:func:`col2im_path`): ``col2im_ns`` on the 2-D
     fast path, ``col2im_strided_ns`` on the generic loop, and that times
     :data:`COL2IM_ND_FACTOR` / :data:`COL2IM_STRIDED_FACTOR` for ``Col2imNd`` (the two slow paths'
     ratio on the AMD EPYC they were measured on). None where the path's figure is not measured.
@@ -2109,12 +2121,12 @@ def measured_col2im_ns(op: Op, unit: CpuUnit) -> float | None:
     0.10 ns (fast) and 0.20 (strided); ConvTransposes less a MatMul of their GEMM took 0.12-0.15
     and 0.29-0.36 (64-256 input channels, 8 x 8 to 32 x 32), and DCGAN came out -16..-19 %.
     """
-    path = col2im_path_factor(op)
-    if path == 1.0:
+    path = col2im_path(op)
+    if path == "fast":
         return unit.col2im_ns
     if unit.col2im_strided_ns is None:
         return None
-    return unit.col2im_strided_ns * (COL2IM_ND_FACTOR / COL2IM_STRIDED_FACTOR if path == COL2IM_ND_FACTOR else 1.0)
+    return unit.col2im_strided_ns * (COL2IM_ND_FACTOR / COL2IM_STRIDED_FACTOR if path == "nd" else 1.0)
 
 
 def _is_pow2(n: int) -> bool:

@@ -41,6 +41,7 @@ from cost_models.cpu import (
     MLAS_SGEMM_PACKED_STRIDE_K,
     NCHWC_ATTR,
     RECURRENT_GATE_NS,
+    RECURRENT_STEP_GEMMS,
     RECURRENT_STEP_NS,
     calibrated_efficiency,
     calibration_basis_ns,
@@ -223,6 +224,22 @@ def _fastest_ns(model: onnx.ModelProto, x: np.ndarray | Mapping[str, np.ndarray]
     return min(time_session(sess, feeds, runs=20, warmup=3, min_total_s=0.02).min_ns for _ in range(rounds))
 
 
+def _fastest_kernel_ns(model: onnx.ModelProto, x: np.ndarray, rounds: int) -> float:
+    """The fastest profiled kernel time of the one-node ``model`` fed ``x`` (its input ``x``) over
+    ``rounds`` profiled runs of 10, ns: a timed run would add what onnxruntime does with the graph's
+    output, which a kernel inside a model does not pay."""
+    return min(ns for _ in range(rounds) for _, ns in profile_nodes(model, {"x": x}, runs=10).values())
+
+
+def _recurrent_weights(op_type: str, hidden: int, dirs: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """``W`` (one input feature) and ``R`` of an ``op_type`` (LSTM or GRU) of ``hidden`` and
+    ``dirs`` directions, its gate blocks those of its step products
+    (:data:`~cost_models.cpu.RECURRENT_STEP_GEMMS`)."""
+    rows = sum(RECURRENT_STEP_GEMMS[op_type]) * hidden
+    return {"W": (rng.standard_normal((dirs, rows, 1)) * 0.05).astype(np.float32),
+            "R": (rng.standard_normal((dirs, rows, hidden)) * 0.05).astype(np.float32)}  # fmt: skip
+
+
 def gemv_rate(hidden: int = 256, rounds: int = 5) -> float | None:
     """GB/s at which onnxruntime's LSTM step streams its recurrent weights ``R`` (16 hidden² bytes,
     1 MiB at hidden 256; the fingerprint takes :func:`near_hidden` to keep it in L2; one input
@@ -230,8 +247,7 @@ def gemv_rate(hidden: int = 256, rounds: int = 5) -> float | None:
     less :data:`~cost_models.cpu.RECURRENT_STEP_NS` and the gate work. None when not resolved."""
     rng = np.random.default_rng(0)
     # one input feature: the input projection X·Wᵀ all steps share is negligible
-    w = {"W": (rng.standard_normal((1, 4 * hidden, 1)) * 0.05).astype(np.float32),
-         "R": (rng.standard_normal((1, 4 * hidden, hidden)) * 0.05).astype(np.float32)}
+    w = _recurrent_weights("LSTM", hidden, 1, rng)
     node = helper.make_node("LSTM", ["x", "W", "R"], ["y"], hidden_size=hidden)
     xs = {s: rng.standard_normal((s, 1, 1)).astype(np.float32) for s in (16, 64)}
     t = {s: _fastest_ns(_model(node, x, w), x, rounds) for s, x in xs.items()}
@@ -260,9 +276,7 @@ def direction_setups(rounds: int = 5) -> dict[str, float]:
     for op, field in DIRECTION_FIELDS.items():
         at_none = []
         for dirs in (1, 2):
-            gates = (4 if op == "LSTM" else 3) * hidden
-            w = {"W": (rng.standard_normal((dirs, gates, 1)) * 0.05).astype(np.float32),
-                 "R": (rng.standard_normal((dirs, gates, hidden)) * 0.05).astype(np.float32)}  # fmt: skip
+            w = _recurrent_weights(op, hidden, dirs, rng)
             node = helper.make_node(op, ["x", "W", "R"], ["y"], hidden_size=hidden,
                                     direction="bidirectional" if dirs == 2 else "forward")  # fmt: skip
             t = {s: _fastest_ns(_model(node, x, w), x, rounds) for s, x in xs.items()}
@@ -614,9 +628,7 @@ def handoff_probe(op_type: str, steps: int, hidden: int = HANDOFF_HIDDEN) -> tup
     """One forward ``op_type`` (LSTM or GRU) of ``hidden`` over ``steps`` steps of one input
     feature, and its input."""
     rng = np.random.default_rng(hidden + steps)
-    gates = 4 if op_type == "LSTM" else 3
-    w = {"W": (rng.standard_normal((1, gates * hidden, 1)) * 0.05).astype(np.float32),
-         "R": (rng.standard_normal((1, gates * hidden, hidden)) * 0.05).astype(np.float32)}  # fmt: skip
+    w = _recurrent_weights(op_type, hidden, 1, rng)
     node = helper.make_node(op_type, ["x", "W", "R"], ["y"], hidden_size=hidden)
     if op_type == "GRU":  # PyTorch's GRU form
         node.attribute.append(helper.make_attribute("linear_before_reset", 1))
@@ -890,7 +902,7 @@ def _single_axis_ns(dtype: type[np.generic], channels: int, side: int, rounds: i
     times = []
     for data, perm in ((x, (0, 2, 3, 1)), (np.ascontiguousarray(x.transpose(0, 2, 3, 1)), (0, 3, 1, 2))):
         model = _model(helper.make_node("Transpose", ["x"], ["y"], perm=list(perm)), data, {}, True)
-        times.append(min(ns for _ in range(rounds) for _, ns in profile_nodes(model, {"x": data}, runs=10).values()))
+        times.append(_fastest_kernel_ns(model, data, rounds))
     return times[0], times[1]
 
 
@@ -973,7 +985,7 @@ def _conv1d_ns(out: int, steps: int, stride: int, rounds: int) -> float:
     x = rng.standard_normal((1, channels, steps)).astype(np.float32)
     w = {"W": (rng.standard_normal((out, channels, taps)) * 0.05).astype(np.float32)}
     model = _model(helper.make_node("Conv", ["x", "W"], ["y"], pads=[taps // 2] * 2, strides=[stride]), x, w)
-    return min(ns for _ in range(rounds) for _, ns in profile_nodes(model, {"x": x}, runs=10).values())
+    return _fastest_kernel_ns(model, x, rounds)
 
 
 #: The col2im probes (:func:`col2im_rates`): per chip field, the ConvTranspose ``(input channels,
@@ -998,8 +1010,7 @@ def col2im_rates(rounds: int = 5) -> dict[str, float]:
         a = {"A": (rng.standard_normal((cout * k * k, cin)) * 0.05).astype(np.float32)}
         pixels = x.reshape(cin, side * side)
         gemm = _model(helper.make_node("MatMul", ["A", "x"], ["y"]), pixels, a)
-        ns = [min(t for _ in range(rounds) for _, t in profile_nodes(model, {"x": feed}, runs=10).values())
-              for model, feed in ((ct, x), (gemm, pixels))]  # fmt: skip
+        ns = [_fastest_kernel_ns(model, feed, rounds) for model, feed in ((ct, x), (gemm, pixels))]
         per = (ns[0] - ns[1]) / (cout * k * k * side * side)
         if per > 0:
             out[key] = per

@@ -542,9 +542,15 @@ def nchwc_kernels(graph: ModelGraph, block: int, fused: Iterable[str] = ()) -> d
             act = after[0]
             if act.name in fused and act.op_type in _NCHWC_PASS_ACTIVATIONS:
                 attrs[NCHWC_ACTIVATION_ATTR] = act.op_type
-        plain_dense = op.name in dense and conv_group(op) == 1
-        out[op.name] = _padded_conv(replace(op, attrs=attrs), block) if plain_dense else replace(op, attrs=attrs)
+        padded = op.name in dense and _pads_in_kernel(op)
+        out[op.name] = _padded_conv(replace(op, attrs=attrs), block) if padded else replace(op, attrs=attrs)
     return out
+
+
+def _pads_in_kernel(op: Op) -> bool:
+    """Whether a dense blocked conv is priced as the padded conv it runs (:func:`_padded_conv`), so
+    that :func:`nchwc_work` leaves its padding out of its factor: a conv of one group."""
+    return conv_group(op) == 1
 
 
 def _padded_conv(op: Op, block: int) -> Op:
@@ -845,7 +851,7 @@ def _nchwc_plan(
                     reorder("ReorderInput", x)
                 wide = dense and not narrow
                 # a plain dense conv's padded channels are in its kernel (nchwc_kernels: _padded_conv)
-                pad = 1.0 if dense and group == 1 else _pad(cout, block) * (_pad(cin, block) if wide else 1.0)
+                pad = 1.0 if dense and _pads_in_kernel(op) else _pad(cout, block) * (_pad(cin, block) if wide else 1.0)
                 blocks = -(-cout // conv_group(op) // block)
                 keep_blocked(op, pad / (nchwc_block_efficiency(blocks, one_block) if dense else 1.0))
                 (kept if depthwise else dense_convs).add(op.name)
