@@ -855,6 +855,41 @@ class CpuUnit(Unit):
         description="The same on onnxruntime's generic col2im loop (2-D, strided and padded; Col2imNd in other ranks "
         "at 1.3x it), ns, measured by `hwsim fingerprint`. None: the Add pass times the path's factor.",
     )
+    nchwc_activation_pass_ns: dict[str, PositiveFloat] | None = Field(
+        None,
+        description="Per activation (Clip, HardSigmoid, HardSwish, LeakyRelu, Sigmoid, Tanh), what MLAS's pass over "
+        "an NCHWc conv's output costs per output element when the activation is fused (a Relu the kernel applies "
+        "in its stores, free), ns. Measured by `hwsim fingerprint` as the time each adds to a chain of 64-channel "
+        "3x3 depthwise convs (Clip 0.08, Sigmoid 0.24 on an AMD EPYC, Zen 5). None, or one not named: 0.14, the "
+        "CI Xeon's Clip.",
+    )
+    depthwise_tile_ns: dict[Literal[3, 5, 7], tuple[PositiveFloat, PositiveFloat]] | None = Field(
+        None,
+        description="Per kernel width (3, 5, 7), what onnxruntime's NCHWc depthwise conv pays per output element "
+        "(a channel at one pixel, at the full kernel height) on MLAS's sliding-window kernel (stride and dilation 1 "
+        "along the width): in a tile of outputs whose inputs all lie inside the row, and in one that touches the "
+        "padding (masked loads and FMAs), ns. Measured by `hwsim fingerprint` from chains of 64-channel depthwise "
+        "convs with rows of ten tiles and of one (3x3 on an AMD EPYC, Zen 5: 0.094 and 0.216). None: the taps at "
+        "the calibrated rate (depthwise_output_ns and depthwise_tap_ns where measured).",
+    )
+    depthwise_row_ns: PositiveFloat | None = Field(
+        None,
+        description="What the sliding-window kernel of depthwise_tile_ns pays per call, one output row of one "
+        "block of channels, beside its tiles, ns. Measured by `hwsim fingerprint` from 3x3 rows of 12 and of 3 "
+        "outputs (7 on an AMD EPYC, Zen 5). None: in the tiles' figures.",
+    )
+    depthwise_output_ns: PositiveFloat | None = Field(
+        None,
+        description="What onnxruntime's NCHWc depthwise conv pays per output element on MLAS's assembly kernel "
+        "(strided along the width, dilated, or a kernel width other than 3, 5, 7) beside depthwise_tap_ns per tap, "
+        "ns. Measured by `hwsim fingerprint` from 3x3 and 7x7 depthwise convs at stride 2 (0.18 on an AMD EPYC, "
+        "Zen 5). None, or depthwise_tap_ns None: the taps and seven more at the calibrated rate.",
+    )
+    depthwise_tap_ns: PositiveFloat | None = Field(
+        None,
+        description="What the same kernel pays per tap of each output element, ns (0.011 on an AMD EPYC, Zen 5). "
+        "None: see depthwise_output_ns.",
+    )
     im2col_pack_ns: PositiveFloat | None = Field(
         None,
         description="What MLAS's SGEMM pays per element of a B it builds and packs on the run (a conv on onnxruntime's "
@@ -943,7 +978,7 @@ class CpuUnit(Unit):
         "int8_im2col_pixel_ns", "int8_conv_mac_ps", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps",
         "int8_gemv_far_gbps", "softmax_denormal_ns", "nchwc_one_block_efficiency", "norm_row_ns", "fp32_gemv_call_ns", "fp32_gemv_gbps",
         "fp32_pack_ns", "kernel_setup_ns", "step_handoff_ns", "broadcast_span_ns", "softmax_row_ns", "transpose_element_ns",
-        "im2col_pack_ns", "im2col_stride_ns", "col2im_ns", "col2im_strided_ns", "transpose_block_ns", "transpose_outward_factor", "transpose_byte_outward_factor", "transpose_shared_line_factor", "transpose_pass_lines", "transpose_byte_block_ns", "transpose_edge_ns", "gemm_aliased_factor", "gemm_revisit_gbps", "gemv_dram_gbps", "reduce_row_ns", "reduce_block_ns", "reduce_column_row_ns", "reduce_generic_ns",
+        "im2col_pack_ns", "im2col_stride_ns", "col2im_ns", "col2im_strided_ns", "nchwc_activation_pass_ns", "depthwise_tile_ns", "depthwise_row_ns", "depthwise_output_ns", "depthwise_tap_ns", "transpose_block_ns", "transpose_outward_factor", "transpose_byte_outward_factor", "transpose_shared_line_factor", "transpose_pass_lines", "transpose_byte_block_ns", "transpose_edge_ns", "gemm_aliased_factor", "gemm_revisit_gbps", "gemv_dram_gbps", "reduce_row_ns", "reduce_block_ns", "reduce_column_row_ns", "reduce_generic_ns",
         "slice_run_ns", "slice_step_element_ns", "gather_row_ns", "gather_dram_row_ns", "gather_dram_line_ns", "fp32_batch_call_ns", "scatter_far_update_ns", "thread_check_speedup",
         "weight_cache_kib", "weight_cached_gbps", "loop_cache_kib",
     )

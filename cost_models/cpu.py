@@ -105,9 +105,11 @@ __all__ = [
     "CONV_SYM_OUTPUT_PACK",
     "DEFAULT_EFFICIENCY",
     "DEPTHWISE_FACTOR",
+    "DEPTHWISE_MEASURED_MIN_TAPS",
     "DEPTHWISE_OUTPUT_TAPS",
     "DEPTHWISE_PLAIN_CHANNEL_NS",
     "DEPTHWISE_PLAIN_ELEMENT_NS",
+    "DEPTHWISE_TILE_OUTPUTS",
     "FAR_SRC_ATTR",
     "GEMM_BIAS_PASSES",
     "GROUPED_CONV_ROW_NS",
@@ -118,6 +120,7 @@ __all__ = [
     "NCHWC_ACTIVATION_ATTR",
     "NCHWC_ACTIVATION_PASS_NS",
     "NCHWC_ATTR",
+    "NCHWC_PASS_ACTIVATIONS",
     "ONE_THREAD_KERNELS",
     "QUANTIZE_PARALLEL_MIN_ELEMENTS",
     "RECURRENT_OP_TYPES",
@@ -154,6 +157,7 @@ __all__ = [
     "denormal_softmax_ns",
     "depthwise_nchwc_ns",
     "depthwise_plain_ns",
+    "depthwise_row_tiles",
     "direction_setup_ns",
     "dram_gemv_gbps",
     "fft_ns",
@@ -179,6 +183,7 @@ __all__ = [
     "marked_cold_bytes",
     "marked_cold_sources",
     "measured_col2im_ns",
+    "measured_depthwise_ns",
     "measured_setup",
     "missed_butterflies",
     "mlas_threads",
@@ -282,11 +287,28 @@ SGEMM_CONV_ATTR = "hwsim_sgemm_conv"
 #: channels; ``benchmarks/micro_cpu_kernels.py depthwise``), i.e. 7 taps at the taps' own rate
 #: (:func:`depthwise_nchwc_ns`).
 DEPTHWISE_OUTPUT_TAPS = 7.0
+#: Outputs per tile of MLAS's sliding-window NCHWc depthwise kernel (``sconv_depthwise_avx512f.cpp``,
+#: onnxruntime 1.32 on AVX-512), by kernel width: as many accumulators as cover the FMA latency
+#: while they and the tile's input columns fit the 32 vector registers. It takes stride and
+#: dilation 1 along the width and these widths only; a tile whose inputs reach into the padding
+#: runs masked. Other depthwise convs go to the assembly kernel (six outputs at a time, the padded
+#: ones one at a time). :func:`depthwise_row_tiles`, :func:`measured_depthwise_ns`.
+DEPTHWISE_TILE_OUTPUTS: Mapping[int, int] = {3: 12, 5: 10, 7: 8}
+#: Taps per output from which the assembly kernel's measured law (``depthwise_output_ns`` and
+#: ``depthwise_tap_ns``, read on 3x3 and 7x7 kernels) applies; a narrower kernel (a 1x1, the
+#: BatchNormalization the NCHWc transformer makes one of) keeps :func:`depthwise_nchwc_ns`: on an
+#: AMD EPYC (Zen 5) a 1x1 depthwise took 0.072 ns per output where that law says 0.19.
+DEPTHWISE_MEASURED_MIN_TAPS = 9
 #: What MLAS's activation pass over an NCHWc conv's output costs per output element, ns, for an
 #: activation the kernel does not apply in its stores (Clip, Sigmoid, ...: ``MlasActivation``
 #: after the kernel, 4-wide): measured on the CI Xeon as a fused Clip's extra time on chained
 #: depthwise convs, 0.13-0.15 ns (a fused Relu: none; ``benchmarks/micro_cpu_kernels.py depthwise``).
 NCHWC_ACTIVATION_PASS_NS = 0.14
+#: The activations MLAS applies in that pass (HardSwish as onnxruntime's ``Conv(activation=HardSwish)``),
+#: each at a rate of its own: on an AMD EPYC (Zen 5) a chain of 3x3 depthwise convs took per output
+#: 0.075-0.088 ns more with a Clip, 0.10-0.14 with a HardSigmoid, 0.12-0.19 with a LeakyRelu or a
+#: HardSwish, 0.21 with a Tanh and 0.24 with a Sigmoid (``nchwc_activation_pass_ns``, per host).
+NCHWC_PASS_ACTIVATIONS = ("Clip", "HardSigmoid", "HardSwish", "LeakyRelu", "Sigmoid", "Tanh")
 #: What MLAS's SGEMM pays per element of a B it packs on the run (a plain conv's expanded input),
 #: ns: 1-D convs 64 -> 64 channels over 4000 steps, k = 1 and 3 (K x N = 0.26 M and 0.77 M), took
 #: 0.22-0.30 ns per element of B beyond their FMAs at 0.97 of the peak on the CI Xeon under load
@@ -600,7 +622,7 @@ class CpuModel(UnitModel[CpuUnit]):
         passes beside its FMAs: MLAS's activation pass (:func:`nchwc_activation_ns`) or its
         packing of the expanded input (:func:`sgemm_conv_ns`), which no efficiency scales."""
         cost = self.roofline(op, unit, chip, dtype, in_b, w_b, out_b)
-        cost = _with_pass(cost, unit, nchwc_activation_ns(op), "activation pass")
+        cost = _with_pass(cost, unit, nchwc_activation_ns(op, unit), "activation pass")
         return _with_pass(cost, unit, sgemm_conv_ns(op, unit), "B packing")
 
     def softmax(self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
@@ -994,7 +1016,9 @@ def _compute_ns(op: Op, unit: CpuUnit, dtype: Dtype) -> float:
     """The op's work at the core's SIMD peak times its efficiency (kernel class, shape); a dense
     conv on onnxruntime's NCHWc kernel only its taps inside the input (:func:`valid_tap_share`)."""
     key = kernel_type(op)
-    if key == "DepthwiseConv" and NCHWC_ATTR in op.attrs:  # onnxruntime's NCHWc kernel, per tap
+    if key == "DepthwiseConv" and NCHWC_ATTR in op.attrs:  # onnxruntime's NCHWc kernel
+        if (measured := measured_depthwise_ns(op, unit)) is not None:  # a calibration's correction of it, if any
+            return measured / unit.efficiency.get(key, 1.0)
         return depthwise_nchwc_ns(op, unit, dtype, unit.efficiency.get(key) or efficiency(unit, op, DEFAULT_EFFICIENCY))
     shape = 1.0 if measured_setup(op, unit) is not None else shape_factor(op)
     if key != op.op_type and key in unit.efficiency:  # a kernel class of its own, fitted as such
@@ -1133,6 +1157,91 @@ def depthwise_nchwc_ns(op: Op, unit: CpuUnit, dtype: Dtype, eff: float) -> float
     return 2.0 * op.outputs[0].elements * taps / (unit.peak_flops_per_ns(dtype) * eff)
 
 
+def _width_geometry(op: Op) -> tuple[int, int, int, int, int, int] | None:
+    """A 2-D conv's kernel width, input and output widths, stride, dilation and left padding along
+    its last axis; None for another rank."""
+    if not op.weights or len(op.weights[0].shape) != 4 or len(op.inputs[0].shape) != 4 or len(op.outputs[0].shape) != 4:
+        return None
+    k, n, o = int(op.weights[0].shape[3]), int(op.inputs[0].shape[3]), int(op.outputs[0].shape[3])
+    s = int(list(op.attrs.get("strides") or [1, 1])[1])  # type: ignore[call-overload]
+    d = int(list(op.attrs.get("dilations") or [1, 1])[1])  # type: ignore[call-overload]
+    pads = list(op.attrs.get("pads") or [0, 0, 0, 0])  # type: ignore[call-overload]
+    return k, n, o, s, d, _pad_begin(str(op.attrs.get("auto_pad", "NOTSET")), int(pads[1]), k, n, o, s, d)
+
+
+def depthwise_row_tiles(op: Op) -> tuple[int, int] | None:
+    """The outputs of one output row of a 2-D depthwise conv on MLAS's sliding-window kernel
+    (:data:`DEPTHWISE_TILE_OUTPUTS`) in tiles whose inputs lie inside the row and in tiles that
+    reach into its padding (masked): ``(inside, masked)``. None for a conv that kernel does not
+    take (strided or dilated along the width, another kernel width, not 2-D).
+
+    >>> from graph_ir.ir import Tensor
+    >>> def dw(side: int) -> Op:
+    ...     x, w = Tensor("x", (1, 16, side, side), "f"), Tensor("w", (16, 1, 3, 3), "f", True)
+    ...     return Op("dw", "Conv", "conv", (x, w), (Tensor("y", (1, 16, side, side), "f"),), {"group": 16, "pads": [1] * 4})
+    >>> [depthwise_row_tiles(dw(side)) for side in (7, 24, 56)]  # the first tile and the last masked
+    [(0, 7), (0, 24), (36, 20)]
+    """
+    geometry = _width_geometry(op)
+    if geometry is None:
+        return None
+    k, n, o, s, d, column = geometry
+    tile = DEPTHWISE_TILE_OUTPUTS.get(k)
+    if tile is None or s != 1 or d != 1:
+        return None
+    column, inside, masked = -column, 0, 0
+    while o > 0:
+        count = min(o, tile)
+        if column < 0 or column + count + k - 1 > n:
+            masked += count
+        else:
+            inside += count
+        column, o = column + count, o - count
+    return inside, masked
+
+
+def measured_depthwise_ns(op: Op, unit: CpuUnit) -> float | None:
+    """An NCHWc depthwise conv at the figures ``hwsim fingerprint`` measured, ns (its FMAs, loads
+    and stores; the padded channels are :func:`hwsim.host.validate.nchwc_work`'s): on MLAS's
+    sliding-window kernel its rows' tiles (:func:`depthwise_row_tiles`) at the unit's
+    ``depthwise_tile_ns`` for the kernel width, inside and masked, and ``depthwise_row_ns`` per
+    call (an output row of a block of channels); on the assembly kernel
+    ``depthwise_output_ns`` per output and ``depthwise_tap_ns`` per tap, for kernels of at least
+    :data:`DEPTHWISE_MEASURED_MIN_TAPS` taps. Both at the share of kernel rows inside the input
+    (:func:`valid_tap_share`). None where the unit has no such figure.
+
+    On an AMD EPYC (Zen 5), chains of 3x3 depthwise convs of the same outputs took 0.11 ns per
+    output in rows of 120 and 0.22 in rows of 12, one masked tile (0.13 priced by the taps at
+    one rate), and 0.28-0.30 at stride 2 on the assembly kernel.
+
+    >>> from chips.schema import CpuUnit
+    >>> from graph_ir.ir import Tensor
+    >>> unit = CpuUnit(name="c", domain="d", clock_mhz=1000, flops_per_cycle={"fp32": 64}, depthwise_tile_ns={3: (0.1, 0.2)},
+    ...                depthwise_output_ns=0.2, depthwise_tap_ns=0.01)
+    >>> def dw(side: int, stride: int) -> Op:
+    ...     x, w = Tensor("x", (1, 16, side, side), "f"), Tensor("w", (16, 1, 3, 3), "f", True)
+    ...     y = Tensor("y", (1, 16, side // stride, side // stride), "f")
+    ...     return Op("dw", "Conv", "conv", (x, w), (y,), {"group": 16, "pads": [1] * 4, "strides": [stride] * 2})
+    >>> round(measured_depthwise_ns(dw(24, 1), unit))  # 9216 outputs, all masked, x 0.2 x 70 of 72 kernel rows
+    1792
+    >>> round(measured_depthwise_ns(dw(24, 2), unit))  # 2304 outputs x (0.2 + 9 taps x 0.01 x 35 of 36 kernel rows)
+    662
+    """
+    share = valid_tap_share(op)
+    outputs = op.outputs[0].elements
+    if unit.depthwise_tile_ns is not None and (tiles := depthwise_row_tiles(op)) is not None:
+        rates = unit.depthwise_tile_ns.get(int(op.weights[0].shape[3]))  # type: ignore[call-overload]
+        if rates is not None:
+            inside, masked = tiles
+            block = int(op.attrs.get(NCHWC_ATTR) or 16)  # type: ignore[call-overload]
+            rows = outputs / (inside + masked) / block  # calls: output rows of each block of channels
+            return outputs * share * (inside * rates[0] + masked * rates[1]) / (inside + masked) + rows * (unit.depthwise_row_ns or 0.0)
+    taps = _conv_depth(op)
+    if unit.depthwise_output_ns is None or unit.depthwise_tap_ns is None or taps < DEPTHWISE_MEASURED_MIN_TAPS:
+        return None
+    return outputs * (unit.depthwise_output_ns + unit.depthwise_tap_ns * taps * share)
+
+
 def valid_tap_share(op: Op) -> float:
     """The share of a conv's multiply-adds that MLAS's NCHWc conv kernel does: the kernel rows of
     each output row that fall inside the input rather than on the padding (those it skips, a row
@@ -1186,10 +1295,14 @@ def _conv_depth(op: Op) -> int:
     return math.prod(op.weights[0].shape[1:]) if op.weights else 1
 
 
-def nchwc_activation_ns(op: Op) -> float:
-    """The activation pass MLAS runs over an NCHWc depthwise conv's output when the activation is
-    fused but not applied in the kernel's stores (:data:`NCHWC_ACTIVATION_ATTR`), ns."""
-    return op.outputs[0].elements * NCHWC_ACTIVATION_PASS_NS if op.attrs.get(NCHWC_ACTIVATION_ATTR) else 0.0
+def nchwc_activation_ns(op: Op, unit: CpuUnit | None = None) -> float:
+    """The activation pass MLAS runs over an NCHWc conv's output when the activation is fused but
+    not applied in the kernel's stores (:data:`NCHWC_ACTIVATION_ATTR`), ns: the ``unit``'s
+    ``nchwc_activation_pass_ns`` for that activation per output element, or :data:`NCHWC_ACTIVATION_PASS_NS`."""
+    if not (act := op.attrs.get(NCHWC_ACTIVATION_ATTR)):
+        return 0.0
+    measured = (unit.nchwc_activation_pass_ns or {}) if unit is not None else {}
+    return op.outputs[0].elements * measured.get(str(act), NCHWC_ACTIVATION_PASS_NS)
 
 
 def sgemm_conv_ns(op: Op, unit: CpuUnit | None = None) -> float:

@@ -62,6 +62,7 @@ from cost_models.table import estimate, steady_state_unit
 from graph_ir.ir import ModelGraph, Op, Tensor
 from graph_ir.onnx_import import from_model_proto
 from graph_ir.op_metrics import metrics
+from hwsim.host.depthwise_probe import DEPTHWISE_DERIVED, depthwise_fields, depthwise_times
 from hwsim.host.gather_probe import GATHER_DRAM_DERIVED, gather_dram_from, gather_dram_times
 from hwsim.host.int8_probe import (
     GEMV_LAYERS,
@@ -1524,7 +1525,8 @@ def kernel_rates(
     (``softmax_row_ns``), the element-at-a-time Transpose's per element (``transpose_element_ns``), a float GEMM's
     rate where its A rows alias against where they do not (``gemm_aliased_factor``), the kernel time of each op type probed alone
     (:data:`hwsim.host.op_probes.PROBE_RATES`), the integer kernels' probe times, ``requant_ns``, ``int8_pack_ns`` and the other integer kernel fields
-    (:mod:`hwsim.host.int8_probe`; ``profiled_kernel_ns``: the profiler's empty kernel) and notes for
+    (:mod:`hwsim.host.int8_probe`; ``profiled_kernel_ns``: the profiler's empty kernel), the NCHWc
+    depthwise conv's probe times (:func:`hwsim.host.depthwise_probe.depthwise_times`) and notes for
     any not resolved."""
     rounds = 2 if quick else 5
     notes: list[str] = []
@@ -1569,6 +1571,9 @@ def kernel_rates(
     resize = resize_ns(2 if quick else 3)
     notes.extend(f"{k} not resolved; its efficiency left to the Resize one" for k, v in RESIZE_RATES.items() if v not in resize)
     out.update(_gather_dram_rates(2 if quick else 3, notes))
+    out.update(depthwise := depthwise_times(2 if quick else 3, kernel_ns, profiled_kernel_ns))
+    notes.extend(f"NCHWc depthwise conv figure not resolved; {key} left out" for key in DEPTHWISE_DERIVED
+                 if key not in depthwise_fields(depthwise))  # fmt: skip
     probes, probe_notes = probe_rates(1 if quick else 3)
     notes.extend(probe_notes)
     int8 = _int8_rates(2 if quick else 3, profiled_kernel_ns, kernel_ns, notes)

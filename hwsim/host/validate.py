@@ -35,6 +35,7 @@ from cost_models.cpu import (
     FAR_SRC_ATTR,
     NCHWC_ACTIVATION_ATTR,
     NCHWC_ATTR,
+    NCHWC_PASS_ACTIVATIONS,
     PARALLEL_SECTION_NS,
     RESIZE_OP_TYPES,
     SCALED_ATTR,
@@ -417,8 +418,8 @@ _NCHWC_BINARY = frozenset(("Add", "Sum", "Mul"))
 #: output after the kernel (``MlasActivation``); Relu it applies in the kernel's stores. HardSwish
 #: (``Conv(activation=HardSwish)``, :data:`_NCHWC_CONV_FUSED`) too: MobileNetV3's convs with one,
 #: stem and 1x1 expansions, took 0.11-0.23 ns per output more than their FMAs in onnxruntime's
-#: profile (``docs/fidelity_cpu.md``), the pass's rate.
-_NCHWC_PASS_ACTIVATIONS = frozenset(("Clip", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish"))
+#: profile (``docs/fidelity_cpu.md``), the pass's rate (:data:`~cost_models.cpu.NCHWC_PASS_ACTIVATIONS`).
+_NCHWC_PASS_ACTIVATIONS = frozenset(NCHWC_PASS_ACTIVATIONS)
 #: Activations onnxruntime fuses into the conv before it (``ConvActivationFusion``) that the NCHWc
 #: transformer does not take alone: blocked only as their conv's one reader (MobileNetV3's HardSwish:
 #: ``Conv(activation=HardSwish)`` in onnxruntime 1.32's optimized model, no reorder around it).
@@ -940,6 +941,9 @@ def passed_activations(graph: ModelGraph, runs_as: Mapping[str, Op], fused: Iter
     compute, MobileNetV3's fused HardSwishes were priced twice (AMD EPYC, 1 thread: a 64-channel
     80x80 conv and its HardSwish 217 us against 181 measured for the one kernel; 175 without
     the second count).
+    A fused Relu after a blocked conv costs nothing either: the kernel applies it in its stores (a
+    chain of 64-channel 3x3 depthwise convs took 0.000-0.008 ns an output element more with one,
+    and 0.08-0.09 more with a Clip, on an AMD EPYC, Zen 5).
 
     >>> from graph_ir.ir import Tensor
     >>> x, w, y, a = (Tensor("x", (1, 8, 4, 4), "f"), Tensor("w", (8, 8, 1, 1), "f", True),
@@ -959,7 +963,20 @@ def passed_activations(graph: ModelGraph, runs_as: Mapping[str, Op], fused: Iter
             continue
         if (k := runs_as.get(src)) is not None and k.attrs.get(NCHWC_ACTIVATION_ATTR) == op.op_type:
             out.add(op.name)
+        elif op.op_type == "Relu" and (k := runs_as.get(_kernel_before(graph, fused, src))) is not None and (
+                NCHWC_ATTR in k.attrs and k.op_type == "Conv"):
+            out.add(op.name)
     return out
+
+
+def _kernel_before(graph: ModelGraph, fused: set[str], name: str) -> str:
+    """The node whose kernel runs node ``name``: itself, or the first node before it, through its
+    first inputs, that is not fused into another (a BatchNormalization folded into its conv)."""
+    for _ in range(8):
+        if name not in fused or not (op := graph.op(name)).inputs or op.inputs[0].name not in graph.producer:
+            return name
+        name = graph.producer[op.inputs[0].name]
+    return name
 
 
 def predict_nodes(

@@ -183,6 +183,9 @@ class TestCommand:
         assert (unit.fp32_batch_call_ns or 0.0) > 0 or "fp32_batch_call_ns left out" in text
         # an embedding's rows from DRAM (hwsim.host.gather_probe): measured, or a note
         assert ((unit.gather_dram_row_ns or 0.0) > 0 and (unit.gather_dram_line_ns or 0.0) > 0) or "gather_dram_row_ns" in text
+        # the NCHWc depthwise conv's tiles, calls and assembly kernel (hwsim.host.depthwise_probe): measured, or a note
+        for key in ("depthwise_tile_ns", "depthwise_row_ns", "depthwise_output_ns", "depthwise_tap_ns", "nchwc_activation_pass_ns"):
+            assert getattr(unit, key) or f"{key} left out" in text
         assert set(unit.efficiency) <= {*FINGERPRINT_EFFICIENCY, "LayerNormalization", *RESIZE_RATES, *INT8_RATES,
                                         *PRICED_BY_PROBES}
         # each op type probed alone has its efficiency from its kernel time (a note where onnxruntime could not run it)
