@@ -141,6 +141,7 @@ __all__ = [
     "CpuModel",
     "RecurrentTime",
     "aliased_factor",
+    "blocked_depthwise_ns",
     "broadcast_spans",
     "broadcast_spans_ns",
     "calibrated_efficiency",
@@ -619,9 +620,12 @@ class CpuModel(UnitModel[CpuUnit]):
 
     def conv(self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
         """A Conv: the roofline, and where ``hwsim validate`` marked how onnxruntime runs it, the
-        passes beside its FMAs: MLAS's activation pass (:func:`nchwc_activation_ns`) or its
+        passes beside its FMAs: a blocked depthwise conv at its measured figures
+        (:func:`blocked_depthwise_ns`), MLAS's activation pass (:func:`nchwc_activation_ns`) or its
         packing of the expanded input (:func:`sgemm_conv_ns`), which no efficiency scales."""
         cost = self.roofline(op, unit, chip, dtype, in_b, w_b, out_b)
+        if depthwise := blocked_depthwise_ns(op, unit):  # its loads and FMAs in the figures: no L1 stream of its own
+            cost = _with_pass(replace(cost, compute_ns=cost.stall_ns), unit, depthwise, "depthwise tiles")
         cost = _with_pass(cost, unit, nchwc_activation_ns(op, unit), "activation pass")
         return _with_pass(cost, unit, sgemm_conv_ns(op, unit), "B packing")
 
@@ -1017,8 +1021,8 @@ def _compute_ns(op: Op, unit: CpuUnit, dtype: Dtype) -> float:
     conv on onnxruntime's NCHWc kernel only its taps inside the input (:func:`valid_tap_share`)."""
     key = kernel_type(op)
     if key == "DepthwiseConv" and NCHWC_ATTR in op.attrs:  # onnxruntime's NCHWc kernel
-        if (measured := measured_depthwise_ns(op, unit)) is not None:  # a calibration's correction of it, if any
-            return measured / unit.efficiency.get(key, 1.0)
+        if measured_depthwise_ns(op, unit) is not None:
+            return 0.0  # priced apart at the figures measured for it (:meth:`CpuModel.conv`)
         return depthwise_nchwc_ns(op, unit, dtype, unit.efficiency.get(key) or efficiency(unit, op, DEFAULT_EFFICIENCY))
     shape = 1.0 if measured_setup(op, unit) is not None else shape_factor(op)
     if key != op.op_type and key in unit.efficiency:  # a kernel class of its own, fitted as such
@@ -1200,12 +1204,24 @@ def depthwise_row_tiles(op: Op) -> tuple[int, int] | None:
     return inside, masked
 
 
+def blocked_depthwise_ns(op: Op, unit: CpuUnit) -> float:
+    """A depthwise conv on onnxruntime's NCHWc kernel (:data:`NCHWC_ATTR`) at the figures measured
+    for it (:func:`measured_depthwise_ns`), ns; 0 for any other op or where there are none (the
+    taps at the calibrated rate then, :func:`depthwise_nchwc_ns`). No efficiency scales it: the
+    probes time the kernel itself, and a calibration fit on MobileNetV1, whose depthwise inputs the
+    pointwise convs' weights leave in the L3 (1.5x a chain's time), put MobileNetV3's, EfficientNet's
+    and the MLPerf Tiny models' 8-41 % slow on an AMD EPYC."""
+    if NCHWC_ATTR not in op.attrs or kernel_type(op) != "DepthwiseConv":
+        return 0.0
+    return measured_depthwise_ns(op, unit) or 0.0
+
+
 def measured_depthwise_ns(op: Op, unit: CpuUnit) -> float | None:
     """An NCHWc depthwise conv at the figures ``hwsim fingerprint`` measured, ns (its FMAs, loads
     and stores; the padded channels are :func:`hwsim.host.validate.nchwc_work`'s): on MLAS's
     sliding-window kernel its rows' tiles (:func:`depthwise_row_tiles`) at the unit's
-    ``depthwise_tile_ns`` for the kernel width, inside and masked, and ``depthwise_row_ns`` per
-    call (an output row of a block of channels); on the assembly kernel
+    ``depthwise_tile_ns`` for the kernel width, inside and masked, ``depthwise_row_ns`` per
+    output row of a block of channels and ``depthwise_call_ns`` once; on the assembly kernel
     ``depthwise_output_ns`` per output and ``depthwise_tap_ns`` per tap, for kernels of at least
     :data:`DEPTHWISE_MEASURED_MIN_TAPS` taps. Both at the share of kernel rows inside the input
     (:func:`valid_tap_share`). None where the unit has no such figure.
@@ -1235,7 +1251,8 @@ def measured_depthwise_ns(op: Op, unit: CpuUnit) -> float | None:
             inside, masked = tiles
             block = int(op.attrs.get(NCHWC_ATTR) or 16)  # type: ignore[call-overload]
             rows = outputs / (inside + masked) / block  # calls: output rows of each block of channels
-            return outputs * share * (inside * rates[0] + masked * rates[1]) / (inside + masked) + rows * (unit.depthwise_row_ns or 0.0)
+            tiles_ns = outputs * share * (inside * rates[0] + masked * rates[1]) / (inside + masked)
+            return tiles_ns + rows * (unit.depthwise_row_ns or 0.0) + (unit.depthwise_call_ns or 0.0)
     taps = _conv_depth(op)
     if unit.depthwise_output_ns is None or unit.depthwise_tap_ns is None or taps < DEPTHWISE_MEASURED_MIN_TAPS:
         return None
@@ -1862,9 +1879,12 @@ def _calibrated(op: Op, unit: CpuUnit, dtype: Dtype, cost: OpCost) -> OpCost:
 
 
 def _kernel_modelled(op: Op, unit: CpuUnit) -> bool:
-    """Whether the unit costs ``op`` as onnxruntime's kernel runs it (steps, transforms)."""
+    """Whether the unit costs ``op`` as onnxruntime's kernel runs it (steps, transforms, a blocked
+    depthwise conv's tiles)."""
     if op.category == "rnn":
         return unit.gemv_gbps is not None and len(op.inputs) >= 3
+    if blocked_depthwise_ns(op, unit):
+        return True
     return op.op_type in FFT_OP_TYPES and bool(unit.fft_butterfly_ns and unit.fft_point_ns) and fft_plan(op) is not None
 
 

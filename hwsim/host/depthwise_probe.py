@@ -53,18 +53,19 @@ PROBE_CHANNELS, CHAIN_CONVS = 64, 16
 BLOCK = 16
 #: Per probe key, ``(kernel width, output rows, output width, stride)``: for each width the sliding
 #: kernel takes, rows of ten tiles (two of them masked) and rows of one (masked); 3x3 rows of 3
-#: outputs (one short masked tile: the call's own cost); the 3x3 rows of ten tiles again with a fused Clip (MLAS's activation pass); a 3x3 and a 7x7 at stride 2 (the
+#: outputs (one short masked tile: a row's own cost) and a 3x3 map (the kernel's set-up per call); the 3x3 rows of ten tiles again with a fused Clip (MLAS's activation pass); a 3x3 and a 7x7 at stride 2 (the
 #: assembly kernel). Inputs of 0.4-0.6 MB, in the L2 of the hosts measured.
 DEPTHWISE_PROBES: dict[str, tuple[int, int, int, int]] = {
     **{f"depthwise_probe_ns:{k}": (k, 12, 10 * t, 1) for k, t in DEPTHWISE_TILE_OUTPUTS.items()},
     **{f"depthwise_probe_ns:{k}:masked": (k, 120, t, 1) for k, t in DEPTHWISE_TILE_OUTPUTS.items()},
     "depthwise_probe_ns:3:narrow": (3, 480, 3, 1),
+    "depthwise_probe_ns:3:tiny": (3, 3, 3, 1),
     **{f"depthwise_probe_ns:3:{act}": (3, 12, 120, 1) for act in NCHWC_PASS_ACTIVATIONS},
     "depthwise_probe_ns:3:strided": (3, 24, 48, 2),
     "depthwise_probe_ns:7:strided": (7, 24, 48, 2),
 }
 #: The chip fields :func:`depthwise_fields` gives.
-DEPTHWISE_DERIVED = ("depthwise_tile_ns", "depthwise_row_ns", "depthwise_output_ns", "depthwise_tap_ns", "nchwc_activation_pass_ns")
+DEPTHWISE_DERIVED = ("depthwise_tile_ns", "depthwise_row_ns", "depthwise_call_ns", "depthwise_output_ns", "depthwise_tap_ns", "nchwc_activation_pass_ns")
 
 
 def _probe_op(k: int, rows: int, width: int, stride: int) -> Op:
@@ -135,39 +136,62 @@ def depthwise_times(rounds: int = 3, kernel_ns: float = 0.0, empty_ns: float = 0
     return out
 
 
-def _per_row(key: str, rates: Mapping[str, float]) -> tuple[float, float, int, int] | None:
-    """A stride-1 probe's time per call (an output row of a block of channels), its share of
-    kernel rows inside the input and its outputs inside and masked per row; None when not measured."""
+def _per_row(key: str, rates: Mapping[str, float], call_ns: float = 0.0) -> tuple[float, float, int, int] | None:
+    """A stride-1 probe's time per output row of a block of channels (less its share of the
+    kernel's set-up per call ``call_ns``), its share of kernel rows inside the input and its
+    outputs inside and masked per row; None when not measured."""
     if (ns := rates.get(key)) is None:
         return None
     op = _probe_op(*DEPTHWISE_PROBES[key])
     inside, masked = depthwise_row_tiles(op) or (0, 0)
-    return ns * (inside + masked) * BLOCK, valid_tap_share(op), inside, masked
+    rows = op.outputs[0].elements / (inside + masked) / BLOCK
+    return ns * (inside + masked) * BLOCK - call_ns / rows, valid_tap_share(op), inside, masked
 
 
-def _row_ns(rates: Mapping[str, float]) -> float:
-    """``depthwise_row_ns``: the 3x3 rows of 12 and of 3 outputs, all masked, as a call's cost plus
+def _row_ns(rates: Mapping[str, float], call_ns: float) -> float:
+    """``depthwise_row_ns``: the 3x3 rows of 12 and of 3 outputs, all masked, as a row's cost plus
     one cost per masked output at the full kernel height; 0 when not resolved (not positive)."""
-    long, short = _per_row("depthwise_probe_ns:3:masked", rates), _per_row("depthwise_probe_ns:3:narrow", rates)
+    long, short = (_per_row(f"depthwise_probe_ns:3:{end}", rates, call_ns) for end in ("masked", "narrow"))
     if long is None or short is None:
         return 0.0
     per_output = (long[0] - short[0]) / (long[1] * long[3] - short[1] * short[3])
     return max(0.0, short[0] - per_output * short[1] * short[3])
 
 
-def _tiles(rates: Mapping[str, float], row_ns: float) -> dict[int, tuple[float, float]]:
-    """``depthwise_tile_ns`` from the probe times in ``rates`` beside a call's ``row_ns`` (see
-    :func:`depthwise_fields`)."""
+def _tiles(rates: Mapping[str, float], row_ns: float, call_ns: float) -> dict[int, tuple[float, float]]:
+    """``depthwise_tile_ns`` from the probe times in ``rates`` beside a row's ``row_ns`` and a call's
+    ``call_ns`` (see :func:`depthwise_fields`)."""
     tiles: dict[int, tuple[float, float]] = {}
     for k in DEPTHWISE_TILE_OUTPUTS:
-        wide, one = _per_row(f"depthwise_probe_ns:{k}", rates), _per_row(f"depthwise_probe_ns:{k}:masked", rates)
+        wide, one = (_per_row(f"depthwise_probe_ns:{k}{end}", rates, call_ns) for end in ("", ":masked"))
         if wide is None or one is None:
             continue
         masked = (one[0] - row_ns) / one[1] / one[3] / BLOCK
         inside = ((wide[0] - row_ns) / wide[1] - masked * wide[3] * BLOCK) / max(1, wide[2]) / BLOCK
         if inside > 0 and masked > 0:
-            tiles[k] = (round(inside, 4), round(masked, 4))
+            tiles[k] = (inside, masked)
     return tiles
+
+
+def _sliding(rates: Mapping[str, float]) -> dict[str, Any]:
+    """``depthwise_tile_ns``, ``depthwise_row_ns`` and ``depthwise_call_ns`` from the stride-1
+    probes' times, those resolved: the rows and tiles first, then the call as the 3x3 map's time
+    less them, twice over (each probe's time holds a call)."""
+    call_ns, row_ns, tiles = 0.0, 0.0, {}
+    for _ in range(3):
+        row_ns = _row_ns(rates, call_ns)
+        tiles = _tiles(rates, row_ns, call_ns)
+        if 3 not in tiles or (tiny := _per_row("depthwise_probe_ns:3:tiny", rates)) is None:
+            break
+        op = _probe_op(*DEPTHWISE_PROBES["depthwise_probe_ns:3:tiny"])
+        rows = op.outputs[0].elements / (tiny[2] + tiny[3]) / BLOCK
+        call_ns = max(0.0, rows * (tiny[0] - row_ns - BLOCK * tiny[1] * (tiny[2] * tiles[3][0] + tiny[3] * tiles[3][1])))
+    out: dict[str, Any] = {"depthwise_tile_ns": {k: (round(i, 4), round(m, 4)) for k, (i, m) in tiles.items()}} if tiles else {}
+    if tiles and (row := round(row_ns, 2)) > 0:
+        out["depthwise_row_ns"] = row
+    if tiles and (call := round(call_ns, 1)) > 0:
+        out["depthwise_call_ns"] = call
+    return out
 
 
 def _assembly(rates: Mapping[str, float]) -> dict[str, float]:
@@ -189,8 +213,9 @@ def depthwise_fields(rates: Mapping[str, float]) -> dict[str, Any]:
     full kernel height (a probe's time over its share of kernel rows inside the input,
     :func:`~cost_models.cpu.valid_tap_share`), those resolved (positive):
 
-    - ``depthwise_row_ns``: a call's own cost (an output row of a block of channels), from the 3x3
+    - ``depthwise_row_ns``: a row's own cost (an output row of a block of channels), from the 3x3
       rows of one tile of 12 and of 3 outputs;
+    - ``depthwise_call_ns``: the kernel's set-up per call, the 3x3 map's time less its rows and tiles;
     - ``depthwise_tile_ns``: per kernel width, a masked tile's cost per output from the rows of one
       tile, and an inside one's from the rows of ten, each less a call's cost and the second less
       its masked outputs at that masked cost (:func:`~cost_models.cpu.depthwise_row_tiles`);
@@ -201,10 +226,7 @@ def depthwise_fields(rates: Mapping[str, float]) -> dict[str, Any]:
     >>> depthwise_fields({"depthwise_probe_ns:3": 0.111, "depthwise_probe_ns:3:masked": 0.216, "depthwise_probe_ns:3:Clip": 0.2})
     {'depthwise_tile_ns': {3: (0.0926, 0.2172)}, 'nchwc_activation_pass_ns': {'Clip': 0.089}}
     """
-    row_ns = _row_ns(rates)
-    out: dict[str, Any] = {"depthwise_tile_ns": tiles} if (tiles := _tiles(rates, row_ns)) else {}
-    if tiles and row_ns > 0:
-        out["depthwise_row_ns"] = round(row_ns, 2)
+    out = _sliding(rates)
     plain = rates.get("depthwise_probe_ns:3")
     passes = {act: round(ns - plain, 4) for act in NCHWC_PASS_ACTIVATIONS
               if plain is not None and (ns := rates.get(f"depthwise_probe_ns:3:{act}")) is not None and ns > plain}  # fmt: skip

@@ -961,10 +961,10 @@ def passed_activations(graph: ModelGraph, runs_as: Mapping[str, Op], fused: Iter
     for op in graph.ops():
         if op.name not in fused or not op.inputs or (src := graph.producer.get(op.inputs[0].name)) is None:
             continue
-        if (k := runs_as.get(src)) is not None and k.attrs.get(NCHWC_ACTIVATION_ATTR) == op.op_type:
-            out.add(op.name)
-        elif op.op_type == "Relu" and (k := runs_as.get(_kernel_before(graph, fused, src))) is not None and (
-                NCHWC_ATTR in k.attrs and k.op_type == "Conv"):
+        passed = (k := runs_as.get(src)) is not None and k.attrs.get(NCHWC_ACTIVATION_ATTR) == op.op_type
+        stored = op.op_type == "Relu" and (k := runs_as.get(_kernel_before(graph, fused, src))) is not None and (
+            NCHWC_ATTR in k.attrs and k.op_type == "Conv")
+        if passed or stored:
             out.add(op.name)
     return out
 

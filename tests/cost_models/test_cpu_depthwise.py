@@ -23,7 +23,8 @@ from graph_ir.ir import Op, Tensor
 from tests.helpers import host_chip, make_op
 
 TILES = {3: (0.09, 0.21), 5: (0.21, 0.44), 7: (0.45, 0.53)}
-FIELDS = {"depthwise_tile_ns": TILES, "depthwise_row_ns": 6.0, "depthwise_output_ns": 0.12, "depthwise_tap_ns": 0.011}
+FIELDS = {"depthwise_tile_ns": TILES, "depthwise_row_ns": 6.0, "depthwise_call_ns": 150.0, "depthwise_output_ns": 0.12,
+          "depthwise_tap_ns": 0.011}  # fmt: skip
 
 
 def depthwise(channels: int, rows: int, width: int, k: int = 3, stride: int = 1, dilation: int = 1, pad: int | None = None) -> Op:
@@ -74,10 +75,10 @@ class TestMeasured:
     def test_the_tiles_and_the_calls_add_up(self) -> None:
         unit = unit_with(**FIELDS)
         op = depthwise(32, 10, 24, pad=0)  # no padding: every tile inside, every kernel row in the input
-        assert measured_depthwise_ns(op, unit) == pytest.approx(32 * 10 * 24 * 0.09 + 2 * 10 * 6.0)
+        assert measured_depthwise_ns(op, unit) == pytest.approx(32 * 10 * 24 * 0.09 + 2 * 10 * 6.0 + 150.0)
         op = depthwise(32, 10, 12, k=5)  # one tile of 10 a row, masked
         share = (3 + 4 + 5 * 6 + 4 + 3) / 50  # kernel rows inside the input
-        assert measured_depthwise_ns(op, unit) == pytest.approx(32 * 10 * 12 * 0.44 * share + 2 * 10 * 6.0)
+        assert measured_depthwise_ns(op, unit) == pytest.approx(32 * 10 * 12 * 0.44 * share + 2 * 10 * 6.0 + 150.0)
 
     @given(k=st.sampled_from([3, 5, 7]), channels=st.sampled_from([16, 64, 256]), side=st.integers(8, 40))
     def test_the_assembly_kernel_pays_per_output_and_per_tap(self, k: int, channels: int, side: int) -> None:
@@ -90,7 +91,7 @@ class TestMeasured:
         assert measured_depthwise_ns(depthwise(64, 16, 16), unit_with()) is None
         assert measured_depthwise_ns(depthwise(64, 16, 16, stride=2), unit_with(depthwise_tile_ns=TILES)) is None
 
-    def test_the_estimate_uses_them_at_a_calibrated_correction(self) -> None:
+    def test_the_estimate_prices_them_apart_from_any_efficiency(self) -> None:
         op = depthwise(64, 24, 24)
         law = measured_depthwise_ns(op, unit_with(**FIELDS))
         assert law is not None
@@ -98,9 +99,9 @@ class TestMeasured:
         halved = estimate(op, chip_from_dict(host_chip(**FIELDS, efficiency={"DepthwiseConv": 0.5})), "cpu", "model")
         old = estimate(op, chip_from_dict(host_chip(efficiency={"DepthwiseConv": 0.5})), "cpu", "model")
         assert plain is not None and halved is not None and old is not None
-        assert plain.compute_ns == pytest.approx(law)
-        assert halved.compute_ns == pytest.approx(2 * law)
-        assert old.compute_ns != pytest.approx(law)  # without the figures: the taps at the rate
+        assert plain.compute_ns == plain.stall_ns == pytest.approx(law)  # a pass no calibration refits
+        assert halved.compute_ns == pytest.approx(law)
+        assert old.compute_ns != pytest.approx(law) and old.stall_ns == 0.0  # without the figures: the taps at the rate
 
 
 class TestActivationPass:
@@ -120,6 +121,7 @@ class TestActivationPass:
     {"depthwise_tile_ns": {3: (0.1, -0.2)}},
     {"depthwise_tile_ns": {3: (0.1,)}},
     {"depthwise_row_ns": 0.0},
+    {"depthwise_call_ns": -5.0},
     {"depthwise_tap_ns": -1.0},
     {"nchwc_activation_pass_ns": {"Clip": -0.1}},
 ])  # fmt: skip

@@ -37,14 +37,16 @@ def probe_times(fields: dict[str, Any], pass_ns: float) -> dict[str, float]:
 
 
 @settings(max_examples=25, deadline=None)
-@given(inside=st.floats(0.05, 0.3), masked_over=st.floats(1.05, 3.0), row=st.floats(1.0, 20.0), output=st.floats(0.05, 0.3),
-       tap=st.floats(0.005, 0.03), pass_ns=st.floats(0.02, 0.2))  # fmt: skip
-def test_the_fields_come_back_from_the_times_they_give(inside: float, masked_over: float, row: float, output: float, tap: float,
-                                                       pass_ns: float) -> None:  # fmt: skip
+@given(inside=st.floats(0.05, 0.3), masked_over=st.floats(1.05, 3.0), row=st.floats(1.0, 20.0), call=st.floats(20.0, 400.0),
+       output=st.floats(0.05, 0.3), tap=st.floats(0.005, 0.03), pass_ns=st.floats(0.02, 0.2))  # fmt: skip
+def test_the_fields_come_back_from_the_times_they_give(inside: float, masked_over: float, row: float, call: float, output: float,
+                                                       tap: float, pass_ns: float) -> None:  # fmt: skip
     tiles = {k: (inside * k / 3, inside * k / 3 * masked_over) for k in (3, 5, 7)}
-    fields = {"depthwise_tile_ns": tiles, "depthwise_row_ns": row, "depthwise_output_ns": output, "depthwise_tap_ns": tap}
+    fields = {"depthwise_tile_ns": tiles, "depthwise_row_ns": row, "depthwise_call_ns": call, "depthwise_output_ns": output,
+              "depthwise_tap_ns": tap}  # fmt: skip
     got = dp.depthwise_fields(probe_times(fields, pass_ns))
     assert got["depthwise_row_ns"] == pytest.approx(row, abs=0.01)
+    assert got["depthwise_call_ns"] == pytest.approx(call, abs=0.1)
     for k, (i, m) in tiles.items():
         assert got["depthwise_tile_ns"][k] == pytest.approx((i, m), abs=2e-4)
     assert (got["depthwise_output_ns"], got["depthwise_tap_ns"]) == pytest.approx((output, tap), abs=2e-4)
@@ -59,6 +61,7 @@ def test_unresolved_figures_are_left_out() -> None:
     del times["depthwise_probe_ns:5:masked"]
     got = dp.depthwise_fields(times)
     assert set(got) == {"depthwise_tile_ns", "depthwise_row_ns", "nchwc_activation_pass_ns"} and set(got["depthwise_tile_ns"]) == {3, 7}
+    assert "depthwise_call_ns" not in got  # no set-up beyond the rows and tiles: left out
     assert set(got["nchwc_activation_pass_ns"]) == set(NCHWC_PASS_ACTIVATIONS) - {"Clip"}
 
 
