@@ -921,16 +921,14 @@ def _in_epilogue(
     graph: ModelGraph, producer: Mapping[str, str], fused: set[str], name: str, runs_as: Mapping[str, Op]
 ) -> bool:
     """Whether fused node ``name`` sits in a conv/matmul kernel's epilogue: its first input comes,
-    through other fused nodes (at most 8), from a node that runs as one (``runs_as``: the kernel a
-    node runs as where not its own, such as the depthwise 1x1 conv of :func:`_bn_as_depthwise`)."""
-    for _ in range(8):
-        op = graph.op(name)
-        if not op.inputs or op.inputs[0].name not in producer:
-            return False
-        name = producer[op.inputs[0].name]
-        if name not in fused:
-            return (runs_as.get(name) or graph.op(name)).category in GEMM_CATEGORIES
-    return False
+    through other fused nodes (at most 8, :func:`_kernel_before`), from a node that runs as one
+    (``runs_as``: the kernel a node runs as where not its own, such as the depthwise 1x1 conv of
+    :func:`_bn_as_depthwise`)."""
+    op = graph.op(name)
+    if not op.inputs or op.inputs[0].name not in producer:
+        return False
+    src = _kernel_before(graph, fused, producer[op.inputs[0].name])
+    return src not in fused and (runs_as.get(src) or graph.op(src)).category in GEMM_CATEGORIES
 
 
 def passed_activations(graph: ModelGraph, runs_as: Mapping[str, Op], fused: Iterable[str]) -> set[str]:
