@@ -45,7 +45,7 @@ from cost_models.cpu import (
 from graph_ir.ir import Op, Tensor
 from hwsim.host.measure import make_session, profile_nodes, time_session
 
-__all__ = ["CHAIN_CONVS", "DEPTHWISE_DERIVED", "DEPTHWISE_PROBES", "depthwise_fields", "depthwise_probe", "depthwise_times"]
+__all__ = ["BLOCK", "CHAIN_CONVS", "DEPTHWISE_DERIVED", "DEPTHWISE_PROBES", "depthwise_fields", "depthwise_probe", "depthwise_times"]
 
 #: Channels of every probe (four NCHWc blocks), and how many convs the long chain holds.
 PROBE_CHANNELS, CHAIN_CONVS = 64, 16
@@ -130,7 +130,7 @@ def depthwise_times(rounds: int = 3, kernel_ns: float = 0.0, empty_ns: float = 0
     for key, spec in DEPTHWISE_PROBES.items():
         _, rows, width, stride = spec
         feed = np.random.default_rng(1).standard_normal((1, PROBE_CHANNELS, rows * stride, width * stride)).astype(np.float32)
-        act = key.rsplit(":", 1)[-1] if key.rsplit(":", 1)[-1] in NCHWC_PASS_ACTIVATIONS else ""
+        act = last if (last := key.rsplit(":", 1)[-1]) in NCHWC_PASS_ACTIVATIONS else ""
         ns = _chain_ns(spec, feed, rounds, kernel_ns, act) if stride == 1 else _profiled_ns(spec, feed, rounds, empty_ns)
         out[key] = ns / (PROBE_CHANNELS * rows * width)
     return out

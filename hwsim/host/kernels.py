@@ -62,6 +62,7 @@ from cost_models.table import estimate, steady_state_unit
 from graph_ir.ir import ModelGraph, Op, Tensor
 from graph_ir.onnx_import import from_model_proto
 from graph_ir.op_metrics import metrics
+from hwsim.host.depthwise_probe import BLOCK as DEPTHWISE_BLOCK
 from hwsim.host.depthwise_probe import DEPTHWISE_DERIVED, depthwise_fields, depthwise_times
 from hwsim.host.gather_probe import GATHER_DRAM_DERIVED, gather_dram_from, gather_dram_times
 from hwsim.host.int8_probe import (
@@ -1571,9 +1572,12 @@ def kernel_rates(
     resize = resize_ns(2 if quick else 3)
     notes.extend(f"{k} not resolved; its efficiency left to the Resize one" for k, v in RESIZE_RATES.items() if v not in resize)
     out.update(_gather_dram_rates(2 if quick else 3, notes))
-    out.update(depthwise := depthwise_times(2 if quick else 3, kernel_ns, profiled_kernel_ns))
-    notes.extend(f"NCHWc depthwise conv figure not resolved; {key} left out" for key in DEPTHWISE_DERIVED
-                 if key not in depthwise_fields(depthwise))  # fmt: skip
+    if nchwc_block() == DEPTHWISE_BLOCK:  # the AVX-512 kernels the probes describe
+        out.update(depthwise := depthwise_times(2 if quick else 3, kernel_ns, profiled_kernel_ns))
+        notes.extend(f"NCHWc depthwise conv figure not resolved; {key} left out" for key in DEPTHWISE_DERIVED
+                     if key not in depthwise_fields(depthwise))  # fmt: skip
+    else:
+        notes.extend(f"no NCHWc blocks of {DEPTHWISE_BLOCK} channels on this CPU; {key} left out" for key in DEPTHWISE_DERIVED)
     probes, probe_notes = probe_rates(1 if quick else 3)
     notes.extend(probe_notes)
     int8 = _int8_rates(2 if quick else 3, profiled_kernel_ns, kernel_ns, notes)

@@ -418,8 +418,7 @@ _NCHWC_BINARY = frozenset(("Add", "Sum", "Mul"))
 #: output after the kernel (``MlasActivation``); Relu it applies in the kernel's stores. HardSwish
 #: (``Conv(activation=HardSwish)``, :data:`_NCHWC_CONV_FUSED`) too: MobileNetV3's convs with one,
 #: stem and 1x1 expansions, took 0.11-0.23 ns per output more than their FMAs in onnxruntime's
-#: profile (``docs/fidelity_cpu.md``), the pass's rate (:data:`~cost_models.cpu.NCHWC_PASS_ACTIVATIONS`).
-_NCHWC_PASS_ACTIVATIONS = frozenset(NCHWC_PASS_ACTIVATIONS)
+#: profile (``docs/fidelity_cpu.md``), the pass's rate: :data:`~cost_models.cpu.NCHWC_PASS_ACTIVATIONS`.
 #: Activations onnxruntime fuses into the conv before it (``ConvActivationFusion``) that the NCHWc
 #: transformer does not take alone: blocked only as their conv's one reader (MobileNetV3's HardSwish:
 #: ``Conv(activation=HardSwish)`` in onnxruntime 1.32's optimized model, no reorder around it).
@@ -541,7 +540,7 @@ def nchwc_kernels(graph: ModelGraph, block: int, fused: Iterable[str] = ()) -> d
         attrs: dict[str, object] = {**op.attrs, NCHWC_ATTR: block}
         if op.op_type == "Conv" and len(after := readers.get(op.outputs[0].name, [])) == 1:
             act = after[0]
-            if act.name in fused and act.op_type in _NCHWC_PASS_ACTIVATIONS:
+            if act.name in fused and act.op_type in NCHWC_PASS_ACTIVATIONS:
                 attrs[NCHWC_ACTIVATION_ATTR] = act.op_type
         padded = op.name in dense and _pads_in_kernel(op)
         out[op.name] = _padded_conv(replace(op, attrs=attrs), block) if padded else replace(op, attrs=attrs)
