@@ -896,6 +896,23 @@ class CpuUnit(Unit):
         description="What the same kernel pays per tap of each output element, ns (0.011 on an AMD EPYC, Zen 5). "
         "None: see depthwise_output_ns.",
     )
+    grouped_run_ns: PositiveFloat | None = Field(
+        None,
+        description="What a grouped conv on onnxruntime's plain kernel (one im2col + SGEMM per group) pays per run its "
+        "im2col copies (an output row of one row of a group's expanded input, within one slice of columns), ns. "
+        "Measured by `hwsim fingerprint` from grouped 3x3 convs (1.8 on an AMD EPYC, Zen 5). None, or "
+        "grouped_element_ns None: the CI Xeon's law per row of B (cost_models.cpu.grouped_conv_ns).",
+    )
+    grouped_element_ns: PositiveFloat | None = Field(
+        None,
+        description="What the same kernel pays per element of the B it builds and packs (each slice's columns rounded "
+        "up to 16), beside the FMAs at the fp32 peak, ns (0.12 on an AMD EPYC, Zen 5). None: see grouped_run_ns.",
+    )
+    grouped_small_m_ns: NonNegFloat | None = Field(
+        None,
+        description="What the same kernel pays per FMA of its rows outside MLAS's full 12-row passes beyond the peak, "
+        "ns (0.0015 on an AMD EPYC, Zen 5). None: 0.",
+    )
     im2col_pack_ns: PositiveFloat | None = Field(
         None,
         description="What MLAS's SGEMM pays per element of a B it builds and packs on the run (a conv on onnxruntime's "
@@ -984,7 +1001,7 @@ class CpuUnit(Unit):
         "int8_im2col_pixel_ns", "int8_conv_mac_ps", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps",
         "int8_gemv_far_gbps", "softmax_denormal_ns", "nchwc_one_block_efficiency", "norm_row_ns", "fp32_gemv_call_ns", "fp32_gemv_gbps",
         "fp32_pack_ns", "kernel_setup_ns", "step_handoff_ns", "broadcast_span_ns", "softmax_row_ns", "transpose_element_ns",
-        "im2col_pack_ns", "im2col_stride_ns", "col2im_ns", "col2im_strided_ns", "nchwc_activation_pass_ns", "depthwise_tile_ns", "depthwise_row_ns", "depthwise_call_ns", "depthwise_output_ns", "depthwise_tap_ns", "transpose_block_ns", "transpose_outward_factor", "transpose_byte_outward_factor", "transpose_shared_line_factor", "transpose_pass_lines", "transpose_byte_block_ns", "transpose_edge_ns", "gemm_aliased_factor", "gemm_revisit_gbps", "gemv_dram_gbps", "reduce_row_ns", "reduce_block_ns", "reduce_column_row_ns", "reduce_generic_ns",
+        "im2col_pack_ns", "im2col_stride_ns", "grouped_run_ns", "grouped_element_ns", "grouped_small_m_ns", "col2im_ns", "col2im_strided_ns", "nchwc_activation_pass_ns", "depthwise_tile_ns", "depthwise_row_ns", "depthwise_call_ns", "depthwise_output_ns", "depthwise_tap_ns", "transpose_block_ns", "transpose_outward_factor", "transpose_byte_outward_factor", "transpose_shared_line_factor", "transpose_pass_lines", "transpose_byte_block_ns", "transpose_edge_ns", "gemm_aliased_factor", "gemm_revisit_gbps", "gemv_dram_gbps", "reduce_row_ns", "reduce_block_ns", "reduce_column_row_ns", "reduce_generic_ns",
         "slice_run_ns", "slice_step_element_ns", "gather_row_ns", "gather_dram_row_ns", "gather_dram_line_ns", "fp32_batch_call_ns", "scatter_far_update_ns", "thread_check_speedup",
         "weight_cache_kib", "weight_cached_gbps", "loop_cache_kib",
     )

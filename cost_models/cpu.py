@@ -139,6 +139,7 @@ __all__ = [
     "VARIADIC_OP_TYPES",
     "WIDE_DTYPES",
     "CpuModel",
+    "GroupedWork",
     "RecurrentTime",
     "aliased_factor",
     "blocked_depthwise_ns",
@@ -151,6 +152,7 @@ __all__ = [
     "col2im_path_factor",
     "cold_destination_ns",
     "cold_source_ns",
+    "conv_strides",
     "conv_sym_path",
     "core_bytes",
     "cyclic_capacity_bytes",
@@ -171,6 +173,7 @@ __all__ = [
     "gemm_rows",
     "gemv_split_speedup",
     "grouped_conv_ns",
+    "grouped_work",
     "im2col_rows",
     "integer_conv_ns",
     "intra_op_threads",
@@ -185,6 +188,7 @@ __all__ = [
     "marked_cold_sources",
     "measured_col2im_ns",
     "measured_depthwise_ns",
+    "measured_grouped_ns",
     "measured_setup",
     "missed_butterflies",
     "mlas_threads",
@@ -194,6 +198,7 @@ __all__ = [
     "one_row_call_ns",
     "one_thread_pass_ns",
     "parallel_sections",
+    "plain_grouped_ns",
     "recurrent_bytes",
     "recurrent_dims",
     "recurrent_kernel_ns",
@@ -620,12 +625,14 @@ class CpuModel(UnitModel[CpuUnit]):
 
     def conv(self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
         """A Conv: the roofline, and where ``hwsim validate`` marked how onnxruntime runs it, the
-        passes beside its FMAs: a blocked depthwise conv at its measured figures
-        (:func:`blocked_depthwise_ns`), MLAS's activation pass (:func:`nchwc_activation_ns`) or its
+        passes beside its FMAs: a blocked depthwise conv or a plain grouped one at its measured
+        figures (:func:`blocked_depthwise_ns`, :func:`plain_grouped_ns`), MLAS's activation pass (:func:`nchwc_activation_ns`) or its
         packing of the expanded input (:func:`sgemm_conv_ns`), which no efficiency scales."""
         cost = self.roofline(op, unit, chip, dtype, in_b, w_b, out_b)
         if depthwise := blocked_depthwise_ns(op, unit):  # its loads and FMAs in the figures: no L1 stream of its own
             cost = _with_pass(replace(cost, compute_ns=cost.stall_ns), unit, depthwise, "depthwise tiles")
+        elif grouped := plain_grouped_ns(op, unit):  # likewise: its FMAs in the figure
+            return _with_pass(replace(cost, compute_ns=cost.stall_ns), unit, grouped, "im2col + SGEMM per group")
         cost = _with_pass(cost, unit, nchwc_activation_ns(op, unit), "activation pass")
         return _with_pass(cost, unit, sgemm_conv_ns(op, unit), "B packing")
 
@@ -1353,7 +1360,7 @@ def sgemm_conv_ns(op: Op, unit: CpuUnit | None = None) -> float:
     b_elements = _conv_depth(op) * group * (y.elements // max(1, y.shape[1]))
     pack = getattr(unit, "im2col_pack_ns", None) or SGEMM_PACK_NS
     if group > 1:  # the grouped law's row cost carries its im2col's runs
-        return b_elements * pack + grouped_conv_ns(op, unit)
+        return 0.0 if plain_grouped_ns(op, unit) else b_elements * pack + grouped_conv_ns(op, unit)
     return b_elements * (pack + _gather_ns(op, unit)) + _conv_depth(op) * im2col_rows(op) * IM2COL_RUN_NS
 
 
@@ -1503,6 +1510,115 @@ def grouped_conv_ns(op: Op, unit: CpuUnit | None = None) -> float:
     m = y.shape[1] // group
     small = b_elements * (m % SGEMM_FULL_PASS_ROWS)  # the FMAs of rows outside full passes
     return rows * GROUPED_CONV_ROW_NS + b_elements * _gather_ns(op, unit) + small * SMALL_M_FMA_NS
+
+
+@dataclass(frozen=True)
+class GroupedWork:
+    """What MLAS does for a grouped conv on its plain kernel (:func:`grouped_work`), counted over
+    every image and group: ``runs`` its im2col copies (an output row of one row of a group's
+    expanded input, within one slice of columns; none for a 1x1 conv of stride 1 and no padding,
+    which MLAS multiplies directly), ``elements`` of B it builds and packs (each slice's columns
+    rounded up to the kernel's 16), ``fmas`` against them, ``small`` of those in rows outside
+    MLAS's full 12-row passes (:data:`SGEMM_FULL_PASS_ROWS`) and ``gathered`` elements a strided
+    im2col gathers one at a time."""
+
+    runs: int
+    elements: int
+    fmas: int
+    small: int
+    gathered: int
+
+
+def conv_strides(n: int, k: int) -> tuple[int, int]:
+    """The columns and rows of B MLAS's conv (and SGEMM) take per slice for ``n`` outputs per
+    channel and ``k`` products per output: :data:`MLAS_SGEMM_STRIDE_N` by
+    :data:`MLAS_SGEMM_STRIDE_K`, the columns doubled while half the rows still hold ``k``, or the
+    rows doubled while half the columns still hold ``n`` (``MlasConvOperation``).
+
+    >>> conv_strides(784, 36), conv_strides(784, 18), conv_strides(49, 512)
+    ((256, 64), (512, 32), (64, 256))
+    """
+    stride_n, stride_k = MLAS_SGEMM_STRIDE_N, MLAS_SGEMM_STRIDE_K
+    if n >= k:
+        while stride_k // 2 >= k:
+            stride_n, stride_k = stride_n * 2, stride_k // 2
+    else:
+        while stride_n > MLAS_STRIDE_N and stride_n // 2 >= n:
+            stride_n, stride_k = stride_n // 2, stride_k * 2
+    return stride_n, stride_k
+
+
+def grouped_work(op: Op) -> GroupedWork:
+    """The work of grouped conv ``op`` as MLAS runs it, one im2col + SGEMM per image and group in
+    slices of :func:`conv_strides` columns (:class:`GroupedWork`). A slice that starts or ends
+    inside an output row copies that row in two runs.
+
+    >>> from graph_ir.ir import Tensor
+    >>> x, w, y = Tensor("x", (1, 128, 28, 28), "f"), Tensor("w", (128, 4, 3, 3), "f", True), Tensor("y", (1, 128, 28, 28), "f")
+    >>> grouped_work(Op("c", "Conv", "conv", (x, w), (y,), {"group": 32, "pads": [1] * 4}))  # 784 columns in slices of 256: 31 row runs
+    GroupedWork(runs=35712, elements=903168, fmas=3612672, small=3612672, gathered=0)
+    """
+    y, group, k = op.outputs[0], conv_group(op), _conv_depth(op)
+    n, width = math.prod(y.shape[2:]), y.shape[-1] if len(y.shape) > 2 else 1
+    per = y.shape[0] * group * k  # rows of B over every image and group
+    stride_n, _ = conv_strides(n, k)
+    slices = -(-n // stride_n)
+    last = n - (slices - 1) * stride_n
+    columns = (slices - 1) * stride_n + -(-last // MLAS_STRIDE_N) * MLAS_STRIDE_N
+    rows = -(-n // width)
+    # each slice copies the rows it touches: one more run per slice boundary inside a row
+    whole = (slices - 1) // (width // math.gcd(stride_n, width))
+    runs = 0 if _direct(op) else per * (rows + slices - 1 - whole)
+    m = y.shape[1] // group
+    return GroupedWork(runs=runs, elements=per * columns, fmas=per * columns * m,
+                       small=per * columns * (m % SGEMM_FULL_PASS_ROWS), gathered=per * n if _strided(op) else 0)  # fmt: skip
+
+
+def plain_grouped_ns(op: Op, unit: CpuUnit | None) -> float:
+    """A grouped conv on onnxruntime's plain kernel (:data:`SGEMM_CONV_ATTR`; not a depthwise one)
+    at its measured figures (:func:`measured_grouped_ns`), ns, which no efficiency scales: 0 for
+    any other op or where the unit has none."""
+    if SGEMM_CONV_ATTR not in op.attrs or conv_group(op) == 1 or _one_filter_per_channel(op):
+        return 0.0
+    return measured_grouped_ns(op, unit) or 0.0
+
+
+def _direct(op: Op) -> bool:
+    """Whether MLAS multiplies conv ``op`` without an im2col: a 1x1 kernel of stride 1 and no padding."""
+    kernel = op.weights[0].shape[2:] if op.weights else ()
+    pads = op.attrs.get("pads", ())
+    return all(d == 1 for d in kernel) and not _strided(op) and not (isinstance(pads, (list, tuple)) and any(pads))
+
+
+def measured_grouped_ns(op: Op, unit: CpuUnit | None) -> float | None:
+    """A grouped conv on onnxruntime's plain kernel at the figures ``hwsim fingerprint`` measured,
+    ns (:func:`grouped_work`): its runs at the ``unit``'s ``grouped_run_ns``, its elements of B at
+    ``grouped_element_ns``, their FMAs at the unit's fp32 peak and those outside full passes at
+    ``grouped_small_m_ns`` more, a strided im2col's gather at ``im2col_stride_ns``. None where the
+    unit has no such figures (:func:`grouped_conv_ns` then).
+
+    On an AMD EPYC (Zen 5, onnxruntime 1.32, 1 thread, 2026-12-07) the fingerprint measured 2.0 ns
+    a run, 0.116 an element and 0.0016 a small-row FMA; 37 grouped convs (2-24 channels a group,
+    8-128 groups, 7 x 7 to 112 x 112, 1x1 to 5x5, strides 1 and 2) then came out 33 of 37 within
+    10 % (median 3.9 %; the 30 of stride 1 all, within -9.5..+6.0 %), where the law per row of B
+    (:func:`grouped_conv_ns`, :data:`GROUPED_CONV_ROW_NS`, the CI Xeon's) put 15 of 37 (+6..+49 %).
+    The misses are strided: +16..+21 % over planes of 14-28, -17 % over 112.
+
+    >>> from chips.schema import CpuUnit
+    >>> from graph_ir.ir import Tensor
+    >>> u = CpuUnit(name="c", domain="d", clock_mhz=1000, flops_per_cycle={"fp32": 64}, grouped_run_ns=2.0,
+    ...             grouped_element_ns=0.1, grouped_small_m_ns=0.002)
+    >>> x, w, y = Tensor("x", (1, 128, 28, 28), "f"), Tensor("w", (128, 4, 3, 3), "f", True), Tensor("y", (1, 128, 28, 28), "f")
+    >>> round(measured_grouped_ns(Op("c", "Conv", "conv", (x, w), (y,), {"group": 32, "pads": [1] * 4}), u))  # 35,712 x 2 + 903,168 x 0.1 + 3,612,672 x (2 / 64 + 0.002)
+    281862
+    """
+    if unit is None or not (unit.grouped_run_ns and unit.grouped_element_ns) or unit.peak_flops_per_ns("fp32") <= 0:
+        return None
+    work = grouped_work(op)
+    gather = getattr(unit, "im2col_stride_ns", None) or STRIDED_IM2COL_NS
+    return (work.runs * unit.grouped_run_ns + work.elements * unit.grouped_element_ns
+            + work.fmas * 2 / unit.peak_flops_per_ns("fp32") + work.small * (unit.grouped_small_m_ns or 0.0)
+            + work.gathered * gather)  # fmt: skip
 
 
 #: Passes over its output a GEMM makes for a bias onnxruntime folds into it (``MatMulAddFusion``:
@@ -1883,7 +1999,7 @@ def _kernel_modelled(op: Op, unit: CpuUnit) -> bool:
     depthwise conv's tiles)."""
     if op.category == "rnn":
         return unit.gemv_gbps is not None and len(op.inputs) >= 3
-    if blocked_depthwise_ns(op, unit):
+    if blocked_depthwise_ns(op, unit) or plain_grouped_ns(op, unit):
         return True
     return op.op_type in FFT_OP_TYPES and bool(unit.fft_butterfly_ns and unit.fft_point_ns) and fft_plan(op) is not None
 

@@ -45,6 +45,7 @@ from chips.schema import chip_from_dict
 from cost_models.cpu import cyclic_capacity_bytes
 from hwsim.host.depthwise_probe import DEPTHWISE_PROBES, depthwise_fields
 from hwsim.host.gather_probe import GATHER_DRAM_PROBES
+from hwsim.host.grouped_probe import GROUPED_DERIVED, GROUPED_PROBES, grouped_fields
 from hwsim.host.int8_probe import INT8_PROBES
 from hwsim.host.kernels import (
     BROADCAST_PROBES,
@@ -579,6 +580,8 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
     l2, l1 = cache_bytes(caches, 2), cache_bytes(caches, 1)
     rates, rate_notes = kernel_rates(quick, l2, threads, dispatch.kernel_ns, dispatch.run_ns, dispatch.profiled_kernel_ns, l1)
     notes += rate_notes
+    if not grouped_fields(rates, g1.get("fp32", 0.0)):
+        notes.append("a plain grouped conv's runs and elements not resolved; " + "/".join(GROUPED_DERIVED) + " left out")
     if not quick:  # a stream of 4x the last-level cache: left to the full fingerprint
         rates.update(_beyond_llc_rates(llc, stream_gbps, min_s, notes))
     versions = {"onnxruntime": ort.__version__, "numpy": np.__version__, "onnx": onnx.__version__,
@@ -657,13 +660,14 @@ def chip_data(fp: Fingerprint, name: str = "host") -> dict[str, Any]:
     # efficiencies below, or probe times fields are derived from: not chip fields
     per_element = {LAYER_NORM_RATE, *RESIZE_RATES.values(), *PROBE_RATES.values(), *INT8_PROBES, *FFT_PROBES.values(),
                    *FLOAT_GEMV_PROBES, *ROW_PACK_PROBES, *SETUP_PROBES.values(), *HANDOFF_PROBES.values(), *BROADCAST_PROBES,
-                   *GATHER_DRAM_PROBES, *DEPTHWISE_PROBES, SCATTER_FAR_PROBE, *(key for _, key, _, _ in FFT_STRIDE_PROBES)}  # fmt: skip
+                   *GATHER_DRAM_PROBES, *DEPTHWISE_PROBES, *GROUPED_PROBES, SCATTER_FAR_PROBE, *(key for _, key, _, _ in FFT_STRIDE_PROBES)}  # fmt: skip
     unit.update((k, round(v, 3)) for k, v in fp.kernel_rates.items() if k not in per_element)
     # onnxruntime's dispatch per kernel as measured; 2 us when an older fingerprint has none
     unit["op_overhead_ns"] = fp.dispatch.kernel_ns if fp.dispatch else 2000.0
     if fp.dispatch and (setups := kernel_setups(fp.kernel_rates, fp.dispatch.kernel_ns)):
         unit["kernel_setup_ns"] = setups  # beside that dispatch: derived from the (merged) probe times
     unit.update(depthwise_fields(fp.kernel_rates))  # likewise
+    unit.update(grouped_fields(fp.kernel_rates, fp.matmul_gflops_1t.get("fp32", 0.0)))  # likewise, FMAs at the peak
     unit["efficiency"] = dict(FINGERPRINT_EFFICIENCY)
     dram: dict[str, Any] = {"bandwidth_gbps": round(fp.triad_gbps or fp.copy_gbps or 1.0, 2),
                             "latency_ns": round(fp.dram_latency_ns or 0.0, 1)}  # fmt: skip

@@ -65,6 +65,7 @@ from graph_ir.op_metrics import metrics
 from hwsim.host.depthwise_probe import BLOCK as DEPTHWISE_BLOCK
 from hwsim.host.depthwise_probe import DEPTHWISE_DERIVED, depthwise_fields, depthwise_times
 from hwsim.host.gather_probe import GATHER_DRAM_DERIVED, gather_dram_from, gather_dram_times
+from hwsim.host.grouped_probe import grouped_times
 from hwsim.host.int8_probe import (
     GEMV_LAYERS,
     INT8_RATES,
@@ -1527,8 +1528,8 @@ def kernel_rates(
     rate where its A rows alias against where they do not (``gemm_aliased_factor``), the kernel time of each op type probed alone
     (:data:`hwsim.host.op_probes.PROBE_RATES`), the integer kernels' probe times, ``requant_ns``, ``int8_pack_ns`` and the other integer kernel fields
     (:mod:`hwsim.host.int8_probe`; ``profiled_kernel_ns``: the profiler's empty kernel), the NCHWc
-    depthwise conv's probe times (:func:`hwsim.host.depthwise_probe.depthwise_times`) and notes for
-    any not resolved."""
+    depthwise conv's probe times (:func:`hwsim.host.depthwise_probe.depthwise_times`), the plain
+    grouped conv's (:func:`hwsim.host.grouped_probe.grouped_times`) and notes for any not resolved."""
     rounds = 2 if quick else 5
     notes: list[str] = []
     out = _pool_rates(threads, kernel_ns, rounds, notes) if threads > 1 else {}
@@ -1578,6 +1579,7 @@ def kernel_rates(
                      if key not in depthwise_fields(depthwise))  # fmt: skip
     else:
         notes.extend(f"no NCHWc blocks of {DEPTHWISE_BLOCK} channels on this CPU; {key} left out" for key in DEPTHWISE_DERIVED)
+    out.update(grouped_times(2 if quick else 3, profiled_kernel_ns))  # fit in chip_data, with the fp32 peak
     probes, probe_notes = probe_rates(1 if quick else 3)
     notes.extend(probe_notes)
     int8 = _int8_rates(2 if quick else 3, profiled_kernel_ns, kernel_ns, notes)
