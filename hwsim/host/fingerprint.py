@@ -580,8 +580,8 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
     l2, l1 = cache_bytes(caches, 2), cache_bytes(caches, 1)
     rates, rate_notes = kernel_rates(quick, l2, threads, dispatch.kernel_ns, dispatch.run_ns, dispatch.profiled_kernel_ns, l1)
     notes += rate_notes
-    if not grouped_fields(rates, g1.get("fp32", 0.0)):
-        notes.append("a plain grouped conv's runs and elements not resolved; " + "/".join(GROUPED_DERIVED) + " left out")
+    if not grouped_fields(rates, g1.get("fp32", 0.0)):  # (not probed without 16-channel NCHWc blocks)
+        notes.append("a plain grouped conv's runs and elements not resolved or not probed; " + "/".join(GROUPED_DERIVED) + " left out")
     if not quick:  # a stream of 4x the last-level cache: left to the full fingerprint
         rates.update(_beyond_llc_rates(llc, stream_gbps, min_s, notes))
     versions = {"onnxruntime": ort.__version__, "numpy": np.__version__, "onnx": onnx.__version__,

@@ -17,6 +17,9 @@ square planes of 56 to 7 (a run per 56 to 7 elements of B, as ResNeXt's stages) 
 28 with 2, 8 and 12 output channels a group (the small rows), each profiled alone less the
 profiler's time for an empty kernel; their FMAs at the fp32 peak, the three figures by
 non-negative least squares on the rest, each probe weighed by its time (:func:`grouped_fields`).
+They run only where onnxruntime's NCHWc blocks are 16 channels (AVX-512): with blocks of 8, the
+probe of 8 channels a group would run blocked.
+
 On an AMD EPYC (Zen 5, 2026-12-07): 2.0 ns a run, 0.116 an element, 0.0016 a small-row FMA; 37
 grouped convs (2-24 channels a group, 7 x 7 to 112 x 112, strides 1 and 2, 1x1 to 5x5; four of
 them the probes' shapes) then came out 33 of 37 within 10 % (median 3.9 %), the misses strided.
