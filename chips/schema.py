@@ -900,7 +900,7 @@ class CpuUnit(Unit):
         None,
         description="What a grouped conv on onnxruntime's plain kernel (one im2col + SGEMM per group) pays per run its "
         "im2col copies (an output row of one row of a group's expanded input, within one slice of columns), ns. "
-        "Measured by `hwsim fingerprint` from grouped 3x3 convs (1.8 on an AMD EPYC, Zen 5). None, or "
+        "Measured by `hwsim fingerprint` from grouped 3x3 convs (2.0 on an AMD EPYC, Zen 5). None, or "
         "grouped_element_ns None: the CI Xeon's law per row of B (cost_models.cpu.grouped_conv_ns).",
     )
     grouped_element_ns: PositiveFloat | None = Field(
@@ -911,7 +911,7 @@ class CpuUnit(Unit):
     grouped_small_m_ns: NonNegFloat | None = Field(
         None,
         description="What the same kernel pays per FMA of its rows outside MLAS's full 12-row passes beyond the peak, "
-        "ns (0.0015 on an AMD EPYC, Zen 5). None: 0.",
+        "ns (0.0016 on an AMD EPYC, Zen 5). None: 0.",
     )
     im2col_pack_ns: PositiveFloat | None = Field(
         None,
