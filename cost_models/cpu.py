@@ -1360,7 +1360,7 @@ def sgemm_conv_ns(op: Op, unit: CpuUnit | None = None) -> float:
     b_elements = _conv_depth(op) * group * (y.elements // max(1, y.shape[1]))
     pack = getattr(unit, "im2col_pack_ns", None) or SGEMM_PACK_NS
     if group > 1:  # the grouped law's row cost carries its im2col's runs
-        return 0.0 if plain_grouped_ns(op, unit) else b_elements * pack + grouped_conv_ns(op, unit)
+        return b_elements * pack + grouped_conv_ns(op, unit)  # (one with measured figures: CpuModel.conv)
     return b_elements * (pack + _gather_ns(op, unit)) + _conv_depth(op) * im2col_rows(op) * IM2COL_RUN_NS
 
 
@@ -1594,8 +1594,8 @@ def measured_grouped_ns(op: Op, unit: CpuUnit | None) -> float | None:
     """A grouped conv on onnxruntime's plain kernel at the figures ``hwsim fingerprint`` measured,
     ns (:func:`grouped_work`): its runs at the ``unit``'s ``grouped_run_ns``, its elements of B at
     ``grouped_element_ns``, their FMAs at the unit's fp32 peak and those outside full passes at
-    ``grouped_small_m_ns`` more, a strided im2col's gather at ``im2col_stride_ns``. None where the
-    unit has no such figures (:func:`grouped_conv_ns` then).
+    ``grouped_small_m_ns`` more, a strided im2col's gather as a plain conv's (:func:`_gather_ns`). None
+    where the unit has no such figures (:func:`grouped_conv_ns` then).
 
     On an AMD EPYC (Zen 5, onnxruntime 1.32, 1 thread, 2026-12-07) the fingerprint measured 2.0 ns
     a run, 0.116 an element and 0.0016 a small-row FMA; 37 grouped convs (2-24 channels a group,
@@ -1615,10 +1615,9 @@ def measured_grouped_ns(op: Op, unit: CpuUnit | None) -> float | None:
     if unit is None or not (unit.grouped_run_ns and unit.grouped_element_ns) or unit.peak_flops_per_ns("fp32") <= 0:
         return None
     work = grouped_work(op)
-    gather = getattr(unit, "im2col_stride_ns", None) or STRIDED_IM2COL_NS
     return (work.runs * unit.grouped_run_ns + work.elements * unit.grouped_element_ns
             + work.fmas * 2 / unit.peak_flops_per_ns("fp32") + work.small * (unit.grouped_small_m_ns or 0.0)
-            + work.gathered * gather)  # fmt: skip
+            + work.gathered * _gather_ns(op, unit))  # fmt: skip
 
 
 #: Passes over its output a GEMM makes for a bias onnxruntime folds into it (``MatMulAddFusion``:

@@ -1577,10 +1577,10 @@ def kernel_rates(
         out.update(depthwise := depthwise_times(2 if quick else 3, kernel_ns, profiled_kernel_ns))
         notes.extend(f"NCHWc depthwise conv figure not resolved; {key} left out" for key in DEPTHWISE_DERIVED
                      if key not in depthwise_fields(depthwise))  # fmt: skip
+        # fit in chip_data, with the fp32 peak; with 8-channel blocks the probe of 8 channels a group would run blocked
+        out.update(grouped_times(2 if quick else 3, profiled_kernel_ns))
     else:
         notes.extend(f"no NCHWc blocks of {DEPTHWISE_BLOCK} channels on this CPU; {key} left out" for key in DEPTHWISE_DERIVED)
-    if nchwc_block() == DEPTHWISE_BLOCK:  # with 8-channel blocks the probe of 8 channels a group would run blocked
-        out.update(grouped_times(2 if quick else 3, profiled_kernel_ns))  # fit in chip_data, with the fp32 peak
     probes, probe_notes = probe_rates(1 if quick else 3)
     notes.extend(probe_notes)
     int8 = _int8_rates(2 if quick else 3, profiled_kernel_ns, kernel_ns, notes)
