@@ -991,6 +991,14 @@ class CpuUnit(Unit):
         "with four (64 -> 64), measured by `hwsim fingerprint`: how load-bound a conv with few output blocks "
         "is on this core (0.68 on the CI Xeon, 0.88 on an AMD EPYC). None: 2/3.",
     )
+    nchwc_call_ns: PositiveFloat | None = Field(
+        None,
+        description="What a dense conv on onnxruntime's NCHWc kernels pays per call of its MLAS kernel (an output row "
+        "of one set of four output blocks and one input block; cost_models.cpu.nchwc_conv_calls), beside its FMAs, "
+        "ns. With it such a conv also reads its filter once, serially, from where the model's weights are kept "
+        "(cost_models.cpu.nchwc_conv_pass_ns). Measured by `hwsim fingerprint` from chains of 3x3 convs over "
+        "2 x 2 to 28 x 28 maps (hwsim.host.nchwc_probe). None: neither is priced.",
+    )
 
     #: Fields a dump leaves out while unset, so that a chip without them dumps (and hashes,
     #: :func:`hwsim.report.provenance.chip_sha256`) as it did before they existed.
@@ -999,7 +1007,7 @@ class CpuUnit(Unit):
         "parallel_section_ns",
         "recurrent_section_ns", "run_footprint_kib", "requant_ns", "int8_pack_ns", "int8_conv_call_ns", "int8_conv_pixel_ns",
         "int8_im2col_pixel_ns", "int8_conv_mac_ps", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps",
-        "int8_gemv_far_gbps", "softmax_denormal_ns", "nchwc_one_block_efficiency", "norm_row_ns", "fp32_gemv_call_ns", "fp32_gemv_gbps",
+        "int8_gemv_far_gbps", "softmax_denormal_ns", "nchwc_one_block_efficiency", "nchwc_call_ns", "norm_row_ns", "fp32_gemv_call_ns", "fp32_gemv_gbps",
         "fp32_pack_ns", "kernel_setup_ns", "step_handoff_ns", "broadcast_span_ns", "softmax_row_ns", "transpose_element_ns",
         "im2col_pack_ns", "im2col_stride_ns", "grouped_run_ns", "grouped_element_ns", "grouped_small_m_ns", "col2im_ns", "col2im_strided_ns", "nchwc_activation_pass_ns", "depthwise_tile_ns", "depthwise_row_ns", "depthwise_call_ns", "depthwise_output_ns", "depthwise_tap_ns", "transpose_block_ns", "transpose_outward_factor", "transpose_byte_outward_factor", "transpose_shared_line_factor", "transpose_pass_lines", "transpose_byte_block_ns", "transpose_edge_ns", "gemm_aliased_factor", "gemm_revisit_gbps", "gemv_dram_gbps", "reduce_row_ns", "reduce_block_ns", "reduce_column_row_ns", "reduce_generic_ns",
         "slice_run_ns", "slice_step_element_ns", "gather_row_ns", "gather_dram_row_ns", "gather_dram_line_ns", "fp32_batch_call_ns", "scatter_far_update_ns", "thread_check_speedup",

@@ -634,6 +634,7 @@ class CpuModel(UnitModel[CpuUnit]):
         elif grouped := plain_grouped_ns(op, unit):  # likewise: its FMAs in the figure
             return _with_pass(replace(cost, compute_ns=cost.stall_ns), unit, grouped, "im2col + SGEMM per group")
         cost = _with_pass(cost, unit, nchwc_activation_ns(op, unit), "activation pass")
+        cost = _with_pass(cost, unit, nchwc_conv_pass_ns(op, unit, chip, w_b), "kernel calls and filter pass")
         return _with_pass(cost, unit, sgemm_conv_ns(op, unit), "B packing")
 
     def softmax(self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
@@ -1327,6 +1328,79 @@ def nchwc_activation_ns(op: Op, unit: CpuUnit | None = None) -> float:
         return 0.0
     measured = (unit.nchwc_activation_pass_ns or {}) if unit is not None else {}
     return op.outputs[0].elements * measured.get(str(act), NCHWC_ACTIVATION_PASS_NS)
+
+
+#: Output-channel blocks one call of MLAS's NCHWc conv kernels computes (``FilterSetSize``).
+NCHWC_FILTER_SET = 4
+#: Input channels MLAS's NCHWc pointwise kernel takes per call (``MaximumInputChannelBatch``).
+NCHWC_POINTWISE_CHANNELS = 128
+
+
+def nchwc_conv_calls(op: Op) -> int:
+    """Calls a dense conv on onnxruntime's NCHWc kernels (:data:`NCHWC_ATTR`; not a depthwise one)
+    makes to its MLAS kernel on one thread: per image, group and set of :data:`NCHWC_FILTER_SET`
+    output blocks (``snchwc.cpp``), one per output row and block of input channels on the NCHWc
+    kernel; one per :data:`NCHWC_POINTWISE_CHANNELS` input channels on the pointwise kernel (1x1,
+    no padding), per output row where it is strided, else over all rows at once. 0 for any other
+    op, and for a conv whose input is narrower than a block: the NCHW kernel it runs calls once per
+    output row and input channel, each call a few taps of one channel, lighter than the calls
+    ``nchwc_call_ns`` measures (priced at that figure, a VWW-like CNN's 8 -> 16 channel 3x3 conv
+    over 48 x 48 came out 19 us against 9.8 measured).
+
+    >>> from graph_ir.ir import Tensor
+    >>> def conv(cin: int, cout: int, k: int, side: int, pad: int = 1) -> Op:
+    ...     x, w = Tensor("x", (1, cin, side, side), "f"), Tensor("w", (cout, cin, k, k), "f", True)
+    ...     y = Tensor("y", (1, cout, side, side), "f")
+    ...     return Op("c", "Conv", "conv", (x, w), (y,), {"pads": [pad] * 4, NCHWC_ATTR: 16})
+    >>> nchwc_conv_calls(conv(192, 192, 3, 4))  # 4 rows x 3 sets of 4 blocks x 12 input blocks
+    144
+    >>> nchwc_conv_calls(conv(256, 64, 1, 56, 0)), nchwc_conv_calls(conv(3, 32, 3, 112))  # pointwise; NCHW
+    (2, 0)
+    """
+    block = op.attrs.get(NCHWC_ATTR)
+    if not isinstance(block, int) or block <= 0 or kernel_type(op) != "Conv" or not op.weights:
+        return 0
+    w, y = op.weights[0].shape, op.outputs[0].shape
+    if len(w) != 4 or len(y) != 4:
+        return 0
+    groups = conv_group(op)
+    cin = int(w[1])
+    out_blocks = -(-(int(w[0]) // groups) // block)
+    sets = -(-out_blocks // NCHWC_FILTER_SET)
+    pads = op.attrs.get("pads") or ()
+    if cin < block:
+        return 0
+    if w[2] == w[3] == 1 and not (isinstance(pads, (list, tuple)) and any(pads)):
+        per_set = -(-cin // NCHWC_POINTWISE_CHANNELS) * (int(y[2]) if _strided(op) else 1)
+    else:
+        per_set = int(y[2]) * -(-cin // block)
+    return int(y[0]) * groups * sets * per_set
+
+
+def nchwc_conv_pass_ns(op: Op, unit: CpuUnit, chip: Chip, w_b: int) -> float:
+    """What a dense conv on onnxruntime's NCHWc kernels pays beside its FMAs, ns, where the ``unit``
+    has a measured ``nchwc_call_ns``: its kernel calls (:func:`nchwc_conv_calls`) at that figure,
+    and its filter's ``w_b`` bytes read once, serially, from the level that keeps the model's
+    weights between runs (:func:`first_pass_gbps`; DRAM's bandwidth where none does). No
+    efficiency scales either. 0 for any other op (:func:`nchwc_conv_calls`), or a unit without the
+    figure.
+
+    MLAS walks each set of four output blocks and each block of input channels over all output
+    rows, one kernel call a row; the first row's call brings that slice of the filter in, with
+    little work to hide it behind where the rows are short. On an AMD EPYC (Zen 5, onnxruntime
+    1.32, 1 thread) chains of 3x3 convs of 32-256 channels over 2 x 2 to 28 x 28 maps ran 0.94 of
+    the peak on the FMAs inside the rows, ~30-60 ns a call and their filters at about the L3's
+    rate; the same convs sharing one filter (in L2) took 1.0-2.4 us less (``docs/fidelity_cpu.md``,
+    "Dense NCHWc convs over small maps"). ResNet-18's 512-channel 3x3 convs over 7 x 7, 9.4 MB of
+    filter each from DRAM, ran 1.26-1.29 ms where their FMAs at the calibrated rate were 0.90. A
+    filter from DRAM came in at 19-35 GB/s in chains and models where the DRAM's triad reached 49:
+    measured, not modelled (a probe of it moved 19 -> 26 GB/s within minutes, and GhostNet, whose
+    loop keeps most of its weights, came out +30 % with it).
+    """
+    if unit.nchwc_call_ns is None or not (calls := nchwc_conv_calls(op)):
+        return 0.0
+    gbps = first_pass_gbps(unit, _cache_levels(unit), w_b) or unit_bandwidth_gbps(unit, chip)
+    return calls * unit.nchwc_call_ns + w_b / gbps
 
 
 def sgemm_conv_ns(op: Op, unit: CpuUnit | None = None) -> float:
