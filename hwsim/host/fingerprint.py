@@ -63,6 +63,7 @@ from hwsim.host.kernels import (
     step_handoffs,
 )
 from hwsim.host.measure import MeasureError, make_session, time_call
+from hwsim.host.nchwc_probe import NCHWC_DERIVED, NCHWC_PROBES, nchwc_fields
 from hwsim.host.op_probes import PROBE_RATES, SCATTER_FAR_PROBE, scatter_far_from
 from hwsim.host.weight_cache_probe import loop_cache_rates, weight_cache_rates
 
@@ -582,6 +583,9 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
     notes += rate_notes
     if not grouped_fields(rates, g1.get("fp32", 0.0)):  # (not probed without 16-channel NCHWc blocks)
         notes.append("a plain grouped conv's runs and elements not resolved or not probed; " + "/".join(GROUPED_DERIVED) + " left out")
+    if NCHWC_PROBES.keys() <= rates.keys():  # (not probed without 16-channel NCHWc blocks)
+        got = nchwc_fields(rates, g1.get("fp32", 0.0), _rate_levels(caches), triad_bw or copy_bw or 1.0)
+        notes.extend(f"an NCHWc conv's {f} not resolved; left out" for f in NCHWC_DERIVED if f not in got)
     if not quick:  # a stream of 4x the last-level cache: left to the full fingerprint
         rates.update(_beyond_llc_rates(llc, stream_gbps, min_s, notes))
     versions = {"onnxruntime": ort.__version__, "numpy": np.__version__, "onnx": onnx.__version__,
@@ -642,6 +646,12 @@ def _mask_note() -> str | None:
 FINGERPRINT_EFFICIENCY = {"Conv": 1.0, "ConvTranspose": 1.0, "Gemm": 1.0, "MatMul": 1.0, "MatMulInteger": 1.0}
 
 
+def _rate_levels(caches: Sequence[Mapping[str, float | str]]) -> list[tuple[float, float]]:
+    """``(KiB, GB/s)`` of each measured cache level, L1 first (levels without a rate left out)."""
+    rows = sorted((int(c["level"]), float(c["kib"]), float(c["bandwidth_gbps"])) for c in caches)
+    return [(kib, gbps) for _, kib, gbps in rows if not math.isnan(gbps)]
+
+
 def chip_data(fp: Fingerprint, name: str = "host") -> dict[str, Any]:
     """The chip description (plain data) of a fingerprint: one CPU unit in one DRAM domain."""
     ghz = fp.clock_mhz / 1000
@@ -660,7 +670,7 @@ def chip_data(fp: Fingerprint, name: str = "host") -> dict[str, Any]:
     # efficiencies below, or probe times fields are derived from: not chip fields
     per_element = {LAYER_NORM_RATE, *RESIZE_RATES.values(), *PROBE_RATES.values(), *INT8_PROBES, *FFT_PROBES.values(),
                    *FLOAT_GEMV_PROBES, *ROW_PACK_PROBES, *SETUP_PROBES.values(), *HANDOFF_PROBES.values(), *BROADCAST_PROBES,
-                   *GATHER_DRAM_PROBES, *DEPTHWISE_PROBES, *GROUPED_PROBES, SCATTER_FAR_PROBE, *(key for _, key, _, _ in FFT_STRIDE_PROBES)}  # fmt: skip
+                   *GATHER_DRAM_PROBES, *DEPTHWISE_PROBES, *GROUPED_PROBES, *NCHWC_PROBES, SCATTER_FAR_PROBE, *(key for _, key, _, _ in FFT_STRIDE_PROBES)}  # fmt: skip
     unit.update((k, round(v, 3)) for k, v in fp.kernel_rates.items() if k not in per_element)
     # onnxruntime's dispatch per kernel as measured; 2 us when an older fingerprint has none
     unit["op_overhead_ns"] = fp.dispatch.kernel_ns if fp.dispatch else 2000.0
@@ -668,6 +678,8 @@ def chip_data(fp: Fingerprint, name: str = "host") -> dict[str, Any]:
         unit["kernel_setup_ns"] = setups  # beside that dispatch: derived from the (merged) probe times
     unit.update(depthwise_fields(fp.kernel_rates))  # likewise
     unit.update(grouped_fields(fp.kernel_rates, fp.matmul_gflops_1t.get("fp32", 0.0)))  # likewise, FMAs at the peak
+    unit.update(nchwc_fields(fp.kernel_rates, fp.matmul_gflops_1t.get("fp32", 0.0), _rate_levels(fp.caches),
+                             fp.triad_gbps or fp.copy_gbps or 1.0))  # fmt: skip
     unit["efficiency"] = dict(FINGERPRINT_EFFICIENCY)
     dram: dict[str, Any] = {"bandwidth_gbps": round(fp.triad_gbps or fp.copy_gbps or 1.0, 2),
                             "latency_ns": round(fp.dram_latency_ns or 0.0, 1)}  # fmt: skip

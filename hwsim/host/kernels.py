@@ -84,6 +84,7 @@ from hwsim.host.int8_probe import (
     requant_from,
 )
 from hwsim.host.measure import best_run_ns, make_session, nchwc_block, profile_nodes, time_session
+from hwsim.host.nchwc_probe import nchwc_times
 from hwsim.host.op_probes import probe_efficiencies, probe_rates
 from hwsim.host.second_core import CHECK_COUNT, CHECK_N, MIN_SHARE, matmul_chain, speedup
 
@@ -1529,7 +1530,8 @@ def kernel_rates(
     (:data:`hwsim.host.op_probes.PROBE_RATES`), the integer kernels' probe times, ``requant_ns``, ``int8_pack_ns`` and the other integer kernel fields
     (:mod:`hwsim.host.int8_probe`; ``profiled_kernel_ns``: the profiler's empty kernel), the NCHWc
     depthwise conv's probe times (:func:`hwsim.host.depthwise_probe.depthwise_times`), the plain
-    grouped conv's (:func:`hwsim.host.grouped_probe.grouped_times`) and notes for any not resolved."""
+    grouped conv's (:func:`hwsim.host.grouped_probe.grouped_times`), the dense NCHWc conv's
+    (:func:`hwsim.host.nchwc_probe.nchwc_times`) and notes for any not resolved."""
     rounds = 2 if quick else 5
     notes: list[str] = []
     out = _pool_rates(threads, kernel_ns, rounds, notes) if threads > 1 else {}
@@ -1579,6 +1581,7 @@ def kernel_rates(
                      if key not in depthwise_fields(depthwise))  # fmt: skip
         # fit in chip_data, with the fp32 peak; with 8-channel blocks the probe of 8 channels a group would run blocked
         out.update(grouped_times(2 if quick else 3, profiled_kernel_ns))
+        out.update(nchwc_times(2 if quick else 3))  # fit in chip_data too, with the peak and the caches' rates
     else:
         notes.extend(f"no NCHWc blocks of {DEPTHWISE_BLOCK} channels on this CPU; {key} left out" for key in DEPTHWISE_DERIVED)
     probes, probe_notes = probe_rates(1 if quick else 3)
