@@ -1388,10 +1388,10 @@ def nchwc_conv_pass_ns(op: Op, unit: CpuUnit, chip: Chip, w_b: int) -> float:
     MLAS walks each set of four output blocks and each block of input channels over all output
     rows, one kernel call a row; the first row's call brings that slice of the filter in, with
     little work to hide it behind where the rows are short. On an AMD EPYC (Zen 5, onnxruntime
-    1.32, 1 thread) chains of 3x3 convs of 32-256 channels over 2 x 2 to 28 x 28 maps ran 0.94 of
-    the peak on the FMAs inside the rows, ~30-60 ns a call and their filters at about the L3's
-    rate; the same convs sharing one filter (in L2) took 1.0-2.4 us less (``docs/fidelity_cpu.md``,
-    "Dense NCHWc convs over small maps"). ResNet-18's 512-channel 3x3 convs over 7 x 7, 9.4 MB of
+    1.32, 1 thread) chains of 3x3 convs of 32-256 channels over 2 x 2 to 28 x 28 maps ran 0.94-0.97
+    of the peak on the FMAs inside the rows, 17-28 ns a call (four runs of the probe) and their
+    filters at about the L3's rate; the same convs sharing one filter (in L2) took 1.0-2.4 us less
+    (``docs/fidelity_cpu.md``, "Dense NCHWc convs over small maps"). ResNet-18's 512-channel 3x3 convs over 7 x 7, 9.4 MB of
     filter each from DRAM, ran 1.26-1.29 ms where their FMAs at the calibrated rate were 0.90. A
     filter from DRAM came in at 19-35 GB/s in chains and models where the DRAM's triad reached 49:
     measured, not modelled (a probe of it moved 19 -> 26 GB/s within minutes, and GhostNet, whose
