@@ -120,7 +120,9 @@ __all__ = [
     "NCHWC_ACTIVATION_ATTR",
     "NCHWC_ACTIVATION_PASS_NS",
     "NCHWC_ATTR",
+    "NCHWC_FILTER_SET",
     "NCHWC_PASS_ACTIVATIONS",
+    "NCHWC_POINTWISE_CHANNELS",
     "ONE_THREAD_KERNELS",
     "QUANTIZE_PARALLEL_MIN_ELEMENTS",
     "RECURRENT_OP_TYPES",
@@ -174,6 +176,7 @@ __all__ = [
     "gemv_split_speedup",
     "grouped_conv_ns",
     "grouped_work",
+    "holding_gbps",
     "im2col_rows",
     "integer_conv_ns",
     "intra_op_threads",
@@ -193,6 +196,8 @@ __all__ = [
     "missed_butterflies",
     "mlas_threads",
     "nchwc_activation_ns",
+    "nchwc_conv_calls",
+    "nchwc_conv_pass_ns",
     "norm_rows",
     "norm_rows_ns",
     "one_row_call_ns",
@@ -659,7 +664,7 @@ class CpuModel(UnitModel[CpuUnit]):
         hidden, waited = (0.0, 0.0) if walk else single_axis_far_bytes(op, element_bytes, unit.l2_kib * 1024,
                                                                          unit.transpose_pass_lines or 2.0)
         if hidden or waited:
-            gbps = _holding_gbps(_cache_levels(unit), in_b + out_b) or unit_bandwidth_gbps(unit, chip)
+            gbps = holding_gbps(_cache_levels(unit), in_b + out_b) or unit_bandwidth_gbps(unit, chip)
             moved = max(moved, hidden / gbps) + waited / gbps
         what = "walked element by element" if walk else "one axis moved in blocks"
         extra_pj = energy_pj(unit.active_w, max(moved, cost.memory_ns) - max(cost.compute_ns, cost.memory_ns))
@@ -1735,7 +1740,7 @@ def _cache_levels(unit: CpuUnit) -> list[tuple[float, float]]:
     return levels
 
 
-def _holding_gbps(levels: list[tuple[float, float]], nbytes: float) -> float:
+def holding_gbps(levels: list[tuple[float, float]], nbytes: float) -> float:
     """GB/s of the smallest of ``levels`` (:func:`_cache_levels`) that holds ``nbytes``; 0 where none
     does (DRAM)."""
     return next((g for kib, g in levels if nbytes <= kib * 1024), 0.0)
@@ -2906,7 +2911,7 @@ def first_pass_gbps(unit: CpuUnit, levels: list[tuple[float, float]], w_b: int) 
     if not unit.weights_in_cache:
         return 0.0
     held = max(float(w_b), unit.resident_weight_bytes or 0.0)
-    return _holding_gbps(levels, held)
+    return holding_gbps(levels, held)
 
 
 def _ort_recurrent(op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
@@ -3029,7 +3034,7 @@ def _recurrence(op: Op, unit: CpuUnit, chip: Chip, dtype: str, cost: OpCost) -> 
     state = (op.input_bytes(dtype) + op.output_bytes(dtype)) // steps
     levels = _cache_levels(unit)
     reread = (steps - 1) * r_b
-    gbps = _holding_gbps(levels, r_b + state)
+    gbps = holding_gbps(levels, r_b + state)
     if gbps > 0:
         memory_ns = cost.memory_ns + reread / gbps
         dram_read = cost.dram_read_bytes

@@ -25,7 +25,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from cost_models.cpu import NCHWC_ATTR, nchwc_conv_calls, valid_tap_share
+from cost_models.cpu import NCHWC_ATTR, holding_gbps, nchwc_conv_calls, valid_tap_share
 from graph_ir.ir import Op, Tensor
 from hwsim.host.measure import make_session, time_session
 
@@ -88,11 +88,6 @@ def nchwc_times(rounds: int = 3) -> dict[str, float]:
     return {key: t for key, t in out.items() if t > 0}
 
 
-def _filter_gbps(nbytes: float, levels: Sequence[tuple[float, float]], dram_gbps: float) -> float:
-    """GB/s of the smallest of ``levels`` (KiB, GB/s) holding ``nbytes``; ``dram_gbps`` if none does."""
-    return next((g for kib, g in levels if nbytes <= kib * 1024), dram_gbps)
-
-
 def _work(channels: int, side: int, peak_flops_per_ns: float) -> tuple[float, int, int]:
     """(the probe conv's FMAs inside the rows at the peak, ns; its kernel calls; its filter bytes)."""
     op = _op(channels, side)
@@ -119,7 +114,7 @@ def nchwc_fields(rates: Mapping[str, float], peak_flops_per_ns: float, levels: S
     times, design = [], []
     for key, (c, side) in NCHWC_PROBES.items():
         fma, calls, filter_bytes = _work(c, side, peak_flops_per_ns)
-        times.append(rates[key] - filter_bytes / _filter_gbps(CHAIN_LONG * filter_bytes, levels, dram_gbps))
+        times.append(rates[key] - filter_bytes / (holding_gbps(list(levels), CHAIN_LONG * filter_bytes) or dram_gbps))
         design.append([fma, calls])
     weight = np.array([rates[key] for key in NCHWC_PROBES])
     coef, *_ = np.linalg.lstsq(np.array(design) / weight[:, None], np.array(times) / weight, rcond=None)
