@@ -1368,14 +1368,12 @@ def nchwc_conv_calls(op: Op) -> int:
     w, y = op.weights[0].shape, op.outputs[0].shape
     if len(w) != 4 or len(y) != 4:
         return 0
-    groups = conv_group(op)
-    cin = int(w[1])
-    out_blocks = -(-(int(w[0]) // groups) // block)
-    sets = -(-out_blocks // NCHWC_FILTER_SET)
-    pads = op.attrs.get("pads") or ()
+    groups, cin = conv_group(op), int(w[1])
     if cin < block:
         return 0
-    if w[2] == w[3] == 1 and not (isinstance(pads, (list, tuple)) and any(pads)):
+    out_blocks = -(-(int(w[0]) // groups) // block)
+    sets = -(-out_blocks // NCHWC_FILTER_SET)
+    if _unpadded_pointwise(op):
         per_set = -(-cin // NCHWC_POINTWISE_CHANNELS) * (int(y[2]) if _strided(op) else 1)
     else:
         per_set = int(y[2]) * -(-cin // block)
@@ -1662,11 +1660,16 @@ def plain_grouped_ns(op: Op, unit: CpuUnit | None) -> float:
     return measured_grouped_ns(op, unit) or 0.0
 
 
-def _direct(op: Op) -> bool:
-    """Whether MLAS multiplies conv ``op`` without an im2col: a 1x1 kernel of stride 1 and no padding."""
+def _unpadded_pointwise(op: Op) -> bool:
+    """Whether conv ``op`` has a 1x1 kernel and no padding (any stride)."""
     kernel = op.weights[0].shape[2:] if op.weights else ()
     pads = op.attrs.get("pads", ())
-    return all(d == 1 for d in kernel) and not _strided(op) and not (isinstance(pads, (list, tuple)) and any(pads))
+    return all(d == 1 for d in kernel) and not (isinstance(pads, (list, tuple)) and any(pads))
+
+
+def _direct(op: Op) -> bool:
+    """Whether MLAS multiplies conv ``op`` without an im2col: a 1x1 kernel of stride 1 and no padding."""
+    return _unpadded_pointwise(op) and not _strided(op)
 
 
 def measured_grouped_ns(op: Op, unit: CpuUnit | None) -> float | None:

@@ -84,7 +84,7 @@ from hwsim.host.int8_probe import (
     requant_from,
 )
 from hwsim.host.measure import best_run_ns, make_session, nchwc_block, profile_nodes, time_session
-from hwsim.host.nchwc_probe import nchwc_times
+from hwsim.host.nchwc_probe import NCHWC_DERIVED, nchwc_times
 from hwsim.host.op_probes import probe_efficiencies, probe_rates
 from hwsim.host.second_core import CHECK_COUNT, CHECK_N, MIN_SHARE, matmul_chain, speedup
 
@@ -1583,7 +1583,8 @@ def kernel_rates(
         out.update(grouped_times(2 if quick else 3, profiled_kernel_ns))
         out.update(nchwc_times(2 if quick else 3))  # fit in chip_data too, with the peak and the caches' rates
     else:
-        notes.extend(f"no NCHWc blocks of {DEPTHWISE_BLOCK} channels on this CPU; {key} left out" for key in DEPTHWISE_DERIVED)
+        notes.extend(f"no NCHWc blocks of {DEPTHWISE_BLOCK} channels on this CPU; {key} left out"
+                     for key in (*DEPTHWISE_DERIVED, *NCHWC_DERIVED))  # (the grouped fields: fingerprint's note)
     probes, probe_notes = probe_rates(1 if quick else 3)
     notes.extend(probe_notes)
     int8 = _int8_rates(2 if quick else 3, profiled_kernel_ns, kernel_ns, notes)
