@@ -835,6 +835,13 @@ class CpuUnit(Unit):
         "fingerprint` from 3 channels of bytes moved both ways; a unit of 8 bytes counts twice. None: such a "
         "Transpose is priced as a copy.",
     )
+    transpose_memcpy_ns: PositiveFloat | None = Field(
+        None,
+        description="Time per unit of onnxruntime's Transpose that moves one axis in units of another size than 1, 2, 4 "
+        "or 8 bytes (an attention head of 3-32 floats carried with the axis it follows): one memcpy call per unit "
+        "(`TransposeSingleAxisOutwards`/`Inwards`), measured by `hwsim fingerprint` from heads of 8 floats (7.0-7.5 "
+        "ns on an AMD EPYC, Zen 5, for units of 12-128 bytes alike). None: such a Transpose is priced as a copy.",
+    )
     gemm_aliased_factor: float | None = Field(
         None,
         gt=0.0,
@@ -1009,7 +1016,7 @@ class CpuUnit(Unit):
         "int8_im2col_pixel_ns", "int8_conv_mac_ps", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps",
         "int8_gemv_far_gbps", "softmax_denormal_ns", "nchwc_one_block_efficiency", "nchwc_call_ns", "norm_row_ns", "fp32_gemv_call_ns", "fp32_gemv_gbps",
         "fp32_pack_ns", "kernel_setup_ns", "step_handoff_ns", "broadcast_span_ns", "softmax_row_ns", "transpose_element_ns",
-        "im2col_pack_ns", "im2col_stride_ns", "grouped_run_ns", "grouped_element_ns", "grouped_small_m_ns", "col2im_ns", "col2im_strided_ns", "nchwc_activation_pass_ns", "depthwise_tile_ns", "depthwise_row_ns", "depthwise_call_ns", "depthwise_output_ns", "depthwise_tap_ns", "transpose_block_ns", "transpose_outward_factor", "transpose_byte_outward_factor", "transpose_shared_line_factor", "transpose_pass_lines", "transpose_byte_block_ns", "transpose_edge_ns", "gemm_aliased_factor", "gemm_revisit_gbps", "gemv_dram_gbps", "reduce_row_ns", "reduce_block_ns", "reduce_column_row_ns", "reduce_generic_ns",
+        "im2col_pack_ns", "im2col_stride_ns", "grouped_run_ns", "grouped_element_ns", "grouped_small_m_ns", "col2im_ns", "col2im_strided_ns", "nchwc_activation_pass_ns", "depthwise_tile_ns", "depthwise_row_ns", "depthwise_call_ns", "depthwise_output_ns", "depthwise_tap_ns", "transpose_block_ns", "transpose_outward_factor", "transpose_byte_outward_factor", "transpose_shared_line_factor", "transpose_pass_lines", "transpose_byte_block_ns", "transpose_edge_ns", "transpose_memcpy_ns", "gemm_aliased_factor", "gemm_revisit_gbps", "gemv_dram_gbps", "reduce_row_ns", "reduce_block_ns", "reduce_column_row_ns", "reduce_generic_ns",
         "slice_run_ns", "slice_step_element_ns", "gather_row_ns", "gather_dram_row_ns", "gather_dram_line_ns", "fp32_batch_call_ns", "scatter_far_update_ns", "thread_check_speedup",
         "weight_cache_kib", "weight_cached_gbps", "loop_cache_kib",
     )

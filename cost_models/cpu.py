@@ -70,6 +70,7 @@ from cost_models.cpu_layout import (
     einsum_moves,
     page_slots,
     single_axis_far_bytes,
+    single_axis_memcpy_ns,
     single_axis_ns,
     slice_ns,
     softmax_rows,
@@ -654,19 +655,24 @@ class CpuModel(UnitModel[CpuUnit]):
         """A Transpose: a copy at its calibrated rate (the roofline); where onnxruntime walks it one
         element at a time (:func:`~cost_models.cpu_layout.walk_ns`) or moves one axis in blocks
         (:func:`~cost_models.cpu_layout.single_axis_ns`), that time instead, which no efficiency
-        scales."""
+        scales; where it moves one axis a memcpy call per unit
+        (:func:`~cost_models.cpu_layout.single_axis_memcpy_ns`), the longer of those calls and the
+        copy at its calibrated rate."""
         cost = self.roofline(op, unit, chip, dtype, in_b, w_b, out_b)
         walk = walk_ns(op, unit)
         element_bytes = in_b // max(1, op.inputs[0].elements) if op.inputs else 0
         moved = walk or single_axis_ns(op, unit, element_bytes)
-        if not moved:
-            return cost
-        hidden, waited = (0.0, 0.0) if walk else single_axis_far_bytes(op, element_bytes, unit.l2_kib * 1024,
-                                                                         unit.transpose_pass_lines or 2.0)
-        if hidden or waited:
-            gbps = holding_gbps(_cache_levels(unit), in_b + out_b) or unit_bandwidth_gbps(unit, chip)
-            moved = max(moved, hidden / gbps) + waited / gbps
         what = "walked element by element" if walk else "one axis moved in blocks"
+        if not moved:  # the longer of the memcpy calls and the copy at its calibrated rate
+            moved, what = single_axis_memcpy_ns(op, unit, element_bytes), "a memcpy per unit"
+            copy = _calibrated(op, unit, dtype, cost)
+            if moved <= max(copy.compute_ns, copy.memory_ns):
+                return cost
+        elif not walk:
+            hidden, waited = single_axis_far_bytes(op, element_bytes, unit.l2_kib * 1024, unit.transpose_pass_lines or 2.0)
+            if hidden or waited:
+                gbps = holding_gbps(_cache_levels(unit), in_b + out_b) or unit_bandwidth_gbps(unit, chip)
+                moved = max(moved, hidden / gbps) + waited / gbps
         extra_pj = energy_pj(unit.active_w, max(moved, cost.memory_ns) - max(cost.compute_ns, cost.memory_ns))
         return replace(cost, compute_ns=moved, stall_ns=moved, energy_pj=cost.energy_pj + extra_pj,
                        note=f"{cost.note}, {what} {moved / 1e3:.3g} us")  # fmt: skip

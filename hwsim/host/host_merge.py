@@ -44,7 +44,7 @@ K = TypeVar("K")
 MEDIAN_KERNEL_FIGURES = frozenset({"run_footprint_kib", "parallel_section_ns", "norm_row_ns", "softmax_row_ns",
                                    "reduce_row_ns", "reduce_block_ns", "reduce_column_row_ns", "reduce_generic_ns", "gather_row_ns", "fp32_batch_call_ns", "gemm_aliased_factor",
                                    "slice_run_ns", "slice_step_element_ns",
-                                   "im2col_pack_ns", "im2col_stride_ns", "col2im_ns", "col2im_strided_ns", "lstm_direction_ns", "gru_direction_ns", "transpose_block_ns", "transpose_byte_block_ns", "transpose_edge_ns", "transpose_outward_factor", "transpose_byte_outward_factor", "transpose_shared_line_factor", "transpose_pass_lines",
+                                   "im2col_pack_ns", "im2col_stride_ns", "col2im_ns", "col2im_strided_ns", "lstm_direction_ns", "gru_direction_ns", "transpose_block_ns", "transpose_byte_block_ns", "transpose_edge_ns", "transpose_outward_factor", "transpose_byte_outward_factor", "transpose_shared_line_factor", "transpose_pass_lines", "transpose_memcpy_ns",
                                    "gemm_revisit_gbps",
                                    "gather_dram_probe_ns:64", "gather_dram_probe_ns:768", "weight_cache_kib",
                                    "loop_cache_kib"})  # fmt: skip

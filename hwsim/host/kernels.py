@@ -107,6 +107,7 @@ __all__ = [
     "IM2COL_FIELDS",
     "IM2COL_PROBE",
     "LAYER_NORM_RATE",
+    "MEMCPY_PROBE",
     "NCHWC_BLOCK_PROBE",
     "NORM_PROBE",
     "NORM_ROW_PROBE",
@@ -154,6 +155,7 @@ __all__ = [
     "kernel_setups",
     "l1_hidden",
     "layer_norm_ns",
+    "memcpy_unit_ns",
     "nchwc_one_block_efficiency",
     "near_hidden",
     "norm_row_ns",
@@ -886,7 +888,12 @@ SINGLE_AXIS_PROBES: Mapping[str, tuple[type[np.generic], tuple[int, int], tuple[
 }
 #: The chip fields :func:`single_axis_rates` measures.
 SINGLE_AXIS_FIELDS = ("transpose_block_ns", "transpose_byte_block_ns", "transpose_edge_ns", "transpose_outward_factor",
-                      "transpose_byte_outward_factor", "transpose_shared_line_factor", "transpose_pass_lines")
+                      "transpose_byte_outward_factor", "transpose_shared_line_factor", "transpose_pass_lines",
+                      "transpose_memcpy_ns")
+#: The memcpy probe (:func:`memcpy_unit_ns`): ``(heads, head width, (fewer, more) rows)`` of floats
+#: ``(1, rows, heads, width)`` moved by ``(0, 2, 1, 3)``, as attention splits its heads: units of
+#: 32 bytes, one memcpy call each.
+MEMCPY_PROBE = (16, 8, (256, 2048))
 #: Each outward factor of :data:`SINGLE_AXIS_FIELDS` and the probe of :data:`SINGLE_AXIS_PROBES` it is read from.
 OUTWARD_FACTORS = {"transpose_outward_factor": "floats", "transpose_byte_outward_factor": "bytes",
                    "transpose_shared_line_factor": "shared lines"}  # fmt: skip
@@ -926,6 +933,21 @@ def pass_lines_from(l2_bytes: float, rounds: int = 5) -> float:
     return 2.0 if min(times[sides[0]]) > slowdown * min(times[sides[1]]) else 1.0
 
 
+def memcpy_unit_ns(rounds: int = 5) -> float | None:
+    """The chip field ``transpose_memcpy_ns`` (:func:`cost_models.cpu_layout.single_axis_memcpy_ns`):
+    the two Transposes of :data:`MEMCPY_PROBE`, the difference of their profiled kernel times (the
+    fastest of ``rounds`` runs of 10 each) over that of their units. 7.0-7.5 ns on an AMD EPYC (Zen
+    5, 2026-12-07). None where not resolved (not positive)."""
+    heads, width, (few, many) = MEMCPY_PROBE
+    rng = np.random.default_rng(0)
+    t = {}
+    for rows in (few, many):
+        x = rng.standard_normal((1, rows, heads, width)).astype(np.float32)
+        t[rows] = _fastest_kernel_ns(_model(helper.make_node("Transpose", ["x"], ["y"], perm=[0, 2, 1, 3]), x, {}, True), x, rounds)
+    ns = (t[many] - t[few]) / ((many - few) * heads)
+    return ns if ns > 0 else None
+
+
 def single_axis_rates(rounds: int = 5, l2_bytes: float | None = None) -> dict[str, float]:
     """onnxruntime's Transpose time per unit where it moves one axis (the chip fields of
     :func:`cost_models.cpu_layout.single_axis_ns`), from the two sizes of each of
@@ -935,7 +957,8 @@ def single_axis_rates(rounds: int = 5, l2_bytes: float | None = None) -> dict[st
     blocks took moved outwards. On the CI Xeon (2026-12-07): 0.21, 0.05 and 0.22 ns, floats 1.2x
     and bytes of 32 channels 1.7x; on an AMD EPYC: 0.106, 0.036 and 0.14 ns, floats 1.38-1.5x,
     bytes of 128 channels 2.0-2.25x. Given the L2's size, ``transpose_pass_lines`` too
-    (:func:`pass_lines_from`). A figure not resolved (not positive) is left out."""
+    (:func:`pass_lines_from`); and ``transpose_memcpy_ns`` (:func:`memcpy_unit_ns`). A figure not
+    resolved (not positive) is left out."""
     moved: dict[str, tuple[float, float]] = {}
     for kind, (dtype, (few, many), (small, large)) in SINGLE_AXIS_PROBES.items():
         t_few, t_many = _single_axis_ns(dtype, few, small, rounds), _single_axis_ns(dtype, many, large, rounds)
@@ -950,6 +973,8 @@ def single_axis_rates(rounds: int = 5, l2_bytes: float | None = None) -> dict[st
             out[key] = max(1.0, outwards / inwards)
     if l2_bytes:
         out["transpose_pass_lines"] = pass_lines_from(l2_bytes, rounds)
+    if (memcpy := memcpy_unit_ns(rounds)) is not None:
+        out["transpose_memcpy_ns"] = memcpy
     return out
 
 

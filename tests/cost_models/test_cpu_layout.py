@@ -19,6 +19,7 @@ from cost_models.cpu_layout import (
     einsum_moves,
     pass_slots,
     single_axis_far_bytes,
+    single_axis_memcpy_ns,
     single_axis_moves,
     single_axis_ns,
     slice_ns,
@@ -430,3 +431,52 @@ def test_runs_times_their_length_is_the_output(dims: list[int], data: st.DataObj
     out = math.prod(op.outputs[0].shape)
     assert stepped == 0 and out % runs == 0
     assert out // runs == keep * math.prod(dims[axis + 1 :]) or keep == dims[axis]
+
+
+@pytest.mark.parametrize(
+    ("shape", "perm", "units"),
+    [
+        ((7, 42, 16, 8), (0, 2, 1, 3), 7 * 42 * 16),  # attention's heads of 8 floats: 32-byte units
+        ((1, 64, 16, 3), (0, 2, 1, 3), 64 * 16),  # 12-byte units
+        ((1, 128, 12, 64), (0, 2, 1, 3), 128 * 12),  # 256-byte units: a call each, their bytes the copy's
+        ((1, 32, 56, 56), (0, 2, 3, 1), 0),  # 4-byte units: MLAS's blocks
+        ((1, 56, 56, 2), (0, 3, 1, 2), 0),  # 8-byte units: onnxruntime's scalar loop
+        ((1, 16, 4, 8400), (0, 3, 2, 1), 0),  # a walk
+    ],
+)
+def test_a_transpose_moving_units_of_other_sizes_calls_memcpy_per_unit(shape: tuple[int, ...], perm: tuple[int, ...],
+                                                                       units: int) -> None:  # fmt: skip
+    unit = _chip(transpose_memcpy_ns=7.0).units[0]
+    assert single_axis_memcpy_ns(_moving(shape, perm), unit, 4) == pytest.approx(7.0 * units)  # type: ignore[arg-type]
+    assert single_axis_memcpy_ns(_moving(shape, perm), _chip().units[0], 4) == 0.0  # type: ignore[arg-type]
+
+
+@given(st.lists(st.integers(1, 9), min_size=2, max_size=4), st.integers(3, 24), st.data())
+def test_the_memcpy_calls_are_the_units_numpy_moves(dims: list[int], width: int, data: st.DataObject) -> None:
+    # one axis moved, the axes after it carried as units of `width` floats: a call per unit,
+    # as many as the elements over the unit's
+    rank = len(dims) + 1
+    src = data.draw(st.integers(0, rank - 2))
+    dst = data.draw(st.integers(0, rank - 2).filter(lambda d: d != src))
+    order = [a for a in range(rank - 1) if a != src]
+    order.insert(dst, src)
+    shape, perm = (*dims, width), (*order, rank - 1)
+    unit = _chip(transpose_memcpy_ns=1.0).units[0]
+    moves = single_axis_moves(shape, perm)
+    calls = single_axis_memcpy_ns(_moving(shape, perm), unit, 4)  # type: ignore[arg-type]
+    if moves is None or width * 4 in (4, 8):
+        assert calls == 0.0
+    else:
+        assert calls == pytest.approx(math.prod(shape) / moves[3])
+
+
+def test_a_transpose_of_small_heads_costs_its_calls_and_large_heads_their_bytes() -> None:
+    def cost(shape: tuple[int, ...], **fields: object) -> float:
+        got = estimate(_moving(shape, (0, 2, 1, 3)), _chip(**fields), "cpu", "model")
+        assert got is not None
+        return got.latency_ns
+
+    small, small_plain = cost((1, 2048, 16, 8), transpose_memcpy_ns=7.0), cost((1, 2048, 16, 8))
+    assert small > 2 * small_plain and small == pytest.approx(2048 * 16 * 7.0, rel=0.05)  # the calls, and the dispatch
+    big, big_plain = cost((1, 256, 16, 512), transpose_memcpy_ns=7.0), cost((1, 256, 16, 512))
+    assert big == pytest.approx(big_plain)  # 2 KB units: the copy's bytes take longer than the calls

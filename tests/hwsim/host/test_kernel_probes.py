@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
+import onnx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -397,13 +398,16 @@ class TestSingleAxisTransposeProbes:
             return 4000.0 + inwards * channels * side * side, 4000.0 + outwards * channels * side * side
 
         monkeypatch.setattr(kernels, "_single_axis_ns", fake)
+        monkeypatch.setattr(kernels, "memcpy_unit_ns", lambda rounds: None)
         assert kernels.single_axis_rates(1) == pytest.approx({"transpose_block_ns": 0.2, "transpose_byte_block_ns": 0.06,
                                                               "transpose_edge_ns": 0.23, "transpose_outward_factor": 0.28 / 0.2,
                                                               "transpose_byte_outward_factor": 0.09 / 0.06,
                                                               "transpose_shared_line_factor": 1.0})  # fmt: skip
+        monkeypatch.setattr(kernels, "memcpy_unit_ns", lambda rounds: 7.0)
         assert set(kernels.single_axis_rates(1, 2**21)) == set(kernels.SINGLE_AXIS_FIELDS)
         assert kernels.single_axis_rates(1, 2**21)["transpose_pass_lines"] == 1.0  # no slower beyond L2
         monkeypatch.setattr(kernels, "_single_axis_ns", lambda *a: (8000.0, 8000.0))
+        monkeypatch.setattr(kernels, "memcpy_unit_ns", lambda rounds: None)
         assert kernels.single_axis_rates(1) == {}
 
     @pytest.mark.parametrize(("far_ns", "lines"), [(0.28, 1.0), (0.30, 1.0), (0.45, 2.0), (1.1, 2.0)])
@@ -424,6 +428,31 @@ class TestSingleAxisTransposeProbes:
         assert kernels.pass_lines_from(l2, 2) == lines
         side = int(math.sqrt(share * l2 / 64))
         assert side * side * 64 < l2 < 2 * side * side * 64  # fits at one line a row, not at two
+
+    @pytest.mark.parametrize(("call_ns", "byte_ns", "expected"), [(7.0, 0.05, 8.6), (0.0, 0.0, None)])
+    def test_a_memcpy_per_unit_is_the_difference_of_two_sizes_over_their_units(
+        self, monkeypatch: pytest.MonkeyPatch, call_ns: float, byte_ns: float, expected: float | None
+    ) -> None:
+        # a fake onnxruntime: 3 us of profiled set-up, call_ns a unit of 32 bytes and byte_ns a byte
+        heads, width, _ = kernels.MEMCPY_PROBE
+
+        def fake(model: onnx.ModelProto, x: np.ndarray, rounds: int) -> float:
+            assert [list(a.ints) for a in model.graph.node[0].attribute] == [[0, 2, 1, 3]] and x.shape[2:] == (heads, width)
+            units = x.shape[1] * heads
+            return 3000.0 + units * call_ns + byte_ns * x.nbytes
+
+        monkeypatch.setattr(kernels, "_fastest_kernel_ns", fake)
+        assert kernels.memcpy_unit_ns(1) == (None if expected is None else pytest.approx(expected))
+
+    def test_the_memcpy_probe_moves_units_of_another_size_than_mlas_blocks(self) -> None:
+        from cost_models.cpu_layout import MLAS_BLOCK_SIDE, WIDE_UNIT_BYTES, single_axis_moves
+
+        heads, width, rows = kernels.MEMCPY_PROBE
+        for n in rows:
+            moves = single_axis_moves((1, n, heads, width), (0, 2, 1, 3))
+            assert moves is not None and moves[3] == width
+        assert width * 4 not in MLAS_BLOCK_SIDE and width * 4 != WIDE_UNIT_BYTES
+        assert kernels.memcpy_unit_ns(1) is not None  # onnxruntime loads and runs both sizes
 
     def test_the_probes_move_one_axis_of_planes_no_page_apart(self) -> None:
         from cost_models.cpu_layout import single_axis_moves
