@@ -655,19 +655,19 @@ class CpuModel(UnitModel[CpuUnit]):
         """A Transpose: a copy at its calibrated rate (the roofline); where onnxruntime walks it one
         element at a time (:func:`~cost_models.cpu_layout.walk_ns`) or moves one axis in blocks
         (:func:`~cost_models.cpu_layout.single_axis_ns`), that time instead, which no efficiency
-        scales; where it moves one axis a memcpy call per unit
-        (:func:`~cost_models.cpu_layout.single_axis_memcpy_ns`), the longer of those calls and the
-        copy at its calibrated rate."""
+        scales; where it moves one axis in units MLAS does not block, a memcpy call per unit
+        (:func:`~cost_models.cpu_layout.single_axis_memcpy_ns`) and the bytes at the rate of the
+        level holding them, no efficiency either."""
         cost = self.roofline(op, unit, chip, dtype, in_b, w_b, out_b)
         walk = walk_ns(op, unit)
         element_bytes = in_b // max(1, op.inputs[0].elements) if op.inputs else 0
         moved = walk or single_axis_ns(op, unit, element_bytes)
         what = "walked element by element" if walk else "one axis moved in blocks"
-        if not moved:  # the longer of the memcpy calls and the copy at its calibrated rate
-            moved, what = single_axis_memcpy_ns(op, unit, element_bytes), "a memcpy per unit"
-            copy = _calibrated(op, unit, dtype, cost)
-            if moved <= max(copy.compute_ns, copy.memory_ns):
+        if not moved:  # a memcpy call per unit, and its bytes at the rate of the level holding them
+            if not (calls := single_axis_memcpy_ns(op, unit, element_bytes)):
                 return cost
+            gbps = holding_gbps(_cache_levels(unit), in_b + out_b) or unit_bandwidth_gbps(unit, chip)
+            moved, what = calls + (in_b + out_b) / gbps, "a memcpy call per unit"
         elif not walk:
             hidden, waited = single_axis_far_bytes(op, element_bytes, unit.l2_kib * 1024, unit.transpose_pass_lines or 2.0)
             if hidden or waited:

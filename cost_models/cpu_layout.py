@@ -446,13 +446,16 @@ def single_axis_memcpy_ns(op: Op, unit: CpuUnit, element_bytes: int) -> float:
     """Time of the memcpy calls onnxruntime's Transpose of ``op`` makes where it moves one axis in
     units of another size than 1, 2, 4 or 8 bytes (:func:`single_axis_moves`): one call per unit
     (the ``default:`` branch of ``TransposeSingleAxisOutwards`` and ``Inwards``), at the unit's
-    ``transpose_memcpy_ns``, ns; 0 on any other path or without the figure. What the units' bytes
-    take is the copy's roofline; the op takes the longer of the two.
+    ``transpose_memcpy_ns``, ns; 0 on any other path or without the figure. The units' bytes come on
+    top, at the rate of the level holding them (:meth:`cost_models.cpu.CpuModel.transpose`).
 
     Attention's ``(0, 2, 1, 3)`` over heads of 8 floats moves 32-byte units: on an AMD EPYC (Zen 5,
     onnxruntime 1.32, 1 thread, 2026-12-07) 4,096-32,768 units of 12 to 128 bytes took 6.7-7.8 ns
     each whatever their size, 256-byte units 9.4-10.1 and 512-byte ones 13-29 (their bytes), where
-    the copy's rate prices a 32-byte unit at 1.4 ns (PatchTST's head Transposes: 34 us against 6.9).
+    the copy's rate priced a 32-byte unit at 1.4 ns (PatchTST's head Transposes: 34 us against 6.9).
+    The longer of the calls and the copy at the calibrated Transpose rate priced units of 256 and
+    512 bytes 24-39 % fast once the calibration refit that rate without the calls; their sum, at
+    the rate fit with the calls inside it, 13-156 % slow.
 
     >>> from graph_ir.ir import Tensor
     >>> u = CpuUnit(name="c", domain="d", clock_mhz=1000, flops_per_cycle={"fp32": 64}, transpose_memcpy_ns=7.0)

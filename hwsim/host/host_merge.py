@@ -145,11 +145,27 @@ def _kernel_rates(fps: Sequence[Fingerprint], pick: Pick, kernel_ns: float) -> d
     return out
 
 
+def _round_notes(fps: Sequence[Fingerprint]) -> list[str]:
+    """The rounds' notes, each once, those not every round gave marked with how many did: a figure
+    one round left out may come from the others (a merged ``nchwc_call_ns`` beside one round's
+    "not resolved; left out").
+
+    >>> from types import SimpleNamespace
+    >>> _round_notes([SimpleNamespace(notes=["x", "y"]), SimpleNamespace(notes=["x"])])
+    ['x', 'in 1 of 2 rounds: y']
+    """
+    counts: dict[str, int] = {}
+    for fp in fps:
+        for n in dict.fromkeys(fp.notes):
+            counts[n] = counts.get(n, 0) + 1
+    return [n if k == len(fps) else f"in {k} of {len(fps)} rounds: {n}" for n, k in counts.items()]
+
+
 def merge_fingerprints(fps: Sequence[Fingerprint], pick: Pick = DEFAULT_PICK) -> Fingerprint:
     """One fingerprint from several of the same host (module docstring: which figure how).
 
     The CPU model, threads, versions and probe sizes are the first's, the date the last's; the
-    notes are all the rounds' (each once) and one that says what was merged.
+    notes are all the rounds' (each once, :func:`_round_notes`) and one that says what was merged.
 
     Raises
     ------
@@ -178,7 +194,7 @@ def merge_fingerprints(fps: Sequence[Fingerprint], pick: Pick = DEFAULT_PICK) ->
         sweep=sorted(sweep.items()), caches=_caches(fps, pick),
         chase_ns=sorted(_merge([dict(fp.chase_ns) for fp in fps], pick).items()),
         dram_latency_ns=_optional([fp.dram_latency_ns for fp in fps], pick),
-        notes=[*dict.fromkeys(n for fp in fps for n in fp.notes), note],
+        notes=[*_round_notes(fps), note],
         weight_stream_gbps=_most([fp.weight_stream_gbps for fp in fps], lambda v: _rate(v, pick)),
         weight_stream_ms=_merge([fp.weight_stream_ms for fp in fps], pick),
         dispatch=dispatch, kernel_rates=_kernel_rates(fps, pick, dispatch.kernel_ns if dispatch else 0.0),

@@ -504,6 +504,24 @@ class TestSingleAxisTransposeBenchmark:
         assert float(rows[2][5]) == pytest.approx(8 * 16 * 16 * 0.25 / 1e3 + 2.0, abs=0.06)  # every float in a block
 
 
+class TestHeadTransposeBenchmark:
+    def test_prices_each_head_as_a_memcpy_call(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        import yaml
+
+        from tests.helpers import host_chip, load_benchmarks
+
+        chip = tmp_path / "host.yaml"
+        chip.write_text(yaml.safe_dump(host_chip(transpose_memcpy_ns=7.0)))
+        bench = load_benchmarks("head_transposes")
+        assert bench.main(["--chip", str(chip), "--rounds", "1", "--cases", "16x256x8,4x64x3"]) == 0
+        rows = [line.split("|") for line in capsys.readouterr().out.splitlines() if line.startswith(("| 16 x 256 x 8", "| 4 x 64 x 3"))]
+        assert [(r[2].strip(), r[3].strip()) for r in rows] == [("32", "4096"), ("12", "256")]
+        # 4,096 calls at 7 ns, 256 KiB in and out from the 2 MiB L2 (130 GB/s) and the chip's 2 us of dispatch;
+        # 256 calls and 6 KiB from the L1 (200 GB/s)
+        assert float(rows[0][5]) == pytest.approx((4096 * 7.0 + 2**18 / 130) / 1e3 + 2.0, abs=0.06)
+        assert float(rows[1][5]) == pytest.approx((256 * 7.0 + 6144 / 200) / 1e3 + 2.0, abs=0.06)
+
+
 class TestIm2colProbe:
     def test_the_pack_is_what_the_two_convs_share_beside_their_fmas(self, monkeypatch: pytest.MonkeyPatch) -> None:
         # a fake onnxruntime: FMAs at 250 GFLOP/s, 0.15 ns an element of B packed, 3 us a kernel
