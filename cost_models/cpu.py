@@ -663,16 +663,14 @@ class CpuModel(UnitModel[CpuUnit]):
         element_bytes = in_b // max(1, op.inputs[0].elements) if op.inputs else 0
         moved = walk or single_axis_ns(op, unit, element_bytes)
         what = "walked element by element" if walk else "one axis moved in blocks"
-        if not moved:  # a memcpy call per unit, and its bytes at the rate of the level holding them
+        gbps = holding_gbps(_cache_levels(unit), in_b + out_b) or unit_bandwidth_gbps(unit, chip)  # the level holding it
+        if not moved:  # a memcpy call per unit, and its bytes at that level's rate
             if not (calls := single_axis_memcpy_ns(op, unit, element_bytes)):
                 return cost
-            gbps = holding_gbps(_cache_levels(unit), in_b + out_b) or unit_bandwidth_gbps(unit, chip)
             moved, what = calls + (in_b + out_b) / gbps, "a memcpy call per unit"
         elif not walk:
             hidden, waited = single_axis_far_bytes(op, element_bytes, unit.l2_kib * 1024, unit.transpose_pass_lines or 2.0)
-            if hidden or waited:
-                gbps = holding_gbps(_cache_levels(unit), in_b + out_b) or unit_bandwidth_gbps(unit, chip)
-                moved = max(moved, hidden / gbps) + waited / gbps
+            moved = max(moved, hidden / gbps) + waited / gbps
         extra_pj = energy_pj(unit.active_w, max(moved, cost.memory_ns) - max(cost.compute_ns, cost.memory_ns))
         return replace(cost, compute_ns=moved, stall_ns=moved, energy_pj=cost.energy_pj + extra_pj,
                        note=f"{cost.note}, {what} {moved / 1e3:.3g} us")  # fmt: skip
