@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from one_op_kernels import parser, price_ns  # the one-op benchmarks share it
-from single_axis_transposes import _summary, measured_ns, transpose_model
+from one_op_kernels import parser  # the one-op benchmarks share it
+from single_axis_transposes import _summary, priced_cells, timed_rounds, transpose_model
 
 #: (heads, sequence, head width in floats): units of 12 to 512 bytes, 1,024 to 32,768 of them.
 CASES = ((16, 64, 3), (16, 512, 5), (8, 128, 6), (12, 197, 8), (7, 42, 16), (21, 64, 16), (16, 1024, 12), (4, 256, 24),
@@ -36,25 +36,16 @@ def main(argv: list[str] | None = None) -> int:
     ap = parser(__doc__)
     ap.add_argument("--cases", help="HxSxD,... (heads x sequence x head width; default: 13 shapes the probe does not run)")
     args = ap.parse_args(argv)
-    from hwsim.host.fingerprint import read_dispatch
-
     models = {case: transpose_model("f32", (1, case[1], case[0], case[2]), (0, 2, 1, 3)) for case in _cases(args.cases)}
-    dispatch = read_dispatch(Path(args.chip))  # the profiler's own cost off, as `hwsim validate` takes it
-    got: dict[tuple[int, int, int], list[float]] = {k: [] for k in models}
-    for _ in range(args.rounds):
-        for key, model in models.items():
-            ns = measured_ns(model, "f32")
-            got[key].append(dispatch.kernel_time(ns) if dispatch else ns)
+    got = timed_rounds(models, lambda _: "f32", args.chip, args.rounds)
     print(f"Transpose kernel, us: lowest-highest of {args.rounds} rounds; hwsim on {args.chip}\n")
     print("| heads x S x D | unit, bytes | units | measured | predicted | error |")
     print("|---|---:|---:|---:|---:|---:|")
     small, large = [], []
     for (h, s, d), times in got.items():
-        pred = price_ns(models[h, s, d], args.chip)
-        err = [pred / t - 1 for t in times]
-        (small if d * 4 <= 128 else large).append(min(err, key=abs))
-        print(f"| {h} x {s} x {d} | {4 * d} | {h * s} | {min(times) / 1e3:.1f}-{max(times) / 1e3:.1f} | {pred / 1e3:.1f} | "
-              f"{100 * min(err):+.0f}..{100 * max(err):+.0f} % |")  # fmt: skip
+        cells, err = priced_cells(models[h, s, d], args.chip, times)
+        (small if d * 4 <= 128 else large).append(err)
+        print(f"| {h} x {s} x {d} | {4 * d} | {h * s} | {cells}")
     print("\n" + _summary("units of up to 128 bytes", small) + "\n" + _summary("larger units", large))
     return 0
 

@@ -19,7 +19,9 @@ cases whose input and output fit the chip's L2 apart from those that do not.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import onnx
@@ -35,6 +37,7 @@ CASES = (("u8", 3, 224, 224), ("u8", 3, 480, 640), ("u8", 4, 224, 224), ("u8", 5
          ("f32", 96, 56, 56), ("f32", 256, 28, 28), ("f32", 32, 224, 224), ("f32", 64, 112, 112))  # fmt: skip
 DTYPES = {"u8": (onnx.TensorProto.UINT8, np.uint8), "f16": (onnx.TensorProto.FLOAT16, np.float16),
           "f32": (onnx.TensorProto.FLOAT, np.float32), "i64": (onnx.TensorProto.INT64, np.int64)}  # fmt: skip
+K = TypeVar("K")
 
 
 def transpose_model(dtype: str, shape: tuple[int, ...], perm: tuple[int, ...]) -> onnx.ModelProto:
@@ -65,6 +68,29 @@ def _cases(text: str | None) -> tuple[tuple[str, int, int, int], ...]:
     return tuple(out)
 
 
+def timed_rounds(models: dict[K, onnx.ModelProto], dtype_of: Callable[[K], str], chip: str, rounds: int) -> dict[K, list[float]]:
+    """Each model's Transpose kernel time per round, ns, the rounds interleaved, the profiler's own
+    cost off as ``hwsim validate`` takes it where the chip file has the fingerprint's dispatch."""
+    from hwsim.host.fingerprint import read_dispatch
+
+    dispatch = read_dispatch(Path(chip))
+    got: dict[K, list[float]] = {k: [] for k in models}
+    for _ in range(rounds):
+        for key, model in models.items():
+            ns = measured_ns(model, dtype_of(key))
+            got[key].append(dispatch.kernel_time(ns) if dispatch else ns)
+    return got
+
+
+def priced_cells(model: onnx.ModelProto, chip: str, times: list[float]) -> tuple[str, float]:
+    """The table cells ``measured | predicted | error`` of one case (us; the lowest and highest over
+    the rounds) and the error of the round closest to the price."""
+    pred = price_ns(model, chip)
+    err = [pred / t - 1 for t in times]
+    cells = f"{min(times) / 1e3:.1f}-{max(times) / 1e3:.1f} | {pred / 1e3:.1f} | {100 * min(err):+.0f}..{100 * max(err):+.0f} % |"
+    return cells, min(err, key=abs)
+
+
 def _summary(label: str, errors: list[float]) -> str:
     if not errors:
         return f"{label}: none"
@@ -84,25 +110,16 @@ def main(argv: list[str] | None = None) -> int:
     for dtype, c, h, w in _cases(args.cases):
         models[dtype, c, h, w, "in"] = transpose_model(dtype, (1, c, h, w), (0, 2, 3, 1))
         models[dtype, c, h, w, "out"] = transpose_model(dtype, (1, h, w, c), (0, 3, 1, 2))
-    from hwsim.host.fingerprint import read_dispatch
-
-    dispatch = read_dispatch(Path(args.chip))  # the profiler's own cost off, as `hwsim validate` takes it
-    got: dict[tuple[str, int, int, int, str], list[float]] = {k: [] for k in models}
-    for _ in range(args.rounds):
-        for key, model in models.items():
-            ns = measured_ns(model, key[0])
-            got[key].append(dispatch.kernel_time(ns) if dispatch else ns)
+    got = timed_rounds(models, lambda key: key[0], args.chip, args.rounds)
     print(f"Transpose kernel, us: lowest-highest of {args.rounds} rounds; hwsim on {args.chip}\n")
     print("| dtype | C x H x W | moved | measured | predicted | error |")
     print("|---|---|---|---:|---:|---:|")
     within, beyond = [], []
     for (dtype, c, h, w, way), times in got.items():
-        pred = price_ns(models[dtype, c, h, w, way], args.chip)
-        err = [pred / t - 1 for t in times]
+        cells, err = priced_cells(models[dtype, c, h, w, way], args.chip, times)
         size = 2 * c * h * w * np.dtype(DTYPES[dtype][1]).itemsize
-        (within if size <= l2 else beyond).append(min(err, key=abs))
-        print(f"| {dtype} | {c} x {h} x {w} | {'NCHW -> NHWC' if way == 'in' else 'NHWC -> NCHW'} | "
-              f"{min(times) / 1e3:.1f}-{max(times) / 1e3:.1f} | {pred / 1e3:.1f} | {100 * min(err):+.0f}..{100 * max(err):+.0f} % |")  # fmt: skip
+        (within if size <= l2 else beyond).append(err)
+        print(f"| {dtype} | {c} x {h} x {w} | {'NCHW -> NHWC' if way == 'in' else 'NHWC -> NCHW'} | {cells}")
     print("\n" + _summary("in and out within L2", within) + "\n" + _summary("beyond L2", beyond))
     return 0
 
