@@ -581,11 +581,6 @@ def measure_host(threads: int | None = None, quick: bool = False) -> Fingerprint
     l2, l1 = cache_bytes(caches, 2), cache_bytes(caches, 1)
     rates, rate_notes = kernel_rates(quick, l2, threads, dispatch.kernel_ns, dispatch.run_ns, dispatch.profiled_kernel_ns, l1)
     notes += rate_notes
-    if not grouped_fields(rates, g1.get("fp32", 0.0)):  # (not probed without 16-channel NCHWc blocks)
-        notes.append("a plain grouped conv's runs and elements not resolved or not probed; " + "/".join(GROUPED_DERIVED) + " left out")
-    if NCHWC_PROBES.keys() <= rates.keys():  # (not probed without 16-channel NCHWc blocks)
-        got = nchwc_fields(rates, g1.get("fp32", 0.0), _rate_levels(caches), triad_bw or copy_bw or 1.0)
-        notes.extend(f"an NCHWc conv's {f} not resolved; left out" for f in NCHWC_DERIVED if f not in got)
     if not quick:  # a stream of 4x the last-level cache: left to the full fingerprint
         rates.update(_beyond_llc_rates(llc, stream_gbps, min_s, notes))
     versions = {"onnxruntime": ort.__version__, "numpy": np.__version__, "onnx": onnx.__version__,
@@ -652,6 +647,26 @@ def _rate_levels(caches: Sequence[Mapping[str, float | str]]) -> list[tuple[floa
     return [(kib, gbps) for _, kib, gbps in rows if not math.isnan(gbps)]
 
 
+def _conv_fields(fp: Fingerprint) -> dict[str, float]:
+    """The grouped and dense NCHWc conv fields derived from ``fp``'s probe times (FMAs at the fp32
+    peak; the dense conv's filter at its caches' rates)."""
+    peak = fp.matmul_gflops_1t.get("fp32", 0.0)
+    return grouped_fields(fp.kernel_rates, peak) | nchwc_fields(fp.kernel_rates, peak, _rate_levels(fp.caches),
+                                                                fp.triad_gbps or fp.copy_gbps or 1.0)  # fmt: skip
+
+
+def _derived_notes(fp: Fingerprint) -> list[str]:
+    """Notes for the conv fields :func:`chip_data` derives from ``fp``'s (merged) probe times and
+    could not: said of the figures the chip gets, not of one round's."""
+    got = _conv_fields(fp)
+    notes = []
+    if not any(f in got for f in GROUPED_DERIVED):  # (not probed without 16-channel NCHWc blocks)
+        notes.append("a plain grouped conv's runs and elements not resolved or not probed; " + "/".join(GROUPED_DERIVED) + " left out")
+    if NCHWC_PROBES.keys() <= fp.kernel_rates.keys():  # (not probed without 16-channel NCHWc blocks)
+        notes.extend(f"an NCHWc conv's {f} not resolved; left out" for f in NCHWC_DERIVED if f not in got)
+    return notes
+
+
 def chip_data(fp: Fingerprint, name: str = "host") -> dict[str, Any]:
     """The chip description (plain data) of a fingerprint: one CPU unit in one DRAM domain."""
     ghz = fp.clock_mhz / 1000
@@ -677,9 +692,7 @@ def chip_data(fp: Fingerprint, name: str = "host") -> dict[str, Any]:
     if fp.dispatch and (setups := kernel_setups(fp.kernel_rates, fp.dispatch.kernel_ns)):
         unit["kernel_setup_ns"] = setups  # beside that dispatch: derived from the (merged) probe times
     unit.update(depthwise_fields(fp.kernel_rates))  # likewise
-    unit.update(grouped_fields(fp.kernel_rates, fp.matmul_gflops_1t.get("fp32", 0.0)))  # likewise, FMAs at the peak
-    unit.update(nchwc_fields(fp.kernel_rates, fp.matmul_gflops_1t.get("fp32", 0.0), _rate_levels(fp.caches),
-                             fp.triad_gbps or fp.copy_gbps or 1.0))  # fmt: skip
+    unit.update(_conv_fields(fp))
     unit["efficiency"] = dict(FINGERPRINT_EFFICIENCY)
     dram: dict[str, Any] = {"bandwidth_gbps": round(fp.triad_gbps or fp.copy_gbps or 1.0, 2),
                             "latency_ns": round(fp.dram_latency_ns or 0.0, 1)}  # fmt: skip
@@ -747,7 +760,7 @@ def chip_yaml(
                      " weight stream)")  # fmt: skip
     lines.append("#   pointer chase over an L1-sized walk: " + ", ".join(
         f"{sz // KIB} KiB +{ns:.1f} ns" for sz, ns in fp.chase_ns))  # fmt: skip
-    for n in fp.notes:
+    for n in (*fp.notes, *_derived_notes(fp)):
         lines.append(f"#   note: {n}")
     record = {k: getattr(fp, k) for k in Fingerprint.__slots__}  # type: ignore[attr-defined]
     if fp.dispatch:

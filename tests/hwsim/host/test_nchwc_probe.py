@@ -141,3 +141,18 @@ def test_a_chip_gets_the_figure_and_not_the_probe_times() -> None:
 def test_the_probe_chains_run_under_onnxruntime() -> None:
     out = make_session(npb.nchwc_chain(16, 4, 2), 1, "all").run(None, {"x": np.ones((1, 16, 4, 4), np.float32)})
     assert out[0].shape == (1, 16, 4, 4)
+
+
+def test_the_chip_notes_a_figure_left_out_only_where_its_own_times_leave_it_out() -> None:
+    from hwsim.host.fingerprint import chip_yaml
+
+    fp = fake_fingerprint()
+    peak = fp.matmul_gflops_1t["fp32"]
+    good = {key: npb._op(c, side).flops * valid_tap_share(npb._op(c, side)) / peak + 25.0 * nchwc_conv_calls(npb._op(c, side))
+            + c * c * 36 / 10.0 for key, (c, side) in npb.NCHWC_PROBES.items()}  # fmt: skip
+    left_out = "an NCHWc conv's nchwc_call_ns not resolved; left out"
+    resolved = chip_yaml(replace(fp, kernel_rates={**fp.kernel_rates, **good}))
+    assert "nchwc_call_ns:" in resolved and left_out not in resolved
+    flat = chip_yaml(replace(fp, kernel_rates={**fp.kernel_rates, **dict.fromkeys(good, 1000.0)}))
+    assert "nchwc_call_ns:" not in flat and left_out in flat
+    assert left_out not in chip_yaml(fp)  # not probed (no 16-channel blocks): nothing to say of it
