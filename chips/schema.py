@@ -778,6 +778,31 @@ class CpuUnit(Unit):
         "sum and scale), measured by `hwsim fingerprint` from rows of 32 and of 768 floats at the same element count. "
         "None: not costed.",
     )
+    vector_floats: PositiveInt | None = Field(
+        None,
+        description="Floats in one vector of the widest instruction set onnxruntime's MLAS kernels use on this CPU: 16 "
+        "with AVX-512, 8 with AVX2, written by `hwsim fingerprint`. A row-at-a-time kernel works each row in such "
+        "vectors, the last one partial (masked) where the row is not a whole number of them. None: not known.",
+    )
+    softmax_tail_ns: PositiveFloat | None = Field(
+        None,
+        description="What onnxruntime's Softmax pays more per row whose last vector (vector_floats) is partial, beside "
+        "its time per element and softmax_row_ns, with softmax_tail_element_ns per float of that vector, measured by "
+        "`hwsim fingerprint` (hwsim.host.softmax_probe) from partial vectors of 1 and of vector_floats - 1 floats, "
+        "each row written to a buffer of its own. None: not costed.",
+    )
+    softmax_tail_element_ns: PositiveFloat | None = Field(
+        None,
+        description="What each float of such a partial vector costs more than one of a whole vector (see "
+        "softmax_tail_ns). None: not costed.",
+    )
+    softmax_in_place_tail_ns: PositiveFloat | None = Field(
+        None,
+        description="What such a row pays more again where the Softmax writes over its input (onnxruntime gives a float "
+        "Softmax its input's buffer where nothing else reads it: attention's scores), for rows of up to "
+        "cost_models.cpu_layout.IN_PLACE_TAIL_VECTORS vectors, measured by `hwsim fingerprint` from rows of "
+        "3 x vector_floats - 1 floats in place and apart. None: not costed.",
+    )
     transpose_element_ns: PositiveFloat | None = Field(
         None,
         description="Time per element of onnxruntime's Transpose where it walks the tensor one element at a time (more "
@@ -1015,7 +1040,7 @@ class CpuUnit(Unit):
         "recurrent_section_ns", "run_footprint_kib", "requant_ns", "int8_pack_ns", "int8_conv_call_ns", "int8_conv_pixel_ns",
         "int8_im2col_pixel_ns", "int8_conv_mac_ps", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps",
         "int8_gemv_far_gbps", "softmax_denormal_ns", "nchwc_one_block_efficiency", "nchwc_call_ns", "norm_row_ns", "fp32_gemv_call_ns", "fp32_gemv_gbps",
-        "fp32_pack_ns", "kernel_setup_ns", "step_handoff_ns", "broadcast_span_ns", "softmax_row_ns", "transpose_element_ns",
+        "fp32_pack_ns", "kernel_setup_ns", "step_handoff_ns", "broadcast_span_ns", "softmax_row_ns", "vector_floats", "softmax_tail_ns", "softmax_tail_element_ns", "softmax_in_place_tail_ns", "transpose_element_ns",
         "im2col_pack_ns", "im2col_stride_ns", "grouped_run_ns", "grouped_element_ns", "grouped_small_m_ns", "col2im_ns", "col2im_strided_ns", "nchwc_activation_pass_ns", "depthwise_tile_ns", "depthwise_row_ns", "depthwise_call_ns", "depthwise_output_ns", "depthwise_tap_ns", "transpose_block_ns", "transpose_outward_factor", "transpose_byte_outward_factor", "transpose_shared_line_factor", "transpose_pass_lines", "transpose_byte_block_ns", "transpose_edge_ns", "transpose_memcpy_ns", "gemm_aliased_factor", "gemm_revisit_gbps", "gemv_dram_gbps", "reduce_row_ns", "reduce_block_ns", "reduce_column_row_ns", "reduce_generic_ns",
         "slice_run_ns", "slice_step_element_ns", "gather_row_ns", "gather_dram_row_ns", "gather_dram_line_ns", "fp32_batch_call_ns", "scatter_far_update_ns", "thread_check_speedup",
         "weight_cache_kib", "weight_cached_gbps", "loop_cache_kib",

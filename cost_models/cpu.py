@@ -75,6 +75,7 @@ from cost_models.cpu_layout import (
     slice_ns,
     softmax_rows,
     softmax_rows_ns,
+    softmax_tails_ns,
     spread_bytes,
     transpose_moves,
     transpose_path,
@@ -645,10 +646,11 @@ class CpuModel(UnitModel[CpuUnit]):
 
     def softmax(self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:
         """A Softmax: the roofline, the denormals of its masked elements (:func:`denormal_softmax_ns`),
-        its fixed time per row (:func:`~cost_models.cpu_layout.softmax_rows_ns`) and, over another axis
-        than the last, the Transposes around it that walk the tensor (:func:`~cost_models.cpu_layout.walk_ns`)."""
+        its fixed time per row (:func:`~cost_models.cpu_layout.softmax_rows_ns`) and per row with a partial
+        last vector (:func:`~cost_models.cpu_layout.softmax_tails_ns`) and, over another axis than the last,
+        the Transposes around it that walk the tensor (:func:`~cost_models.cpu_layout.walk_ns`)."""
         cost = _with_pass(self.roofline(op, unit, chip, dtype, in_b, w_b, out_b), unit, denormal_softmax_ns(op, unit), "denormals")
-        cost = _with_pass(cost, unit, softmax_rows_ns(op, unit), "rows")
+        cost = _with_pass(cost, unit, softmax_rows_ns(op, unit) + softmax_tails_ns(op, unit), "rows")
         return _with_pass(cost, unit, walk_ns(op, unit), "axis transposes")
 
     def transpose(self, op: Op, unit: CpuUnit, chip: Chip, dtype: Dtype, in_b: int, w_b: int, out_b: int) -> OpCost:

@@ -31,6 +31,15 @@ the axis coerces the input to 2-D (rows = the elements before it) and nothing is
 A Softmax normalizes its rows one at a time, each with its own max, sum and scale: 11-14 ns a row
 beside 0.28 ns per element here, so rows of 16 floats (33,600 of them in the DFL) cost 0.44 ms
 of row time and rows of 4096 none to speak of (:func:`softmax_rows_ns`, ``softmax_row_ns``).
+MLAS works a row in vectors (16 floats with AVX-512), the last one partial where the row is not a
+whole number of them: such a row paid 3.4 ns more here for a partial vector of 1 float, 11.2-11.8
+for one of 15, beyond the time per element of whole vectors (a row of 47 floats 23.9 ns, of 48
+15.1), and 8-13.7 ns more again where the Softmax writes over its input, as onnxruntime plans
+attention's (its scores read by nothing else; rows of 21 to 145 floats; with the output bound to
+the input's buffer rows of 42 took 31.5 ns against 18.3 apart, the buffers 64 or 256 bytes apart
+74 / 41 ns, 1 KiB or more apart 18 ns). From 11 vectors on the in-place rows paid 0-7.5 ns more,
+by no rule the measurements showed, from 14 on nothing (:func:`softmax_tails_ns`;
+:mod:`hwsim.host.softmax_probe`).
 
 A Slice copies runs of contiguous elements one after another (onnxruntime's ``SliceIterator``: the
 trailing axes it keeps whole merged into the innermost), each run a copy and a step of a
@@ -53,14 +62,21 @@ from chips.schema import CpuUnit
 from graph_ir.ir import Op
 from graph_ir.op_metrics import COERCED_AXIS_ATTR, SLICE_STEPS_ATTR
 
-__all__ = ["ALIAS_STRIDE_BYTES", "LINE_BYTES", "MLAS_BLOCK_SIDE", "PAGE_LINES", "PREFETCH_PAGE_ROWS", "SOFTMAX_OP_TYPES",
+__all__ = ["ALIAS_STRIDE_BYTES", "IN_PLACE_ATTR", "IN_PLACE_TAIL_VECTORS", "LINE_BYTES", "MLAS_BLOCK_SIDE", "PAGE_LINES", "PREFETCH_PAGE_ROWS", "SOFTMAX_OP_TYPES",
            "WIDE_UNIT_BYTES", "einsum_moves", "l1_crowded", "page_slots", "pass_slots", "single_axis_far_bytes",
            "single_axis_memcpy_ns", "single_axis_moves", "single_axis_ns", "slice_ns", "slice_runs", "softmax_axis", "softmax_rows",
-           "softmax_rows_ns", "spread_bytes", "transpose_moves", "transpose_path", "transpose_walks", "walk_ns",
+           "softmax_rows_ns", "softmax_tails_ns", "spread_bytes", "transpose_moves", "transpose_path", "transpose_walks", "walk_ns",
            "walks"]
 
 #: Op types onnxruntime runs as its Softmax kernel (rows, and the axis swap of opset 13 and later).
 SOFTMAX_OP_TYPES = ("Softmax", "LogSoftmax")
+#: Attribute (not ONNX's) on a kernel that writes its output over its input, as onnxruntime's arena
+#: plan gives it (:func:`hwsim.host.validate.cache_residency`); 1 when it does.
+IN_PLACE_ATTR = "hwsim_in_place"
+#: The longest rows, in vectors, whose partial last vector an in-place Softmax pays
+#: ``softmax_in_place_tail_ns`` for (:func:`softmax_tails_ns`): 8-13 ns up to 10 vectors on an
+#: AMD EPYC (Zen 5), 0-7.5 at 11 to 13 with no rule, nothing from 14.
+IN_PLACE_TAIL_VECTORS = 10
 
 
 def _squeezed(shape: Sequence[int], perm: Sequence[int]) -> tuple[list[int], list[int]]:
@@ -240,6 +256,38 @@ def softmax_rows_ns(op: Op, unit: CpuUnit) -> float:
     if not unit.softmax_row_ns:
         return 0.0
     return float(softmax_rows(op)) * unit.softmax_row_ns
+
+
+def softmax_tails_ns(op: Op, unit: CpuUnit) -> float:
+    """What a Softmax pays for rows whose last vector of ``vector_floats`` is partial, ns: per such
+    row ``softmax_tail_ns`` and ``softmax_tail_element_ns`` per float of that vector, and
+    ``softmax_in_place_tail_ns`` more where it writes over its input (:data:`IN_PLACE_ATTR`) over its
+    last axis in rows of at most :data:`IN_PLACE_TAIL_VECTORS` vectors; 0 without ``vector_floats``,
+    for rows of whole vectors or another op.
+
+    >>> from graph_ir.ir import Tensor
+    >>> u = CpuUnit(name="c", domain="d", clock_mhz=1000, flops_per_cycle={"fp32": 64}, l1_kib=32, l2_kib=1024,
+    ...             l1_bandwidth_gbps=200, l2_bandwidth_gbps=100, vector_floats=16, softmax_tail_ns=3.0,
+    ...             softmax_tail_element_ns=0.4, softmax_in_place_tail_ns=12.0)
+    >>> x = Tensor("x", (7, 16, 42, 42), "float32")  # 4704 rows, partial vectors of 10 floats
+    >>> round(softmax_tails_ns(Op("s", "Softmax", "softmax", (x,), (x,), {"axis": -1}), u))  # apart: 7 ns a row
+    32928
+    >>> round(softmax_tails_ns(Op("s", "Softmax", "softmax", (x,), (x,), {"axis": -1, IN_PLACE_ATTR: 1}), u))
+    89376
+    >>> w = Tensor("w", (7, 16, 42, 48), "float32")  # whole vectors
+    >>> softmax_tails_ns(Op("s", "Softmax", "softmax", (w,), (w,), {"axis": -1, IN_PLACE_ATTR: 1}), u)
+    0.0
+    """
+    vector, rows = unit.vector_floats, softmax_rows(op)
+    if not vector or not rows:
+        return 0.0
+    length = math.prod(op.inputs[0].shape) // rows
+    if length % vector == 0:
+        return 0.0
+    apart = (unit.softmax_tail_ns or 0.0) + (length % vector) * (unit.softmax_tail_element_ns or 0.0)
+    in_place = op.attrs.get(IN_PLACE_ATTR) and softmax_axis(op) in (None, len(op.inputs[0].shape) - 1)
+    more = unit.softmax_in_place_tail_ns or 0.0 if in_place and -(-length // vector) <= IN_PLACE_TAIL_VECTORS else 0.0
+    return float(rows) * (apart + more)
 
 
 def walk_ns(op: Op, unit: CpuUnit) -> float:

@@ -687,6 +687,8 @@ def chip_data(fp: Fingerprint, name: str = "host") -> dict[str, Any]:
                    *FLOAT_GEMV_PROBES, *ROW_PACK_PROBES, *SETUP_PROBES.values(), *HANDOFF_PROBES.values(), *BROADCAST_PROBES,
                    *GATHER_DRAM_PROBES, *DEPTHWISE_PROBES, *GROUPED_PROBES, *NCHWC_PROBES, SCATTER_FAR_PROBE, *(key for _, key, _, _ in FFT_STRIDE_PROBES)}  # fmt: skip
     unit.update((k, round(v, 3)) for k, v in fp.kernel_rates.items() if k not in per_element)
+    if "vector_floats" in unit:  # a count, merged or not
+        unit["vector_floats"] = int(unit["vector_floats"])
     # onnxruntime's dispatch per kernel as measured; 2 us when an older fingerprint has none
     unit["op_overhead_ns"] = fp.dispatch.kernel_ns if fp.dispatch else 2000.0
     if fp.dispatch and (setups := kernel_setups(fp.kernel_rates, fp.dispatch.kernel_ns)):

@@ -87,6 +87,7 @@ from hwsim.host.measure import best_run_ns, make_session, nchwc_block, profile_n
 from hwsim.host.nchwc_probe import NCHWC_DERIVED, nchwc_times
 from hwsim.host.op_probes import probe_efficiencies, probe_rates
 from hwsim.host.second_core import CHECK_COUNT, CHECK_N, MIN_SHARE, matmul_chain, speedup
+from hwsim.host.softmax_probe import SOFTMAX_TAIL_FIELDS, softmax_tail_rates
 
 __all__ = [
     "ALIAS_PROBE",
@@ -1250,7 +1251,8 @@ def _row_and_walk_rates(rounds: int, notes: list[str], l2_bytes: float | None) -
     """``norm_row_ns``, ``softmax_row_ns``, ``reduce_row_ns``, ``reduce_block_ns``, ``reduce_column_row_ns``, ``reduce_generic_ns``, ``gather_row_ns``,
     ``slice_run_ns``, ``slice_step_element_ns``,
     ``fp32_batch_call_ns``, ``transpose_element_ns``, the single-axis Transpose rates (:func:`single_axis_rates`), the
-    im2col figures (:func:`im2col_rates`), the col2im ones (:func:`col2im_rates`),
+    im2col figures (:func:`im2col_rates`), the col2im ones (:func:`col2im_rates`), the Softmax tail
+    ones (:func:`~hwsim.host.softmax_probe.softmax_tail_rates`),
     ``gemm_aliased_factor`` and ``gemm_revisit_gbps`` (a note for each not resolved)."""
     out: dict[str, float] = {}
     for key, probe, what in (("norm_row_ns", norm_row_ns, "LayerNormalization time per row"),
@@ -1279,7 +1281,9 @@ def _row_and_walk_rates(rounds: int, notes: list[str], l2_bytes: float | None) -
     notes.extend(f"a plain conv's B packing not resolved; {key} left out" for key in IM2COL_FIELDS if key not in packed)
     added = col2im_rates(rounds)
     notes.extend(f"a ConvTranspose's col2im not resolved; {key} left out" for key in COL2IM_PROBES if key not in added)
-    return out | moved | packed | added
+    tails = softmax_tail_rates(rounds)
+    notes.extend(f"a Softmax row's partial vector not resolved; {key} left out" for key in SOFTMAX_TAIL_FIELDS if key not in tails)
+    return out | moved | packed | added | tails
 
 
 def _resize_attrs(kernel: str) -> dict[str, str]:

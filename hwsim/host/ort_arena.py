@@ -37,6 +37,7 @@ from graph_ir.ir import ModelGraph, Op, Tensor
 
 __all__ = [
     "ARENA_ALIGN_BYTES",
+    "FLOAT_INPLACE_OPS",
     "INPLACE_OPS",
     "VIEW_OPS",
     "ArenaPlan",
@@ -47,6 +48,7 @@ __all__ = [
     "cold_destination_bytes",
     "cold_source_bytes",
     "destination_reuse",
+    "in_place",
     "source_reuse",
 ]
 
@@ -54,9 +56,12 @@ __all__ = [
 ARENA_ALIGN_BYTES = 64
 #: Ops whose output is a view of their first input (onnxruntime's ``Alias(0, 0)`` kernels).
 VIEW_OPS = frozenset(("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"))
-#: Ops whose kernel may write its output over its first input (``MayInplace(0, 0)``): activations.
+#: Ops whose kernel may write its output over its first input (``MayInplace(0, 0)``): activations,
+#: and Softmax / LogSoftmax on floats (their double kernels may not: ``softmax.cc``).
 INPLACE_OPS = frozenset(("Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "Elu", "Selu", "Softplus",
-                         "Softsign", "ThresholdedRelu", "Clip"))  # fmt: skip
+                         "Softsign", "ThresholdedRelu", "Clip", "Softmax", "LogSoftmax"))  # fmt: skip
+#: Those of :data:`INPLACE_OPS` that write in place on float32 tensors only.
+FLOAT_INPLACE_OPS = frozenset(("Softmax", "LogSoftmax"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +113,20 @@ def _kernels(graph: ModelGraph, fused: Iterable[str], inserted: Iterable[Op] = (
     return kernels, alias
 
 
+def _may_inplace(k: Kernel, out: Tensor) -> bool:
+    """Whether ``k``'s kernel may write ``out`` over its first input (:data:`INPLACE_OPS`)."""
+    return k.op_type in INPLACE_OPS and (k.op_type not in FLOAT_INPLACE_OPS or out.dtype == "float32")
+
+
+def in_place(plan: ArenaPlan, kernel: Kernel) -> bool:
+    """Whether ``kernel`` writes its first output over its first input in ``plan`` (both in the
+    arena, one buffer: a live input's buffer is never handed to another tensor)."""
+    if not kernel.reads or not kernel.writes:
+        return False
+    src, dst = plan.offsets.get(kernel.reads[0].name), plan.offsets.get(kernel.writes[0].name)
+    return src is not None and src == dst
+
+
 def _reuse_plan(
     kernels: list[Kernel], external: set[str]
 ) -> tuple[dict[str, str], dict[int, list[str]]]:
@@ -127,7 +146,7 @@ def _reuse_plan(
             if t.name in external:
                 continue
             src = k.reads[0] if k.reads else None
-            if (j == 0 and src is not None and k.op_type in INPLACE_OPS and src.name in buffer
+            if (j == 0 and src is not None and _may_inplace(k, t) and src.name in buffer
                     and count[buffer[src.name]] == 1 and src.nbytes == t.nbytes):  # fmt: skip
                 owner = buffer[src.name]
             else:

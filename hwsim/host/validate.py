@@ -58,6 +58,7 @@ from cost_models.cpu import (
     sections_ns,
     step_handoff_ns,
 )
+from cost_models.cpu_layout import IN_PLACE_ATTR, SOFTMAX_OP_TYPES
 from cost_models.fusion import folds_into
 from cost_models.table import cost_table, steady_state_unit
 from graph_ir.categories import GEMM_CATEGORIES
@@ -82,6 +83,7 @@ from hwsim.host.ort_arena import (
     code_reuse_bytes,
     cold_destination_bytes,
     cold_source_bytes,
+    in_place,
 )
 from hwsim.host.ort_denormals import denormal_softmaxes
 from hwsim.host.ort_fusions import (
@@ -703,6 +705,8 @@ def cache_residency(
       of its inputs last touched more than ``l2_kib`` ago when it starts, 0 where all are in L2
       (:func:`~hwsim.host.ort_arena.cold_source_bytes`: a producer's output spread over the bytes it
       streamed while writing it).
+    - a Softmax that writes over its input (:func:`~hwsim.host.ort_arena.in_place`):
+      :data:`~cost_models.cpu_layout.IN_PLACE_ATTR` (:func:`~cost_models.cpu_layout.softmax_tails_ns`);
     - every kernel of :data:`~cost_models.cpu.CODE_REFETCH_OP_TYPES` among them:
       :data:`~cost_models.cpu.CODE_REFETCH_ATTR`, the bytes the run streams between two calls of its
       code (:func:`~hwsim.host.ort_arena.code_reuse_bytes`).
@@ -717,19 +721,20 @@ def cache_residency(
     after a conv with little weight, 3x slower after one that streamed 4-6.5 MB of weights
     (``docs/fidelity_cpu.md``, "Where a kernel's inputs sit").
     """
-    wanted = [op for op in (*graph.ops(), *inserted) if op.op_type in COLD_DST_OP_TYPES or _float_stream(op)]
+    wanted = [op for op in (*graph.ops(), *inserted)
+              if op.op_type in COLD_DST_OP_TYPES or op.op_type in SOFTMAX_OP_TYPES or _float_stream(op)]  # fmt: skip
     if not wanted:
         return {}
     plan = arena_plan(graph, fused, inserted)
     l2, run = unit.l2_kib * 1024, (unit.run_footprint_kib or 0.0) * 1024
-    kernels = {k.name for k in plan.kernels}
+    kernels = {k.name: k for k in plan.kernels}
     evicted = evicted_input_share(graph, unit)
     feeds = {t.name for t in graph.inputs}
     out: dict[str, dict[str, int]] = {}
     for op in wanted:
         if op.name not in kernels:
             continue
-        marks: dict[str, int] = {}
+        marks: dict[str, int] = {IN_PLACE_ATTR: 1} if op.op_type in SOFTMAX_OP_TYPES and in_place(plan, kernels[op.name]) else {}
         if evicted and (far := round(evicted * sum({t.name: t.nbytes for t in op.inputs if t.name in feeds}.values()))):
             marks[FAR_SRC_ATTR] = far
         streaming = _float_stream(op)

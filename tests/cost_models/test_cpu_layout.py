@@ -16,6 +16,8 @@ from onnx import TensorProto, helper
 from chips.schema import chip_from_dict
 from cost_models.cpu import EINSUM_MOVE_NS
 from cost_models.cpu_layout import (
+    IN_PLACE_ATTR,
+    IN_PLACE_TAIL_VECTORS,
     einsum_moves,
     pass_slots,
     single_axis_far_bytes,
@@ -26,6 +28,7 @@ from cost_models.cpu_layout import (
     slice_runs,
     softmax_axis,
     softmax_rows,
+    softmax_tails_ns,
     spread_bytes,
     transpose_path,
     transpose_walks,
@@ -481,3 +484,41 @@ def test_a_transpose_of_heads_costs_a_call_per_head_and_its_bytes_at_no_efficien
     assert cost(small) == pytest.approx(cost(small, efficiency={"Transpose": 0.05}))  # no calibrated rate
     plain = estimate(_moving(small, (0, 2, 1, 3)), _chip(), "cpu", "model")
     assert plain is not None and cost(small) > 2 * (plain.latency_ns - plain.overhead_ns)
+
+
+TAILS = {"vector_floats": 16, "softmax_tail_ns": 3.0, "softmax_tail_element_ns": 0.4, "softmax_in_place_tail_ns": 12.0}
+
+
+def _scores(shape: tuple[int, ...], in_place: bool, axis: int = -1) -> Op:
+    x = Tensor("x", shape, "float32")
+    return Op("s", "Softmax", "softmax", (x,), (x,), {"axis": axis, **({IN_PLACE_ATTR: 1} if in_place else {})})
+
+
+@given(st.lists(st.integers(1, 6), min_size=0, max_size=2), st.integers(1, 300), st.booleans())
+def test_a_softmax_pays_per_row_for_its_partial_vector_only(outer: list[int], row: int, in_place: bool) -> None:
+    unit = chip_from_dict(host_chip(**TAILS)).units[0]
+    op = _scores((*outer, row), in_place)
+    rows, tail = math.prod(outer), row % 16
+    got = softmax_tails_ns(op, unit)
+    if tail == 0:
+        assert got == 0.0
+        return
+    apart = rows * (3.0 + 0.4 * tail)
+    more = rows * 12.0 if in_place and -(-row // 16) <= IN_PLACE_TAIL_VECTORS else 0.0
+    assert got == pytest.approx(apart + more)
+    assert softmax_tails_ns(op, chip_from_dict(host_chip()).units[0]) == 0.0  # no vector: nothing
+
+
+def test_in_place_tails_are_for_rows_over_the_last_axis() -> None:
+    unit = chip_from_dict(host_chip(**TAILS)).units[0]
+    # opset 13 over a middle axis: onnxruntime runs it on a transposed copy, never over its input
+    assert softmax_tails_ns(_scores((4, 42, 42), True, axis=1), unit) == softmax_tails_ns(_scores((4, 42, 42), False, axis=1), unit)
+    assert softmax_tails_ns(_scores((4, 42, 42), True), unit) > softmax_tails_ns(_scores((4, 42, 42), False), unit)
+
+
+def test_a_softmax_of_partial_rows_costs_its_tails_beside_its_roofline() -> None:
+    x = Tensor("x", (7, 16, 42, 42), "float32")
+    op = Op("s", "Softmax", "softmax", (x,), (x,), {"axis": -1, IN_PLACE_ATTR: 1})
+    with_tails, without = (estimate(op, chip_from_dict(host_chip(**f)), "cpu", "model") for f in (TAILS, {}))
+    assert with_tails.compute_ns - without.compute_ns == pytest.approx(7 * 16 * 42 * (3.0 + 0.4 * 10 + 12.0))
+    assert with_tails.stall_ns - without.stall_ns == pytest.approx(with_tails.compute_ns - without.compute_ns)

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from chips.schema import CpuUnit, chip_from_dict
 from cost_models.cpu import CODE_REFETCH_ATTR, CODE_REFETCH_NS, COLD_DST_ATTR, COLD_SRC_ATTR
+from cost_models.cpu_layout import IN_PLACE_ATTR
 from cost_models.table import estimate
 from graph_ir.ir import Tensor
 from hwsim.host.ort_arena import (
@@ -21,6 +22,7 @@ from hwsim.host.ort_arena import (
     cold_destination_bytes,
     cold_source_bytes,
     destination_reuse,
+    in_place,
     source_reuse,
 )
 from hwsim.host.ort_fusions import ort_fusions
@@ -367,3 +369,45 @@ class TestCodeReuse:
         assert pred.stall_ns == pytest.approx(priced[0].stall_ns)
         assert code > 0 and priced[0].stall_ns - priced[1].stall_ns == pytest.approx(code)
         assert predict_nodes(two_gaps(64)[0], chip, 1, set())["gap2"].stall_ns == 0
+
+
+def scores_softmax(row: int, extra_reader: bool = False, dtype: str = "float32", last: bool = False):
+    """``s = Mul(x, c)``, ``p = Softmax(s)`` over rows of ``row``, then ``Neg(p)`` (or ``p`` a graph
+    output with ``last``); with ``extra_reader`` a ReduceMax also reads ``s`` after the Softmax."""
+    x, s, p, n = (Tensor(k, (1, 4, 64, row), dtype) for k in ("x", "s", "p", "n"))
+    ops = [("scale", "Mul", [x, scalar("c")], [s]), ("softmax", "Softmax", [s], [p])]  # over the last axis
+    ops += [] if last else [("neg", "Neg", [p], [n])]
+    ops += [("rs", "ReduceMax", [s], [scalar("m")])] if extra_reader else []
+    return graph_from_ops("attn", [x], ops)
+
+
+class TestSoftmaxInPlace:
+    def _kernel(self, graph, name: str = "softmax"):
+        plan = arena_plan(graph)
+        return plan, next(k for k in plan.kernels if k.name == name)
+
+    def test_a_float_softmax_writes_over_scores_nothing_else_reads(self) -> None:
+        assert in_place(*self._kernel(scores_softmax(42)))
+
+    @pytest.mark.parametrize("graph", [scores_softmax(42, extra_reader=True), scores_softmax(42, dtype="float64"),
+                                       scores_softmax(42, last=True)], ids=["read-after", "double", "graph-output"])  # fmt: skip
+    def test_not_where_the_scores_are_read_again_its_kernel_is_doubles_or_its_output_leaves_the_arena(self, graph) -> None:
+        assert not in_place(*self._kernel(graph))
+
+    def test_the_mark_follows_the_plan(self) -> None:
+        unit = cpu_chip(chip_from_dict(host_chip()), 1).units[0]
+        assert cache_residency(scores_softmax(42), unit)["softmax"][IN_PLACE_ATTR] == 1
+        assert IN_PLACE_ATTR not in cache_residency(scores_softmax(42, extra_reader=True), unit).get("softmax", {})
+
+    def test_in_place_rows_with_a_partial_vector_cost_more_in_the_prediction(self) -> None:
+        tails = {"vector_floats": 16, "softmax_tail_ns": 3.0, "softmax_tail_element_ns": 0.4, "softmax_in_place_tail_ns": 12.0}
+        chip = cpu_chip(chip_from_dict(host_chip(**tails)), 1)
+        plain = cpu_chip(chip_from_dict(host_chip()), 1)
+        rows = 4 * 64
+
+        def extra(graph):
+            return predict_nodes(graph, chip, 1, set())["softmax"].predicted_ns - predict_nodes(graph, plain, 1, set())["softmax"].predicted_ns
+
+        assert extra(scores_softmax(42)) == pytest.approx(rows * (3.0 + 10 * 0.4 + 12.0))
+        assert extra(scores_softmax(42, extra_reader=True)) == pytest.approx(rows * (3.0 + 10 * 0.4))
+        assert extra(scores_softmax(48)) == 0.0
