@@ -37,7 +37,8 @@ for one of 15, beyond the time per element of whole vectors (a row of 47 floats 
 15.1), and 8-13.7 ns more again where the Softmax writes over its input, as onnxruntime plans
 attention's (its scores read by nothing else; rows of 21 to 145 floats; with the output bound to
 the input's buffer rows of 42 took 31.5 ns against 18.3 apart, the buffers 64 or 256 bytes apart
-74 / 41 ns, 1 KiB or more apart 18 ns). From 11 vectors on the in-place rows paid 0-7.5 ns more,
+74 / 41 ns, 1 KiB or more apart 18 ns; a LogSoftmax's partial vectors cost as much, in place or
+not). From 11 vectors on the in-place rows paid 0-7.5 ns more,
 by no rule the measurements showed, from 14 on nothing (:func:`softmax_tails_ns`;
 :mod:`hwsim.host.softmax_probe`).
 
@@ -262,8 +263,9 @@ def softmax_tails_ns(op: Op, unit: CpuUnit) -> float:
     """What a Softmax pays for rows whose last vector of ``vector_floats`` is partial, ns: per such
     row ``softmax_tail_ns`` and ``softmax_tail_element_ns`` per float of that vector, and
     ``softmax_in_place_tail_ns`` more where it writes over its input (:data:`IN_PLACE_ATTR`) over its
-    last axis in rows of at most :data:`IN_PLACE_TAIL_VECTORS` vectors; 0 without ``vector_floats``,
-    for rows of whole vectors or another op.
+    last axis in rows of at most :data:`IN_PLACE_TAIL_VECTORS` vectors, a Softmax only (a LogSoftmax
+    in place ran as fast as apart: rows of 42 and 47 floats, 22.9 / 26.9 ns against 23.4 / 26.9); 0
+    without ``vector_floats``, for rows of whole vectors or another op.
 
     >>> from graph_ir.ir import Tensor
     >>> u = CpuUnit(name="c", domain="d", clock_mhz=1000, flops_per_cycle={"fp32": 64}, l1_kib=32, l2_kib=1024,
@@ -285,7 +287,7 @@ def softmax_tails_ns(op: Op, unit: CpuUnit) -> float:
     if length % vector == 0:
         return 0.0
     apart = (unit.softmax_tail_ns or 0.0) + (length % vector) * (unit.softmax_tail_element_ns or 0.0)
-    in_place = op.attrs.get(IN_PLACE_ATTR) and softmax_axis(op) in (None, len(op.inputs[0].shape) - 1)
+    in_place = op.op_type == "Softmax" and op.attrs.get(IN_PLACE_ATTR) and softmax_axis(op) in (None, len(op.inputs[0].shape) - 1)
     more = unit.softmax_in_place_tail_ns or 0.0 if in_place and -(-length // vector) <= IN_PLACE_TAIL_VECTORS else 0.0
     return float(rows) * (apart + more)
 

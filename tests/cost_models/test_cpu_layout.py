@@ -522,3 +522,10 @@ def test_a_softmax_of_partial_rows_costs_its_tails_beside_its_roofline() -> None
     with_tails, without = (estimate(op, chip_from_dict(host_chip(**f)), "cpu", "model") for f in (TAILS, {}))
     assert with_tails.compute_ns - without.compute_ns == pytest.approx(7 * 16 * 42 * (3.0 + 0.4 * 10 + 12.0))
     assert with_tails.stall_ns - without.stall_ns == pytest.approx(with_tails.compute_ns - without.compute_ns)
+
+
+def test_a_log_softmax_pays_its_tails_but_nothing_more_in_place() -> None:
+    unit = chip_from_dict(host_chip(**TAILS)).units[0]
+    x = Tensor("x", (4, 42, 42), "float32")
+    log = [Op("l", "LogSoftmax", "softmax", (x,), (x,), {"axis": -1, **m}) for m in ({IN_PLACE_ATTR: 1}, {})]
+    assert softmax_tails_ns(log[0], unit) == softmax_tails_ns(log[1], unit) == pytest.approx(4 * 42 * (3.0 + 0.4 * 10))

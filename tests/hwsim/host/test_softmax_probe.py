@@ -71,3 +71,23 @@ def test_the_fingerprint_writes_the_vector_as_a_count_and_the_chip_reads_the_fig
     assert "vector_floats: 16\n" in text
     unit = chip_from_dict(yaml.safe_load(text)).units[0]
     assert isinstance(unit, CpuUnit) and unit.vector_floats == 16 and unit.softmax_in_place_tail_ns == 12.0
+
+
+def test_the_benchmark_prices_the_in_place_rows_their_tail_and_more(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.helpers import host_chip, load_benchmarks
+
+    with_law, without = tmp_path / "law.yaml", tmp_path / "plain.yaml"
+    with_law.write_text(yaml.safe_dump(host_chip(vector_floats=16, **LAW)))
+    without.write_text(yaml.safe_dump(host_chip()))
+    bench = load_benchmarks("softmax_tails")
+
+    def more(rows: int, width: int, apart: bool) -> float:
+        return bench.priced(rows, width, apart, str(with_law)) - bench.priced(rows, width, apart, str(without))
+
+    assert more(512, 42, True) == pytest.approx(512 * (3.0 + 0.4 * 10))
+    assert more(512, 42, False) == pytest.approx(512 * (3.0 + 0.4 * 10 + 12.0))
+    assert more(512, 48, False) == 0.0
+    assert more(64, 250, False) == pytest.approx(64 * (3.0 + 0.4 * 10))  # 16 vectors: no more in place
+    assert bench.main(["--chip", str(with_law), "--rounds", "1", "--cases", "64x42"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| 64 x 42 |")]
+    assert [r.split("|")[4].strip() for r in rows] == ["in place", "apart"]
