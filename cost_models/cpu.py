@@ -1392,11 +1392,18 @@ def nchwc_conv_pass_ns(op: Op, unit: CpuUnit, chip: Chip, w_b: int) -> float:
     and its filter's ``w_b`` bytes read once, serially, from the level that keeps the model's
     weights between runs (:func:`first_pass_gbps`; DRAM's bandwidth where none does). No
     efficiency scales either. 0 for any other op (:func:`nchwc_conv_calls`), or a unit without the
-    figure.
+    figure. Each image of a batch after the first reads the filter again (MLAS's image loop is
+    the outermost), from the smallest cache level that holds it (:func:`holding_gbps`).
 
     MLAS walks each set of four output blocks and each block of input channels over all output
     rows, one kernel call a row; the first row's call brings that slice of the filter in, with
-    little work to hide it behind where the rows are short. On an AMD EPYC (Zen 5, onnxruntime
+    little work to hide it behind where the rows are short. Batches of 8 (chains of 3x3 convs, the
+    same EPYC): each image after the first took 13 us more than its FMAs and calls at 256 channels
+    over 2 x 2 (2.4 MB of filter from the L3, 15 priced), 25 over 4 x 4, 9 over 8 x 8; 88-123 at
+    512 channels over 2 x 2 and 3 x 3 (9.4 MB; 61 priced: a set's slice of the filter, 1.2 MB, over
+    the L2 is read again row after row); at 128 channels (0.6 MB, in the L2) 1; over 6 x 6 and
+    larger maps what a single image misses and no more (``docs/fidelity_cpu.md``, "A batch's
+    images each read the filter"). On an AMD EPYC (Zen 5, onnxruntime
     1.32, 1 thread) chains of 3x3 convs of 32-256 channels over 2 x 2 to 28 x 28 maps ran 0.94-0.97
     of the peak on the FMAs inside the rows, 17-28 ns a call (four runs of the probe) and their
     filters at about the L3's rate; the same convs sharing one filter (in L2) took 1.0-2.4 us less
@@ -1408,8 +1415,10 @@ def nchwc_conv_pass_ns(op: Op, unit: CpuUnit, chip: Chip, w_b: int) -> float:
     """
     if unit.nchwc_call_ns is None or not (calls := nchwc_conv_calls(op)):
         return 0.0
-    gbps = first_pass_gbps(unit, _cache_levels(unit), w_b) or unit_bandwidth_gbps(unit, chip)
-    return calls * unit.nchwc_call_ns + w_b / gbps
+    levels = _cache_levels(unit)
+    gbps = first_pass_gbps(unit, levels, w_b) or unit_bandwidth_gbps(unit, chip)
+    again = (int(op.inputs[0].shape[0]) - 1) * w_b / (holding_gbps(levels, w_b) or unit_bandwidth_gbps(unit, chip))
+    return calls * unit.nchwc_call_ns + w_b / gbps + max(again, 0.0)
 
 
 def sgemm_conv_ns(op: Op, unit: CpuUnit | None = None) -> float:

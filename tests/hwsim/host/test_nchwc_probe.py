@@ -94,6 +94,17 @@ def test_the_pass_is_the_calls_and_the_filter_from_where_the_weights_are_kept() 
     assert nchwc_conv_pass_ns(op, kept, chip, w_b) == pytest.approx(144 * 30.0 + w_b / unit.l3_bandwidth_gbps)
 
 
+@pytest.mark.parametrize(("channels", "level"), [(192, "l2"), (512, "l3")])
+def test_each_image_after_the_first_reads_the_filter_again_from_the_level_holding_it(channels: int, level: str) -> None:
+    chip = chip_from_dict(host_chip(nchwc_call_ns=30.0))  # L2 2 MiB, L3 32 MiB
+    unit = chip.units[0]
+    assert isinstance(unit, CpuUnit)
+    w_b = channels * channels * 36  # 1.3 MiB in the L2, 9 MiB only in the L3
+    one, eight = (nchwc_conv_pass_ns(conv(channels, channels, 4, batch=b), unit, chip, w_b) for b in (1, 8))
+    calls = nchwc_conv_calls(conv(channels, channels, 4, batch=1))
+    assert eight - one == pytest.approx(7 * calls * 30.0 + 7 * w_b / getattr(unit, f"{level}_bandwidth_gbps"))
+
+
 def test_small_maps_pay_more_beside_their_fmas_than_wide_ones() -> None:
     chip = chip_from_dict(host_chip(nchwc_call_ns=30.0))
     plain = chip_from_dict(host_chip())
