@@ -66,8 +66,10 @@ from cost_models.base import (
 from cost_models.cpu_layout import (
     ALIAS_STRIDE_BYTES,
     LINE_BYTES,
+    MEMCPY_PARALLEL_BYTES,
     SOFTMAX_OP_TYPES,
     einsum_moves,
+    memcpy_units,
     page_slots,
     single_axis_far_bytes,
     single_axis_memcpy_ns,
@@ -2143,6 +2145,8 @@ def intra_op_threads(op: Op, threads: int) -> int:
     - TopK: split over its rows (a probe of 256 rows: 2.01x);
     - a Transpose that walks its input element by element, and a Softmax over a middle axis whose
       Transposes do (:func:`~cost_models.cpu_layout.walks`): 1;
+    - a Transpose on the memcpy path (:func:`~cost_models.cpu_layout.memcpy_units`: attention's heads):
+      all threads from :data:`~cost_models.cpu_layout.MEMCPY_PARALLEL_BYTES`, else 1;
     - a Transpose that moves one axis inwards (NCHW -> NHWC; :func:`~cost_models.cpu_layout.transpose_moves`):
       1 (MLAS splits the few moving rows, both threads then write every output line: 0.73-1.22x on
       two threads on the CI Xeon); outwards, as elementwise (1.86-1.98x);
@@ -2171,6 +2175,8 @@ def intra_op_threads(op: Op, threads: int) -> int:
     out = op.outputs[0]
     if op.category == "signal" or kernel_type(op) in ONE_THREAD_KERNELS or walks(op):
         return 1
+    if op.op_type == "Transpose" and op.inputs and memcpy_units(op, DTYPE_BYTES.get(op.inputs[0].dtype, 4)):
+        return threads if op.inputs[0].nbytes >= MEMCPY_PARALLEL_BYTES else 1  # the memcpy path: split once large
     if (moves := transpose_moves(op)) is not None and not moves[4]:
         return 1  # MLAS splits the rows, here the few moving ones: both threads write every output line
     if op.op_type == "TopK":  # its rows over the pool, however few values it keeps (2.01x)

@@ -63,14 +63,19 @@ from chips.schema import CpuUnit
 from graph_ir.ir import Op
 from graph_ir.op_metrics import COERCED_AXIS_ATTR, SLICE_STEPS_ATTR
 
-__all__ = ["ALIAS_STRIDE_BYTES", "IN_PLACE_ATTR", "IN_PLACE_TAIL_VECTORS", "LINE_BYTES", "MLAS_BLOCK_SIDE", "PAGE_LINES", "PREFETCH_PAGE_ROWS", "SOFTMAX_OP_TYPES",
-           "WIDE_UNIT_BYTES", "einsum_moves", "l1_crowded", "page_slots", "pass_slots", "single_axis_far_bytes",
+__all__ = ["ALIAS_STRIDE_BYTES", "IN_PLACE_ATTR", "IN_PLACE_TAIL_VECTORS", "LINE_BYTES", "MEMCPY_PARALLEL_BYTES", "MLAS_BLOCK_SIDE", "PAGE_LINES", "PREFETCH_PAGE_ROWS", "SOFTMAX_OP_TYPES",
+           "WIDE_UNIT_BYTES", "einsum_moves", "l1_crowded", "memcpy_units", "page_slots", "pass_slots", "single_axis_far_bytes",
            "single_axis_memcpy_ns", "single_axis_moves", "single_axis_ns", "slice_ns", "slice_runs", "softmax_axis", "softmax_rows",
            "softmax_rows_ns", "softmax_tails_ns", "spread_bytes", "transpose_moves", "transpose_path", "transpose_walks", "walk_ns",
            "walks"]
 
 #: Op types onnxruntime runs as its Softmax kernel (rows, and the axis swap of opset 13 and later).
 SOFTMAX_OP_TYPES = ("Softmax", "LogSoftmax")
+#: Bytes a Transpose on the memcpy path (:func:`memcpy_units`) moves before onnxruntime 1.32 splits
+#: it over its intra-op threads (:func:`cost_models.cpu.intra_op_threads`). AMD EPYC (Zen 5), heads
+#: moved by ``(0, 2, 1, 3)``: 150-384 KB ran 0.93-1.07x on two threads (PatchTST's 4,704 heads of
+#: 32 bytes, BERT's 1,536 of 256), 512 KB 1.37-1.74x, 768 KB to 2 MB 1.42-1.89x.
+MEMCPY_PARALLEL_BYTES = 512 * 1024
 #: Attribute (not ONNX's) on a kernel that writes its output over its input, as onnxruntime's arena
 #: plan gives it (:func:`hwsim.host.validate.cache_residency`); 1 when it does.
 IN_PLACE_ATTR = "hwsim_in_place"
@@ -515,13 +520,20 @@ def single_axis_memcpy_ns(op: Op, unit: CpuUnit, element_bytes: int) -> float:
     >>> single_axis_memcpy_ns(t((1, 42, 16, 1), (0, 2, 1, 3)), u, 4)  # 4-byte units: MLAS's blocks
     0.0
     """
+    if not unit.transpose_memcpy_ns:
+        return 0.0
+    return memcpy_units(op, element_bytes) * unit.transpose_memcpy_ns
+
+
+def memcpy_units(op: Op, element_bytes: int) -> int:
+    """The memcpy calls onnxruntime's Transpose of ``op`` makes, one per unit, where it moves one
+    axis in units of another size than 1, 2, 4 or 8 bytes (elements of ``element_bytes``); 0 on any
+    other path."""
     moves = _unit_moves(op, element_bytes)
-    if moves is None or not unit.transpose_memcpy_ns:
-        return 0.0
-    loops, rows, cols, size, _ = moves
-    if size in MLAS_BLOCK_SIDE or size == WIDE_UNIT_BYTES:
-        return 0.0
-    return loops * rows * cols * unit.transpose_memcpy_ns
+    if moves is None or moves[3] in MLAS_BLOCK_SIDE or moves[3] == WIDE_UNIT_BYTES:
+        return 0
+    loops, rows, cols, _, _ = moves
+    return loops * rows * cols
 
 
 def l1_crowded(rows: int, row_bytes: int, l1_bytes: float) -> bool:

@@ -18,6 +18,7 @@ from cost_models.cpu import EINSUM_MOVE_NS
 from cost_models.cpu_layout import (
     IN_PLACE_ATTR,
     IN_PLACE_TAIL_VECTORS,
+    MEMCPY_PARALLEL_BYTES,
     einsum_moves,
     pass_slots,
     single_axis_far_bytes,
@@ -529,3 +530,12 @@ def test_a_log_softmax_pays_its_tails_but_nothing_more_in_place() -> None:
     x = Tensor("x", (4, 42, 42), "float32")
     log = [Op("l", "LogSoftmax", "softmax", (x,), (x,), {"axis": -1, **m}) for m in ({IN_PLACE_ATTR: 1}, {})]
     assert softmax_tails_ns(log[0], unit) == softmax_tails_ns(log[1], unit) == pytest.approx(4 * 42 * (3.0 + 0.4 * 10))
+
+
+@pytest.mark.parametrize(("shape", "threads"), [((7, 42, 16, 8), 1), ((1, 128, 12, 64), 1), ((1, 1024, 16, 8), 2), ((1, 256, 12, 64), 2)])
+def test_a_memcpy_path_transpose_takes_a_second_thread_only_once_large(shape: tuple[int, ...], threads: int) -> None:
+    from cost_models.cpu import intra_op_threads
+
+    op = _moving(shape, (0, 2, 1, 3))
+    assert (op.inputs[0].nbytes >= MEMCPY_PARALLEL_BYTES) is (threads == 2)
+    assert intra_op_threads(op, 2) == threads
