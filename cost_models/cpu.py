@@ -1075,7 +1075,7 @@ def column_padding(op: Op, unit: CpuUnit) -> float:
     v = unit.vector_floats
     if not v or op.op_type not in ("MatMul", "Gemm") or not op.outputs or not op.outputs[0].shape:
         return 1.0
-    if op.outputs[0].dtype not in ("float32", "float"):
+    if op.outputs[0].dtype != "float32":
         return 1.0
     n = int(op.outputs[0].shape[-1])
     return -(-n // v) * v / n if n > 0 else 1.0

@@ -38,9 +38,8 @@ for one of 15, beyond the time per element of whole vectors (a row of 47 floats 
 attention's (its scores read by nothing else; rows of 21 to 145 floats; with the output bound to
 the input's buffer rows of 42 took 31.5 ns against 18.3 apart, the buffers 64 or 256 bytes apart
 74 / 41 ns, 1 KiB or more apart 18 ns; a LogSoftmax's partial vectors cost as much, in place or
-not). From 11 vectors on the in-place rows paid 0-7.5 ns more,
-by no rule the measurements showed, from 14 on nothing (:func:`softmax_tails_ns`;
-:mod:`hwsim.host.softmax_probe`).
+not). From 11 vectors on the in-place rows paid 0-7.5 ns more, by no rule the measurements
+showed, from 14 on nothing (:func:`softmax_tails_ns`; :mod:`hwsim.host.softmax_probe`).
 
 A Slice copies runs of contiguous elements one after another (onnxruntime's ``SliceIterator``: the
 trailing axes it keeps whole merged into the innermost), each run a copy and a step of a

@@ -5,8 +5,9 @@ onnxruntime plans a sequential CPU run in two steps (``allocation_planner.cc``,
 ``mem_pattern_planner.h``):
 
 1. **Reuse plan.** Walking the nodes in execution order, an output takes over the buffer of
-   one of its node's inputs when the kernel may write in place (unary activations) and that input
-   has no other use left; a view (``Reshape``, ``Flatten``, ...) shares its input's buffer;
+   one of its node's inputs when the kernel may write in place (unary activations, a float
+   Softmax) and that input has no other use left; a view (``Reshape``, ``Flatten``, ...) shares
+   its input's buffer;
    otherwise it takes the most recently freed buffer of the same shape and element size; otherwise
    it gets a buffer of its own. A buffer is free once the last user of every tensor sharing it
    has run. Graph inputs, weights and graph outputs live outside the arena.
