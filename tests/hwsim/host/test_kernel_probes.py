@@ -180,8 +180,12 @@ class TestHandoffSamples:
         assert kernels.handoff_times(2) == dict.fromkeys(self.KEYS, 1000.0)
 
     def test_void_in_a_slow_spell_of_the_other_core(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.fake_runs(monkeypatch, 1000.0, 600.0)  # 1.67x: the other core busy part of the time
+        self.fake_runs(monkeypatch, 1000.0, 780.0)  # 1.28x, the CI Xeon's lag: the other core busy
         assert kernels.handoff_times(2) == {}
+
+    def test_read_at_the_usual_speed_up_of_two_vcpus(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.fake_runs(monkeypatch, 1000.0, 568.0)  # 1.76x, the AMD EPYC's check chain at its usual
+        assert kernels.handoff_times(2) == dict.fromkeys(self.KEYS, 1000.0)
 
     def test_the_second_sample_stands_in_for_a_void_first(self, monkeypatch: pytest.MonkeyPatch) -> None:
         second = dict.fromkeys(self.KEYS, 5.0)
