@@ -306,8 +306,8 @@ def parallel_section_ns(kernel_ns: float, rounds: int = 5) -> float | None:
     one-thread work plus the section. Each figure is the fastest of ``rounds``, interleaved.
 
     Only where the second core works along: the same chain of :data:`SECTION_CHECK_N` cubed
-    MatMuls (work enough to hide a section) must run :data:`SECTION_MIN_SPEEDUP` times faster on
-    two threads. On a busy machine it does not (the calling thread then runs both halves
+    MatMuls (work enough to hide a section) must run :data:`SECTION_MIN_SPEEDUP` (1.62) times faster
+    on two threads. On a busy machine it does not (the calling thread then runs both halves
     itself, without the hand-over: the probe read 0.75-0.96 us there, where the idle 2-thread
     tables fit ~2 us per section), and the figure is None (not resolved)."""
     best: dict[tuple[int, int], float] = {}
@@ -1645,8 +1645,8 @@ def _pool_rates(threads: int, kernel_ns: float, rounds: int, notes: list[str]) -
     usual = {"thread_check_speedup": speedup(threads)} if threads > 1 else {}
     section = parallel_section_ns(kernel_ns, rounds)
     if section is None:
-        notes.append("parallel section cost not resolved (2 threads ran a 128-cubed MatMul chain under 1.8x faster: "
-                     "the other core busy?); parallel_section_ns and step_handoff_ns left out, the CPU model keeps "
+        notes.append(f"parallel section cost not resolved (2 threads ran a 128-cubed MatMul chain under {SECTION_MIN_SPEEDUP:.2f}x "
+                     "faster: the other core busy?); parallel_section_ns and step_handoff_ns left out, the CPU model keeps "
                      "its 2 us for each")  # fmt: skip
         return usual
     return {**usual, "parallel_section_ns": section, **handoff_times(threads, min(rounds, 3))}
