@@ -655,10 +655,10 @@ def _conv_fields(fp: Fingerprint) -> dict[str, float]:
                                                                 fp.triad_gbps or fp.copy_gbps or 1.0)  # fmt: skip
 
 
-def _derived_notes(fp: Fingerprint) -> list[str]:
+def _derived_notes(fp: Fingerprint, got: Mapping[str, Any]) -> list[str]:
     """Notes for the conv fields :func:`chip_data` derives from ``fp``'s (merged) probe times and
-    could not: said of the figures the chip gets, not of one round's."""
-    got = _conv_fields(fp)
+    could not (not among the fields of the chip's unit ``got``): said of the figures the chip gets,
+    not of one round's."""
     notes = []
     if not any(f in got for f in GROUPED_DERIVED):  # (not probed without 16-channel NCHWc blocks)
         notes.append("a plain grouped conv's runs and elements not resolved or not probed; " + "/".join(GROUPED_DERIVED) + " left out")
@@ -762,15 +762,15 @@ def chip_yaml(
                      " weight stream)")  # fmt: skip
     lines.append("#   pointer chase over an L1-sized walk: " + ", ".join(
         f"{sz // KIB} KiB +{ns:.1f} ns" for sz, ns in fp.chase_ns))  # fmt: skip
-    for n in (*fp.notes, *_derived_notes(fp)):
+    data = chip_data(fp, name)
+    unit = data["units"][0]
+    for n in (*fp.notes, *_derived_notes(fp, unit)):
         lines.append(f"#   note: {n}")
     record = {k: getattr(fp, k) for k in Fingerprint.__slots__}  # type: ignore[attr-defined]
     if fp.dispatch:
         record["dispatch"] = {k: getattr(fp.dispatch, k) for k in Dispatch.__slots__}  # type: ignore[attr-defined]
     lines.extend(comments)
     lines.append("# fingerprint-json: " + json.dumps(record, default=str))
-    data = chip_data(fp, name)
-    unit = data["units"][0]
     for key, value in (unit_fields or {}).items():
         unit[key] = {**unit[key], **value} if key == "efficiency" else value
     return "\n".join(lines) + "\n" + yaml.safe_dump(data, sort_keys=False)
