@@ -1023,6 +1023,12 @@ class CpuUnit(Unit):
         "with four (64 -> 64), measured by `hwsim fingerprint`: how load-bound a conv with few output blocks "
         "is on this core (0.68 on the CI Xeon, 0.88 on an AMD EPYC). None: 2/3.",
     )
+    nchwc_two_block_efficiency: PositiveFloat | None = Field(
+        None,
+        description="Rate of onnxruntime's NCHWc conv with two blocks of output channels (3x3, 64 -> 32) over one "
+        "with four (64 -> 64), measured by `hwsim fingerprint` (at most 1 applies): 0.90 on the CI Xeon, the full "
+        "rate on a Xeon without AMX whose one block ran at 0.63. None: the law from the one-block rate.",
+    )
     nchwc_call_ns: PositiveFloat | None = Field(
         None,
         description="What a dense conv on onnxruntime's NCHWc kernels pays per call of its MLAS kernel (an output row "
@@ -1039,7 +1045,7 @@ class CpuUnit(Unit):
         "parallel_section_ns",
         "recurrent_section_ns", "run_footprint_kib", "requant_ns", "int8_pack_ns", "int8_conv_call_ns", "int8_conv_pixel_ns",
         "int8_im2col_pixel_ns", "int8_conv_mac_ps", "int8_conv_l2_mac_ps", "int8_gemv_call_ns", "int8_gemv_gbps",
-        "int8_gemv_far_gbps", "softmax_denormal_ns", "nchwc_one_block_efficiency", "nchwc_call_ns", "norm_row_ns", "fp32_gemv_call_ns", "fp32_gemv_gbps",
+        "int8_gemv_far_gbps", "softmax_denormal_ns", "nchwc_one_block_efficiency", "nchwc_two_block_efficiency", "nchwc_call_ns", "norm_row_ns", "fp32_gemv_call_ns", "fp32_gemv_gbps",
         "fp32_pack_ns", "kernel_setup_ns", "step_handoff_ns", "broadcast_span_ns", "softmax_row_ns", "vector_floats", "softmax_tail_ns", "softmax_tail_element_ns", "softmax_in_place_tail_ns", "transpose_element_ns",
         "im2col_pack_ns", "im2col_stride_ns", "grouped_run_ns", "grouped_element_ns", "grouped_small_m_ns", "col2im_ns", "col2im_strided_ns", "nchwc_activation_pass_ns", "depthwise_tile_ns", "depthwise_row_ns", "depthwise_call_ns", "depthwise_output_ns", "depthwise_tap_ns", "transpose_block_ns", "transpose_outward_factor", "transpose_byte_outward_factor", "transpose_shared_line_factor", "transpose_pass_lines", "transpose_byte_block_ns", "transpose_edge_ns", "transpose_memcpy_ns", "gemm_aliased_factor", "gemm_revisit_gbps", "gemv_dram_gbps", "reduce_row_ns", "reduce_block_ns", "reduce_column_row_ns", "reduce_generic_ns",
         "slice_run_ns", "slice_step_element_ns", "gather_row_ns", "gather_dram_row_ns", "gather_dram_line_ns", "fp32_batch_call_ns", "scatter_far_update_ns", "thread_check_speedup",

@@ -39,14 +39,14 @@ K = TypeVar("K")
 #: ``norm_row_ns``, ``softmax_row_ns``, ``reduce_row_ns``, ``reduce_block_ns``, ``reduce_column_row_ns``, ``reduce_generic_ns``, ``gather_row_ns``,
 #: ``slice_run_ns``, ``slice_step_element_ns``, the single-axis Transpose rates, the Softmax tail figures, ``fp32_batch_call_ns`` and the embedding probes'
 #: DRAM rows (:data:`hwsim.host.gather_probe.GATHER_DRAM_PROBES`) are differences of two times and
-#: ``gemm_aliased_factor`` a ratio of two rates and ``gemm_revisit_gbps`` a rate from their difference,
+#: ``gemm_aliased_factor`` a ratio of two rates, the NCHWc block efficiencies ratios of two times, and ``gemm_revisit_gbps`` a rate from their difference,
 #: which load moves either way).
 MEDIAN_KERNEL_FIGURES = frozenset({"run_footprint_kib", "parallel_section_ns", "norm_row_ns", "softmax_row_ns",
                                    "reduce_row_ns", "reduce_block_ns", "reduce_column_row_ns", "reduce_generic_ns", "gather_row_ns", "fp32_batch_call_ns", "gemm_aliased_factor",
                                    "slice_run_ns", "slice_step_element_ns",
                                    "im2col_pack_ns", "im2col_stride_ns", "col2im_ns", "col2im_strided_ns", "lstm_direction_ns", "gru_direction_ns", "transpose_block_ns", "transpose_byte_block_ns", "transpose_edge_ns", "transpose_outward_factor", "transpose_byte_outward_factor", "transpose_shared_line_factor", "transpose_pass_lines", "transpose_memcpy_ns",
                                    "vector_floats", "softmax_tail_ns", "softmax_tail_element_ns", "softmax_in_place_tail_ns",
-                                   "gemm_revisit_gbps",
+                                   "gemm_revisit_gbps", "nchwc_one_block_efficiency", "nchwc_two_block_efficiency",
                                    "gather_dram_probe_ns:64", "gather_dram_probe_ns:768", "weight_cache_kib",
                                    "loop_cache_kib"})  # fmt: skip
 

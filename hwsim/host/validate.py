@@ -451,7 +451,7 @@ def nchwc_reorders(graph: ModelGraph, block: int) -> list[Op]:
     return _nchwc_plan(graph, block)[0]
 
 
-def nchwc_work(graph: ModelGraph, block: int, one_block: float | None = None) -> dict[str, float]:
+def nchwc_work(graph: ModelGraph, block: int, one_block: float | None = None, two_block: float | None = None) -> dict[str, float]:
     """Time factor of each op that runs in onnxruntime's NCHWc layout slower than its real work
     says (ops at factor 1 are left out): padded channels, and few output blocks.
 
@@ -466,10 +466,11 @@ def nchwc_work(graph: ModelGraph, block: int, one_block: float | None = None) ->
     - **Output blocks** (dense convs): MLAS's NCHWc kernels compute up to four output blocks
       per input load (each broadcast input feeds ``F`` filter blocks: ``F + 1`` loads per ``F``
       FMAs), so with two loads a cycle a conv with fewer than three output blocks is
-      load-bound: :func:`nchwc_block_efficiency` (``one_block``: the host's measured rate of one
-      block, ``nchwc_one_block_efficiency``).
+      load-bound: :func:`nchwc_block_efficiency` (``one_block`` and ``two_block``: the host's
+      measured rates of one and two blocks, ``nchwc_one_block_efficiency`` and
+      ``nchwc_two_block_efficiency``).
     """
-    return _nchwc_plan(graph, block, one_block)[1]
+    return _nchwc_plan(graph, block, one_block, two_block)[1]
 
 
 #: Output pixels MLAS's uint8 GEMM computes at a time in a ``ConvInteger`` (its ``N``: a conv's
@@ -502,10 +503,10 @@ def integer_conv_strips(graph: ModelGraph) -> dict[str, float]:
     return out
 
 
-def work_factors(graph: ModelGraph, block: int, one_block: float | None = None) -> dict[str, float]:
+def work_factors(graph: ModelGraph, block: int, one_block: float | None = None, two_block: float | None = None) -> dict[str, float]:
     """The time factors :func:`predict_nodes` applies (its ``padded``): :func:`nchwc_work`'s and
     :func:`integer_conv_strips`' (no op has both: a ``ConvInteger`` never runs blocked)."""
-    return {**nchwc_work(graph, block, one_block), **integer_conv_strips(graph)}
+    return {**nchwc_work(graph, block, one_block, two_block), **integer_conv_strips(graph)}
 
 
 def nchwc_kernels(graph: ModelGraph, block: int, fused: Iterable[str] = ()) -> dict[str, Op]:
@@ -772,11 +773,15 @@ def _float_stream(op: Op) -> bool:
                                                        for t in (*op.activations, *op.outputs))  # fmt: skip
 
 
-def nchwc_block_efficiency(output_blocks: int, one_block: float | None = None) -> float:
+def nchwc_block_efficiency(output_blocks: int, one_block: float | None = None, two_block: float | None = None) -> float:
     """Rate of an NCHWc conv with ``output_blocks`` blocks of output channels against one with
     more: ``F / (F + 1)`` FMAs per load with ``F = min(output_blocks, 4)`` filter blocks per
     pass, scaled so that one block runs at ``one_block`` of the full rate (the host's measured
-    ``nchwc_one_block_efficiency``; 2/3 without it: the FMA units bind from ``F = 3``).
+    ``nchwc_one_block_efficiency``; 2/3 without it: the FMA units bind from ``F = 3``); two blocks
+    at ``two_block`` (the host's measured ``nchwc_two_block_efficiency``, at most 1) where it is
+    known, since it does not follow from one block on every core: on a Xeon without AMX one block
+    ran at 0.63 and two at the full rate, which the law puts at 0.84 (``docs/fidelity_cpu.md``,
+    "The Intel Xeon again").
 
     Measured on the CI Xeon, 64 input channels at 32x32 (3x3 / 1x1, GFLOP/s): 16 outputs 141 /
     131, 32 outputs 187 / 175, 48 outputs 209 / 191, 64-256 outputs 204-208 / 195-200. On an AMD
@@ -787,15 +792,22 @@ def nchwc_block_efficiency(output_blocks: int, one_block: float | None = None) -
     [0.667, 0.889, 1.0, 1.0]
     >>> [round(nchwc_block_efficiency(f, 0.88), 3) for f in (1, 2, 3)]
     [0.88, 1.0, 1.0]
+    >>> [round(nchwc_block_efficiency(f, 0.63, 1.02), 3) for f in (1, 2, 3)]
+    [0.63, 1.0, 0.945]
     """
     f = min(max(output_blocks, 1), 4)
+    if f == 2 and two_block:
+        return min(1.0, two_block)
     return min(1.0, 2 * (one_block or 2 / 3) * f / (f + 1))
 
 
-def _one_block(chip: Chip) -> float | None:
-    """The chip's CPU's measured ``nchwc_one_block_efficiency`` (None: not measured, or no CPU first)."""
+def _block_rates(chip: Chip) -> tuple[float | None, float | None]:
+    """The chip's CPU's measured ``nchwc_one_block_efficiency`` and ``nchwc_two_block_efficiency``
+    (each None: not measured, or no CPU first)."""
     unit = chip.units[0] if chip.units else None
-    return unit.nchwc_one_block_efficiency if isinstance(unit, CpuUnit) else None
+    if not isinstance(unit, CpuUnit):
+        return None, None
+    return unit.nchwc_one_block_efficiency, unit.nchwc_two_block_efficiency
 
 
 def _pad(channels: int, block: int) -> float:
@@ -814,7 +826,7 @@ def _fused_into_blocked_conv(graph: ModelGraph, op: Op, blocked: set[str]) -> bo
 
 
 def _nchwc_plan(
-    graph: ModelGraph, block: int, one_block: float | None = None
+    graph: ModelGraph, block: int, one_block: float | None = None, two_block: float | None = None
 ) -> tuple[list[Op], dict[str, float], set[str], set[str]]:
     """The reorders (:func:`nchwc_reorders`), the time factors (:func:`nchwc_work`), the names
     of the non-conv ops kept blocked and of the blocked depthwise convs, and the names of the
@@ -858,7 +870,7 @@ def _nchwc_plan(
                 # a plain dense conv's padded channels are in its kernel (nchwc_kernels: _padded_conv)
                 pad = 1.0 if dense and _pads_in_kernel(op) else _pad(cout, block) * (_pad(cin, block) if wide else 1.0)
                 blocks = -(-cout // conv_group(op) // block)
-                keep_blocked(op, pad / (nchwc_block_efficiency(blocks, one_block) if dense else 1.0))
+                keep_blocked(op, pad / (nchwc_block_efficiency(blocks, one_block, two_block) if dense else 1.0))
                 (kept if depthwise else dense_convs).add(op.name)
                 continue
         elif acts and all(t.name in blocked for t in acts):
@@ -1381,7 +1393,7 @@ def validate_model(
     heads = _call_heads(graph, calls, kernels)
     fused = {op.name for op in graph.ops() if op.name not in meas and op.name not in heads}
     members = _costing_nothing(graph, fusions, calls, heads, reorders, fused)
-    pred = predict_nodes(graph, one, threads, fused, _head_kernels(heads, kernels), reorders, members, work_factors(graph, block, _one_block(one)),
+    pred = predict_nodes(graph, one, threads, fused, _head_kernels(heads, kernels), reorders, members, work_factors(graph, block, *_block_rates(one)),
                          {**layout_kernels(graph, block, fused), **denormal_softmaxes(graph, model)})  # fmt: skip
     nodes = _with_calls(tuple(
         NodeResult(name, p.op_type, name in fused, p.predicted_ns, meas.get(name, 0.0), p.roof_ns, p.memory_ns, p.stall_ns,
@@ -1795,7 +1807,7 @@ def repredict(v: Validation, chip: Chip, model_path: str | Path,
     members = _costing_nothing(graph, fusions, calls, heads, reorders, fused)
     one = cpu_chip(chip, v.threads)
     pred = predict_nodes(graph, one, v.threads, fused, _head_kernels(heads, kernels), reorders, members,
-                         work_factors(graph, v.nchwc_block, _one_block(one)), {**layout_kernels(graph, v.nchwc_block, fused),
+                         work_factors(graph, v.nchwc_block, *_block_rates(one)), {**layout_kernels(graph, v.nchwc_block, fused),
                          **denormal_softmaxes(graph, onnx.load(str(model_path), load_external_data=False))})  # fmt: skip
     meas = {n.name: n.measured_ns for n in v.nodes}
     nodes = tuple(NodeResult(name, p.op_type, name in fused, p.predicted_ns, meas.get(name, 0.0), p.roof_ns, p.memory_ns,

@@ -688,6 +688,17 @@ class TestPredictionStructure:
         conv = next(op.name for op in graph.ops() if op.op_type == "Conv")
         assert nchwc_work(graph, 16, one_block).get(conv) == (pytest.approx(factor) if factor else None)
 
+    @pytest.mark.parametrize(("one_block", "two_block", "factor"),
+                             [(None, None, 1 / (8 / 9)), (0.63, None, 1 / (2 * 0.63 * 2 / 3)), (0.63, 0.9, 1 / 0.9), (0.63, 1.02, None)])  # fmt: skip
+    def test_nchwc_work_with_the_hosts_two_block_rate(
+        self, tmp_path: Path, one_block: float | None, two_block: float | None, factor: float | None
+    ) -> None:
+        # 32 -> 32 channels: two output blocks, at the measured rate of two where it is known (not
+        # the law from one block: a Xeon ran one block at 0.63 and two at the full rate)
+        graph = load_onnx(conv_net(tmp_path / "n.onnx", 32, 32, "relu_reshape"))
+        conv = next(op.name for op in graph.ops() if op.op_type == "Conv")
+        assert nchwc_work(graph, 16, one_block, two_block).get(conv) == (pytest.approx(factor) if factor else None)
+
 
 class TestCommand:
     def test_validate_prints_and_records(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
