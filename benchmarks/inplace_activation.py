@@ -23,7 +23,7 @@ import onnx
 from onnx import TensorProto, helper
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from one_op_kernels import parser  # the one-op benchmarks share it
+from one_op_kernels import node_prices, parser  # the one-op benchmarks share them
 
 #: Tensor sizes, KiB: from within any L2 to beyond it.
 KIB = (64, 256, 512, 1024, 1536, 2048, 4096, 8192)
@@ -54,12 +54,8 @@ def measured(model: onnx.ModelProto, n: int) -> dict[str, float]:
 
 def priced(model: onnx.ModelProto, chip_path: str) -> dict[str, float]:
     """hwsim's price of each node as ``hwsim validate`` predicts the model, ns."""
-    from chips import load_chip
-    from graph_ir.onnx_import import from_model_proto
-    from hwsim.host.validate import cpu_chip, predict_nodes
-
-    pred = predict_nodes(from_model_proto(model, "chain.onnx"), cpu_chip(load_chip(chip_path), 1), 1, set())
-    return {k: pred[k].predicted_ns for k in NODES}
+    prices = node_prices(model, chip_path)
+    return {k: prices[k] for k in NODES}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,7 +15,7 @@ import onnx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-__all__ = ["kernel_ns", "parser", "price_ns"]
+__all__ = ["kernel_ns", "node_prices", "parser", "price_ns"]
 
 
 def parser(doc: str) -> argparse.ArgumentParser:
@@ -43,3 +43,14 @@ def price_ns(model: onnx.ModelProto, chip_path: str) -> float:
     cost = estimate(next(iter(from_model_proto(model).ops())), chip, chip.units[0].name, "model")
     assert cost is not None
     return cost.latency_ns
+
+
+def node_prices(model: onnx.ModelProto, chip_path: str) -> dict[str, float]:
+    """hwsim's price of each node of ``model`` as ``hwsim validate`` predicts the model on 1 thread
+    (onnxruntime's arena and the caches replayed), ns, by node name."""
+    from chips import load_chip
+    from graph_ir.onnx_import import from_model_proto
+    from hwsim.host.validate import cpu_chip, predict_nodes
+
+    pred = predict_nodes(from_model_proto(model, f"{model.graph.name}.onnx"), cpu_chip(load_chip(chip_path), 1), 1, set())
+    return {name: p.predicted_ns for name, p in pred.items()}

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from one_op_kernels import parser  # the one-op benchmarks share it
+from one_op_kernels import node_prices, parser  # the one-op benchmarks share them
 from single_axis_transposes import _summary
 
 #: (rows, row length): about 384 KiB a tensor, as the probe's, and two models' shapes.
@@ -48,13 +48,9 @@ def measured(rows: int, width: int, apart: bool) -> float:
 
 def priced(rows: int, width: int, apart: bool, chip_path: str) -> float:
     """hwsim's price of that Softmax as ``hwsim validate`` predicts the model, ns."""
-    from chips import load_chip
-    from graph_ir.onnx_import import from_model_proto
     from hwsim.host.softmax_probe import softmax_tail_model
-    from hwsim.host.validate import cpu_chip, predict_nodes
 
-    graph = from_model_proto(softmax_tail_model(rows, width, apart), "softmax_tails.onnx")
-    return predict_nodes(graph, cpu_chip(load_chip(chip_path), 1), 1, set())["softmax"].predicted_ns
+    return node_prices(softmax_tail_model(rows, width, apart), chip_path)["softmax"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1454,7 +1454,7 @@ def softmax_denormal_ns(rounds: int = 3) -> float | None:
 NCHWC_BLOCK_PROBE = (64, 32)
 
 
-def _two_convs(cin: int, side: int, couts: tuple[int, ...]) -> onnx.ModelProto:
+def _block_convs(cin: int, side: int, couts: tuple[int, ...]) -> onnx.ModelProto:
     """3x3 convs ``cin -> cout`` (one per ``couts``, named ``c<cout>``) of the same ``1 x cin x side x side`` input."""
     rng = np.random.default_rng(0)
     inits = {f"w{c}": (rng.standard_normal((c, cin, 3, 3)) * 0.05).astype(np.float32) for c in couts}
@@ -1484,7 +1484,7 @@ def nchwc_block_efficiencies(rounds: int = 3) -> tuple[float | None, float | Non
     couts = (narrow, 2 * narrow, 4 * narrow)
     x = np.random.default_rng(1).standard_normal((1, cin, side, side)).astype(np.float32)
     best: dict[int, float] = {}
-    model = _two_convs(cin, side, couts)
+    model = _block_convs(cin, side, couts)
     for _ in range(rounds):
         for name, (kind, ns) in profile_nodes(model, {"x": x}, runs=10).items():
             for c in couts:
